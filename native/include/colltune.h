@@ -1,0 +1,162 @@
+/*
+ * colltune.h -- the one public header of the colltune algorithm library.
+ *
+ * Collective algorithms written on MPI point-to-point, one registry table that
+ * describes them (name, collective, tunable parameters, constraints, fallback,
+ * Hockney cost formula) and a dispatcher per collective that checks arguments,
+ * applies declared fallbacks and reports them.
+ *
+ * Every function returns an MPI error code (MPI_SUCCESS on success); after a
+ * failure, ct_last_error() says what was wrong and what is valid.
+ */
+#ifndef COLLTUNE_H
+#define COLLTUNE_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define COLLTUNE_VERSION "0.1.0"
+
+/* ---- collectives --------------------------------------------------------- */
+typedef enum {
+    CT_BCAST = 0,
+    CT_REDUCE,
+    CT_GATHER,
+    CT_ALLGATHER,
+    CT_ALLREDUCE,
+    CT_NCOLL
+} ct_coll_t;
+
+const char *ct_coll_name(ct_coll_t coll);            /* "bcast", ...       */
+int ct_coll_from_name(const char *name, ct_coll_t *out); /* MPI_ERR_ARG if unknown */
+
+/* ---- tunable parameters -------------------------------------------------- */
+typedef enum {
+    CT_P_SEGSIZE = 0, /* segment size in bytes, 0 = no segmentation          */
+    CT_P_FANOUT,      /* tree/chain fan-out                                   */
+    CT_P_RADIX,       /* k-nomial radix                                       */
+    CT_P_BCAST,       /* inner Bcast algorithm (registry index) of composites */
+    CT_P_REDUCE,      /* inner Reduce algorithm (registry index)              */
+    CT_P_GATHER,      /* inner Gather algorithm (registry index)              */
+    CT_NPARAMS
+} ct_param_id_t;
+
+typedef struct {
+    long v[CT_NPARAMS]; /* indexed by ct_param_id_t; only an algorithm's own params are read */
+} ct_params_t;
+
+/* How one parameter is declared by one algorithm. */
+typedef struct {
+    ct_param_id_t id;
+    long def;             /* default (for algorithm-valued params: see def_algo) */
+    long min, max;        /* valid range, inclusive                              */
+    const char *def_algo; /* default inner algorithm name for CT_P_BCAST/...     */
+} ct_param_spec_t;
+
+#define CT_MAX_ALGO_PARAMS 4
+
+/* ---- constraints --------------------------------------------------------- */
+enum {
+    CT_NEED_COMMUTATIVE = 1u << 0, /* reorders the reduction                  */
+    CT_NEED_POW2        = 1u << 1, /* process count a power of two            */
+    CT_NEED_EVEN        = 1u << 2, /* even process count                      */
+    CT_NEED_TWO_PROCS   = 1u << 3, /* exactly two processes                   */
+    CT_NEED_COUNT_GE_P  = 1u << 4, /* at least one element per process        */
+    CT_HIDDEN           = 1u << 30 /* test-only entry, not listed by default  */
+};
+
+/* ---- algorithm functions (comm is a private duplicate, tags are free) ----- */
+typedef int (*ct_bcast_fn)(void *buf, int count, MPI_Datatype dt, int root,
+                           MPI_Comm comm, const ct_params_t *p);
+typedef int (*ct_reduce_fn)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+                            MPI_Op op, int root, MPI_Comm comm, const ct_params_t *p);
+typedef int (*ct_gather_fn)(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                            int rcount, MPI_Datatype rdt, int root, MPI_Comm comm,
+                            const ct_params_t *p);
+typedef int (*ct_allgather_fn)(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                               int rcount, MPI_Datatype rdt, MPI_Comm comm,
+                               const ct_params_t *p);
+typedef int (*ct_allreduce_fn)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+                               MPI_Op op, MPI_Comm comm, const ct_params_t *p);
+
+typedef struct {
+    const char *name;     /* e.g. "binomial"                                      */
+    ct_coll_t coll;
+    union {
+        ct_bcast_fn bcast;
+        ct_reduce_fn reduce;
+        ct_gather_fn gather;
+        ct_allgather_fn allgather;
+        ct_allreduce_fn allreduce;
+    } fn;
+    int nparams;
+    ct_param_spec_t params[CT_MAX_ALGO_PARAMS];
+    unsigned constraints; /* CT_NEED_* */
+    const char *fallback; /* algorithm of the same collective used when a constraint fails */
+    /* Hockney cost, an expression in p (processes), n (bytes), a (alpha, s),
+     * b (beta, s/byte), g (gamma, s/byte), s (segment bytes, = n if unsegmented),
+     * k (fan-out or radix), with log2, ceil, floor, min, max. */
+    const char *cost;
+    const char *summary;  /* one line: the communication pattern              */
+    const char *ompi_name;  /* the matching Open MPI coll_tuned algorithm, or NULL */
+} ct_algo_t;
+
+/* ---- registry ------------------------------------------------------------ */
+int ct_algo_count(void);                      /* entries, hidden ones included */
+const ct_algo_t *ct_algo_get(int index);      /* NULL if out of range          */
+int ct_algo_find(ct_coll_t coll, const char *name); /* index or -1             */
+const char *ct_param_name(ct_param_id_t id);  /* "segsize", "fanout", ...      */
+const char *ct_param_help(ct_param_id_t id);
+
+/* A chosen algorithm with its parameter values. */
+typedef struct {
+    int algo;          /* registry index */
+    ct_params_t params;
+} ct_choice_t;
+
+/* Parse "name" or "name:key=value,key=value" for one collective. Unknown
+ * names list the valid ones; bad values say the valid range. */
+int ct_choice_parse(ct_coll_t coll, const char *spec, ct_choice_t *out);
+/* Fill a choice with the algorithm's defaults. */
+int ct_choice_default(int algo, ct_choice_t *out);
+/* Check a choice (algorithm index and every parameter in range). */
+int ct_choice_check(const ct_choice_t *c);
+/* "chain:segsize=8192,fanout=4" (writes at most len bytes, always terminated) */
+void ct_choice_format(const ct_choice_t *c, char *buf, size_t len);
+
+/* ---- dispatch ------------------------------------------------------------ */
+int ct_bcast(const ct_choice_t *c, void *buf, int count, MPI_Datatype dt, int root,
+             MPI_Comm comm);
+int ct_reduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count,
+              MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm);
+int ct_gather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
+              void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
+int ct_allgather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
+                 void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm);
+int ct_allreduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count,
+                 MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+
+/* What the last dispatch on this process actually ran. */
+typedef struct {
+    int requested;     /* registry index asked for                 */
+    int used;          /* registry index that ran                  */
+    char reason[160];  /* why a fallback was taken; "" if none     */
+} ct_dispatch_t;
+const ct_dispatch_t *ct_last_dispatch(void);
+
+/* Called on every fallback (default: none). The library never falls back silently:
+ * ct_last_dispatch() always records it, and this hook lets a driver print it. */
+typedef void (*ct_fallback_hook_t)(const ct_dispatch_t *d);
+void ct_set_fallback_hook(ct_fallback_hook_t hook);
+
+/* Message of the last error on this process ("" if none). */
+const char *ct_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* COLLTUNE_H */

@@ -1,0 +1,481 @@
+/*
+ * allgather.c -- Allgather algorithms (see registry.c for the table).
+ *
+ * Blocks: rank i's contribution is block i of rbuf -- rcount elements of rdt
+ * starting at rbuf + i*rcount*extent(rdt). Every algorithm except gather_bcast
+ * first copies its own block from sbuf (scount x sdt, same signature as
+ * rcount x rdt) into block `rank` of rbuf -- or finds it there with
+ * MPI_IN_PLACE -- and from then on moves whole blocks of rbuf with the
+ * receive type, so derived types with holes or a lower bound work and the
+ * holes of rbuf are never written. A block travels as `per` elements of `dt`
+ * (blk_t), so counts of up to p blocks never overflow an int. Sets of blocks
+ * that are not contiguous in rbuf travel as one message with an indexed type.
+ *
+ * Every exchange is an MPI_Sendrecv or non-blocking, so no algorithm relies
+ * on MPI buffering; all work for every process count (the power-of-two ones
+ * fold the extra ranks in and out) and every message size.
+ */
+#include "ct_internal.h"
+
+#include <limits.h>
+
+#define TRY(call)                                   \
+    do {                                            \
+        rc = (call);                                \
+        if (rc != MPI_SUCCESS) goto out;            \
+    } while (0)
+
+/* How one block travels: `per` elements of `dt`, `ext` bytes apart in memory. */
+typedef struct {
+    MPI_Datatype dt;
+    int per;       /* elements of dt per block                             */
+    MPI_Aint ext;  /* bytes from one block to the next                     */
+    int owned;     /* dt was created here (contiguous block type): free it */
+    ct_type_t t;   /* geometry of the element type (for temporaries)       */
+} blk_t;
+
+/* Blocks of `count` elements of `dt` in messages of up to `nmax` blocks: the
+ * element type itself when nmax*count fits an int, else a contiguous block
+ * type (counts are then in blocks). */
+static int blk_init(blk_t *b, int count, MPI_Datatype dt, int nmax) {
+    b->owned = 0;
+    CT_CHECK(ct_type(dt, &b->t));
+    b->ext = (MPI_Aint)count * b->t.extent;
+    if (count <= INT_MAX / (nmax > 0 ? nmax : 1)) {
+        b->dt = dt;
+        b->per = count;
+        return MPI_SUCCESS;
+    }
+    CT_CHECK(MPI_Type_contiguous(count, dt, &b->dt));
+    int rc = MPI_Type_commit(&b->dt);
+    if (rc != MPI_SUCCESS) {
+        MPI_Type_free(&b->dt);
+        return rc;
+    }
+    b->owned = 1;
+    b->per = 1;
+    return MPI_SUCCESS;
+}
+
+static void blk_free(blk_t *b) {
+    if (b->owned) MPI_Type_free(&b->dt);
+    b->owned = 0;
+}
+
+/* Local copy between two layouts of the same type signature. */
+static int copy_sig(const void *src, int scount, MPI_Datatype sdt, void *dst, int rcount,
+                    MPI_Datatype rdt) {
+    if (src == dst && scount == rcount && sdt == rdt) return MPI_SUCCESS;
+    return MPI_Sendrecv(src, scount, sdt, 0, CT_TAG_ALLGATHER, dst, rcount, rdt, 0,
+                        CT_TAG_ALLGATHER, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+}
+
+/* State of one call. */
+typedef struct {
+    MPI_Comm comm;
+    int np, r;
+    char *rbuf;
+    blk_t b; /* blocks of rcount x rdt */
+} ag_t;
+
+static char *blk_at(const ag_t *g, int i) { return g->rbuf + (MPI_Aint)i * g->b.ext; }
+
+/* Set up the call and put my own block at position rank of rbuf. */
+static int ag_begin(ag_t *g, const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                    int rcount, MPI_Datatype rdt, MPI_Comm comm) {
+    g->comm = comm;
+    g->rbuf = rbuf;
+    CT_CHECK(MPI_Comm_size(comm, &g->np));
+    CT_CHECK(MPI_Comm_rank(comm, &g->r));
+    CT_CHECK(blk_init(&g->b, rcount, rdt, g->np));
+    if (sbuf != MPI_IN_PLACE) {
+        int rc = copy_sig(sbuf, scount, sdt, blk_at(g, g->r), rcount, rdt);
+        if (rc != MPI_SUCCESS) {
+            blk_free(&g->b);
+            return rc;
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+static int ag_end(ag_t *g, int rc) {
+    blk_free(&g->b);
+    return rc;
+}
+
+/* Send blocks sfirst..sfirst+scnt-1 of rbuf to dst while receiving blocks
+ * rfirst..rfirst+rcnt-1 from src. */
+static int xchg(const ag_t *g, int sfirst, int scnt, int dst, int rfirst, int rcnt, int src) {
+    return MPI_Sendrecv(blk_at(g, sfirst), scnt * g->b.per, g->b.dt, dst, CT_TAG_ALLGATHER,
+                        blk_at(g, rfirst), rcnt * g->b.per, g->b.dt, src, CT_TAG_ALLGATHER,
+                        g->comm, MPI_STATUS_IGNORE);
+}
+
+/* Committed indexed type over rbuf: n runs, run i = len[i] blocks from block
+ * first[i]. Scales first[] and len[] in place to elements of the block type. */
+static int runs_type(const ag_t *g, int n, int *first, int *len, MPI_Datatype *out) {
+    for (int i = 0; i < n; i++) {
+        first[i] *= g->b.per;
+        len[i] *= g->b.per;
+    }
+    CT_CHECK(MPI_Type_indexed(n, len, first, g->b.dt, out));
+    int rc = MPI_Type_commit(out);
+    if (rc != MPI_SUCCESS) MPI_Type_free(out);
+    return rc;
+}
+
+/* Send the runs (sfirst, slen)[0..sn) to dst while receiving (rfirst,
+ * rlen)[0..rn) from src, each set as one message. A peer of MPI_PROC_NULL
+ * skips that direction. The arrays are scaled in place. */
+static int xchg_runs(const ag_t *g, int sn, int *sfirst, int *slen, int dst, int rn,
+                     int *rfirst, int *rlen, int src) {
+    MPI_Datatype st = MPI_DATATYPE_NULL, rt = MPI_DATATYPE_NULL;
+    int rc = MPI_SUCCESS;
+    if (dst != MPI_PROC_NULL) TRY(runs_type(g, sn, sfirst, slen, &st));
+    if (src != MPI_PROC_NULL) TRY(runs_type(g, rn, rfirst, rlen, &rt));
+    TRY(MPI_Sendrecv(g->rbuf, dst != MPI_PROC_NULL, dst != MPI_PROC_NULL ? st : g->b.dt, dst,
+                     CT_TAG_ALLGATHER, g->rbuf, src != MPI_PROC_NULL,
+                     src != MPI_PROC_NULL ? rt : g->b.dt, src, CT_TAG_ALLGATHER, g->comm,
+                     MPI_STATUS_IGNORE));
+out:
+    if (st != MPI_DATATYPE_NULL) MPI_Type_free(&st);
+    if (rt != MPI_DATATYPE_NULL) MPI_Type_free(&rt);
+    return rc;
+}
+
+/* ---- folding a non-power-of-two process count ----------------------------
+ * q = largest power of two <= p, rem = p - q. Ranks 2i and 2i+1 (i < rem) form
+ * a pair: the even one hands its block to the odd one and sits out; the odd
+ * one plays virtual rank i. Ranks >= 2*rem play virtual rank r - rem. Virtual
+ * rank u then holds real blocks fold_first(u) .. fold_first(u+1)-1 (two
+ * blocks for u < rem, one otherwise), so a range of virtual ranks is a
+ * contiguous range of real blocks. At the end each odd rank sends everything
+ * to its even partner. */
+typedef struct {
+    int q, rem;
+    int v; /* my virtual rank, -1 if I sit out */
+} fold_t;
+
+static void fold_init(fold_t *f, int np, int r) {
+    f->q = ct_pow2_floor(np);
+    f->rem = np - f->q;
+    if (r < 2 * f->rem)
+        f->v = (r % 2) ? r / 2 : -1;
+    else
+        f->v = r - f->rem;
+}
+static int fold_first(const fold_t *f, int u) { return u < f->rem ? 2 * u : u + f->rem; }
+static int fold_nblk(const fold_t *f, int u) { return u < f->rem ? 2 : 1; }
+static int fold_rank(const fold_t *f, int u) { return u < f->rem ? 2 * u + 1 : u + f->rem; }
+
+/* Before the power-of-two phase: even ranks of the pairs hand their block over. */
+static int fold_in(const ag_t *g, const fold_t *f) {
+    if (g->r >= 2 * f->rem) return MPI_SUCCESS;
+    if (f->v < 0) /* the partner's first action is this receive: no deadlock */
+        return MPI_Send(blk_at(g, g->r), g->b.per, g->b.dt, g->r + 1, CT_TAG_ALLGATHER,
+                        g->comm);
+    return MPI_Recv(blk_at(g, g->r - 1), g->b.per, g->b.dt, g->r - 1, CT_TAG_ALLGATHER,
+                    g->comm, MPI_STATUS_IGNORE);
+}
+
+/* After it: odd ranks of the pairs send all blocks but the partner's own. */
+static int fold_out(const ag_t *g, const fold_t *f) {
+    if (g->r >= 2 * f->rem) return MPI_SUCCESS;
+    int e = f->v < 0 ? g->r : g->r - 1; /* the even rank */
+    int first[2] = { 0, e + 1 }, len[2] = { e, g->np - e - 1 };
+    if (f->v < 0)
+        return xchg_runs(g, 0, NULL, NULL, MPI_PROC_NULL, 2, first, len, e + 1);
+    return xchg_runs(g, 2, first, len, e, 0, NULL, NULL, MPI_PROC_NULL);
+}
+
+/* ---- the algorithms ------------------------------------------------------ */
+
+int ct_allgather_native(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                        MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *p) {
+    (void)p;
+    return PMPI_Allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm);
+}
+
+/*
+ * Linear: every rank posts a receive from every other rank and a send of its
+ * own block to every other rank (in staggered order, rank+1 first), then waits
+ * for all -- the seed's Send/Recv version made deadlock-free.
+ */
+int ct_allgather_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                        MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *prm) {
+    (void)prm;
+    ag_t g;
+    int rc = MPI_SUCCESS, n = 0;
+    CT_CHECK(ag_begin(&g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
+    MPI_Request *req = malloc((size_t)(2 * g.np) * sizeof *req);
+    if (!req) return ag_end(&g, ct_set_error(MPI_ERR_NO_MEM, "allgather/linear: out of memory"));
+    for (int i = 1; i < g.np; i++) {
+        int src = (g.r - i + g.np) % g.np;
+        TRY(MPI_Irecv(blk_at(&g, src), g.b.per, g.b.dt, src, CT_TAG_ALLGATHER, comm, &req[n]));
+        n++;
+    }
+    for (int i = 1; i < g.np; i++) {
+        int dst = (g.r + i) % g.np;
+        TRY(MPI_Isend(blk_at(&g, g.r), g.b.per, g.b.dt, dst, CT_TAG_ALLGATHER, comm, &req[n]));
+        n++;
+    }
+    TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
+out:
+    free(req);
+    return ag_end(&g, rc);
+}
+
+/*
+ * Gather + Bcast: the colltune Gather algorithm chosen by the "gather"
+ * parameter collects all blocks at rank 0, then the colltune Bcast algorithm
+ * chosen by "bcast" broadcasts the whole of rbuf from rank 0.
+ */
+int ct_allgather_gather_bcast(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                              int rcount, MPI_Datatype rdt, MPI_Comm comm,
+                              const ct_params_t *prm) {
+    int np, r, rc;
+    CT_CHECK(MPI_Comm_size(comm, &np));
+    CT_CHECK(MPI_Comm_rank(comm, &r));
+    ct_type_t t;
+    CT_CHECK(ct_type(rdt, &t));
+    /* with MPI_IN_PLACE my block already sits in rbuf: send it from there
+     * (the root of the gather may keep MPI_IN_PLACE) */
+    if (sbuf == MPI_IN_PLACE && r != 0) {
+        sbuf = (char *)rbuf + (MPI_Aint)r * rcount * t.extent;
+        scount = rcount;
+        sdt = rdt;
+    }
+    CT_CHECK(ct_run_gather((int)prm->v[CT_P_GATHER], sbuf, scount, sdt, rbuf, rcount, rdt, 0,
+                           comm));
+    if (rcount <= INT_MAX / np)
+        return ct_run_bcast((int)prm->v[CT_P_BCAST], rbuf, np * rcount, rdt, 0, comm);
+    /* p*rcount elements overflow an int: broadcast p blocks of a block type */
+    MPI_Datatype bt;
+    CT_CHECK(MPI_Type_contiguous(rcount, rdt, &bt));
+    rc = MPI_Type_commit(&bt);
+    if (rc == MPI_SUCCESS) rc = ct_run_bcast((int)prm->v[CT_P_BCAST], rbuf, np, bt, 0, comm);
+    MPI_Type_free(&bt);
+    return rc;
+}
+
+/*
+ * Ring: p-1 steps; in step i rank r sends block (r-i) mod p to r+1 and
+ * receives block (r-i-1) mod p from r-1 (one Sendrecv per step).
+ */
+int ct_allgather_ring(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                      MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *prm) {
+    (void)prm;
+    ag_t g;
+    int rc = MPI_SUCCESS;
+    CT_CHECK(ag_begin(&g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
+    const int np = g.np, right = (g.r + 1) % np, left = (g.r - 1 + np) % np;
+    for (int i = 0; i < np - 1 && rc == MPI_SUCCESS; i++)
+        rc = xchg(&g, (g.r - i + np) % np, 1, right, (g.r - i - 1 + np) % np, 1, left);
+    return ag_end(&g, rc);
+}
+
+/*
+ * Recursive doubling: among q = 2^floor(log2 p) (virtual) ranks, partners at
+ * distance 1, 2, 4, ..., q/2 exchange everything they hold -- before the step
+ * at distance d a rank holds the d-aligned group of d virtual ranks around it,
+ * a contiguous range of blocks. Extra ranks are folded in before and served
+ * at the end (fold_in / fold_out).
+ */
+int ct_allgather_recursive_doubling(const void *sbuf, int scount, MPI_Datatype sdt,
+                                    void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm,
+                                    const ct_params_t *prm) {
+    (void)prm;
+    ag_t g;
+    fold_t f;
+    int rc = MPI_SUCCESS;
+    CT_CHECK(ag_begin(&g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
+    fold_init(&f, g.np, g.r);
+    TRY(fold_in(&g, &f));
+    if (f.v >= 0) {
+        for (int d = 1; d < f.q; d <<= 1) {
+            int peer = f.v ^ d;
+            int mine = f.v & ~(d - 1), theirs = peer & ~(d - 1);
+            int s0 = fold_first(&f, mine), s1 = fold_first(&f, mine + d);
+            int r0 = fold_first(&f, theirs), r1 = fold_first(&f, theirs + d);
+            TRY(xchg(&g, s0, s1 - s0, fold_rank(&f, peer), r0, r1 - r0, fold_rank(&f, peer)));
+        }
+    }
+    TRY(fold_out(&g, &f));
+out:
+    return ag_end(&g, rc);
+}
+
+/*
+ * Recursive halving (the seed's variant): among q = 2^floor(log2 p) (virtual)
+ * ranks, partners at distance q/2, q/4, ..., 1 exchange everything they hold.
+ * Before the step at distance d a rank v holds the blocks of the virtual ranks
+ * u with u = v (mod 2d) -- blocks 2d apart, sent as one indexed-type message
+ * and received straight into place. Extra ranks are folded in and out as in
+ * recursive doubling.
+ */
+int ct_allgather_recursive_halving(const void *sbuf, int scount, MPI_Datatype sdt,
+                                   void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm,
+                                   const ct_params_t *prm) {
+    (void)prm;
+    ag_t g;
+    fold_t f;
+    int rc = MPI_SUCCESS, *buf = NULL;
+    CT_CHECK(ag_begin(&g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
+    fold_init(&f, g.np, g.r);
+    const int nmax = f.q / 2 > 0 ? f.q / 2 : 1;
+    buf = malloc((size_t)(4 * nmax) * sizeof *buf);
+    if (!buf) return ag_end(&g, ct_set_error(MPI_ERR_NO_MEM, "allgather/recursive_halving: "
+                                             "out of memory"));
+    int *sfirst = buf, *slen = buf + nmax, *rfirst = buf + 2 * nmax, *rlen = buf + 3 * nmax;
+    TRY(fold_in(&g, &f));
+    if (f.v >= 0) {
+        for (int d = f.q / 2; d >= 1; d >>= 1) {
+            const int n = f.q / (2 * d), peer = f.v ^ d;
+            const int peer_rank = fold_rank(&f, peer);
+            for (int t = 0; t < n; t++) {
+                int u = f.v % (2 * d) + 2 * d * t, w = peer % (2 * d) + 2 * d * t;
+                sfirst[t] = fold_first(&f, u);
+                slen[t] = fold_nblk(&f, u);
+                rfirst[t] = fold_first(&f, w);
+                rlen[t] = fold_nblk(&f, w);
+            }
+            if (n == 1)
+                TRY(xchg(&g, sfirst[0], slen[0], peer_rank, rfirst[0], rlen[0], peer_rank));
+            else
+                TRY(xchg_runs(&g, n, sfirst, slen, peer_rank, n, rfirst, rlen, peer_rank));
+        }
+    }
+    TRY(fold_out(&g, &f));
+out:
+    free(buf);
+    return ag_end(&g, rc);
+}
+
+/*
+ * Bruck: blocks are gathered in a temporary in rotated order (slot i holds
+ * block (rank+i) mod p). In step j (distance d = 2^j) a rank sends its first
+ * min(d, p-d) slots to rank-d and receives as many into slots d.. from rank+d.
+ * After ceil(log2 p) steps a local rotation puts every block in its place.
+ */
+int ct_allgather_bruck(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                       MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *prm) {
+    (void)prm;
+    ag_t g;
+    void *raw = NULL;
+    int rc = MPI_SUCCESS;
+    CT_CHECK(ag_begin(&g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
+    const int np = g.np, r = g.r, per = g.b.per;
+    if (np == 1) return ag_end(&g, MPI_SUCCESS);
+    char *tmp = ct_tmp_alloc((MPI_Aint)np * rcount, &g.b.t, &raw);
+    if (!tmp) return ag_end(&g, ct_set_error(MPI_ERR_NO_MEM, "allgather/bruck: out of memory"));
+    TRY(ct_copy(blk_at(&g, r), tmp, per, g.b.dt));
+    for (int d = 1; d < np; d <<= 1) {
+        int cnt = d < np - d ? d : np - d;
+        TRY(MPI_Sendrecv(tmp, cnt * per, g.b.dt, (r - d + np) % np, CT_TAG_ALLGATHER,
+                         tmp + (MPI_Aint)d * g.b.ext, cnt * per, g.b.dt, (r + d) % np,
+                         CT_TAG_ALLGATHER, comm, MPI_STATUS_IGNORE));
+    }
+    /* slots 1..p-r-1 are blocks r+1..p-1, slots p-r..p-1 are blocks 0..r-1 */
+    TRY(ct_copy(tmp + g.b.ext, blk_at(&g, r + 1), (np - r - 1) * per, g.b.dt));
+    TRY(ct_copy(tmp + (MPI_Aint)(np - r) * g.b.ext, blk_at(&g, 0), r * per, g.b.dt));
+out:
+    free(raw);
+    return ag_end(&g, rc);
+}
+
+/*
+ * Neighbor exchange (Chen et al.), even p: in step 0 ranks 2i and 2i+1 swap
+ * their blocks, so each holds the pair starting at block 2i. Then for p/2-1
+ * steps a rank alternates between its two neighbours (even ranks: left first,
+ * odd ranks: right first), each time passing on the pair of blocks it
+ * received in the previous step and receiving the next pair from that side.
+ */
+int ct_allgather_neighbor_exchange(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                                   int rcount, MPI_Datatype rdt, MPI_Comm comm,
+                                   const ct_params_t *prm) {
+    (void)prm;
+    ag_t g;
+    int rc = MPI_SUCCESS;
+    CT_CHECK(ag_begin(&g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
+    const int np = g.np, r = g.r;
+    if (np % 2)
+        return ag_end(&g, ct_set_error(MPI_ERR_ARG, "allgather/neighbor_exchange needs an "
+                                       "even process count (got %d)", np));
+    const int even = r % 2 == 0;
+    /* nb[0]: the pair partner (step 0 and even steps), nb[1]: the other side */
+    const int nb[2] = { even ? (r + 1) % np : (r - 1 + np) % np,
+                        even ? (r - 1 + np) % np : (r + 1) % np };
+    /* pairs arrive from the partner's side moving away by 2 blocks per step */
+    const int step[2] = { even ? 2 : -2, even ? -2 : 2 };
+    int last[2] = { r - r % 2, r - r % 2 }; /* last pair received from each side */
+    TRY(xchg(&g, r, 1, nb[0], nb[0], 1, nb[0]));
+    int send_from = r - r % 2;
+    for (int i = 1; i < np / 2; i++) {
+        const int s = i % 2;
+        last[s] = (last[s] + step[s] + np) % np;
+        TRY(xchg(&g, send_from, 2, nb[s], last[s], 2, nb[s]));
+        send_from = last[s];
+    }
+out:
+    return ag_end(&g, rc);
+}
+
+/* Two processes: a single exchange of the two blocks. */
+int ct_allgather_two_proc(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                          int rcount, MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *prm) {
+    (void)prm;
+    ag_t g;
+    CT_CHECK(ag_begin(&g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
+    if (g.np != 2)
+        return ag_end(&g, ct_set_error(MPI_ERR_ARG, "allgather/two_proc needs exactly 2 "
+                                       "processes (got %d)", g.np));
+    const int o = 1 - g.r;
+    return ag_end(&g, xchg(&g, g.r, 1, o, o, 1, o));
+}
+
+/*
+ * Sparbit (Loch & Koslovski 2021): L = ceil(log2 p) steps with distances
+ * d = 2^(L-1), ..., 2, 1 -- far partners first, near ones last, while the
+ * data doubles. Before the step at distance d rank r holds blocks
+ * r - 2d*t (mod p), t = 0..k-1 with k = ceil(p/2d); it sends them to r+d and
+ * receives the set of r-d, blocks r - d - 2d*t, into place (one indexed-type
+ * message each way). When p is not a power of two, doubling would overshoot:
+ * in a step where ceil(p/d) is odd the last block is left out, so that after
+ * the last step (d = 1) rank r holds exactly blocks r, r-1, ..., r-p+1.
+ */
+int ct_allgather_sparbit(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                         MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *prm) {
+    (void)prm;
+    ag_t g;
+    int rc = MPI_SUCCESS, *buf = NULL;
+    CT_CHECK(ag_begin(&g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
+    const int np = g.np, r = g.r;
+    if (np == 1) return ag_end(&g, MPI_SUCCESS);
+    int L = 0;
+    while ((1 << L) < np) L++;
+    const int nmax = (np + 1) / 2;
+    buf = malloc((size_t)(4 * nmax) * sizeof *buf);
+    if (!buf) return ag_end(&g, ct_set_error(MPI_ERR_NO_MEM, "allgather/sparbit: out of memory"));
+    int *sfirst = buf, *slen = buf + nmax, *rfirst = buf + 2 * nmax, *rlen = buf + 3 * nmax;
+    int k = 1; /* blocks held */
+    for (int j = L - 1; j >= 0; j--) {
+        const int d = 1 << j;
+        const int knext = (np + d - 1) / d; /* held after this step          */
+        const int n = knext - k;            /* sent = received: k or k-1      */
+        const int to = (r + d) % np, from = (r - d + np) % np;
+        for (int t = 0; t < n; t++) {
+            /* 2d*t and d*(2t+1) are both < p here, so no wrap below -p */
+            sfirst[t] = (r - 2 * d * t + np) % np;
+            rfirst[t] = (r - d * (2 * t + 1) + np) % np;
+            slen[t] = rlen[t] = 1;
+        }
+        if (n == 1)
+            TRY(xchg(&g, sfirst[0], 1, to, rfirst[0], 1, from));
+        else
+            TRY(xchg_runs(&g, n, sfirst, slen, to, n, rfirst, rlen, from));
+        k = knext;
+    }
+out:
+    free(buf);
+    return ag_end(&g, rc);
+}

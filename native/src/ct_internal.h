@@ -1,0 +1,164 @@
+/*
+ * ct_internal.h -- helpers shared by the algorithm files (not installed).
+ *
+ * Conventions for algorithm implementations:
+ *  - comm is a private duplicate of the user's communicator (the dispatcher
+ *    makes it), so any tag may be used without clashing with user traffic.
+ *  - count == 0 never reaches an algorithm (the dispatcher returns early).
+ *  - Data is addressed in elements of the datatype: element i starts at
+ *    (char *)buf + i * extent. Temporary buffers come from ct_tmp_alloc so that
+ *    derived datatypes with a lower bound or holes work.
+ *  - Reductions are applied with MPI_Reduce_local(in, inout, ...), which
+ *    computes inout = in (op) inout: "in" is the left operand. Order-preserving
+ *    algorithms keep lower ranks on the left.
+ *  - Errors: return the MPI error code; set a message with ct_set_error().
+ */
+#ifndef CT_INTERNAL_H
+#define CT_INTERNAL_H
+
+#include "colltune.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Tags (each algorithm may use any tag; these are only for readability). */
+enum { CT_TAG_BCAST = 100, CT_TAG_REDUCE = 200, CT_TAG_GATHER = 300,
+       CT_TAG_ALLGATHER = 400, CT_TAG_ALLREDUCE = 500 };
+
+#define CT_SEGSIZE(p) ((p)->v[CT_P_SEGSIZE])
+#define CT_FANOUT(p) ((int)(p)->v[CT_P_FANOUT])
+#define CT_RADIX(p) ((int)(p)->v[CT_P_RADIX])
+
+/* Return on MPI error. */
+#define CT_CHECK(call)                                                     \
+    do {                                                                   \
+        int ct_rc_ = (call);                                               \
+        if (ct_rc_ != MPI_SUCCESS) return ct_rc_;                          \
+    } while (0)
+
+/* Set the message returned by ct_last_error(); returns code. */
+int ct_set_error(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Datatype geometry. */
+typedef struct {
+    MPI_Aint lb, extent;           /* MPI_Type_get_extent      */
+    MPI_Aint true_lb, true_extent; /* MPI_Type_get_true_extent */
+    int size;                      /* bytes of data per element */
+} ct_type_t;
+int ct_type(MPI_Datatype dt, ct_type_t *t);
+
+/* Address of element i of buf. */
+static inline char *ct_elem(const void *buf, MPI_Aint i, const ct_type_t *t) {
+    return (char *)buf + i * t->extent;
+}
+
+/* Allocate room for count elements of dt; returns the buffer pointer to use in
+ * MPI calls (already shifted by -true_lb) and the raw pointer to free() in *raw.
+ * Returns NULL with *raw == NULL when out of memory (count <= 0 gives a valid
+ * dummy buffer). */
+void *ct_tmp_alloc(MPI_Aint count, const ct_type_t *t, void **raw);
+
+/* Local copy of count elements between buffers laid out with datatype dt. */
+int ct_copy(const void *src, void *dst, int count, MPI_Datatype dt);
+
+/* Elements per segment for this datatype and segment size in bytes:
+ * count if segsize == 0 or larger than the message, at least 1 otherwise
+ * (segments are split at whole elements). */
+int ct_seg_elems(long segsize, int count, const ct_type_t *t);
+
+/* Split count elements into p nearly equal blocks: block i has
+ * ct_block_count(count,p,i) elements starting at ct_block_start(count,p,i). */
+static inline int ct_block_count(int count, int p, int i) {
+    return count / p + (i < count % p ? 1 : 0);
+}
+static inline int ct_block_start(int count, int p, int i) {
+    return i * (count / p) + (i < count % p ? i : count % p);
+}
+
+/* Largest power of two <= n (n >= 1). */
+static inline int ct_pow2_floor(int n) {
+    int r = 1;
+    while (r * 2 <= n) r *= 2;
+    return r;
+}
+
+/* Inner algorithms of composite algorithms (e.g. Allreduce reduce_bcast):
+ * run registry entry `algo` with its default parameters on an already private
+ * communicator, applying its declared fallback if needed. */
+int ct_run_bcast(int algo, void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm);
+int ct_run_reduce(int algo, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+                  MPI_Op op, int root, MPI_Comm comm);
+int ct_run_gather(int algo, const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                  int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
+
+/* ---- algorithm implementations (one source file per collective) ---------- */
+#define CT_DECL_BCAST(name) \
+    int name(void *, int, MPI_Datatype, int, MPI_Comm, const ct_params_t *)
+#define CT_DECL_REDUCE(name)                                                     \
+    int name(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm, \
+             const ct_params_t *)
+#define CT_DECL_GATHER(name)                                                  \
+    int name(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, \
+             MPI_Comm, const ct_params_t *)
+#define CT_DECL_ALLGATHER(name)                                          \
+    int name(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, \
+             MPI_Comm, const ct_params_t *)
+#define CT_DECL_ALLREDUCE(name) \
+    int name(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, const ct_params_t *)
+
+/* bcast.c */
+CT_DECL_BCAST(ct_bcast_native);
+CT_DECL_BCAST(ct_bcast_linear);
+CT_DECL_BCAST(ct_bcast_linear_nb);
+CT_DECL_BCAST(ct_bcast_chain);
+CT_DECL_BCAST(ct_bcast_pipeline);
+CT_DECL_BCAST(ct_bcast_binary);
+CT_DECL_BCAST(ct_bcast_split_binary);
+CT_DECL_BCAST(ct_bcast_binomial);
+CT_DECL_BCAST(ct_bcast_knomial);
+CT_DECL_BCAST(ct_bcast_scatter_allgather);
+CT_DECL_BCAST(ct_bcast_scatter_ring_allgather);
+CT_DECL_BCAST(ct_bcast_broken); /* test-only: corrupts data on purpose */
+
+/* reduce.c */
+CT_DECL_REDUCE(ct_reduce_native);
+CT_DECL_REDUCE(ct_reduce_linear);
+CT_DECL_REDUCE(ct_reduce_chain);
+CT_DECL_REDUCE(ct_reduce_pipeline);
+CT_DECL_REDUCE(ct_reduce_binary);
+CT_DECL_REDUCE(ct_reduce_binomial);
+CT_DECL_REDUCE(ct_reduce_in_order_binary);
+CT_DECL_REDUCE(ct_reduce_rabenseifner);
+
+/* gather.c */
+CT_DECL_GATHER(ct_gather_native);
+CT_DECL_GATHER(ct_gather_linear);
+CT_DECL_GATHER(ct_gather_binomial);
+
+/* allgather.c */
+CT_DECL_ALLGATHER(ct_allgather_native);
+CT_DECL_ALLGATHER(ct_allgather_linear);
+CT_DECL_ALLGATHER(ct_allgather_gather_bcast);
+CT_DECL_ALLGATHER(ct_allgather_ring);
+CT_DECL_ALLGATHER(ct_allgather_recursive_doubling);
+CT_DECL_ALLGATHER(ct_allgather_recursive_halving);
+CT_DECL_ALLGATHER(ct_allgather_bruck);
+CT_DECL_ALLGATHER(ct_allgather_neighbor_exchange);
+CT_DECL_ALLGATHER(ct_allgather_two_proc);
+CT_DECL_ALLGATHER(ct_allgather_sparbit);
+
+/* allreduce.c */
+CT_DECL_ALLREDUCE(ct_allreduce_native);
+CT_DECL_ALLREDUCE(ct_allreduce_reduce_bcast);
+CT_DECL_ALLREDUCE(ct_allreduce_basic_linear);
+CT_DECL_ALLREDUCE(ct_allreduce_recursive_doubling);
+CT_DECL_ALLREDUCE(ct_allreduce_ring);
+CT_DECL_ALLREDUCE(ct_allreduce_segmented_ring);
+CT_DECL_ALLREDUCE(ct_allreduce_rabenseifner);
+CT_DECL_ALLREDUCE(ct_allreduce_allgather_reduce);
+
+#endif /* CT_INTERNAL_H */

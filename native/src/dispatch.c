@@ -1,0 +1,461 @@
+/*
+ * dispatch.c -- parsing of algorithm choices, argument checks, constraint
+ * checks with reported fallbacks, and the per-communicator private duplicate
+ * on which algorithms run (so their tags never meet user messages).
+ */
+#include "ct_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+
+static const char *coll_names[CT_NCOLL] = { "bcast", "reduce", "gather", "allgather",
+                                            "allreduce" };
+
+const char *ct_coll_name(ct_coll_t coll) {
+    return (coll >= 0 && coll < CT_NCOLL) ? coll_names[coll] : "?";
+}
+
+int ct_coll_from_name(const char *name, ct_coll_t *out) {
+    for (int c = 0; c < CT_NCOLL; c++)
+        if (name && strcmp(name, coll_names[c]) == 0) {
+            *out = (ct_coll_t)c;
+            return MPI_SUCCESS;
+        }
+    return ct_set_error(MPI_ERR_ARG,
+                        "unknown collective '%s'; valid: bcast, reduce, gather, allgather, "
+                        "allreduce",
+                        name ? name : "(null)");
+}
+
+static const struct {
+    const char *name, *help;
+} param_info[CT_NPARAMS] = {
+    { "segsize", "segment size in bytes (0 = no segmentation; split at whole elements)" },
+    { "fanout", "number of children per tree node / number of chains" },
+    { "radix", "k-nomial tree radix" },
+    { "bcast", "inner Bcast algorithm" },
+    { "reduce", "inner Reduce algorithm" },
+    { "gather", "inner Gather algorithm" },
+};
+
+const char *ct_param_name(ct_param_id_t id) {
+    return (id >= 0 && id < CT_NPARAMS) ? param_info[id].name : "?";
+}
+const char *ct_param_help(ct_param_id_t id) {
+    return (id >= 0 && id < CT_NPARAMS) ? param_info[id].help : "?";
+}
+
+static ct_coll_t inner_coll(ct_param_id_t id) {
+    return id == CT_P_BCAST ? CT_BCAST : id == CT_P_REDUCE ? CT_REDUCE : CT_GATHER;
+}
+static int is_inner(ct_param_id_t id) {
+    return id == CT_P_BCAST || id == CT_P_REDUCE || id == CT_P_GATHER;
+}
+
+/* "linear, chain, ..." of one collective (visible entries only) */
+static void list_names(ct_coll_t coll, int skip_native, char *buf, size_t len) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < ct_algo_count(); i++) {
+        const ct_algo_t *a = ct_algo_get(i);
+        if (a->coll != coll || (a->constraints & CT_HIDDEN)) continue;
+        if (skip_native && strcmp(a->name, "native") == 0) continue;
+        int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", a->name);
+        if (w < 0 || (size_t)w >= len - used) break;
+        used += (size_t)w;
+    }
+}
+
+int ct_choice_default(int algo, ct_choice_t *out) {
+    const ct_algo_t *a = ct_algo_get(algo);
+    if (!a)
+        return ct_set_error(MPI_ERR_ARG, "algorithm index %d out of range [0, %d)", algo,
+                            ct_algo_count());
+    memset(out, 0, sizeof *out);
+    out->algo = algo;
+    for (int j = 0; j < a->nparams; j++) {
+        const ct_param_spec_t *ps = &a->params[j];
+        if (is_inner(ps->id)) {
+            int inner = ct_algo_find(inner_coll(ps->id), ps->def_algo);
+            if (inner < 0)
+                return ct_set_error(MPI_ERR_INTERN, "registry: %s/%s default %s=%s unknown",
+                                    ct_coll_name(a->coll), a->name, ct_param_name(ps->id),
+                                    ps->def_algo);
+            out->params.v[ps->id] = inner;
+        } else {
+            out->params.v[ps->id] = ps->def;
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+static const ct_param_spec_t *find_spec(const ct_algo_t *a, ct_param_id_t id) {
+    for (int j = 0; j < a->nparams; j++)
+        if (a->params[j].id == id) return &a->params[j];
+    return NULL;
+}
+
+static int check_value(const ct_algo_t *a, const ct_param_spec_t *ps, long v) {
+    if (is_inner(ps->id)) {
+        const ct_algo_t *in = ct_algo_get((int)v);
+        if (!in || in->coll != inner_coll(ps->id) || (in->constraints & CT_HIDDEN)) {
+            char names[512];
+            list_names(inner_coll(ps->id), 0, names, sizeof names);
+            return ct_set_error(MPI_ERR_ARG, "%s/%s: %s must be a %s algorithm; valid: %s",
+                                ct_coll_name(a->coll), a->name, ct_param_name(ps->id),
+                                ct_coll_name(inner_coll(ps->id)), names);
+        }
+        return MPI_SUCCESS;
+    }
+    if (v < ps->min || v > ps->max)
+        return ct_set_error(MPI_ERR_ARG, "%s/%s: %s=%ld is out of range: valid %ld..%ld (%s)",
+                            ct_coll_name(a->coll), a->name, ct_param_name(ps->id), v, ps->min,
+                            ps->max, ct_param_help(ps->id));
+    return MPI_SUCCESS;
+}
+
+int ct_choice_check(const ct_choice_t *c) {
+    const ct_algo_t *a = c ? ct_algo_get(c->algo) : NULL;
+    if (!a)
+        return ct_set_error(MPI_ERR_ARG, "invalid algorithm choice (index %d)",
+                            c ? c->algo : -1);
+    for (int j = 0; j < a->nparams; j++)
+        CT_CHECK(check_value(a, &a->params[j], c->params.v[a->params[j].id]));
+    return MPI_SUCCESS;
+}
+
+int ct_choice_parse(ct_coll_t coll, const char *spec, ct_choice_t *out) {
+    char buf[512], names[512];
+    if (coll < 0 || coll >= CT_NCOLL)
+        return ct_set_error(MPI_ERR_ARG, "invalid collective %d", (int)coll);
+    if (!spec || !*spec) {
+        list_names(coll, 0, names, sizeof names);
+        return ct_set_error(MPI_ERR_ARG, "empty %s algorithm name; valid: %s",
+                            ct_coll_name(coll), names);
+    }
+    if (strlen(spec) >= sizeof buf)
+        return ct_set_error(MPI_ERR_ARG, "algorithm spec too long (%zu characters)",
+                            strlen(spec));
+    strcpy(buf, spec);
+    char *colon = strchr(buf, ':');
+    if (colon) *colon = '\0';
+    int algo = ct_algo_find(coll, buf);
+    if (algo < 0) {
+        list_names(coll, 0, names, sizeof names);
+        return ct_set_error(MPI_ERR_ARG, "unknown %s algorithm '%s'; valid: %s",
+                            ct_coll_name(coll), buf, names);
+    }
+    CT_CHECK(ct_choice_default(algo, out));
+    const ct_algo_t *a = ct_algo_get(algo);
+    if (!colon) return MPI_SUCCESS;
+    char *save = NULL;
+    for (char *kv = strtok_r(colon + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq)
+            return ct_set_error(MPI_ERR_ARG, "%s/%s: parameter '%s' has no value (use key=value)",
+                                ct_coll_name(coll), a->name, kv);
+        *eq = '\0';
+        const char *key = kv, *val = eq + 1;
+        int id = -1;
+        for (int p = 0; p < CT_NPARAMS; p++)
+            if (strcmp(key, ct_param_name((ct_param_id_t)p)) == 0) id = p;
+        const ct_param_spec_t *ps = id >= 0 ? find_spec(a, (ct_param_id_t)id) : NULL;
+        if (!ps) {
+            char valid[256] = "";
+            size_t used = 0;
+            for (int j = 0; j < a->nparams; j++) {
+                int w = snprintf(valid + used, sizeof valid - used, "%s%s", j ? ", " : "",
+                                 ct_param_name(a->params[j].id));
+                if (w > 0 && (size_t)w < sizeof valid - used) used += (size_t)w;
+            }
+            return ct_set_error(MPI_ERR_ARG, "%s/%s has no parameter '%s'; valid: %s",
+                                ct_coll_name(coll), a->name, key,
+                                a->nparams ? valid : "(none)");
+        }
+        long v;
+        if (is_inner(ps->id)) {
+            v = ct_algo_find(inner_coll(ps->id), val);
+            if (v < 0 || (ct_algo_get((int)v)->constraints & CT_HIDDEN)) {
+                list_names(inner_coll(ps->id), 0, names, sizeof names);
+                return ct_set_error(MPI_ERR_ARG, "%s/%s: unknown %s algorithm '%s'; valid: %s",
+                                    ct_coll_name(coll), a->name,
+                                    ct_coll_name(inner_coll(ps->id)), val, names);
+            }
+        } else {
+            char *end = NULL;
+            errno = 0;
+            v = strtol(val, &end, 10);
+            /* accept k/K and m/M suffixes for sizes */
+            if (end && (*end == 'k' || *end == 'K')) { v *= 1024; end++; }
+            else if (end && (*end == 'm' || *end == 'M')) { v *= 1024 * 1024; end++; }
+            if (errno || !end || end == val || *end)
+                return ct_set_error(MPI_ERR_ARG, "%s/%s: %s='%s' is not an integer",
+                                    ct_coll_name(coll), a->name, key, val);
+        }
+        CT_CHECK(check_value(a, ps, v));
+        out->params.v[ps->id] = v;
+    }
+    return MPI_SUCCESS;
+}
+
+void ct_choice_format(const ct_choice_t *c, char *buf, size_t len) {
+    const ct_algo_t *a = ct_algo_get(c->algo);
+    if (!len) return;
+    if (!a) {
+        snprintf(buf, len, "?");
+        return;
+    }
+    size_t used = 0;
+    int w = snprintf(buf, len, "%s", a->name);
+    if (w < 0 || (size_t)w >= len) return;
+    used = (size_t)w;
+    for (int j = 0; j < a->nparams; j++) {
+        ct_param_id_t id = a->params[j].id;
+        if (is_inner(id)) {
+            const ct_algo_t *in = ct_algo_get((int)c->params.v[id]);
+            w = snprintf(buf + used, len - used, "%s%s=%s", j ? "," : ":", ct_param_name(id),
+                         in ? in->name : "?");
+        } else {
+            w = snprintf(buf + used, len - used, "%s%s=%ld", j ? "," : ":", ct_param_name(id),
+                         c->params.v[id]);
+        }
+        if (w < 0 || (size_t)w >= len - used) return;
+        used += (size_t)w;
+    }
+}
+
+/* ---- private communicator ------------------------------------------------ */
+static int shadow_key = MPI_KEYVAL_INVALID;
+
+static int shadow_delete(MPI_Comm comm, int key, void *val, void *extra) {
+    (void)comm; (void)key; (void)extra;
+    MPI_Comm *dup = (MPI_Comm *)val;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(dup);
+    free(dup);
+    return MPI_SUCCESS;
+}
+
+/* Collective on first use for a communicator (every rank reaches it together
+ * because the calling collective is itself collective). */
+static int shadow_comm(MPI_Comm comm, MPI_Comm *out) {
+    if (shadow_key == MPI_KEYVAL_INVALID)
+        CT_CHECK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, shadow_delete, &shadow_key,
+                                        NULL));
+    int found = 0;
+    MPI_Comm *dup = NULL;
+    CT_CHECK(MPI_Comm_get_attr(comm, shadow_key, &dup, &found));
+    if (!found) {
+        dup = malloc(sizeof *dup);
+        if (!dup) return ct_set_error(MPI_ERR_NO_MEM, "out of memory");
+        int rc = MPI_Comm_dup(comm, dup);
+        if (rc != MPI_SUCCESS) {
+            free(dup);
+            return rc;
+        }
+        CT_CHECK(MPI_Comm_set_attr(comm, shadow_key, dup));
+    }
+    *out = *dup;
+    return MPI_SUCCESS;
+}
+
+/* ---- constraints and fallbacks ------------------------------------------- */
+static ct_dispatch_t last;
+static ct_fallback_hook_t hook;
+
+const ct_dispatch_t *ct_last_dispatch(void) { return &last; }
+void ct_set_fallback_hook(ct_fallback_hook_t h) { hook = h; }
+
+/* The first constraint of `a` that the call violates, as text; NULL if none. */
+static const char *violated(const ct_algo_t *a, int p, int count, MPI_Op op) {
+    unsigned c = a->constraints;
+    if (c & CT_NEED_COMMUTATIVE) {
+        int commute = 1;
+        if (op != MPI_OP_NULL) MPI_Op_commutative(op, &commute);
+        if (!commute) return "the op is not commutative";
+    }
+    if ((c & CT_NEED_POW2) && (p & (p - 1))) return "the process count is not a power of two";
+    if ((c & CT_NEED_EVEN) && (p % 2)) return "the process count is odd";
+    if ((c & CT_NEED_TWO_PROCS) && p != 2) return "the process count is not 2";
+    if ((c & CT_NEED_COUNT_GE_P) && count < p) return "there are fewer elements than processes";
+    return NULL;
+}
+
+/* Resolve the algorithm to run for this call; records it in `last`. */
+static int resolve(const ct_choice_t *c, ct_coll_t coll, MPI_Comm comm, int count,
+                   MPI_Op op, ct_choice_t *run) {
+    CT_CHECK(ct_choice_check(c));
+    const ct_algo_t *a = ct_algo_get(c->algo);
+    if (a->coll != coll)
+        return ct_set_error(MPI_ERR_ARG, "algorithm %s/%s used for a %s", ct_coll_name(a->coll),
+                            a->name, ct_coll_name(coll));
+    int p;
+    CT_CHECK(MPI_Comm_size(comm, &p));
+    *run = *c;
+    last.requested = last.used = c->algo;
+    last.reason[0] = '\0';
+    for (int hops = 0; hops < 8; hops++) {
+        const char *why = violated(a, p, count, op);
+        if (!why) break;
+        int fb = ct_algo_find(coll, a->fallback);
+        if (fb < 0)
+            return ct_set_error(MPI_ERR_INTERN, "%s/%s: %s and no fallback is declared",
+                                ct_coll_name(coll), a->name, why);
+        snprintf(last.reason, sizeof last.reason, "%s/%s -> %s: %s", ct_coll_name(coll),
+                 ct_algo_get(last.used)->name, a->fallback, why);
+        CT_CHECK(ct_choice_default(fb, run));
+        /* carry over parameters the fallback shares (e.g. segsize) */
+        const ct_algo_t *fa = ct_algo_get(fb);
+        for (int j = 0; j < fa->nparams; j++)
+            if (find_spec(ct_algo_get(c->algo), fa->params[j].id))
+                run->params.v[fa->params[j].id] = c->params.v[fa->params[j].id];
+        last.used = fb;
+        a = fa;
+        if (hook) hook(&last);
+    }
+    return MPI_SUCCESS;
+}
+
+static int is_native(const ct_choice_t *c) {
+    return strcmp(ct_algo_get(c->algo)->name, "native") == 0;
+}
+
+int ct_bcast(const ct_choice_t *c, void *buf, int count, MPI_Datatype dt, int root,
+             MPI_Comm comm) {
+    ct_choice_t run;
+    int p, size;
+    CT_CHECK(resolve(c, CT_BCAST, comm, count, MPI_OP_NULL, &run));
+    CT_CHECK(MPI_Comm_size(comm, &p));
+    if (count < 0) return ct_set_error(MPI_ERR_COUNT, "bcast: count %d is negative", count);
+    if (root < 0 || root >= p)
+        return ct_set_error(MPI_ERR_ROOT, "bcast: root %d is not a rank of a %d-process "
+                            "communicator", root, p);
+    CT_CHECK(MPI_Type_size(dt, &size));
+    if (count == 0 || size == 0) return MPI_SUCCESS;
+    if (is_native(&run)) return ct_algo_get(run.algo)->fn.bcast(buf, count, dt, root, comm, &run.params);
+    MPI_Comm pc;
+    CT_CHECK(shadow_comm(comm, &pc));
+    return ct_algo_get(run.algo)->fn.bcast(buf, count, dt, root, pc, &run.params);
+}
+
+int ct_reduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+              MPI_Op op, int root, MPI_Comm comm) {
+    ct_choice_t run;
+    int p, r, size;
+    CT_CHECK(resolve(c, CT_REDUCE, comm, count, op, &run));
+    CT_CHECK(MPI_Comm_size(comm, &p));
+    CT_CHECK(MPI_Comm_rank(comm, &r));
+    if (count < 0) return ct_set_error(MPI_ERR_COUNT, "reduce: count %d is negative", count);
+    if (root < 0 || root >= p)
+        return ct_set_error(MPI_ERR_ROOT, "reduce: root %d is not a rank of a %d-process "
+                            "communicator", root, p);
+    if (sbuf == MPI_IN_PLACE && r != root)
+        return ct_set_error(MPI_ERR_BUFFER, "reduce: MPI_IN_PLACE is only valid at the root");
+    CT_CHECK(MPI_Type_size(dt, &size));
+    if (count == 0 || size == 0) return MPI_SUCCESS;
+    if (is_native(&run))
+        return ct_algo_get(run.algo)->fn.reduce(sbuf, rbuf, count, dt, op, root, comm, &run.params);
+    MPI_Comm pc;
+    CT_CHECK(shadow_comm(comm, &pc));
+    return ct_algo_get(run.algo)->fn.reduce(sbuf, rbuf, count, dt, op, root, pc, &run.params);
+}
+
+int ct_gather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
+              void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm) {
+    ct_choice_t run;
+    int p, r;
+    CT_CHECK(resolve(c, CT_GATHER, comm, scount, MPI_OP_NULL, &run));
+    CT_CHECK(MPI_Comm_size(comm, &p));
+    CT_CHECK(MPI_Comm_rank(comm, &r));
+    if (root < 0 || root >= p)
+        return ct_set_error(MPI_ERR_ROOT, "gather: root %d is not a rank of a %d-process "
+                            "communicator", root, p);
+    if (scount < 0 || (r == root && rcount < 0))
+        return ct_set_error(MPI_ERR_COUNT, "gather: negative count");
+    if (sbuf == MPI_IN_PLACE && r != root)
+        return ct_set_error(MPI_ERR_BUFFER, "gather: MPI_IN_PLACE is only valid at the root");
+    if (is_native(&run))
+        return ct_algo_get(run.algo)->fn.gather(sbuf, scount, sdt, rbuf, rcount, rdt, root,
+                                                comm, &run.params);
+    MPI_Comm pc;
+    CT_CHECK(shadow_comm(comm, &pc));
+    return ct_algo_get(run.algo)->fn.gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, pc,
+                                            &run.params);
+}
+
+int ct_allgather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
+                 void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm) {
+    ct_choice_t run;
+    int size;
+    CT_CHECK(resolve(c, CT_ALLGATHER, comm, rcount, MPI_OP_NULL, &run));
+    if (rcount < 0 || (sbuf != MPI_IN_PLACE && scount < 0))
+        return ct_set_error(MPI_ERR_COUNT, "allgather: negative count");
+    CT_CHECK(MPI_Type_size(rdt, &size));
+    if (rcount == 0 || size == 0) return MPI_SUCCESS;
+    if (is_native(&run))
+        return ct_algo_get(run.algo)->fn.allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm,
+                                                   &run.params);
+    MPI_Comm pc;
+    CT_CHECK(shadow_comm(comm, &pc));
+    return ct_algo_get(run.algo)->fn.allgather(sbuf, scount, sdt, rbuf, rcount, rdt, pc,
+                                               &run.params);
+}
+
+int ct_allreduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count,
+                 MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    ct_choice_t run;
+    int size;
+    CT_CHECK(resolve(c, CT_ALLREDUCE, comm, count, op, &run));
+    if (count < 0) return ct_set_error(MPI_ERR_COUNT, "allreduce: count %d is negative", count);
+    CT_CHECK(MPI_Type_size(dt, &size));
+    if (count == 0 || size == 0) return MPI_SUCCESS;
+    if (is_native(&run))
+        return ct_algo_get(run.algo)->fn.allreduce(sbuf, rbuf, count, dt, op, comm, &run.params);
+    MPI_Comm pc;
+    CT_CHECK(shadow_comm(comm, &pc));
+    return ct_algo_get(run.algo)->fn.allreduce(sbuf, rbuf, count, dt, op, pc, &run.params);
+}
+
+/* ---- inner algorithms of composites (already on a private communicator) --- */
+static int inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI_Op op,
+                         ct_choice_t *run) {
+    ct_choice_t c;
+    CT_CHECK(ct_choice_default(algo, &c));
+    ct_dispatch_t saved = last;
+    int rc = resolve(&c, coll, comm, count, op, run);
+    /* an inner fallback is still reported, appended to the outer record */
+    if (last.reason[0] && !saved.reason[0]) {
+        ct_dispatch_t inner = last;
+        last = saved;
+        snprintf(last.reason, sizeof last.reason, "%s", inner.reason);
+    } else {
+        last = saved;
+    }
+    return rc;
+}
+
+int ct_run_bcast(int algo, void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
+    ct_choice_t run;
+    CT_CHECK(inner_resolve(algo, CT_BCAST, comm, count, MPI_OP_NULL, &run));
+    if (count == 0) return MPI_SUCCESS;
+    return ct_algo_get(run.algo)->fn.bcast(buf, count, dt, root, comm, &run.params);
+}
+
+int ct_run_reduce(int algo, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+                  MPI_Op op, int root, MPI_Comm comm) {
+    ct_choice_t run;
+    CT_CHECK(inner_resolve(algo, CT_REDUCE, comm, count, op, &run));
+    if (count == 0) return MPI_SUCCESS;
+    return ct_algo_get(run.algo)->fn.reduce(sbuf, rbuf, count, dt, op, root, comm,
+                                            &run.params);
+}
+
+int ct_run_gather(int algo, const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                  int rcount, MPI_Datatype rdt, int root, MPI_Comm comm) {
+    ct_choice_t run;
+    CT_CHECK(inner_resolve(algo, CT_GATHER, comm, scount, MPI_OP_NULL, &run));
+    return ct_algo_get(run.algo)->fn.gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm,
+                                            &run.params);
+}

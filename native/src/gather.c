@@ -1,0 +1,194 @@
+/*
+ * gather.c -- Gather algorithms (see registry.c for the table).
+ *
+ * Blocks: rank i's contribution is one "block" -- scount elements of sdt on the
+ * sender, rcount elements of rdt at the root (same type signature, possibly a
+ * different layout). Block i of the root's rbuf starts at rbuf + i*rcount*extent.
+ * A block is sent as `per` elements of `dt` (see blk_t) so that counts of up to
+ * p blocks never overflow an int.
+ *
+ * Non-root ranks never touch rbuf (it is not significant there); the binomial
+ * tree's intermediate ranks collect their subtree in a temporary laid out with
+ * their own send type, which has the same signature as the root's blocks.
+ */
+#include "ct_internal.h"
+
+#include <limits.h>
+
+#define TRY(call)                                   \
+    do {                                            \
+        rc = (call);                                \
+        if (rc != MPI_SUCCESS) goto out;            \
+    } while (0)
+
+/* How one block travels: `per` elements of `dt`, `ext` bytes apart in memory. */
+typedef struct {
+    MPI_Datatype dt;
+    int per;       /* elements of dt per block                                */
+    MPI_Aint ext;  /* bytes from one block to the next                        */
+    int owned;     /* dt was created here (contiguous block type): free it    */
+    ct_type_t t;   /* geometry of the element type (for temporaries)          */
+} blk_t;
+
+/* Describe blocks of `count` elements of `dt` for messages of up to `nmax`
+ * blocks: the element type itself when nmax*count fits an int, else a
+ * contiguous block type (then counts are in blocks). */
+static int blk_init(blk_t *b, int count, MPI_Datatype dt, int nmax) {
+    b->owned = 0;
+    CT_CHECK(ct_type(dt, &b->t));
+    b->ext = (MPI_Aint)count * b->t.extent;
+    if (count <= 0 || count <= INT_MAX / (nmax > 0 ? nmax : 1)) {
+        b->dt = dt;
+        b->per = count;
+        return MPI_SUCCESS;
+    }
+    CT_CHECK(MPI_Type_contiguous(count, dt, &b->dt));
+    int rc = MPI_Type_commit(&b->dt);
+    if (rc != MPI_SUCCESS) {
+        MPI_Type_free(&b->dt);
+        return rc;
+    }
+    b->owned = 1;
+    b->per = 1;
+    return MPI_SUCCESS;
+}
+
+static void blk_free(blk_t *b) {
+    if (b->owned) MPI_Type_free(&b->dt);
+    b->owned = 0;
+}
+
+/* Local copy between two layouts of the same type signature. */
+static int copy_sig(const void *src, int scount, MPI_Datatype sdt, void *dst, int rcount,
+                    MPI_Datatype rdt) {
+    if (src == dst && scount == rcount && sdt == rdt) return MPI_SUCCESS;
+    return MPI_Sendrecv(src, scount, sdt, 0, CT_TAG_GATHER, dst, rcount, rdt, 0,
+                        CT_TAG_GATHER, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+}
+
+int ct_gather_native(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                     MPI_Datatype rdt, int root, MPI_Comm comm, const ct_params_t *p) {
+    (void)p;
+    return PMPI_Gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
+}
+
+/*
+ * Linear: every non-root rank sends its block straight to the root; the root
+ * posts all p-1 receives at once (Irecv + Waitall, so the senders are served
+ * in whatever order they arrive) and copies its own block locally.
+ */
+int ct_gather_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                     MPI_Datatype rdt, int root, MPI_Comm comm, const ct_params_t *prm) {
+    (void)prm;
+    int np, r, rc = MPI_SUCCESS, n = 0;
+    CT_CHECK(MPI_Comm_size(comm, &np));
+    CT_CHECK(MPI_Comm_rank(comm, &r));
+    if (r != root) return MPI_Send(sbuf, scount, sdt, root, CT_TAG_GATHER, comm);
+
+    ct_type_t rt;
+    CT_CHECK(ct_type(rdt, &rt));
+    const MPI_Aint bext = (MPI_Aint)rcount * rt.extent;
+    MPI_Request *req = malloc((size_t)(np > 1 ? np - 1 : 1) * sizeof *req);
+    if (!req) return ct_set_error(MPI_ERR_NO_MEM, "gather/linear: out of memory");
+    for (int i = 1; i < np; i++) {
+        int src = (root + i) % np;
+        TRY(MPI_Irecv((char *)rbuf + (MPI_Aint)src * bext, rcount, rdt, src, CT_TAG_GATHER,
+                      comm, &req[n]));
+        n++;
+    }
+    if (sbuf != MPI_IN_PLACE)
+        TRY(copy_sig(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * bext, rcount, rdt));
+    TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
+out:
+    free(req);
+    return rc;
+}
+
+/* Binomial gather, root side: receive each child's subtree straight into rbuf. */
+static int binomial_root(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                         int rcount, MPI_Datatype rdt, int root, int np, MPI_Comm comm) {
+    int rc = MPI_SUCCESS, n = 0;
+    MPI_Request req[32]; /* one receive per round: log2(INT_MAX) < 32 rounds */
+    blk_t b;
+    CT_CHECK(blk_init(&b, rcount, rdt, np));
+    for (int mask = 1; mask < np; mask <<= 1) {
+        int cnt = mask < np - mask ? mask : np - mask; /* child's subtree size */
+        int start = (root + mask) % np;               /* its first block     */
+        if (start + cnt <= np) {
+            TRY(MPI_Irecv((char *)rbuf + (MPI_Aint)start * b.ext, cnt * b.per, b.dt, start,
+                          CT_TAG_GATHER, comm, &req[n]));
+        } else {
+            /* the subtree wraps: blocks start..p-1, then 0..cnt-(p-start)-1 */
+            int len[2] = { (np - start) * b.per, (cnt - (np - start)) * b.per };
+            int disp[2] = { start * b.per, 0 };
+            MPI_Datatype wrap;
+            TRY(MPI_Type_indexed(2, len, disp, b.dt, &wrap));
+            rc = MPI_Type_commit(&wrap);
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Irecv(rbuf, 1, wrap, start, CT_TAG_GATHER, comm, &req[n]);
+            MPI_Type_free(&wrap); /* the pending receive keeps it alive */
+            if (rc != MPI_SUCCESS) goto out;
+        }
+        n++;
+    }
+    if (sbuf != MPI_IN_PLACE)
+        TRY(copy_sig(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * b.ext, rcount, rdt));
+    TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
+out:
+    blk_free(&b);
+    return rc;
+}
+
+/* Binomial gather, non-root side: collect my subtree (relative ranks v ..
+ * v+size-1) in a temporary laid out with my send type, then forward it. */
+static int binomial_nonroot(const void *sbuf, int scount, MPI_Datatype sdt, int root, int np,
+                            int v, MPI_Comm comm) {
+    const int low = v & -v; /* the round in which I send to my parent */
+    const int size = low < np - v ? low : np - v;
+    const int parent = (v - low + root) % np;
+    if (size == 1) return MPI_Send(sbuf, scount, sdt, parent, CT_TAG_GATHER, comm);
+
+    int rc = MPI_SUCCESS, n = 0;
+    MPI_Request req[32];
+    void *raw = NULL;
+    blk_t b;
+    CT_CHECK(blk_init(&b, scount, sdt, np));
+    char *tmp = ct_tmp_alloc((MPI_Aint)size * scount, &b.t, &raw);
+    if (!tmp) {
+        rc = ct_set_error(MPI_ERR_NO_MEM, "gather/binomial: out of memory (%d blocks)", size);
+        goto out;
+    }
+    for (int mask = 1; mask < low && v + mask < np; mask <<= 1) {
+        int cnt = mask < np - v - mask ? mask : np - v - mask;
+        TRY(MPI_Irecv(tmp + (MPI_Aint)mask * b.ext, cnt * b.per, b.dt, (v + mask + root) % np,
+                      CT_TAG_GATHER, comm, &req[n]));
+        n++;
+    }
+    TRY(ct_copy(sbuf, tmp, scount, sdt));
+    TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
+    TRY(MPI_Send(tmp, size * b.per, b.dt, parent, CT_TAG_GATHER, comm));
+out:
+    free(raw);
+    blk_free(&b);
+    return rc;
+}
+
+/*
+ * Binomial: relative rank v = (rank - root) mod p. In round k (mask 2^k) a rank
+ * with bit k set sends everything it holds -- the blocks of relative ranks
+ * v .. v+size-1, packed in relative order -- to v - 2^k and is done; a rank
+ * whose low k bits are clear receives the subtree of v + 2^k. A rank posts
+ * all its receives together, then forwards once. The root receives each
+ * child's subtree directly at its place in rbuf (a two-piece indexed type when
+ * the subtree wraps past rank p-1), so it needs no temporary and no rotation.
+ */
+int ct_gather_binomial(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                       int rcount, MPI_Datatype rdt, int root, MPI_Comm comm,
+                       const ct_params_t *prm) {
+    (void)prm;
+    int np, r;
+    CT_CHECK(MPI_Comm_size(comm, &np));
+    CT_CHECK(MPI_Comm_rank(comm, &r));
+    if (r == root) return binomial_root(sbuf, scount, sdt, rbuf, rcount, rdt, root, np, comm);
+    return binomial_nonroot(sbuf, scount, sdt, root, np, (r - root + np) % np, comm);
+}

@@ -1,0 +1,654 @@
+/*
+ * verify.c -- colltune-verify: the correctness matrix.
+ *
+ * One launch (one process count) runs every case for the selected algorithms
+ * and compares each result, byte for byte, with the MPI library's own
+ * collective on the same inputs: outputs (holes of derived datatypes
+ * included, so writes into holes are caught), untouched input buffers, and
+ * untouched receive buffers where MPI says they are not significant.
+ *
+ * Inputs are chosen so every result is exact in any order of evaluation
+ * (small integers, powers of two), so doubles compare exactly too; the one
+ * non-commutative op (composition of affine maps) makes any reordering of a
+ * reduction visible.
+ *
+ * Output (rank 0, stdout): JSON lines, one "algo" record per algorithm, one
+ * "fail" record per failing case (naming algorithm, np, root, count, type,
+ * op, parameters, in-place), one "summary" record. Exit status 1 on failure.
+ */
+#include "driver_common.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- datatypes and ops under test ---------------------------------------- */
+enum { T_CHAR, T_INT, T_DOUBLE, T_VEC, NTYPES };
+static const char *type_names[NTYPES] = { "char", "int", "double", "vec" };
+static MPI_Datatype types[NTYPES];
+/* vec: 2 ints at byte offsets 0 and 12 (MPI_Type_vector(2,1,3,MPI_INT)),
+ * resized to an extent of 20 bytes: holes inside and between elements. */
+#define VEC_EXTENT 20
+#define VEC_OFF1 12
+
+enum { O_SUM, O_MAX, O_PROD, O_NONCOMM, NOPS };
+static const char *op_names[NOPS] = { "sum", "max", "prod", "noncommutative" };
+static MPI_Op ops[NOPS];
+
+/* Affine maps x -> a*x + b modulo M, composed left to right:
+ * (a1,b1) . (a2,b2) = (a1*a2, a2*b1 + b2): associative, not commutative. */
+static void compose(uint32_t l, uint32_t r, uint32_t *out, unsigned bits) {
+    uint32_t m = (1u << bits) - 1;
+    uint32_t a1 = (l >> bits) & m, b1 = l & m, a2 = (r >> bits) & m, b2 = r & m;
+    *out = (((a1 * a2) & m) << bits) | ((a2 * b1 + b2) & m);
+}
+
+static void affine_op(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    char *x = in, *y = inout;
+    for (int i = 0; i < *len; i++) {
+        if (*dt == MPI_SIGNED_CHAR) {
+            uint32_t l = (unsigned char)x[i], r = (unsigned char)y[i], o;
+            compose(l, r, &o, 4);
+            y[i] = (char)(unsigned char)o;
+        } else if (*dt == MPI_INT) {
+            uint32_t l, r, o;
+            memcpy(&l, x + 4 * i, 4);
+            memcpy(&r, y + 4 * i, 4);
+            compose(l, r, &o, 16);
+            memcpy(y + 4 * i, &o, 4);
+        } else if (*dt == MPI_DOUBLE) {
+            double l, r;
+            memcpy(&l, x + 8 * i, 8);
+            memcpy(&r, y + 8 * i, 8);
+            uint32_t o;
+            compose((uint32_t)l, (uint32_t)r, &o, 16);
+            double d = (double)o;
+            memcpy(y + 8 * i, &d, 8);
+        } else if (*dt == types[T_VEC]) {
+            for (int j = 0; j < 2; j++) {
+                size_t off = (size_t)i * VEC_EXTENT + (j ? VEC_OFF1 : 0);
+                uint32_t l, r, o;
+                memcpy(&l, x + off, 4);
+                memcpy(&r, y + off, 4);
+                compose(l, r, &o, 16);
+                memcpy(y + off, &o, 4);
+            }
+        } else {
+            fprintf(stderr, "verify: non-commutative op called with an unexpected datatype\n");
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+    }
+}
+
+/* Commutative user op (sum of ints) for the derived type: MPI's predefined
+ * ops are only defined on predefined datatypes. */
+static void vec_sum_op(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    char *x = in, *y = inout;
+    (void)dt;
+    for (int i = 0; i < *len; i++)
+        for (int j = 0; j < 2; j++) {
+            size_t off = (size_t)i * VEC_EXTENT + (j ? VEC_OFF1 : 0);
+            int32_t l, r;
+            memcpy(&l, x + off, 4);
+            memcpy(&r, y + off, 4);
+            r = (int32_t)((uint32_t)l + (uint32_t)r);
+            memcpy(y + off, &r, 4);
+        }
+}
+static MPI_Op vec_sum;
+
+/* The op of a case: on the derived type, sum is a user-defined commutative op
+ * and max/prod are not tested (MPI does not define them there). */
+static MPI_Op case_op(int t, int o);
+
+/* ---- inputs ---------------------------------------------------------------- */
+#define SENTINEL 0x5A
+
+static int scalars_per_elem(int t) { return t == T_VEC ? 2 : 1; }
+
+static size_t scalar_offset(int t, long i, int j) {
+    switch (t) {
+    case T_CHAR: return (size_t)i;
+    case T_INT: return (size_t)i * 4;
+    case T_DOUBLE: return (size_t)i * 8;
+    default: return (size_t)i * VEC_EXTENT + (j ? VEC_OFF1 : 0);
+    }
+}
+
+static size_t type_extent(int t) {
+    return t == T_CHAR ? 1 : t == T_INT ? 4 : t == T_DOUBLE ? 8 : VEC_EXTENT;
+}
+
+static uint32_t hash3(uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t h = a * 0x9E3779B1u ^ (b + 0x7F4A7C15u) * 0x85EBCA77u ^ c * 0xC2B2AE3Du;
+    h ^= h >> 15;
+    h *= 0x2C1B3C6Du;
+    h ^= h >> 12;
+    return h;
+}
+
+/* Value of scalar k of process `who` for op `o`, stored in type t. */
+static void put_value(char *buf, int t, long i, int j, int o, int who, uint32_t salt) {
+    uint32_t h = hash3((uint32_t)who, (uint32_t)(i * 2 + j), salt);
+    long v;
+    double dv;
+    if (o == O_NONCOMM) {
+        unsigned bits = t == T_CHAR ? 4 : 16;
+        uint32_t m = (1u << bits) - 1;
+        uint32_t a = ((h >> 8) | 1u) & m, b = (h >> 20) & m;
+        uint32_t enc = (a << bits) | b;
+        v = (long)enc;
+        dv = (double)enc;
+    } else if (o == O_PROD) {
+        static const int ip[4] = { 1, -1, 2, 1 };
+        static const double dp[4] = { 1, -1, 2, 0.5 };
+        v = ip[h % 4];
+        dv = dp[h % 4];
+    } else {
+        v = t == T_CHAR ? (long)(h % 7) - 3 : (long)(h % 101) - 50;
+        dv = (double)v;
+    }
+    char *p = buf + scalar_offset(t, i, j);
+    if (t == T_CHAR) *p = (char)(signed char)v;
+    else if (t == T_DOUBLE) memcpy(p, &dv, 8);
+    else {
+        int32_t iv = (int32_t)(uint32_t)v;
+        memcpy(p, &iv, 4);
+    }
+}
+
+/* count elements of process `who` at buf (holes left alone). */
+static void fill(char *buf, int t, long count, int o, int who, uint32_t salt) {
+    for (long i = 0; i < count; i++)
+        for (int j = 0; j < scalars_per_elem(t); j++) put_value(buf, t, i, j, o, who, salt);
+}
+
+static char *alloc_region(size_t bytes) {
+    char *b = malloc(bytes ? bytes : 1);
+    if (!b) {
+        fprintf(stderr, "verify: out of memory (%zu bytes)\n", bytes);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    memset(b, SENTINEL, bytes ? bytes : 1);
+    return b;
+}
+
+static int has_reduction(ct_coll_t c) { return c == CT_REDUCE || c == CT_ALLREDUCE; }
+
+/* ---- case description and reporting -------------------------------------- */
+typedef struct {
+    ct_coll_t coll;
+    ct_choice_t choice;
+    int root, count, t, o, inplace;
+} vcase_t;
+
+static int rank, nprocs;
+static long cases_run, cases_failed;
+static int max_fail_print = 20;
+static int printed_fail;
+
+static void describe_value(char *out, size_t len, const char *buf, int t, long elem) {
+    if (t == T_CHAR) snprintf(out, len, "%d", (signed char)buf[elem]);
+    else if (t == T_INT) {
+        int32_t v;
+        memcpy(&v, buf + elem * 4, 4);
+        snprintf(out, len, "%d", v);
+    } else if (t == T_DOUBLE) {
+        double v;
+        memcpy(&v, buf + elem * 8, 8);
+        snprintf(out, len, "%.17g", v);
+    } else {
+        int32_t a, b;
+        memcpy(&a, buf + elem * VEC_EXTENT, 4);
+        memcpy(&b, buf + elem * VEC_EXTENT + VEC_OFF1, 4);
+        snprintf(out, len, "(%d,%d)", a, b);
+    }
+}
+
+/* First differing byte between got and want, or -1. */
+static long first_diff(const char *got, const char *want, size_t bytes) {
+    for (size_t i = 0; i < bytes; i++)
+        if (got[i] != want[i]) return (long)i;
+    return -1;
+}
+
+/* Local verdict of one process for one case. */
+typedef struct {
+    int bad;
+    char msg[400];
+} verdict_t;
+
+static void verdict(verdict_t *v, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void verdict(verdict_t *v, const char *fmt, ...) {
+    if (v->bad) return; /* keep the first problem */
+    v->bad = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->msg, sizeof v->msg, fmt, ap);
+    va_end(ap);
+}
+
+/* Compare a buffer of count elements of type t (byte-exact, holes included). */
+static void compare(verdict_t *v, const char *what, const char *got, const char *want, int t,
+                    long count) {
+    size_t bytes = (size_t)count * type_extent(t);
+    long d = first_diff(got, want, bytes);
+    if (d < 0) return;
+    long elem = d / (long)type_extent(t);
+    long in_elem = d % (long)type_extent(t);
+    int in_hole = t == T_VEC && !((in_elem >= 0 && in_elem < 4) ||
+                                  (in_elem >= VEC_OFF1 && in_elem < VEC_OFF1 + 4));
+    char g[64], w[64];
+    describe_value(g, sizeof g, got, t, elem);
+    describe_value(w, sizeof w, want, t, elem);
+    verdict(v, "%s: element %ld%s: got %s, expected %s", what, elem,
+            in_hole ? " (a hole of the datatype was written)" : "", g, w);
+}
+
+static void report(const vcase_t *c, verdict_t *mine) {
+    int bad = mine->bad, anybad = 0;
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    cases_run++;
+    if (!anybad) return;
+    cases_failed++;
+    /* lowest failing rank tells its story to rank 0 */
+    int first = bad ? rank : nprocs;
+    int lowest;
+    MPI_Allreduce(&first, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    char msg[400];
+    if (rank == lowest) memcpy(msg, mine->msg, sizeof msg);
+    if (lowest != 0) {
+        if (rank == lowest) MPI_Send(msg, sizeof msg, MPI_CHAR, 0, 77, MPI_COMM_WORLD);
+        if (rank == 0)
+            MPI_Recv(msg, sizeof msg, MPI_CHAR, lowest, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    if (rank != 0 || printed_fail >= max_fail_print) return;
+    printed_fail++;
+    char spec[256];
+    ct_choice_format(&c->choice, spec, sizeof spec);
+    printf("{\"event\": \"fail\", \"collective\": \"%s\", \"algorithm\": ", ct_coll_name(c->coll));
+    ct_json_str(stdout, ct_algo_get(c->choice.algo)->name);
+    printf(", \"spec\": ");
+    ct_json_str(stdout, spec);
+    printf(", \"np\": %d, \"root\": %d, \"count\": %d, \"type\": \"%s\", \"op\": \"%s\", "
+           "\"in_place\": %s, \"rank\": %d, \"message\": ",
+           nprocs, c->root, c->count, type_names[c->t],
+           !has_reduction(c->coll) ? "-" : (c->t == T_VEC && c->o == O_SUM) ? "sum (user-defined)" : op_names[c->o],
+           c->inplace ? "true" : "false", lowest);
+    ct_json_str(stdout, msg);
+    printf("}\n");
+    fflush(stdout);
+}
+
+/* ---- one case per collective ---------------------------------------------- */
+static uint32_t salt_counter;
+
+static void check_rc(verdict_t *v, int rc) {
+    if (rc != MPI_SUCCESS) {
+        char es[MPI_MAX_ERROR_STRING];
+        int l;
+        MPI_Error_string(rc, es, &l);
+        verdict(v, "returned error %d (%s): %s", rc, es, ct_last_error());
+    }
+}
+
+static void run_bcast(const vcase_t *c) {
+    verdict_t v = { 0, "" };
+    size_t bytes = (size_t)c->count * type_extent(c->t);
+    uint32_t salt = ++salt_counter;
+    char *bn = alloc_region(bytes), *bo = alloc_region(bytes);
+    if (rank == c->root) {
+        fill(bn, c->t, c->count, O_SUM, c->root, salt);
+        fill(bo, c->t, c->count, O_SUM, c->root, salt);
+    }
+    MPI_Bcast(bn, c->count, types[c->t], c->root, MPI_COMM_WORLD);
+    check_rc(&v, ct_bcast(&c->choice, bo, c->count, types[c->t], c->root, MPI_COMM_WORLD));
+    compare(&v, rank == c->root ? "root buffer changed" : "result", bo, bn, c->t, c->count);
+    report(c, &v);
+    free(bn);
+    free(bo);
+}
+
+static void run_reduce(const vcase_t *c, int all) {
+    verdict_t v = { 0, "" };
+    size_t bytes = (size_t)c->count * type_extent(c->t);
+    uint32_t salt = ++salt_counter;
+    int is_root = all || rank == c->root;
+    int inplace = c->inplace && is_root;
+    char *in = alloc_region(bytes), *in_ref = alloc_region(bytes);
+    char *rn = alloc_region(bytes), *ro = alloc_region(bytes), *sentinel = alloc_region(bytes);
+    fill(in, c->t, c->count, c->o, rank, salt);
+    memcpy(in_ref, in, bytes);
+    if (inplace) {
+        memcpy(rn, in, bytes);
+        memcpy(ro, in, bytes);
+    }
+    const void *sn = inplace ? MPI_IN_PLACE : in;
+    if (all) {
+        MPI_Allreduce(sn, rn, c->count, types[c->t], case_op(c->t, c->o), MPI_COMM_WORLD);
+        check_rc(&v, ct_allreduce(&c->choice, sn, ro, c->count, types[c->t], case_op(c->t, c->o),
+                                  MPI_COMM_WORLD));
+    } else {
+        MPI_Reduce(sn, rn, c->count, types[c->t], case_op(c->t, c->o), c->root, MPI_COMM_WORLD);
+        check_rc(&v, ct_reduce(&c->choice, sn, ro, c->count, types[c->t], case_op(c->t, c->o), c->root,
+                               MPI_COMM_WORLD));
+    }
+    if (is_root) compare(&v, "result", ro, rn, c->t, c->count);
+    else compare(&v, "receive buffer of a non-root process was written", ro, sentinel, c->t,
+                 c->count);
+    if (!inplace) compare(&v, "send buffer was modified", in, in_ref, c->t, c->count);
+    report(c, &v);
+    free(in);
+    free(in_ref);
+    free(rn);
+    free(ro);
+    free(sentinel);
+}
+
+static void run_gather(const vcase_t *c, int all) {
+    verdict_t v = { 0, "" };
+    size_t ext = type_extent(c->t);
+    size_t bytes = (size_t)c->count * ext, total = bytes * (size_t)nprocs;
+    uint32_t salt = ++salt_counter;
+    int is_root = all || rank == c->root;
+    int inplace = c->inplace && is_root;
+    char *in = alloc_region(bytes), *in_ref = alloc_region(bytes);
+    char *rn = alloc_region(total), *ro = alloc_region(total), *sentinel = alloc_region(total);
+    fill(in, c->t, c->count, O_SUM, rank, salt);
+    memcpy(in_ref, in, bytes);
+    if (inplace) {
+        memcpy(rn + (size_t)rank * bytes, in, bytes);
+        memcpy(ro + (size_t)rank * bytes, in, bytes);
+    }
+    const void *sn = inplace ? MPI_IN_PLACE : in;
+    MPI_Datatype dt = types[c->t];
+    if (all) {
+        MPI_Allgather(sn, c->count, dt, rn, c->count, dt, MPI_COMM_WORLD);
+        check_rc(&v, ct_allgather(&c->choice, sn, c->count, dt, ro, c->count, dt,
+                                  MPI_COMM_WORLD));
+    } else {
+        MPI_Gather(sn, c->count, dt, rn, c->count, dt, c->root, MPI_COMM_WORLD);
+        check_rc(&v, ct_gather(&c->choice, sn, c->count, dt, ro, c->count, dt, c->root,
+                               MPI_COMM_WORLD));
+    }
+    if (is_root) compare(&v, "result", ro, rn, c->t, (long)c->count * nprocs);
+    else compare(&v, "receive buffer of a non-root process was written", ro, sentinel, c->t,
+                 (long)c->count * nprocs);
+    if (!inplace) compare(&v, "send buffer was modified", in, in_ref, c->t, c->count);
+    report(c, &v);
+    free(in);
+    free(in_ref);
+    free(rn);
+    free(ro);
+    free(sentinel);
+}
+
+/* ---- the matrix ----------------------------------------------------------- */
+static int quick;
+static int large_count = (1 << 17) + 3;
+
+static int has_root(ct_coll_t c) { return c == CT_BCAST || c == CT_REDUCE || c == CT_GATHER; }
+static int has_inplace(ct_coll_t c) { return c != CT_BCAST; }
+
+static MPI_Op case_op(int t, int o) {
+    if (t == T_VEC && o == O_SUM) return vec_sum;
+    return ops[o];
+}
+
+static void run_case(const vcase_t *c) {
+    if (has_reduction(c->coll) && c->t == T_VEC && (c->o == O_MAX || c->o == O_PROD)) return;
+    switch (c->coll) {
+    case CT_BCAST: run_bcast(c); break;
+    case CT_REDUCE: run_reduce(c, 0); break;
+    case CT_ALLREDUCE: run_reduce(c, 1); break;
+    case CT_GATHER: run_gather(c, 0); break;
+    case CT_ALLGATHER: run_gather(c, 1); break;
+    default: break;
+    }
+}
+
+/* Parameter variants: the defaults, then each parameter moved alone through
+ * its interesting values. Segment sizes: none, smaller than one element, not
+ * a multiple of the element size, larger than the message. */
+#define MAX_VARIANTS 64
+static int variants(int algo, ct_choice_t *out) {
+    const ct_algo_t *a = ct_algo_get(algo);
+    int n = 0;
+    ct_choice_default(algo, &out[n++]);
+    for (int j = 0; j < a->nparams; j++) {
+        const ct_param_spec_t *ps = &a->params[j];
+        long vals[32];
+        int nv = 0;
+        switch (ps->id) {
+        case CT_P_SEGSIZE:
+            vals[nv++] = 0; vals[nv++] = 1; vals[nv++] = 13; vals[nv++] = 1L << 30;
+            break;
+        case CT_P_FANOUT:
+            vals[nv++] = 1; vals[nv++] = 2; vals[nv++] = 3; vals[nv++] = 1024;
+            break;
+        case CT_P_RADIX:
+            vals[nv++] = 2; vals[nv++] = 3; vals[nv++] = 7; vals[nv++] = 64;
+            break;
+        case CT_P_BCAST: case CT_P_REDUCE: case CT_P_GATHER: {
+            ct_coll_t ic = ps->id == CT_P_BCAST ? CT_BCAST
+                           : ps->id == CT_P_REDUCE ? CT_REDUCE : CT_GATHER;
+            for (int k = 0; k < ct_algo_count() && nv < 32; k++) {
+                const ct_algo_t *x = ct_algo_get(k);
+                if (x->coll == ic && !(x->constraints & CT_HIDDEN)) vals[nv++] = k;
+            }
+            break;
+        }
+        default: break;
+        }
+        for (int k = 0; k < nv && n < MAX_VARIANTS; k++) {
+            if (vals[k] == out[0].params.v[ps->id]) continue;
+            out[n] = out[0];
+            out[n].params.v[ps->id] = vals[k];
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Run the matrix for one algorithm. */
+static void verify_algo(int algo) {
+    const ct_algo_t *a = ct_algo_get(algo);
+    ct_coll_t coll = a->coll;
+    ct_choice_t var[MAX_VARIANTS];
+    int nvar = variants(algo, var);
+    int roots[3] = { 0, nprocs - 1, nprocs / 2 }, nroots = has_root(coll) ? 3 : 1;
+    if (nroots == 3 && roots[2] == roots[0]) nroots = 2;
+    if (nroots >= 2 && roots[1] == roots[0]) nroots = 1;
+    int counts[] = { 0, 1, 7, 1000 };
+    int nops = has_reduction(coll) ? NOPS : 1;
+    int nin = has_inplace(coll) ? 2 : 1;
+    long before = cases_run, failed_before = cases_failed;
+    double t0 = MPI_Wtime();
+    char fallback[160] = "";
+
+    if (rank == 0) {
+        fprintf(stderr, "verify: np=%d %s/%s ...\n", nprocs, ct_coll_name(coll), a->name);
+        fflush(stderr);
+    }
+    for (int vi = 0; vi < nvar; vi++) {
+        vcase_t c = { coll, var[vi], 0, 0, 0, 0, 0 };
+        /* defaults: the full product; other variants: a cross-section */
+        int full = vi == 0;
+        for (int ri = 0; ri < nroots; ri++) {
+            if (!full && ri != nroots - 1) continue;
+            c.root = roots[ri];
+            for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+                c.count = counts[ci];
+                if (!full && c.count == 0) continue;
+                for (int t = 0; t < NTYPES; t++) {
+                    if (!full && t == T_DOUBLE) continue;
+                    c.t = t;
+                    for (int o = 0; o < nops; o++) {
+                        if (!full && o != O_SUM && o != O_NONCOMM) continue;
+                        c.o = o;
+                        for (int ip = 0; ip < nin; ip++) {
+                            if (!full && ip) continue;
+                            c.inplace = ip;
+                            run_case(&c);
+                            const ct_dispatch_t *d = ct_last_dispatch();
+                            if (d->reason[0] && !fallback[0])
+                                snprintf(fallback, sizeof fallback, "%s", d->reason);
+                        }
+                    }
+                }
+            }
+        }
+        /* a large count (2^17+3 elements), more than any segment: */
+        if (quick) continue;
+        if (var[vi].params.v[CT_P_SEGSIZE] > 0 && var[vi].params.v[CT_P_SEGSIZE] < 64)
+            continue; /* tiny segments of a huge message: covered at small counts */
+        for (int ri = 0; ri < nroots; ri++) {
+            if (ri == 2 || (!full && ri == 0 && nroots > 1)) continue;
+            c.root = roots[ri];
+            c.count = large_count;
+            int tlist[2] = { T_INT, T_VEC };
+            for (int ti = 0; ti < (full ? 2 : 1); ti++) {
+                c.t = tlist[ti];
+                for (int o = 0; o < nops; o++) {
+                    if (o != O_SUM && o != O_NONCOMM) continue;
+                    if (!full && o == O_NONCOMM) continue;
+                    c.o = o;
+                    c.inplace = full && has_inplace(coll) && ti == 1;
+                    run_case(&c);
+                }
+            }
+        }
+    }
+    double secs = MPI_Wtime() - t0;
+    if (rank == 0) {
+        printf("{\"event\": \"algo\", \"collective\": \"%s\", \"algorithm\": ", ct_coll_name(coll));
+        ct_json_str(stdout, a->name);
+        printf(", \"np\": %d, \"variants\": %d, \"cases\": %ld, \"failed\": %ld, "
+               "\"seconds\": %.3f, \"fallback\": ",
+               nprocs, nvar, cases_run - before, cases_failed - failed_before, secs);
+        if (fallback[0]) ct_json_str(stdout, fallback);
+        else fputs("null", stdout);
+        printf("}\n");
+        fflush(stdout);
+    }
+}
+
+static void usage(void) {
+    printf("usage: colltune-verify [--coll LIST] [--algo LIST] [--quick] [--max-fail N]\n"
+           "       colltune-verify --list-json [--hidden]\n\n"
+           "Run under mpirun. Compares every selected algorithm with the MPI library's own\n"
+           "collective over roots, counts {0,1,7,1000,2^17+3}, datatypes {char,int,double,\n"
+           "strided vector}, ops {sum,max,prod,non-commutative}, in-place and parameter\n"
+           "variants, at the launch's process count. JSON lines on stdout; exit 1 on any\n"
+           "mismatch.\n\n"
+           "  --coll LIST    collectives (bcast,reduce,gather,allgather,allreduce; default all)\n"
+           "  --algo LIST    algorithm names (default: all but native and hidden ones)\n"
+           "  --quick        skip the large count\n"
+           "  --max-fail N   failures printed per run (default 20)\n");
+}
+
+int main(int argc, char **argv) {
+    const char *coll_list = "bcast,reduce,gather,allgather,allreduce", *algo_list = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage();
+            return 0;
+        }
+        if (!strcmp(argv[i], "--list-json")) {
+            int hidden = 0;
+            for (int j = 1; j < argc; j++)
+                if (!strcmp(argv[j], "--hidden")) hidden = 1;
+            ct_print_registry_json(stdout, hidden);
+            return 0;
+        }
+    }
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--coll") && i + 1 < argc) coll_list = argv[++i];
+        else if (!strcmp(argv[i], "--algo") && i + 1 < argc) algo_list = argv[++i];
+        else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--max-fail") && i + 1 < argc) max_fail_print = atoi(argv[++i]);
+        else ct_die(rank, "unknown argument '%s' (see --help)", argv[i]);
+    }
+
+    types[T_CHAR] = MPI_SIGNED_CHAR;
+    types[T_INT] = MPI_INT;
+    types[T_DOUBLE] = MPI_DOUBLE;
+    MPI_Datatype vec;
+    MPI_Type_vector(2, 1, 3, MPI_INT, &vec);
+    MPI_Type_create_resized(vec, 0, VEC_EXTENT, &types[T_VEC]);
+    MPI_Type_commit(&types[T_VEC]);
+    MPI_Type_free(&vec);
+    ops[O_SUM] = MPI_SUM;
+    ops[O_MAX] = MPI_MAX;
+    ops[O_PROD] = MPI_PROD;
+    MPI_Op_create(affine_op, 0, &ops[O_NONCOMM]);
+    MPI_Op_create(vec_sum_op, 1, &vec_sum);
+
+    /* which collectives and algorithms */
+    char **colls, **algos = NULL;
+    int ncolls = ct_split(coll_list, &colls), nalgos = 0;
+    int selected[CT_NCOLL] = { 0 };
+    for (int i = 0; i < ncolls; i++) {
+        ct_coll_t c;
+        if (ct_coll_from_name(colls[i], &c) != MPI_SUCCESS) ct_die(rank, "%s", ct_last_error());
+        selected[c] = 1;
+    }
+    if (algo_list) {
+        nalgos = ct_split(algo_list, &algos);
+        for (int k = 0; k < nalgos; k++) {
+            int found = 0;
+            for (int c = 0; c < CT_NCOLL; c++)
+                if (selected[c] && ct_algo_find((ct_coll_t)c, algos[k]) >= 0) found = 1;
+            if (!found) {
+                /* the parse error lists the valid names of the first selected collective */
+                for (int c = 0; c < CT_NCOLL; c++)
+                    if (selected[c]) {
+                        ct_choice_t tmp;
+                        ct_choice_parse((ct_coll_t)c, algos[k], &tmp);
+                        ct_die(rank, "%s", ct_last_error());
+                    }
+            }
+        }
+    }
+
+    char ver[256];
+    ct_mpi_version(ver, sizeof ver);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < ct_algo_count(); i++) {
+        const ct_algo_t *a = ct_algo_get(i);
+        if (!selected[a->coll]) continue;
+        if (algos) {
+            int want = 0;
+            for (int k = 0; k < nalgos; k++)
+                if (!strcmp(algos[k], a->name)) want = 1;
+            if (!want) continue;
+        } else if ((a->constraints & CT_HIDDEN) || !strcmp(a->name, "native")) {
+            continue;
+        }
+        verify_algo(i);
+    }
+    if (rank == 0) {
+        printf("{\"event\": \"summary\", \"np\": %d, \"cases\": %ld, \"failed\": %ld, "
+               "\"seconds\": %.3f, \"mpi\": ",
+               nprocs, cases_run, cases_failed, MPI_Wtime() - t0);
+        ct_json_str(stdout, ver);
+        printf("}\n");
+        fflush(stdout);
+    }
+    ct_free_list(colls, ncolls);
+    if (algos) ct_free_list(algos, nalgos);
+    MPI_Op_free(&ops[O_NONCOMM]);
+    MPI_Op_free(&vec_sum);
+    MPI_Type_free(&types[T_VEC]);
+    MPI_Finalize();
+    return cases_failed ? 1 : 0;
+}

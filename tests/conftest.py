@@ -1,0 +1,34 @@
+"""Shared fixtures: native builds per MPI library, a runner for the CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from colltune import mpi as mpi_mod
+from colltune.build import build
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def ompi_build():
+    return build(mpi_mod.find("openmpi"))
+
+
+@pytest.fixture(scope="session")
+def mpich_build():
+    # installed from PyPI into the colltune cache on first use
+    return build(mpi_mod.find("mpich"))
+
+
+def colltune(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
+    """Run the colltune command as a user would."""
+    exe = Path(sys.executable).parent / "colltune"
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, COLUMNS="200"))
