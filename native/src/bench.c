@@ -2,8 +2,8 @@
  * bench.c -- colltune-bench: latency of collective algorithms.
  *
  * Timing (method "osu", as the OSU Micro-Benchmarks): per point, warm-up
- * iterations, a barrier, then `iterations` timed calls; each process's mean
- * time per call is one sample; across processes min / mean / max as OSU
+ * iterations, then `iterations` calls, each timed alone with an untimed
+ * barrier after it; each process's mean time per call is one sample; across processes min / mean / max as OSU
  * prints them. Repetitions (--reps) repeat this; the algorithms of one
  * collective run interleaved (A B C A B C ...) within each repetition and
  * size, so drift of a noisy machine does not favour one of them. Statistics
@@ -22,7 +22,8 @@ static int rank, nprocs;
 
 typedef struct {
     ct_choice_t choice;
-    char spec[256];
+    char spec[256];     /* canonical: name and every parameter value */
+    const char *given;  /* as the user wrote it */
     double *rep_mean; /* per repetition: mean over processes of per-call time (s) */
     double min_rank, max_rank;
     int fallback;
@@ -124,6 +125,7 @@ int main(int argc, char **argv) {
         if (ct_choice_parse(coll, specs[k], &cand[k].choice) != MPI_SUCCESS)
             ct_die(rank, "%s", ct_last_error());
         ct_choice_format(&cand[k].choice, cand[k].spec, sizeof cand[k].spec);
+        cand[k].given = specs[k];
         cand[k].rep_mean = calloc((size_t)reps, sizeof(double));
     }
     long *sizes = malloc((size_t)nsizes * sizeof *sizes);
@@ -163,11 +165,16 @@ int main(int argc, char **argv) {
                 int rc = MPI_SUCCESS;
                 for (long it = 0; it < warm && rc == MPI_SUCCESS; it++)
                     rc = run_once(coll, &c->choice, sbuf, rbuf, count, dt, op, root);
+                /* as OSU: each call timed alone, a barrier (not timed) between calls */
+                double busy = 0;
                 MPI_Barrier(MPI_COMM_WORLD);
-                double t0 = MPI_Wtime();
-                for (long it = 0; it < iters && rc == MPI_SUCCESS; it++)
+                for (long it = 0; it < iters && rc == MPI_SUCCESS; it++) {
+                    double t0 = MPI_Wtime();
                     rc = run_once(coll, &c->choice, sbuf, rbuf, count, dt, op, root);
-                double mine = (MPI_Wtime() - t0) / (double)iters;
+                    busy += MPI_Wtime() - t0;
+                    MPI_Barrier(MPI_COMM_WORLD);
+                }
+                double mine = busy / (double)iters;
                 if (rc != MPI_SUCCESS) ct_die(rank, "%s failed: %s", c->spec, ct_last_error());
                 const ct_dispatch_t *d = ct_last_dispatch();
                 if (d->reason[0]) {
@@ -202,6 +209,8 @@ int main(int argc, char **argv) {
             ct_json_str(stdout, a->name);
             printf(", \"params\": ");
             ct_json_str(stdout, params ? params + 1 : "");
+            printf(", \"spec\": ");
+            ct_json_str(stdout, c->given);
             printf(", \"np\": %d, \"size\": %ld, \"dtype\": \"%s\", \"op\": \"%s\", \"root\": %d, "
                    "\"iterations\": %ld, \"warmup\": %ld, \"timing\": \"osu\", "
                    "\"min_us\": %.3f, \"mean_us\": %.3f, \"median_us\": %.3f, \"p90_us\": %.3f, "

@@ -303,8 +303,15 @@ static int resolve(const ct_choice_t *c, ct_coll_t coll, MPI_Comm comm, int coun
         if (fb < 0)
             return ct_set_error(MPI_ERR_INTERN, "%s/%s: %s and no fallback is declared",
                                 ct_coll_name(coll), a->name, why);
-        snprintf(last.reason, sizeof last.reason, "%s/%s -> %s: %s", ct_coll_name(coll),
-                 ct_algo_get(last.used)->name, a->fallback, why);
+        /* the whole chain: "reduce/rabenseifner -> binomial -> in_order_binary: ..." */
+        char chain[96];
+        if (hops == 0)
+            snprintf(chain, sizeof chain, "%s/%s -> %s", ct_coll_name(coll), a->name,
+                     a->fallback);
+        else
+            snprintf(chain, sizeof chain, "%.*s -> %s", (int)strcspn(last.reason, ":"),
+                     last.reason, a->fallback);
+        snprintf(last.reason, sizeof last.reason, "%s: %s", chain, why);
         CT_CHECK(ct_choice_default(fb, run));
         /* carry over parameters the fallback shares (e.g. segsize) */
         const ct_algo_t *fa = ct_algo_get(fb);
@@ -376,6 +383,12 @@ int ct_gather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype s
         return ct_set_error(MPI_ERR_COUNT, "gather: negative count");
     if (sbuf == MPI_IN_PLACE && r != root)
         return ct_set_error(MPI_ERR_BUFFER, "gather: MPI_IN_PLACE is only valid at the root");
+    {   /* nothing to move (type signatures match, so every rank agrees) */
+        int size;
+        int in_place_root = sbuf == MPI_IN_PLACE;
+        CT_CHECK(MPI_Type_size(in_place_root ? rdt : sdt, &size));
+        if ((in_place_root ? rcount : scount) == 0 || size == 0) return MPI_SUCCESS;
+    }
     if (is_native(&run))
         return ct_algo_get(run.algo)->fn.gather(sbuf, scount, sdt, rbuf, rcount, rdt, root,
                                                 comm, &run.params);

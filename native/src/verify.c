@@ -462,7 +462,7 @@ static void verify_algo(int algo) {
     ct_choice_t var[MAX_VARIANTS];
     int nvar = variants(algo, var);
     int roots[3] = { 0, nprocs - 1, nprocs / 2 }, nroots = has_root(coll) ? 3 : 1;
-    if (nroots == 3 && roots[2] == roots[0]) nroots = 2;
+    if (nroots == 3 && (roots[2] == roots[0] || roots[2] == roots[1])) nroots = 2;
     if (nroots >= 2 && roots[1] == roots[0]) nroots = 1;
     int counts[] = { 0, 1, 7, 1000 };
     int nops = has_reduction(coll) ? NOPS : 1;

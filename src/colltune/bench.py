@@ -27,8 +27,8 @@ class BenchSpec:
     op: str = "sum"
 
 
-def run(build: Build, spec: BenchSpec, timeout: float = 3600) -> tuple[list[dict], str]:
-    """Run one launch; returns its records and the command line."""
+def run(build: Build, spec: BenchSpec, timeout: float = 3600) -> tuple[list[dict], list[str]]:
+    """Run one launch; returns its records and the launcher's notes."""
     prog = [str(build.program("colltune-bench")), "--coll", spec.collective,
             "--algo", ",".join(spec.algos), "--sizes", ",".join(map(str, spec.sizes)),
             "--reps", str(spec.reps), "--root", str(spec.root), "--dtype", spec.dtype,
@@ -50,4 +50,4 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600) -> tuple[list[dict
             rec = json.loads(line)
             rec["command"] = res.command
             records.append(rec)
-    return records, res.command
+    return records, res.notes

@@ -187,6 +187,8 @@ def verify(mpi_spec, nps, colls, algos, quick, timeout, as_json) -> None:
     err.print(f"verifying on {b.mpi.banner}: np {', '.join(map(str, np_list))}", highlight=False)
 
     def progress(r: verify_mod.RunOutcome) -> None:
+        for note in r.notes:
+            err.print(f"  note: {note}", highlight=False)
         status = "ok" if r.ok else "FAILED"
         cases = r.summary["cases"] if r.summary else "?"
         secs = f"{r.summary['seconds']:.1f} s" if r.summary else ""
@@ -218,11 +220,9 @@ def verify(mpi_spec, nps, colls, algos, quick, timeout, as_json) -> None:
 
 
 def _bench_table(records: list[dict], title: str) -> Table:
-    algos = list(dict.fromkeys(
-        r["algorithm"] + (f":{r['params']}" if r["params"] else "") for r in records))
+    algos = list(dict.fromkeys(r["spec"] for r in records))
     sizes = sorted({r["size"] for r in records})
-    by = {(r["algorithm"] + (f":{r['params']}" if r["params"] else ""), r["size"]): r
-          for r in records}
+    by = {(r["spec"], r["size"]): r for r in records}
     t = Table(title=title, title_justify="left")
     t.add_column("size", justify="right")
     for a in algos:
@@ -246,7 +246,7 @@ def _bench_table(records: list[dict], title: str) -> Table:
     return t
 
 
-CSV_FIELDS = ["collective", "algorithm", "params", "np", "size", "dtype", "op", "root",
+CSV_FIELDS = ["collective", "algorithm", "params", "spec", "np", "size", "dtype", "op", "root",
               "iterations", "warmup", "timing", "min_us", "mean_us", "median_us", "p90_us",
               "p99_us", "max_us", "stddev_us", "valid_reps", "rank_min_us", "rank_max_us",
               "fallback", "mpi", "host", "command"]
@@ -286,16 +286,20 @@ def _run_bench(b, specs: list[bench_mod.BenchSpec]) -> list[dict]:
 
     records: list[dict] = []
     host = os.uname().nodename
+    seen_np: set[int] = set()
     with Progress(console=err, transient=True) as prog:
         task = prog.add_task("benchmark", total=len(specs))
         for spec in specs:
             prog.update(task, description=f"{spec.collective} np={spec.np}")
             try:
-                recs, _ = bench_mod.run(b, spec)
+                recs, notes = bench_mod.run(b, spec)
             except bench_mod.BenchError as exc:
                 _fail(str(exc))
             for r in recs:
                 r["host"] = host
+            if notes and spec.np not in seen_np:
+                seen_np.add(spec.np)
+                prog.console.print("note: " + "; ".join(notes), highlight=False)
             records.extend(recs)
             prog.advance(task)
     return records
