@@ -118,9 +118,13 @@ static int runs_type(const ag_t *g, int n, int *first, int *len, MPI_Datatype *o
         first[i] *= g->b.per;
         len[i] *= g->b.per;
     }
-    CT_CHECK(MPI_Type_indexed(n, len, first, g->b.dt, out));
-    int rc = MPI_Type_commit(out);
-    if (rc != MPI_SUCCESS) MPI_Type_free(out);
+    int rc = MPI_Type_indexed(n, len, first, g->b.dt, out);
+    if (rc != MPI_SUCCESS) {
+        *out = MPI_DATATYPE_NULL;
+        return rc;
+    }
+    rc = MPI_Type_commit(out);
+    if (rc != MPI_SUCCESS) MPI_Type_free(out); /* sets *out = MPI_DATATYPE_NULL */
     return rc;
 }
 
@@ -245,8 +249,9 @@ int ct_allgather_gather_bcast(const void *sbuf, int scount, MPI_Datatype sdt, vo
         scount = rcount;
         sdt = rdt;
     }
-    CT_CHECK(ct_run_gather((int)prm->v[CT_P_GATHER], sbuf, scount, sdt, rbuf, rcount, rdt, 0,
-                           comm));
+    /* rbuf is not significant on the gather's non-roots (and would alias sbuf) */
+    CT_CHECK(ct_run_gather((int)prm->v[CT_P_GATHER], sbuf, scount, sdt, r == 0 ? rbuf : NULL,
+                           rcount, rdt, 0, comm));
     if (rcount <= INT_MAX / np)
         return ct_run_bcast((int)prm->v[CT_P_BCAST], rbuf, np * rcount, rdt, 0, comm);
     /* p*rcount elements overflow an int: broadcast p blocks of a block type */

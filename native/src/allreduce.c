@@ -212,6 +212,18 @@ out:
 }
 
 /* -------------------------------------------------------------------- ring */
+/* Length of block b's segment in phase ph (0 when the block is shorter). */
+static int seg_len(int count, int p, int b, int ph, int segcount) {
+    int left = ct_block_count(count, p, b) - ph * segcount;
+    return left <= 0 ? 0 : left < segcount ? left : segcount;
+}
+
+/* First element of block b's segment in phase ph (clamped to the block's end). */
+static int seg_start(int count, int p, int b, int ph, int segcount) {
+    int bc = ct_block_count(count, p, b), off = ph * segcount;
+    return ct_block_start(count, p, b) + (off < bc ? off : bc);
+}
+
 /*
  * Ring allreduce over p blocks (block i: ct_block_start/ct_block_count, empty
  * when count < p), shared by ring and segmented_ring.
@@ -228,18 +240,6 @@ out:
  * and receives block (r-k) mod p from r-1, straight into rbuf.
  * Commutative ops only (blocks are combined in ring order).
  */
-/* Length of block b's segment in phase ph (0 when the block is shorter). */
-static int seg_len(int count, int p, int b, int ph, int segcount) {
-    int left = ct_block_count(count, p, b) - ph * segcount;
-    return left <= 0 ? 0 : left < segcount ? left : segcount;
-}
-
-/* First element of block b's segment in phase ph (clamped to the block's end). */
-static int seg_start(int count, int p, int b, int ph, int segcount) {
-    int bc = ct_block_count(count, p, b), off = ph * segcount;
-    return ct_block_start(count, p, b) + (off < bc ? off : bc);
-}
-
 static int ring_allreduce(const char *name, const void *sbuf, void *rbuf, int count,
                           MPI_Datatype dt, MPI_Op op, MPI_Comm comm, long segsize) {
     int rank, size, rc = MPI_SUCCESS;
@@ -423,10 +423,15 @@ int ct_allreduce_allgather_reduce(const void *sbuf, void *rbuf, int count, MPI_D
     if (size == 1) return input_to_rbuf(sbuf, rbuf, count, dt);
 
     MPI_Aint total = (MPI_Aint)size * count;
-    if (total > (MPI_Aint)(INTPTR_MAX / (t.extent > 0 ? t.extent : 1)))
-        return alloc_failed("allgather_reduce", total, &t);
-    void *all = ct_tmp_alloc(total, &t, &all_raw);
-    if (!all) return alloc_failed("allgather_reduce", total, &t);
+    void *all = total <= (MPI_Aint)(INTPTR_MAX / (t.extent > 0 ? t.extent : 1))
+                    ? ct_tmp_alloc(total, &t, &all_raw)
+                    : NULL;
+    if (!all)
+        return ct_set_error(MPI_ERR_NO_MEM,
+                            "allreduce/allgather_reduce: cannot allocate room for all %d "
+                            "input vectors (%d x %d elements, %lld bytes); it is meant for "
+                            "small messages, use ring or rabenseifner for large ones",
+                            size, size, count, (long long)total * (long long)t.extent);
 #define SLOT(j) ct_elem(all, (MPI_Aint)(j) * count, &t)
 
     /* one whole vector as a datatype, so slot counts never overflow an int */

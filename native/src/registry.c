@@ -20,6 +20,11 @@
 #define INNER(id, name) { (id), -1, -1, -1, (name) }
 
 #define NSEG "ceil(n/s)"
+/* recursive doubling/halving with a fold of the p - 2^floor(log2 p) extra ranks:
+ * two more steps and about n more bytes when p is not a power of two */
+#define RD_FOLD_COST \
+    "(floor(log2(p)) + 2*(ceil(log2(p)) - floor(log2(p))))*a + ((p-1)/p*n + " \
+    "(ceil(log2(p)) - floor(log2(p)))*n)*b"
 
 static const ct_algo_t table[] = {
     /* ---------------------------------------------------------------- Bcast */
@@ -125,11 +130,14 @@ static const ct_algo_t table[] = {
       "(p-1)*a + (p-1)/p*n*b", "p-1 steps, each rank passes one block to its right neighbour",
       "ring" },
     { "recursive_doubling", CT_ALLGATHER, { .allgather = ct_allgather_recursive_doubling },
-      0, { { 0 } }, 0, NULL, "ceil(log2(p))*a + (p-1)/p*n*b",
-      "partners at distance 1, 2, 4, ... exchange everything they hold", "recursive_doubling" },
+      0, { { 0 } }, 0, NULL, RD_FOLD_COST,
+      "partners at distance 1, 2, 4, ... exchange everything they hold; for p not a power "
+      "of two, extra ranks fold into partners first and get the result at the end",
+      "recursive_doubling" },
     { "recursive_halving", CT_ALLGATHER, { .allgather = ct_allgather_recursive_halving },
-      0, { { 0 } }, 0, NULL, "ceil(log2(p))*a + (p-1)/p*n*b",
-      "partners at distance p/2, p/4, ..., 1 exchange everything they hold", NULL },
+      0, { { 0 } }, 0, NULL, RD_FOLD_COST,
+      "partners at distance p/2, p/4, ..., 1 exchange everything they hold (extra ranks "
+      "folded in as for recursive doubling)", NULL },
     { "bruck", CT_ALLGATHER, { .allgather = ct_allgather_bruck }, 0, { { 0 } }, 0, NULL,
       "ceil(log2(p))*a + (p-1)/p*n*b",
       "Bruck: in step j send to rank-2^j, receive from rank+2^j; final local rotation",
@@ -157,7 +165,8 @@ static const ct_algo_t table[] = {
       0, NULL, "(p-1)*(a + n*b + n*g) + (p-1)*(a + n*b)",
       "linear reduce to rank 0 then linear broadcast", "basic_linear" },
     { "recursive_doubling", CT_ALLREDUCE, { .allreduce = ct_allreduce_recursive_doubling },
-      0, { { 0 } }, 0, NULL, "ceil(log2(p))*(a + n*b + n*g)",
+      0, { { 0 } }, 0, NULL,
+      "(floor(log2(p)) + 2*(ceil(log2(p)) - floor(log2(p))))*(a + n*b) + ceil(log2(p))*n*g",
       "partners at distance 1, 2, 4, ... exchange and combine whole vectors",
       "recursive_doubling" },
     { "ring", CT_ALLREDUCE, { .allreduce = ct_allreduce_ring }, 0, { { 0 } },
@@ -170,8 +179,10 @@ static const ct_algo_t table[] = {
       "ring allreduce with each block pipelined in segments", "segmented_ring" },
     { "rabenseifner", CT_ALLREDUCE, { .allreduce = ct_allreduce_rabenseifner }, 0, { { 0 } },
       CT_NEED_COMMUTATIVE, "recursive_doubling",
-      "2*ceil(log2(p))*a + 2*(p-1)/p*n*b + (p-1)/p*n*g",
-      "reduce-scatter by recursive halving, then allgather by recursive doubling",
+      "2*floor(log2(p))*a + 2*(p-1)/p*n*b + (p-1)/p*n*g + "
+      "(ceil(log2(p)) - floor(log2(p)))*(2*(a + n*b) + n*g)",
+      "reduce-scatter (vector halving, distance doubling), then the same rounds in reverse "
+      "as an allgather; extra ranks of a non-power-of-two p are paired in first",
       "rabenseifner" },
     { "allgather_reduce", CT_ALLREDUCE, { .allreduce = ct_allreduce_allgather_reduce }, 0,
       { { 0 } }, 0, NULL, "ceil(log2(p))*a + (p-1)*n*b + (p-1)*n*g",
