@@ -52,3 +52,86 @@ def test_bench_table_default():
                    "--sizes", "8", "--iterations", "10", "--reps", "1")
     assert res.returncode == 0, res.stderr
     assert "bcast, 2 processes" in res.stdout and "linear" in res.stdout
+
+
+# ---- driver options (through bench.run, as cli.py passes them) -------------------------
+
+def _bench(ompi_build, coll, algos, np, sizes, **kw):
+    from colltune import bench as bench_mod
+
+    spec = bench_mod.BenchSpec(coll, algos, np, sizes, **kw)
+    recs, _ = bench_mod.run(ompi_build, spec, timeout=300)
+    assert len(recs) == len(algos) * len(sizes)
+    return recs
+
+
+def test_bench_window_timing(ompi_build):
+    recs = _bench(ompi_build, "bcast", ["native", "binomial"], 2, [8, 1024], iterations=20,
+                  reps=2, timing="window")
+    for r in recs:
+        assert (FIELDS | {"invalid", "window_us", "valid", "sleep_us"}) <= set(r)
+        assert r["timing"] == "window"
+        assert r["valid_reps"] > 0 and r["invalid"] >= 0
+        assert r["valid_reps"] + r["invalid"] == 20 * 2  # every sample accounted for
+        assert r["window_us"] > 0 and r["valid"] is None
+        assert 0 < r["min_us"] <= r["median_us"] <= r["max_us"]
+
+
+def test_bench_validate_passes(ompi_build):
+    """--validate compares each point with the MPI library's collective (np 3: odd)."""
+    for coll, algo, dtype, root in (("bcast", "binomial", "char", 1),
+                                    ("reduce", "rabenseifner", "float", 2),
+                                    ("allreduce", "ring", "int", 0),
+                                    ("gather", "binomial", "double", 1)):
+        recs = _bench(ompi_build, coll, ["native", algo], 3, [0, 8, 8000], iterations=3,
+                      warmup=1, reps=1, dtype=dtype, root=root, validate=True)
+        assert all(r["valid"] is True for r in recs), [(r["spec"], r["size"]) for r in recs]
+
+
+def test_bench_validate_catches_a_wrong_result(ompi_build):
+    """A deliberately wrong Bcast fails validation; the run still returns every record."""
+    from colltune import bench as bench_mod
+
+    recs = _bench(ompi_build, "bcast", ["binomial", "_broken"], 3, [64], iterations=2, reps=1,
+                  validate=True)
+    assert bench_mod.validation_failures(recs) == [recs[1]]
+    assert recs[0]["valid"] is True and recs[1]["valid"] is False
+
+
+def test_bench_raw_samples(ompi_build):
+    osu = _bench(ompi_build, "reduce", ["binomial"], 2, [64], iterations=10, reps=3, raw=True)
+    win = _bench(ompi_build, "reduce", ["binomial"], 2, [64], iterations=10, reps=1, raw=True,
+                 timing="window")
+    r = osu[0]
+    assert len(r["samples_us"]) == 3 == r["valid_reps"]  # one per repetition
+    assert r["min_us"] == min(r["samples_us"]) and r["max_us"] == max(r["samples_us"])
+    w = win[0]
+    assert len(w["samples_us"]) == w["valid_reps"] > 0  # the valid samples
+    assert abs(w["max_us"] - max(w["samples_us"])) < 1e-9
+    plain = _bench(ompi_build, "reduce", ["binomial"], 2, [64], iterations=5, reps=1)
+    assert "samples_us" not in plain[0]
+
+
+def test_bench_time_budget_and_sleep(ompi_build):
+    recs = _bench(ompi_build, "bcast", ["native"], 2, [8], reps=2, time_budget=0.05,
+                  sleep_us=20)
+    r = recs[0]
+    assert r["time_budget_s"] == 0.05 and r["sleep_us"] == 20
+    # about 0.05 s / 2 repetitions at > 20 us per call: far fewer than the default 1000
+    assert 1 <= r["iterations"] < 1000 and r["valid_reps"] == 2
+
+
+def test_bench_interleaves_algorithms_within_each_size_and_repetition(ompi_build):
+    """Within a size, the timed loops run A B C A B C ..., never A A B B C C."""
+    from colltune import launch
+
+    prog = [str(ompi_build.program("colltune-bench")), "--coll", "bcast",
+            "--algo", "native,binomial,chain", "--sizes", "8,1024", "--reps", "3",
+            "--iterations", "5", "--trace"]
+    res = launch.run(launch.prepare(ompi_build.mpi, 2, prog), timeout=300)
+    assert res.returncode == 0, res.stderr
+    order = [tuple(kv.split("=", 1)[1] for kv in line.split()[1:])
+             for line in res.stderr.splitlines() if line.startswith("trace ")]
+    algos = ["native", "binomial:segsize=0", "chain:segsize=8192,fanout=4"]
+    expected = [(str(s), str(r), a) for s in (8, 1024) for r in range(3) for a in algos]
+    assert order == expected

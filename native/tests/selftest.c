@@ -1,10 +1,13 @@
 /*
  * selftest.c -- colltune-selftest: unit tests of the registry, the parser and
- * argument checking. Run with one process (mpirun -np 1). Prints
+ * argument checking, and the statistics of colltune-bench (bench_stats.c) on
+ * synthetic timings. Run with one process (mpirun -np 1). Prints
  * "N passed, N failed" and exits non-zero on any failure.
  */
+#include "bench_stats.h"
 #include "colltune.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,6 +34,57 @@ static void int_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
 }
 
 static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
+
+static int near(double x, double want) { return fabs(x - want) <= 1e-9 * (1 + fabs(want)); }
+
+/* bench_stats.c on known arrays */
+static void test_bench_stats(void) {
+    const double four[] = { 1, 2, 3, 4 };
+    EXPECT(near(ct_quantile_sorted(four, 4, 0.5), 2.5), "median of 1..4: %g",
+           ct_quantile_sorted(four, 4, 0.5));
+    /* position 0.9 * 3 = 2.7: 3 + 0.7 * (4 - 3) */
+    EXPECT(near(ct_quantile_sorted(four, 4, 0.9), 3.7), "p90 of 1..4: %g",
+           ct_quantile_sorted(four, 4, 0.9));
+    EXPECT(near(ct_quantile_sorted(four, 4, 0.99), 3.97), "p99 of 1..4: %g",
+           ct_quantile_sorted(four, 4, 0.99));
+    EXPECT(ct_quantile_sorted(four, 4, 0) == 1 && ct_quantile_sorted(four, 4, 1) == 4,
+           "quantiles 0 and 1 are the extremes");
+    EXPECT(ct_quantile_sorted(four + 2, 1, 0.9) == 3, "quantile of one value");
+
+    /* unsorted input, not modified; sorted: 2 4 4 4 5 5 7 9, mean 5,
+     * squared deviations 32, sample variance 32/7 */
+    double v[] = { 9, 2, 5, 4, 4, 7, 4, 5 };
+    ct_stats_t st;
+    EXPECT(ct_stats_compute(v, 8, &st) == 0 && st.n == 8, "stats of 8 values");
+    EXPECT(st.min == 2 && st.max == 9 && near(st.mean, 5), "min %g max %g mean %g", st.min,
+           st.max, st.mean);
+    EXPECT(near(st.median, 4.5), "median %g, want 4.5", st.median);
+    EXPECT(near(st.p90, 7.6), "p90 %g, want 7.6 (position 6.3)", st.p90);
+    EXPECT(near(st.p99, 7 + 0.93 * 2), "p99 %g, want 8.86", st.p99);
+    EXPECT(near(st.stddev, sqrt(32.0 / 7)), "stddev %g, want %g", st.stddev, sqrt(32.0 / 7));
+    EXPECT(v[0] == 9 && v[1] == 2 && v[7] == 5, "input array was modified");
+    double one = 3.25;
+    EXPECT(ct_stats_compute(&one, 1, &st) == 0 && st.n == 1 && st.median == 3.25 &&
+               st.stddev == 0 && st.p99 == 3.25,
+           "one sample: median %g stddev %g", st.median, st.stddev);
+    EXPECT(ct_stats_compute(v, 0, &st) == 0 && st.n == 0 && isnan(st.median) && isnan(st.mean),
+           "no samples must give n = 0 and NaN statistics");
+
+    /* clock offset: the round with the smallest round trip (round 1, rtt 1.5) */
+    const double t0[] = { 0, 10, 20 }, t1[] = { 4, 11.5, 26 }, tr[] = { 103, 110.75, 121 };
+    double off = 0, rtt = 0;
+    EXPECT(ct_clock_offset(t0, tr, t1, 3, &off, &rtt) == 1 && near(off, 100) && near(rtt, 1.5),
+           "clock offset %g rtt %g, want 100 and 1.5", off, rtt);
+    EXPECT(ct_clock_offset(t0, tr, t1, 0, &off, &rtt) == -1, "no rounds must give -1");
+
+    /* time budget: 1 s over 2 repetitions at 1 ms per call, warm-up a tenth: 500 / 1.1 */
+    EXPECT(ct_budget_iterations(1.0, 1e-3, 2, -1, 1000000) == 454, "budget iterations %ld",
+           ct_budget_iterations(1.0, 1e-3, 2, -1, 1000000));
+    EXPECT(ct_budget_iterations(1.0, 1e-3, 2, 50, 1000000) == 450, "budget with warm-up 50: %ld",
+           ct_budget_iterations(1.0, 1e-3, 2, 50, 1000000));
+    EXPECT(ct_budget_iterations(10, 1e-9, 1, -1, 1000) == 1000, "cap not applied");
+    EXPECT(ct_budget_iterations(1e-6, 1.0, 3, -1, 1000) == 1, "at least one iteration");
+}
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -132,6 +186,8 @@ int main(int argc, char **argv) {
     EXPECT(ct_last_dispatch()->used == c.algo && ct_last_dispatch()->reason[0] == '\0',
            "commutative op should not fall back: %s", ct_last_dispatch()->reason);
     MPI_Op_free(&noncomm);
+
+    test_bench_stats();
 
     printf("%d passed, %d failed\n", passed, failed);
     MPI_Finalize();

@@ -25,10 +25,29 @@ class BenchSpec:
     root: int = 0
     dtype: str = "char"
     op: str = "sum"
+    timing: str = "osu"               # "osu" or "window"
+    sleep_us: float = 0               # sleep between calls, outside the timed region
+    time_budget: float | None = None  # seconds per (size, algorithm); replaces iterations
+    validate: bool = False            # compare one call per point with the MPI library's
+    raw: bool = False                 # records carry "samples_us"
 
 
-def run(build: Build, spec: BenchSpec, timeout: float = 3600) -> tuple[list[dict], list[str]]:
-    """Run one launch; returns its records and the launcher's notes."""
+def validation_failures(records: list[dict]) -> list[dict]:
+    """Records of points whose result differed from the MPI library's (--validate)."""
+    return [r for r in records if r.get("valid") is False]
+
+
+def run(build: Build, spec: BenchSpec, timeout: float = 3600,
+        extra_env: dict[str, str] | None = None) -> tuple[list[dict], list[str]]:
+    """Run one launch; returns its records and the launcher's notes.
+
+    `extra_env` is added to the launch's environment (libalgos uses it to force one
+    of the MPI library's own algorithms).
+
+    With `validate`, a point whose result differs from the MPI library's own
+    collective does not raise: its record has "valid": false (see
+    `validation_failures`), and the caller decides how to exit.
+    """
     prog = [str(build.program("colltune-bench")), "--coll", spec.collective,
             "--algo", ",".join(spec.algos), "--sizes", ",".join(map(str, spec.sizes)),
             "--reps", str(spec.reps), "--root", str(spec.root), "--dtype", spec.dtype,
@@ -37,17 +56,32 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600) -> tuple[list[dict
         prog += ["--iterations", str(spec.iterations)]
     if spec.warmup is not None:
         prog += ["--warmup", str(spec.warmup)]
-    ln = launch.prepare(build.mpi, spec.np, prog)
+    if spec.timing != "osu":
+        prog += ["--timing", spec.timing]
+    if spec.sleep_us:
+        prog += ["--sleep", f"{spec.sleep_us:g}"]
+    if spec.time_budget is not None:
+        prog += ["--time-budget", f"{spec.time_budget:g}"]
+    if spec.validate:
+        prog += ["--validate"]
+    if spec.raw:
+        prog += ["--raw"]
+    ln = launch.prepare(build.mpi, spec.np, prog, extra_env=extra_env)
     res = launch.run(ln, timeout=timeout)
     if res.timed_out:
         raise BenchError(f"benchmark timed out after {timeout:.0f} s: {res.command}")
-    if res.returncode != 0:
-        msg = "\n".join(l for l in res.stderr.strip().splitlines() if l.startswith("error:"))
-        raise BenchError(msg or f"benchmark failed ({res.returncode}): {res.stderr.strip()[-2000:]}")
     records = []
     for line in res.stdout.splitlines():
         if line.startswith("{"):
             rec = json.loads(line)
             rec["command"] = res.command
             records.append(rec)
+    if res.returncode != 0:
+        # colltune-bench exits 1 after a complete run in which --validate found
+        # differences; every record is there and says which point failed
+        complete = len(records) == len(spec.sizes) * len(spec.algos)
+        if spec.validate and res.returncode == 1 and complete and validation_failures(records):
+            return records, res.notes
+        msg = "\n".join(l for l in res.stderr.strip().splitlines() if l.startswith("error:"))
+        raise BenchError(msg or f"benchmark failed ({res.returncode}): {res.stderr.strip()[-2000:]}")
     return records, res.notes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -12,7 +13,8 @@ from pathlib import Path
 from .mpi import MPI
 from .paths import cache_dir, native_dir
 
-PROGRAMS = ("colltune-verify", "colltune-bench", "colltune-selftest")
+PROGRAMS = ("colltune-verify", "colltune-bench", "colltune-selftest", "colltune-pingpong",
+            "colltune-probe", "colltune-heat", "colltune-stream")
 
 
 class BuildError(RuntimeError):
@@ -29,7 +31,9 @@ class Build:
 
 
 def build_dir(mpi: MPI) -> Path:
-    return cache_dir() / "build" / mpi.identity
+    """One build per (MPI library, source tree): two checkouts never share a build."""
+    src = hashlib.sha1(str(native_dir().resolve()).encode()).hexdigest()[:8]
+    return cache_dir() / "build" / f"{mpi.identity}-src{src}"
 
 
 def _sources_stamp(src: Path) -> float:
@@ -44,7 +48,9 @@ def build(mpi: MPI, force: bool = False, verbose: bool = False) -> Build:
     if force:
         shutil.rmtree(out, ignore_errors=True)
     if not force and stamp.exists() and all((out / p).exists() for p in PROGRAMS):
-        if json.loads(stamp.read_text()).get("sources_mtime", 0) >= _sources_stamp(src):
+        meta = json.loads(stamp.read_text())
+        if (meta.get("sources") == str(src)
+                and meta.get("sources_mtime", 0) >= _sources_stamp(src)):
             return Build(mpi, out)
     out.mkdir(parents=True, exist_ok=True)
     env = mpi.env()
@@ -52,7 +58,11 @@ def build(mpi: MPI, force: bool = False, verbose: bool = False) -> Build:
     if not cmake:
         raise BuildError("cmake is not installed (Debian: apt-get install cmake)")
     steps = []
-    if not (out / "CMakeCache.txt").exists():
+    cache = out / "CMakeCache.txt"
+    if cache.exists() and f"CMAKE_HOME_DIRECTORY:INTERNAL={src}" not in cache.read_text():
+        shutil.rmtree(out)  # configured from another source tree: start again
+        out.mkdir(parents=True)
+    if not cache.exists():
         steps.append([cmake, "-S", str(src), "-B", str(out), f"-DCMAKE_C_COMPILER={mpi.mpicc}",
                       "-DCMAKE_BUILD_TYPE=Release"])
     steps.append([cmake, "--build", str(out), "-j", str(os.cpu_count() or 2)])

@@ -18,6 +18,7 @@ from rich.table import Table
 from . import __version__
 from . import bench as bench_mod
 from . import launch
+from . import libalgos
 from . import mpi as mpi_mod
 from . import registry
 from . import verify as verify_mod
@@ -219,37 +220,48 @@ def verify(mpi_spec, nps, colls, algos, quick, timeout, as_json) -> None:
         sys.exit(1)
 
 
+def _bench_cell(r: dict | None, base: dict | None, is_base: bool) -> str:
+    if not r:
+        return ""
+    if r.get("median_us") is None:
+        return "no valid sample"
+    cell = f"{r['median_us']:.2f}"
+    if base and not is_base and base.get("median_us"):
+        cell += f" ×{r['median_us'] / base['median_us']:.2f}"
+    if r.get("fallback"):
+        cell += " *"
+    return cell
+
+
 def _bench_table(records: list[dict], title: str) -> Table:
+    """One row per algorithm and a column per size when that fits, else the transpose."""
     algos = list(dict.fromkeys(r["spec"] for r in records))
     sizes = sorted({r["size"] for r in records})
     by = {(r["spec"], r["size"]): r for r in records}
+    native = "native" if "native" in algos else None
     t = Table(title=title, title_justify="left")
-    t.add_column("size", justify="right")
-    for a in algos:
-        t.add_column(a, justify="right", overflow="fold")
-    native = next((a for a in algos if a == "native"), None)
-    for s in sizes:
-        row = [fmt_size(s)]
-        base = by.get((native, s)) if native else None
+    if len(sizes) <= 6 or len(sizes) < len(algos):
+        t.add_column("algorithm", overflow="fold")
+        for s in sizes:
+            t.add_column(fmt_size(s), justify="right", no_wrap=True)
         for a in algos:
-            r = by.get((a, s))
-            if not r:
-                row.append("")
-                continue
-            cell = f"{r['median_us']:.2f}"
-            if base and a != native and base["median_us"] > 0:
-                cell += f" ({r['median_us'] / base['median_us']:.2f}x)"
-            if r.get("fallback"):
-                cell += " *"
-            row.append(cell)
-        t.add_row(*row)
+            t.add_row(a, *(_bench_cell(by.get((a, s)), by.get((native, s)), a == native)
+                           for s in sizes))
+    else:
+        t.add_column("size", justify="right")
+        for a in algos:
+            t.add_column(a, justify="right", overflow="fold")
+        for s in sizes:
+            t.add_row(fmt_size(s), *(_bench_cell(by.get((a, s)), by.get((native, s)),
+                                                 a == native) for a in algos))
     return t
 
 
 CSV_FIELDS = ["collective", "algorithm", "params", "spec", "np", "size", "dtype", "op", "root",
               "iterations", "warmup", "timing", "min_us", "mean_us", "median_us", "p90_us",
-              "p99_us", "max_us", "stddev_us", "valid_reps", "rank_min_us", "rank_max_us",
-              "fallback", "mpi", "host", "command"]
+              "p99_us", "max_us", "stddev_us", "valid_reps", "invalid", "rank_min_us",
+              "rank_max_us", "window_us", "sleep_us", "time_budget_s", "valid", "fallback",
+              "library", "launches", "mpi", "host", "command"]
 
 
 def _emit(records: list[dict], fmt: str, output: str | None, title: str) -> None:
@@ -258,8 +270,12 @@ def _emit(records: list[dict], fmt: str, output: str | None, title: str) -> None
         for r in records:
             groups.setdefault((r["collective"], r["np"]), []).append(r)
         for (c, np), recs in groups.items():
+            timing = "/".join(sorted({str(r.get("timing", "osu")) for r in recs}))
+            checked = [r.get("valid") for r in recs if r.get("valid") is not None]
+            note = (f"; validated: {sum(map(bool, checked))}/{len(checked)} pass"
+                    if checked else "")
             out.print(_bench_table(recs, f"{c}, {np} processes, median latency in µs "
-                                         f"({title}; ratio to native)"))
+                                         f"({title}; {timing} timing; ×ratio to native{note})"))
         if any(r.get("fallback") for r in records):
             out.print("* a declared fallback ran: "
                       + "; ".join(sorted({r["fallback"] for r in records if r.get("fallback")})),
@@ -292,8 +308,8 @@ def _run_bench(b, specs: list[bench_mod.BenchSpec]) -> list[dict]:
         for spec in specs:
             prog.update(task, description=f"{spec.collective} np={spec.np}")
             try:
-                recs, notes = bench_mod.run(b, spec)
-            except bench_mod.BenchError as exc:
+                recs, notes = libalgos.run_bench(b, spec)
+            except (bench_mod.BenchError, ValueError) as exc:
                 _fail(str(exc))
             for r in recs:
                 r["host"] = host
@@ -310,7 +326,9 @@ def _run_bench(b, specs: list[bench_mod.BenchSpec]) -> list[dict]:
 @click.option("--coll", required=True, type=click.Choice(registry.COLLECTIVES),
               help="Collective to benchmark.")
 @click.option("--algo", "algos", default="native", show_default=True,
-              help="Algorithms, comma-separated, with parameters: native,binomial,chain:fanout=2")
+              help="Algorithms, comma-separated, with parameters: native,binomial,chain:fanout=2; "
+                   "the MPI library's own: ompi:NAME[:k=v] (Open MPI coll/tuned), mpich:NAME; "
+                   "'all' = ours + native + the library's, 'ours', 'ompi:all', 'mpich:all'.")
 @click.option("--np", "nps", default="2", show_default=True, help="Process counts.")
 @click.option("--sizes", default="1..1M", show_default=True,
               help="Bytes: list (8,64K,1M) or power-of-two range (1..1M).")
@@ -322,48 +340,118 @@ def _run_bench(b, specs: list[bench_mod.BenchSpec]) -> list[dict]:
               type=click.Choice(["char", "int", "float", "double"]))
 @click.option("--op", default="sum", show_default=True,
               type=click.Choice(["sum", "max", "min", "prod"]))
+@click.option("--timing", default="osu", show_default=True, type=click.Choice(["osu", "window"]),
+              help="osu: each call timed, barrier between calls; window: synchronised clocks, "
+                   "one call per start window, max over ranks (ReproMPI).")
+@click.option("--sleep", "sleep_us", default=0.0, show_default=True,
+              type=click.FloatRange(min=0), help="Microseconds to sleep between calls (untimed).")
+@click.option("--time-budget", "time_budget", type=click.FloatRange(min=0, min_open=True),
+              help="Seconds per (size, algorithm), all repetitions; replaces --iterations.")
+@click.option("--validate", is_flag=True,
+              help="Check each point against the MPI library's collective; exit 1 on a difference.")
+@click.option("--raw", is_flag=True, help="Records include samples_us (per repetition/sample).")
 @click.option("--format", "fmt", default="table", show_default=True,
               type=click.Choice(["table", "csv", "json"]))
 @click.option("-o", "--output", help="Write csv/json here (atomically) instead of stdout.")
-def bench(mpi_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dtype, op, fmt,
-          output) -> None:
-    """Latency of algorithms, interleaved in one launch per process count (OSU timing)."""
+@click.option("--db", "db_path", is_flag=False, flag_value="colltune.db", default=None,
+              type=click.Path(dir_okay=False),
+              help="Also store the records in this results database (--db alone: colltune.db).")
+def bench(mpi_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dtype, op, timing,
+          sleep_us, time_budget, validate, raw, fmt, output, db_path) -> None:
+    """Latency of algorithms, interleaved in one launch per process count."""
     b = _build(mpi_spec)
     try:
         size_list = parse_sizes(sizes)
         np_list = parse_ints(nps, "--np")
     except ValueError as exc:
         _fail(str(exc))
+    if iterations is not None and time_budget is not None:
+        _fail("--iterations and --time-budget exclude each other: give one")
     specs_list = _split_specs(algos)
-    _check_names(b, coll, specs_list)
+    try:
+        specs_list = libalgos.expand_algos(b, coll, specs_list)  # all / ours / ompi:all ...
+        for s in specs_list:
+            if libalgos.is_lib_spec(s):
+                libalgos.lib_env(b.mpi, coll, s)  # validates: library, name, parameters
+    except ValueError as exc:
+        _fail(str(exc))
+    _check_names(b, coll, [s for s in specs_list if not libalgos.is_lib_spec(s)])
     specs = [bench_mod.BenchSpec(coll, specs_list, np, size_list, iterations, warmup, reps,
-                                 root, dtype, op) for np in np_list]
+                                 root, dtype, op, timing=timing, sleep_us=sleep_us,
+                                 time_budget=time_budget, validate=validate, raw=raw)
+             for np in np_list]
     records = _run_bench(b, specs)
     _emit(records, fmt, output, b.mpi.banner)
+    if db_path:
+        from . import db as db_mod
+
+        run_id = db_mod.store_bench(records, mpi=b.mpi, path=db_path, argv=sys.argv)
+        err.print(f"stored as run {run_id} in {db_path}", highlight=False)
+    failures = bench_mod.validation_failures(records)
+    if failures:
+        for r in failures:
+            err.print(f"[bold red]validation failed:[/] {r['collective']}/{r['spec']} "
+                      f"np={r['np']} size={r['size']}", highlight=False)
+        sys.exit(1)
 
 
-@main.command()
+@click.command()
 @click.option("--mpi", "mpi_spec", help=MPI_HELP)
-@click.option("--np", "nps", default="2,4", show_default=True)
-@click.option("--sizes", default="8,64K,1M", show_default=True)
-@click.option("--output", help="Also write the records as JSON here.")
-def quick(mpi_spec, nps, sizes, output) -> None:
-    """The main job: every Bcast and Reduce algorithm next to native, small real benchmark."""
+@click.option("--db", "db_path", default="colltune.db", show_default=True,
+              type=click.Path(dir_okay=False), help="Results database.")
+@click.option("-o", "--output", "report_path", default="quick-report.html", show_default=True,
+              type=click.Path(dir_okay=False), help="The HTML report.")
+@click.option("--new-round", is_flag=True,
+              help="Measure again (a new round) even if the study is already stored.")
+@click.pass_context
+def quick(ctx, mpi_spec, db_path, report_path, new_round) -> None:
+    """The main job: the `quick` study (sweep --preset quick) into the results database,
+    a table of every algorithm next to native, and the HTML report."""
+    from . import db as db_mod
+
+    try:
+        ctx.invoke(sweep.sweep, preset="quick", db_path=db_path, mpi_spec=mpi_spec,
+                   new_round=new_round)
+    except SystemExit as exc:  # failed launches are in the database and the report
+        if exc.code not in (0, None):
+            err.print("[yellow]some launches failed; they are listed in the report[/]")
+    conn = db_mod.open_db(Path(db_path))
+    try:
+        df = db_mod.measurements_frame(conn, study="quick")
+    finally:
+        conn.close()
+    if df.empty:
+        _fail(f"the quick study stored no measurements in {db_path}")
+    df = df[df["round"] == df["round"].max()]
+    agg = (df.groupby(["collective", "np", "spec", "size"], sort=False)
+             .agg(median_us=("median_us", "median"), fallback=("fallback", "first"))
+             .reset_index())
     b = _build(mpi_spec)
-    size_list = parse_sizes(sizes)
-    np_list = parse_ints(nps, "--np")
-    specs = []
-    for coll in ("bcast", "reduce"):
-        names = registry.names(b, coll)
-        for np in np_list:
-            specs.append(bench_mod.BenchSpec(coll, names, np, size_list, reps=3))
-    err.print(f"quick study on {b.mpi.banner}: Bcast and Reduce, np {nps}, sizes {sizes}",
-              highlight=False)
-    records = _run_bench(b, specs)
-    _emit(records, "table", None, b.mpi.banner)
-    if output:
-        _write_atomic(Path(output), json.dumps(records, indent=2) + "\n")
-        out.print(f"records written to {output}", highlight=False)
+    order = {c: {n: i for i, n in enumerate(["native"] + registry.names(b, c))}
+             for c in set(agg["collective"])}
+    records = sorted((dict(r, fallback=r["fallback"] if isinstance(r["fallback"], str)
+                           and r["fallback"] else None) for r in agg.to_dict("records")),
+                     key=lambda r: order[r["collective"]].get(r["spec"], 999))
+    banner = f"{df['mpi_kind'].iloc[0]} {df['mpi_version'].iloc[0]}; median of repetitions"
+    _emit(records, "table", None, banner)
+    ctx.invoke(report.report, db_path=db_path, study="quick", output=report_path)
+
+
+# commands defined in their own modules
+from . import costmodel, fit, heat, p2p, plot, report, results, sweep  # noqa: E402
+
+main.add_command(p2p.pingpong)
+main.add_command(p2p.probe)
+main.add_command(heat.heat)
+main.add_command(heat.stream)
+main.add_command(fit.fit)
+main.add_command(costmodel.model)
+main.add_command(plot.plot)
+main.add_command(report.report)
+main.add_command(sweep.sweep)
+main.add_command(results.results)
+main.add_command(results.export)
+main.add_command(quick)
 
 
 if __name__ == "__main__":  # pragma: no cover

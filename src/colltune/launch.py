@@ -4,16 +4,77 @@ Adds `--oversubscribe` (Open MPI) when more processes than cores are asked for
 and `--allow-run-as-root` (Open MPI) when running as root, only then, and says
 so in the notes it returns; under MPICH, oversubscription turns on yielding
 progress so that waiting processes give their core away.
+
+Placement (studies, `colltune sweep`): a `Placement` says which launcher to use
+(`local` mpirun/mpiexec, `hostfile` mpirun/mpiexec over the hosts of a hostfile,
+`slurm` srun inside an allocation), how processes are mapped (`core`: consecutive
+cores of a node, `socket`: alternating sockets of a node, `node`: spread over the
+nodes) and how ranks are ordered across nodes (`seq`: block, `rr`: round-robin).
+`prepare` translates it into each launcher's own options:
+
+  Open MPI 5 (prterun):  core: --map-by core, socket: --map-by package,
+      node: --map-by node (hosts h:n with even n); seq: --rank-by slot,
+      rr: --rank-by node (on more than one node); --bind-to core
+  MPICH (hydra):  core/node: -map-by core, socket: -map-by socket, -bind-to core;
+      hosts h:n (seq fills them in order), rr: -rankmap 0,1,0,1,... (node of each rank)
+  Slurm (srun):  --distribution=<seq: block | rr: cyclic>:<core: block | socket:
+      cyclic>, node: -N M --ntasks-per-node=Q; --cpu-bind=cores
+
+A sweep runs library code that calls `prepare` without knowing about placement
+(bench.run); it sets the placement for a block of code with `session(...)`, which
+also collects every Launch prepared and every Result run in it.
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
+import re
+import shlex
+import shutil
 import signal
+import socket
 import subprocess
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .mpi import MPI
+
+LAUNCHERS = ("local", "hostfile", "slurm")
+MAPPINGS = ("core", "socket", "node")
+ORDERS = ("seq", "rr")
+
+
+class LaunchError(ValueError):
+    """A placement cannot be launched as asked (no allocation, bad hostfile, ...)."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the processes of a launch go; see the module docstring."""
+
+    launcher: str = "local"
+    mapping: str | None = None  # None: the library's default placement (no options)
+    order: str = "seq"
+    hostfile: str | None = None  # launcher "hostfile"
+    nodes: int | None = None  # nodes to use; default: fewest that hold np (core, socket),
+    #                           as many as there are (node)
+    bind: bool = True  # bind each process to a core (not when oversubscribed)
+    srun_mpi: str | None = None  # srun --mpi=...; default pmix (Open MPI), pmi2 (MPICH)
+
+    def __post_init__(self) -> None:
+        if self.launcher not in LAUNCHERS:
+            raise LaunchError(f"launcher '{self.launcher}': valid: {', '.join(LAUNCHERS)}")
+        if self.mapping is not None and self.mapping not in MAPPINGS:
+            raise LaunchError(f"mapping '{self.mapping}': valid: {', '.join(MAPPINGS)}")
+        if self.order not in ORDERS:
+            raise LaunchError(f"order '{self.order}': valid: {', '.join(ORDERS)}")
+        if self.launcher == "hostfile" and not self.hostfile:
+            raise LaunchError("launcher 'hostfile' needs a hostfile")
+        if self.nodes is not None and self.nodes < 1:
+            raise LaunchError(f"nodes {self.nodes}: must be at least 1")
 
 
 @dataclass
@@ -21,10 +82,20 @@ class Launch:
     argv: list[str]
     env: dict[str, str]
     notes: list[str] = field(default_factory=list)
+    nodes: int = 1  # nodes the processes are on
+    ppn: int | None = None  # processes on the fullest node
+    placement: Placement | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)  # what the caller added
 
     @property
     def command_line(self) -> str:
         return " ".join(self.argv)
+
+    @property
+    def shell_command(self) -> str:
+        """The command as a shell would take it, forced variables first."""
+        pre = [f"{k}={shlex.quote(v)}" for k, v in sorted(self.extra_env.items())]
+        return " ".join(pre + [shlex.join(self.argv)])
 
 
 @dataclass
@@ -35,6 +106,7 @@ class Result:
     stderr: str
     timed_out: bool
     notes: list[str]
+    seconds: float = 0.0
 
 
 def cores() -> int:
@@ -44,10 +116,214 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def prepare(mpi: MPI, np: int, program: list[str], extra_env: dict[str, str] | None = None) -> Launch:
-    """Command line and environment to run `program` on `np` local processes."""
+# ------------------------------------------------------------------ allocations
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """The nodes a launcher may use: (host, slots) in order, and where they came from."""
+
+    hosts: tuple[tuple[str, int], ...]
+    source: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def slots(self) -> int:
+        return sum(s for _, s in self.hosts)
+
+
+_HOST_RE = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)(?::(\d+))?((?:\s+\w+\s*=\s*\d+)*)\s*$")
+
+
+def parse_hostfile(path: str | Path, default_slots: int | None = None) -> Allocation:
+    """Hosts of an Open MPI (`host slots=4`) or MPICH (`host:4`) hostfile.
+
+    A host listed without a slot count gets `default_slots` (this machine's
+    cores when not given, noted); a host listed twice adds up.
+    """
+    p = Path(path).expanduser()
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise LaunchError(f"hostfile {p}: {exc.strerror or exc}") from exc
+    hosts: dict[str, int] = {}
+    guessed = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = _HOST_RE.match(line)
+        if not m:
+            raise LaunchError(f"hostfile {p}, line {lineno}: '{raw.strip()}' is not "
+                              "'host', 'host slots=N' or 'host:N'")
+        host, colon, rest = m.group(1), m.group(2), m.group(3) or ""
+        kv = dict((k.strip(), int(v)) for k, v in re.findall(r"(\w+)\s*=\s*(\d+)", rest))
+        unknown = set(kv) - {"slots", "max_slots", "max-slots"}
+        if unknown:
+            raise LaunchError(f"hostfile {p}, line {lineno}: unknown field(s) "
+                              f"{', '.join(sorted(unknown))}; valid: slots, max_slots")
+        n = int(colon) if colon else kv.get("slots")
+        if n is None:
+            n = default_slots or cores()
+            guessed.append(host)
+        if n < 1:
+            raise LaunchError(f"hostfile {p}, line {lineno}: {host} has {n} slots")
+        hosts[host] = hosts.get(host, 0) + n
+    if not hosts:
+        raise LaunchError(f"hostfile {p} lists no hosts")
+    notes = ()
+    if guessed:
+        notes = (f"hostfile {p}: no slot count for {', '.join(guessed)}; assumed "
+                 f"{default_slots or cores()} (this machine's cores)",)
+    return Allocation(tuple(hosts.items()), f"hostfile {p}", notes)
+
+
+def _expand_slurm_counts(text: str) -> list[int]:
+    """SLURM_JOB_CPUS_PER_NODE '4(x2),2' -> [4, 4, 2]."""
+    out: list[int] = []
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)(?:\(x(\d+)\))?\s*", part)
+        if not m:
+            raise LaunchError(f"cannot read SLURM_JOB_CPUS_PER_NODE='{text}'")
+        out += [int(m.group(1))] * int(m.group(2) or 1)
+    return out
+
+
+def slurm_allocation(env: dict[str, str] | None = None) -> Allocation:
+    """The nodes of the Slurm allocation this process runs in."""
+    env = dict(os.environ) if env is None else env
+    job = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID")
+    if not job:
+        raise LaunchError("launcher 'slurm' runs inside a Slurm allocation (salloc or sbatch); "
+                          "outside one, write a batch script with `colltune sweep --emit-sbatch`")
+    nodelist = env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST") or ""
+    hosts: list[str] = []
+    if nodelist and shutil.which("scontrol"):
+        res = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
+                             text=True, timeout=60, env=env)
+        hosts = res.stdout.split() if res.returncode == 0 else []
+    nnodes = int(env.get("SLURM_JOB_NUM_NODES") or env.get("SLURM_NNODES") or len(hosts) or 1)
+    if not hosts:
+        hosts = [f"node{i}" for i in range(nnodes)]
+    per = env.get("SLURM_JOB_CPUS_PER_NODE")
+    if per:
+        counts = _expand_slurm_counts(per)
+    else:
+        counts = [int(env.get("SLURM_CPUS_ON_NODE") or cores())] * nnodes
+    if len(counts) < len(hosts):
+        counts += [counts[-1]] * (len(hosts) - len(counts))
+    return Allocation(tuple(zip(hosts, counts)), f"slurm job {job}")
+
+
+def allocation(placement: Placement) -> Allocation:
+    if placement.launcher == "hostfile":
+        return parse_hostfile(placement.hostfile)  # type: ignore[arg-type]
+    if placement.launcher == "slurm":
+        return slurm_allocation()
+    return Allocation(((socket.gethostname(), cores()),), "local")
+
+
+def layout(np: int, placement: Placement, alloc: Allocation) -> list[tuple[str, int, int]]:
+    """(host, processes, slots) of each node used, in node order.
+
+    core/socket: the fewest nodes that hold np, filled in order, unless `nodes` is
+    given; node: spread over `nodes` (default: all, at most np) as evenly as possible.
+    """
+    hosts = list(alloc.hosts)
+    if placement.nodes is not None and placement.nodes > len(hosts):
+        raise LaunchError(f"{placement.nodes} nodes asked for; {alloc.source} has {len(hosts)}")
+    spread = placement.mapping == "node" or placement.nodes is not None
+    if spread:
+        m = min(np, placement.nodes or len(hosts))
+        base, extra = divmod(np, m)
+        return [(h, base + (i < extra), s) for i, (h, s) in enumerate(hosts[:m])]
+    out, left = [], np
+    for h, s in hosts:
+        if left <= 0:
+            break
+        out.append((h, min(s, left), s))
+        left -= s
+    if left > 0:  # more processes than slots: spread the rest over all nodes in turn
+        out = [(h, n, s) for h, n, s in out]
+        i = 0
+        while left > 0:
+            h, n, s = out[i % len(out)]
+            out[i % len(out)] = (h, n + 1, s)
+            left -= 1
+            i += 1
+    return out
+
+
+def rank_nodes(counts: list[int], order: str) -> list[int]:
+    """The node (index) of each rank, for `counts` processes per node: blocks (seq) or
+    round-robin over the nodes that still have room (rr)."""
+    if order == "seq":
+        return [i for i, c in enumerate(counts) for _ in range(c)]
+    left = list(counts)
+    out: list[int] = []
+    i = 0
+    while len(out) < sum(counts):
+        if left[i % len(left)] > 0:
+            out.append(i % len(left))
+            left[i % len(left)] -= 1
+        i += 1
+    return out
+
+
+# ---------------------------------------------------------------------- sessions
+
+
+@dataclass
+class Session:
+    """Placement for the launches prepared inside `session(...)`, and what ran."""
+
+    placement: Placement | None
+    launches: list[Launch] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)
+
+
+_SESSION: contextvars.ContextVar[Session | None] = contextvars.ContextVar("colltune_launch_session",
+                                                                          default=None)
+
+
+@contextmanager
+def session(placement: Placement | None = None):
+    """`with session(p) as s:` launches prepared inside use placement p (unless given
+    their own) and are collected in s.launches / s.results."""
+    s = Session(placement)
+    token = _SESSION.set(s)
+    try:
+        yield s
+    finally:
+        _SESSION.reset(token)
+
+
+# ---------------------------------------------------------------------- prepare
+
+
+def prepare(mpi: MPI, np: int, program: list[str], extra_env: dict[str, str] | None = None, *,
+            placement: Placement | None = None) -> Launch:
+    """Command line and environment to run `program` on `np` processes.
+
+    Without a placement (and outside a `session` with one), `np` local processes
+    with the library's default placement, as always.
+    """
     if np < 1:
         raise ValueError(f"process count {np} must be at least 1")
+    s = _SESSION.get()
+    if placement is None and s is not None:
+        placement = s.placement
+    if placement is None:
+        ln = _prepare_default(mpi, np, program, extra_env)
+    else:
+        ln = _prepare_placed(mpi, np, program, extra_env, placement)
+    if s is not None:
+        s.launches.append(ln)
+    return ln
+
+
+def _prepare_default(mpi: MPI, np: int, program: list[str],
+                     extra_env: dict[str, str] | None) -> Launch:
     env = mpi.env()
     notes: list[str] = []
     over = np > cores()
@@ -68,11 +344,99 @@ def prepare(mpi: MPI, np: int, program: list[str], extra_env: dict[str, str] | N
                 notes.append(f"{np} processes on {cores()} cores: added --oversubscribe")
     if extra_env:
         env.update(extra_env)
-    return Launch(argv + program, env, notes)
+    return Launch(argv + program, env, notes, nodes=1, ppn=np, extra_env=dict(extra_env or {}))
+
+
+def _prepare_placed(mpi: MPI, np: int, program: list[str], extra_env: dict[str, str] | None,
+                    p: Placement) -> Launch:
+    alloc = allocation(p)
+    used = layout(np, p, alloc)
+    nodes = len(used)
+    ppn = max(n for _, n, _ in used)
+    over = any(n > s for _, n, s in used)
+    env = mpi.env()
+    notes = list(alloc.notes)
+    where = "cores" if p.launcher == "local" else "slots"
+    over_text = f"{np} processes on {sum(s for _, _, s in used)} {where}"
+    bind = p.bind and p.mapping is not None and not over
+    if p.mapping is not None and p.bind and over:
+        notes.append(f"{over_text}: processes not bound to cores")
+    if p.launcher == "slurm":
+        argv = _srun(mpi, np, p, used, ppn, bind, over, notes, over_text)
+    elif mpi.kind == "mpich":
+        argv = _hydra(mpi, np, p, used, bind, over, env, notes, over_text)
+    else:
+        argv = _mpirun(mpi, np, p, used, bind, over, notes, over_text)
+    if extra_env:
+        env.update(extra_env)
+    return Launch(argv + program, env, notes, nodes=nodes, ppn=ppn, placement=p,
+                  extra_env=dict(extra_env or {}))
+
+
+def _mpirun(mpi, np, p, used, bind, over, notes, over_text) -> list[str]:
+    argv = [str(mpi.launcher), "-np", str(np)]
+    if mpi.kind != "openmpi":  # unknown MPI: no options we cannot vouch for
+        if p.mapping is not None or p.launcher != "local":
+            notes.append(f"{mpi.banner}: mapping options left out (only Open MPI and MPICH "
+                         "are translated)")
+        return argv
+    if os.geteuid() == 0:
+        argv.append("--allow-run-as-root")
+        notes.append("running as root: added --allow-run-as-root")
+    if p.launcher == "hostfile":
+        argv += ["--host", ",".join(f"{h}:{n}" for h, n, _ in used)]
+    if over:
+        argv.append("--oversubscribe")
+        notes.append(f"{over_text}: added --oversubscribe")
+    if p.mapping is not None:
+        argv += ["--map-by", {"core": "core", "socket": "package", "node": "node"}[p.mapping]]
+        if len(used) > 1:
+            argv += ["--rank-by", {"seq": "slot", "rr": "node"}[p.order]]
+        argv += ["--bind-to", "core" if bind else "none"]
+    return argv
+
+
+def _hydra(mpi, np, p, used, bind, over, env, notes, over_text) -> list[str]:
+    argv = [str(mpi.launcher), "-n", str(np)]
+    if p.launcher == "hostfile":
+        argv += ["-hosts", ",".join(f"{h}:{n}" for h, n, _ in used)]
+        if len(used) > 1 and p.order == "rr":  # rank r on node r mod M (with room)
+            argv += ["-rankmap", ",".join(map(str, rank_nodes([n for _, n, _ in used], "rr")))]
+    if over:
+        env.setdefault("MPIR_CVAR_CH4_PROGRESS_THROTTLE", "1")
+        env.setdefault("MPIR_CVAR_ENABLE_HEAVY_YIELD", "1")
+        notes.append(f"{over_text}: MPICH progress set to yield")
+    if p.mapping is not None and bind:
+        argv += ["-bind-to", "core", "-map-by", "socket" if p.mapping == "socket" else "core"]
+    return argv
+
+
+def _srun(mpi, np, p, used, ppn, bind, over, notes, over_text) -> list[str]:
+    srun = shutil.which("srun") or "srun"
+    argv = [srun, "-n", str(np), "-N", str(len(used))]
+    if p.mapping == "node" or p.nodes is not None:
+        argv.append(f"--ntasks-per-node={ppn}")
+    kind = p.srun_mpi or {"openmpi": "pmix", "mpich": "pmi2"}.get(mpi.kind)
+    if kind:
+        argv.append(f"--mpi={kind}")
+    first = {"seq": "block", "rr": "cyclic"}[p.order]
+    second = "cyclic" if p.mapping == "socket" else "block"
+    argv.append(f"--distribution={first}:{second}")
+    if p.mapping is not None:
+        argv.append(f"--cpu-bind={'cores' if bind else 'none'}")
+    if over:
+        argv.append("--overcommit")
+        notes.append(f"{over_text}: added --overcommit")
+    argv.append("--kill-on-bad-exit=1")
+    return argv
+
+
+# -------------------------------------------------------------------------- run
 
 
 def run(launch: Launch, timeout: float | None = None) -> Result:
     """Run a launch to completion; on timeout the whole process group is killed."""
+    t0 = time.monotonic()
     proc = subprocess.Popen(launch.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=launch.env, start_new_session=True)
     try:
@@ -86,4 +450,9 @@ def run(launch: Launch, timeout: float | None = None) -> Result:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         raise
-    return Result(launch.command_line, proc.returncode, out, err, timed_out, launch.notes)
+    res = Result(launch.command_line, proc.returncode, out, err, timed_out, launch.notes,
+                 time.monotonic() - t0)
+    s = _SESSION.get()
+    if s is not None:
+        s.results.append(res)
+    return res

@@ -17,14 +17,14 @@ def parse_size(text: str) -> int:
 
 
 def parse_sizes(text: str) -> list[int]:
-    """'8,64K,1M' or '1..1M' (powers of two from..to) or a mix."""
+    """'8,64K,1M' or '1..1M' / '1:1M' (powers of two from..to, OSU's -m a:b) or a mix."""
     sizes: list[int] = []
     for part in text.split(","):
         part = part.strip()
         if not part:
             continue
-        if ".." in part:
-            lo_s, hi_s = part.split("..", 1)
+        if ".." in part or ":" in part:
+            lo_s, hi_s = part.split("..", 1) if ".." in part else part.split(":", 1)
             lo, hi = parse_size(lo_s), parse_size(hi_s)
             if lo < 1 or hi < lo:
                 raise ValueError(f"size range '{part}': needs 1 <= from <= to")

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""colltune's algorithms against the same algorithms in Open MPI's coll/tuned.
+
+For each pair (ours NAME, ompi:NAME) the Open MPI algorithm is forced with our
+default parameters (segment size, fan-out, radix) where Open MPI has the same
+parameter, so both sides run the same schedule. Everything runs through
+colltune.libalgos.run_bench: ours and native share one launch, each ompi:
+algorithm has its own, and the launches alternate one repetition at a time.
+
+Prints, per collective, the median latency ratio ours / ompi for each size
+(< 1: ours is faster).
+
+    .venv/bin/python benchmarks/ours_vs_library.py --np 2
+    .venv/bin/python benchmarks/ours_vs_library.py --np 4 --sizes 8,1K,64K,1M --reps 5 -o out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from colltune import bench as bench_mod
+from colltune import libalgos
+from colltune import mpi as mpi_mod
+from colltune import registry
+from colltune.build import build as do_build
+from colltune.units import fmt_size, parse_sizes
+
+# (ours, Open MPI's) per collective; same name unless noted
+PAIRS: dict[str, list[tuple[str, str]]] = {
+    "bcast": [(n, n) for n in ("binomial", "knomial", "chain", "pipeline", "binary",
+                               "split_binary", "scatter_allgather")],
+    "reduce": [(n, n) for n in ("binomial", "chain", "pipeline", "binary", "in_order_binary",
+                                "rabenseifner", "linear")],
+    "allgather": [(n, n) for n in ("ring", "recursive_doubling", "bruck", "neighbor_exchange",
+                                   "two_proc", "sparbit", "linear")]
+    # Open MPI's "linear" allgather is a gather + bcast, i.e. our gather_bcast
+    + [("gather_bcast", "linear")],
+    "allreduce": [(n, n) for n in ("ring", "segmented_ring", "recursive_doubling",
+                                   "rabenseifner", "basic_linear")],
+}
+
+SHARED_PARAMS = ("segsize", "fanout", "radix")
+
+
+def ompi_spec(build, collective: str, ours: str, theirs: str) -> str:
+    """ompi:THEIRS with our default values of the parameters both sides have."""
+    defaults = {}
+    for a in registry.algorithms(build):
+        if a.collective == collective and a.name == ours:
+            defaults = {p["name"]: p["default"] for p in a.params}
+    accepted = {p.key for p in libalgos.find("ompi", collective, theirs).params}
+    shared = [f"{k}={defaults[k]}" for k in SHARED_PARAMS if k in defaults and k in accepted]
+    return f"ompi:{theirs}" + (":" + ",".join(shared) if shared else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--np", type=int, default=2, help="processes (default 2)")
+    ap.add_argument("--sizes", default="8,1K,64K,1M", help="bytes (default 8,1K,64K,1M)")
+    ap.add_argument("--colls", default=",".join(PAIRS), help="collectives (default: all four)")
+    ap.add_argument("--iterations", type=int, help="timed calls per point (driver default)")
+    ap.add_argument("--reps", type=int, default=3, help="alternating repetitions (default 3)")
+    ap.add_argument("--mpi", default="openmpi", help="Open MPI to use (default: openmpi)")
+    ap.add_argument("-o", "--output", help="also write all records as JSON here")
+    args = ap.parse_args(argv)
+
+    err = Console(stderr=True)
+    out = Console(width=max(Console().width, 150))  # the table is wide; never fold it
+    sizes = parse_sizes(args.sizes)
+    colls = [c.strip() for c in args.colls.split(",") if c.strip()]
+    for c in colls:
+        if c not in PAIRS:
+            ap.error(f"unknown collective '{c}'; valid: {', '.join(PAIRS)}")
+    build = do_build(mpi_mod.find(args.mpi))
+    if build.mpi.kind != "openmpi":
+        ap.error(f"this compares with Open MPI's coll/tuned; --mpi gives {build.mpi.banner}")
+    err.print(f"ours vs {build.mpi.banner}, np={args.np}, sizes {args.sizes}, "
+              f"{args.reps} alternating repetitions", highlight=False)
+
+    all_records: list[dict] = []
+    for coll in colls:
+        pairs = [(ours, ompi_spec(build, coll, ours, theirs)) for ours, theirs in PAIRS[coll]]
+        algos = list(dict.fromkeys([o for o, _ in pairs] + [t for _, t in pairs]))
+        spec = bench_mod.BenchSpec(coll, algos, args.np, sizes, iterations=args.iterations,
+                                   reps=args.reps)
+
+        def progress(i, n, launch, coll=coll):
+            err.print(f"  {coll}: launch {i + 1}/{n} "
+                      f"({launch.library_spec or 'ours'})", highlight=False, end="\r")
+
+        records, notes = libalgos.run_bench(build, spec, progress=progress)
+        err.print(" " * 60, end="\r")
+        all_records += records
+        by = {(r["spec"], r["size"]): r for r in records}
+        t = Table(title=f"{coll}, np={args.np}: median latency ours / Open MPI "
+                        f"(< 1: ours faster)", title_justify="left")
+        t.add_column("ours")
+        t.add_column("Open MPI (our default parameters)")
+        for s in sizes:
+            t.add_column(fmt_size(s), justify="right")
+        for ours, theirs in pairs:
+            row = [ours, theirs]
+            for s in sizes:
+                a, b = by.get((ours, s)), by.get((theirs, s))
+                if not a or not b:
+                    row.append("skipped")
+                    continue
+                cell = (f"{a['median_us'] / b['median_us']:.2f}" if b["median_us"] > 0
+                        else "n/a")
+                cell += f" ({a['median_us']:.2f}/{b['median_us']:.2f})"
+                if a.get("fallback"):
+                    cell += " *"
+                row.append(cell)
+            t.add_row(*row)
+        out.print(t)
+        for note in notes:
+            if not note.startswith("running as root"):
+                out.print(f"  note: {note}", highlight=False)
+        fallbacks = sorted({r["fallback"] for r in records if r.get("fallback")})
+        if fallbacks:
+            out.print("  * ours ran a declared fallback: " + "; ".join(fallbacks),
+                      highlight=False)
+    out.print("cells: ratio (ours µs / Open MPI µs), medians over repetitions", highlight=False)
+    if args.output:
+        Path(args.output).write_text(json.dumps(all_records, indent=2) + "\n")
+        err.print(f"records written to {args.output}", highlight=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+/*
+ * pingpong.c -- colltune-pingpong: point-to-point latency and bandwidth.
+ *
+ * Two modes, one message pattern: a token travels around a ring of P
+ * participants. Rank 0 sends to rank 1 and then waits for the token to come
+ * back from rank P-1; every other participant first receives from its left
+ * neighbour and then sends to its right one. With --mode pingpong the ring is
+ * ranks 0 and 1 only (P = 2: the classic ping-pong, others idle); with
+ * --mode ring it is all N processes (P = N).
+ *
+ * Each iteration is one full round of P hops, timed on rank 0, so
+ *     one-way (per-hop) time = round time / P
+ * which for the ping-pong is RTT / 2. By default the transfers use persistent
+ * requests (MPI_Send_init / MPI_Recv_init once per size, then MPI_Start +
+ * MPI_Wait per transfer); --persistent 0 uses MPI_Send / MPI_Recv instead.
+ *
+ * Per size: `warmup` untimed rounds, then `reps` repetitions of `iterations`
+ * timed rounds, each repetition starting after a barrier of all processes.
+ * One repetition gives one sample, its mean one-way time; statistics are over
+ * the repetitions. Bandwidth is size / median one-way time, in MB/s (10^6 B/s).
+ *
+ * Output: one JSON object per size on stdout from rank 0.
+ */
+#include "driver_common.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TAG_TOKEN 4711
+
+static int rank, nprocs;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Quantile by linear interpolation of sorted values. */
+static double quantile(const double *sorted, int n, double q) {
+    if (n == 1) return sorted[0];
+    double pos = q * (n - 1);
+    int lo = (int)floor(pos);
+    int hi = lo + 1 < n ? lo + 1 : lo;
+    return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
+}
+
+static void usage(void) {
+    printf("usage: colltune-pingpong [--mode pingpong|ring] [--sizes LIST] [--iterations N]\n"
+           "                         [--warmup N] [--reps R] [--persistent 0|1]\n\n"
+           "  --mode        pingpong: ranks 0 and 1 exchange, the others idle (default);\n"
+           "                ring: a token goes 0 -> 1 -> ... -> N-1 -> 0 through all N ranks\n"
+           "  --sizes       message sizes in bytes, comma-separated\n"
+           "                (default 8,4096,65536,1048576)\n"
+           "  --iterations  timed rounds per repetition (default 1000 up to 8 KiB, 100 above)\n"
+           "  --warmup      untimed rounds before each size (default iterations/10, at least 1)\n"
+           "  --reps        repetitions per size; statistics are over them (default 5)\n"
+           "  --persistent  1: MPI_Send_init/MPI_Recv_init + MPI_Start/MPI_Wait (default);\n"
+           "                0: MPI_Send/MPI_Recv\n");
+}
+
+static long parse_long(const char *opt, const char *v, long lo) {
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || x < lo)
+        ct_die(rank, "%s '%s': must be a whole number >= %ld", opt, v, lo);
+    return x;
+}
+
+/* One participant's side of the ring transfers for one size. */
+typedef struct {
+    int persistent;
+    int first;          /* rank 0: send first, then receive */
+    int next, prev;
+    char *sbuf, *rbuf;
+    int size;
+    MPI_Request sreq, rreq;
+} hop_t;
+
+static void hop_setup(hop_t *h) {
+    if (!h->persistent) return;
+    MPI_Send_init(h->sbuf, h->size, MPI_BYTE, h->next, TAG_TOKEN, MPI_COMM_WORLD, &h->sreq);
+    MPI_Recv_init(h->rbuf, h->size, MPI_BYTE, h->prev, TAG_TOKEN, MPI_COMM_WORLD, &h->rreq);
+}
+
+static void hop_free(hop_t *h) {
+    if (!h->persistent) return;
+    MPI_Request_free(&h->sreq);
+    MPI_Request_free(&h->rreq);
+}
+
+static inline void do_send(hop_t *h) {
+    if (h->persistent) {
+        MPI_Start(&h->sreq);
+        MPI_Wait(&h->sreq, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Send(h->sbuf, h->size, MPI_BYTE, h->next, TAG_TOKEN, MPI_COMM_WORLD);
+    }
+}
+
+static inline void do_recv(hop_t *h) {
+    if (h->persistent) {
+        MPI_Start(&h->rreq);
+        MPI_Wait(&h->rreq, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Recv(h->rbuf, h->size, MPI_BYTE, h->prev, TAG_TOKEN, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    }
+}
+
+/* `rounds` rounds of the token; returns the elapsed time (meaningful on rank 0). */
+static double rounds_of(hop_t *h, long rounds) {
+    double t0 = MPI_Wtime();
+    for (long i = 0; i < rounds; i++) {
+        if (h->first) {
+            do_send(h);
+            do_recv(h);
+        } else {
+            do_recv(h);
+            do_send(h);
+        }
+    }
+    return MPI_Wtime() - t0;
+}
+
+static unsigned char pattern(int src, long i) { return (unsigned char)(src * 31 + i * 7 + 1); }
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage();
+            return 0;
+        }
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+
+    const char *mode = "pingpong", *size_list = "8,4096,65536,1048576";
+    long iterations = -1, warmup = -1, reps = 5, persistent = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) ct_die(rank, "%s needs a value (see --help)", a);
+        if (!strcmp(a, "--mode")) mode = v;
+        else if (!strcmp(a, "--sizes")) size_list = v;
+        else if (!strcmp(a, "--iterations")) iterations = parse_long(a, v, 1);
+        else if (!strcmp(a, "--warmup")) warmup = parse_long(a, v, 0);
+        else if (!strcmp(a, "--reps")) reps = parse_long(a, v, 1);
+        else if (!strcmp(a, "--persistent")) persistent = parse_long(a, v, 0);
+        else ct_die(rank, "unknown argument '%s' (see --help)", a);
+        i++;
+    }
+    int ring = 0;
+    if (!strcmp(mode, "ring")) ring = 1;
+    else if (strcmp(mode, "pingpong"))
+        ct_die(rank, "--mode '%s': valid: pingpong, ring", mode);
+    if (persistent > 1) ct_die(rank, "--persistent %ld: must be 0 or 1", persistent);
+    if (reps > 100000) ct_die(rank, "--reps %ld: at most 100000", reps);
+    if (nprocs < 2)
+        ct_die(rank, "%s needs at least 2 processes (rank 0 sends to rank 1), got %d",
+               ring ? "the ring" : "the ping-pong", nprocs);
+
+    char **sizes_s;
+    int nsizes = ct_split(size_list, &sizes_s);
+    if (nsizes == 0) ct_die(rank, "--sizes: no sizes given");
+    long *sizes = malloc((size_t)nsizes * sizeof *sizes);
+    long max_size = 1;
+    for (int s = 0; s < nsizes; s++) {
+        char *end;
+        sizes[s] = strtol(sizes_s[s], &end, 10);
+        if (end == sizes_s[s] || *end || sizes[s] < 0 || sizes[s] > INT_MAX)
+            ct_die(rank, "size '%s' is not a number of bytes in 0..%d", sizes_s[s], INT_MAX);
+        if (sizes[s] > max_size) max_size = sizes[s];
+    }
+
+    /* participants of the ring: 0 and 1 for the ping-pong, everybody for the ring */
+    int parts = ring ? nprocs : 2;
+    int active = rank < parts;
+    char *sbuf = malloc((size_t)max_size), *rbuf = malloc((size_t)max_size);
+    if (!sbuf || !rbuf) ct_die(rank, "cannot allocate 2 x %ld bytes of message buffers", max_size);
+    for (long i = 0; i < max_size; i++) sbuf[i] = (char)pattern(rank, i);
+    memset(rbuf, 0, (size_t)max_size);
+    double *samples = malloc((size_t)reps * sizeof *samples);
+
+    char ver[256];
+    ct_mpi_version(ver, sizeof ver);
+    for (int s = 0; s < nsizes; s++) {
+        long iters = iterations > 0 ? iterations : (sizes[s] <= 8192 ? 1000 : 100);
+        long warm = warmup >= 0 ? warmup : (iters >= 10 ? iters / 10 : 1);
+        hop_t h = { .persistent = (int)persistent, .first = rank == 0,
+                    .next = (rank + 1) % parts, .prev = (rank + parts - 1) % parts,
+                    .sbuf = sbuf, .rbuf = rbuf, .size = (int)sizes[s] };
+        if (active) {
+            hop_setup(&h);
+            rounds_of(&h, warm);
+        }
+        for (long r = 0; r < reps; r++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (active) samples[r] = rounds_of(&h, iters) / ((double)iters * parts);
+        }
+        /* the last round's message must be what the left neighbour sent */
+        int bad = 0;
+        if (active && sizes[s] > 0) {
+            long last = sizes[s] - 1;
+            bad = (unsigned char)rbuf[0] != pattern(h.prev, 0) ||
+                  (unsigned char)rbuf[last] != pattern(h.prev, last);
+        }
+        if (active) hop_free(&h);
+        int anybad = 0;
+        MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+        if (anybad) ct_die(rank, "size %ld: received data differs from what was sent", sizes[s]);
+        memset(rbuf, 0, (size_t)(sizes[s] > 0 ? sizes[s] : 1));
+        if (rank != 0) continue;
+
+        double *v = samples;
+        qsort(v, (size_t)reps, sizeof *v, cmp_double);
+        double mean = 0, var = 0;
+        for (long r = 0; r < reps; r++) mean += v[r];
+        mean /= (double)reps;
+        for (long r = 0; r < reps; r++) var += (v[r] - mean) * (v[r] - mean);
+        double sd = reps > 1 ? sqrt(var / (double)(reps - 1)) : 0;
+        double med = quantile(v, (int)reps, 0.5);
+        double bw = med > 0 ? (double)sizes[s] / med / 1e6 : 0;
+        printf("{\"kind\": \"%s\", \"np\": %d, \"participants\": %d, \"size\": %ld, "
+               "\"min_us\": %.3f, \"median_us\": %.3f, \"mean_us\": %.3f, \"max_us\": %.3f, "
+               "\"stddev_us\": %.3f, \"bandwidth_MBps\": %.3f, \"iterations\": %ld, "
+               "\"warmup\": %ld, \"reps\": %ld, \"persistent\": %s, \"mpi\": ",
+               ring ? "ring" : "pingpong", nprocs, parts, sizes[s], v[0] * 1e6, med * 1e6,
+               mean * 1e6, v[reps - 1] * 1e6, sd * 1e6, bw, iters, warm, reps,
+               persistent ? "true" : "false");
+        ct_json_str(stdout, ver);
+        printf("}\n");
+        fflush(stdout);
+    }
+    free(samples);
+    free(sizes);
+    free(sbuf);
+    free(rbuf);
+    ct_free_list(sizes_s, nsizes);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,412 @@
+"""Heat diffusion application and STREAM triad: collectives inside a real code.
+
+Launches `colltune-heat` and `colltune-stream` (native/src/heat.c, stream.c),
+parses their JSON lines and relates the stencil's speed to the memory
+bandwidth. The click commands `heat` and `stream` are registered on the
+`colltune` group in cli.py. See docs/heat.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from . import launch
+from .build import Build
+from .units import fmt_size, parse_size
+
+MPI_HELP = "MPI library: openmpi (default), mpich, or a path to a prefix/bin dir/mpicc"
+DECOMPS = ("rows", "2d")
+VARIANTS = ("blocking", "overlap", "persistent")
+OUTPUT_FORMATS = ("raw", "pgm")
+
+# The stencil's arithmetic per cell and iteration (heat.c): 3 adds for the
+# neighbour sum, 4*T, the difference, k*(...), the add = 7 for the update,
+# plus 1 subtraction for the change |T' - T| (abs and max not counted).
+FLOPS_PER_CELL = 8
+# Memory traffic per cell and iteration with perfect caching of the
+# neighbours: read T, read k, write T' = 3 x 8 bytes. Like the STREAM triad
+# (read b, read c, write a) it counts no write-allocate read, so the ratio of
+# the two is the same with or without write-allocate.
+BYTES_PER_CELL = 24
+
+HEAT_FIELDS = ["kind", "np", "rows", "cols", "decomp", "variant", "pgrid", "iterations",
+               "iterations_done", "threshold", "converged", "final_max_change", "time_s",
+               "gflops", "flops_per_cell", "bytes_per_cell", "comp_s_max", "comp_s_mean",
+               "halo_s_max", "halo_s_mean", "coll_s_max", "coll_s_mean", "time_s_mean",
+               "allreduce", "allreduce_used", "allreduce_fallback", "reduce", "reduce_used",
+               "reduce_fallback", "report_interval", "reports", "seed", "init",
+               "conductivity", "output", "output_format", "mpi"]
+STREAM_FIELDS = ["kind", "np", "elements", "array_bytes", "reps", "best_s", "avg_s", "max_s",
+                 "bytes_per_element", "triad_GBps", "triad_GBps_write_allocate",
+                 "per_rank_GBps", "sum_rank_best_GBps", "mpi"]
+
+
+class HeatError(RuntimeError):
+    """colltune-heat or colltune-stream could not run or printed nonsense."""
+
+
+@dataclass
+class HeatSpec:
+    np: int = 1
+    rows: int | None = None          # None: 100, or the size of the PGM files
+    cols: int | None = None
+    iterations: int = 1000
+    threshold: float = 0.0           # 0: no convergence test
+    report_interval: int = 0         # 0: no reports
+    decomp: str = "rows"
+    pgrid: str | None = None         # "PRxPC", --decomp 2d only
+    variant: str = "overlap"
+    allreduce: str = "native"
+    reduce: str = "native"
+    seed: int | None = None
+    init: str | None = None          # PGM file
+    conductivity: str | None = None  # PGM file
+    output: str | None = None
+    output_format: str = "raw"
+
+
+@dataclass
+class StreamSpec:
+    np: int = 1
+    elements: int | None = None      # doubles per array per rank (default 2^24)
+    reps: int = 10
+
+
+def bandwidth_bound_gflops(gbs: float, bytes_per_cell: int = BYTES_PER_CELL,
+                           flops_per_cell: int = FLOPS_PER_CELL) -> float:
+    """Most GFLOP/s the stencil can reach if memory moves `gbs` GB/s (10^9 B/s)."""
+    if gbs <= 0:
+        raise ValueError(f"bandwidth {gbs} GB/s must be positive")
+    return gbs / bytes_per_cell * flops_per_cell
+
+
+def with_bound(rec: dict, gbs: float) -> dict:
+    """The heat record plus the bandwidth bound and the fraction of it reached."""
+    bound = bandwidth_bound_gflops(gbs, rec.get("bytes_per_cell", BYTES_PER_CELL),
+                                   rec.get("flops_per_cell", FLOPS_PER_CELL))
+    return {**rec, "stream_GBps": gbs, "bound_gflops": bound,
+            "bound_fraction": rec["gflops"] / bound}
+
+
+def _check_spec(spec: HeatSpec) -> None:
+    if spec.np < 1:
+        raise HeatError(f"--np {spec.np}: at least 1 process")
+    for name, v in (("rows", spec.rows), ("cols", spec.cols)):
+        if v is not None and v < 1:
+            raise HeatError(f"--{name} {v}: must be at least 1")
+    if spec.iterations < 0:
+        raise HeatError(f"--iterations {spec.iterations}: must be >= 0")
+    if spec.threshold < 0:
+        raise HeatError(f"--threshold {spec.threshold}: must be >= 0")
+    if spec.report_interval < 0:
+        raise HeatError(f"--report-interval {spec.report_interval}: must be >= 0")
+    if spec.decomp not in DECOMPS:
+        raise HeatError(f"--decomp '{spec.decomp}': valid: {', '.join(DECOMPS)}")
+    if spec.variant not in VARIANTS:
+        raise HeatError(f"--variant '{spec.variant}': valid: {', '.join(VARIANTS)}")
+    if spec.output_format not in OUTPUT_FORMATS:
+        raise HeatError(f"--output-format '{spec.output_format}': valid: "
+                        f"{', '.join(OUTPUT_FORMATS)}")
+    if spec.pgrid is not None:
+        m = re.fullmatch(r"(\d+)x(\d+)", spec.pgrid)
+        if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
+            raise HeatError(f"--pgrid '{spec.pgrid}': expected PRxPC, e.g. 2x3")
+        if spec.decomp != "2d":
+            raise HeatError("--pgrid applies to --decomp 2d only")
+        if int(m.group(1)) * int(m.group(2)) != spec.np:
+            raise HeatError(f"--pgrid {spec.pgrid} is not a grid of --np {spec.np} processes")
+    for name, path in (("init", spec.init), ("conductivity", spec.conductivity)):
+        if path is not None and not Path(path).is_file():
+            raise HeatError(f"--{name} '{path}': no such file")
+
+
+def _program(build: Build, name: str) -> str:
+    path = build.program(name)
+    if not path.exists():
+        raise HeatError(f"{path} is missing: this build predates it; run `colltune build --force`")
+    return str(path)
+
+
+def _launch(build: Build, np: int, prog: list[str], timeout: float) -> tuple[list[dict], list[str]]:
+    res = launch.run(launch.prepare(build.mpi, np, prog), timeout=timeout)
+    name = Path(prog[0]).name
+    if res.timed_out:
+        raise HeatError(f"{name} timed out after {timeout:.0f} s: {res.command}")
+    if res.returncode != 0:
+        msg = "\n".join(l for l in res.stderr.strip().splitlines() if l.startswith("error:"))
+        raise HeatError(msg or f"{name} failed ({res.returncode}): {res.stderr.strip()[-2000:]}")
+    records = []
+    for line in res.stdout.splitlines():
+        if line.startswith("{"):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise HeatError(f"{name} printed a malformed record: {line!r} ({exc})") from exc
+            records.append(rec)
+    if not records:
+        raise HeatError(f"{name} printed no records: {res.command}\n{res.stderr.strip()[-2000:]}")
+    host = os.uname().nodename
+    for rec in records:
+        rec["host"] = host
+        rec["command"] = res.command
+    return records, res.notes
+
+
+def heat_argv(build: Build, spec: HeatSpec) -> list[str]:
+    """The colltune-heat command line (without the launcher) for `spec`."""
+    prog = [_program(build, "colltune-heat"), "--iterations", str(spec.iterations),
+            "--decomp", spec.decomp, "--variant", spec.variant,
+            "--allreduce", spec.allreduce, "--reduce", spec.reduce]
+    optional = (("--rows", spec.rows), ("--cols", spec.cols), ("--pgrid", spec.pgrid),
+                ("--seed", spec.seed), ("--init", spec.init),
+                ("--conductivity", spec.conductivity), ("--output", spec.output))
+    for opt, v in optional:
+        if v is not None:
+            prog += [opt, str(v)]
+    if spec.threshold:
+        prog += ["--threshold", repr(float(spec.threshold))]
+    if spec.report_interval:
+        prog += ["--report-interval", str(spec.report_interval)]
+    if spec.output is not None:
+        prog += ["--output-format", spec.output_format]
+    return prog
+
+
+def run_heat(build: Build, spec: HeatSpec, timeout: float = 600
+             ) -> tuple[dict, list[dict], list[str]]:
+    """One launch of colltune-heat: its summary record, its report records, the notes."""
+    _check_spec(spec)
+    records, notes = _launch(build, spec.np, heat_argv(build, spec), timeout)
+    summary = [r for r in records if r.get("kind") == "heat"]
+    reports = [r for r in records if r.get("kind") == "heat_report"]
+    if len(summary) != 1:
+        raise HeatError(f"colltune-heat printed {len(summary)} summary records, expected 1")
+    return summary[0], reports, notes
+
+
+def run_stream(build: Build, spec: StreamSpec, timeout: float = 600) -> tuple[dict, list[str]]:
+    """One launch of colltune-stream: its record and the launcher's notes."""
+    if spec.np < 1:
+        raise HeatError(f"--np {spec.np}: at least 1 process")
+    if spec.elements is not None and spec.elements < 1:
+        raise HeatError(f"--elements {spec.elements}: must be at least 1")
+    if spec.reps < 1:
+        raise HeatError(f"--reps {spec.reps}: must be at least 1")
+    prog = [_program(build, "colltune-stream"), "--reps", str(spec.reps)]
+    if spec.elements is not None:
+        prog += ["--elements", str(spec.elements)]
+    records, notes = _launch(build, spec.np, prog, timeout)
+    return records[-1], notes
+
+
+# ---------------------------------------------------------------------------- output
+
+def _secs(v: float | None) -> str:
+    if v is None:
+        return "n/a"
+    if v >= 1:
+        return f"{v:.3f} s"
+    if v >= 1e-3:
+        return f"{v * 1e3:.3f} ms"
+    return f"{v * 1e6:.1f} µs"
+
+
+def heat_table(rec: dict) -> Table:
+    t = Table(title=f"heat diffusion, {rec['rows']} x {rec['cols']}, {rec['np']} processes "
+                    f"({rec['pgrid'][0]} x {rec['pgrid'][1]} grid), {rec['decomp']}, "
+                    f"{rec['variant']}", title_justify="left")
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    t.add_column("note")
+    fmc = rec["final_max_change"]
+    stop = ("converged" if rec["converged"] else
+            "no threshold" if not rec["threshold"] else "threshold not reached")
+    t.add_row("iterations", f"{rec['iterations_done']} / {rec['iterations']}",
+              f"threshold {rec['threshold']:g}: {stop}")
+    t.add_row("final max change", "n/a" if fmc is None else f"{fmc:.6g}",
+              "largest |T' - T| of the last iteration")
+    t.add_row("time", _secs(rec["time_s"]), "main loop, slowest rank")
+    t.add_row("GFLOP/s", f"{rec['gflops']:.3f}",
+              f"{rec['flops_per_cell']} FLOPs per cell and iteration")
+    n = rec["np"]
+    for key, what in (("comp", "computation"), ("halo", "halo exchange"),
+                      ("coll", "collectives")):
+        t.add_row(f"{what}", f"{_secs(rec[key + '_s_max'])}",
+                  f"max over ranks; mean {_secs(rec[key + '_s_mean'])}" if n > 1 else "")
+    for c in ("allreduce", "reduce"):
+        used = rec.get(f"{c}_used")
+        note = "not called" if used is None else f"ran {used}"
+        if rec.get(f"{c}_fallback"):
+            note += f" (fallback: {rec[c + '_fallback']})"
+        t.add_row(c, rec[c], note)
+    if "bound_gflops" in rec:
+        t.add_row("bandwidth bound", f"{rec['bound_gflops']:.3f} GFLOP/s",
+                  f"{rec['stream_GBps']:.2f} GB/s / {rec['bytes_per_cell']} B per cell x "
+                  f"{rec['flops_per_cell']} FLOPs")
+        t.add_row("fraction of bound", f"{rec['bound_fraction'] * 100:.1f} %", "")
+    return t
+
+
+def reports_table(reports: list[dict]) -> Table:
+    t = Table(title="reports (Reduce MIN / MAX / SUM to rank 0)", title_justify="left")
+    for col in ("iteration", "min", "max", "average", "max change"):
+        t.add_column(col, justify="right")
+    for r in reports:
+        mc = r.get("max_change")
+        t.add_row(str(r["iteration"]), f"{r['min']:.6g}", f"{r['max']:.6g}", f"{r['avg']:.6g}",
+                  "n/a" if mc is None else f"{mc:.6g}")
+    return t
+
+
+def stream_table(rec: dict) -> Table:
+    t = Table(title=f"STREAM triad a = b + s*c, {rec['np']} processes at once, "
+                    f"3 arrays of {fmt_size(rec['array_bytes'])} per process",
+              title_justify="left")
+    for col in ("GB/s (24 B/elem)", "GB/s (32 B/elem, write-allocate)", "per process GB/s",
+                "best", "avg", "max", "reps"):
+        t.add_column(col, justify="right")
+    t.add_row(f"{rec['triad_GBps']:.2f}", f"{rec['triad_GBps_write_allocate']:.2f}",
+              f"{rec['per_rank_GBps']:.2f}", _secs(rec["best_s"]), _secs(rec["avg_s"]),
+              _secs(rec["max_s"]), str(rec["reps"]))
+    return t
+
+
+def _notes(notes: list[str]) -> None:
+    from .cli import err
+
+    if notes:
+        err.print("note: " + "; ".join(notes), highlight=False)
+
+
+# ---------------------------------------------------------------------------- commands
+
+FORMAT_OPT = click.option("--format", "fmt", default="table", show_default=True,
+                          type=click.Choice(["table", "json"]))
+
+
+@click.command()
+@click.option("--mpi", "mpi_spec", help=MPI_HELP)
+@click.option("--np", "np", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Processes.")
+@click.option("--rows", type=click.IntRange(min=1),
+              help="Grid rows (default 100, or the PGM files' height).")
+@click.option("--cols", type=click.IntRange(min=1),
+              help="Grid columns (default 100, or the PGM files' width).")
+@click.option("--iterations", default=1000, show_default=True, type=click.IntRange(min=0),
+              help="Most iterations.")
+@click.option("--threshold", default=0.0, show_default=True, type=click.FloatRange(min=0),
+              help="Stop after the first iteration whose largest |change| is below this "
+                   "(Allreduce MAX every iteration); 0: never.")
+@click.option("--report-interval", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Every K iterations min/max/average temperature to rank 0 (Reduce); 0: none.")
+@click.option("--decomp", default="rows", show_default=True, type=click.Choice(DECOMPS),
+              help="rows: blocks of rows; 2d: blocks on a MPI_Dims_create process grid.")
+@click.option("--pgrid", help="Process grid PRxPC for --decomp 2d (default MPI_Dims_create).")
+@click.option("--variant", default="overlap", show_default=True, type=click.Choice(VARIANTS),
+              help="blocking: MPI_Sendrecv after computing; overlap: Isend/Irecv of the frame "
+                   "while the interior is computed; persistent: as overlap with "
+                   "Send_init/Recv_init + Startall.")
+@click.option("--allreduce", default="native", show_default=True,
+              help="colltune Allreduce algorithm (spec) for the convergence test.")
+@click.option("--reduce", "reduce_", default="native", show_default=True,
+              help="colltune Reduce algorithm (spec) for the reports.")
+@click.option("--seed", type=click.IntRange(min=0, max=2**64 - 1),
+              help="Seed of the generated fields (default 1).")
+@click.option("--init", type=click.Path(exists=True, dir_okay=False),
+              help="Initial temperature from a P2/P5 PGM (0..maxval -> 0..100).")
+@click.option("--conductivity", type=click.Path(exists=True, dir_okay=False),
+              help="Conductivity weight from a P2/P5 PGM (0..maxval -> 0..0.25).")
+@click.option("--output", help="Write the final grid here.")
+@click.option("--output-format", default="raw", show_default=True,
+              type=click.Choice(OUTPUT_FORMATS),
+              help="raw: rows*cols float64, row-major, native byte order; pgm: 16-bit P5.")
+@click.option("--stream-gbs", type=click.FloatRange(min=0, min_open=True),
+              help="Memory bandwidth (GB/s, all processes together) for the bound.")
+@click.option("--stream", "run_stream_first", is_flag=True,
+              help="Measure the bandwidth first with colltune-stream at the same --np.")
+@click.option("--stream-elements", default="16M", show_default=True,
+              help="With --stream: doubles per array per process.")
+@click.option("--timeout", default=600.0, show_default=True, help="Seconds before giving up.")
+@FORMAT_OPT
+def heat(mpi_spec, np, rows, cols, iterations, threshold, report_interval, decomp, pgrid,
+         variant, allreduce, reduce_, seed, init, conductivity, output, output_format,
+         stream_gbs, run_stream_first, stream_elements, timeout, fmt) -> None:
+    """Heat diffusion with colltune collectives: GFLOP/s and where the time goes."""
+    from .cli import _build, _fail, out
+
+    if stream_gbs and run_stream_first:
+        _fail("--stream measures the bandwidth, --stream-gbs gives it: use one of them")
+    spec = HeatSpec(np, rows, cols, iterations, threshold, report_interval, decomp, pgrid,
+                    variant, allreduce, reduce_, seed, init, conductivity, output,
+                    output_format)
+    try:
+        _check_spec(spec)
+        n_stream = parse_size(stream_elements)
+    except (HeatError, ValueError) as exc:
+        _fail(str(exc))
+    b = _build(mpi_spec)
+    stream_rec = None
+    try:
+        if run_stream_first:
+            stream_rec, notes = run_stream(b, StreamSpec(np=np, elements=n_stream),
+                                          timeout=timeout)
+            stream_gbs = stream_rec["triad_GBps"]
+        rec, reports, notes = run_heat(b, spec, timeout=timeout)
+    except HeatError as exc:
+        _fail(str(exc))
+    _notes(notes)
+    if stream_gbs:
+        rec = with_bound(rec, stream_gbs)
+    if fmt == "json":
+        doc = {**rec, "report_records": reports}
+        if stream_rec is not None:
+            doc["stream"] = stream_rec
+        click.echo(json.dumps(doc, indent=2))
+        return
+    if stream_rec is not None:
+        out.print(stream_table(stream_rec))
+    if reports:
+        out.print(reports_table(reports))
+    out.print(heat_table(rec))
+    out.print(f"{b.mpi.banner}; GFLOP/s = {rec['flops_per_cell']} x cells x iterations / time",
+              highlight=False)
+
+
+@click.command()
+@click.option("--mpi", "mpi_spec", help=MPI_HELP)
+@click.option("--np", "np", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Processes, each running the triad on its own arrays at the same time.")
+@click.option("--elements", default="16M", show_default=True,
+              help="Doubles per array per process (suffixes K, M, G = 2^10, 2^20, 2^30).")
+@click.option("--reps", default=10, show_default=True, type=click.IntRange(min=1),
+              help="Timed repetitions; the best is reported.")
+@click.option("--timeout", default=600.0, show_default=True, help="Seconds before giving up.")
+@FORMAT_OPT
+def stream(mpi_spec, np, elements, reps, timeout, fmt) -> None:
+    """Memory bandwidth: STREAM-style triad a[i] = b[i] + s*c[i] on every process."""
+    from .cli import _build, _fail, out
+
+    try:
+        n = parse_size(elements)
+    except ValueError as exc:
+        _fail(f"--elements: {exc}")
+    b = _build(mpi_spec)
+    try:
+        rec, notes = run_stream(b, StreamSpec(np, n, reps), timeout=timeout)
+    except HeatError as exc:
+        _fail(str(exc))
+    _notes(notes)
+    if fmt == "json":
+        click.echo(json.dumps(rec, indent=2))
+        return
+    out.print(stream_table(rec))
+    out.print(f"{b.mpi.banner}; GB/s = 10^9 B/s, best of {reps}, 24 B per element "
+              "(2 reads + 1 write) as STREAM counts, 32 B with the write-allocate read",
+              highlight=False)

@@ -1,0 +1,713 @@
+"""Figures of a study (matplotlib, Agg): `colltune plot`.
+
+Every figure function takes a measurements DataFrame (see fit.py) for one
+collective and returns a matplotlib Figure; `save_figure` writes PNG, PDF or SVG
+atomically, `figure_bytes` gives the encoded image for the HTML report.
+
+Kinds:
+
+- `vs-processes`: latency against process count per algorithm at one size;
+- `vs-size`: latency against size per algorithm at one process count;
+- `mapping`: one panel per algorithm, one line per mapping (latency against processes);
+- `speedup`: each algorithm's speedup over `native` (T_native / T_algorithm) against size;
+- `best-map`: the fastest algorithm at every (processes, size), a categorical map;
+- `surface`: processes × log2 size × log2 latency of one algorithm, with the plane of
+  the seed's log model fitted to it.
+
+Lines are the median over repetitions of each point's `median_us`. Bands show the
+spread of the repetitions (min–max, or the 25–75 % quantiles); with one repetition
+per point they show the run's own `min_us`..`max_us`. Colours: one per algorithm
+name, the same in every figure, assigned in the registry's order (`Palette`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import tempfile
+from io import BytesIO
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from .fit import FitError, LazyModule, load_selection, select_options
+from .units import fmt_size, parse_size
+
+
+def _agg() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display, ever
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+numpy = LazyModule("numpy")
+pd = LazyModule("pandas")
+ticker = LazyModule("matplotlib.ticker", _agg)
+_mfigure = LazyModule("matplotlib.figure", _agg)
+_mlines = LazyModule("matplotlib.lines", _agg)
+_mpatches = LazyModule("matplotlib.patches", _agg)
+
+KINDS = ("vs-processes", "vs-size", "mapping", "speedup", "best-map", "surface")
+FORMATS = ("png", "pdf", "svg")
+BANDS = ("minmax", "quantile", "none")
+
+# The registry's order of algorithm names (bcast, reduce, gather, allgather,
+# allreduce), used when the registry cannot be asked (no MPI build). Only the order
+# of colours depends on it; the registry itself comes first when available.
+FALLBACK_ORDER = (
+    "native", "linear", "linear_nb", "chain", "pipeline", "binary", "split_binary",
+    "binomial", "knomial", "scatter_allgather", "scatter_ring_allgather", "in_order_binary",
+    "rabenseifner", "gather_bcast", "ring", "recursive_doubling", "recursive_halving", "bruck",
+    "neighbor_exchange", "two_proc", "sparbit", "reduce_bcast", "basic_linear",
+    "segmented_ring", "allgather_reduce",
+)
+# distinct colours, native always black
+_COLOURS = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22",
+    "#17becf", "#7f7f7f", "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02",
+    "#a6761d", "#393b79", "#637939", "#843c39", "#7b4173", "#3182bd", "#31a354", "#756bb1",
+    "#e6550d", "#636363", "#9c9ede", "#cedb9c", "#e7ba52", "#ad494a",
+)
+NATIVE_COLOUR = "#000000"
+_STYLES = ("-", "--", ":", "-.")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+class PlotError(RuntimeError):
+    """The selection cannot make the figure asked for; the message says why."""
+
+
+# ---------------------------------------------------------------------------- palette
+
+def algorithm_order(mpi_spec: str | None = None, use_registry: bool = True) -> list[str]:
+    """Algorithm names in registry order (all collectives), falling back to a built-in
+    copy of that order when no MPI build is at hand."""
+    names: list[str] = []
+    if use_registry:
+        try:  # an existing build only: choosing colours never compiles anything
+            from . import mpi as mpi_mod
+            from . import registry
+            from .build import Build, build_dir
+
+            mpi = mpi_mod.find(mpi_spec, auto_install=False)
+            bdir = build_dir(mpi)
+            if (bdir / "colltune-verify").exists():
+                for a in registry.algorithms(Build(mpi, bdir)):
+                    if a.name not in names:
+                        names.append(a.name)
+        except Exception:  # no MPI, no build: the built-in order will do
+            names = []
+    for n in FALLBACK_ORDER:
+        if n not in names:
+            names.append(n)
+    return names
+
+
+class Palette:
+    """One colour per algorithm name, by position in `order` (the registry's); names
+    not in it (library algorithms such as `ompi:binomial`) get a colour derived from
+    the name's hash, so that every figure agrees whatever else it shows."""
+
+    def __init__(self, order=FALLBACK_ORDER):
+        self.order = list(dict.fromkeys(order))
+        self._map = {}
+        i = 0
+        for name in self.order:
+            if name == "native":
+                self._map[name] = NATIVE_COLOUR
+                continue
+            self._map[name] = _COLOURS[i] if i < len(_COLOURS) else self._hashed(name)
+            i += 1
+
+    @staticmethod
+    def _hashed(name: str) -> str:
+        import colorsys
+
+        h = int(hashlib.sha1(name.encode()).hexdigest()[:8], 16)
+        r, g, b = colorsys.hsv_to_rgb((h % 360) / 360, 0.65, 0.55 + (h >> 9) % 30 / 100)
+        return "#%02x%02x%02x" % (int(r * 255), int(g * 255), int(b * 255))
+
+    def __call__(self, name: str) -> str:
+        base = str(name) if str(name) in self._map else _base(name)
+        if base not in self._map:
+            self._map[base] = self._hashed(base)
+        return self._map[base]
+
+    def rank(self, name: str) -> int:
+        base = str(name) if str(name) in self._map else _base(name)
+        return self.order.index(base) if base in self.order else len(self.order)
+
+
+def _base(label: str) -> str:
+    """The algorithm of a series label: 'chain:fanout=2' -> 'chain';
+    library specs keep their prefix: 'ompi:binomial' -> 'ompi:binomial'."""
+    label = str(label)
+    if label.startswith(("ompi:", "mpich:")):
+        parts = label.split(":")
+        return ":".join(parts[:2])
+    return label.split(":", 1)[0]
+
+
+# ---------------------------------------------------------------------------- data
+
+def _labels(df: pd.DataFrame) -> pd.Series:
+    """The series name: the algorithm, with its parameters where several settings of
+    one algorithm were measured."""
+    params = df["params"].fillna("").astype(str) if "params" in df.columns else \
+        pd.Series("", index=df.index)
+    multi = df.assign(_p=params).groupby("algorithm")["_p"].transform("nunique") > 1
+    return pd.Series(numpy.where(multi & (params != ""), df["algorithm"].astype(str) + ":"
+                                 + params, df["algorithm"].astype(str)), index=df.index)
+
+
+def prepare(df: pd.DataFrame) -> pd.DataFrame:
+    d = df.copy()
+    d["label"] = _labels(d)
+    d = d[pd.to_numeric(d["median_us"], errors="coerce").notna()]
+    return d
+
+
+def point_stats(df: pd.DataFrame, by: list[str], band: str = "minmax") -> pd.DataFrame:
+    """center = median over repetitions of median_us, lo/hi = the band, n = repetitions."""
+    g = df.groupby(by, sort=True)["median_us"]
+    out = pd.DataFrame({"center": g.median(), "n": g.size()})
+    if band == "minmax":
+        out["lo"], out["hi"] = g.min(), g.max()
+    elif band == "quantile":
+        out["lo"], out["hi"] = g.quantile(0.25), g.quantile(0.75)
+    else:
+        out["lo"] = out["hi"] = numpy.nan
+    if band != "none" and {"min_us", "max_us"} <= set(df.columns):
+        single = out["n"] <= 1
+        if single.any():
+            mn = df.groupby(by, sort=True)["min_us"].min()
+            mx = df.groupby(by, sort=True)["max_us"].max()
+            out.loc[single, "lo"] = mn[single]
+            out.loc[single, "hi"] = mx[single]
+    return out.reset_index()
+
+
+def _band_text(df: pd.DataFrame, by: list[str], band: str) -> str:
+    if band == "none":
+        return ""
+    reps = df.groupby(by).size()
+    if reps.max() > 1:
+        what = "min–max" if band == "minmax" else "25–75 %"
+        return f"line: median of {int(reps.median())} repetitions; band: {what} over them"
+    if {"min_us", "max_us"} <= set(df.columns):
+        return "band: min–max over the run's repetitions"
+    return ""
+
+
+def one_collective(df: pd.DataFrame) -> str:
+    colls = sorted(df["collective"].dropna().unique())
+    if len(colls) != 1:
+        raise PlotError(f"the selection holds {len(colls)} collectives "
+                        f"({', '.join(colls) or 'none'}): choose one with --coll")
+    return colls[0]
+
+
+def pick(df: pd.DataFrame, col: str, value=None, what: str | None = None,
+         prefer: str = "first") -> tuple[pd.DataFrame, object]:
+    """Rows with one value of `col`: the given value, else a default (first / max / min)."""
+    if col not in df.columns or df[col].isna().all():
+        return df, None
+    vals = sorted(df[col].dropna().unique())
+    if value is None:
+        value = {"first": vals[0], "max": max(vals), "min": min(vals)}[prefer]
+        if col == "mapping":
+            value = df[col].mode().iloc[0]
+    sel = df[df[col].astype(str) == str(value)] if col == "mapping" else df[df[col] == value]
+    if sel.empty:
+        shown = ", ".join(fmt_size(int(v)) if col == "size" else str(v) for v in vals)
+        raise PlotError(f"no measurements at {what or col} {value}; available: {shown}")
+    return sel, value
+
+
+def _mapping_note(df: pd.DataFrame, mapping) -> str:
+    if mapping is None or "mapping" not in df.columns:
+        return ""
+    return f", mapping {mapping}"
+
+
+# ---------------------------------------------------------------------------- axes
+
+def _spans_decades(values, factor: float = 30.0) -> bool:
+    v = numpy.asarray([x for x in values if x is not None and numpy.isfinite(x) and x > 0])
+    return len(v) > 1 and v.max() / v.min() >= factor
+
+
+def size_axis(ax, sizes, axis: str = "x") -> None:
+    """Log2 axis with ticks as 1, 2, ..., 1K, 1M."""
+    sizes = [s for s in sizes if s > 0]
+    set_scale = ax.set_xscale if axis == "x" else ax.set_yscale
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    if not sizes:
+        return
+    set_scale("log", base=2)
+    lo, hi = int(math.floor(math.log2(min(sizes)))), int(math.ceil(math.log2(max(sizes))))
+    step = max(1, math.ceil((hi - lo + 1) / 11))
+    ticks = [2**k for k in range(lo, hi + 1, step)]
+    target.set_major_locator(ticker.FixedLocator(ticks))
+    target.set_major_formatter(ticker.FuncFormatter(lambda v, _: fmt_size(int(round(v)))))
+    target.set_minor_locator(ticker.NullLocator())
+
+
+def latency_axis(ax, values, axis: str = "y", label: str = "latency (µs)") -> None:
+    set_scale = ax.set_yscale if axis == "y" else ax.set_xscale
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    if _spans_decades(values):
+        set_scale("log")
+        _log_labels(target, values)
+    (ax.set_ylabel if axis == "y" else ax.set_xlabel)(label)
+
+
+def _log_labels(target, values) -> None:
+    """Plain numbers on a log axis (0.5, 20, 1000), minor ticks labelled only when the
+    axis spans less than two decades."""
+    v = numpy.asarray([x for x in values if x is not None and numpy.isfinite(x) and x > 0])
+    plain = ticker.FuncFormatter(lambda x, _: f"{x:g}")
+    target.set_major_formatter(plain)
+    if len(v) and v.max() / v.min() < 100:
+        target.set_minor_formatter(ticker.FuncFormatter(
+            lambda x, _: f"{x:g}" if f"{x:g}"[0] in "1235" else ""))
+    else:
+        target.set_minor_formatter(ticker.NullFormatter())
+
+
+def np_axis(ax, nps, axis: str = "x") -> None:
+    nps = sorted({int(n) for n in nps})
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    pow2 = all(n & (n - 1) == 0 for n in nps)
+    if len(nps) > 2 and pow2 and nps[-1] / nps[0] >= 16:
+        (ax.set_xscale if axis == "x" else ax.set_yscale)("log", base=2)
+        target.set_major_locator(ticker.FixedLocator(nps))
+        target.set_minor_locator(ticker.NullLocator())
+    elif len(nps) <= 16:
+        target.set_major_locator(ticker.FixedLocator(nps))
+    else:
+        target.set_major_locator(ticker.MaxNLocator(integer=True, nbins=12))
+    target.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{int(round(v))}"))
+    (ax.set_xlabel if axis == "x" else ax.set_ylabel)("processes")
+
+
+def _new_figure(w: float = 8.0, h: float = 5.0) -> Figure:
+    fig = _mfigure.Figure(figsize=(w, h), dpi=100, layout="constrained")
+    return fig
+
+
+def _width(nseries: int) -> float:
+    """Wider figures when the legend goes outside the axes."""
+    return 8.0 if nseries <= 6 else 10.0
+
+
+def _series_style(labels: list[str], palette: Palette) -> dict[str, dict]:
+    """Colour by algorithm; line style / marker tell apart parameter settings."""
+    out: dict[str, dict] = {}
+    seen: dict[str, int] = {}
+    for lab in sorted(labels, key=lambda x: (palette.rank(x), x)):
+        base = _base(lab)
+        i = seen.get(base, 0)
+        seen[base] = i + 1
+        native = base == "native"
+        out[lab] = {"color": palette(base), "linestyle": "--" if native else _STYLES[i % 4],
+                    "marker": _MARKERS[(palette.rank(base) + i) % len(_MARKERS)],
+                    "linewidth": 2.2 if native else 1.5, "markersize": 4}
+    return out
+
+
+def _lines(ax, stats: pd.DataFrame, x: str, palette: Palette, band: str) -> None:
+    styles = _series_style(list(stats["label"].unique()), palette)
+    alpha = 0.15 if len(styles) <= 6 else 0.08
+    for lab, st in styles.items():
+        s = stats[stats["label"] == lab].sort_values(x)
+        ax.plot(s[x], s["center"], label=lab, **st)
+        if band != "none" and s["lo"].notna().any():
+            ax.fill_between(s[x], s["lo"], s["hi"], color=st["color"], alpha=alpha,
+                            linewidth=0)
+
+
+def _legend(ax, n: int) -> None:
+    """Inside the axes for a few series, outside on the right for many."""
+    if n <= 6:
+        ax.legend(fontsize="small", loc="best", framealpha=0.85)
+    else:
+        ax.figure.legend(*ax.get_legend_handles_labels(), fontsize="small",
+                         loc="outside right upper", ncols=1 if n <= 16 else 2)
+
+
+# ---------------------------------------------------------------------------- figures
+
+def fig_vs_processes(df: pd.DataFrame, palette: Palette, size: int | None = None,
+                     mapping=None, band: str = "minmax") -> Figure:
+    coll = one_collective(df)
+    d = prepare(df)
+    d, mapping = pick(d, "mapping", mapping)
+    d, size = pick(d, "size", size, "size", prefer="max")
+    stats = point_stats(d, ["label", "np"], band)
+    fig = _new_figure(_width(stats["label"].nunique()))
+    ax = fig.add_subplot()
+    _lines(ax, stats, "np", palette, band)
+    np_axis(ax, stats["np"])
+    latency_axis(ax, pd.concat([stats["center"], stats["lo"], stats["hi"]]))
+    ax.set_title(f"{coll}: latency vs processes, size {fmt_size(int(size))}"
+                 f"{_mapping_note(d, mapping)}")
+    _caption(fig, _band_text(d, ["label", "np"], band))
+    ax.grid(True, which="major", alpha=0.3)
+    _legend(ax, stats["label"].nunique())
+    return fig
+
+
+def fig_vs_size(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapping=None,
+                band: str = "minmax") -> Figure:
+    coll = one_collective(df)
+    d = prepare(df)
+    d, mapping = pick(d, "mapping", mapping)
+    d, np_ = pick(d, "np", np_, "processes", prefer="max")
+    d = d[d["size"] > 0]
+    if d.empty:
+        raise PlotError("no sizes above 0 bytes to draw on a log axis")
+    stats = point_stats(d, ["label", "size"], band)
+    fig = _new_figure(_width(stats["label"].nunique()))
+    ax = fig.add_subplot()
+    _lines(ax, stats, "size", palette, band)
+    size_axis(ax, stats["size"])
+    ax.set_xlabel("size (bytes" + (" per process)" if coll in ("gather", "allgather") else ")"))
+    latency_axis(ax, pd.concat([stats["center"], stats["lo"], stats["hi"]]))
+    ax.set_title(f"{coll}: latency vs size, {int(np_)} processes{_mapping_note(d, mapping)}")
+    _caption(fig, _band_text(d, ["label", "size"], band))
+    ax.grid(True, which="major", alpha=0.3)
+    _legend(ax, stats["label"].nunique())
+    return fig
+
+
+def fig_mapping(df: pd.DataFrame, palette: Palette, size: int | None = None,
+                band: str = "minmax", mappings: list | None = None) -> Figure:
+    """Small multiples: one panel per algorithm, latency vs processes at one size, one
+    line per mapping (line style and marker tell mappings apart)."""
+    coll = one_collective(df)
+    d = prepare(df)
+    if "mapping" not in d.columns or d["mapping"].nunique() < 2:
+        raise PlotError("the selection has fewer than two mappings to compare")
+    if mappings:
+        d = d[d["mapping"].astype(str).isin([str(m) for m in mappings])]
+    d, size = pick(d, "size", size, "size", prefer="max")
+    maps = sorted(d["mapping"].astype(str).unique())
+    labels = sorted(d["label"].unique(), key=lambda x: (palette.rank(x), x))
+    ncol = min(4, len(labels))
+    nrow = math.ceil(len(labels) / ncol)
+    fig = _mfigure.Figure(figsize=(3.2 * ncol + 0.6, 2.6 * nrow + 0.9), dpi=100, layout="constrained")
+    axes = fig.subplots(nrow, ncol, squeeze=False, sharex=True)
+    stats = point_stats(d.assign(mapping=d["mapping"].astype(str)),
+                        ["label", "mapping", "np"], band)
+    decades = _spans_decades(stats["center"])
+    for i, lab in enumerate(labels):
+        ax = axes[i // ncol][i % ncol]
+        colour = palette(lab)
+        for j, m in enumerate(maps):
+            s = stats[(stats["label"] == lab) & (stats["mapping"] == m)].sort_values("np")
+            if s.empty:
+                continue
+            ax.plot(s["np"], s["center"], color=colour, linestyle=_STYLES[j % 4],
+                    marker=_MARKERS[j % len(_MARKERS)], markersize=3.5, label=m)
+            if band != "none" and s["lo"].notna().any():
+                ax.fill_between(s["np"], s["lo"], s["hi"], color=colour, alpha=0.15,
+                                linewidth=0)
+        ax.set_title(lab, fontsize="medium", color=colour)
+        if decades:
+            ax.set_yscale("log")
+            _log_labels(ax.yaxis, stats["center"])
+        ax.grid(True, alpha=0.3)
+        np_axis(ax, stats["np"])
+        if i % ncol == 0:
+            ax.set_ylabel("latency (µs)")
+        else:
+            ax.set_ylabel("")
+        if i // ncol != nrow - 1 and (i + ncol) < len(labels):
+            ax.set_xlabel("")
+    for k in range(len(labels), nrow * ncol):
+        axes[k // ncol][k % ncol].set_visible(False)
+    handles = [_mlines.Line2D([], [], color="0.3", linestyle=_STYLES[j % 4],
+                      marker=_MARKERS[j % len(_MARKERS)], label=m) for j, m in enumerate(maps)]
+    fig.legend(handles=handles, title="mapping", loc="outside lower center",
+               ncols=len(maps), fontsize="small")
+    fig.suptitle(f"{coll}: mapping {' vs '.join(maps)}, latency vs processes, size "
+                 f"{fmt_size(int(size))}")
+    return fig
+
+
+def fig_speedup(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapping=None,
+                baseline: str = "native", band: str = "minmax") -> Figure:
+    coll = one_collective(df)
+    d = prepare(df)
+    d, mapping = pick(d, "mapping", mapping)
+    d, np_ = pick(d, "np", np_, "processes", prefer="max")
+    d = d[d["size"] > 0]
+    stats = point_stats(d, ["label", "size"], band)
+    base = stats[stats["label"] == baseline].set_index("size")["center"]
+    if base.empty:
+        raise PlotError(f"no '{baseline}' measurements to compare with at {int(np_)} processes")
+    others = stats[stats["label"] != baseline].copy()
+    others["base"] = others["size"].map(base)
+    others = others.dropna(subset=["base"])
+    if others.empty:
+        raise PlotError(f"no algorithm measured next to '{baseline}'")
+    others["center"], others["lo"], others["hi"] = (others["base"] / others["center"],
+                                                    others["base"] / others["hi"],
+                                                    others["base"] / others["lo"])
+    fig = _new_figure(_width(others["label"].nunique() + 1))
+    ax = fig.add_subplot()
+    _lines(ax, others, "size", palette, band)
+    ax.axhline(1.0, color=NATIVE_COLOUR, linestyle="--", linewidth=1.2,
+               label=f"{baseline} (= 1)")
+    size_axis(ax, others["size"])
+    ax.set_xlabel("size (bytes" + (" per process)" if coll in ("gather", "allgather") else ")"))
+    vals = pd.concat([others["center"], others["lo"], others["hi"]])
+    if _spans_decades(vals, 8):
+        ax.set_yscale("log", base=2)
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.set_ylabel(f"speedup over {baseline} (T_{baseline} / T)")
+    ax.set_title(f"{coll}: speedup over {baseline}, {int(np_)} processes"
+                 f"{_mapping_note(d, mapping)}")
+    _caption(fig, "above 1: faster than " + baseline + "; " + _band_text(d, ["label", "size"],
+                                                                          band))
+    ax.grid(True, alpha=0.3)
+    _legend(ax, others["label"].nunique() + 1)
+    return fig
+
+
+def best_table(df: pd.DataFrame, baseline: str = "native") -> pd.DataFrame:
+    """The fastest algorithm per (collective, [mapping,] np, size), the runner-up and
+    the speedup over the baseline."""
+    d = prepare(df)
+    keys = ["collective"] + (["mapping"] if "mapping" in d.columns
+                             and d["mapping"].nunique() > 1 else []) + ["np", "size"]
+    stats = point_stats(d, keys + ["label"], "none")
+    rows = []
+    for key, g in stats.groupby(keys, sort=True):
+        g = g.sort_values("center")
+        row = dict(zip(keys, key))
+        row["best"] = g.iloc[0]["label"]
+        row["best_us"] = float(g.iloc[0]["center"])
+        row["second"] = g.iloc[1]["label"] if len(g) > 1 else None
+        row["second_us"] = float(g.iloc[1]["center"]) if len(g) > 1 else None
+        b = g[g["label"] == baseline]
+        row[f"{baseline}_us"] = float(b.iloc[0]["center"]) if len(b) else None
+        row["speedup"] = (row[f"{baseline}_us"] / row["best_us"]) if len(b) else None
+        row["algorithms"] = int(len(g))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def fig_best_map(df: pd.DataFrame, palette: Palette, mapping=None,
+                 baseline: str = "native") -> Figure:
+    coll = one_collective(df)
+    d = prepare(df)
+    d, mapping = pick(d, "mapping", mapping)
+    tab = best_table(d.drop(columns=["mapping"], errors="ignore"), baseline)
+    if tab.empty:
+        raise PlotError("no measurements to rank")
+    sizes = sorted(tab["size"].unique())
+    nps = sorted(tab["np"].unique())
+    img = numpy.ones((len(nps), len(sizes), 3))
+    from matplotlib.colors import to_rgb
+
+    present = []
+    for r in tab.itertuples(index=False):
+        img[nps.index(r.np), sizes.index(r.size)] = to_rgb(palette(r.best))
+        if r.best not in present:
+            present.append(r.best)
+    w = max(6.0, min(14.0, 0.45 * len(sizes) + 3))
+    h = max(3.5, min(12.0, 0.3 * len(nps) + 2.2))
+    fig = _mfigure.Figure(figsize=(w, h), dpi=100, layout="constrained")
+    ax = fig.add_subplot()
+    ax.imshow(img, aspect="auto", origin="lower", interpolation="nearest")
+    ax.set_xticks(range(len(sizes)))
+    ax.set_xticklabels([fmt_size(int(s)) for s in sizes], rotation=45 if len(sizes) > 10 else 0,
+                       fontsize="small")
+    ax.set_yticks(range(len(nps)))
+    ax.set_yticklabels([str(int(n)) for n in nps], fontsize="small")
+    ax.set_xlabel("size (bytes" + (" per process)" if coll in ("gather", "allgather") else ")"))
+    ax.set_ylabel("processes")
+    if len(sizes) * len(nps) <= 160 and tab["speedup"].notna().any():
+        from matplotlib.colors import to_rgb as rgb
+
+        for r in tab.itertuples(index=False):
+            if r.speedup is None or not numpy.isfinite(r.speedup) or r.best == baseline:
+                continue
+            lum = sum(c * wgt for c, wgt in zip(rgb(palette(r.best)), (0.299, 0.587, 0.114)))
+            ax.text(sizes.index(r.size), nps.index(r.np), f"×{r.speedup:.2f}", ha="center",
+                    va="center", fontsize=6.5, color="white" if lum < 0.5 else "black")
+    present.sort(key=lambda x: (palette.rank(x), x))
+    fig.legend(handles=[_mpatches.Patch(color=palette(p), label=p) for p in present], fontsize="small",
+               loc="outside right upper", title="fastest")
+    ax.set_title(f"{coll}: fastest algorithm{_mapping_note(d, mapping)}")
+    if tab["speedup"].notna().any() and len(sizes) * len(nps) <= 160:
+        _caption(fig, f"×: speedup of the fastest over {baseline} (where {baseline} is not "
+                      "the fastest)")
+    return fig
+
+
+def fig_surface(df: pd.DataFrame, palette: Palette, algorithm: str | None = None,
+                mapping=None) -> Figure:
+    """3D points (processes, log2 size, log2 latency) of one algorithm and the plane of
+    log2 latency = β0·processes + β1·log2 size fitted to them (seed 000, Figure 10)."""
+    from .fit import fit_formula, model_frame, resolve_formula
+
+    coll = one_collective(df)
+    d = prepare(df)
+    d, mapping = pick(d, "mapping", mapping)
+    if algorithm is None:
+        counts = d.groupby("label").size()
+        algorithm = "native" if "native" in counts.index else counts.idxmax()
+    d = d[d["label"] == algorithm]
+    if d.empty:
+        raise PlotError(f"no measurements of '{algorithm}'")
+    d = d[(d["size"] > 0) & (d["median_us"] > 0)]
+    if d["np"].nunique() < 2 or d["size"].nunique() < 2:
+        raise PlotError("a surface needs two process counts and two sizes at least")
+    f, label = resolve_formula(model="seed-log")
+    try:
+        r = fit_formula(model_frame(d), f, label)
+    except FitError as exc:
+        raise PlotError(str(exc)) from exc
+    b0 = next(c.coef for c in r.coefs if c.term == "processes")
+    b1 = next(c.coef for c in r.coefs if c.term == "log2_size")
+    fig = _mfigure.Figure(figsize=(8, 6.2), dpi=100, layout="constrained")
+    ax = fig.add_subplot(projection="3d")
+    colour = palette(algorithm)
+    x = d["np"].to_numpy(float)
+    y = numpy.log2(d["size"].to_numpy(float))
+    z = numpy.log2(d["median_us"].to_numpy(float))
+    ax.scatter(x, y, z, color=colour, s=8, depthshade=True, label="measured")
+    gx, gy = numpy.meshgrid(numpy.linspace(x.min(), x.max(), 20),
+                            numpy.linspace(y.min(), y.max(), 20))
+    ax.plot_surface(gx, gy, b0 * gx + b1 * gy, color=colour, alpha=0.25, linewidth=0)
+    ax.set_xlabel("processes")
+    ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True, nbins=8))
+    ax.set_ylabel("log2 size (bytes)")
+    ax.set_zlabel("log2 latency (µs)")
+    lo, hi = int(math.floor(y.min())), int(math.ceil(y.max()))
+    step = max(1, math.ceil((hi - lo + 1) / 6))
+    ax.set_yticks(list(range(lo, hi + 1, step)))
+    ax.set_yticklabels([fmt_size(2**k) for k in range(lo, hi + 1, step)], fontsize="small")
+    ax.view_init(elev=22, azim=-58)
+    ax.set_title(f"{coll}/{algorithm}{_mapping_note(d, mapping)}: log2 latency = "
+                 f"{b0:.4f}·processes + {b1:.4f}·log2 size  (R² {r.r2:.3f} uncentered, "
+                 f"n {r.n})", fontsize="medium")
+    return fig
+
+
+def _caption(fig: Figure, text: str) -> None:
+    if text:
+        fig.supxlabel(text, fontsize="x-small", color="0.35")
+
+
+def make_figure(kind: str, df: pd.DataFrame, palette: Palette, *, size=None, np_=None,
+                mapping=None, algorithm=None, band="minmax", baseline="native") -> Figure:
+    if kind == "vs-processes":
+        return fig_vs_processes(df, palette, size, mapping, band)
+    if kind == "vs-size":
+        return fig_vs_size(df, palette, np_, mapping, band)
+    if kind == "mapping":
+        return fig_mapping(df, palette, size, band)
+    if kind == "speedup":
+        return fig_speedup(df, palette, np_, mapping, baseline, band)
+    if kind == "best-map":
+        return fig_best_map(df, palette, mapping, baseline)
+    if kind == "surface":
+        return fig_surface(df, palette, algorithm, mapping)
+    raise PlotError(f"unknown kind '{kind}'; valid: {', '.join(KINDS)}")
+
+
+# ---------------------------------------------------------------------------- output
+
+def figure_bytes(fig: Figure, fmt: str = "png", dpi: int = 100) -> bytes:
+    buf = BytesIO()
+    fig.savefig(buf, format=fmt, dpi=dpi, metadata=_metadata(fmt))
+    return buf.getvalue()
+
+
+def _metadata(fmt: str) -> dict | None:
+    # reproducible files: no creation date
+    if fmt == "svg":
+        return {"Date": None}
+    if fmt == "pdf":
+        return {"CreationDate": None}
+    return None
+
+
+def write_atomic(path: Path, data: bytes | str) -> None:
+    """Write a file whole or not at all."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode() if isinstance(data, str) else data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_figure(fig: Figure, path: str | Path, dpi: int = 120) -> Path:
+    path = Path(path)
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt not in FORMATS:
+        raise PlotError(f"output '{path}': the extension picks the format: "
+                        f"{', '.join('.' + f for f in FORMATS)}")
+    write_atomic(path, figure_bytes(fig, fmt, dpi))
+    return path
+
+
+# ---------------------------------------------------------------------------- command
+
+@click.command()
+@select_options
+@click.option("--kind", required=True, type=click.Choice(KINDS), help="Which figure.")
+@click.option("-o", "--output", required=True, help="File to write: .png, .pdf or .svg.")
+@click.option("--size", "size_text", help="Size for vs-processes and mapping (default: the "
+                                          "largest measured).")
+@click.option("--np", "np_", type=int, help="Processes for vs-size, speedup (default: the "
+                                            "largest measured).")
+@click.option("--surface-algo", help="Algorithm of the surface (default: native, else the "
+                                     "one with most points).")
+@click.option("--band", default="minmax", show_default=True, type=click.Choice(BANDS),
+              help="Spread drawn around each line: over repetitions, min–max or 25–75 %.")
+@click.option("--baseline", default="native", show_default=True,
+              help="Algorithm the speedup and best-map compare with.")
+@click.option("--dpi", default=120, show_default=True, type=click.IntRange(50, 600))
+@click.option("--mpi", "mpi_spec", help="MPI library whose registry orders the colours.")
+def plot(db_path, study, coll, algo, mapping, np_range, size_range, kind, output, size_text,
+         np_, surface_algo, band, baseline, dpi, mpi_spec) -> None:
+    """Draw one figure of a study (PNG, PDF or SVG)."""
+    from .cli import _fail, out
+
+    try:
+        size = parse_size(size_text) if size_text else None
+    except ValueError as exc:
+        _fail(str(exc))
+    try:
+        mapping_one = mapping if mapping and "," not in mapping else None
+        df = load_selection(db_path, study, coll, algo,
+                            mapping if kind == "mapping" else mapping_one,
+                            np_range, size_range)
+        palette = Palette(algorithm_order(mpi_spec))
+        mappings = [m.strip() for m in mapping.split(",")] if mapping else None
+        if kind == "mapping":
+            fig = fig_mapping(df, palette, size, band, mappings)
+        else:
+            fig = make_figure(kind, df, palette, size=size, np_=np_, mapping=mapping_one,
+                              algorithm=surface_algo, band=band, baseline=baseline)
+        path = save_figure(fig, output, dpi)
+    except (FitError, PlotError) as exc:
+        _fail(str(exc))
+    out.print(f"wrote {path}", highlight=False)

@@ -1,0 +1,712 @@
+"""One self-contained HTML report per study: `colltune report`.
+
+The file holds everything: figures as base64 PNG data URIs, tables, CSS for
+screen and print; it loads nothing from anywhere (no http(s) link, no external
+script, font or style). Sections:
+
+1. provenance of every run (machine, CPU, MPI, versions, command lines, times) and of
+   the report itself (colltune version, git revision of its source tree);
+2. per collective: the figures of plot.py (latency vs processes at the smallest and
+   largest size, vs size at the smallest and largest process count, mapping A vs B,
+   speedup over native, the best-algorithm map, the 3D surface with its fitted plane),
+   the two seed models per algorithm (and full coefficient tables for the surface's
+   algorithm), the best algorithm per (processes, size);
+3. the cost model: α, β, γ (and LogGP where measurable), the median prediction error
+   per collective and algorithm, and the model's choice against the measured best.
+
+The page carries one inline script: after loading it counts the images the browser
+decoded and writes the count into `<body data-figures-rendered="k/n">`, which the
+headless-Chromium test reads.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import json
+import math
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+from . import __version__
+from . import plot as plotmod
+from .fit import (FitError, LazyModule, SEED_MODELS, default_db, fit_formula,
+                  load_measurements, model_frame, resolve_formula)
+from .units import fmt_size
+
+pd = LazyModule("pandas")
+
+
+@dataclass
+class FigureEntry:
+    id: str
+    kind: str
+    collective: str
+    caption: str
+    png: bytes
+    wide: bool = False
+
+
+@dataclass
+class ReportParts:
+    figures: list[FigureEntry] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------- data
+
+RUN_COLUMNS = ("run_id", "id", "study", "kind", "round", "status", "host", "cpu_model", "cores",
+               "cpus", "os", "mpi_kind", "mpi_version", "mpi_banner", "mpi", "colltune_version",
+               "git_revision", "git_rev", "launcher", "seed", "shuffled", "units_done",
+               "units_failed", "started_at", "finished_at", "started", "finished",
+               "command_line", "launcher_command", "command", "environment", "notes")
+
+
+@dataclass
+class Provenance:
+    runs: pd.DataFrame                                        # one row per run
+    launches: dict = field(default_factory=dict)              # run id -> launch commands
+    definitions: dict = field(default_factory=dict)           # study -> definition (JSON)
+
+
+def _read(con: sqlite3.Connection, table: str) -> pd.DataFrame:
+    return pd.read_sql_query(f'SELECT * FROM "{table}"', con)
+
+
+def load_runs(db_path, study: str | None, df: pd.DataFrame) -> Provenance:
+    """The runs behind the measurements (the `runs` table, with their launch commands
+    from `units` and the study definitions from `studies`), or what the measurements
+    themselves record about their provenance."""
+    runs = pd.DataFrame()
+    units = studies = None
+    try:
+        con = sqlite3.connect(f"file:{Path(db_path).resolve()}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in con.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+            if "runs" in tables:
+                runs = _read(con, "runs")
+            if "units" in tables:
+                units = _read(con, "units")
+            if "studies" in tables:
+                studies = _read(con, "studies")
+        finally:
+            con.close()
+    except (sqlite3.Error, pd.errors.DatabaseError):
+        runs = pd.DataFrame()
+    prov = Provenance(pd.DataFrame())
+    if runs.empty:
+        cols = [c for c in ("run_id", "host", "cpu_model", "mpi", "command", "timing", "dtype")
+                if c in df.columns]
+        if cols:
+            prov.runs = df[cols].drop_duplicates().reset_index(drop=True)
+        return prov
+    key = "run_id" if "run_id" in runs.columns else ("id" if "id" in runs.columns else None)
+    if key and "run_id" in df.columns:
+        runs = runs[runs[key].isin(df["run_id"].dropna().unique())]
+    if key and key != "run_id":
+        runs = runs.rename(columns={key: "run_id"})
+    if studies is not None and "study_id" in runs.columns:
+        skey = "id" if "id" in studies.columns else None
+        sname = "name" if "name" in studies.columns else None
+        if skey and sname:
+            names = dict(zip(studies[skey], studies[sname]))
+            runs.insert(1, "study", runs["study_id"].map(names).fillna("(bench)"))
+            if "definition" in studies.columns:
+                for sid in runs["study_id"].dropna().unique():
+                    row = studies[studies[skey] == sid]
+                    if len(row) and row["definition"].notna().any():
+                        prov.definitions[names.get(sid, sid)] = row["definition"].iloc[0]
+    keep = [c for c in RUN_COLUMNS if c in runs.columns]
+    keep += [c for c in runs.columns if c not in keep and c not in (
+        "study_id", "definition", "pid", "mpi_path", "units_planned", "units_skipped")]
+    prov.runs = runs[keep].dropna(axis=1, how="all").reset_index(drop=True)
+    if units is not None and {"run_id", "command"} <= set(units.columns):
+        for rid, g in units[units["run_id"].isin(prov.runs["run_id"])].groupby("run_id"):
+            prov.launches[rid] = list(dict.fromkeys(g["command"].dropna().astype(str)))
+    return prov
+
+
+def source_revision() -> str:
+    """git revision of the colltune source tree, '+dirty' with local changes."""
+    from .db import git_revision
+
+    return git_revision() or "unknown (not a git checkout)"
+
+
+# ---------------------------------------------------------------------------- html bits
+
+def esc(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return html.escape(str(v))
+
+
+def _fmt(v, col: str = "") -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    if col == "size" and isinstance(v, (int, float)):
+        return fmt_size(int(v))
+    if isinstance(v, float):
+        if col.endswith("_us") or col in ("µs",):
+            return f"{v:.3g}" if abs(v) < 10 else f"{v:,.1f}"
+        if abs(v) != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
+            return f"{v:.4e}"
+        return f"{v:.4g}"
+    return str(v)
+
+
+def html_table(columns: list[str] | None, rows: list[list], numeric: set[int] | None = None,
+               cls: str = "") -> str:
+    """A table; columns None: no header row (key-value tables)."""
+    numeric = numeric or set()
+    head = "".join(f"<th>{esc(c)}</th>" for c in columns) if columns else ""
+    body = []
+    for r in rows:
+        cells = []
+        for i, v in enumerate(r):
+            raw = v if isinstance(v, str) and v.startswith("<") else esc(v)
+            cells.append(f'<td class="num">{raw}</td>' if i in numeric else f"<td>{raw}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    thead = f"<thead><tr>{head}</tr></thead>" if head else ""
+    return (f'<table class="{cls}">{thead}<tbody>' + "".join(body) + "</tbody></table>")
+
+
+def frame_table(df: pd.DataFrame, cls: str = "", rename: dict | None = None) -> str:
+    rename = rename or {}
+    cols = list(df.columns)
+    rows = [[_fmt(v, c) for v, c in zip(rec, cols)] for rec in
+            df.astype(object).where(df.notna(), None).itertuples(index=False, name=None)]
+    numeric = {i for i, c in enumerate(cols) if pd.api.types.is_numeric_dtype(df[c])
+               or c in ("median_abs_rel_error", "median_rel_error", "within_2x")}
+    return html_table([rename.get(c, c) for c in cols], rows, numeric, cls)
+
+
+CSS = """
+:root { --fg: #1a1a1a; --muted: #666; --line: #d0d0d0; --head: #f2f2f2; }
+* { box-sizing: border-box; }
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
+       color: var(--fg); max-width: 1180px; margin: 0 auto; padding: 1.2rem 1.5rem 3rem; }
+h1 { font-size: 1.7rem; margin: 0.2rem 0 0.4rem; }
+h2 { font-size: 1.35rem; border-bottom: 2px solid var(--line); padding-bottom: 0.2rem;
+     margin-top: 2.2rem; }
+h3 { font-size: 1.1rem; margin-top: 1.6rem; }
+p.meta, .note { color: var(--muted); font-size: 0.9rem; }
+nav ol { columns: 2; font-size: 0.92rem; }
+table { border-collapse: collapse; margin: 0.6rem 0 1rem; font-size: 0.84rem; }
+th, td { border: 1px solid var(--line); padding: 0.2rem 0.45rem; vertical-align: top; }
+th { background: var(--head); text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td code, .cmd { font: 0.78rem/1.3 ui-monospace, "DejaVu Sans Mono", monospace;
+                word-break: break-all; }
+figure { margin: 1rem 0 1.6rem; break-inside: avoid; page-break-inside: avoid; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: 0.88rem; color: var(--muted); }
+.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr));
+        gap: 0 1.2rem; }
+.scroll { overflow-x: auto; }
+table.kv td:first-child { font-weight: 600; background: var(--head); }
+figure.wide { grid-column: 1 / -1; }
+.coef td:first-child { font-family: ui-monospace, monospace; }
+ul.meaning { margin-top: 0; font-size: 0.9rem; }
+ul.prov { font-size: 0.88rem; }
+pre.cmd { white-space: pre-wrap; background: #f7f7f7; padding: 0.5rem; max-height: 30rem;
+          overflow: auto; }
+@page { size: A4; margin: 14mm 12mm; }
+@media print {
+  body { font-size: 10pt; max-width: none; padding: 0; }
+  nav { display: none; }
+  h2 { break-before: page; page-break-before: always; }
+  h2.first { break-before: auto; page-break-before: auto; }
+  .grid { display: block; }
+  table, tr, figure { break-inside: avoid; page-break-inside: avoid; }
+  .scroll { overflow: visible; }
+  pre.cmd { max-height: none; overflow: visible; }
+  a { color: inherit; text-decoration: none; }
+}
+"""
+
+SCRIPT = """
+window.addEventListener('load', function () {
+  var imgs = Array.prototype.slice.call(document.images);
+  var ok = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
+  document.body.setAttribute('data-figures-rendered', ok + '/' + imgs.length);
+});
+"""
+
+
+# ---------------------------------------------------------------------------- sections
+
+def _figure_html(f: FigureEntry) -> str:
+    b64 = base64.b64encode(f.png).decode("ascii")
+    wide = ' class="wide"' if f.wide else ""
+    return (f'<figure id="{f.id}"{wide} data-kind="{esc(f.kind)}" '
+            f'data-collective="{esc(f.collective)}">'
+            f'<img src="data:image/png;base64,{b64}" alt="{esc(f.caption)}">'
+            f"<figcaption>Figure {f.id.split('-')[-1]}: {esc(f.caption)}</figcaption></figure>")
+
+
+def _add_figure(parts: ReportParts, out: list[str], kind: str, coll: str, caption: str,
+                make, dpi: int, wide: bool = False) -> None:
+    try:
+        fig = make()
+    except (plotmod.PlotError, FitError) as exc:
+        out.append(f'<p class="note">{esc(kind)} not drawn: {esc(exc)}</p>')
+        return
+    n = len(parts.figures) + 1
+    entry = FigureEntry(f"fig-{n}", kind, coll, caption, plotmod.figure_bytes(fig, "png", dpi),
+                        wide or kind == "mapping")
+    parts.figures.append(entry)
+    out.append(_figure_html(entry))
+
+
+def _seed_model_rows(df: pd.DataFrame, groups: list[str]) -> tuple[list[list], list[list]]:
+    """Rows of the linear and of the log seed model, one per group."""
+    lin_rows, log_rows = [], []
+    lin_f, _ = resolve_formula(model="seed-linear")
+    log_f, _ = resolve_formula(model="seed-log")
+    for key, g in df.groupby(groups, sort=True):
+        key = list(key) if isinstance(key, tuple) else [key]
+        frame = model_frame(g)
+        for f, rows in ((lin_f, lin_rows), (log_f, log_rows)):
+            try:
+                r = fit_formula(frame, f)
+            except FitError as exc:
+                rows.append(key + [f"not fitted: {exc}"] + [""] * (5 if f == lin_f else 7))
+                continue
+            c = {x.term: x for x in r.coefs}
+            b0 = c["processes"]
+            b1 = c["size"] if "size" in c else c["log2_size"]
+            row = key + [f"{b0.coef:.4g} ± {b0.std_err:.2g}", f"{b1.coef:.4g} ± {b1.std_err:.2g}"]
+            if f == log_f:
+                row += [f"×{2 ** b0.coef:.4f}", f"×{2 ** b1.coef:.3f}"]
+            row += [f"{r.r2:.3f}", f"{r.r2_centered:.3f}", f"{r.aic:.1f}"]
+            if f == log_f:
+                row += [f"{r.aic_latency_scale:.1f}" if r.aic_latency_scale is not None else ""]
+            row += [r.n]
+            rows.append(row)
+    return lin_rows, log_rows
+
+
+def _full_model_html(df: pd.DataFrame, title: str) -> str:
+    out = [f"<h4>{esc(title)}</h4>"]
+    frame = model_frame(df)
+    for name in SEED_MODELS:
+        f, label = resolve_formula(model=name)
+        try:
+            r = fit_formula(frame, f, label)
+        except FitError as exc:
+            out.append(f'<p class="note">{esc(name)}: not fitted: {esc(exc)}</p>')
+            continue
+        r2 = "R²" if r.intercept else "R² (uncentered)"
+        out.append(f"<p><b>{esc(label)}</b><br><code>{esc(r.formula)}</code> — "
+                   f"{r2} {r.r2:.4f}, adj. {r.r2_adj:.4f}, AIC {r.aic:.1f}"
+                   + (f" (latency scale {r.aic_latency_scale:.1f})"
+                      if r.aic_latency_scale is not None else "")
+                   + f", BIC {r.bic:.1f}, n = {r.n}, dependent variable {esc(r.response)}</p>")
+        rows = [[c.term, f"{c.coef:.4g}", f"{c.std_err:.4g}", f"{c.t:.3f}",
+                 "<0.001" if c.p < 0.001 else f"{c.p:.3f}", f"{c.ci_low:.4g}",
+                 f"{c.ci_high:.4g}"] for c in r.coefs]
+        out.append(html_table(["", "coef", "std err", "t", "P>|t|", "[0.025", "0.975]"], rows,
+                              {1, 2, 3, 4, 5, 6}, "coef"))
+        out.append('<ul class="meaning">' + "".join(
+            f"<li><code>{esc(c.term)}</code>: {esc(c.meaning)}</li>" for c in r.coefs)
+            + "".join(f'<li class="note">{esc(n)}</li>' for n in r.notes) + "</ul>")
+    return "".join(out)
+
+
+def collective_section(df: pd.DataFrame, coll: str, palette: plotmod.Palette,
+                       parts: ReportParts, dpi: int = 100,
+                       surface_algo: str | None = None) -> str:
+    d = df[df["collective"] == coll]
+    out = [f'<h2 id="coll-{esc(coll)}">{esc(coll)}</h2>']
+    algos = sorted(d["algorithm"].unique(), key=lambda a: (palette.rank(a), a))
+    nps = sorted(int(x) for x in d["np"].unique())
+    sizes = sorted(int(x) for x in d["size"].unique())
+    maps = sorted(map(str, d["mapping"].dropna().unique())) if "mapping" in d.columns else []
+    reps = d.groupby([c for c in ("algorithm", "params", "np", "size", "mapping")
+                      if c in d.columns]).size()
+    out.append(
+        f"<p>{len(d)} measurements; algorithms: {esc(', '.join(algos))}; processes: "
+        f"{esc(', '.join(map(str, nps)))}; sizes: {esc(fmt_size(sizes[0]))} .. "
+        f"{esc(fmt_size(sizes[-1]))} ({len(sizes)})"
+        + (f"; mappings: {esc(', '.join(maps))}" if maps else "")
+        + f"; repetitions per point: {int(reps.min())}"
+        + (f"..{int(reps.max())}" if reps.max() != reps.min() else "") + "</p>")
+    default_map = d["mapping"].mode().iloc[0] if maps else None
+    mapnote = f", mapping {default_map}" if len(maps) > 1 else ""
+    many = len(algos) > 6  # line plots with many series get the whole width
+    out.append('<h3>Figures</h3><div class="grid">')
+    pos_sizes = [s for s in sizes if s > 0]
+    for s in dict.fromkeys([sizes[0], sizes[-1]]):
+        _add_figure(parts, out, "vs-processes", coll,
+                    f"{coll}: latency vs processes at size {fmt_size(s)}{mapnote}",
+                    lambda s=s: plotmod.fig_vs_processes(d, palette, s, default_map), dpi,
+                    many)
+    if pos_sizes:
+        for p in dict.fromkeys([nps[0], nps[-1]]):
+            _add_figure(parts, out, "vs-size", coll,
+                        f"{coll}: latency vs size at {p} processes{mapnote}",
+                        lambda p=p: plotmod.fig_vs_size(d, palette, p, default_map), dpi,
+                        many)
+    if len(maps) > 1:
+        _add_figure(parts, out, "mapping", coll,
+                    f"{coll}: mapping {' vs '.join(maps)} per algorithm at size "
+                    f"{fmt_size(sizes[-1])}",
+                    lambda: plotmod.fig_mapping(d, palette, sizes[-1]), dpi)
+    if "native" in algos and len(algos) > 1:
+        _add_figure(parts, out, "speedup", coll,
+                    f"{coll}: speedup of each algorithm over native at {nps[-1]} processes"
+                    f"{mapnote}", lambda: plotmod.fig_speedup(d, palette, nps[-1], default_map),
+                    dpi, many)
+    for m in (maps if 1 < len(maps) <= 3 else [default_map]):
+        _add_figure(parts, out, "best-map", coll,
+                    f"{coll}: fastest algorithm over (processes, size)"
+                    + (f", mapping {m}" if m is not None and maps else ""),
+                    lambda m=m: plotmod.fig_best_map(d, palette, m), dpi)
+    counts = d.groupby("algorithm").size()
+    salgo = surface_algo if surface_algo in counts.index else (
+        "native" if "native" in counts.index else counts.idxmax())
+    _add_figure(parts, out, "surface", coll,
+                f"{coll}/{salgo}: processes × log2 size × log2 latency with the fitted plane "
+                f"of the log model{mapnote}",
+                lambda: plotmod.fig_surface(d, palette, salgo, default_map), dpi)
+    out.append("</div>")
+
+    # models
+    out.append("<h3>Regression models (seed 000)</h3>")
+    out.append('<p class="note">Per algorithm' + (" and mapping" if len(maps) > 1 else "")
+               + ": linear <code>latency ~ 0 + processes + size</code> and log "
+               "<code>log2_latency ~ 0 + processes + log2_size</code>, OLS over every "
+               "repetition. ×/process = 2^β0 and ×/doubling = 2^β1 of the log model. R² is "
+               "uncentered (no intercept). The AICs of the two models are not comparable "
+               "(different responses); the log model's AIC on the latency scale is.</p>")
+    groups = ["algorithm"] + (["mapping"] if len(maps) > 1 else [])
+    lin_rows, log_rows = _seed_model_rows(d, groups)
+    for rows in (lin_rows, log_rows):
+        rows.sort(key=lambda r: (palette.rank(r[0]), r[0]))
+    cols = groups + ["β0 processes (µs per process)", "β1 size (µs per byte)", "R² (uncentered)",
+                     "R² (centered)", "AIC", "n"]
+    out.append("<p><b>Latency = β0·Processes + β1·Size</b></p>")
+    out.append('<div class="scroll">' + html_table(cols, lin_rows,
+                                                   set(range(len(groups), len(cols)))) + "</div>")
+    cols = groups + ["β0 processes", "β1 log2 size", "×/process", "×/doubling",
+                     "R² (uncentered)", "R² (centered)", "AIC", "AIC (latency scale)", "n"]
+    out.append("<p><b>log2 Latency = β0·Processes + β1·log2 Size</b></p>")
+    out.append('<div class="scroll">' + html_table(cols, log_rows,
+                                                   set(range(len(groups), len(cols)))) + "</div>")
+    sd = d[d["algorithm"] == salgo]
+    if default_map is not None and len(maps) > 1:
+        sd = sd[sd["mapping"].astype(str) == str(default_map)]
+    out.append(_full_model_html(sd, f"Full tables: {coll}/{salgo}{mapnote}"))
+
+    # best algorithm table
+    out.append("<h3>Best algorithm per (processes, size)</h3>")
+    tab = plotmod.best_table(d)
+    if not tab.empty:
+        keep = [c for c in ("mapping", "np", "size", "best", "best_us", "second", "second_us",
+                            "native_us", "speedup") if c in tab.columns]
+        out.append('<div class="scroll">' + frame_table(
+            tab[keep], "best", {"np": "processes", "best_us": "best µs",
+                                "second_us": "second µs", "native_us": "native µs",
+                                "speedup": "speedup over native"}) + "</div>")
+    return "".join(out)
+
+
+def _env_text(v) -> str:
+    """The stored environment (JSON object) as NAME=value lines."""
+    try:
+        obj = json.loads(v) if isinstance(v, str) else v
+    except json.JSONDecodeError:
+        return str(v)
+    if isinstance(obj, dict):
+        return " ".join(f"{k}={x}" for k, x in obj.items()) or "(none)"
+    return str(v)
+
+
+def provenance_section(prov: Provenance, df: pd.DataFrame, db_path, study) -> str:
+    out = ['<h2 id="provenance" class="first">Provenance</h2>']
+    host = os.uname().nodename
+    out.append(html_table(None, [
+        ["report generated", _dt.datetime.now().astimezone().isoformat(timespec="seconds")],
+        ["by", f"colltune {__version__}, source revision {source_revision()}, on {host}"],
+        ["database", str(Path(db_path).resolve())],
+        ["study", study or "(all measurements)"],
+        ["measurements", f"{len(df)} rows"],
+    ], cls="kv"))
+    runs = prov.runs
+    if runs.empty:
+        out.append('<p class="note">The database records no runs.</p>')
+        return "".join(out)
+    out.append(f"<h3>Runs ({len(runs)})</h3>")
+    long_cols = {"command_line", "launcher_command", "command", "environment", "notes"}
+    cols = [c for c in runs.columns if c not in long_cols]
+    recs = list(runs[cols].astype(object).where(runs[cols].notna(), None)
+                .itertuples(index=False, name=None))
+    if len(recs) <= 6:  # one column per run: fits the page and prints
+        rows = [[c] + [_fmt(r[i], c) for r in recs] for i, c in enumerate(cols)]
+        heads = [""] + [f"run {r[cols.index('run_id')]}" if "run_id" in cols else f"run {k + 1}"
+                        for k, r in enumerate(recs)]
+        out.append('<div class="scroll">' + html_table(heads, rows, cls="kv runs") + "</div>")
+    else:
+        rows = [[_fmt(v, c) for c, v in zip(cols, rec)] for rec in recs]
+        out.append('<div class="scroll">' + html_table(cols, rows, cls="runs") + "</div>")
+    details = []
+    for rec in runs.astype(object).where(runs.notna(), None).to_dict("records"):
+        rid = rec.get("run_id")
+        items = []
+        for c, label in (("command_line", "command"), ("launcher_command", "launcher"),
+                         ("command", "command"), ("environment", "environment"),
+                         ("notes", "notes")):
+            v = rec.get(c)
+            if v in (None, "", "[]", "{}"):
+                continue
+            text = _env_text(v) if c == "environment" else str(v)
+            items.append(f'<li>{esc(label)}: <code class="cmd">{esc(text)}</code></li>')
+        launches = prov.launches.get(rid, [])
+        if launches:
+            shown = launches[:40]
+            items.append(f"<li>launches ({len(launches)}): <ul>" + "".join(
+                f'<li><code class="cmd">{esc(c)}</code></li>' for c in shown)
+                + ("<li>…</li>" if len(launches) > len(shown) else "") + "</ul></li>")
+        if items:
+            details.append(f"<li>run {esc(rid)}<ul>{''.join(items)}</ul></li>")
+    if details:
+        out.append('<h3>Command lines and environment</h3><ul class="prov">'
+                   + "".join(details) + "</ul>")
+    for name, definition in prov.definitions.items():
+        try:
+            text = json.dumps(json.loads(definition), indent=1, sort_keys=True)
+        except (TypeError, json.JSONDecodeError):
+            text = str(definition)
+        out.append(f"<h3>Definition of study {esc(name)}</h3><pre class=\"cmd\">"
+                   f"{esc(text)}</pre>")
+    return "".join(out)
+
+
+def cost_section(model: dict | None, note: str | None) -> str:
+    out = ['<h2 id="cost-model">Cost model</h2>']
+    if model is None:
+        out.append(f'<p class="note">{esc(note or "not computed")}</p>')
+        return "".join(out)
+    p = model["params"]
+    h = p.hockney
+    g = p.gamma_info
+    rows = [["α (latency)", f"{p.alpha * 1e6:.4g} µs",
+             f"{h.source}; {h.method}; R² {h.r2:.4f}; {h.n} sizes "
+             f"{fmt_size(h.sizes[0])}..{fmt_size(h.sizes[-1])}" if h else "given"],
+            ["β (per byte)", f"{p.beta * 1e9:.4g} ns/B"
+             + (f" ({1e-6 / p.beta:,.0f} MB/s)" if p.beta > 0 else ""), "same fit" if h else
+             "given"],
+            ["γ (reduction per byte)", f"{p.gamma * 1e9:.4g} ns/B",
+             "given" if g is None else g.source + (f", {g.dtype} {g.op}" if g.dtype else "")]]
+    if h:
+        rows += [["LogGP L + 2o", f"{h.alpha * 1e6:.4g} µs", "= α; L and o not separable "
+                  "without an overhead benchmark"],
+                 ["LogGP G", f"{h.beta * 1e9:.4g} ns/B", "= β"],
+                 ["LogGP L, o, g", "not measured", "need overhead and message-rate benchmarks"]]
+    out.append(html_table(["parameter", "value", "source"], rows, cls="kv"))
+    for n in (h.notes if h else []) + (g.notes if g else []) + model.get("notes", []):
+        out.append(f'<p class="note">{esc(n)}</p>')
+    out.append("<h3>Prediction error per collective</h3>"
+               '<p class="note">relative error = (predicted − measured) / measured, per point '
+               "(median over repetitions); formulas from the registry with each point's "
+               "parameters.</p>")
+    names = {"median_abs_rel_error": "median |error|", "median_rel_error": "median error",
+             "within_2x": "share within ×2"}
+    out.append(frame_table(_percent(model["by_collective"]), "err", names))
+    out.append("<h3>Prediction error per algorithm</h3>")
+    out.append(frame_table(_percent(model["by_algorithm"]), "err", names))
+    sel = model["selection"]
+    out.append("<h3>The model's choice against the measured best</h3>")
+    if sel.empty:
+        out.append('<p class="note">nothing to compare</p>')
+    else:
+        ag = sel.dropna(subset=["agree"]).groupby("collective").agg(
+            points=("agree", "size"), model_right=("agree", "sum"),
+            median_slowdown=("slowdown", "median"), worst_slowdown=("slowdown", "max"))
+        out.append(frame_table(ag.reset_index(), "sel", {
+            "model_right": "model picks the fastest modelled",
+            "median_slowdown": "median slowdown of the pick",
+            "worst_slowdown": "worst slowdown"}))
+        keep = [c for c in ("collective", "mapping", "np", "size", "measured_best",
+                            "measured_best_us", "best_modelled", "best_modelled_us",
+                            "model_pick", "ties", "model_pick_measured_us", "slowdown",
+                            "agree")
+                if c in sel.columns]
+        sel = sel.assign(agree=sel["agree"].map({True: "yes", False: "no"}))
+        out.append('<div class="scroll">' + frame_table(sel[keep], "sel", {
+            "np": "processes", "measured_best": "measured best", "model_pick": "model pick",
+            "measured_best_us": "best µs",
+            "best_modelled": "fastest modelled", "best_modelled_us": "its µs",
+            "ties": "predicted equal",
+            "model_pick_measured_us": "pick µs (measured)",
+            "slowdown": "pick slower ×"}) + "</div>")
+    return "".join(out)
+
+
+def _percent(df: pd.DataFrame) -> pd.DataFrame:
+    d = df.copy()
+    for c in ("median_abs_rel_error", "within_2x"):
+        if c in d.columns:
+            d[c] = d[c].map(lambda v: f"{v:.0%}")
+    if "median_rel_error" in d.columns:
+        d["median_rel_error"] = d["median_rel_error"].map(lambda v: f"{v:+.0%}")
+    return d
+
+
+# ---------------------------------------------------------------------------- assembly
+
+def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = None,
+                 db_path=".",
+                 study: str | None = None, palette: plotmod.Palette | None = None,
+                 model: dict | None = None, model_note: str | None = None, dpi: int = 100,
+                 surface_algo: str | None = None) -> tuple[str, ReportParts]:
+    """The HTML text of the report and what it holds (figures, notes)."""
+    palette = palette or plotmod.Palette()
+    parts = ReportParts()
+    if runs is None:
+        runs = Provenance(pd.DataFrame())
+    elif isinstance(runs, pd.DataFrame):
+        runs = Provenance(runs)
+    colls = [c for c in ("bcast", "reduce", "gather", "allgather", "allreduce")
+             if c in set(df["collective"])]
+    colls += sorted(set(df["collective"]) - set(colls))
+    body = [provenance_section(runs, df, db_path, study)]
+    for c in colls:
+        body.append(collective_section(df, c, palette, parts, dpi, surface_algo))
+    body.append(cost_section(model, model_note))
+    title = f"colltune report: {study}" if study else "colltune report"
+    nav = ('<nav><ol><li><a href="#provenance">Provenance</a></li>'
+           + "".join(f'<li><a href="#coll-{esc(c)}">{esc(c)}</a></li>' for c in colls)
+           + '<li><a href="#cost-model">Cost model</a></li></ol></nav>')
+    figlist = "".join(f'<li><a href="#{f.id}">{esc(f.caption)}</a></li>' for f in parts.figures)
+    head = (f"<h1>{esc(title)}</h1><p class=\"meta\">{len(df)} measurements, "
+            f"{len(colls)} collective(s), {len(parts.figures)} figures; generated by colltune "
+            f"{esc(__version__)}</p>")
+    doc = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+           f"<title>{esc(title)}</title><style>{CSS}</style></head>"
+           f"<body data-figures=\"{len(parts.figures)}\">{head}{nav}"
+           + "".join(body)
+           + f'<h2 id="figures">List of figures</h2><ol class="figlist">{figlist}</ol>'
+           + f"<script>{SCRIPT}</script></body></html>\n")
+    return doc, parts
+
+
+def compute_model(df: pd.DataFrame, *, db_path, algos, build=None, pingpong=None,
+                  alpha=None, beta=None, gamma=None, gamma_mode="auto", measure=False):
+    """(model result or None, note): the cost model when α, β can be had."""
+    from . import costmodel as cm
+
+    notes: list[str] = []
+    if algos is None:
+        return None, "no algorithm registry (no MPI build): the cost model needs the formulas"
+    if not measure and pingpong is None and (alpha is None or beta is None):
+        if cm.load_pingpong_from_db(db_path) is None:
+            return None, ("no ping-pong data: run `colltune report` with --pingpong-json FILE "
+                          "(from `colltune pingpong --format json`) or --measure (on the "
+                          "machine that ran the study)")
+    try:
+        params = cm.resolve_params(df, pingpong=pingpong, alpha=alpha, beta=beta, gamma=gamma,
+                                   gamma_mode=gamma_mode, build=build if measure else None,
+                                   db_path=db_path, notes=notes)
+    except Exception as exc:  # noqa: BLE001 - the report goes on without the model
+        return None, f"cost model not computed: {exc}"
+    result = cm.run_model(df, algos, params)
+    result["notes"] = notes
+    return result, None
+
+
+@click.command()
+@click.option("--db", "db_path", default=lambda: str(default_db()),
+              show_default="$COLLTUNE_DB or ./colltune.db", type=click.Path(dir_okay=False),
+              help="Results database (SQLite).")
+@click.option("--study", help="Only this study.")
+@click.option("-o", "--output", required=True, help="HTML file to write (atomically).")
+@click.option("--pingpong-json", type=click.Path(exists=True, dir_okay=False),
+              help="Ping-pong records for the cost model's α, β.")
+@click.option("--measure/--no-measure", default=None,
+              help="Measure α, β (ping-pong, 2 processes) and γ (MPI_Reduce_local) now. "
+                   "Default: when the runs were on this machine and no ping-pong data is given.")
+@click.option("--alpha", type=float, help="α in seconds.")
+@click.option("--beta", type=float, help="β in seconds per byte.")
+@click.option("--gamma", "gamma_opt", default="auto", show_default=True,
+              help="γ: measure, db, auto or seconds per byte (see `colltune model`).")
+@click.option("--surface-algo", help="Algorithm of each collective's surface (default native).")
+@click.option("--dpi", default=100, show_default=True, type=click.IntRange(50, 300),
+              help="Resolution of the embedded figures.")
+@click.option("--mpi", "mpi_spec", help="MPI library (registry, measurements).")
+@click.option("--algorithms-json", type=click.Path(exists=True, dir_okay=False),
+              help="The registry as `colltune algorithms --json` prints it (no MPI build "
+                   "needed for the cost formulas).")
+def report(db_path, study, output, pingpong_json, measure, alpha, beta, gamma_opt, surface_algo,
+           dpi, mpi_spec, algorithms_json) -> None:
+    """One self-contained HTML report of a study: provenance, figures, models, best
+    algorithms, cost model. Prints the path of the file."""
+    from rich.console import Console
+
+    from .cli import _fail
+
+    err = Console(stderr=True)
+    try:
+        df = load_measurements(db_path, study=study)
+    except FitError as exc:
+        _fail(str(exc))
+    if df.empty:
+        _fail("no measurements to report")
+    gamma = None
+    if gamma_opt not in ("auto", "measure", "db"):
+        try:
+            gamma = float(gamma_opt)
+        except ValueError:
+            _fail(f"--gamma '{gamma_opt}': measure, db, auto or a number (s/byte)")
+    runs = load_runs(db_path, study, df)
+    from .costmodel import algorithm_dicts
+
+    build = algos = None
+    if algorithms_json is not None:
+        try:
+            algos = algorithm_dicts(algorithms_json)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            _fail(f"--algorithms-json {algorithms_json}: {exc}")
+    if algos is None or measure:
+        try:
+            from . import mpi as mpi_mod
+            from . import registry
+            from .build import build as do_build
+
+            build = do_build(mpi_mod.find(mpi_spec, auto_install=False))
+            if algos is None:
+                algos = algorithm_dicts(registry.algorithms(build))
+        except Exception as exc:  # noqa: BLE001 - a report without MPI is still a report
+            err.print(f"note: no MPI build ({exc}); the cost model "
+                      + ("cannot measure" if algos else "is left out"), highlight=False)
+    if measure is None:
+        hosts = set()
+        for frame in (runs.runs, df):
+            if "host" in frame.columns:
+                hosts |= {str(h) for h in frame["host"].dropna()}
+        from .costmodel import load_pingpong_from_db
+
+        measure = (pingpong_json is None and (alpha is None or beta is None)
+                   and build is not None and os.uname().nodename in hosts
+                   and load_pingpong_from_db(db_path) is None)
+    err.print("building the report" + (" (measuring α, β, γ first)" if measure else ""),
+              highlight=False)
+    model, note = compute_model(df, db_path=db_path, algos=algos, build=build,
+                                pingpong=pingpong_json, alpha=alpha, beta=beta, gamma=gamma,
+                                gamma_mode=gamma_opt if gamma is None else "auto",
+                                measure=measure)
+    palette = plotmod.Palette(plotmod.algorithm_order(mpi_spec))
+    text, parts = build_report(df, runs=runs, db_path=db_path, study=study, palette=palette,
+                               model=model, model_note=note, dpi=dpi, surface_algo=surface_algo)
+    path = Path(output)
+    plotmod.write_atomic(path, text)
+    err.print(f"{len(parts.figures)} figures, {len(text) / 1e6:.1f} MB", highlight=False)
+    click.echo(str(path.resolve()))

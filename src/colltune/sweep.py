@@ -1,0 +1,625 @@
+"""Sweeps: run a study launch by launch into the results database.
+
+A study expands into launch units: (collective, processes, mapping, rank order,
+repetition, algorithm group). colltune's algorithms and `native` share one
+launch (the driver interleaves them); each of the MPI library's own algorithms
+(`ompi:NAME`, `mpich:NAME`) has a launch of its own, because it is forced
+through process-wide environment variables. The units run in a shuffled order
+(seeded; the seed is stored with the run) so that drift of the machine is spread
+over all algorithms rather than biasing one.
+
+Each unit's records are stored in one transaction, keyed by the study and the
+unit's identity (everything that defines the launch). Running the same study
+again skips the stored units: a sweep killed in the middle resumes with the unit
+it was running. A failed or timed-out launch is stored in `failures` with its
+error output and the sweep goes on. Ctrl-C (or SIGTERM, as from scancel) kills
+the running launch, keeps what is stored and marks the run 'interrupted'.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import inspect
+import json
+import os
+import random
+import shlex
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from . import bench as bench_mod
+from . import db as db_mod
+from . import launch
+from .study import Study, StudyError, fmt_ints, is_lib_spec, load, load_preset, preset_names
+from .study import resolve_algorithms
+from .units import fmt_size
+
+err = Console(stderr=True)
+out = Console()
+
+
+# ------------------------------------------------------------------------ plan
+
+
+@dataclass(frozen=True)
+class Unit:
+    collective: str
+    np: int
+    mapping: str
+    order: str
+    repetition: int  # 1-based
+    algos: tuple[str, ...]  # what the driver runs (--algo)
+    library_spec: str | None  # the MPI library's algorithm this launch forces
+    key: str  # identity within the study (the resume key)
+
+    @property
+    def label(self) -> str:
+        what = self.library_spec or (",".join(self.algos) if len(self.algos) <= 3
+                                     else f"{len(self.algos)} algorithms")
+        return (f"{self.collective} np={self.np} {self.mapping}/{self.order} "
+                f"rep {self.repetition} [{what}]")
+
+
+@dataclass
+class Plan:
+    study: Study
+    build: object  # build.Build
+    algorithms: dict[str, list[str]]
+    processes: list[int]
+    units: list[Unit]  # in run order
+    seed: int
+    shuffled: bool
+    notes: list[str] = field(default_factory=list)
+    lib_envs: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+
+    def placement(self, unit: Unit) -> launch.Placement:
+        s = self.study
+        return launch.Placement(launcher=s.launcher, mapping=unit.mapping, order=unit.order,
+                                hostfile=s.hostfile, nodes=s.nodes, bind=s.bind)
+
+    def env(self, unit: Unit) -> dict[str, str]:
+        env = dict(self.study.env)
+        if unit.library_spec:
+            env.update(self.lib_envs[(unit.collective, unit.library_spec)])
+        return env
+
+
+_OPTIONAL_SPEC = {  # study field -> (BenchSpec field, value meaning "not used")
+    "timing": ("timing", "osu"), "sleep_us": ("sleep_us", 0.0),
+    "time_budget": ("time_budget", None), "validate": ("validate", False), "raw": ("raw", False),
+}
+
+
+def bench_spec(study: Study, unit: Unit) -> bench_mod.BenchSpec:
+    fields = {f.name for f in dataclasses.fields(bench_mod.BenchSpec)}
+    kw = dict(collective=unit.collective, algos=list(unit.algos), np=unit.np, sizes=study.sizes,
+              iterations=study.iterations, warmup=study.warmup, reps=study.reps_per_launch,
+              root=study.root, dtype=study.dtype, op=study.op)
+    for name, (spec_field, unused) in _OPTIONAL_SPEC.items():
+        value = getattr(study, name)
+        if spec_field in fields:
+            kw[spec_field] = value
+        elif value != unused:
+            raise StudyError(f"study.{name}: this colltune's benchmark driver does not support it")
+    return bench_mod.BenchSpec(**kw)
+
+
+def _unit_key(study: Study, build, coll, np, mapping, order, rep, algos, lib,
+              hosts=None) -> str:
+    ident = {
+        "collective": coll, "np": np, "mapping": mapping, "order": order, "repetition": rep,
+        "algos": list(algos), "library": lib, "sizes": study.sizes,
+        "iterations": study.iterations, "warmup": study.warmup, "timing": study.timing,
+        "reps_per_launch": study.reps_per_launch, "sleep_us": study.sleep_us,
+        "time_budget": study.time_budget, "raw": study.raw, "validate": study.validate,
+        "root": study.root, "dtype": study.dtype, "op": study.op, "env": study.env,
+        "mpi": f"{build.mpi.kind}-{build.mpi.version}", "launcher": study.launcher,
+        "nodes": study.nodes, "bind": study.bind,
+    }
+    if study.launcher == "local":
+        ident["host"] = socket.gethostname()
+    elif hosts is not None:  # hostfile: the hosts it lists
+        ident["hosts"] = hosts
+    digest = hashlib.sha1(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
+    group = lib or "ours"
+    return f"{coll}/np{np}/{mapping}-{order}/rep{rep}/{group}#{digest}"
+
+
+def _capacity(study: Study) -> tuple[int, str | None]:
+    """Slots the study's launcher has (for max_processes), and a note if guessed."""
+    p = launch.Placement(launcher=study.launcher, hostfile=study.hostfile)
+    try:
+        return launch.allocation(p).slots, None
+    except launch.LaunchError:
+        if study.launcher != "slurm":
+            raise
+        nodes = study.nodes or study.sbatch.get("nodes") or 1
+        per = study.sbatch.get("ntasks_per_node") or launch.cores()
+        return nodes * per, (f"not inside a Slurm allocation: assumed {nodes} node(s) x {per} "
+                             "slots for planning")
+
+
+def make_plan(study: Study, build, *, seed: int | None = None,
+              shuffle: bool | None = None) -> Plan:
+    """Check the study against the build and expand it into launch units."""
+    algorithms = resolve_algorithms(study, build)
+    for coll in study.collectives:  # unsupported options fail here, not at the first launch
+        bench_spec(study, Unit(coll, 1, "core", "seq", 1, ("native",), None, ""))
+    notes: list[str] = []
+    slots, note = _capacity(study)
+    if note:
+        notes.append(note)
+    processes, note = study.scaled_processes(slots)
+    if note:
+        notes.append(note)
+    lib = None
+    lib_envs: dict[tuple[str, str], dict[str, str]] = {}
+    if any(is_lib_spec(a) for v in algorithms.values() for a in v):
+        from . import libalgos as lib
+        if "extra_env" not in inspect.signature(bench_mod.run).parameters:
+            raise StudyError("study.algorithms: ompi:/mpich: algorithms need bench.run(extra_env=)")
+    bad_root = [p for p in processes if study.root >= p]
+    if bad_root:
+        notes.append(f"root {study.root} is not a rank at np={fmt_ints(bad_root)}: those launches "
+                     "will fail (and be recorded as failed)")
+    hosts = None
+    if study.launcher == "hostfile":
+        hosts = [list(h) for h in launch.parse_hostfile(study.hostfile).hosts]
+    units: list[Unit] = []
+    skipped: set[str] = set()
+    for rep in range(1, study.repetitions + 1):
+        for coll in study.collectives:
+            ours = tuple(a for a in algorithms[coll] if not is_lib_spec(a))
+            libs = [a for a in algorithms[coll] if is_lib_spec(a)]
+            for np in processes:
+                for mapping in study.mapping:
+                    for order in study.order:
+                        groups: list[tuple[tuple[str, ...], str | None]] = []
+                        if ours:
+                            groups.append((ours, None))
+                        for spec in libs:
+                            why = lib.skip_reason(build.mpi, coll, spec, np)
+                            if why:
+                                skipped.add(why)
+                                continue
+                            lib_envs[(coll, spec)] = lib.lib_env(build.mpi, coll, spec)
+                            groups.append((("native",), spec))
+                        for algos, spec in groups:
+                            key = _unit_key(study, build, coll, np, mapping, order, rep, algos,
+                                            spec, hosts)
+                            units.append(Unit(coll, np, mapping, order, rep, algos, spec, key))
+    notes += sorted(skipped)
+    if study.launcher == "local":
+        if "rr" in study.order:
+            notes.append("order 'rr' is the same as 'seq' on one node (launcher 'local')")
+        if "node" in study.mapping:
+            notes.append("mapping 'node' is the same as 'core' on one node (launcher 'local')")
+    if seed is None:
+        seed = study.seed if study.seed is not None else random.SystemRandom().randrange(2**31)
+    shuffled = study.shuffle if shuffle is None else shuffle
+    if shuffled:
+        random.Random(seed).shuffle(units)
+    return Plan(study, build, algorithms, processes, units, seed, shuffled, notes, lib_envs)
+
+
+# ------------------------------------------------------------------- running
+
+
+@dataclass
+class Outcome:
+    run_id: int
+    status: str  # done, interrupted
+    planned: int
+    skipped: int  # stored before this run
+    done: int = 0
+    failed: int = 0
+    points: int = 0
+    invalid: int = 0
+    seconds: float = 0.0
+    round: int = 1
+    last: str = ""  # what the last launch gave, for the log
+    last_s: float = 0.0
+
+
+def _relabel(rec: dict, plan: Plan, unit: Unit, env: dict[str, str]) -> dict:
+    from . import libalgos
+
+    algo, values = libalgos.resolve(plan.build.mpi, unit.collective, unit.library_spec)
+    rec = dict(rec)
+    rec["algorithm"] = algo.spec
+    rec["params"] = ",".join(f"{k}={v}" for k, v in values.items())
+    rec["spec"] = unit.library_spec
+    rec["library"] = algo.library
+    rec["library_algorithm"] = algo.lib_name
+    rec["library_env"] = env
+    return rec
+
+
+def _fmt_eta(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool = False,
+            retry_failed: bool = True, console: Console | None = None,
+            progress: bool | None = None) -> Outcome:
+    """Run the plan's units that are not stored yet; store each as it finishes.
+
+    Returns when all ran or on Ctrl-C/SIGTERM (status 'interrupted'; the launch
+    that was running is killed and not stored).
+    """
+    console = console or err
+    study, build = plan.study, plan.build
+    study_id = db_mod.upsert_study(conn, study.name, study.definition(), study.description,
+                                   study.source)
+    stale = db_mod.mark_stale_runs(conn, study_id)
+    if stale:
+        console.print(f"earlier run(s) {', '.join(map(str, stale))} of '{study.name}' ended "
+                      "without finishing: marked 'aborted'", highlight=False)
+    rnd = db_mod.latest_round(conn, study_id) + (1 if new_round else 0)
+    stored = db_mod.stored_unit_keys(conn, study_id, rnd)
+    skip = set(stored)
+    if not retry_failed:
+        skip |= db_mod.failed_unit_keys(conn, study_id, rnd)
+    todo = [u for u in plan.units if u.key not in skip]
+    run_id = db_mod.store_run(
+        conn, kind="sweep", study_id=study_id, mpi=build.mpi, launcher=study.launcher,
+        command_line=argv or sys.argv, definition=study.definition(), seed=plan.seed,
+        shuffled=plan.shuffled, round=rnd, units_planned=len(plan.units),
+        units_skipped=len(plan.units) - len(todo), env={**os.environ, **study.env},
+        notes=plan.notes)
+    oc = Outcome(run_id, "running", len(plan.units), len(plan.units) - len(todo), round=rnd)
+    for n in plan.notes:
+        console.print(f"note: {n}", highlight=False, markup=False)
+    if oc.skipped:
+        console.print(f"resuming '{study.name}' (round {rnd}): {oc.skipped} of {oc.planned} "
+                      "launches already stored", highlight=False)
+    t_start = time.monotonic()
+    first_command = None
+    use_bar = console.is_terminal if progress is None else progress
+    bar = task = None
+    if use_bar and todo:
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+
+        bar = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                       MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"),
+                       TimeRemainingColumn(), console=console, transient=False,
+                       speed_estimate_period=3600)
+        bar.start()
+        task = bar.add_task(study.name, total=len(todo))
+    log = bar.console.print if bar else console.print
+    try:
+        for i, unit in enumerate(todo):
+            if bar:
+                bar.update(task, description=escape(unit.label)
+                           + (f" [red]{oc.failed} failed[/]" if oc.failed else ""))
+            oc_line = _run_unit(plan, conn, unit, run_id, study_id, rnd, oc, log)
+            if first_command is None and oc_line:
+                first_command = oc_line
+                with db_mod.transaction(conn):
+                    conn.execute("UPDATE runs SET launcher_command = ? WHERE id = ?",
+                                 (first_command, run_id))
+            if bar:
+                bar.advance(task)
+            else:
+                done = i + 1
+                el = time.monotonic() - t_start
+                eta = el / done * (len(todo) - done)
+                log(f"[{done}/{len(todo)}] {unit.label}: {oc.last} ({oc.last_s:.1f} s; "
+                    f"eta {_fmt_eta(eta)})", highlight=False, markup=False)
+        oc.status = "done"
+    except KeyboardInterrupt:
+        oc.status = "interrupted"
+    finally:
+        if bar:
+            bar.stop()
+        oc.seconds = time.monotonic() - t_start
+        try:
+            db_mod.finish_run(conn, run_id, oc.status if oc.status != "running" else "failed")
+        except KeyboardInterrupt:  # a second Ctrl-C while closing: try once more
+            db_mod.finish_run(conn, run_id, "interrupted")
+    return oc
+
+
+def _run_unit(plan: Plan, conn, unit: Unit, run_id: int, study_id: int, rnd: int, oc: Outcome,
+              log) -> str | None:
+    """One launch: run, store records or the failure. Returns its command line."""
+    study = plan.study
+    env = plan.env(unit)
+    spec = bench_spec(study, unit)
+    started = db_mod.now()
+    t0 = time.monotonic()
+    err_text = None
+    records: list[dict] = []
+    notes: list[str] = []
+    with launch.session(plan.placement(unit)) as sess:
+        try:
+            kwargs = {"extra_env": env} if env else {}
+            records, notes = bench_mod.run(plan.build, spec, timeout=study.timeout, **kwargs)
+        except (bench_mod.BenchError, launch.LaunchError, OSError, ValueError) as exc:
+            err_text = str(exc) or type(exc).__name__
+    seconds = time.monotonic() - t0
+    ln = sess.launches[-1] if sess.launches else None
+    res = sess.results[-1] if sess.results else None
+    command = ln.shell_command if ln else None
+    nodes = ln.nodes if ln else None
+    ppn = ln.ppn if ln else None
+    common = dict(collective=unit.collective, np=unit.np, nodes=nodes, ppn=ppn,
+                  mapping=unit.mapping, rank_order=unit.order, repetition=unit.repetition,
+                  library_spec=unit.library_spec)
+    if err_text is None:
+        if unit.library_spec:
+            records = [_relabel(r, plan, unit, env) for r in records]
+        try:
+            db_mod.store_unit(conn, study_id=study_id, run_id=run_id, round=rnd, key=unit.key,
+                              algorithms=list(unit.algos), command=command, env=env,
+                              notes=notes, started_at=started, seconds=seconds,
+                              records=records, **common)
+        except db_mod.sqlite3.IntegrityError:
+            oc.last, oc.last_s = "already stored by another sweep", seconds
+            return command
+        oc.done += 1
+        oc.points += len(records)
+        bad = bench_mod.validation_failures(records) if study.validate else []
+        oc.invalid += len(bad)
+        oc.last = f"{len(records)} points" + (f", {len(bad)} INVALID" if bad else "")
+        oc.last_s = seconds
+    else:
+        db_mod.store_failure(conn, run_id=run_id, study_id=study_id, round=rnd, key=unit.key,
+                             algorithms=list(unit.algos), command=command,
+                             returncode=res.returncode if res else None,
+                             timed_out=bool(res and res.timed_out), error=err_text,
+                             stderr=res.stderr if res else "", stdout=res.stdout if res else "",
+                             started_at=started, seconds=seconds, **common)
+        oc.failed += 1
+        first = err_text.strip().splitlines()[0] if err_text.strip() else "failed"
+        oc.last, oc.last_s = f"FAILED: {first[:200]}", seconds
+        log(f"[red]launch failed[/] {escape(unit.label)}: {escape(first[:300])}", highlight=False)
+    return command
+
+
+# ----------------------------------------------------------------- batch scripts
+
+
+def sbatch_script(study: Study, *, study_arg: str, db_path: Path, mpi: str | None,
+                  workdir: Path, python: str | None = None) -> str:
+    """A Slurm batch script that runs the study inside its allocation (launcher slurm)."""
+    sb = study.sbatch
+    nodes = sb.get("nodes") or study.nodes or 1
+    name = f"colltune-{study.name}"
+    lines = ["#!/bin/bash", f"#SBATCH --job-name={name}", f"#SBATCH --nodes={nodes}"]
+    if sb.get("ntasks_per_node"):
+        lines.append(f"#SBATCH --ntasks-per-node={sb['ntasks_per_node']}")
+    else:
+        lines.append(f"#SBATCH --ntasks={max(study.processes)}")
+    for k in ("time", "partition", "account", "qos"):
+        if sb.get(k):
+            lines.append(f"#SBATCH --{k}={sb[k]}")
+    if sb.get("exclusive", True):
+        lines.append("#SBATCH --exclusive")
+    lines += [f"#SBATCH --output={name}-%j.out",
+              "#SBATCH --signal=B:INT@120"]
+    lines += [f"#SBATCH {o}" for o in sb.get("options", [])]
+    cmd = [python or sys.executable, "-m", "colltune.sweep", *shlex.split(study_arg),
+           "--launcher", "slurm", "--db", str(db_path)]
+    if mpi:
+        cmd += ["--mpi", mpi]
+    lines += [
+        "",
+        f"# Written by `colltune sweep --emit-sbatch` on {db_mod.now()} for study "
+        f"'{study.name}'.",
+        "# Submit with `sbatch THIS_FILE`. Every launch is an `srun` inside this allocation;",
+        "# results go to the database below, one transaction per launch. Submitting the",
+        "# script again (after a time-out, a crash or scancel) runs only what is not stored.",
+        "# --signal=B:INT@120 asks the sweep to stop cleanly two minutes before the time limit.",
+        "set -euo pipefail",
+        f"cd {shlex.quote(str(workdir))}",
+        "exec " + shlex.join(cmd),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _write_atomic(path: Path, text: str, mode: int | None = None) -> None:
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ---------------------------------------------------------------------- command
+
+
+def _fail(msg: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False)
+    sys.exit(code)
+
+
+def _load(study_file: str | None, preset: str | None) -> Study:
+    if bool(study_file) == bool(preset):
+        _fail("give a study file or --preset NAME (presets: " + ", ".join(preset_names()) + ")")
+    try:
+        return load_preset(preset) if preset else load(study_file)
+    except StudyError as exc:
+        _fail(str(exc))
+
+
+def _dry_run(plan: Plan, conn_path: Path) -> None:
+    stored: set[str] = set()
+    rnd = 1
+    if conn_path.exists():
+        try:
+            conn = db_mod.open_db(conn_path, create=False)
+            sid = db_mod.study_id(conn, plan.study.name)
+            if sid is not None:
+                rnd = db_mod.latest_round(conn, sid)
+                stored = db_mod.stored_unit_keys(conn, sid, rnd)
+            conn.close()
+        except db_mod.DBError as exc:
+            err.print(f"note: {exc}", highlight=False)
+    s = plan.study
+    t = Table(title=f"study '{s.name}': {len(plan.units)} launches "
+                    f"({len(plan.units) - len(stored & {u.key for u in plan.units})} to run, "
+                    f"seed {plan.seed}{', shuffled' if plan.shuffled else ''})",
+              title_justify="left")
+    for col in ("#", "state", "collective", "np", "nodes", "mapping", "order", "rep",
+                "algorithms", "command"):
+        t.add_column(col, overflow="fold")
+    for i, u in enumerate(plan.units, 1):
+        try:
+            ln = launch.prepare(plan.build.mpi, u.np, ["colltune-bench", "..."],
+                                extra_env=plan.env(u) or None, placement=plan.placement(u))
+            cmd, nodes = ln.shell_command, f"{ln.nodes}x{ln.ppn}"
+        except launch.LaunchError as exc:
+            cmd, nodes = f"({exc})", "?"
+        t.add_row(str(i), "stored" if u.key in stored else "to run", u.collective, str(u.np),
+                  nodes, u.mapping, u.order, str(u.repetition),
+                  u.library_spec or ",".join(u.algos), cmd)
+    out.print(t)
+    out.print(f"sizes: {', '.join(fmt_size(x) for x in s.sizes)}; processes: "
+              f"{fmt_ints(plan.processes)}; mpi: {plan.build.mpi.banner}", highlight=False)
+    for n in plan.notes:
+        out.print(f"note: {n}", highlight=False, markup=False)
+
+
+@click.command()
+@click.argument("study_file", required=False, type=click.Path(dir_okay=False))
+@click.option("--preset", help="Run a built-in study: " + ", ".join(preset_names()) + ".")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False), help=db_mod.DB_HELP)
+@click.option("--mpi", "mpi_spec", help="MPI library (overrides the study's `mpi`): openmpi, "
+              "mpich, or a path to a prefix/bin dir/mpicc.")
+@click.option("--launcher", type=click.Choice(launch.LAUNCHERS),
+              help="Override the study's launcher.")
+@click.option("--hostfile", type=click.Path(dir_okay=False),
+              help="Hostfile (implies --launcher hostfile).")
+@click.option("--dry-run", is_flag=True, help="List the launches (and which are stored) and exit.")
+@click.option("--emit-sbatch", "sbatch_file", type=click.Path(dir_okay=False),
+              help="Write a Slurm batch script that runs this sweep with srun, and exit.")
+@click.option("--shuffle/--no-shuffle", default=None,
+              help="Shuffle the launch order (default: the study's `shuffle`, true).")
+@click.option("--seed", type=int, help="Seed of the shuffle (default: the study's, else new).")
+@click.option("--new-round", is_flag=True,
+              help="Measure every launch again as a new round (e.g. another day) instead of "
+                   "resuming.")
+@click.option("--retry-failed/--skip-failed", default=True, show_default=True,
+              help="Run launches that failed before again.")
+@click.option("--list-presets", is_flag=True, help="List the built-in studies and exit.")
+def sweep(study_file, preset, db_path, mpi_spec, launcher, hostfile, dry_run, sbatch_file,
+          shuffle, seed, new_round, retry_failed, list_presets) -> None:
+    """Run a study (TOML file or --preset) into the results database.
+
+    Launches run in a shuffled order, each stored in one transaction; running the
+    same study again resumes where it stopped (finished launches are skipped).
+    A failed launch is recorded with its error output and the sweep goes on.
+    Ctrl-C stops cleanly. See docs/studies.md.
+    """
+    if list_presets:
+        for name in preset_names():
+            s = load_preset(name)
+            out.print(f"[bold]{name}[/]: {s.description}", highlight=False)
+        return
+    study = _load(study_file, preset)
+    if hostfile:
+        launcher = launcher or "hostfile"
+        if launcher != "hostfile":
+            _fail("--hostfile goes with --launcher hostfile")
+        study = dataclasses.replace(study, launcher="hostfile",
+                                    hostfile=str(Path(hostfile).resolve()))
+    elif launcher:
+        if launcher == "hostfile" and not study.hostfile:
+            _fail("--launcher hostfile needs --hostfile PATH (or `hostfile` in the study)")
+        study = dataclasses.replace(study, launcher=launcher,
+                                    hostfile=study.hostfile if launcher == "hostfile" else None)
+    dbp = Path(db_path) if db_path else db_mod.default_path()
+    if sbatch_file:
+        study_arg = (f"--preset {preset}" if preset
+                     else shlex.quote(str(Path(study_file).resolve())))
+        text = sbatch_script(study, study_arg=study_arg, db_path=dbp.resolve(),
+                             mpi=mpi_spec, workdir=Path.cwd())
+        _write_atomic(Path(sbatch_file), text, 0o755)
+        err.print(f"wrote {sbatch_file}: submit with `sbatch {sbatch_file}` (results into "
+                  f"{dbp.resolve()})", highlight=False)
+        return
+    from . import mpi as mpi_mod
+    from .build import BuildError, build as do_build
+
+    try:
+        mpi = mpi_mod.find(mpi_spec or study.mpi)
+        b = do_build(mpi)
+    except (mpi_mod.MPIError, BuildError, FileNotFoundError) as exc:
+        _fail(str(exc))
+    if mpi_spec:
+        study = dataclasses.replace(study, mpi=mpi_spec)
+    try:
+        plan = make_plan(study, b, seed=seed, shuffle=shuffle)
+    except (StudyError, launch.LaunchError) as exc:
+        _fail(str(exc))
+    if dry_run:
+        _dry_run(plan, dbp)
+        return
+    if study.launcher == "slurm":
+        try:
+            launch.slurm_allocation()
+        except launch.LaunchError as exc:
+            _fail(str(exc))
+    try:
+        conn = db_mod.open_db(dbp)
+    except db_mod.DBError as exc:
+        _fail(str(exc))
+    err.print(f"sweep '{study.name}' on {b.mpi.banner}: {len(plan.units)} launches "
+              f"({', '.join(study.collectives)}; np {fmt_ints(plan.processes)}; "
+              f"{len(study.sizes)} sizes; {study.repetitions} repetitions; seed {plan.seed}) "
+              f"into {dbp}", highlight=False)
+    previous = None
+    if hasattr(signal, "SIGTERM") and _main_thread():
+        def _term(signum, frame):
+            raise KeyboardInterrupt
+        previous = signal.signal(signal.SIGTERM, _term)
+    try:
+        oc = execute(plan, conn, argv=sys.argv, new_round=new_round, retry_failed=retry_failed)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        conn.close()
+    msg = (f"run {oc.run_id}: {oc.done} launches stored ({oc.points} points), {oc.failed} "
+           f"failed, {oc.skipped} already stored; {oc.seconds:.1f} s")
+    if oc.status == "interrupted":
+        err.print(f"[yellow]interrupted[/]: {msg}. Run the same command again to resume.",
+                  highlight=False)
+        sys.exit(130)
+    err.print(f"[green]sweep done[/]: {msg}", highlight=False)
+    if oc.invalid:
+        err.print(f"[bold red]{oc.invalid} point(s) differed from the MPI library's result[/]",
+                  highlight=False)
+    if oc.failed or oc.invalid:
+        sys.exit(1)
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+if __name__ == "__main__":  # pragma: no cover - python -m colltune.sweep (batch scripts)
+    sweep(prog_name="colltune sweep")

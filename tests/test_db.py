@@ -1,0 +1,188 @@
+"""The results database: migrations, transactional writes, queries, results/export."""
+
+from __future__ import annotations
+
+import csv
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+
+from colltune import db
+from colltune.results import export, results
+
+
+def _record(algo="binomial", np=2, size=8, median=1.5, **kw):
+    r = {"collective": "bcast", "algorithm": algo, "params": "segsize=0", "spec": algo,
+         "np": np, "size": size, "dtype": "char", "op": "sum", "root": 0, "iterations": 10,
+         "warmup": 1, "timing": "osu", "min_us": median - 0.5, "mean_us": median,
+         "median_us": median, "p90_us": median + 0.1, "p99_us": median + 0.2,
+         "max_us": median + 0.3, "stddev_us": 0.1, "valid_reps": 1, "invalid": 0,
+         "rank_min_us": 0.1, "rank_max_us": 2.0, "window_us": None, "sleep_us": 0.0,
+         "time_budget_s": None, "valid": None, "fallback": None, "mpi": "Open MPI v5",
+         "command": "mpirun -np 2 colltune-bench"}
+    r.update(kw)
+    return r
+
+
+def test_migration_from_an_empty_database(tmp_path):
+    path = tmp_path / "r.db"
+    path.touch()  # an empty file is an empty SQLite database
+    conn = db.open_db(path)
+    assert db.schema_version(conn) == db.SCHEMA_VERSION >= 1
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"studies", "runs", "units", "measurements", "failures"} <= tables
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+    # opening again applies nothing and keeps the version
+    conn = db.open_db(path)
+    assert db.migrate(conn) == db.SCHEMA_VERSION
+    conn.close()
+
+
+def test_migrations_apply_in_order(tmp_path, monkeypatch):
+    path = tmp_path / "r.db"
+    db.open_db(path).close()
+    extra = ["ALTER TABLE runs ADD COLUMN test_column TEXT"]
+    monkeypatch.setattr(db, "MIGRATIONS", db.MIGRATIONS + [extra])
+    monkeypatch.setattr(db, "SCHEMA_VERSION", len(db.MIGRATIONS))
+    conn = db.open_db(path)
+    assert db.schema_version(conn) == len(db.MIGRATIONS)
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+    assert "test_column" in cols
+    conn.close()
+
+
+def test_newer_or_foreign_database_is_refused(tmp_path):
+    path = tmp_path / "new.db"
+    c = sqlite3.connect(path)
+    c.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION + 1}")
+    c.close()
+    with pytest.raises(db.DBError, match="newer than this colltune"):
+        db.open_db(path)
+    other = tmp_path / "other.db"
+    c = sqlite3.connect(other)
+    c.execute("CREATE TABLE t (x)")
+    c.commit()
+    c.close()
+    with pytest.raises(db.DBError, match="not a colltune database"):
+        db.open_db(other)
+    junk = tmp_path / "junk.db"
+    junk.write_text("this is not sqlite" * 100)
+    with pytest.raises(db.DBError):
+        db.open_db(junk)
+    with pytest.raises(db.DBError, match="no results database"):
+        db.open_db(tmp_path / "missing.db", create=False)
+
+
+def test_default_path_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv("COLLTUNE_DB", raising=False)
+    assert str(db.default_path()) == "colltune.db"
+    monkeypatch.setenv("COLLTUNE_DB", str(tmp_path / "x.db"))
+    assert db.default_path() == tmp_path / "x.db"
+
+
+def test_a_unit_is_stored_whole_or_not_at_all(tmp_path):
+    conn = db.open_db(tmp_path / "r.db")
+    sid = db.upsert_study(conn, "s", {"name": "s"})
+    rid = db.store_run(conn, study_id=sid, round=1)
+    common = dict(study_id=sid, run_id=rid, round=1, collective="bcast", np=2, nodes=1, ppn=2,
+                  mapping="core", rank_order="seq", repetition=1, algorithms=["binomial"],
+                  library_spec=None, command="mpirun", env={}, notes=[], started_at=db.now(),
+                  seconds=1.0)
+    bad = [_record(), {"collective": "bcast"}]  # the second record lacks np/size
+    with pytest.raises(ValueError):
+        db.store_unit(conn, key="k1", records=bad, **common)
+    assert conn.execute("SELECT COUNT(*) FROM units").fetchone()[0] == 0
+    assert conn.execute("SELECT COUNT(*) FROM measurements").fetchone()[0] == 0
+    uid = db.store_unit(conn, key="k1", records=[_record(), _record(size=4096)], **common)
+    assert conn.execute("SELECT COUNT(*) FROM measurements WHERE unit_id = ?",
+                        (uid,)).fetchone()[0] == 2
+    with pytest.raises(sqlite3.IntegrityError):  # the same unit twice: refused, nothing added
+        db.store_unit(conn, key="k1", records=[_record()], **common)
+    assert conn.execute("SELECT COUNT(*) FROM measurements").fetchone()[0] == 2
+    assert db.stored_unit_keys(conn, sid, 1) == {"k1"}
+    row = conn.execute("SELECT params, mapping, rank_order, nodes, ppn, repetition, round, extra "
+                       "FROM measurements LIMIT 1").fetchone()
+    assert row["params"] == '{"segsize": 0}'
+    assert (row["mapping"], row["rank_order"], row["nodes"], row["ppn"], row["repetition"],
+            row["round"]) == ("core", "seq", 1, 2, 1, 1)
+    assert row["extra"] is None  # command/mpi are kept with the unit and the run
+    conn.close()
+
+
+def test_run_provenance_and_stale_runs(tmp_path):
+    conn = db.open_db(tmp_path / "r.db")
+    sid = db.upsert_study(conn, "s")
+    rid = db.store_run(conn, study_id=sid, env={"OMPI_MCA_btl": "self", "HOME": "/root",
+                                                "GITHUB_TOKEN": "x", "MPIR_CVAR_X": "1"})
+    r = conn.execute("SELECT * FROM runs WHERE id = ?", (rid,)).fetchone()
+    assert r["status"] == "running" and r["host"] and r["cores"] >= 1 and r["cpu_model"]
+    assert r["colltune_version"]
+    import json
+    env = json.loads(r["environment"])
+    assert env == {"MPIR_CVAR_X": "1", "OMPI_MCA_btl": "self"}
+    conn.execute("UPDATE runs SET pid = 999999999 WHERE id = ?", (rid,))
+    assert db.mark_stale_runs(conn, sid) == [rid]
+    assert conn.execute("SELECT status FROM runs WHERE id = ?", (rid,)).fetchone()[0] == "aborted"
+    conn.close()
+
+
+def test_store_bench_and_queries(tmp_path):
+    path = tmp_path / "r.db"
+    recs = [_record(a, np=n, size=s, median=m) for a, m in (("binomial", 2.0), ("native", 1.0))
+            for n in (2, 4) for s in (8, 4096)]
+    rid = db.store_bench(recs, mpi=None, path=path, argv=["colltune", "bench"])
+    conn = db.open_db(path, create=False)
+    assert conn.execute("SELECT kind, status FROM runs WHERE id = ?", (rid,)).fetchone()[:] == (
+        "bench", "done")
+    pts = db.measurements_frame(conn, study="(bench)", algorithm="native", np=[4])
+    assert len(pts) == 2 and set(pts["size"]) == {8, 4096}
+    assert (pts["study"] == "(bench)").all() and (pts["ppn"] == 4).all()
+    summary = db.summary_frame(db.measurements_frame(conn))
+    assert len(summary) == 8 and (summary["reps"] == 1).all()
+    studies = db.studies_frame(conn)
+    assert list(studies["study"]) == ["(bench)"] and studies["points"][0] == 8
+    conn.close()
+
+
+def test_results_and_export_commands(tmp_path):
+    path = tmp_path / "r.db"
+    conn = db.open_db(path)
+    sid = db.upsert_study(conn, "tiny", {"name": "tiny"}, "a test study")
+    rid = db.store_run(conn, study_id=sid, round=1)
+    for rep in (1, 2):
+        db.store_unit(conn, study_id=sid, run_id=rid, round=1, key=f"k{rep}", collective="bcast",
+                      np=2, nodes=1, ppn=2, mapping="core", rank_order="seq", repetition=rep,
+                      algorithms=["binomial", "native"], library_spec=None, command="mpirun",
+                      env={}, notes=[], started_at=db.now(), seconds=1.0,
+                      records=[_record(a, median=m + rep) for a, m in (("binomial", 2.0),
+                                                                        ("native", 1.0))])
+    db.finish_run(conn, rid, "done")
+    conn.close()
+    runner = CliRunner()
+    res = runner.invoke(results, ["--db", str(path)])
+    assert res.exit_code == 0, res.output
+    assert "tiny" in res.output
+    res = runner.invoke(results, ["--db", str(path), "--study", "tiny", "--format", "csv"])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(res.output.splitlines()))
+    assert len(rows) == 2 and {r["spec"] for r in rows} == {"binomial", "native"}
+    assert {r["reps"] for r in rows} == {"2"}
+    assert float(next(r for r in rows if r["spec"] == "native")["median_us"]) == 2.5
+    out_csv = tmp_path / "out" / "points.csv"
+    res = runner.invoke(export, ["--db", str(path), "--study", "tiny", "-o", str(out_csv)])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(out_csv.open()))
+    assert len(rows) == 4
+    assert {"study", "host", "collective", "algorithm", "np", "nodes", "ppn", "mapping",
+            "rank_order", "size", "median_us", "p99_us", "repetition", "command"} <= set(rows[0])
+    assert not list(out_csv.parent.glob(".points.csv.*"))  # no temporary file left
+    pq = tmp_path / "points.parquet"
+    pytest.importorskip("pyarrow")
+    res = runner.invoke(export, ["--db", str(path), "--coll", "bcast", "-o", str(pq)])
+    assert res.exit_code == 0, res.output
+    import pandas as pd
+    assert len(pd.read_parquet(pq)) == 4
+    res = runner.invoke(results, ["--db", str(tmp_path / "nothing.db")])
+    assert res.exit_code == 2 and "no results database" in res.output

@@ -1,0 +1,146 @@
+"""Point-to-point programs: colltune-pingpong (ping-pong, ring) and colltune-probe."""
+
+import csv
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from colltune import p2p
+
+PINGPONG_FIELDS = {"kind", "np", "size", "min_us", "median_us", "mean_us", "max_us",
+                   "stddev_us", "bandwidth_MBps", "iterations", "reps", "persistent", "mpi"}
+PROBE_FIELDS = {"kind", "np", "size", "iterations", "min_us", "median_us", "p90_us", "max_us",
+                "load_index", "seed"}
+
+
+def _check_pingpong(r, kind, np):
+    assert PINGPONG_FIELDS <= set(r), PINGPONG_FIELDS - set(r)
+    assert r["kind"] == kind and r["np"] == np
+    assert 0 < r["min_us"] <= r["median_us"] <= r["max_us"]
+    assert r["min_us"] <= r["mean_us"] <= r["max_us"] and r["stddev_us"] >= 0
+    assert r["bandwidth_MBps"] > 0
+    # bandwidth is size / median one-way time, in 10^6 B/s
+    assert r["bandwidth_MBps"] == pytest.approx(r["size"] / r["median_us"], rel=0.01)
+
+
+def test_pingpong_latency_grows_with_size(ompi_build):
+    spec = p2p.PingpongSpec(np=2, sizes=(8, 1 << 20), iterations=40, warmup=4, reps=3)
+    recs, _ = p2p.run_pingpong(ompi_build, spec, timeout=300)
+    assert [r["size"] for r in recs] == [8, 1 << 20]
+    for r in recs:
+        _check_pingpong(r, "pingpong", 2)
+        assert r["persistent"] is True and r["reps"] == 3 and r["iterations"] == 40
+        assert r["participants"] == 2
+        assert "Open MPI" in r["mpi"]
+    small, big = recs
+    assert big["min_us"] > small["min_us"]
+    assert big["median_us"] > small["median_us"]
+
+
+def test_pingpong_nonpersistent_and_idle_ranks(ompi_build):
+    """MPI_Send/MPI_Recv variant; at np 3 rank 2 idles (only 0 and 1 take part)."""
+    spec = p2p.PingpongSpec(np=3, sizes=(0, 4096), iterations=30, reps=2, persistent=False)
+    recs, _ = p2p.run_pingpong(ompi_build, spec, timeout=300)
+    assert [r["size"] for r in recs] == [0, 4096]
+    assert all(r["persistent"] is False and r["participants"] == 2 for r in recs)
+    assert recs[0]["bandwidth_MBps"] == 0  # nothing moved
+    _check_pingpong(recs[1], "pingpong", 3)
+
+
+def test_ring_np3(ompi_build):
+    spec = p2p.PingpongSpec(np=3, sizes=(8, 65536), mode="ring", iterations=30, reps=2)
+    recs, _ = p2p.run_pingpong(ompi_build, spec, timeout=300)
+    assert len(recs) == 2
+    for r in recs:
+        _check_pingpong(r, "ring", 3)
+        assert r["participants"] == 3 and r["persistent"] is True
+
+
+def test_pingpong_needs_two_processes(ompi_build):
+    with pytest.raises(p2p.P2PError, match="at least 2 processes"):
+        p2p.run_pingpong(ompi_build, p2p.PingpongSpec(np=1, sizes=(8,)))
+    with pytest.raises(p2p.P2PError, match="at least 2 processes"):
+        p2p.run_probe(ompi_build, p2p.ProbeSpec(np=1))
+
+
+def _check_probe(r, np, iterations):
+    assert PROBE_FIELDS <= set(r), PROBE_FIELDS - set(r)
+    assert r["kind"] == "probe" and r["np"] == np and r["iterations"] == iterations
+    assert r["size"] == 4096
+    assert 0 < r["min_us"] <= r["median_us"] <= r["p90_us"] <= r["max_us"]
+    # every process but one (odd count) exchanges in every iteration
+    assert r["samples"] == (np - np % 2) * iterations
+    assert isinstance(r["load_index"], float) and math.isfinite(r["load_index"])
+
+
+def test_probe_odd_process_count(ompi_build):
+    rec, _ = p2p.run_probe(ompi_build, p2p.ProbeSpec(np=3, iterations=100, seed=12345),
+                           timeout=300)
+    _check_probe(rec, 3, 100)
+    assert rec["seed"] == 12345
+    # relative to the run's own minimum the index is at least 1 (median >= min)
+    assert rec["load_basis"] == "min" and rec["baseline_us"] is None
+    assert rec["load_index"] >= 1.0
+    assert rec["load_index"] == pytest.approx(rec["median_us"] / rec["min_us"], rel=1e-2)
+
+
+def test_probe_np4_with_baseline(ompi_build):
+    rec, _ = p2p.run_probe(ompi_build, p2p.ProbeSpec(np=4, iterations=100, baseline_us=2.5),
+                           timeout=300)
+    _check_probe(rec, 4, 100)
+    assert rec["load_basis"] == "baseline" and rec["baseline_us"] == 2.5
+    assert rec["load_index"] > 0
+    assert rec["load_index"] == pytest.approx(rec["median_us"] / 2.5, rel=1e-3)
+    assert isinstance(rec["seed"], int) and rec["seed"] >= 0  # chosen and reported
+
+
+# ---------------------------------------------------------------------------- CLI
+
+def test_cli_pingpong_json_and_table(ompi_build):
+    runner = CliRunner()
+    res = runner.invoke(p2p.pingpong, ["--sizes", "8,4K", "--iterations", "20", "--reps", "2",
+                                       "--format", "json"])
+    assert res.exit_code == 0, res.output
+    recs = json.loads(res.stdout)
+    assert [r["size"] for r in recs] == [8, 4096]
+    assert all(r["kind"] == "pingpong" and r["np"] == 2 for r in recs)
+
+    res = runner.invoke(p2p.pingpong, ["--sizes", "1K", "--iterations", "10", "--reps", "1",
+                                       "--mode", "ring", "--np", "3", "--no-persistent"])
+    assert res.exit_code == 0, res.output
+    assert "ring, 3 processes" in res.stdout and "1K" in res.stdout
+
+
+def test_cli_pingpong_csv_written_atomically(ompi_build, tmp_path):
+    out = tmp_path / "sub" / "pp.csv"
+    res = CliRunner().invoke(p2p.pingpong, ["--sizes", "8..32", "--iterations", "10",
+                                            "--reps", "1", "--format", "csv", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(out.open()))
+    assert [int(r["size"]) for r in rows] == [8, 16, 32]
+    assert all(float(r["median_us"]) > 0 and r["persistent"] == "true" for r in rows)
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no temp left
+
+
+def test_cli_pingpong_np1_is_an_error():
+    res = CliRunner().invoke(p2p.pingpong, ["--np", "1"])
+    assert res.exit_code == 2
+    assert "at least 2 processes" in res.output
+
+
+def test_cli_probe_csv_and_json(ompi_build):
+    runner = CliRunner()
+    res = runner.invoke(p2p.probe, ["--np", "2", "--iterations", "50", "--seed", "7",
+                                    "--format", "csv"])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(res.stdout.splitlines()))
+    assert len(rows) == 1 and rows[0]["kind"] == "probe" and rows[0]["seed"] == "7"
+    assert float(rows[0]["load_index"]) >= 1.0
+
+    res = runner.invoke(p2p.probe, ["--np", "2", "--iterations", "50", "--size", "1K",
+                                    "--baseline-us", "10", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    (rec,) = json.loads(res.stdout)
+    assert rec["size"] == 1024 and rec["load_basis"] == "baseline"

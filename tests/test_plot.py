@@ -1,0 +1,153 @@
+"""colltune plot: every kind of figure from synthetic measurements, PNG/PDF/SVG."""
+
+import sqlite3
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from colltune import plot as pl
+
+
+def synthetic(colls=("bcast", "reduce"), algos=("native", "linear", "binomial", "chain"),
+              maps=("core", "socket"), nps=(2, 4, 8), sizes=(1, 64, 4096, 65536, 1 << 20),
+              reps=3, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for c in colls:
+        for i, a in enumerate(algos):
+            for m in maps:
+                for p in nps:
+                    for s in sizes:
+                        for r in range(reps):
+                            base = ((1 + 0.3 * i) * (0.5 * np.log2(p) + 0.05 * p)
+                                    + s * 1e-4 * (p / 2 if a == "linear" else 1)
+                                    * (1.2 if m == "socket" else 1))
+                            lat = base * np.exp(rng.normal(0, 0.05))
+                            rows.append(dict(collective=c, algorithm=a, mapping=m, np=p, size=s,
+                                             params="segsize=8192,fanout=4" if a == "chain"
+                                             else "", median_us=lat, min_us=lat * 0.95,
+                                             max_us=lat * 1.1, repetition=r))
+    return pd.DataFrame(rows)
+
+
+PALETTE = pl.Palette(pl.FALLBACK_ORDER)
+MAGIC = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF", "svg": b"<?xml"}
+
+
+@pytest.mark.parametrize("kind", pl.KINDS)
+def test_every_kind_writes_a_png(kind, tmp_path):
+    d = synthetic(colls=("bcast",))
+    fig = pl.make_figure(kind, d, PALETTE)
+    out = pl.save_figure(fig, tmp_path / f"{kind}.png")
+    data = out.read_bytes()
+    assert data.startswith(MAGIC["png"]) and len(data) > 10_000
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # atomic, no leftovers
+
+
+@pytest.mark.parametrize("fmt", ["pdf", "svg"])
+def test_vector_formats(fmt, tmp_path):
+    fig = pl.make_figure("vs-size", synthetic(colls=("reduce",)), PALETTE)
+    data = pl.save_figure(fig, tmp_path / f"f.{fmt}").read_bytes()
+    assert data.startswith(MAGIC[fmt])
+    if fmt == "svg":
+        text = data.decode()
+        for label in ("1K", "1M", "latency (µs)", "native", "binomial"):
+            assert label in text
+
+
+def test_wrong_extension_is_refused(tmp_path):
+    fig = pl.make_figure("vs-size", synthetic(colls=("bcast",)), PALETTE)
+    with pytest.raises(pl.PlotError, match="extension"):
+        pl.save_figure(fig, tmp_path / "f.jpg")
+
+
+def test_axes_use_size_labels_log_scales_and_bands():
+    d = synthetic(colls=("bcast",))
+    fig = pl.fig_vs_size(d, PALETTE, np_=8)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"  # data span decades
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert "1K" in labels or "4K" in labels
+    assert "1M" in labels
+    assert ax.get_ylabel() == "latency (µs)"
+    assert len(ax.collections) == 4  # one band per algorithm (3 repetitions each)
+    lines = {l.get_label(): l for l in ax.get_lines()}
+    assert lines["native"].get_color() == pl.NATIVE_COLOUR
+    fig = pl.fig_vs_processes(d, PALETTE, size=64)
+    assert "size 64" in fig.axes[0].get_title()
+    # one repetition per point: the band comes from the run's min_us..max_us
+    one = d[d["repetition"] == 0]
+    stats = pl.point_stats(pl.prepare(one), ["label", "size"], "minmax")
+    assert (stats["lo"] < stats["center"]).all() and (stats["hi"] > stats["center"]).all()
+    q = pl.point_stats(pl.prepare(d), ["label", "size", "np", "mapping"], "quantile")
+    assert (q["lo"] <= q["center"]).all() and (q["center"] <= q["hi"]).all()
+
+
+def test_colours_are_fixed_per_algorithm_across_figures():
+    d = synthetic(colls=("bcast",))
+    f1 = pl.fig_vs_size(d, PALETTE, np_=4)
+    f2 = pl.fig_vs_size(d[d["algorithm"].isin(["chain", "native"])], PALETTE, np_=4)
+    c1 = {l.get_label(): l.get_color() for l in f1.axes[0].get_lines()}
+    c2 = {l.get_label(): l.get_color() for l in f2.axes[0].get_lines()}
+    assert c1["chain"] == c2["chain"] == PALETTE("chain")
+    assert PALETTE("chain:segsize=0") == PALETTE("chain")
+    # registry order decides; names of one collective never share a colour
+    for group in (pl.FALLBACK_ORDER[:11], ["native", "linear", "chain", "pipeline", "binary",
+                                            "binomial", "in_order_binary", "rabenseifner"]):
+        cols = [PALETTE(n) for n in group]
+        assert len(set(cols)) == len(cols)
+    assert PALETTE("ompi:binomial") == pl.Palette(["native", "linear"])("ompi:binomial")
+
+
+def test_best_table_and_map():
+    d = synthetic(colls=("bcast",), maps=("core",))
+    tab = pl.best_table(d)
+    assert len(tab) == 3 * 5
+    assert {"best", "best_us", "second", "native_us", "speedup"} <= set(tab.columns)
+    row = tab[(tab["np"] == 8) & (tab["size"] == 1 << 20)].iloc[0]
+    assert row["best"] != "linear"
+    fig = pl.fig_best_map(d, PALETTE)
+    legend = fig.legends[0]
+    assert {t.get_text() for t in legend.get_texts()} <= {"native", "linear", "binomial", "chain"}
+
+
+def test_surface_has_the_fitted_plane():
+    fig = pl.fig_surface(synthetic(colls=("bcast",)), PALETTE, algorithm="binomial")
+    ax = fig.axes[0]
+    assert ax.name == "3d"
+    assert "log2 latency =" in ax.get_title() and "processes" in ax.get_title()
+
+
+def test_selections_that_cannot_make_a_figure():
+    d = synthetic(colls=("bcast",), maps=("core",))
+    with pytest.raises(pl.PlotError, match="two mappings"):
+        pl.fig_mapping(d, PALETTE)
+    with pytest.raises(pl.PlotError, match="collectives"):
+        pl.fig_vs_size(synthetic(), PALETTE)
+    with pytest.raises(pl.PlotError, match="available: 1, 64, 4K, 64K, 1M"):
+        pl.fig_vs_processes(d, PALETTE, size=3)
+    with pytest.raises(pl.PlotError, match="native"):
+        pl.fig_speedup(d[d["algorithm"] != "native"], PALETTE)
+    with pytest.raises(pl.PlotError, match="two process counts"):
+        pl.fig_surface(d[d["np"] == 2], PALETTE)
+
+
+def test_plot_command_from_a_database(tmp_path):
+    db = tmp_path / "r.db"
+    con = sqlite3.connect(db)
+    synthetic().to_sql("measurements", con, index=False)
+    con.close()
+    runner = CliRunner()
+    for kind, extra in (("vs-processes", ["--size", "64K"]), ("vs-size", ["--np", "4"]),
+                        ("mapping", []), ("speedup", []), ("best-map", ["--mapping", "socket"]),
+                        ("surface", ["--surface-algo", "chain"])):
+        out = tmp_path / f"{kind}.svg"
+        res = runner.invoke(pl.plot, ["--db", str(db), "--coll", "reduce", "--kind", kind,
+                                      "-o", str(out), *extra])
+        assert res.exit_code == 0, res.output
+        assert out.read_bytes().startswith(b"<?xml") and "wrote" in res.output
+    res = runner.invoke(pl.plot, ["--db", str(db), "--kind", "vs-size", "-o",
+                                  str(tmp_path / "x.png")])
+    assert res.exit_code == 2 and "--coll" in res.output

@@ -1,0 +1,247 @@
+"""colltune report: one self-contained HTML file; rendered by headless Chromium."""
+
+import base64
+import io
+import re
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from colltune import costmodel as cm
+from colltune import plot as pl
+from colltune import report as rp
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "report"
+KINDS_EXPECTED = set(pl.KINDS)
+
+BCAST_LINEAR = {"name": "linear", "collective": "bcast", "cost": "(p-1)*(a + n*b)",
+                "params": []}
+BCAST_BINOMIAL = {"name": "binomial", "collective": "bcast",
+                  "cost": "ceil(log2(p))*ceil(n/s)*(a + s*b)",
+                  "params": [{"name": "segsize", "default": 0}]}
+REDUCE_BINOMIAL = {"name": "binomial", "collective": "reduce",
+                   "cost": "ceil(log2(p))*ceil(n/s)*(a + s*b + s*g)",
+                   "params": [{"name": "segsize", "default": 0}]}
+REDUCE_LINEAR = {"name": "linear", "collective": "reduce", "cost": "(p-1)*(a + n*b + n*g)",
+                 "params": []}
+ALGOS = {(a["collective"], a["name"]): a for a in
+         (BCAST_LINEAR, BCAST_BINOMIAL, REDUCE_BINOMIAL, REDUCE_LINEAR)}
+
+
+def synthetic(seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for c in ("bcast", "reduce"):
+        for i, a in enumerate(("native", "linear", "binomial")):
+            for m in ("core", "socket"):
+                for p in (2, 4, 8):
+                    for s in (1, 256, 65536, 1 << 20):
+                        for r in range(2):
+                            base = ((1 + 0.3 * i) * (0.5 * np.log2(p) + 0.05 * p)
+                                    + s * 1e-4 * (p / 2 if a == "linear" else 1)
+                                    * (1.3 if c == "reduce" else 1))
+                            lat = base * np.exp(rng.normal(0, 0.05))
+                            rows.append(dict(collective=c, algorithm=a, mapping=m, np=p, size=s,
+                                             params="", median_us=lat, min_us=lat * 0.95,
+                                             max_us=lat * 1.1, repetition=r, dtype="char",
+                                             op="sum", run_id=1 if m == "core" else 2))
+    return pd.DataFrame(rows)
+
+
+def make_db(path: Path) -> Path:
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE studies (id INTEGER PRIMARY KEY, name TEXT)")
+    con.execute("INSERT INTO studies VALUES (1, 'quick')")
+    con.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, study_id INTEGER, host TEXT, "
+                "cpu_model TEXT, mpi TEXT, colltune_version TEXT, git_rev TEXT, command TEXT, "
+                "started TEXT, finished TEXT)")
+    con.executemany("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)", [
+        (1, 1, "nodeA", "Xeon <Gold> & co", "Open MPI 5.0.11", "0.1.0", "abc123",
+         "mpirun -np 8 colltune-bench --coll bcast --map-by core", "2025-01-01T10:00",
+         "2025-01-01T10:05"),
+        (2, 1, "nodeA", "Xeon <Gold> & co", "Open MPI 5.0.11", "0.1.0", "abc123",
+         "mpirun -np 8 colltune-bench --coll bcast --map-by socket", "2025-01-01T10:05",
+         "2025-01-01T10:09")])
+    synthetic().to_sql("measurements", con, index=False)
+    con.commit()
+    con.close()
+    return path
+
+
+def pingpong(alpha=1e-6, beta=2e-10):
+    return [{"kind": "pingpong", "size": s, "median_us": (alpha + beta * s) * 1e6}
+            for s in (1, 64, 4096, 65536, 1 << 20)]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The report of the synthetic study, built without MPI (formulas given here)."""
+    d = tmp_path_factory.mktemp("report")
+    db = make_db(d / "study.db")
+    df = rp.load_measurements(db, study="quick")
+    params = cm.resolve_params(df, pingpong=pingpong(), gamma=1e-10)
+    model = cm.run_model(df, ALGOS, params)
+    text, parts = rp.build_report(df, runs=rp.load_runs(db, "quick", df), db_path=db,
+                                  study="quick", palette=pl.Palette(pl.FALLBACK_ORDER),
+                                  model=model)
+    path = d / "report.html"
+    pl.write_atomic(path, text)
+    return path, text, parts
+
+
+def test_report_is_self_contained(built):
+    path, text, _ = built
+    assert text.startswith("<!DOCTYPE html>")
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", text, re.I)
+    assert not re.search(r"https?://", text)
+    assert "<link" not in text and "@import" not in text and "url(" not in text
+    for src in re.findall(r"""src\s*=\s*["']([^"']*)""", text):
+        assert src.startswith("data:image/png;base64,")
+    for href in re.findall(r"""href\s*=\s*["']([^"']*)""", text):
+        assert href.startswith("#")
+    assert "@media print" in text and "@page" in text
+    assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_report_contains_every_figure(built):
+    _, text, parts = built
+    imgs = re.findall(r'<img src="data:image/png;base64,([^"]+)"', text)
+    assert len(imgs) == len(parts.figures) >= 2 * len(KINDS_EXPECTED)
+    for b64 in imgs:
+        data = base64.b64decode(b64)
+        assert data.startswith(b"\x89PNG\r\n\x1a\n")
+        from PIL import Image
+
+        with Image.open(io.BytesIO(data)) as im:
+            assert im.width > 300 and im.height > 200
+    for coll in ("bcast", "reduce"):
+        kinds = {f.kind for f in parts.figures if f.collective == coll}
+        assert kinds == KINDS_EXPECTED, (coll, KINDS_EXPECTED - kinds)
+    for f in parts.figures:
+        assert f'id="{f.id}"' in text and f'href="#{f.id}"' in text
+    assert f'data-figures="{len(parts.figures)}"' in text
+
+
+def test_report_sections(built):
+    _, text, _ = built
+    for section in ('id="provenance"', 'id="coll-bcast"', 'id="coll-reduce"',
+                    'id="cost-model"'):
+        assert section in text
+    # provenance of every run, escaped
+    assert "Xeon &lt;Gold&gt; &amp; co" in text and "<Gold>" not in text
+    assert "--map-by core" in text and "--map-by socket" in text
+    assert "Open MPI 5.0.11" in text and "abc123" in text
+    assert "source revision" in text
+    # both seed models and full coefficient tables
+    assert "Latency = β0·Processes + β1·Size" in text
+    assert "log2 Latency = β0·Processes + β1·log2 Size" in text
+    for col in ("std err", "P&gt;|t|", "[0.025", "0.975]", "R² (uncentered)", "AIC"):
+        assert col in text
+    assert "one more process multiplies latency by 2^" in text
+    # cost model and best-algorithm table
+    assert "α (latency)" in text and "γ (reduction per byte)" in text
+    assert "Prediction error per collective" in text and "median |error|" in text
+    assert "measured best" in text and "model pick" in text
+    assert "Best algorithm per (processes, size)" in text
+
+
+def test_report_of_a_colltune_database(tmp_path):
+    """Provenance from the schema of colltune.db: runs, launches (units), definition."""
+    from colltune import db
+
+    conn = db.open_db(tmp_path / "c.db")
+    sid = db.upsert_study(conn, "quick", {"collectives": ["bcast", "reduce"], "np": [2, 4, 8]})
+    rid = db.store_run(conn, study_id=sid, command_line="colltune sweep --preset quick",
+                       round=1)
+    recs = synthetic().drop(columns=["run_id"]).to_dict("records")
+    db.store_unit(conn, study_id=sid, run_id=rid, round=1, key="all", collective="bcast",
+                  np=8, nodes=1, ppn=8, mapping=None, rank_order=None, repetition=None,
+                  algorithms=["native", "linear", "binomial"], library_spec=None,
+                  command="mpirun -np 8 colltune-bench ...", env=None, notes=None,
+                  started_at=db.now(), seconds=1.0, records=recs)
+    conn.close()
+    df = rp.load_measurements(tmp_path / "c.db", study="quick")
+    prov = rp.load_runs(tmp_path / "c.db", "quick", df)
+    assert list(prov.runs["run_id"]) == [rid] and prov.runs["study"].iloc[0] == "quick"
+    assert prov.launches[rid] == ["mpirun -np 8 colltune-bench ..."]
+    text, parts = rp.build_report(df, runs=prov, db_path=tmp_path / "c.db", study="quick",
+                                  model=None, model_note="none", dpi=50)
+    assert "colltune sweep --preset quick" in text and "mpirun -np 8 colltune-bench" in text
+    assert "Definition of study quick" in text and "&quot;np&quot;" in text
+    assert {f.kind for f in parts.figures} == KINDS_EXPECTED
+
+
+def test_report_without_cost_model_says_why(tmp_path):
+    df = synthetic()
+    text, parts = rp.build_report(df, db_path=tmp_path / "x.db", model=None,
+                                  model_note="no ping-pong data: give --pingpong-json")
+    assert "no ping-pong data: give --pingpong-json" in text
+    assert "The database records no runs" in text
+
+
+def test_report_command(tmp_path, ompi_build):
+    db = make_db(tmp_path / "study.db")
+    pp = tmp_path / "pp.json"
+    import json
+
+    pp.write_text(json.dumps(pingpong()))
+    out = tmp_path / "out" / "r.html"
+    res = CliRunner().invoke(rp.report, ["--db", str(db), "--study", "quick", "-o", str(out),
+                                         "--pingpong-json", str(pp), "--gamma", "1e-10",
+                                         "--dpi", "60"])
+    assert res.exit_code == 0, res.output
+    assert str(out.resolve()) in res.output
+    text = out.read_text()
+    assert "ping-pong file" in text and "0.1 ns/B" in text
+    assert text.count("<img ") >= 12
+    res = CliRunner().invoke(rp.report, ["--db", str(db), "--study", "nope", "-o", str(out)])
+    assert res.exit_code == 2
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed "
+                                              "(Debian: apt-get install chromium)")
+def test_report_renders_in_headless_chromium(built, tmp_path):
+    """Opens the report in Chromium: no console messages or errors, every image decoded
+    (the page's own check), a screenshot kept in test-artifacts/report/."""
+    path, _, parts = built
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(path, ARTIFACTS / "report.html")
+    shot = ARTIFACTS / "report-screenshot.png"
+    shot.unlink(missing_ok=True)
+    common = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+              "--no-first-run", "--disable-extensions", f"--user-data-dir={tmp_path / 'prof'}",
+              "--enable-logging=stderr", "--v=0"]
+    url = (ARTIFACTS / "report.html").resolve().as_uri()
+    res = subprocess.run(common + [f"--screenshot={shot}", "--window-size=1280,4000", url],
+                         capture_output=True, text=True, timeout=180)
+    assert shot.exists(), res.stderr[-3000:]
+    dom = subprocess.run(common + ["--dump-dom", url], capture_output=True, text=True,
+                         timeout=180)
+    logs = res.stderr + dom.stderr
+    console = [l for l in logs.splitlines() if ":CONSOLE" in l or "Uncaught" in l
+               or "Failed to load resource" in l]
+    assert not console, console
+    n = len(parts.figures)
+    assert f'data-figures-rendered="{n}/{n}"' in dom.stdout, \
+        re.findall(r"<body[^>]*>", dom.stdout)
+    assert dom.stdout.count("<figure") == n
+    from PIL import Image
+
+    with Image.open(shot) as im:
+        assert im.size == (1280, 4000)
+        px = np.asarray(im.convert("RGB"))
+    assert (px.min(axis=2) < 200).mean() > 0.02  # not a blank page: text and figures
+    # the palette's colours are on screen (figures drawn, not just text)
+    hexcol = pl.Palette(pl.FALLBACK_ORDER)("linear")
+    linear = tuple(int(hexcol[i:i + 2], 16) for i in (1, 3, 5))
+    near = (np.abs(px.astype(int) - np.array(linear)).sum(axis=2) < 40).sum()
+    assert near > 200

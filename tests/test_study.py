@@ -1,0 +1,163 @@
+"""Study files: defaults, ranges, errors that name the key and the problem, presets."""
+
+from __future__ import annotations
+
+import pytest
+
+from colltune import study as st
+from colltune.study import StudyError
+
+SMALLEST = """
+[study]
+name = "example"
+collectives = ["bcast"]
+algorithms = ["binomial", "linear", "native"]
+sizes = [8, 4096]
+processes = [2, 3]
+repetitions = 2
+"""
+
+
+def test_smallest_file_gets_the_defaults():
+    s = st.loads(SMALLEST)
+    assert s.name == "example"
+    assert s.collectives == ["bcast"]
+    assert s.algorithms == {"bcast": ["binomial", "linear", "native"]}
+    assert s.sizes == [8, 4096] and s.processes == [2, 3] and s.repetitions == 2
+    assert s.mapping == ["core"] and s.order == ["seq"]
+    assert s.iterations is None and s.warmup is None
+    assert (s.timing, s.mpi, s.launcher, s.root, s.dtype, s.op) == (
+        "osu", "openmpi", "local", 0, "char", "sum")
+    assert s.seed is None and s.shuffle is True and s.timeout > 0
+    assert s.reps_per_launch == 1 and s.env == {}
+
+
+def test_sizes_and_processes_forms():
+    s = st.loads(SMALLEST.replace("sizes = [8, 4096]", 'sizes = ["1..1K", "64K", 8, "1M"]')
+                 .replace("processes = [2, 3]", 'processes = ["2..8 step 2", "16..64 x2", 3]'))
+    assert s.sizes == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 65536, 1048576]
+    assert s.processes == [2, 3, 4, 6, 8, 16, 32, 64]
+    s = st.loads(SMALLEST.replace("sizes = [8, 4096]", 'sizes = "2..1M"'))
+    assert len(s.sizes) == 20 and s.sizes[0] == 2
+
+
+def test_per_collective_algorithms():
+    text = SMALLEST.replace('collectives = ["bcast"]', 'collectives = ["bcast", "reduce"]').replace(
+        'algorithms = ["binomial", "linear", "native"]', "").replace(
+        "repetitions = 2", 'repetitions = 2\n[study.algorithms]\nbcast = ["chain"]\n'
+                           'reduce = ["binary", "native"]')
+    s = st.loads(text)
+    assert s.algorithms == {"bcast": ["chain"], "reduce": ["binary", "native"]}
+
+
+@pytest.mark.parametrize("change, message", [
+    (("sizes = [8, 4096]", 'sizes = [8, 4096, "12Q"]'),
+     "study.sizes[2]: '12Q' is not a size; use bytes like 4096, 4K or a range 1..1M"),
+    (("repetitions = 2", "repetitons = 2"),
+     "study.repetitons: unknown key (did you mean 'repetitions'?)"),
+    (("repetitions = 2", "repetitions = 0"), "study.repetitions: 0 must be at least 1"),
+    (("repetitions = 2", 'repetitions = "two"'), "study.repetitions: expected a whole number"),
+    (('collectives = ["bcast"]', 'collectives = ["bcats"]'),
+     "study.collectives[0]: 'bcats' is not one of bcast, reduce, gather, allgather, allreduce "
+     "(did you mean 'bcast'?)"),
+    (("processes = [2, 3]", 'processes = [2, "x"]'),
+     "study.processes[1]: 'x' is not a process count"),
+    (("processes = [2, 3]", "processes = [0]"), "study.processes[0]: 0 is not a process count"),
+    (("repetitions = 2", 'repetitions = 2\nmapping = ["core", "sockt"]'),
+     "study.mapping[1]: 'sockt' is not one of core, socket, node (did you mean 'socket'?)"),
+    (("repetitions = 2", 'repetitions = 2\norder = "random"'),
+     "study.order[0]: 'random' is not one of seq, rr"),
+    (("repetitions = 2", 'repetitions = 2\nlauncher = "hostfile"'),
+     "study.hostfile: missing; launcher = 'hostfile' needs a hostfile path"),
+    (("repetitions = 2", 'repetitions = 2\nmax_processes = "lots"'),
+     "study.max_processes: 'lots' is not a whole number, 'cores' or 'N*cores'"),
+    (("repetitions = 2", "repetitions = 2\niterations = 10\ntime_budget = 1.0"),
+     "study.time_budget: excludes study.iterations"),
+    (('name = "example"', ""), "study.name: missing; it is required"),
+    (("[study]", "[studdy]"),
+     "studdy: unknown table or key at the top level (did you mean 'study'?)"),
+    (("repetitions = 2", "repetitions = 2\n[sbatch]\npartiton = 'x'"),
+     "sbatch.partiton: unknown key (did you mean 'partition'?)"),
+    (("repetitions = 2", "repetitions = [2"), "not valid TOML"),
+])
+def test_errors_name_the_key_and_the_problem(change, message):
+    with pytest.raises(StudyError) as exc:
+        st.loads(SMALLEST.replace(*change))
+    assert message in str(exc.value)
+
+
+def test_algorithms_table_must_match_collectives():
+    text = SMALLEST.replace('algorithms = ["binomial", "linear", "native"]', "").replace(
+        "repetitions = 2", 'repetitions = 2\n[study.algorithms]\nreduce = ["binary"]')
+    with pytest.raises(StudyError, match=r"study.algorithms.reduce: not a collective of this "
+                                         r"study; it is not in study.collectives \(bcast\)"):
+        st.loads(text)
+
+
+def test_max_processes_scales_to_the_machine():
+    s = st.loads(SMALLEST.replace("processes = [2, 3]", 'processes = "2..48 step 2"')
+                 .replace("repetitions = 2", 'repetitions = 2\nmax_processes = "2*cores"'))
+    kept, note = s.scaled_processes(2)
+    assert kept == [2, 4]
+    assert "2..48 step 2 -> 2, 4" in note
+    kept, note = s.scaled_processes(48)
+    assert kept == list(range(2, 49, 2)) and note is None
+    s.max_processes = 1
+    with pytest.raises(StudyError, match="leaves none"):
+        s.scaled_processes(2)
+
+
+def test_hostfile_is_relative_to_the_study_file(tmp_path):
+    (tmp_path / "hosts").write_text("a slots=2\n")
+    f = tmp_path / "s.toml"
+    f.write_text(SMALLEST.replace("repetitions = 2", 'repetitions = 2\nlauncher = "hostfile"\n'
+                                                     'hostfile = "hosts"'))
+    s = st.load(f)
+    assert s.hostfile == str(tmp_path / "hosts")
+
+
+def test_presets_load_and_are_package_data():
+    names = st.preset_names()
+    assert {"quick", "seed000", "seed001", "seed004"} <= set(names)
+    for n in names:
+        s = st.load_preset(n)
+        assert s.name == n and s.description
+    q = st.load_preset("quick")
+    assert q.processes == [2, 4] and q.sizes == [8, 65536, 1048576] and q.repetitions == 2
+    s0 = st.load_preset("seed000")
+    assert s0.algorithms["bcast"][:3] == ["linear", "chain", "split_binary"]
+    assert s0.algorithms["reduce"][:3] == ["linear", "chain", "binary"]
+    assert s0.sizes == [2 ** i for i in range(1, 21)] and s0.mapping == ["core", "socket"]
+    assert s0.processes == list(range(2, 49, 2))
+    with pytest.raises(StudyError, match="did you mean 'quick'"):
+        st.load_preset("quik")
+
+
+def test_algorithm_names_are_checked_against_the_registry(ompi_build):
+    s = st.loads(SMALLEST.replace('"native"]', '"natve"]'))
+    with pytest.raises(StudyError, match=r"study.algorithms\[2\]: unknown bcast algorithm 'natve' "
+                                         r"\(did you mean 'native'\?\)"):
+        st.resolve_algorithms(s, ompi_build)
+    s = st.loads(SMALLEST.replace('"linear"', '"chain:segsze=8192"'))
+    with pytest.raises(StudyError, match=r"study.algorithms\[1\]: 'chain:segsze=8192': bcast/chain "
+                                         r"has no parameter 'segsze' \(did you mean 'segsize'\?\)"):
+        st.resolve_algorithms(s, ompi_build)
+    s = st.loads(SMALLEST.replace('"linear"', '"ours"'))
+    algos = st.resolve_algorithms(s, ompi_build)["bcast"]
+    assert algos[0] == "binomial" and "chain" in algos and algos[-1] == "native"
+    assert len(algos) == len(set(algos))
+
+
+def test_library_algorithms_are_checked(ompi_build):
+    pytest.importorskip("colltune.libalgos")
+    s = st.loads(SMALLEST.replace('"linear"', '"ompi:chain:segsize=8K"'))
+    assert "ompi:chain:segsize=8K" in st.resolve_algorithms(s, ompi_build)["bcast"]
+    s = st.loads(SMALLEST.replace('"linear"', '"mpich:binomial"'))
+    with pytest.raises(StudyError, match=r"study.algorithms\[1\]: mpich:binomial needs MPICH"):
+        st.resolve_algorithms(s, ompi_build)
+    s = st.loads(SMALLEST.replace('"linear"', '"ompi:nosuch"'))
+    with pytest.raises(StudyError, match=r"study.algorithms\[1\]: unknown Open MPI bcast"):
+        st.resolve_algorithms(s, ompi_build)
+    s = st.loads(SMALLEST.replace('"linear"', '"all"'))
+    algos = st.resolve_algorithms(s, ompi_build)["bcast"]
+    assert "native" in algos and "ompi:binomial" in algos and "split_binary" in algos

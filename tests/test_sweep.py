@@ -1,0 +1,473 @@
+"""Sweeps end to end into a temporary database: resume after a kill, failed launches,
+placement translation (checked in Open MPI's own mapper), and a real Slurm."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from colltune import launch
+from colltune.launch import Placement
+
+TINY = """
+[study]
+name = "example"
+collectives = ["bcast"]
+algorithms = ["binomial", "linear", "native"]
+sizes = [8, 4096]
+processes = [2, 3]
+repetitions = 2
+iterations = 20
+warmup = 2
+"""
+
+
+def run_sweep(*args, timeout=300, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "colltune.sweep", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                          env=dict(os.environ, COLUMNS="200"))
+
+
+def q(path, sql, *args):
+    c = sqlite3.connect(path)
+    try:
+        return c.execute(sql, args).fetchall()
+    finally:
+        c.close()
+
+
+def test_tiny_study_end_to_end(tmp_path):
+    f = tmp_path / "tiny.toml"
+    f.write_text(TINY)
+    dbp = tmp_path / "results.db"
+    res = run_sweep(f, "--db", dbp, "--seed", "7")
+    assert res.returncode == 0, res.stderr
+    assert "sweep done" in res.stderr
+    # 2 process counts x 2 repetitions = 4 launches, 3 algorithms x 2 sizes each
+    assert q(dbp, "SELECT COUNT(*) FROM units") == [(4,)]
+    assert q(dbp, "SELECT COUNT(*) FROM measurements") == [(24,)]
+    run = q(dbp, "SELECT status, seed, shuffled, units_planned, units_done, units_failed, "
+                 "mpi_kind, launcher, host, cores, git_revision FROM runs")[0]
+    assert run[:8] == ("done", 7, 1, 4, 4, 0, "openmpi", "local")
+    assert run[8] == socket.gethostname() and run[9] >= 1
+    rows = q(dbp, "SELECT DISTINCT algorithm, np, iterations, warmup, mapping, rank_order, nodes, "
+                  "ppn FROM measurements ORDER BY 1, 2")
+    assert [r[:2] for r in rows] == [("binomial", 2), ("binomial", 3), ("linear", 2),
+                                     ("linear", 3), ("native", 2), ("native", 3)]
+    assert all(r[2:] == (20, 2, "core", "seq", 1, r[1]) for r in rows)
+    assert sorted(r[0] for r in q(dbp, "SELECT DISTINCT repetition FROM measurements")) == [1, 2]
+    cmds = [r[0] for r in q(dbp, "SELECT command FROM units")]
+    assert all("--map-by core" in c and "colltune-bench" in c and "--iterations 20" in c
+               for c in cmds)
+    # the same study again: everything is stored, nothing runs
+    res = run_sweep(f, "--db", dbp)
+    assert res.returncode == 0, res.stderr
+    assert "4 of 4 launches already stored" in res.stderr
+    assert q(dbp, "SELECT COUNT(*) FROM units") == [(4,)]
+    assert q(dbp, "SELECT units_done, units_skipped FROM runs WHERE id = 2") == [(0, 4)]
+    # a new round measures everything again, stored apart
+    res = run_sweep(f, "--db", dbp, "--new-round", "--no-shuffle")
+    assert res.returncode == 0, res.stderr
+    assert q(dbp, "SELECT round, COUNT(*) FROM units GROUP BY round") == [(1, 4), (2, 4)]
+
+
+def _wait_for(pred, timeout=120.0):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _units(dbp) -> int:
+    try:
+        return q(dbp, "SELECT COUNT(*) FROM units")[0][0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+def test_resume_after_a_killed_sweep(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text(TINY.replace("repetitions = 2", "repetitions = 3").replace(
+        "iterations = 20", "iterations = 400"))
+    dbp = tmp_path / "r.db"
+    cmd = [sys.executable, "-m", "colltune.sweep", str(f), "--db", str(dbp), "--seed", "3"]
+    # Ctrl-C after the first stored launch: the run is marked interrupted
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert _wait_for(lambda: _units(dbp) >= 1)
+    p.send_signal(signal.SIGINT)
+    _, errout = p.communicate(timeout=60)
+    assert p.returncode == 130, errout
+    assert "interrupted" in errout
+    assert q(dbp, "SELECT status FROM runs WHERE id = 1") == [("interrupted",)]
+    n1 = _units(dbp)
+    assert 1 <= n1 < 6
+    # SIGKILL in the middle of a later launch: nothing of that launch is stored
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert _wait_for(lambda: _units(dbp) >= n1 + 1)
+    time.sleep(0.3)  # well inside the next launch (each takes about a second)
+    p.kill()
+    p.communicate(timeout=60)
+    n2 = _units(dbp)
+    assert n2 < 6, "the sweep finished before it could be killed"
+    assert q(dbp, "SELECT status FROM runs WHERE id = 2") == [("running",)]
+    # every stored launch is whole: 3 algorithms x 2 sizes
+    assert q(dbp, "SELECT COUNT(*) FROM units u WHERE (SELECT COUNT(*) FROM measurements m "
+                  "WHERE m.unit_id = u.id) != 6") == [(0,)]
+    before = {k for (k,) in q(dbp, "SELECT key FROM units")}
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert f"{n2} of 6 launches already stored" in res.stderr
+    assert "ended without finishing: marked 'aborted'" in res.stderr
+    assert q(dbp, "SELECT status FROM runs WHERE id = 2") == [("aborted",)]
+    assert q(dbp, "SELECT units_skipped, units_done, status FROM runs WHERE id = 3") == [
+        (n2, 6 - n2, "done")]
+    rows = q(dbp, "SELECT run_id, key FROM units")
+    assert len(rows) == 6 and len({k for _, k in rows}) == 6
+    # finished launches were not run again; the killed one (and the rest) ran in run 3
+    assert {k for r, k in rows if r in (1, 2)} == before
+    assert len([k for r, k in rows if r == 3]) == 6 - n2
+    assert q(dbp, "SELECT COUNT(*) FROM measurements") == [(36,)]
+
+
+def test_a_failed_launch_is_recorded_and_the_sweep_goes_on(tmp_path):
+    f = tmp_path / "s.toml"
+    # root 2 is not a rank of 2 processes: the driver rejects the np=2 launches
+    f.write_text(TINY.replace("warmup = 2", "warmup = 2\nroot = 2"))
+    dbp = tmp_path / "r.db"
+    res = run_sweep(f, "--db", dbp, "--no-shuffle")
+    assert res.returncode == 1, res.stderr
+    assert "launch failed" in res.stderr and "2 failed" in res.stderr
+    assert "root 2 is not a rank at np=2" in res.stderr
+    fails = q(dbp, "SELECT np, repetition, returncode, timed_out, error, stderr, command "
+                   "FROM failures ORDER BY repetition")
+    assert [(r[0], r[1]) for r in fails] == [(2, 1), (2, 2)]
+    for r in fails:
+        assert r[2] not in (0, None) and r[3] == 0
+        assert "--root 2: must be a rank of the 2 processes" in r[4]
+        assert "--root 2" in r[5] and "mpirun" in r[6]
+    assert q(dbp, "SELECT np, COUNT(*) FROM units GROUP BY np") == [(3, 2)]
+    assert q(dbp, "SELECT status, units_done, units_failed FROM runs") == [("done", 2, 2)]
+    # resuming runs only the failed launches again (and --skip-failed not even those)
+    res = run_sweep(f, "--db", dbp, "--skip-failed")
+    assert res.returncode == 0 and "4 of 4 launches already stored" in res.stderr
+
+
+def test_a_timed_out_launch_is_recorded(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text(TINY.replace("processes = [2, 3]", "processes = [2]").replace(
+        "repetitions = 2", "repetitions = 1\ntimeout = 0.001"))
+    dbp = tmp_path / "r.db"
+    res = run_sweep(f, "--db", dbp)
+    assert res.returncode == 1
+    assert q(dbp, "SELECT timed_out, error LIKE '%timed out%' FROM failures") == [(1, 1)]
+    assert q(dbp, "SELECT COUNT(*) FROM units") == [(0,)]
+
+
+def test_library_algorithms_run_in_launches_of_their_own(tmp_path, ompi_build):
+    pytest.importorskip("colltune.libalgos")
+    f = tmp_path / "s.toml"
+    f.write_text(TINY.replace('"native"]', '"native", "ompi:binomial"]').replace(
+        "processes = [2, 3]", "processes = [2]").replace("repetitions = 2", "repetitions = 1"))
+    dbp = tmp_path / "r.db"
+    res = run_sweep(f, "--db", dbp)
+    assert res.returncode == 0, res.stderr
+    units = q(dbp, "SELECT algorithms, library_spec, env, command FROM units ORDER BY id")
+    assert sorted((u[0], u[1]) for u in units) == [("binomial,linear,native", None),
+                                                    ("native", "ompi:binomial")]
+    lib = next(u for u in units if u[1])
+    assert json.loads(lib[2])["OMPI_MCA_coll_tuned_bcast_algorithm"] == "6"
+    assert lib[3].startswith("OMPI_MCA_coll=") and "OMPI_MCA_coll_tuned_bcast_algorithm=6" in lib[3]
+    algos = {r[0] for r in q(dbp, "SELECT algorithm FROM measurements")}
+    assert algos == {"binomial", "linear", "native", "ompi:binomial"}
+
+
+def test_dry_run_and_sbatch_script(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text(TINY + '\n[sbatch]\ntime = "00:30:00"\npartition = "debug"\n')
+    dbp = tmp_path / "r.db"
+    res = run_sweep(f, "--db", dbp, "--dry-run", "--seed", "1")
+    assert res.returncode == 0, res.stderr
+    assert "4 launches (4 to run, seed 1, shuffled)" in res.stdout
+    assert "--map-by core" in res.stdout
+    assert not dbp.exists()
+    script = tmp_path / "job.sh"
+    res = run_sweep(f, "--db", dbp, "--emit-sbatch", script)
+    assert res.returncode == 0, res.stderr
+    text = script.read_text()
+    assert text.startswith("#!/bin/bash\n")
+    for line in ("#SBATCH --job-name=colltune-example", "#SBATCH --nodes=1",
+                 "#SBATCH --ntasks=3", "#SBATCH --time=00:30:00", "#SBATCH --partition=debug",
+                 "#SBATCH --signal=B:INT@120"):
+        assert line in text
+    assert f"-m colltune.sweep {f} --launcher slurm --db {dbp}" in text
+    assert os.access(script, os.X_OK)
+
+
+# ----------------------------------------------------------- placement translation
+
+
+def _mpi(kind):
+    from colltune.mpi import MPI
+
+    launcher = Path("/x/bin/mpirun" if kind == "openmpi" else "/x/bin/mpiexec")
+    return MPI(kind, Path("/x/bin"), Path("/x/bin/mpicc"), launcher, "5", kind)
+
+
+@pytest.fixture
+def hostfile(tmp_path):
+    p = tmp_path / "hosts"
+    p.write_text("# two nodes\nnodeA0 slots=4\nnodeA1:4\n")
+    return str(p)
+
+
+def test_hostfile_parsing(tmp_path):
+    p = tmp_path / "h"
+    p.write_text("a slots=2 max_slots=4\nb:3\na\n\nc  # comment\n")
+    alloc = launch.parse_hostfile(p, default_slots=8)
+    assert alloc.hosts == (("a", 10), ("b", 3), ("c", 8))
+    assert "no slot count" in alloc.notes[0]
+    p.write_text("a slots=2 flavour=3\n")
+    with pytest.raises(launch.LaunchError, match="line 1: unknown field"):
+        launch.parse_hostfile(p)
+
+
+@pytest.mark.parametrize("mapping, order, want", [
+    ("core", "seq", ["--host", "nodeA0:4,nodeA1:2", "--map-by", "core", "--rank-by", "slot",
+                     "--bind-to", "core"]),
+    ("socket", "rr", ["--host", "nodeA0:4,nodeA1:2", "--map-by", "package", "--rank-by", "node",
+                      "--bind-to", "core"]),
+    ("node", "seq", ["--host", "nodeA0:3,nodeA1:3", "--map-by", "node", "--rank-by", "slot",
+                     "--bind-to", "core"]),
+])
+def test_open_mpi_options(hostfile, mapping, order, want):
+    ln = launch.prepare(_mpi("openmpi"), 6, ["prog"], placement=Placement(
+        "hostfile", mapping, order, hostfile=hostfile))
+    argv = [a for a in ln.argv if a != "--allow-run-as-root"]
+    assert argv == ["/x/bin/mpirun", "-np", "6", *want, "prog"]
+    assert ln.nodes == 2 and ln.ppn == (3 if mapping == "node" else 4)
+
+
+@pytest.mark.parametrize("mapping, order, want", [
+    ("core", "seq", ["-hosts", "nodeA0:4,nodeA1:2", "-bind-to", "core", "-map-by", "core"]),
+    ("socket", "rr", ["-hosts", "nodeA0:4,nodeA1:2", "-rankmap", "0,1,0,1,0,0", "-bind-to",
+                      "core", "-map-by", "socket"]),
+    ("node", "rr", ["-hosts", "nodeA0:3,nodeA1:3", "-rankmap", "0,1,0,1,0,1", "-bind-to",
+                    "core", "-map-by", "core"]),
+])
+def test_mpich_options(hostfile, mapping, order, want):
+    ln = launch.prepare(_mpi("mpich"), 6, ["prog"], placement=Placement(
+        "hostfile", mapping, order, hostfile=hostfile))
+    assert ln.argv == ["/x/bin/mpiexec", "-n", "6", *want, "prog"]
+
+
+def test_srun_options(monkeypatch):
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "n[1-2]")
+    monkeypatch.setenv("SLURM_JOB_NUM_NODES", "2")
+    monkeypatch.setenv("SLURM_JOB_CPUS_PER_NODE", "4(x2)")
+    monkeypatch.setattr(launch.shutil, "which", lambda name: None)  # no scontrol, bare srun
+    ln = launch.prepare(_mpi("openmpi"), 6, ["prog"], placement=Placement("slurm", "socket", "rr"))
+    assert ln.argv == ["srun", "-n", "6", "-N", "2", "--mpi=pmix", "--distribution=cyclic:cyclic",
+                       "--cpu-bind=cores", "--kill-on-bad-exit=1", "prog"]
+    ln = launch.prepare(_mpi("mpich"), 3, ["prog"], placement=Placement("slurm", "core", "seq"))
+    assert ln.argv == ["srun", "-n", "3", "-N", "1", "--mpi=pmi2", "--distribution=block:block",
+                       "--cpu-bind=cores", "--kill-on-bad-exit=1", "prog"]
+    ln = launch.prepare(_mpi("mpich"), 12, ["prog"], placement=Placement("slurm", "node", "seq"))
+    assert "--overcommit" in ln.argv and "--cpu-bind=none" in ln.argv
+    assert "--ntasks-per-node=6" in ln.argv and any("--overcommit" in n for n in ln.notes)
+    monkeypatch.delenv("SLURM_JOB_ID")
+    with pytest.raises(launch.LaunchError, match="inside a Slurm allocation"):
+        launch.prepare(_mpi("openmpi"), 2, ["prog"], placement=Placement("slurm", "core"))
+
+
+def test_local_placement_and_default_unchanged():
+    mpi = _mpi("openmpi")
+    over = launch.cores() + 1
+    ln = launch.prepare(mpi, over, ["prog"], placement=Placement("local", "core"))
+    assert "--oversubscribe" in ln.argv and ln.argv[ln.argv.index("--bind-to") + 1] == "none"
+    assert any("not bound" in n for n in ln.notes) and any("--oversubscribe" in n for n in ln.notes)
+    plain = launch.prepare(mpi, 2, ["prog"])
+    assert "--map-by" not in plain.argv and plain.nodes == 1 and plain.ppn == 2
+    with launch.session(Placement("local", "socket")) as s:
+        ln = launch.prepare(mpi, 2, ["prog"])
+    assert ln.argv[ln.argv.index("--map-by") + 1] == "package" and s.launches == [ln]
+    assert "--map-by" not in launch.prepare(mpi, 2, ["prog"]).argv
+
+
+# Open MPI's own mapper (prterun --do-not-launch with its node simulator and a
+# synthetic topology of 2 packages x 4 cores per node) places the ranks of the
+# translated command lines: check that they land where the mapping/order say.
+TOPOLOGY_SYNTHETIC = "package:2 core:4 pu:1"
+
+
+def _ompi_map(ln: launch.Launch, topo: Path) -> dict[str, list[tuple[int, int]]]:
+    sim = ["--prtemca", "ras", "simulator", "--prtemca", "ras_simulator_num_nodes", "2",
+           "--prtemca", "ras_simulator_slots", "4", "--prtemca", "hwloc_use_topo_file", str(topo),
+           "--display", "map", "--do-not-launch"]
+    argv = ln.argv[:1] + sim + ln.argv[1:]
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=ln.env)
+    nodes: dict[str, list[tuple[int, int]]] = {}
+    node = None
+    rank = None
+    for line in (res.stdout + res.stderr).splitlines():
+        m = re.search(r"Data for node: (\S+)", line)
+        if m:
+            node = m.group(1)
+            nodes[node] = []
+        m = re.search(r"App rank: (\d+)", line)
+        if m:
+            rank = int(m.group(1))
+        m = re.search(r"Binding: package\[(\d+)\]", line)
+        if m and node is not None and rank is not None:
+            nodes[node].append((rank, int(m.group(1))))
+            rank = None
+    assert nodes, res.stdout + res.stderr
+    return nodes
+
+
+@pytest.mark.parametrize("mapping", ["core", "socket", "node"])
+@pytest.mark.parametrize("order", ["seq", "rr"])
+def test_open_mpi_places_ranks_as_asked(ompi_build, hostfile, tmp_path, mapping, order):
+    if not shutil.which("lstopo"):
+        pytest.skip("needs hwloc's lstopo to write a synthetic topology (apt-get install hwloc)")
+    topo = tmp_path / "topo.xml"
+    subprocess.run(["lstopo", "--input", TOPOLOGY_SYNTHETIC, str(topo)], check=True,
+                   capture_output=True)
+    np = 6
+    ln = launch.prepare(ompi_build.mpi, np, ["hostname"],
+                        placement=Placement("hostfile", mapping, order, hostfile=hostfile))
+    got = _ompi_map(ln, topo)
+    counts = [n for _, n, _ in launch.layout(np, ln.placement, launch.parse_hostfile(hostfile))]
+    # the ranks each node should hold: blocks (seq) or round-robin over nodes (rr), as
+    # launch.rank_nodes says (which MPICH gets as -rankmap)
+    want: dict[int, list[int]] = {0: [], 1: []}
+    for r, node in enumerate(launch.rank_nodes(counts, order)):
+        want[node].append(r)
+    assert sorted(r for r, _ in got["nodeA0"]) == want[0]
+    assert sorted(r for r, _ in got["nodeA1"]) == want[1]
+    for procs in got.values():
+        pk = [p for _, p in sorted(procs, key=lambda x: x[0])]
+        if mapping == "socket":  # consecutive ranks of a node alternate packages
+            assert all(a != b for a, b in zip(pk, pk[1:])), got
+        else:  # by core: a node's first 4 processes share package 0
+            assert set(pk) == {0}, got
+
+
+# ------------------------------------------------------------------------ Slurm
+
+SLURM_CONF = """\
+ClusterName=colltunetest
+SlurmctldHost={host}
+SlurmctldPort={ctld_port}
+SlurmdPort={d_port}
+AuthType=auth/none
+CredType=cred/none
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd.pid
+SlurmctldLogFile={d}/slurmctld.log
+SlurmdLogFile={d}/slurmd.log
+ProctrackType=proctrack/pgid
+TaskPlugin=task/affinity
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2
+SchedulerType=sched/builtin
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+NodeName={host} CPUs={cpus} Sockets=1 CoresPerSocket={cpus} ThreadsPerCore=1 State=UNKNOWN
+PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def slurm(tmp_path_factory):
+    """A one-node Slurm (controller and node daemon) started for this test."""
+    for tool in ("slurmctld", "slurmd", "sbatch", "srun", "sinfo"):
+        if not shutil.which(tool):
+            pytest.skip("Slurm is not installed (Debian: apt-get install slurm-wlm libpmix2)")
+    if os.geteuid() != 0:
+        pytest.skip("the test Slurm runs its daemons as root")
+    d = tmp_path_factory.mktemp("slurm")
+    (d / "state").mkdir()
+    (d / "spool").mkdir()
+    host = socket.gethostname()
+    conf = d / "slurm.conf"
+    conf.write_text(SLURM_CONF.format(host=host, d=d, ctld_port=_free_port(), d_port=_free_port(),
+                                      cpus=os.cpu_count()))
+    env = dict(os.environ, SLURM_CONF=str(conf))
+    started: list[subprocess.Popen] = []
+    try:
+        # in the foreground (-D), as children of this test, so that they are stopped and
+        # reaped at the end
+        for daemon in (["slurmctld", "-D", "-f", str(conf), "-c", "-i"],
+                       ["slurmd", "-D", "-f", str(conf)]):
+            started.append(subprocess.Popen(daemon, env=env, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL))
+            time.sleep(0.5)
+        ok = _wait_for(lambda: "idle" in subprocess.run(
+            ["sinfo", "-h", "-o", "%T"], env=env, capture_output=True, text=True).stdout, 60)
+        if not ok:
+            log = d / "slurmctld.log"
+            pytest.skip("the test Slurm did not come up: "
+                        + (log.read_text()[-1000:] if log.exists() else "no log"))
+        yield env, d
+    finally:
+        for p in reversed(started):
+            p.terminate()
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def test_sweep_in_a_real_slurm_allocation(slurm, tmp_path, ompi_build):
+    env, d = slurm
+    if "pmix" not in subprocess.run(["srun", "--mpi=list"], env=env, capture_output=True,
+                                    text=True).stdout + subprocess.run(
+            ["srun", "--mpi=list"], env=env, capture_output=True, text=True).stderr:
+        pytest.skip("Slurm has no PMIx plugin for Open MPI")
+    f = tmp_path / "s.toml"
+    f.write_text(TINY.replace("processes = [2, 3]", "processes = [2]").replace(
+        "repetitions = 2", 'repetitions = 1\nmapping = ["core", "socket"]')
+        + "[sbatch]\nexclusive = false\n")
+    dbp = tmp_path / "r.db"
+    script = tmp_path / "job.sh"
+    res = run_sweep(f, "--db", dbp, "--emit-sbatch", script, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    sub = subprocess.run(["sbatch", "--wait", str(script)], env=env, capture_output=True,
+                         text=True, timeout=300, cwd=tmp_path)
+    logs = "".join(p.read_text() for p in tmp_path.glob("colltune-example-*.out"))
+    assert sub.returncode == 0, sub.stdout + sub.stderr + logs
+    run = q(dbp, "SELECT launcher, status, units_done, environment FROM runs")
+    assert run[0][:3] == ("slurm", "done", 2), logs
+    assert "SLURM_JOB_ID" in json.loads(run[0][3])
+    cmds = sorted(r[0] for r in q(dbp, "SELECT command FROM units"))
+    assert all(c.split()[0].endswith("srun") and "--mpi=pmix" in c and "-n 2" in c for c in cmds)
+    assert any("--distribution=block:block" in c for c in cmds)
+    assert any("--distribution=block:cyclic" in c for c in cmds)
+    assert q(dbp, "SELECT COUNT(*) FROM measurements") == [(12,)]
