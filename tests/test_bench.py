@@ -11,6 +11,7 @@ FIELDS = {"collective", "algorithm", "params", "np", "size", "min_us", "mean_us"
 
 def test_bench_json_records(tmp_path):
     res = colltune("bench", "--coll", "bcast", "--algo", "native,binomial,chain:fanout=2",
+                   "--timing", "osu",
                    "--np", "2", "--sizes", "8,4K", "--iterations", "20", "--reps", "2",
                    "--format", "json")
     assert res.returncode == 0, res.stderr
@@ -135,3 +136,12 @@ def test_bench_interleaves_algorithms_within_each_size_and_repetition(ompi_build
     algos = ["native", "binomial:segsize=0", "chain:segsize=8192,fanout=4"]
     expected = [(str(s), str(r), a) for s in (8, 1024) for r in range(3) for a in algos]
     assert order == expected
+
+
+def test_auto_timing_is_window_only_with_a_core_per_process(monkeypatch):
+    from colltune import bench, launch
+
+    monkeypatch.setattr(launch, "cores", lambda: 4)
+    assert bench.resolve_timing("auto", 4) == "window"
+    assert bench.resolve_timing("auto", 5) == "osu"  # window busy-waits: needs its own core
+    assert bench.resolve_timing("osu", 2) == "osu" and bench.resolve_timing("window", 8) == "window"

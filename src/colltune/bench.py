@@ -25,11 +25,20 @@ class BenchSpec:
     root: int = 0
     dtype: str = "char"
     op: str = "sum"
-    timing: str = "osu"               # "osu" or "window"
+    timing: str = "osu"               # "osu", "window" or "auto" (see resolve_timing)
     sleep_us: float = 0               # sleep between calls, outside the timed region
     time_budget: float | None = None  # seconds per (size, algorithm); replaces iterations
     validate: bool = False            # compare one call per point with the MPI library's
     raw: bool = False                 # records carry "samples_us"
+
+
+def resolve_timing(timing: str, np: int) -> str:
+    """'auto': `window` when every process has a core of its own here (it busy-waits
+    for its start windows, and measured the more reproducible of the two:
+    benchmarks/timing_spread.py, docs/benchmarking.md), else `osu`."""
+    if timing != "auto":
+        return timing
+    return "window" if np <= launch.cores() else "osu"
 
 
 def validation_failures(records: list[dict]) -> list[dict]:
@@ -56,8 +65,9 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
         prog += ["--iterations", str(spec.iterations)]
     if spec.warmup is not None:
         prog += ["--warmup", str(spec.warmup)]
-    if spec.timing != "osu":
-        prog += ["--timing", spec.timing]
+    timing = resolve_timing(spec.timing, spec.np)
+    if timing != "osu":
+        prog += ["--timing", timing]
     if spec.sleep_us:
         prog += ["--sleep", f"{spec.sleep_us:g}"]
     if spec.time_budget is not None:

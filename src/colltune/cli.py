@@ -340,9 +340,11 @@ def _run_bench(b, specs: list[bench_mod.BenchSpec]) -> list[dict]:
               type=click.Choice(["char", "int", "float", "double"]))
 @click.option("--op", default="sum", show_default=True,
               type=click.Choice(["sum", "max", "min", "prod"]))
-@click.option("--timing", default="osu", show_default=True, type=click.Choice(["osu", "window"]),
+@click.option("--timing", default="auto", show_default=True,
+              type=click.Choice(["auto", "osu", "window"]),
               help="osu: each call timed, barrier between calls; window: synchronised clocks, "
-                   "one call per start window, max over ranks (ReproMPI).")
+                   "one call per start window, max over ranks (ReproMPI); auto: window when "
+                   "every process has its own core, else osu.")
 @click.option("--sleep", "sleep_us", default=0.0, show_default=True,
               type=click.FloatRange(min=0), help="Microseconds to sleep between calls (untimed).")
 @click.option("--time-budget", "time_budget", type=click.FloatRange(min=0, min_open=True),
