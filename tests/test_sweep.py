@@ -471,3 +471,65 @@ def test_sweep_in_a_real_slurm_allocation(slurm, tmp_path, ompi_build):
     assert any("--distribution=block:block" in c for c in cmds)
     assert any("--distribution=block:cyclic" in c for c in cmds)
     assert q(dbp, "SELECT COUNT(*) FROM measurements") == [(12,)]
+
+
+HEAT_STUDY = """
+[study]
+name = "heattiny"
+collectives = ["heat"]
+algorithms = ["blocking", "overlap"]
+processes = [1, 2]
+repetitions = 1
+seed = 7
+[study.heat]
+grids = ["40x30", "37x23"]
+decomps = ["rows", "2d"]
+iterations = 5
+"""
+
+
+def test_heat_study_end_to_end_with_report_section(tmp_path, ompi_build):
+    """A study of the heat application: one launch per configuration, stored as
+    measurements of collective 'heat', resumable, and a report section with the
+    speedup and efficiency table."""
+    from click.testing import CliRunner
+
+    from colltune import db, report, study as study_mod, sweep as sweep_mod
+
+    st = study_mod.loads(HEAT_STUDY)
+    plan = sweep_mod.make_plan(st, ompi_build, seed=7)
+    assert len(plan.units) == 2 * 2 * 2 * 2  # grids x decomps x variants x np
+    dbp = tmp_path / "h.db"
+    conn = db.open_db(dbp)
+    oc = sweep_mod.execute(plan, conn, progress=False)
+    assert oc.status == "done" and oc.done == 16 and oc.failed == 0
+    df = db.measurements_frame(conn, study="heattiny")
+    assert len(df) == 16 and set(df["collective"]) == {"heat"}
+    assert set(df["algorithm"]) == {"blocking", "overlap"}
+    assert (df["median_us"] > 0).all() and set(df["size"]) == {40 * 30 * 8, 37 * 23 * 8}
+    again = sweep_mod.execute(sweep_mod.make_plan(st, ompi_build, seed=7), conn, progress=False)
+    assert again.skipped == 16 and again.done == 0
+    conn.close()
+    g = report.heat_scaling(df)
+    one = g[g["np"] == 1]
+    assert (one["speedup"] == 1).all() and (one["efficiency"] == 1).all()
+    two = g[g["np"] == 2]
+    assert (two["efficiency"] - two["speedup"] / 2).abs().max() < 1e-12
+    out = tmp_path / "h.html"
+    res = CliRunner().invoke(report.report, ["--db", str(dbp), "--study", "heattiny",
+                                             "-o", str(out), "--no-measure"])
+    assert res.exit_code == 0, res.output
+    html = out.read_text()
+    assert 'id="coll-heat"' in html and "Speedup and efficiency" in html
+    assert 'data-kind="heat-speedup"' in html
+
+
+def test_heat_study_errors_name_the_key():
+    from colltune import study as study_mod
+
+    with pytest.raises(study_mod.StudyError, match=r"study.heat.grids\[0\]"):
+        study_mod.loads(HEAT_STUDY.replace('"40x30"', '"40by30"'))
+    with pytest.raises(study_mod.StudyError, match="algorithms.heat.*not a heat variant"):
+        study_mod.loads(HEAT_STUDY.replace('"overlap"]', '"overlapp"]'))
+    with pytest.raises(study_mod.StudyError, match="study.heat.grids: missing"):
+        study_mod.loads(HEAT_STUDY.replace('grids = ["40x30", "37x23"]', ''))

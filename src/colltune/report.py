@@ -576,10 +576,14 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
         runs = Provenance(runs)
     colls = [c for c in ("bcast", "reduce", "gather", "allgather", "allreduce")
              if c in set(df["collective"])]
-    colls += sorted(set(df["collective"]) - set(colls))
+    colls += sorted(set(df["collective"]) - set(colls) - {"heat"})
     body = [provenance_section(runs, df, db_path, study)]
     for c in colls:
         body.append(collective_section(df, c, palette, parts, dpi, surface_algo))
+    has_heat = "heat" in set(df["collective"])
+    if has_heat:
+        body.append(heat_section(df[df["collective"] == "heat"], parts, dpi))
+        colls = colls + ["heat"]
     body.append(cost_section(model, model_note))
     title = f"colltune report: {study}" if study else "colltune report"
     nav = ('<nav><ol><li><a href="#provenance">Provenance</a></li>'
@@ -597,6 +601,83 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
            + f'<h2 id="figures">List of figures</h2><ol class="figlist">{figlist}</ol>'
            + f"<script>{SCRIPT}</script></body></html>\n")
     return doc, parts
+
+
+def heat_scaling(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (grid, decomp, variant, np): median wall time over repetitions, GFLOP/s,
+    speedup S(p) = T(1)/T(p) and efficiency E(p) = S(p)/p (T(1): the same grid,
+    decomposition and variant on one process; NaN without it)."""
+    d = df.copy()
+    def _params(v) -> dict:  # "k=v,k=v" as recorded, or the database's JSON object
+        if isinstance(v, dict):
+            return v
+        text = str(v)
+        if text.startswith("{"):
+            return json.loads(text)
+        return dict(p.split("=", 1) for p in text.split(",") if "=" in p)
+
+    kv = [_params(v) for v in d["params"]]
+    d["grid"] = [x.get("grid") for x in kv]
+    d["decomp"] = [x.get("decomp") for x in kv]
+    d["cells"] = d["size"] // 8
+    d["time_s"] = d["median_us"] / 1e6
+    # FLOPs: 8 per cell per iteration (docs/heat.md)
+    d["gflops"] = 8 * d["cells"] * d["iterations"] / d["time_s"] / 1e9
+    g = (d.groupby(["grid", "decomp", "algorithm", "np"], sort=True)
+          .agg(time_s=("time_s", "median"), gflops=("gflops", "median"),
+               runs=("time_s", "size"))
+          .reset_index().rename(columns={"algorithm": "variant"}))
+    t1 = g[g["np"] == 1].set_index(["grid", "decomp", "variant"])["time_s"]
+    g["speedup"] = [t1.get((r.grid, r.decomp, r.variant), float("nan")) / r.time_s
+                    for r in g.itertuples()]
+    g["efficiency"] = g["speedup"] / g["np"]
+    return g
+
+
+def heat_section(df: pd.DataFrame, parts: ReportParts, dpi: int = 100) -> str:
+    """The heat application: speedup and efficiency per grid and variant, overlap gain."""
+    out = ['<h2 id="coll-heat">Heat diffusion</h2>',
+           '<p class="note">Measured wall time of <code>colltune-heat</code> (slowest rank), '
+           "median over repetitions; GFLOP/s at 8 FLOPs per cell per iteration; speedup "
+           "S(p) = T(1)/T(p), efficiency E(p) = S(p)/p.</p>"]
+    g = heat_scaling(df)
+    out.append("<h3>Speedup and efficiency</h3>")
+    out.append(frame_table(g[["grid", "decomp", "variant", "np", "runs", "time_s", "gflops",
+                              "speedup", "efficiency"]]))
+    piv = g.pivot_table(index=["grid", "decomp", "np"], columns="variant", values="time_s")
+    gains = []
+    for v in ("overlap", "persistent"):
+        if "blocking" in piv and v in piv:
+            gains.append((piv["blocking"] / piv[v]).rename(f"blocking / {v}"))
+    if gains:
+        out.append("<h3>Overlap gain (time of blocking / time of the variant; &gt; 1: faster)"
+                   "</h3>")
+        out.append(frame_table(pd.concat(gains, axis=1).reset_index()))
+
+    def make():
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        top = int(g["np"].max())
+        ax.plot([1, top], [1, top], "k--", lw=1, label="ideal")
+        for (grid, decomp, variant), h in g.groupby(["grid", "decomp", "variant"]):
+            h = h.dropna(subset=["speedup"]).sort_values("np")
+            if len(h):
+                ax.plot(h["np"], h["speedup"], marker="o", label=f"{grid} {decomp} {variant}")
+        ax.set_xlabel("processes")
+        ax.set_ylabel("speedup T(1)/T(p)")
+        ax.set_title("heat diffusion: measured speedup")
+        ax.legend(fontsize=7, ncol=2)
+        ax.grid(alpha=0.3)
+        return fig
+
+    if (g["np"] == 1).any():
+        _add_figure(parts, out, "heat-speedup", "heat", "Heat diffusion: speedup against "
+                    "processes per grid, decomposition and variant (dashed: ideal)", make, dpi,
+                    wide=True)
+    else:
+        out.append('<p class="note">no 1-process runs: speedup needs T(1)</p>')
+    return "".join(out)
 
 
 def compute_model(df: pd.DataFrame, *, db_path, algos, build=None, pingpong=None,
@@ -697,12 +778,18 @@ def report(db_path, study, output, pingpong_json, measure, alpha, beta, gamma_op
         measure = (pingpong_json is None and (alpha is None or beta is None)
                    and build is not None and os.uname().nodename in hosts
                    and load_pingpong_from_db(db_path) is None)
+    if (df["collective"] == "heat").all():
+        measure = False  # no collective to model
     err.print("building the report" + (" (measuring α, β, γ first)" if measure else ""),
               highlight=False)
-    model, note = compute_model(df, db_path=db_path, algos=algos, build=build,
-                                pingpong=pingpong_json, alpha=alpha, beta=beta, gamma=gamma,
-                                gamma_mode=gamma_opt if gamma is None else "auto",
-                                measure=measure)
+    coll_df = df[df["collective"] != "heat"]
+    if coll_df.empty:  # a study of the heat application only: no collective cost model
+        model, note = None, "no collective measurements in this study"
+    else:
+        model, note = compute_model(coll_df, db_path=db_path, algos=algos, build=build,
+                                    pingpong=pingpong_json, alpha=alpha, beta=beta,
+                                    gamma=gamma, gamma_mode=gamma_opt if gamma is None else "auto",
+                                    measure=measure)
     palette = plotmod.Palette(plotmod.algorithm_order(mpi_spec))
     text, parts = build_report(df, runs=runs, db_path=db_path, study=study, palette=palette,
                                model=model, model_note=note, dpi=dpi, surface_algo=surface_algo)

@@ -73,6 +73,9 @@ KEYS: dict[str, tuple[str, Any]] = {
     "timeout": ("seconds > 0 per launch", 900.0),
     "max_processes": ("whole number or 'cores', '2*cores': drop larger process counts", None),
     "env": ("table of environment variables for every launch", {}),
+    "heat": ("table for the collective 'heat' (the heat-diffusion application): grids "
+             "['RxC', ...], decomps ['rows', '2d'], iterations (number, or table 'RxC' -> "
+             "number)", {}),
 }
 REQUIRED = ("name", "collectives", "algorithms", "sizes", "processes")
 SBATCH_KEYS = {
@@ -124,6 +127,7 @@ class Study:
     timeout: float = 900.0
     max_processes: int | str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    heat: dict[str, Any] = field(default_factory=dict)  # grids, decomps, iterations
     sbatch: dict[str, Any] = field(default_factory=dict)
     source: str = ""  # file path or preset:NAME
     text: str = ""  # the TOML as written
@@ -338,14 +342,15 @@ def loads(text: str, source: str = "<string>", base_dir: Path | None = None) -> 
         if k not in KEYS:
             raise StudyError(f"study.{k}: unknown key{_suggest(k, KEYS)}; valid keys: "
                              f"{', '.join(KEYS)}")
+    heat_only = st.get("collectives") == [HEAT]
     for k in REQUIRED:
-        if k not in st:
+        if k not in st and not (heat_only and k == "sizes"):
             raise StudyError(f"study.{k}: missing; it is required ({KEYS[k][0]})")
 
     name = _want("study.name", st["name"], str, "a string")
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", name):
         raise StudyError(f"study.name: '{name}' should be letters, digits, '_', '-' or '.'")
-    colls = _choices("study.collectives", st["collectives"], COLLECTIVES)
+    colls = _choices("study.collectives", st["collectives"], tuple(COLLECTIVES) + (HEAT,))
 
     algos_raw = st["algorithms"]
     algorithms: dict[str, list[str]] = {}
@@ -365,9 +370,14 @@ def loads(text: str, source: str = "<string>", base_dir: Path | None = None) -> 
         algorithms = {c: list(specs) for c in colls}
 
     s = Study(name=name, collectives=colls, algorithms=algorithms,
-              sizes=parse_study_sizes("study.sizes", st["sizes"]),
+              sizes=parse_study_sizes("study.sizes", st["sizes"]) if "sizes" in st else [],
               processes=parse_study_processes("study.processes", st["processes"]),
               source=source, text=text)
+    if HEAT in colls:
+        s.heat = _parse_heat(st.get("heat", {}), algorithms[HEAT])
+    elif "heat" in st:
+        raise StudyError("study.heat: applies to the collective 'heat', which is not in "
+                         "study.collectives")
     if "description" in st:
         s.description = _want("study.description", st["description"], str, "a string")
     if "repetitions" in st:
@@ -512,6 +522,64 @@ def _check_ours(key: str, spec: str, coll: str, registry_algos: dict[str, Any]) 
                              f"{_suggest(k.strip(), known)}; valid: {', '.join(known) or 'none'}")
 
 
+HEAT = "heat"  # the heat-diffusion application as a study workload
+HEAT_VARIANTS = ("blocking", "overlap", "persistent")
+HEAT_DECOMPS = ("rows", "2d")
+HEAT_KEYS = {"grids": "list of 'RxC' grid shapes (required)",
+             "decomps": "'rows', '2d' or a list of them (default ['rows'])",
+             "iterations": "number >= 1, or a table 'RxC' -> number (default 100)"}
+
+
+def _grid(key: str, v: Any) -> tuple[int, int]:
+    m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", v) if isinstance(v, str) else None
+    if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
+        raise StudyError(f"{key}: {v!r} is not a grid shape; use 'ROWSxCOLS' like '1000x1000'")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _parse_heat(h: Any, variants: list[str]) -> dict[str, Any]:
+    """study.heat and the variants (study.algorithms for 'heat'), checked."""
+    _want("study.heat", h, dict, "a table")
+    for k in h:
+        if k not in HEAT_KEYS:
+            raise StudyError(f"study.heat.{k}: unknown key{_suggest(k, HEAT_KEYS)}; valid: "
+                             f"{', '.join(HEAT_KEYS)}")
+    if "grids" not in h:
+        raise StudyError(f"study.heat.grids: missing; it is required ({HEAT_KEYS['grids']})")
+    raw = h["grids"] if isinstance(h["grids"], list) else [h["grids"]]
+    grids = [_grid(f"study.heat.grids[{i}]", g) for i, g in enumerate(raw)]
+    decomps = _choices("study.heat.decomps", h.get("decomps", ["rows"]), HEAT_DECOMPS)
+    for i, v in enumerate(variants):
+        if v not in HEAT_VARIANTS:
+            raise StudyError(f"study.algorithms.heat[{i}]: '{v}' is not a heat variant; valid: "
+                             f"{', '.join(HEAT_VARIANTS)}{_suggest(v, HEAT_VARIANTS)}")
+    its = h.get("iterations", 100)
+    per: dict[str, int] = {}
+    if isinstance(its, dict):
+        for g, n in its.items():
+            r, c = _grid(f"study.heat.iterations.{g}", g)
+            per[f"{r}x{c}"] = _int(f"study.heat.iterations.{g}", n, 1)
+        missing = [f"{r}x{c}" for r, c in grids if f"{r}x{c}" not in per]
+        if missing:
+            raise StudyError(f"study.heat.iterations: no count for grid(s) {', '.join(missing)}")
+    else:
+        n = _int("study.heat.iterations", its, 1)
+        per = {f"{r}x{c}": n for r, c in grids}
+    return {"grids": [f"{r}x{c}" for r, c in grids], "decomps": decomps, "iterations": per}
+
+
+def heat_specs(study: Study) -> list[str]:
+    """The heat configurations of a study, each as 'VARIANT:grid=RxC,decomp=D,iterations=N'."""
+    h = study.heat
+    return [f"{v}:grid={g},decomp={d},iterations={h['iterations'][g]}"
+            for g in h["grids"] for d in h["decomps"] for v in study.algorithms[HEAT]]
+
+
+def parse_heat_spec(spec: str) -> tuple[str, dict[str, str]]:
+    variant, _, rest = spec.partition(":")
+    return variant, dict(kv.split("=", 1) for kv in rest.split(",") if kv)
+
+
 def resolve_algorithms(study: Study, build) -> dict[str, list[str]]:
     """Expand and check the algorithms of every collective against the build.
 
@@ -525,6 +593,9 @@ def resolve_algorithms(study: Study, build) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     per_coll = len({tuple(v) for v in study.algorithms.values()}) > 1
     for coll in study.collectives:
+        if coll == HEAT:
+            out[coll] = heat_specs(study)
+            continue
         reg = {a.name: a for a in registry.algorithms(build) if a.collective == coll}
         if "native" not in reg:
             reg["native"] = None

@@ -41,7 +41,7 @@ from . import bench as bench_mod
 from . import db as db_mod
 from . import launch
 from .study import Study, StudyError, fmt_ints, is_lib_spec, load, load_preset, preset_names
-from .study import resolve_algorithms
+from .study import HEAT, parse_heat_spec, resolve_algorithms
 from .units import fmt_size
 
 err = Console(stderr=True)
@@ -154,7 +154,8 @@ def make_plan(study: Study, build, *, seed: int | None = None,
     """Check the study against the build and expand it into launch units."""
     algorithms = resolve_algorithms(study, build)
     for coll in study.collectives:  # unsupported options fail here, not at the first launch
-        bench_spec(study, Unit(coll, 1, "core", "seq", 1, ("native",), None, ""))
+        if coll != HEAT:
+            bench_spec(study, Unit(coll, 1, "core", "seq", 1, ("native",), None, ""))
     notes: list[str] = []
     slots, note = _capacity(study)
     if note:
@@ -185,7 +186,9 @@ def make_plan(study: Study, build, *, seed: int | None = None,
                 for mapping in study.mapping:
                     for order in study.order:
                         groups: list[tuple[tuple[str, ...], str | None]] = []
-                        if ours:
+                        if coll == HEAT:  # one launch per configuration of the application
+                            groups += [((h,), None) for h in ours]
+                        elif ours:
                             groups.append((ours, None))
                         for spec in libs:
                             why = lib.skip_reason(build.mpi, coll, spec, np)
@@ -337,7 +340,7 @@ def _run_unit(plan: Plan, conn, unit: Unit, run_id: int, study_id: int, rnd: int
     """One launch: run, store records or the failure. Returns its command line."""
     study = plan.study
     env = plan.env(unit)
-    spec = bench_spec(study, unit)
+    spec = bench_spec(study, unit) if unit.collective != HEAT else None
     started = db_mod.now()
     t0 = time.monotonic()
     err_text = None
@@ -345,9 +348,13 @@ def _run_unit(plan: Plan, conn, unit: Unit, run_id: int, study_id: int, rnd: int
     notes: list[str] = []
     with launch.session(plan.placement(unit)) as sess:
         try:
-            kwargs = {"extra_env": env} if env else {}
-            records, notes = bench_mod.run(plan.build, spec, timeout=study.timeout, **kwargs)
-        except (bench_mod.BenchError, launch.LaunchError, OSError, ValueError) as exc:
+            if unit.collective == HEAT:
+                records, notes = _run_heat(plan, unit, env)
+            else:
+                kwargs = {"extra_env": env} if env else {}
+                records, notes = bench_mod.run(plan.build, spec, timeout=study.timeout, **kwargs)
+        except (bench_mod.BenchError, launch.LaunchError, OSError, ValueError,
+                RuntimeError) as exc:
             err_text = str(exc) or type(exc).__name__
     seconds = time.monotonic() - t0
     ln = sess.launches[-1] if sess.launches else None
@@ -387,6 +394,46 @@ def _run_unit(plan: Plan, conn, unit: Unit, run_id: int, study_id: int, rnd: int
         oc.last, oc.last_s = f"FAILED: {first[:200]}", seconds
         log(f"[red]launch failed[/] {escape(unit.label)}: {escape(first[:300])}", highlight=False)
     return command
+
+
+def _run_heat(plan: Plan, unit: Unit, env: dict[str, str]) -> tuple[list[dict], list[str]]:
+    """One launch of the heat application, as one measurement record.
+
+    The record reuses the measurement columns: algorithm = the variant, params =
+    grid/decomp/iterations, size = bytes of the grid (8 per cell), every latency
+    statistic = the run's wall time (slowest rank) in µs, one sample. `heat_*`
+    fields carry GFLOP/s and the split of the time (docs/heat.md)."""
+    from . import heat as heat_mod
+
+    variant, kv = parse_heat_spec(unit.algos[0])
+    rows, cols = (int(x) for x in kv["grid"].split("x"))
+    hs = heat_mod.HeatSpec(np=unit.np, rows=rows, cols=cols, iterations=int(kv["iterations"]),
+                           decomp=kv["decomp"], variant=variant, seed=plan.seed)
+    old_env = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # the heat launcher takes no extra environment of its own
+    try:
+        rec, _reports, notes = heat_mod.run_heat(plan.build, hs, timeout=plan.study.timeout)
+    finally:
+        for k, v in old_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    t_us = rec["time_s"] * 1e6
+    out = {
+        "collective": HEAT, "algorithm": variant, "spec": unit.algos[0],
+        "params": f"grid={rows}x{cols},decomp={kv['decomp']},iterations={kv['iterations']}",
+        "np": unit.np, "size": rows * cols * 8, "root": 0, "dtype": "double", "op": "max",
+        "timing": "wall", "iterations": rec.get("iterations_done"), "warmup": 0,
+        "min_us": t_us, "mean_us": t_us, "median_us": t_us, "p90_us": t_us, "p99_us": t_us,
+        "max_us": t_us, "stddev_us": 0.0, "valid_reps": 1, "invalid": 0,
+        "rank_min_us": rec.get("time_s_mean", rec["time_s"]) * 1e6, "rank_max_us": t_us,
+        "mpi": rec.get("mpi"), "command": rec.get("command"),
+        "heat_gflops": rec.get("gflops"), "heat_comp_s": rec.get("comp_s_max"),
+        "heat_halo_s": rec.get("halo_s_max"), "heat_coll_s": rec.get("coll_s_max"),
+        "heat_pgrid": rec.get("pgrid"),
+    }
+    return [out], notes
 
 
 # ----------------------------------------------------------------- batch scripts
