@@ -3,6 +3,7 @@ placement translation (checked in Open MPI's own mapper), and a real Slurm."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -408,7 +409,7 @@ def slurm(tmp_path_factory):
     """A one-node Slurm (controller and node daemon) started for this test."""
     for tool in ("slurmctld", "slurmd", "sbatch", "srun", "sinfo"):
         if not shutil.which(tool):
-            pytest.skip("Slurm is not installed (Debian: apt-get install slurm-wlm libpmix2)")
+            pytest.skip("Slurm is not installed (Debian: apt-get install slurm-wlm libpmix-dev)")
     if os.geteuid() != 0:
         pytest.skip("the test Slurm runs its daemons as root")
     d = tmp_path_factory.mktemp("slurm")
@@ -451,6 +452,11 @@ def test_sweep_in_a_real_slurm_allocation(slurm, tmp_path, ompi_build):
                                     text=True).stdout + subprocess.run(
             ["srun", "--mpi=list"], env=env, capture_output=True, text=True).stderr:
         pytest.skip("Slurm has no PMIx plugin for Open MPI")
+    try:  # Slurm's mpi/pmix plugin dlopens the unversioned name, shipped by libpmix-dev
+        ctypes.CDLL("libpmix.so")
+    except OSError:
+        pytest.skip("Slurm's PMIx plugin cannot load libpmix.so (Debian: apt-get install "
+                    "libpmix-dev)")
     f = tmp_path / "s.toml"
     f.write_text(TINY.replace("processes = [2, 3]", "processes = [2]").replace(
         "repetitions = 2", 'repetitions = 1\nmapping = ["core", "socket"]')
@@ -533,3 +539,15 @@ def test_heat_study_errors_name_the_key():
         study_mod.loads(HEAT_STUDY.replace('"overlap"]', '"overlapp"]'))
     with pytest.raises(study_mod.StudyError, match="study.heat.grids: missing"):
         study_mod.loads(HEAT_STUDY.replace('grids = ["40x30", "37x23"]', ''))
+
+
+def test_failure_message_prefers_error_lines_and_hints_known_launcher_errors():
+    res = launch.Result("srun -n 2 x", 1, "", "noise\nerror: bcast/chain: segsize=-1 is "
+                        "out of range\nmore noise", False, [])
+    assert launch.failure_message("benchmark", res) == \
+        "error: bcast/chain: segsize=-1 is out of range"
+    pmix = launch.Result("srun -n 2 x", 1, "", "srun: error:  mpi/pmix_v4: init: (null) [0]: "
+                         "mpi_pmix.c:195: pmi/pmix: can not load PMIx library", False, [])
+    msg = launch.failure_message("benchmark", pmix)
+    assert msg.startswith("benchmark failed (1): srun: error:")
+    assert "hint:" in msg and "libpmix-dev" in msg

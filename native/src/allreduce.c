@@ -112,48 +112,19 @@ int ct_allreduce_reduce_bcast(const void *sbuf, void *rbuf, int count, MPI_Datat
 
 /* ------------------------------------------------------------ basic_linear */
 /*
- * Rank 0 receives every other rank's vector in turn, from rank p-1 down to
- * rank 1, accumulating acc = x(i) op acc, so the result is x0 op ... op x(p-1)
- * for any associative op; then it sends the result to ranks 1..p-1 one after
- * the other (blocking sends, every receiver has its receive posted).
+ * colltune's linear Reduce to rank 0 (rank 0 receives every other vector and
+ * accumulates x0 op ... op x(p-1) in rank order directly in rbuf, so any
+ * associative op works), then its linear Bcast from rank 0 (blocking sends,
+ * one after the other). Open MPI's basic_linear has the same two phases.
  */
 int ct_allreduce_basic_linear(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
                               MPI_Op op, MPI_Comm comm, const ct_params_t *p) {
-    (void)p;
-    int rank, size, rc = MPI_SUCCESS;
-    void *acc_raw = NULL, *in_raw = NULL;
-    ct_type_t t;
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
+    int size;
     CT_CHECK(MPI_Comm_size(comm, &size));
-    CT_CHECK(ct_type(dt, &t));
-    const void *src = input_of(sbuf, rbuf);
-
     if (size == 1) return input_to_rbuf(sbuf, rbuf, count, dt);
-
-    if (rank != 0) {
-        CT_CHECK(MPI_Send(src, count, dt, 0, CT_TAG_ALLREDUCE, comm));
-        return MPI_Recv(rbuf, count, dt, 0, CT_TAG_ALLREDUCE + 1, comm, MPI_STATUS_IGNORE);
-    }
-
-    void *acc = ct_tmp_alloc(count, &t, &acc_raw);
-    void *in = ct_tmp_alloc(count, &t, &in_raw);
-    if (!acc || !in) {
-        rc = alloc_failed("basic_linear", 2 * (MPI_Aint)count, &t);
-        goto out;
-    }
-    TRY(MPI_Recv(acc, count, dt, size - 1, CT_TAG_ALLREDUCE, comm, MPI_STATUS_IGNORE));
-    for (int i = size - 2; i >= 1; i--) {
-        TRY(MPI_Recv(in, count, dt, i, CT_TAG_ALLREDUCE, comm, MPI_STATUS_IGNORE));
-        TRY(combine(in, acc, count, dt, op));
-    }
-    TRY(combine(src, acc, count, dt, op)); /* x0 on the left */
-    TRY(ct_copy(acc, rbuf, count, dt));
-    for (int i = 1; i < size; i++)
-        TRY(MPI_Send(rbuf, count, dt, i, CT_TAG_ALLREDUCE + 1, comm));
-out:
-    free(acc_raw);
-    free(in_raw);
-    return rc;
+    /* in place, every rank's input is in rbuf: the Reduce reads it there too */
+    CT_CHECK(ct_reduce_linear(sbuf, rbuf, count, dt, op, 0, comm, p));
+    return ct_bcast_linear(rbuf, count, dt, 0, comm, p);
 }
 
 /* ------------------------------------------------------ recursive_doubling */

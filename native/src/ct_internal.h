@@ -64,6 +64,10 @@ void *ct_tmp_alloc(MPI_Aint count, const ct_type_t *t, void **raw);
 
 /* Local copy of count elements between buffers laid out with datatype dt. */
 int ct_copy(const void *src, void *dst, int count, MPI_Datatype dt);
+/* Local copy between two layouts of the same type signature (scount x sdt into
+ * rcount x rdt); a plain ct_copy when both are the same. */
+int ct_copy_sig(const void *src, int scount, MPI_Datatype sdt, void *dst, int rcount,
+                MPI_Datatype rdt);
 
 /* Elements per segment for this datatype and segment size in bytes:
  * count if segsize == 0 or larger than the message, at least 1 otherwise

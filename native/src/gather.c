@@ -58,14 +58,6 @@ static void blk_free(blk_t *b) {
     b->owned = 0;
 }
 
-/* Local copy between two layouts of the same type signature. */
-static int copy_sig(const void *src, int scount, MPI_Datatype sdt, void *dst, int rcount,
-                    MPI_Datatype rdt) {
-    if (src == dst && scount == rcount && sdt == rdt) return MPI_SUCCESS;
-    return MPI_Sendrecv(src, scount, sdt, 0, CT_TAG_GATHER, dst, rcount, rdt, 0,
-                        CT_TAG_GATHER, MPI_COMM_SELF, MPI_STATUS_IGNORE);
-}
-
 int ct_gather_native(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
                      MPI_Datatype rdt, int root, MPI_Comm comm, const ct_params_t *p) {
     (void)p;
@@ -97,7 +89,7 @@ int ct_gather_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
         n++;
     }
     if (sbuf != MPI_IN_PLACE)
-        TRY(copy_sig(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * bext, rcount, rdt));
+        TRY(ct_copy_sig(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * bext, rcount, rdt));
     TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
 out:
     free(req);
@@ -132,7 +124,7 @@ static int binomial_root(const void *sbuf, int scount, MPI_Datatype sdt, void *r
         n++;
     }
     if (sbuf != MPI_IN_PLACE)
-        TRY(copy_sig(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * b.ext, rcount, rdt));
+        TRY(ct_copy_sig(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * b.ext, rcount, rdt));
     TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
 out:
     blk_free(&b);

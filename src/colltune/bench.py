@@ -92,6 +92,5 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
         complete = len(records) == len(spec.sizes) * len(spec.algos)
         if spec.validate and res.returncode == 1 and complete and validation_failures(records):
             return records, res.notes
-        msg = "\n".join(l for l in res.stderr.strip().splitlines() if l.startswith("error:"))
-        raise BenchError(msg or f"benchmark failed ({res.returncode}): {res.stderr.strip()[-2000:]}")
+        raise BenchError(launch.failure_message("benchmark", res))
     return records, res.notes

@@ -35,6 +35,7 @@ from pathlib import Path
 import click
 
 from .fit import FitError, LazyModule, _json_clean, load_selection, select_options
+from .db import open_reader
 from .units import fmt_size, parse_sizes
 
 VARIABLES = frozenset("abgpnsk")
@@ -531,7 +532,7 @@ def load_pingpong_from_db(db_path) -> pd.DataFrame | None:
     import sqlite3
 
     try:
-        con = sqlite3.connect(f"file:{Path(db_path).resolve()}?mode=ro", uri=True)
+        con = open_reader(db_path)
     except sqlite3.Error:
         return None
     try:

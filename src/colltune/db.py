@@ -250,6 +250,21 @@ def open_db(path: str | Path | None = None, create: bool = True) -> sqlite3.Conn
     return conn
 
 
+def open_reader(path: str | Path) -> sqlite3.Connection:
+    """A connection that only reads an existing database (any SQLite file: fit and
+    report also read bare tables). Opened read-write where the file allows, with
+    writes refused (query_only), so that closing the last connection checkpoints the
+    WAL and removes the -wal/-shm files, which a read-only connection would leave
+    behind; read-only otherwise."""
+    uri = Path(path).expanduser().resolve().as_uri()
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=rw", uri=True, timeout=60)
+    except sqlite3.OperationalError:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60)
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
 @contextmanager
 def transaction(conn: sqlite3.Connection):
     """BEGIN IMMEDIATE ... COMMIT, ROLLBACK on any exception (Ctrl-C included).

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import click
 
+from .db import open_reader
 from .units import fmt_size, parse_size
 
 
@@ -118,7 +119,7 @@ def load_measurements(db_path: str | Path, study: str | None = None, **filters) 
     if not path.is_file():
         raise FitError(f"no results database at {path}")
     try:
-        con = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
+        con = open_reader(path)
     except sqlite3.Error as exc:
         raise FitError(f"cannot open {path}: {exc}") from exc
     try:

@@ -140,8 +140,7 @@ def _launch(build: Build, np: int, prog: list[str], timeout: float) -> tuple[lis
     if res.timed_out:
         raise HeatError(f"{name} timed out after {timeout:.0f} s: {res.command}")
     if res.returncode != 0:
-        msg = "\n".join(l for l in res.stderr.strip().splitlines() if l.startswith("error:"))
-        raise HeatError(msg or f"{name} failed ({res.returncode}): {res.stderr.strip()[-2000:]}")
+        raise HeatError(launch.failure_message(name, res))
     records = []
     for line in res.stdout.splitlines():
         if line.startswith("{"):

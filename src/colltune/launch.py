@@ -433,6 +433,28 @@ def _srun(mpi, np, p, used, ppn, bind, over, notes, over_text) -> list[str]:
 
 # -------------------------------------------------------------------------- run
 
+# Launcher errors whose text does not say what to do, and what to do.
+_HINTS = (
+    ("can not load PMIx library",
+     "Slurm's mpi/pmix plugin loads libpmix.so by its unversioned name; install the "
+     "PMIx development package (Debian: apt-get install libpmix-dev)"),
+    ("There are not enough slots available",
+     "more processes than slots: give the hosts more slots or run with fewer processes"),
+)
+
+
+def failure_message(name: str, res: Result) -> str:
+    """What to tell the user when a launch exits non-zero: the program's own `error:`
+    lines if it wrote any, else the tail of its error output, plus a hint for known
+    launcher errors."""
+    err = res.stderr.strip()
+    msg = "\n".join(l for l in err.splitlines() if l.startswith("error:"))
+    if not msg:
+        msg = f"{name} failed ({res.returncode}): {err[-2000:]}"
+    hints = [h for needle, h in _HINTS if needle in err]
+    return msg + "".join(f"\nhint: {h}" for h in hints)
+
+
 
 def run(launch: Launch, timeout: float | None = None) -> Result:
     """Run a launch to completion; on timeout the whole process group is killed."""

@@ -78,8 +78,7 @@ def _launch(build: Build, np: int, prog: list[str], timeout: float) -> tuple[lis
     if res.timed_out:
         raise P2PError(f"{name} timed out after {timeout:.0f} s: {res.command}")
     if res.returncode != 0:
-        msg = "\n".join(l for l in res.stderr.strip().splitlines() if l.startswith("error:"))
-        raise P2PError(msg or f"{name} failed ({res.returncode}): {res.stderr.strip()[-2000:]}")
+        raise P2PError(launch.failure_message(name, res))
     records = []
     host = os.uname().nodename
     for line in res.stdout.splitlines():

@@ -35,6 +35,7 @@ import click
 
 from . import __version__
 from . import plot as plotmod
+from .db import open_reader
 from .fit import (FitError, LazyModule, SEED_MODELS, default_db, fit_formula,
                   load_measurements, model_frame, resolve_formula)
 from .units import fmt_size
@@ -85,7 +86,7 @@ def load_runs(db_path, study: str | None, df: pd.DataFrame) -> Provenance:
     runs = pd.DataFrame()
     units = studies = None
     try:
-        con = sqlite3.connect(f"file:{Path(db_path).resolve()}?mode=ro", uri=True)
+        con = open_reader(db_path)
         try:
             tables = {r[0] for r in con.execute(
                 "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
