@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from colltune import costmodel as cm
 from colltune import plot as pl
 from colltune import report as rp
+from colltune.files import write_atomic
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "report"
 KINDS_EXPECTED = set(pl.KINDS)
@@ -91,7 +92,7 @@ def built(tmp_path_factory):
                                   study="quick", palette=pl.Palette(pl.FALLBACK_ORDER),
                                   model=model)
     path = d / "report.html"
-    pl.write_atomic(path, text)
+    write_atomic(path, text)
     return path, text, parts
 
 

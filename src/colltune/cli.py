@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import click
@@ -23,6 +22,7 @@ from . import mpi as mpi_mod
 from . import registry
 from . import verify as verify_mod
 from .build import BuildError, build as do_build
+from .files import write_atomic
 from .units import fmt_size, parse_ints, parse_sizes
 
 out = Console()
@@ -45,19 +45,6 @@ def _build(mpi_spec: str | None, force: bool = False, verbose: bool = False):
         return do_build(mpi, force=force, verbose=verbose)
     except (BuildError, FileNotFoundError) as exc:
         _fail(str(exc))
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Write a file whole or not at all."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _check_names(build, collective: str, specs: list[str]) -> None:
@@ -292,7 +279,7 @@ def _emit(records: list[dict], fmt: str, output: str | None, title: str) -> None
         text = json.dumps(records, indent=2) + "\n"
     if text is not None:
         if output:
-            _write_atomic(Path(output), text)
+            write_atomic(Path(output), text)
         else:
             click.echo(text, nl=False)
 

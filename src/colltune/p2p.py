@@ -19,6 +19,7 @@ from rich.table import Table
 
 from . import launch
 from .build import Build
+from .files import write_atomic
 from .units import fmt_size, parse_size, parse_sizes
 
 MPI_HELP = "MPI library: openmpi (default), mpich, or a path to a prefix/bin dir/mpicc"
@@ -156,12 +157,6 @@ def probe_table(rec: dict, title: str) -> Table:
     return t
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    from .cli import _write_atomic as write  # lazy: cli imports this module
-
-    write(path, text)
-
-
 def _csv_cell(v):
     if v is None:
         return ""
@@ -183,7 +178,7 @@ def _render(records: list[dict], fmt: str, fields: list[str]) -> str:
 
 def _emit_text(text: str, output: str | None) -> None:
     if output:
-        _write_atomic(Path(output), text)
+        write_atomic(Path(output), text)
     else:
         click.echo(text, nl=False)
 

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
-import tempfile
 from io import BytesIO
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from .files import write_atomic
 from .fit import FitError, LazyModule, load_selection, select_options
 from .units import fmt_size, parse_size
 
@@ -641,21 +640,6 @@ def _metadata(fmt: str) -> dict | None:
     if fmt == "pdf":
         return {"CreationDate": None}
     return None
-
-
-def write_atomic(path: Path, data: bytes | str) -> None:
-    """Write a file whole or not at all."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode() if isinstance(data, str) else data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def save_figure(fig: Figure, path: str | Path, dpi: int = 120) -> Path:

@@ -36,6 +36,7 @@ import click
 from . import __version__
 from . import plot as plotmod
 from .db import open_reader
+from .files import write_atomic
 from .fit import (FitError, LazyModule, SEED_MODELS, default_db, fit_formula,
                   load_measurements, model_frame, resolve_formula)
 from .units import fmt_size
@@ -795,6 +796,6 @@ def report(db_path, study, output, pingpong_json, measure, alpha, beta, gamma_op
     text, parts = build_report(df, runs=runs, db_path=db_path, study=study, palette=palette,
                                model=model, model_note=note, dpi=dpi, surface_algo=surface_algo)
     path = Path(output)
-    plotmod.write_atomic(path, text)
+    write_atomic(path, text)
     err.print(f"{len(parts.figures)} figures, {len(text) / 1e6:.1f} MB", highlight=False)
     click.echo(str(path.resolve()))

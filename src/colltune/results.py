@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import math
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import click
@@ -14,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import db as db_mod
+from .files import atomic_path
 from .units import fmt_size, parse_ints, parse_sizes
 
 out = Console()
@@ -185,18 +184,11 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
 
 def write_frame_atomic(df, path: Path, fmt: str) -> None:
     """CSV or Parquet, whole or not at all (temporary file + rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         if fmt == "csv":
             df.to_csv(tmp, index=False)
         else:
             df.to_parquet(tmp, index=False, engine="pyarrow")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @click.command()

@@ -42,6 +42,7 @@ from . import db as db_mod
 from . import launch
 from .study import Study, StudyError, fmt_ints, is_lib_spec, load, load_preset, preset_names
 from .study import HEAT, parse_heat_spec, resolve_algorithms
+from .files import write_atomic
 from .units import fmt_size
 
 err = Console(stderr=True)
@@ -478,22 +479,6 @@ def sbatch_script(study: Study, *, study_arg: str, db_path: Path, mpi: str | Non
     return "\n".join(lines)
 
 
-def _write_atomic(path: Path, text: str, mode: int | None = None) -> None:
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 # ---------------------------------------------------------------------- command
 
 
@@ -603,7 +588,7 @@ def sweep(study_file, preset, db_path, mpi_spec, launcher, hostfile, dry_run, sb
                      else shlex.quote(str(Path(study_file).resolve())))
         text = sbatch_script(study, study_arg=study_arg, db_path=dbp.resolve(),
                              mpi=mpi_spec, workdir=Path.cwd())
-        _write_atomic(Path(sbatch_file), text, 0o755)
+        write_atomic(Path(sbatch_file), text, executable=True)
         err.print(f"wrote {sbatch_file}: submit with `sbatch {sbatch_file}` (results into "
                   f"{dbp.resolve()})", highlight=False)
         return
