@@ -3,10 +3,10 @@
  *
  * Blocks: rank i's contribution is block i of rbuf -- rcount elements of rdt
  * starting at rbuf + i*rcount*extent(rdt). Every algorithm except gather_bcast
- * first copies its own block from sbuf (scount x sdt, same signature as
- * rcount x rdt) into block `rank` of rbuf -- or finds it there with
- * MPI_IN_PLACE -- and from then on moves whole blocks of rbuf with the
- * receive type, so derived types with holes or a lower bound work and the
+ * sends its own block in its first step straight from sbuf (scount x sdt, same
+ * signature as rcount x rdt) and copies it into block `rank` of rbuf after that
+ * step -- or finds it there with MPI_IN_PLACE -- and otherwise moves whole
+ * blocks of rbuf with the receive type, so derived types with holes or a lower bound work and the
  * holes of rbuf are never written. A block travels as `per` elements of `dt`
  * (blk_t), so counts of up to p blocks never overflow an int. Sets of blocks
  * that are not contiguous in rbuf travel as one message with an indexed type.
@@ -68,8 +68,8 @@ typedef struct {
     int np, r;
     char *rbuf;
     blk_t b; /* blocks of rcount x rdt */
-    /* my own block still in sbuf (ag_begin_deferred): the first send takes it from
-     * there and ag_place_own copies it into rbuf afterwards */
+    /* my own block is still only in sbuf: the first send takes it from there and
+     * ag_place_own copies it into rbuf afterwards */
     const void *sbuf;
     int scount, rcount, own_pending;
     MPI_Datatype sdt, rdt;
@@ -100,23 +100,15 @@ static int ag_place_own(ag_t *g) {
     return ct_copy_sig(g->sbuf, g->scount, g->sdt, blk_at(g, g->r), g->rcount, g->rdt);
 }
 
-/* Set up the call and put my own block at position rank of rbuf. */
+/* Set up the call. My own block stays in sbuf for now (own_pending): a first step
+ * that sends only that block reads it from sbuf (see xchg) and the copy into rbuf
+ * comes after it (ag_place_own; any other step places it first, ag_end at the
+ * latest). Sending a block that was just copied into rbuf is markedly slower on
+ * shared memory -- the peer reads cache lines that are dirty in this core's cache:
+ * about 2x for 64 KiB at 2 processes on the development VM -- so the copy is kept
+ * off the first step. */
 static int ag_begin(ag_t *g, const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                     int rcount, MPI_Datatype rdt, MPI_Comm comm) {
-    CT_CHECK(ag_setup(g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
-    g->own_pending = sbuf != MPI_IN_PLACE;
-    int rc = ag_place_own(g);
-    if (rc != MPI_SUCCESS) blk_free(&g->b);
-    return rc;
-}
-
-/* Set up the call for an algorithm whose first step sends only my own block: that
- * send reads it from sbuf (xchg_own) and the copy into rbuf comes after it. Sending a
- * block that was just copied into rbuf is markedly slower on shared memory (the peer
- * reads cache lines that are dirty in this core's cache: about 2x for 64 KiB at 2
- * processes on the development VM), so the copy is kept off the first step. */
-static int ag_begin_deferred(ag_t *g, const void *sbuf, int scount, MPI_Datatype sdt,
-                             void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm) {
     CT_CHECK(ag_setup(g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
     g->own_pending = sbuf != MPI_IN_PLACE;
     return MPI_SUCCESS;
@@ -130,21 +122,20 @@ static int ag_end(ag_t *g, int rc) {
 }
 
 /* Send blocks sfirst..sfirst+scnt-1 of rbuf to dst while receiving blocks
- * rfirst..rfirst+rcnt-1 from src. */
-static int xchg(const ag_t *g, int sfirst, int scnt, int dst, int rfirst, int rcnt, int src) {
+ * rfirst..rfirst+rcnt-1 from src. While my own block is still only in sbuf
+ * (see ag_begin), a step that sends just that block sends it from sbuf and
+ * places it in rbuf afterwards; any other step places it first. */
+static int xchg(ag_t *g, int sfirst, int scnt, int dst, int rfirst, int rcnt, int src) {
+    if (g->own_pending && sfirst == g->r && scnt == 1) {
+        CT_CHECK(MPI_Sendrecv(g->sbuf, g->scount, g->sdt, dst, CT_TAG_ALLGATHER,
+                              blk_at(g, rfirst), rcnt * g->b.per, g->b.dt, src,
+                              CT_TAG_ALLGATHER, g->comm, MPI_STATUS_IGNORE));
+        return ag_place_own(g);
+    }
+    CT_CHECK(ag_place_own(g));
     return MPI_Sendrecv(blk_at(g, sfirst), scnt * g->b.per, g->b.dt, dst, CT_TAG_ALLGATHER,
                         blk_at(g, rfirst), rcnt * g->b.per, g->b.dt, src, CT_TAG_ALLGATHER,
                         g->comm, MPI_STATUS_IGNORE);
-}
-
-/* Send my own block to dst (from sbuf while ag_begin_deferred left it there) while
- * receiving blocks rfirst..rfirst+rcnt-1 from src; then my block is placed in rbuf. */
-static int xchg_own(ag_t *g, int dst, int rfirst, int rcnt, int src) {
-    if (!g->own_pending) return xchg(g, g->r, 1, dst, rfirst, rcnt, src);
-    CT_CHECK(MPI_Sendrecv(g->sbuf, g->scount, g->sdt, dst, CT_TAG_ALLGATHER, blk_at(g, rfirst),
-                          rcnt * g->b.per, g->b.dt, src, CT_TAG_ALLGATHER, g->comm,
-                          MPI_STATUS_IGNORE));
-    return ag_place_own(g);
 }
 
 /* Committed indexed type over rbuf: n runs, run i = len[i] blocks from block
@@ -167,10 +158,11 @@ static int runs_type(const ag_t *g, int n, int *first, int *len, MPI_Datatype *o
 /* Send the runs (sfirst, slen)[0..sn) to dst while receiving (rfirst,
  * rlen)[0..rn) from src, each set as one message. A peer of MPI_PROC_NULL
  * skips that direction. The arrays are scaled in place. */
-static int xchg_runs(const ag_t *g, int sn, int *sfirst, int *slen, int dst, int rn,
+static int xchg_runs(ag_t *g, int sn, int *sfirst, int *slen, int dst, int rn,
                      int *rfirst, int *rlen, int src) {
     MPI_Datatype st = MPI_DATATYPE_NULL, rt = MPI_DATATYPE_NULL;
     int rc = MPI_SUCCESS;
+    CT_CHECK(ag_place_own(g));
     if (dst != MPI_PROC_NULL) TRY(runs_type(g, sn, sfirst, slen, &st));
     if (src != MPI_PROC_NULL) TRY(runs_type(g, rn, rfirst, rlen, &rt));
     TRY(MPI_Sendrecv(g->rbuf, dst != MPI_PROC_NULL, dst != MPI_PROC_NULL ? st : g->b.dt, dst,
@@ -209,17 +201,21 @@ static int fold_nblk(const fold_t *f, int u) { return u < f->rem ? 2 : 1; }
 static int fold_rank(const fold_t *f, int u) { return u < f->rem ? 2 * u + 1 : u + f->rem; }
 
 /* Before the power-of-two phase: even ranks of the pairs hand their block over. */
-static int fold_in(const ag_t *g, const fold_t *f) {
+static int fold_in(ag_t *g, const fold_t *f) {
     if (g->r >= 2 * f->rem) return MPI_SUCCESS;
-    if (f->v < 0) /* the partner's first action is this receive: no deadlock */
+    if (f->v < 0) { /* the partner's first action is this receive: no deadlock */
+        if (g->own_pending) /* from sbuf; the partner sends all blocks back at the end */
+            return MPI_Send(g->sbuf, g->scount, g->sdt, g->r + 1, CT_TAG_ALLGATHER, g->comm);
         return MPI_Send(blk_at(g, g->r), g->b.per, g->b.dt, g->r + 1, CT_TAG_ALLGATHER,
                         g->comm);
+    }
+    CT_CHECK(ag_place_own(g));
     return MPI_Recv(blk_at(g, g->r - 1), g->b.per, g->b.dt, g->r - 1, CT_TAG_ALLGATHER,
                     g->comm, MPI_STATUS_IGNORE);
 }
 
 /* After it: odd ranks of the pairs send all blocks but the partner's own. */
-static int fold_out(const ag_t *g, const fold_t *f) {
+static int fold_out(ag_t *g, const fold_t *f) {
     if (g->r >= 2 * f->rem) return MPI_SUCCESS;
     int e = f->v < 0 ? g->r : g->r - 1; /* the even rank */
     int first[2] = { 0, e + 1 }, len[2] = { e, g->np - e - 1 };
@@ -254,11 +250,16 @@ int ct_allgather_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rb
         TRY(MPI_Irecv(blk_at(&g, src), g.b.per, g.b.dt, src, CT_TAG_ALLGATHER, comm, &req[n]));
         n++;
     }
-    for (int i = 1; i < g.np; i++) {
+    for (int i = 1; i < g.np; i++) { /* my block from sbuf, or from rbuf when in place */
         int dst = (g.r + i) % g.np;
-        TRY(MPI_Isend(blk_at(&g, g.r), g.b.per, g.b.dt, dst, CT_TAG_ALLGATHER, comm, &req[n]));
+        if (g.own_pending)
+            TRY(MPI_Isend(sbuf, scount, sdt, dst, CT_TAG_ALLGATHER, comm, &req[n]));
+        else
+            TRY(MPI_Isend(blk_at(&g, g.r), g.b.per, g.b.dt, dst, CT_TAG_ALLGATHER, comm,
+                          &req[n]));
         n++;
     }
+    TRY(ag_place_own(&g)); /* the local copy while the messages are in flight */
     TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
 out:
     free(req);
@@ -308,10 +309,9 @@ int ct_allgather_ring(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf
     (void)prm;
     ag_t g;
     int rc = MPI_SUCCESS;
-    CT_CHECK(ag_begin_deferred(&g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
+    CT_CHECK(ag_begin(&g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
     const int np = g.np, right = (g.r + 1) % np, left = (g.r - 1 + np) % np;
-    if (np > 1) rc = xchg_own(&g, right, left, 1, left); /* step 0: my own block */
-    for (int i = 1; i < np - 1 && rc == MPI_SUCCESS; i++)
+    for (int i = 0; i < np - 1 && rc == MPI_SUCCESS; i++)
         rc = xchg(&g, (g.r - i + np) % np, 1, right, (g.r - i - 1 + np) % np, 1, left);
     return ag_end(&g, rc);
 }
@@ -410,8 +410,17 @@ int ct_allgather_bruck(const void *sbuf, int scount, MPI_Datatype sdt, void *rbu
     if (np == 1) return ag_end(&g, MPI_SUCCESS);
     char *tmp = ct_tmp_alloc((MPI_Aint)np * rcount, &g.b.t, &raw);
     if (!tmp) return ag_end(&g, ct_set_error(MPI_ERR_NO_MEM, "allgather/bruck: out of memory"));
-    TRY(ct_copy(blk_at(&g, r), tmp, per, g.b.dt));
-    for (int d = 1; d < np; d <<= 1) {
+    int d = 1;
+    if (g.own_pending) { /* step 1 sends my block straight from sbuf (see ag_begin) */
+        TRY(MPI_Sendrecv(sbuf, scount, sdt, (r - 1 + np) % np, CT_TAG_ALLGATHER,
+                         tmp + g.b.ext, per, g.b.dt, (r + 1) % np, CT_TAG_ALLGATHER, comm,
+                         MPI_STATUS_IGNORE));
+        TRY(ct_copy_sig(sbuf, scount, sdt, tmp, per, g.b.dt));
+        d = 2;
+    } else {
+        TRY(ct_copy(blk_at(&g, r), tmp, per, g.b.dt));
+    }
+    for (; d < np; d <<= 1) {
         int cnt = d < np - d ? d : np - d;
         TRY(MPI_Sendrecv(tmp, cnt * per, g.b.dt, (r - d + np) % np, CT_TAG_ALLGATHER,
                          tmp + (MPI_Aint)d * g.b.ext, cnt * per, g.b.dt, (r + d) % np,
@@ -467,12 +476,12 @@ int ct_allgather_two_proc(const void *sbuf, int scount, MPI_Datatype sdt, void *
                           int rcount, MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *prm) {
     (void)prm;
     ag_t g;
-    CT_CHECK(ag_begin_deferred(&g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
+    CT_CHECK(ag_begin(&g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
     if (g.np != 2)
         return ag_end(&g, ct_set_error(MPI_ERR_ARG, "allgather/two_proc needs exactly 2 "
                                        "processes (got %d)", g.np));
     const int o = 1 - g.r;
-    return ag_end(&g, xchg_own(&g, o, o, 1, o));
+    return ag_end(&g, xchg(&g, g.r, 1, o, o, 1, o));
 }
 
 /*
