@@ -49,7 +49,7 @@ def main() -> int:
     ap.add_argument("--mpi", default=None)
     ap.add_argument("-o", "--output", help="write all records here as JSON")
     args = ap.parse_args()
-    console = Console()
+    console = Console(width=max(Console().width, 120))  # never fold the table
     b = do_build(mpi_mod.find(args.mpi))
     sizes = parse_sizes(args.sizes)
     medians: dict[tuple, list[float]] = {}

@@ -241,6 +241,22 @@ def test_predictions_errors_and_selection_on_model_generated_data():
     assert len(wrong) > 0 and (wrong["slowdown"] > 1).all()
 
 
+def test_oversubscribed_points_are_left_out_unless_asked_for():
+    df = model_measurements().assign(cores=4)
+    df["ppn"] = df["np"]  # one node: np 8 on 4 cores is oversubscribed
+    params = cm.CostParams(2e-6, 1e-10, 5e-10)
+    res = cm.run_model(df, ALGOS, params)
+    assert set(res["points"]["np"]) == {2, 4}
+    assert len(res["model_notes"]) == 1 and "np 8" in res["model_notes"][0]
+    kept = cm.run_model(df, ALGOS, params, include_oversubscribed=True)
+    assert set(kept["points"]["np"]) == {2, 4, 8} and kept["model_notes"] == []
+    # nothing but oversubscribed points: compared anyway, with a warning
+    only = cm.run_model(df[df["np"] == 8], ALGOS, params)
+    assert set(only["points"]["np"]) == {8} and "every point" in only["model_notes"][0]
+    # without provenance nothing is dropped
+    assert cm.oversubscribed(model_measurements()).sum() == 0
+
+
 def test_fallback_uses_the_fallback_formula():
     df = pd.DataFrame([dict(collective="allgather", algorithm="two_proc", params="", np=4,
                             size=1000, median_us=10.0,
@@ -304,3 +320,5 @@ def test_model_command_offline(tmp_path):
     for text in ("model parameters", "prediction error per collective", "selection",
                  "predicted vs measured", "2.000 µs"):
         assert text in res.output
+    # points without ties or notes print nothing there, never pandas' NaN
+    assert "nan" not in res.output.lower()

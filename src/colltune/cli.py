@@ -21,11 +21,12 @@ from . import libalgos
 from . import mpi as mpi_mod
 from . import registry
 from . import verify as verify_mod
+from .console import stdout_console
 from .build import BuildError, build as do_build
 from .files import write_atomic
 from .units import fmt_size, parse_ints, parse_sizes
 
-out = Console()
+out = stdout_console()
 err = Console(stderr=True)
 
 MPI_HELP = "MPI library: openmpi (default), mpich, or a path to a prefix/bin dir/mpicc"

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import click
 
+from .console import stdout_console
 from .fit import FitError, LazyModule, _json_clean, load_selection, select_options
 from .db import open_reader
 from .units import fmt_size, parse_sizes
@@ -790,12 +791,42 @@ def resolve_params(df: pd.DataFrame, *, pingpong=None, alpha=None, beta=None, ga
     return CostParams(float(alpha), float(beta), float(gamma), h, ginfo)
 
 
-def run_model(df: pd.DataFrame, algos, params: CostParams) -> dict:
-    """Everything `colltune model` reports, as DataFrames and dicts."""
+def oversubscribed(df: pd.DataFrame) -> pd.Series:
+    """Rows measured with more processes on a node than the node has cores (the runs'
+    `cores` joined to the measurements' `ppn`); False where either is unknown."""
+    if "ppn" not in df.columns or "cores" not in df.columns:
+        return pd.Series(False, index=df.index)
+    ppn = pd.to_numeric(df["ppn"], errors="coerce")
+    cores = pd.to_numeric(df["cores"], errors="coerce")
+    return (ppn > cores).fillna(False).astype(bool)
+
+
+def run_model(df: pd.DataFrame, algos, params: CostParams,
+              include_oversubscribed: bool = False) -> dict:
+    """Everything `colltune model` reports, as DataFrames and dicts.
+
+    Points measured oversubscribed (processes sharing cores, time-sliced by the OS)
+    are left out unless asked for: a cost model of processes that each own a core
+    does not describe them. When every point is oversubscribed they are kept, and
+    the notes say so."""
+    notes: list[str] = []
+    over = oversubscribed(df)
+    if over.any() and not include_oversubscribed:
+        if over.all():
+            notes.append(f"every point ({int(over.sum())}) was measured with more processes "
+                         "than cores: the model is compared with them anyway, read it with care")
+        else:
+            nps = sorted(int(v) for v in pd.to_numeric(df.loc[over, "np"]).unique())
+            notes.append(f"{int(over.sum())} measurements with more processes than cores "
+                         f"(np {', '.join(map(str, nps))}) left out: a cost model of processes "
+                         "that own a core does not describe time-sliced ones "
+                         "(--include-oversubscribed keeps them)")
+            df = df[~over]
     pts = predict_points(df, algos, params)
     return {"params": params, "points": pts, "by_collective": error_summary(pts, "collective"),
             "by_algorithm": error_summary(pts, ["collective", "algorithm"]),
-            "selection": selection_table(pts, list(dict.fromkeys(n for _, n in algos)))}
+            "selection": selection_table(pts, list(dict.fromkeys(n for _, n in algos))),
+            "model_notes": notes}
 
 
 def _frame_json(df: pd.DataFrame) -> list[dict]:
@@ -868,7 +899,8 @@ def print_model(console, result: dict, points: bool = False) -> None:
         for c in cols + heads:
             t.add_column(c, justify="right" if c in ("np", "size", "µs", "µs ", "its µs",
                                                      "slower ×") else "left")
-        for r in sel.to_dict("records"):
+        # missing values come back as NaN (pandas' string columns), not None
+        for r in sel.astype(object).where(sel.notna(), None).to_dict("records"):
             vals = [fmt_size(int(r[c])) if c == "size" else str(r[c]) for c in cols]
             agree = {True: "yes", False: "no", None: ""}[r["agree"]]
             t.add_row(*vals, str(r["measured_best"]), _us(r["measured_best_us"]),
@@ -887,8 +919,8 @@ def print_model(console, result: dict, points: bool = False) -> None:
         for c in ("collective", "algorithm", "np", "size", "measured µs", "predicted µs",
                   "error", "note"):
             t.add_column(c)
-        for r in p.to_dict("records"):
-            err = "" if pd.isna(r["rel_error"]) else f"{r['rel_error']:+.0%}"
+        for r in p.astype(object).where(p.notna(), None).to_dict("records"):
+            err = "" if r["rel_error"] is None else f"{r['rel_error']:+.0%}"
             t.add_row(r["collective"], r["label"], str(int(r["np"])), fmt_size(int(r["size"])),
                       _us(r["measured_us"]), _us(r["predicted_us"]), err, r["note"] or "")
         console.print(t)
@@ -920,13 +952,15 @@ def model_json(result: dict) -> dict:
                    "given (or from files/the database) no MPI build is needed.")
 @click.option("--points", is_flag=True, help="Also print every predicted vs measured point.")
 @click.option("--json", "as_json", is_flag=True, help="Everything machine-readable.")
+@click.option("--include-oversubscribed", is_flag=True,
+              help="Also compare points measured with more processes than cores (left out "
+                   "by default: the formulas assume a core per process).")
 def model(db_path, study, coll, algo, mapping, np_range, size_range, pingpong_json, measure_np,
-          alpha, beta, gamma_opt, mpi_spec, algorithms_json, points, as_json) -> None:
+          alpha, beta, gamma_opt, mpi_spec, algorithms_json, points, as_json,
+          include_oversubscribed) -> None:
     """Hockney α–β–γ fitted on this machine; every algorithm's cost formula against the
     measurements: error per point and collective, and the model's choice against the
     measured best."""
-    from rich.console import Console
-
     from .cli import _build, _fail
 
     try:
@@ -962,13 +996,14 @@ def model(db_path, study, coll, algo, mapping, np_range, size_range, pingpong_js
         _fail(str(exc))
     except Exception as exc:  # a ping-pong failure (P2PError) and the like
         _fail(f"cannot determine α, β, γ: {exc}")
-    result = run_model(df, algos, params)
+    result = run_model(df, algos, params, include_oversubscribed)
+    notes += result["model_notes"]
     if as_json:
         doc = model_json(result)
         doc["notes"] = notes
         click.echo(json.dumps(doc, indent=2))
         return
-    out = Console()
+    out = stdout_console()
     print_model(out, result, points)
     for n in notes:
         out.print(f"note: {n}", highlight=False)

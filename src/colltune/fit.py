@@ -39,6 +39,7 @@ from pathlib import Path
 
 import click
 
+from .console import stdout_console
 from .db import open_reader
 from .units import fmt_size, parse_size
 
@@ -716,9 +717,7 @@ def fit(db_path, study, coll, algo, mapping, np_range, size_range, formulas, mod
     Without --formula/--model it fits the seed report's two models:
     latency ~ 0 + processes + size, and log2_latency ~ 0 + processes + log2_size.
     """
-    from rich.console import Console
-
-    out = Console()
+    out = stdout_console()
     try:
         df = load_selection(db_path, study, coll, algo, mapping, np_range, size_range)
         chosen: list[tuple[str, str]] = [resolve_formula(f) for f in formulas]

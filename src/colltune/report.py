@@ -702,7 +702,7 @@ def compute_model(df: pd.DataFrame, *, db_path, algos, build=None, pingpong=None
     except Exception as exc:  # noqa: BLE001 - the report goes on without the model
         return None, f"cost model not computed: {exc}"
     result = cm.run_model(df, algos, params)
-    result["notes"] = notes
+    result["notes"] = notes + result["model_notes"]
     return result, None
 
 

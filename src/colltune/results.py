@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -12,10 +13,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import db as db_mod
+from .console import stdout_console
 from .files import atomic_path
 from .units import fmt_size, parse_ints, parse_sizes
 
-out = Console()
+out = stdout_console()
 err = Console(stderr=True)
 
 
@@ -62,15 +64,27 @@ def _cell(v) -> str:
     return str(v)
 
 
+_ISO_TIME = re.compile(r"^(\d{4}-\d\d-\d\d)T(\d\d:\d\d):\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?$")
+# free text shortened in tables (csv/json keep it whole)
+_ELLIPSIS_COLUMNS = {"description": 40, "error": 60, "command": 60}
+
+
 def _table(df, title: str, columns: list[str], limit: int | None) -> Table:
     t = Table(title=title, title_justify="left")
     for c in columns:
-        t.add_column(c, overflow="fold",
-                     justify="right" if str(df[c].dtype) not in ("object", "str", "string")
-                     else "left")
+        right = str(df[c].dtype) not in ("object", "str", "string")
+        if c in _ELLIPSIS_COLUMNS:
+            t.add_column(c, overflow="ellipsis", no_wrap=True, max_width=_ELLIPSIS_COLUMNS[c])
+        else:
+            t.add_column(c, overflow="fold", justify="right" if right else "left")
     shown = df if not limit else df.head(limit)
     for row in shown[columns].itertuples(index=False):
-        t.add_row(*(escape(_cell(v)) for v in row))
+        cells = []
+        for v in row:
+            text = _cell(v)
+            m = _ISO_TIME.match(text)  # timestamps to the minute, UTC as stored
+            cells.append(escape(f"{m.group(1)} {m.group(2)}" if m else text))
+        t.add_row(*cells)
     return t
 
 

@@ -40,13 +40,14 @@ from rich.table import Table
 from . import bench as bench_mod
 from . import db as db_mod
 from . import launch
+from .console import stdout_console
 from .study import Study, StudyError, fmt_ints, is_lib_spec, load, load_preset, preset_names
 from .study import HEAT, parse_heat_spec, resolve_algorithms
 from .files import write_atomic
 from .units import fmt_size
 
 err = Console(stderr=True)
-out = Console()
+out = stdout_console()
 
 
 # ------------------------------------------------------------------------ plan
