@@ -491,6 +491,7 @@ seed = 7
 grids = ["40x30", "37x23"]
 decomps = ["rows", "2d"]
 iterations = 5
+stream_elements = "256K"
 """
 
 
@@ -504,23 +505,35 @@ def test_heat_study_end_to_end_with_report_section(tmp_path, ompi_build):
 
     st = study_mod.loads(HEAT_STUDY)
     plan = sweep_mod.make_plan(st, ompi_build, seed=7)
-    assert len(plan.units) == 2 * 2 * 2 * 2  # grids x decomps x variants x np
+    # grids x decomps x variants x np, and a memory-bandwidth launch per np
+    assert len(plan.units) == 2 * 2 * 2 * 2 + 2
     dbp = tmp_path / "h.db"
     conn = db.open_db(dbp)
     oc = sweep_mod.execute(plan, conn, progress=False)
-    assert oc.status == "done" and oc.done == 16 and oc.failed == 0
+    assert oc.status == "done" and oc.done == 18 and oc.failed == 0
     df = db.measurements_frame(conn, study="heattiny")
-    assert len(df) == 16 and set(df["collective"]) == {"heat"}
-    assert set(df["algorithm"]) == {"blocking", "overlap"}
-    assert (df["median_us"] > 0).all() and set(df["size"]) == {40 * 30 * 8, 37 * 23 * 8}
+    assert len(df) == 18 and set(df["collective"]) == {"heat"}
+    assert set(df["algorithm"]) == {"blocking", "overlap", "stream"}
+    assert (df["median_us"] > 0).all()
+    app = df[df["algorithm"] != "stream"]
+    assert set(app["size"]) == {40 * 30 * 8, 37 * 23 * 8}
+    stream = df[df["algorithm"] == "stream"]
+    assert sorted(stream["np"]) == [1, 2]
+    assert set(stream["size"]) == {24 * 256 * 1024 * 1, 24 * 256 * 1024 * 2}  # bytes moved
     again = sweep_mod.execute(sweep_mod.make_plan(st, ompi_build, seed=7), conn, progress=False)
-    assert again.skipped == 16 and again.done == 0
+    assert again.skipped == 18 and again.done == 0
     conn.close()
     g = report.heat_scaling(df)
+    assert "stream" not in set(g["variant"])
     one = g[g["np"] == 1]
     assert (one["speedup"] == 1).all() and (one["efficiency"] == 1).all()
     two = g[g["np"] == 2]
     assert (two["efficiency"] - two["speedup"] / 2).abs().max() < 1e-12
+    # the bandwidth bound: STREAM GB/s / 24 B per cell x 8 FLOPs, per process count
+    bw = report.stream_bandwidth(df)
+    assert set(bw.index) == {1, 2} and (bw > 0).all()
+    assert (g["bound_gflops"] - g["np"].map(bw) / 24 * 8).abs().max() < 1e-9
+    assert (g["of_bound"] - g["gflops"] / g["bound_gflops"]).abs().max() < 1e-12
     out = tmp_path / "h.html"
     res = CliRunner().invoke(report.report, ["--db", str(dbp), "--study", "heattiny",
                                              "-o", str(out), "--no-measure"])
@@ -528,6 +541,7 @@ def test_heat_study_end_to_end_with_report_section(tmp_path, ompi_build):
     html = out.read_text()
     assert 'id="coll-heat"' in html and "Speedup and efficiency" in html
     assert 'data-kind="heat-speedup"' in html
+    assert "bound GFLOP/s" in html and "STREAM GB/s" in html
 
 
 def test_heat_study_errors_name_the_key():
@@ -539,6 +553,12 @@ def test_heat_study_errors_name_the_key():
         study_mod.loads(HEAT_STUDY.replace('"overlap"]', '"overlapp"]'))
     with pytest.raises(study_mod.StudyError, match="study.heat.grids: missing"):
         study_mod.loads(HEAT_STUDY.replace('grids = ["40x30", "37x23"]', ''))
+    with pytest.raises(study_mod.StudyError, match="study.heat.stream_elements"):
+        study_mod.loads(HEAT_STUDY.replace('"256K"', '"lots"'))
+    with pytest.raises(study_mod.StudyError, match="study.heat.stream: "):
+        study_mod.loads(HEAT_STUDY + "stream = 1\n")
+    off = study_mod.loads(HEAT_STUDY + "stream = false\n")
+    assert not any(s.startswith("stream") for s in study_mod.heat_specs(off))
 
 
 def test_failure_message_prefers_error_lines_and_hints_known_launcher_errors():

@@ -39,6 +39,7 @@ from .db import open_reader
 from .files import write_atomic
 from .fit import (FitError, LazyModule, SEED_MODELS, default_db, fit_formula,
                   load_measurements, model_frame, resolve_formula)
+from .study import STREAM
 from .units import fmt_size
 
 pd = LazyModule("pandas")
@@ -609,7 +610,7 @@ def heat_scaling(df: pd.DataFrame) -> pd.DataFrame:
     """Per (grid, decomp, variant, np): median wall time over repetitions, GFLOP/s,
     speedup S(p) = T(1)/T(p) and efficiency E(p) = S(p)/p (T(1): the same grid,
     decomposition and variant on one process; NaN without it)."""
-    d = df.copy()
+    d = df[df["algorithm"] != STREAM].copy()
     def _params(v) -> dict:  # "k=v,k=v" as recorded, or the database's JSON object
         if isinstance(v, dict):
             return v
@@ -633,7 +634,25 @@ def heat_scaling(df: pd.DataFrame) -> pd.DataFrame:
     g["speedup"] = [t1.get((r.grid, r.decomp, r.variant), float("nan")) / r.time_s
                     for r in g.itertuples()]
     g["efficiency"] = g["speedup"] / g["np"]
+    bw = stream_bandwidth(df)
+    if not bw.empty:
+        from .heat import bandwidth_bound_gflops
+
+        g["stream_GBps"] = g["np"].map(bw)
+        g["bound_gflops"] = g["stream_GBps"].map(
+            lambda v: bandwidth_bound_gflops(v) if v == v else float("nan"))
+        g["of_bound"] = g["gflops"] / g["bound_gflops"]
     return g
+
+
+def stream_bandwidth(df: pd.DataFrame) -> pd.Series:
+    """Memory bandwidth (GB/s, all processes together) per process count: the median
+    over the heat study's STREAM triad launches (bytes moved / best time)."""
+    s = df[df["algorithm"] == STREAM]
+    if s.empty:
+        return pd.Series(dtype=float)
+    gbs = s["size"] / s["median_us"] / 1e3
+    return gbs.groupby(s["np"]).median()
 
 
 def heat_section(df: pd.DataFrame, parts: ReportParts, dpi: int = 100) -> str:
@@ -644,8 +663,22 @@ def heat_section(df: pd.DataFrame, parts: ReportParts, dpi: int = 100) -> str:
            "S(p) = T(1)/T(p), efficiency E(p) = S(p)/p.</p>"]
     g = heat_scaling(df)
     out.append("<h3>Speedup and efficiency</h3>")
-    out.append(frame_table(g[["grid", "decomp", "variant", "np", "runs", "time_s", "gflops",
-                              "speedup", "efficiency"]]))
+    cols = ["grid", "decomp", "variant", "np", "runs", "time_s", "gflops", "speedup",
+            "efficiency"]
+    if "bound_gflops" in g.columns:
+        cols += ["stream_GBps", "bound_gflops", "of_bound"]
+        out.append('<p class="note">Bandwidth bound: the stencil moves at least 24 bytes per '
+                   "cell and iteration (read the old grid and the conductivity, write the new "
+                   "one), so memory that moves B GB/s allows at most B / 24 × 8 GFLOP/s; B is "
+                   "the STREAM triad bandwidth measured in this study at the same process "
+                   "count (median over its launches). <code>of_bound</code> = GFLOP/s / bound."
+                   "</p>")
+    else:
+        out.append('<p class="note">no memory-bandwidth measurement in this study (study.heat.'
+                   "stream = false): no bandwidth bound</p>")
+    out.append(frame_table(g[cols], rename={"stream_GBps": "STREAM GB/s",
+                                            "bound_gflops": "bound GFLOP/s",
+                                            "of_bound": "of bound"}))
     piv = g.pivot_table(index=["grid", "decomp", "np"], columns="variant", values="time_s")
     gains = []
     for v in ("overlap", "persistent"):

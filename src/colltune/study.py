@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .launch import LAUNCHERS, MAPPINGS, ORDERS
-from .units import parse_sizes
+from .units import parse_size, parse_sizes
 
 COLLECTIVES = ("bcast", "reduce", "gather", "allgather", "allreduce")
 TIMINGS = ("osu", "window")
@@ -527,7 +527,13 @@ HEAT_VARIANTS = ("blocking", "overlap", "persistent")
 HEAT_DECOMPS = ("rows", "2d")
 HEAT_KEYS = {"grids": "list of 'RxC' grid shapes (required)",
              "decomps": "'rows', '2d' or a list of them (default ['rows'])",
-             "iterations": "number >= 1, or a table 'RxC' -> number (default 100)"}
+             "iterations": "number >= 1, or a table 'RxC' -> number (default 100)",
+             "stream": "true or false: also measure the memory bandwidth (STREAM triad) at "
+                       "every process count, for the report's bandwidth bound (default true)",
+             "stream_elements": "doubles per array per process of that measurement, e.g. "
+                                "'16M' (default 16M: 384 MiB per process)"}
+STREAM = "stream"  # the pseudo-variant of a heat study that measures memory bandwidth
+STREAM_ELEMENTS = 1 << 24
 
 
 def _grid(key: str, v: Any) -> tuple[int, int]:
@@ -565,14 +571,28 @@ def _parse_heat(h: Any, variants: list[str]) -> dict[str, Any]:
     else:
         n = _int("study.heat.iterations", its, 1)
         per = {f"{r}x{c}": n for r, c in grids}
-    return {"grids": [f"{r}x{c}" for r, c in grids], "decomps": decomps, "iterations": per}
+    stream = h.get("stream", True)
+    if not isinstance(stream, bool):
+        raise StudyError(f"study.heat.stream: {stream!r} is not true or false")
+    elements = h.get("stream_elements", STREAM_ELEMENTS)
+    try:
+        elements = parse_size(str(elements)) if not isinstance(elements, int) else elements
+    except ValueError as exc:
+        raise StudyError(f"study.heat.stream_elements: {exc}") from None
+    if isinstance(elements, bool) or elements < 1:
+        raise StudyError(f"study.heat.stream_elements: {elements!r}: at least 1 element")
+    return {"grids": [f"{r}x{c}" for r, c in grids], "decomps": decomps, "iterations": per,
+            "stream": stream, "stream_elements": int(elements)}
 
 
 def heat_specs(study: Study) -> list[str]:
     """The heat configurations of a study, each as 'VARIANT:grid=RxC,decomp=D,iterations=N'."""
     h = study.heat
-    return [f"{v}:grid={g},decomp={d},iterations={h['iterations'][g]}"
-            for g in h["grids"] for d in h["decomps"] for v in study.algorithms[HEAT]]
+    specs = [f"{v}:grid={g},decomp={d},iterations={h['iterations'][g]}"
+             for g in h["grids"] for d in h["decomps"] for v in study.algorithms[HEAT]]
+    if h.get("stream", True):  # one memory-bandwidth launch per process count and repetition
+        specs.append(f"{STREAM}:elements={h.get('stream_elements', STREAM_ELEMENTS)}")
+    return specs
 
 
 def parse_heat_spec(spec: str) -> tuple[str, dict[str, str]]:

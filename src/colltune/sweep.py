@@ -42,7 +42,7 @@ from . import db as db_mod
 from . import launch
 from .console import stdout_console
 from .study import Study, StudyError, fmt_ints, is_lib_spec, load, load_preset, preset_names
-from .study import HEAT, parse_heat_spec, resolve_algorithms
+from .study import HEAT, STREAM, parse_heat_spec, resolve_algorithms
 from .files import write_atomic
 from .units import fmt_size
 
@@ -408,6 +408,8 @@ def _run_heat(plan: Plan, unit: Unit, env: dict[str, str]) -> tuple[list[dict], 
     from . import heat as heat_mod
 
     variant, kv = parse_heat_spec(unit.algos[0])
+    if variant == STREAM:
+        return _run_stream(plan, unit, int(kv["elements"]))
     rows, cols = (int(x) for x in kv["grid"].split("x"))
     hs = heat_mod.HeatSpec(np=unit.np, rows=rows, cols=cols, iterations=int(kv["iterations"]),
                            decomp=kv["decomp"], variant=variant, seed=plan.seed)
@@ -436,6 +438,30 @@ def _run_heat(plan: Plan, unit: Unit, env: dict[str, str]) -> tuple[list[dict], 
         "heat_pgrid": rec.get("pgrid"),
     }
     return [out], notes
+
+
+def _run_stream(plan: Plan, unit: Unit, elements: int) -> tuple[list[dict], list[str]]:
+    """The memory bandwidth at this process count (colltune-stream, triad), as one
+    measurement record of the heat study: algorithm 'stream', size = bytes one triad
+    moves on all processes together (24 per element and process), every latency
+    statistic = the best triad time in µs, so size / median_us is the bandwidth; the
+    record's `stream_GBps` says it directly (in `extra`)."""
+    from . import heat as heat_mod
+
+    rec, notes = heat_mod.run_stream(plan.build, heat_mod.StreamSpec(np=unit.np,
+                                                                     elements=elements),
+                                     timeout=plan.study.timeout)
+    t_us = rec["best_s"] * 1e6
+    moved = rec.get("bytes_per_element", 24) * rec["elements"] * unit.np
+    return [{
+        "collective": HEAT, "algorithm": STREAM, "spec": unit.algos[0],
+        "params": f"elements={rec['elements']}", "np": unit.np, "size": moved, "root": 0,
+        "dtype": "double", "op": "triad", "timing": "wall", "iterations": rec.get("reps"),
+        "warmup": 0, "min_us": t_us, "mean_us": rec["avg_s"] * 1e6, "median_us": t_us,
+        "p90_us": t_us, "p99_us": t_us, "max_us": rec["max_s"] * 1e6, "stddev_us": 0.0,
+        "valid_reps": 1, "invalid": 0, "mpi": None, "command": None,
+        "stream_GBps": rec.get("triad_GBps"),
+    }], notes
 
 
 # ----------------------------------------------------------------- batch scripts
