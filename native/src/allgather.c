@@ -6,8 +6,8 @@
  * sends its own block in its first step straight from sbuf (scount x sdt, same
  * signature as rcount x rdt) and copies it into block `rank` of rbuf after that
  * step -- or finds it there with MPI_IN_PLACE -- and otherwise moves whole
- * blocks of rbuf with the receive type, so derived types with holes or a lower bound work and the
- * holes of rbuf are never written. A block travels as `per` elements of `dt`
+ * blocks of rbuf with the receive type, so derived types with holes or a lower
+ * bound work and the holes of rbuf are never written. A block travels as `per` elements of `dt`
  * (blk_t), so counts of up to p blocks never overflow an int. Sets of blocks
  * that are not contiguous in rbuf travel as one message with an indexed type.
  *
@@ -77,22 +77,6 @@ typedef struct {
 
 static char *blk_at(const ag_t *g, int i) { return g->rbuf + (MPI_Aint)i * g->b.ext; }
 
-/* Set up the call without touching rbuf yet. */
-static int ag_setup(ag_t *g, const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                    int rcount, MPI_Datatype rdt, MPI_Comm comm) {
-    g->comm = comm;
-    g->rbuf = rbuf;
-    g->sbuf = sbuf;
-    g->scount = scount;
-    g->sdt = sdt;
-    g->rcount = rcount;
-    g->rdt = rdt;
-    g->own_pending = 0;
-    CT_CHECK(MPI_Comm_size(comm, &g->np));
-    CT_CHECK(MPI_Comm_rank(comm, &g->r));
-    return blk_init(&g->b, rcount, rdt, g->np);
-}
-
 /* Copy my own block from sbuf into position rank of rbuf, if it is not there yet. */
 static int ag_place_own(ag_t *g) {
     if (!g->own_pending) return MPI_SUCCESS;
@@ -109,9 +93,17 @@ static int ag_place_own(ag_t *g) {
  * off the first step. */
 static int ag_begin(ag_t *g, const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                     int rcount, MPI_Datatype rdt, MPI_Comm comm) {
-    CT_CHECK(ag_setup(g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
+    g->comm = comm;
+    g->rbuf = rbuf;
+    g->sbuf = sbuf;
+    g->scount = scount;
+    g->sdt = sdt;
+    g->rcount = rcount;
+    g->rdt = rdt;
     g->own_pending = sbuf != MPI_IN_PLACE;
-    return MPI_SUCCESS;
+    CT_CHECK(MPI_Comm_size(comm, &g->np));
+    CT_CHECK(MPI_Comm_rank(comm, &g->r));
+    return blk_init(&g->b, rcount, rdt, g->np);
 }
 
 /* Finish the call: place my own block if no step did, release the block type. */

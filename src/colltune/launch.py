@@ -455,7 +455,6 @@ def failure_message(name: str, res: Result) -> str:
     return msg + "".join(f"\nhint: {h}" for h in hints)
 
 
-
 def run(launch: Launch, timeout: float | None = None) -> Result:
     """Run a launch to completion; on timeout the whole process group is killed."""
     t0 = time.monotonic()

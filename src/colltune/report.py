@@ -639,8 +639,8 @@ def heat_scaling(df: pd.DataFrame) -> pd.DataFrame:
         from .heat import bandwidth_bound_gflops
 
         g["stream_GBps"] = g["np"].map(bw)
-        g["bound_gflops"] = g["stream_GBps"].map(
-            lambda v: bandwidth_bound_gflops(v) if v == v else float("nan"))
+        g["bound_gflops"] = g["stream_GBps"].map(  # NaN where no triad at that np
+            lambda v: bandwidth_bound_gflops(v) if pd.notna(v) else float("nan"))
         g["of_bound"] = g["gflops"] / g["bound_gflops"]
     return g
 

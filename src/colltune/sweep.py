@@ -459,7 +459,7 @@ def _run_stream(plan: Plan, unit: Unit, elements: int) -> tuple[list[dict], list
         "dtype": "double", "op": "triad", "timing": "wall", "iterations": rec.get("reps"),
         "warmup": 0, "min_us": t_us, "mean_us": rec["avg_s"] * 1e6, "median_us": t_us,
         "p90_us": t_us, "p99_us": t_us, "max_us": rec["max_s"] * 1e6, "stddev_us": 0.0,
-        "valid_reps": 1, "invalid": 0, "mpi": None, "command": None,
+        "valid_reps": 1, "invalid": 0, "mpi": rec.get("mpi"), "command": rec.get("command"),
         "stream_GBps": rec.get("triad_GBps"),
     }], notes
 
