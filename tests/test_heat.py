@@ -2,7 +2,7 @@
 
 The reference below is plain Python (its floats are IEEE doubles, like C's) and
 performs every cell update with the same operations in the same order as
-native/src/heat_kernel.c, so the final grids must agree bit for bit.
+native/apps/heat/heat_kernel.c, so the final grids must agree bit for bit.
 """
 
 import json

@@ -1,6 +1,6 @@
 """Heat diffusion application and STREAM triad: collectives inside a real code.
 
-Launches `colltune-heat` and `colltune-stream` (native/src/heat.c, stream.c),
+Launches `colltune-heat` and `colltune-stream` (native/apps/heat/heat.c, native/apps/stream/stream.c),
 parses their JSON lines and relates the stencil's speed to the memory
 bandwidth. The click commands `heat` and `stream` are registered on the
 `colltune` group in cli.py. See docs/heat.md.

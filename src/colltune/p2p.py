@@ -1,6 +1,6 @@
 """Point-to-point measurements: ping-pong / ring latency and bandwidth, the network probe.
 
-Launches `colltune-pingpong` and `colltune-probe` (native/src/pingpong.c, probe.c)
+Launches `colltune-pingpong` and `colltune-probe` (native/tools/pingpong.c, probe.c)
 and formats their JSON records. The click commands `pingpong` and `probe` are
 registered on the `colltune` group in cli.py. See docs/point-to-point.md.
 """
