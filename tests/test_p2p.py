@@ -109,7 +109,8 @@ def test_cli_pingpong_json_and_table(ompi_build):
     assert all(r["kind"] == "pingpong" and r["np"] == 2 for r in recs)
 
     res = runner.invoke(p2p_cmd.pingpong, ["--sizes", "1K", "--iterations", "10", "--reps", "1",
-                                       "--mode", "ring", "--np", "3", "--no-persistent"])
+                                       "--mode", "ring", "--np", "3", "--no-persistent",
+                                       "--oversubscribe"])
     assert res.exit_code == 0, res.output
     assert "ring, 3 processes" in res.stdout and "1K" in res.stdout
 
