@@ -348,3 +348,14 @@ warmup = 1
         "SELECT s.name, MAX(r.round) FROM runs r JOIN studies s ON r.study_id = s.id "
         "GROUP BY s.name ORDER BY s.name").fetchall()
     assert rounds == [("changing", 2), ("changing2", 1)]
+
+
+def test_usage_errors_come_out_the_same_way():
+    for args, what in ((["bench", "--coll", "bcst"], "'bcst' is not one of"),
+                       (["bench", "--col", "bcast"], "Did you mean"),
+                       (["benhc"], "No such command"),
+                       (["results", "--np", "2:x"], "--np '2:x'")):
+        res = colltune(*args, timeout=60)
+        assert res.returncode == 2, res.stderr
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and what in lines[0], lines

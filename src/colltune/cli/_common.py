@@ -61,10 +61,6 @@ def build_or_fail(mpi_spec: str | None, force: bool = False, verbose: bool = Fal
         fail(str(exc))
 
 
-def echo(text: str, nl: bool = True) -> None:
-    click.echo(text, nl=nl)
-
-
 class QuietAliases(click.Option):
     """An option whose older spellings still work but are not shown in --help."""
 

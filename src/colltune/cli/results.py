@@ -63,8 +63,8 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
     With filters (--study, --coll, ...): the points, median over repetitions,
     or each measurement with --all.
     """
-    conn = open_results(db_path)
     f = filters(study, coll, algo, nps, sizes, mapping, order, run_id, rnd)
+    conn = open_results(db_path)
     try:
         if runs:
             df = db_mod.runs_frame(conn, study=f["study"])
