@@ -13,6 +13,7 @@ from .. import db as db_mod
 from ..build import Build, build_for
 from ..console import stdout_console
 from ..errors import ColltuneError
+from ..files import save_fallback, write_atomic
 from ..fit import default_db
 from ..launch import MAX_PER_CORE, Terminated, check_process_counts, interrupt_on_term
 
@@ -59,6 +60,19 @@ def build_or_fail(mpi_spec: str | None, force: bool = False, verbose: bool = Fal
         return build_for(mpi_spec, force=force, verbose=verbose)
     except ColltuneError as exc:
         fail(str(exc))
+
+
+def write_or_keep(path, data: str | bytes, name: str) -> None:
+    """Write an output atomically; if that fails (the disk filled up, the folder went
+    away), keep it in the colltune cache and stop with an `error:` line saying where."""
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        try:
+            where = save_fallback(name, data)
+        except OSError:
+            fail(f"cannot write {path}: {exc.strerror or exc}; nothing could be saved")
+        fail(f"cannot write {path}: {exc.strerror or exc}; saved in {where} instead")
 
 
 class QuietAliases(click.Option):

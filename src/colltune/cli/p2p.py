@@ -6,17 +6,17 @@ from pathlib import Path
 
 import click
 
-from ..files import check_writable, write_atomic
+from ..files import check_writable
 from ..p2p import (MODES, PINGPONG_FIELDS, PROBE_FIELDS, P2PError, PingpongSpec, ProbeSpec,
                    _check_np, _render, pingpong_table, probe_table, run_pingpong, run_probe)
 from ..units import parse_size, parse_sizes
 from ._common import (MPI_HELP, build_or_fail, check_nps, command, err, fail, out,
-                      oversubscribe_options)
+                      oversubscribe_options, write_or_keep)
 
 
 def _emit_text(text: str, output: str | None) -> None:
     if output:
-        write_atomic(Path(output), text)
+        write_or_keep(Path(output), text, "p2p-records" + Path(output).suffix)
     else:
         click.echo(text, nl=False)
 

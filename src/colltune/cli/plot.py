@@ -47,4 +47,6 @@ def plot(db_path, study, coll, algo, mapping, np_range, size_range, kind, output
         path = save_figure(fig, output, dpi)
     except (FitError, PlotError) as exc:
         fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot write {output}: {exc.strerror or exc}")
     out.print(f"wrote {path}", highlight=False)

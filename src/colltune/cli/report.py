@@ -11,10 +11,10 @@ from .. import plot as plotmod
 from .. import registry
 from ..build import build_for
 from ..costmodel import algorithm_dicts, load_pingpong_from_db
-from ..files import check_writable, write_atomic
+from ..files import check_writable
 from ..fit import FitError, load_measurements, load_selection
 from ..report import build_report, compute_model, load_runs
-from ._common import command, err, fail, select_options
+from ._common import command, err, fail, select_options, write_or_keep
 
 
 @command()
@@ -97,6 +97,6 @@ def report(db_path, study, coll, algo, mapping, np_range, size_range, output, pi
     text, parts = build_report(df, runs=runs, db_path=db_path, study=study, palette=palette,
                                model=model, model_note=note, dpi=dpi, surface_algo=surface_algo)
     path = Path(output)
-    write_atomic(path, text)
+    write_or_keep(path, text, "report.html")
     err.print(f"{len(parts.figures)} figures, {len(text) / 1e6:.1f} MB", highlight=False)
     click.echo(str(path.resolve()))

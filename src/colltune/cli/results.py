@@ -153,4 +153,6 @@ def export(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd, 
         write_frame_atomic(df, path, fmt)
     except ImportError as exc:
         fail(f"parquet needs pyarrow ({exc}); pip install pyarrow, or --format csv")
+    except OSError as exc:  # the points stay in the database: nothing to keep
+        fail(f"cannot write {path}: {exc.strerror or exc}")
     err.print(f"wrote {len(df)} rows to {path} ({fmt})", highlight=False)
