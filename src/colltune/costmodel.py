@@ -792,13 +792,10 @@ def resolve_params(df: pd.DataFrame, *, pingpong=None, alpha=None, beta=None, ga
 
 
 def oversubscribed(df: pd.DataFrame) -> pd.Series:
-    """Rows measured with more processes on a node than the node has cores (the runs'
-    `cores` joined to the measurements' `ppn`); False where either is unknown."""
-    if "ppn" not in df.columns or "cores" not in df.columns:
-        return pd.Series(False, index=df.index)
-    ppn = pd.to_numeric(df["ppn"], errors="coerce")
-    cores = pd.to_numeric(df["cores"], errors="coerce")
-    return (ppn > cores).fillna(False).astype(bool)
+    """Rows measured with more processes on a node than cores (evidence.oversubscribed)."""
+    from .evidence import oversubscribed as over
+
+    return over(df)
 
 
 def run_model(df: pd.DataFrame, algos, params: CostParams,

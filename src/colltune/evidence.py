@@ -1,0 +1,268 @@
+"""What measurements may conclude: oversubscribed points and "faster" with evidence.
+
+Two questions every table, figure and report asks before it calls something
+"best", "faster" or gives a speedup:
+
+1. Was the point measured honestly? `oversubscribed(df)` marks the rows measured
+   with more processes on a node than the node has cores (processes time-sliced by
+   the OS): they are shown, marked, and kept out of every conclusion by default.
+2. Is the difference larger than the noise? `compare(candidate, baseline)` takes
+   the per-repetition latencies of two algorithms at one point (repetitions =
+   separate launches or rounds, one stored measurement each) and decides
+   `faster`, `slower`, `tie` or `insufficient`:
+
+   - fewer than `MIN_REPS` repetitions on either side: `insufficient` (with 3 against
+     3 no rank test can reach 5 %, so 4 is the least that can show anything);
+   - the estimate is the ratio of medians, speedup = median(baseline) /
+     median(candidate) (above 1: the candidate is faster), with a 95 % percentile
+     bootstrap confidence interval (each side resampled on its own, `N_BOOT`
+     resamples, fixed seed: the same data give the same interval);
+   - `faster` needs all three: the two-sided Mann–Whitney U test (exact) below
+     `ALPHA`, the confidence interval above 1, and the speedup at least
+     1 + `MIN_EFFECT`; `slower` is the mirror image; anything else is a `tie`.
+
+   Ties go to the default (`native`): `best_per_point` names another algorithm only
+   when it is faster than the baseline with evidence.
+
+docs/benchmarking.md ("Conclusions with evidence") describes the method for users.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+MIN_REPS = 4
+ALPHA = 0.05
+MIN_EFFECT = 0.03
+N_BOOT = 4000
+SEED = 20240601
+OVER_MARK = "†"
+OVER_LEGEND = (f"{OVER_MARK} oversubscribed: more processes than cores on a node (processes "
+               "time-sliced by the OS); shown, never used for a conclusion")
+
+OUTCOMES = ("faster", "slower", "tie", "insufficient")
+
+
+# ------------------------------------------------------------------ oversubscription
+
+def oversubscribed(df: pd.DataFrame) -> pd.Series:
+    """True for rows measured with more processes on a node than the node has cores.
+
+    Processes per node: `ppn`, else `np` when the run used one node (`nodes` 1 or
+    unknown); cores: `cores` (the run's, as the database records it). False where
+    either is unknown. The one test of "oversubscribed" every module uses."""
+    if "cores" not in df.columns:
+        return pd.Series(False, index=df.index)
+    cores = pd.to_numeric(df["cores"], errors="coerce")
+    ppn = (pd.to_numeric(df["ppn"], errors="coerce") if "ppn" in df.columns
+           else pd.Series(np.nan, index=df.index))
+    if "np" in df.columns:
+        nodes = (pd.to_numeric(df["nodes"], errors="coerce") if "nodes" in df.columns
+                 else pd.Series(np.nan, index=df.index))
+        one_node = nodes.isna() | (nodes == 1)
+        ppn = ppn.where(ppn.notna() | ~one_node, pd.to_numeric(df["np"], errors="coerce"))
+    return (ppn > cores).fillna(False).astype(bool)
+
+
+def with_oversubscribed(df: pd.DataFrame) -> pd.DataFrame:
+    """The frame with a boolean `oversubscribed` column (computed when absent)."""
+    if "oversubscribed" in df.columns:
+        return df
+    return df.assign(oversubscribed=oversubscribed(df).to_numpy())
+
+
+# ------------------------------------------------------------------ comparison
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: str            # faster / slower / tie / insufficient (of the candidate)
+    speedup: float          # median(baseline) / median(candidate); > 1: candidate faster
+    ci_low: float           # 95 % bootstrap interval of the speedup (nan: insufficient)
+    ci_high: float
+    p: float                # Mann–Whitney U, two-sided (nan: insufficient)
+    n_candidate: int
+    n_baseline: int
+
+    @property
+    def n(self) -> int:
+        return min(self.n_candidate, self.n_baseline)
+
+    @property
+    def level(self) -> str:
+        """The evidence level in words: significant, within noise, insufficient."""
+        return {"faster": "significant", "slower": "significant", "tie": "within noise",
+                "insufficient": "insufficient"}[self.outcome]
+
+    def ci_text(self) -> str:
+        """The interval on the scale of the text: of the slowdown for `slower`."""
+        if not (math.isfinite(self.ci_low) and math.isfinite(self.ci_high)):
+            return ""
+        lo, hi = self.ci_low, self.ci_high
+        if self.outcome == "slower":
+            lo, hi = 1 / hi, 1 / lo
+        return f"95% CI {lo:.2f}–{hi:.2f}"
+
+    def text(self) -> str:
+        """'×1.35 faster (95% CI 1.20–1.50, p=0.008, n=5)', 'tie (within noise: ...)'."""
+        n = (f"n={self.n_candidate}" if self.n_candidate == self.n_baseline
+             else f"n={self.n_candidate}/{self.n_baseline}")
+        if self.outcome == "insufficient":
+            return (f"insufficient evidence ({n}; {MIN_REPS} repetitions needed): "
+                    f"measured ×{self.speedup:.2f}")
+        stats = f"{self.ci_text()}, p={self.p:.2g}, {n}"
+        if self.outcome == "faster":
+            return f"×{self.speedup:.2f} faster ({stats})"
+        if self.outcome == "slower":
+            return f"×{1 / self.speedup:.2f} slower ({stats})"
+        return f"tie (within noise: ×{self.speedup:.2f}, {stats})"
+
+    def to_dict(self) -> dict:
+        def clean(v):
+            return None if isinstance(v, float) and not math.isfinite(v) else v
+        return {"outcome": self.outcome, "level": self.level, "speedup": clean(self.speedup),
+                "ci_low": clean(self.ci_low), "ci_high": clean(self.ci_high),
+                "p": clean(self.p), "n_candidate": self.n_candidate,
+                "n_baseline": self.n_baseline, "text": self.text()}
+
+
+def _values(x) -> np.ndarray:
+    v = np.asarray(pd.to_numeric(pd.Series(list(x), dtype=object), errors="coerce"),
+                   dtype=float)
+    return v[np.isfinite(v) & (v > 0)]
+
+
+def bootstrap_ratio_ci(candidate, baseline, level: float = 0.95, n_boot: int = N_BOOT,
+                       seed: int = SEED) -> tuple[float, float]:
+    """Percentile bootstrap interval of median(baseline) / median(candidate)."""
+    a, b = _values(candidate), _values(baseline)
+    rng = np.random.default_rng(seed)
+    ma = np.median(rng.choice(a, size=(n_boot, len(a)), replace=True), axis=1)
+    mb = np.median(rng.choice(b, size=(n_boot, len(b)), replace=True), axis=1)
+    r = mb / ma
+    tail = (1 - level) / 2 * 100
+    return float(np.percentile(r, tail)), float(np.percentile(r, 100 - tail))
+
+
+def compare(candidate, baseline, *, alpha: float = ALPHA, min_effect: float = MIN_EFFECT,
+            min_reps: int = MIN_REPS, n_boot: int = N_BOOT, seed: int = SEED) -> Verdict:
+    """Is `candidate` faster than `baseline`? Both: per-repetition latencies (µs) at
+    one point. The method is in the module's docstring."""
+    from scipy.stats import mannwhitneyu
+
+    a, b = _values(candidate), _values(baseline)
+    if len(a) == 0 or len(b) == 0:
+        return Verdict("insufficient", math.nan, math.nan, math.nan, math.nan, len(a), len(b))
+    speedup = float(np.median(b) / np.median(a))
+    if min(len(a), len(b)) < min_reps:
+        return Verdict("insufficient", speedup, math.nan, math.nan, math.nan, len(a), len(b))
+    lo, hi = bootstrap_ratio_ci(a, b, n_boot=n_boot, seed=seed)
+    method = "exact" if len(a) + len(b) <= 40 and not _ties(a, b) else "asymptotic"
+    p = float(mannwhitneyu(a, b, alternative="two-sided", method=method).pvalue)
+    if p < alpha and lo > 1 and speedup >= 1 + min_effect:
+        outcome = "faster"
+    elif p < alpha and hi < 1 and 1 / speedup >= 1 + min_effect:
+        outcome = "slower"
+    else:
+        outcome = "tie"
+    return Verdict(outcome, speedup, lo, hi, p, len(a), len(b))
+
+
+def _ties(a: np.ndarray, b: np.ndarray) -> bool:
+    allv = np.concatenate([a, b])
+    return len(np.unique(allv)) < len(allv)
+
+
+# ------------------------------------------------------------------ best per point
+
+BEST_COLUMNS = ("best", "evidence", "level", "speedup", "ci_low", "ci_high", "p", "n",
+                "fastest", "fastest_us", "best_us", "baseline_us", "algorithms",
+                "oversubscribed")
+
+
+def best_of_point(samples: dict[str, list[float]], baseline: str = "native",
+                  oversubscribed: bool = False, include_oversubscribed: bool = False,
+                  **kw) -> dict:
+    """The algorithm to use at one point, and why.
+
+    `samples`: label -> per-repetition latencies (µs). The result is the baseline
+    unless an algorithm is faster than it with evidence (`compare`); among those
+    the one with the lowest median. Without the baseline at the point, the fastest
+    median is compared with the runner-up instead. An oversubscribed point gives no
+    conclusion (best None) unless include_oversubscribed."""
+    meds = {k: float(np.median(_values(v))) for k, v in samples.items() if len(_values(v))}
+    row = {c: None for c in BEST_COLUMNS}
+    row["algorithms"] = len(meds)
+    row["oversubscribed"] = bool(oversubscribed)
+    if not meds:
+        row["evidence"] = "no valid measurement"
+        return row
+    order = sorted(meds, key=lambda k: meds[k])
+    row["fastest"], row["fastest_us"] = order[0], meds[order[0]]
+    row["baseline_us"] = meds.get(baseline)
+    if oversubscribed and not include_oversubscribed:
+        row["evidence"] = "oversubscribed (processes share cores): no conclusion"
+        row["level"] = "oversubscribed"
+        return row
+    if baseline in meds:
+        verdicts = {k: compare(samples[k], samples[baseline], **kw) for k in order
+                    if k != baseline}
+        faster = [k for k in order if k in verdicts and verdicts[k].outcome == "faster"]
+        if faster:
+            best, v = faster[0], verdicts[faster[0]]
+            row.update(best=best, evidence=v.text(), level=v.level, speedup=v.speedup,
+                       ci_low=v.ci_low, ci_high=v.ci_high, p=v.p, n=v.n)
+        else:
+            row.update(best=baseline, speedup=1.0)
+            if order[0] == baseline:
+                row.update(evidence=f"{baseline} is the fastest measured", level="default")
+                if len(order) > 1:
+                    v = compare(samples[order[1]], samples[baseline], **kw)
+                    if v.outcome == "slower":
+                        row.update(evidence=f"{baseline}; the runner-up {order[1]} is "
+                                            f"{v.text()}", level="significant", n=v.n)
+                    else:
+                        row.update(evidence=f"{baseline} (runner-up {order[1]}: {v.text()})",
+                                   level=v.level, n=v.n)
+            else:
+                v = verdicts[order[0]]
+                what = ("tie (within noise)" if v.outcome == "tie" else
+                        "insufficient evidence" if v.outcome == "insufficient" else v.outcome)
+                row.update(evidence=f"{what}: {baseline} kept; fastest measured {order[0]} "
+                                    f"{v.text()}", level=v.level, n=v.n,
+                           ci_low=v.ci_low, ci_high=v.ci_high, p=v.p)
+        row["best_us"] = meds[row["best"]]
+        return row
+    # no baseline here: the fastest against the runner-up
+    best = order[0]
+    row.update(best=best, best_us=meds[best])
+    if len(order) == 1:
+        row.update(evidence="only algorithm measured", level="single")
+        return row
+    v = compare(samples[best], samples[order[1]], **kw)
+    row.update(evidence=f"vs runner-up {order[1]}: {v.text()}", level=v.level, n=v.n,
+               ci_low=v.ci_low, ci_high=v.ci_high, p=v.p)
+    if v.outcome != "faster":
+        row["evidence"] = (f"no {baseline} measured; {best} and {order[1]} "
+                           f"{'tie' if v.outcome == 'tie' else 'not separable'} ({v.text()})")
+    return row
+
+
+def best_per_point(df: pd.DataFrame, keys: list[str], label: str = "label",
+                   value: str = "median_us", baseline: str = "native",
+                   include_oversubscribed: bool = False, **kw) -> pd.DataFrame:
+    """`best_of_point` for every group of `keys` in a frame of repetitions (one row per
+    stored measurement, `label` naming the algorithm, `value` its latency)."""
+    d = with_oversubscribed(df)
+    rows = []
+    for key, g in d.groupby(keys, sort=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        samples = {str(k): list(v) for k, v in g.groupby(label, sort=False)[value]}
+        row = dict(zip(keys, key))
+        row.update(best_of_point(samples, baseline, bool(g["oversubscribed"].any()),
+                                 include_oversubscribed, **kw))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(keys) + list(BEST_COLUMNS))
