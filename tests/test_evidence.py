@@ -87,3 +87,24 @@ def test_oversubscribed_points_are_marked_and_give_no_conclusion():
     assert "oversubscribed" in best["evidence"].iloc[0]
     asked = ev.best_per_point(pd.DataFrame(rows), ["np"], include_oversubscribed=True)
     assert asked["best"].iloc[0] == "linear"
+
+
+def test_paired_launches_cancel_what_slowed_a_whole_launch():
+    """Interleaved in the same launches: a launch-wide slowdown hits both algorithms;
+    the per-launch ratios show a 10 % gain the unpaired comparison cannot."""
+    rng = np.random.default_rng(2)
+    launch = rng.lognormal(0, 0.6, 6)  # launch-to-launch noise, 60 %
+    base = 10 * launch * rng.lognormal(0, 0.01, 6)
+    cand = 10 / 1.1 * launch * rng.lognormal(0, 0.01, 6)
+    assert ev.compare(cand, base).outcome == "tie"
+    v = ev.compare(cand, base, pairs=True)
+    assert v.outcome == "faster" and v.paired and 1.05 < v.speedup < 1.15
+    assert v.ci_low > 1 and "n=6 paired" in v.text()
+    assert ev.compare(cand[:2], base[:2], pairs=True).outcome == "insufficient"
+    # best_per_point pairs rows by their launch (run_id, repetition) when the frame has them
+    rows = ([dict(label="native", median_us=b, repetition=i, run_id=1, size=8)
+             for i, b in enumerate(base)]
+            + [dict(label="linear", median_us=c, repetition=i, run_id=1, size=8)
+               for i, c in enumerate(cand)])
+    best = ev.best_per_point(pd.DataFrame(rows), ["size"]).iloc[0]
+    assert best["best"] == "linear" and "paired" in best["evidence"]

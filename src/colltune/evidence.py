@@ -9,17 +9,23 @@ Two questions every table, figure and report asks before it calls something
 2. Is the difference larger than the noise? `compare(candidate, baseline)` takes
    the per-repetition latencies of two algorithms at one point (repetitions =
    separate launches or rounds, one stored measurement each) and decides
-   `faster`, `slower`, `tie` or `insufficient`:
+   `faster`, `slower`, `tie` or `insufficient`. Two designs:
 
-   - fewer than `MIN_REPS` repetitions on either side: `insufficient` (with 3 against
-     3 no rank test can reach 5 %, so 4 is the least that can show anything);
-   - the estimate is the ratio of medians, speedup = median(baseline) /
-     median(candidate) (above 1: the candidate is faster), with a 95 % percentile
-     bootstrap confidence interval (each side resampled on its own, `N_BOOT`
-     resamples, fixed seed: the same data give the same interval);
-   - `faster` needs all three: the two-sided Mann–Whitney U test (exact) below
-     `ALPHA`, the confidence interval above 1, and the speedup at least
-     1 + `MIN_EFFECT`; `slower` is the mirror image; anything else is a `tie`.
+   - **paired** (`pairs=True`, the usual case: our algorithms run interleaved in the
+     same launch, so each launch gives one ratio baseline/candidate and whatever
+     slowed that launch down slowed both): the estimate is the geometric mean of the
+     per-launch ratios, with the 95 % t interval of the mean log ratio (the paired
+     t-test on log latencies, as bioequivalence studies compare ratios). At least
+     `MIN_PAIRS` launches.
+   - **unpaired** (separate launches, e.g. the MPI library's algorithms): the ratio of
+     medians, with a 95 % percentile bootstrap interval (each side resampled on its
+     own, `N_BOOT` resamples, fixed seed: the same data give the same interval) and
+     the two-sided Mann–Whitney U test (exact); at least `MIN_REPS` repetitions a side
+     (with 3 against 3 no rank test can reach 5 %).
+
+   `faster` needs the interval above 1 (and, unpaired, U below `ALPHA`) and a
+   speedup of at least 1 + `MIN_EFFECT`; `slower` is the mirror image; anything else
+   is a `tie`; too few repetitions are `insufficient`.
 
    Ties go to the default (`native`): `best_per_point` names another algorithm only
    when it is faster than the baseline with evidence.
@@ -36,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 MIN_REPS = 4
+MIN_PAIRS = 3
 ALPHA = 0.05
 MIN_EFFECT = 0.03
 N_BOOT = 4000
@@ -83,9 +90,10 @@ class Verdict:
     speedup: float          # median(baseline) / median(candidate); > 1: candidate faster
     ci_low: float           # 95 % bootstrap interval of the speedup (nan: insufficient)
     ci_high: float
-    p: float                # Mann–Whitney U, two-sided (nan: insufficient)
+    p: float                # two-sided p (nan: insufficient)
     n_candidate: int
     n_baseline: int
+    paired: bool = False    # per-launch ratios (paired t on logs), else unpaired
 
     @property
     def n(self) -> int:
@@ -110,8 +118,11 @@ class Verdict:
         """'×1.35 faster (95% CI 1.20–1.50, p=0.008, n=5)', 'tie (within noise: ...)'."""
         n = (f"n={self.n_candidate}" if self.n_candidate == self.n_baseline
              else f"n={self.n_candidate}/{self.n_baseline}")
+        if self.paired:
+            n = f"n={self.n} paired"
         if self.outcome == "insufficient":
-            return (f"insufficient evidence ({n}; {MIN_REPS} repetitions needed): "
+            need = MIN_PAIRS if self.paired else MIN_REPS
+            return (f"insufficient evidence ({n}; {need} repetitions needed): "
                     f"measured ×{self.speedup:.2f}")
         stats = f"{self.ci_text()}, p={self.p:.2g}, {n}"
         if self.outcome == "faster":
@@ -126,7 +137,7 @@ class Verdict:
         return {"outcome": self.outcome, "level": self.level, "speedup": clean(self.speedup),
                 "ci_low": clean(self.ci_low), "ci_high": clean(self.ci_high),
                 "p": clean(self.p), "n_candidate": self.n_candidate,
-                "n_baseline": self.n_baseline, "text": self.text()}
+                "n_baseline": self.n_baseline, "paired": self.paired, "text": self.text()}
 
 
 def _values(x) -> np.ndarray:
@@ -147,10 +158,14 @@ def bootstrap_ratio_ci(candidate, baseline, level: float = 0.95, n_boot: int = N
     return float(np.percentile(r, tail)), float(np.percentile(r, 100 - tail))
 
 
-def compare(candidate, baseline, *, alpha: float = ALPHA, min_effect: float = MIN_EFFECT,
-            min_reps: int = MIN_REPS, n_boot: int = N_BOOT, seed: int = SEED) -> Verdict:
+def compare(candidate, baseline, *, pairs: bool = False, alpha: float = ALPHA,
+            min_effect: float = MIN_EFFECT, min_reps: int = MIN_REPS,
+            min_pairs: int = MIN_PAIRS, n_boot: int = N_BOOT, seed: int = SEED) -> Verdict:
     """Is `candidate` faster than `baseline`? Both: per-repetition latencies (µs) at
-    one point. The method is in the module's docstring."""
+    one point; with pairs=True, aligned (the i-th of each from the same launch). The
+    method is in the module's docstring."""
+    if pairs:
+        return _compare_paired(candidate, baseline, alpha, min_effect, min_pairs)
     from scipy.stats import mannwhitneyu
 
     a, b = _values(candidate), _values(baseline)
@@ -171,6 +186,41 @@ def compare(candidate, baseline, *, alpha: float = ALPHA, min_effect: float = MI
     return Verdict(outcome, speedup, lo, hi, p, len(a), len(b))
 
 
+def _compare_paired(candidate, baseline, alpha: float, min_effect: float,
+                    min_pairs: int) -> Verdict:
+    from scipy import stats
+
+    a = np.asarray(pd.to_numeric(pd.Series(list(candidate), dtype=object), errors="coerce"),
+                   dtype=float)
+    b = np.asarray(pd.to_numeric(pd.Series(list(baseline), dtype=object), errors="coerce"),
+                   dtype=float)
+    ok = np.isfinite(a) & np.isfinite(b) & (a > 0) & (b > 0)
+    a, b = a[ok], b[ok]
+    n = len(a)
+    if n == 0:
+        return Verdict("insufficient", math.nan, math.nan, math.nan, math.nan, 0, 0, True)
+    d = np.log(b / a)  # > 0: the candidate is faster in that launch
+    speedup = float(math.exp(d.mean()))
+    if n < min_pairs:
+        return Verdict("insufficient", speedup, math.nan, math.nan, math.nan, n, n, True)
+    sd = float(d.std(ddof=1))
+    if sd == 0:
+        lo = hi = speedup
+        p = 0.0 if d.mean() != 0 else 1.0
+    else:
+        se = sd / math.sqrt(n)
+        t = stats.t.ppf(1 - alpha / 2, n - 1)
+        lo, hi = math.exp(d.mean() - t * se), math.exp(d.mean() + t * se)
+        p = float(2 * stats.t.sf(abs(d.mean() / se), n - 1))
+    if lo > 1 and speedup >= 1 + min_effect:
+        outcome = "faster"
+    elif hi < 1 and 1 / speedup >= 1 + min_effect:
+        outcome = "slower"
+    else:
+        outcome = "tie"
+    return Verdict(outcome, speedup, lo, hi, p, n, n, True)
+
+
 def _ties(a: np.ndarray, b: np.ndarray) -> bool:
     allv = np.concatenate([a, b])
     return len(np.unique(allv)) < len(allv)
@@ -183,17 +233,33 @@ BEST_COLUMNS = ("best", "evidence", "level", "speedup", "ci_low", "ci_high", "p"
                 "oversubscribed")
 
 
-def best_of_point(samples: dict[str, list[float]], baseline: str = "native",
+def _cmp(cand, base, **kw) -> Verdict:
+    """compare() on two series: paired over the launches they share when they are
+    keyed by launch (dicts) and share at least MIN_PAIRS, else unpaired."""
+    if isinstance(cand, dict) and isinstance(base, dict):
+        common = [k for k in cand if k in base]
+        if len(common) >= kw.get("min_pairs", MIN_PAIRS):
+            return compare([cand[k] for k in common], [base[k] for k in common], pairs=True,
+                           **kw)
+        cand, base = list(cand.values()), list(base.values())
+    return compare(cand, base, **kw)
+
+
+def best_of_point(samples: dict, baseline: str = "native",
                   oversubscribed: bool = False, include_oversubscribed: bool = False,
                   **kw) -> dict:
     """The algorithm to use at one point, and why.
 
-    `samples`: label -> per-repetition latencies (µs). The result is the baseline
+    `samples`: label -> per-repetition latencies (µs), a list, or a dict launch key ->
+    latency (then algorithms measured in the same launches are compared paired).
+    The result is the baseline
     unless an algorithm is faster than it with evidence (`compare`); among those
     the one with the lowest median. Without the baseline at the point, the fastest
     median is compared with the runner-up instead. An oversubscribed point gives no
     conclusion (best None) unless include_oversubscribed."""
-    meds = {k: float(np.median(_values(v))) for k, v in samples.items() if len(_values(v))}
+    samples = {k: v for k, v in samples.items()}
+    vals = {k: _values(v.values() if isinstance(v, dict) else v) for k, v in samples.items()}
+    meds = {k: float(np.median(v)) for k, v in vals.items() if len(v)}
     row = {c: None for c in BEST_COLUMNS}
     row["algorithms"] = len(meds)
     row["oversubscribed"] = bool(oversubscribed)
@@ -208,7 +274,7 @@ def best_of_point(samples: dict[str, list[float]], baseline: str = "native",
         row["level"] = "oversubscribed"
         return row
     if baseline in meds:
-        verdicts = {k: compare(samples[k], samples[baseline], **kw) for k in order
+        verdicts = {k: _cmp(samples[k], samples[baseline], **kw) for k in order
                     if k != baseline}
         faster = [k for k in order if k in verdicts and verdicts[k].outcome == "faster"]
         if faster:
@@ -220,7 +286,7 @@ def best_of_point(samples: dict[str, list[float]], baseline: str = "native",
             if order[0] == baseline:
                 row.update(evidence=f"{baseline} is the fastest measured", level="default")
                 if len(order) > 1:
-                    v = compare(samples[order[1]], samples[baseline], **kw)
+                    v = _cmp(samples[order[1]], samples[baseline], **kw)
                     if v.outcome == "slower":
                         row.update(evidence=f"{baseline}; the runner-up {order[1]} is "
                                             f"{v.text()}", level="significant", n=v.n)
@@ -242,7 +308,7 @@ def best_of_point(samples: dict[str, list[float]], baseline: str = "native",
     if len(order) == 1:
         row.update(evidence="only algorithm measured", level="single")
         return row
-    v = compare(samples[best], samples[order[1]], **kw)
+    v = _cmp(samples[best], samples[order[1]], **kw)
     row.update(evidence=f"vs runner-up {order[1]}: {v.text()}", level=v.level, n=v.n,
                ci_low=v.ci_low, ci_high=v.ci_high, p=v.p)
     if v.outcome != "faster":
@@ -251,16 +317,30 @@ def best_of_point(samples: dict[str, list[float]], baseline: str = "native",
     return row
 
 
+LAUNCH_KEYS = ("run_id", "unit_id", "round", "repetition")  # what identifies a launch
+
+
 def best_per_point(df: pd.DataFrame, keys: list[str], label: str = "label",
                    value: str = "median_us", baseline: str = "native",
                    include_oversubscribed: bool = False, **kw) -> pd.DataFrame:
     """`best_of_point` for every group of `keys` in a frame of repetitions (one row per
-    stored measurement, `label` naming the algorithm, `value` its latency)."""
+    stored measurement, `label` naming the algorithm, `value` its latency). Rows are
+    keyed by their launch (LAUNCH_KEYS present in the frame) so that algorithms of the
+    same launches are compared paired."""
     d = with_oversubscribed(df)
+    launch = [c for c in LAUNCH_KEYS if c in d.columns and c not in keys]
+    if launch:
+        d = d.assign(_launch=list(zip(*(d[c].astype(object).where(d[c].notna(), "")
+                                         for c in launch))))
     rows = []
     for key, g in d.groupby(keys, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
-        samples = {str(k): list(v) for k, v in g.groupby(label, sort=False)[value]}
+        samples = {}
+        for k, h in g.groupby(label, sort=False):
+            if launch and not h["_launch"].duplicated().any():
+                samples[str(k)] = dict(zip(h["_launch"], h[value]))
+            else:
+                samples[str(k)] = list(h[value])
         row = dict(zip(keys, key))
         row.update(best_of_point(samples, baseline, bool(g["oversubscribed"].any()),
                                  include_oversubscribed, **kw))
