@@ -205,6 +205,62 @@ def test_report_command(tmp_path, ompi_build):
     assert res.exit_code == 2
 
 
+def test_report_of_a_bench_only_database(tmp_path, ompi_build):
+    """A database filled by `colltune bench --db` alone (no study, no mapping, one
+    repetition per point) gives a report; and the report leads with the answer."""
+    from conftest import colltune
+
+    db = tmp_path / "bench.db"
+    res = colltune("bench", "--coll", "bcast", "--algo", "native,linear", "--np", "2",
+                   "--sizes", "8,1K", "--iterations", "20", "--reps", "2", "--db", str(db))
+    assert res.returncode == 0, res.stderr[-3000:]
+    res = colltune("bench", "--coll", "allreduce", "--algo", "native,ring", "--np", "2",
+                   "--sizes", "64", "--iterations", "20", "--reps", "2", "--db", str(db))
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = tmp_path / "r.html"
+    res = colltune("report", "--db", str(db), "-o", str(out), "--no-measure", "--dpi", "50")
+    assert res.returncode == 0, res.stderr[-3000:]
+    text = out.read_text()
+    order = [text.index(x) for x in ('id="summary"', 'id="coll-bcast"', 'id="models"',
+                                     'id="cost-model"', 'id="provenance"')]
+    assert order == sorted(order), "summary, figures, models, cost model, provenance"
+    assert "Best algorithm per (processes, size): bcast" in text
+    assert "Best algorithm per (processes, size): allreduce" in text
+    # one repetition per point: no winner, said so; one process count: no vs-processes
+    assert "insufficient" in text
+    assert 'data-kind="vs-processes"' not in text
+    assert "term &#x27;processes&#x27; dropped" in text or "dropped (no variation)" in text
+    # the other readers of the database take it too
+    for cmd in (["results", "--db", str(db)], ["results", "--db", str(db), "--coll", "bcast"],
+                ["fit", "--db", str(db), "--coll", "bcast"],
+                ["plot", "--db", str(db), "--coll", "bcast", "--kind", "best-map", "-o",
+                 str(tmp_path / "m.png")],
+                ["plot", "--db", str(db), "--coll", "bcast", "--kind", "vs-size", "-o",
+                 str(tmp_path / "s.png")]):
+        res = colltune(*cmd)
+        assert res.returncode == 0, (cmd, res.stderr[-3000:])
+
+
+def test_report_marks_oversubscribed_points_and_draws_no_conclusion_from_them(tmp_path):
+    rng = np.random.default_rng(5)
+    rows = []
+    for p in (2, 4):
+        for a, f in (("native", 1.0), ("linear", 0.5)):
+            for r in range(5):
+                lat = f * (1 + p) * np.exp(rng.normal(0, 0.02))
+                rows.append(dict(collective="bcast", algorithm=a, np=p, size=8, params="",
+                                 median_us=lat, min_us=lat, max_us=lat, repetition=r,
+                                 ppn=p, cores=2, nodes=1))
+    df = pd.DataFrame(rows)
+    text, parts = rp.build_report(df, db_path=tmp_path / "x.db", model=None,
+                                  model_note="none", dpi=50)
+    summary = text[text.index('id="summary"'):text.index('id="coll-bcast"')]
+    assert re.search(r"use <b>linear</b> \(np 2, size 8: ×(1\.9|2\.0)\d\)", summary), summary
+    assert "np 4" not in summary.split("</p>")[1]  # the verdict sentence: np 2 only
+    assert "1 oversubscribed point(s)" in summary and "4 †" in summary
+    assert "no conclusion" in summary and "oversubscribed: more processes than cores" in summary
+
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
