@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 from . import launch
 from .build import Build
+from .errors import ColltuneError
 
 
-class BenchError(RuntimeError):
+class BenchError(ColltuneError, RuntimeError):
     pass
 
 
@@ -30,6 +31,20 @@ class BenchSpec:
     time_budget: float | None = None  # seconds per (size, algorithm); replaces iterations
     validate: bool = False            # compare one call per point with the MPI library's
     raw: bool = False                 # records carry "samples_us"
+
+
+def split_specs(text: str) -> list[str]:
+    """'chain:segsize=8192,fanout=4,binomial' -> ['chain:segsize=8192,fanout=4', 'binomial']:
+    a token with '=' but no ':' continues the previous spec."""
+    specs: list[str] = []
+    for tok in (t.strip() for t in text.split(",")):
+        if not tok:
+            continue
+        if "=" in tok and ":" not in tok and specs:
+            specs[-1] += "," + tok
+        else:
+            specs.append(tok)
+    return specs
 
 
 def resolve_timing(timing: str, np: int) -> str:
