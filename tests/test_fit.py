@@ -268,13 +268,13 @@ def test_a_term_without_variation_is_dropped_with_a_note_not_fitted(tmp_path):
         fit.fit_formula(frame[frame["size"] == 8], "latency ~ 0 + processes + size")
     # the command says it, in the table and in JSON
     make_db(tmp_path / "one.db", df)
-    res = CliRunner().invoke(fit.fit, ["--db", str(tmp_path / "one.db"), "--json"])
+    res = CliRunner().invoke(fit_cmd, ["--db", str(tmp_path / "one.db"), "--json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     for m in doc["models"]:
         assert [d["term"] for d in m["dropped"]] == ["processes"]
         assert "processes" not in [c["term"] for c in m["coefs"]]
-    res = CliRunner().invoke(fit.fit, ["--db", str(tmp_path / "one.db")],
+    res = CliRunner().invoke(fit_cmd, ["--db", str(tmp_path / "one.db")],
                              env={"COLUMNS": "160"})
     assert res.exit_code == 0 and "'processes' dropped, not fitted" in res.output
     assert "one more process multiplies" not in res.output

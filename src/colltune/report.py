@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
-from . import evidence
 from . import plot as plotmod
 from .db import open_reader
 from .fit import (FitError, LazyModule, SEED_MODELS, fit_formula, load_measurements,  # noqa: F401
@@ -41,6 +40,7 @@ from .study import STREAM
 from .units import fmt_size
 
 pd = LazyModule("pandas")
+evidence = LazyModule("colltune.evidence")  # numpy/pandas: imported on first use
 
 
 @dataclass
