@@ -67,7 +67,7 @@ def test_best_per_point_keeps_the_default_on_a_tie_and_names_a_real_winner():
     assert best.loc[8, "evidence"].startswith(("tie (within noise)", "native"))
     assert best.loc[1 << 20, "best"] == "rabenseifner"
     assert best.loc[1 << 20, "level"] == "significant"
-    assert "faster (95% CI" in best.loc[1 << 20, "evidence"]
+    assert "faster than native (95% CI" in best.loc[1 << 20, "evidence"]
     # two repetitions: nobody wins, whatever the medians say
     two = ev.best_per_point(pd.DataFrame(rows).groupby(["label", "size"]).head(2), ["size"])
     assert set(two["best"]) == {"native"} and set(two["level"]) == {"insufficient"}
@@ -108,3 +108,28 @@ def test_paired_launches_cancel_what_slowed_a_whole_launch():
                for i, c in enumerate(cand)])
     best = ev.best_per_point(pd.DataFrame(rows), ["size"]).iloc[0]
     assert best["best"] == "linear" and "paired" in best["evidence"]
+
+
+def test_commands_measure_honestly_unless_asked_and_mark_oversubscription(ompi_build):
+    """quick's preset stops at the cores; --np asks for more; bench tables say which
+    process counts share cores."""
+    from conftest import colltune
+
+    from colltune import launch
+
+    res = colltune("sweep", "--preset", "quick", "--dry-run", "--db", "/nonexistent/x.db")
+    assert res.returncode == 0, res.stderr[-2000:]
+    cores = launch.cores()
+    honest = [p for p in (2, 4, 8, 16, 32, 64, 128, 256) if p <= cores]
+    assert f"processes: {', '.join(map(str, honest))}" in res.stdout.replace("\n", " ") or \
+        f"processes: {honest[0]}.." in res.stdout
+    over = cores + 1
+    res = colltune("sweep", "--preset", "quick", "--dry-run", "--np", f"2,{over}", "--db",
+                   "/nonexistent/x.db")
+    assert res.returncode == 0 and f"processes: 2, {over}" in res.stdout, res.stdout[-2000:]
+    res = colltune("bench", "--coll", "bcast", "--algo", "native,linear", "--np", f"2,{over}",
+                   "--sizes", "8", "--iterations", "10", "--reps", "1")
+    assert res.returncode == 0, res.stderr[-2000:]
+    text = " ".join(res.stdout.split())
+    assert f"{over} processes † OVERSUBSCRIBED: {over} processes on {cores} cores" in text
+    assert "2 processes †" not in text and "† oversubscribed: processes share cores" in text

@@ -885,11 +885,11 @@ def print_model(console, result: dict, points: bool = False) -> None:
     console.print(t)
     sel = result["selection"]
     if not sel.empty:
-        t = Table(title="selection: measured best, the fastest of the algorithms the model "
+        t = Table(title="selection: fastest measured (median, no test of the noise), the fastest of the algorithms the model "
                         "can predict, and the model's pick among those (slower × = pick / "
                         "fastest modelled, measured)", title_justify="left")
         cols = [c for c in ("collective", "mapping", "dtype", "np", "size") if c in sel.columns]
-        heads = ["measured best", "µs", "fastest modelled", "µs ", "model pick", "its µs",
+        heads = ["fastest measured", "µs", "fastest modelled", "µs ", "model pick", "its µs",
                  "slower ×", "agree"]
         for c in cols + heads:
             t.add_column(c, justify="right" if c in ("np", "size", "µs", "µs ", "its µs",

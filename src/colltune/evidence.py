@@ -110,16 +110,34 @@ class Verdict:
         if not (math.isfinite(self.ci_low) and math.isfinite(self.ci_high)):
             return ""
         lo, hi = self.ci_low, self.ci_high
-        if self.outcome == "slower":
+        if self.speedup < 1:  # on the scale of "×k slower"
             lo, hi = 1 / hi, 1 / lo
         return f"95% CI {lo:.2f}–{hi:.2f}"
 
+    def n_text(self) -> str:
+        if self.paired:
+            return f"n={self.n} paired"
+        return (f"n={self.n_candidate}" if self.n_candidate == self.n_baseline
+                else f"n={self.n_candidate}/{self.n_baseline}")
+
+    def stats_text(self) -> str:
+        """'95% CI 1.20–1.50, p=0.008, n=5 paired' ('n=2; 4 needed' when insufficient)."""
+        if self.outcome == "insufficient":
+            need = MIN_PAIRS if self.paired else MIN_REPS
+            return f"{self.n_text()}; {need} repetitions needed"
+        return f"{self.ci_text()}, p={self.p:.2g}, {self.n_text()}"
+
+    def measured_text(self) -> str:
+        """'×1.35 faster' or '×1.20 slower' as measured (no claim)."""
+        if not math.isfinite(self.speedup):
+            return "no valid measurement"
+        if self.speedup >= 1:
+            return f"×{self.speedup:.2f} faster"
+        return f"×{1 / self.speedup:.2f} slower"
+
     def text(self) -> str:
         """'×1.35 faster (95% CI 1.20–1.50, p=0.008, n=5)', 'tie (within noise: ...)'."""
-        n = (f"n={self.n_candidate}" if self.n_candidate == self.n_baseline
-             else f"n={self.n_candidate}/{self.n_baseline}")
-        if self.paired:
-            n = f"n={self.n} paired"
+        n = self.n_text()
         if self.outcome == "insufficient":
             need = MIN_PAIRS if self.paired else MIN_REPS
             return (f"insufficient evidence ({n}; {need} repetitions needed): "
@@ -252,9 +270,10 @@ def best_of_point(samples: dict, baseline: str = "native",
 
     `samples`: label -> per-repetition latencies (µs), a list, or a dict launch key ->
     latency (then algorithms measured in the same launches are compared paired).
-    The result is the baseline
-    unless an algorithm is faster than it with evidence (`compare`); among those
-    the one with the lowest median. Without the baseline at the point, the fastest
+    The result is the baseline unless an algorithm is faster than it with evidence
+    (`compare`); among those the one with the largest speedup estimate. `fastest` is
+    the algorithm with the largest estimate (the baseline when none beats it), with
+    no claim attached. Without the baseline at the point, the fastest
     median is compared with the runner-up instead. An oversubscribed point gives no
     conclusion (best None) unless include_oversubscribed."""
     samples = {k: v for k, v in samples.items()}
@@ -276,29 +295,37 @@ def best_of_point(samples: dict, baseline: str = "native",
     if baseline in meds:
         verdicts = {k: _cmp(samples[k], samples[baseline], **kw) for k in order
                     if k != baseline}
-        faster = [k for k in order if k in verdicts and verdicts[k].outcome == "faster"]
+        by_estimate = sorted(verdicts, key=lambda k: -verdicts[k].speedup
+                             if math.isfinite(verdicts[k].speedup) else math.inf)
+        if by_estimate and verdicts[by_estimate[0]].speedup > 1:
+            row.update(fastest=by_estimate[0], fastest_us=meds[by_estimate[0]])
+        else:
+            row.update(fastest=baseline, fastest_us=meds[baseline])
+        faster = [k for k in by_estimate if verdicts[k].outcome == "faster"]
         if faster:
             best, v = faster[0], verdicts[faster[0]]
-            row.update(best=best, evidence=v.text(), level=v.level, speedup=v.speedup,
+            row.update(best=best, evidence=f"×{v.speedup:.2f} faster than {baseline} "
+                                           f"({v.stats_text()})", level=v.level,
+                       speedup=v.speedup,
                        ci_low=v.ci_low, ci_high=v.ci_high, p=v.p, n=v.n)
         else:
             row.update(best=baseline, speedup=1.0)
-            if order[0] == baseline:
-                row.update(evidence=f"{baseline} is the fastest measured", level="default")
-                if len(order) > 1:
-                    v = _cmp(samples[order[1]], samples[baseline], **kw)
-                    if v.outcome == "slower":
-                        row.update(evidence=f"{baseline}; the runner-up {order[1]} is "
-                                            f"{v.text()}", level="significant", n=v.n)
-                    else:
-                        row.update(evidence=f"{baseline} (runner-up {order[1]}: {v.text()})",
-                                   level=v.level, n=v.n)
+            # the closest contender by the comparison's own estimate (paired or not)
+            top = max(verdicts, key=lambda k: verdicts[k].speedup
+                      if math.isfinite(verdicts[k].speedup) else -1, default=None)
+            if top is None:
+                row.update(evidence=f"only {baseline} measured", level="single")
             else:
-                v = verdicts[order[0]]
-                what = ("tie (within noise)" if v.outcome == "tie" else
-                        "insufficient evidence" if v.outcome == "insufficient" else v.outcome)
-                row.update(evidence=f"{what}: {baseline} kept; fastest measured {order[0]} "
-                                    f"{v.text()}", level=v.level, n=v.n,
+                v = verdicts[top]
+                why = {"tie": "within noise", "insufficient": "too few repetitions",
+                       "slower": "significant", "faster": "faster"}[v.outcome]
+                if v.speedup > 1:
+                    row.update(evidence=f"{baseline} kept: {top} measured "
+                                        f"{v.measured_text()}, {why} ({v.stats_text()})")
+                else:
+                    row.update(evidence=f"{baseline} fastest measured; the closest, {top}, "
+                                        f"{v.measured_text()}, {why} ({v.stats_text()})")
+                row.update(level="significant" if v.outcome == "slower" else v.level, n=v.n,
                            ci_low=v.ci_low, ci_high=v.ci_high, p=v.p)
         row["best_us"] = meds[row["best"]]
         return row

@@ -533,14 +533,17 @@ def summary_section(df: pd.DataFrame, colls: list[str],
     out = ['<h2 id="summary" class="first">Summary: what to use where</h2>',
            '<p class="note">Per point (processes, size): <code>native</code>, the MPI '
            "library's own collective, unless another algorithm is faster beyond the noise of "
-           f"the repetitions: at least {evidence.MIN_REPS} repetitions (separate launches) on "
-           "both sides, a two-sided Mann–Whitney U test below "
-           f"{evidence.ALPHA:g}, the 95% bootstrap confidence interval of the speedup "
-           "(ratio of medians) above 1, and a speedup of at least "
-           f"×{1 + evidence.MIN_EFFECT:.2f}. Evidence: <i>significant</i> (those tests "
-           "passed), <i>within noise</i> (a tie: the default is kept), <i>insufficient</i> "
-           "(too few repetitions to tell), <i>default</i> (native was the fastest measured)."
-           "</p>"]
+           "the repetitions (separate launches): the 95% confidence interval of its speedup "
+           "over native lies above 1 and the speedup is at least "
+           f"×{1 + evidence.MIN_EFFECT:.2f}. Algorithms measured in the same launches "
+           "(interleaved) are compared paired: the speedup is the geometric mean of the "
+           "per-launch ratios, with the t interval of their logarithms (at least "
+           f"{evidence.MIN_PAIRS} launches). Otherwise unpaired: the ratio of medians with a "
+           "bootstrap interval, and a two-sided Mann–Whitney U test below "
+           f"{evidence.ALPHA:g} (at least {evidence.MIN_REPS} repetitions a side). "
+           "Evidence: <i>significant</i> (the tests passed), <i>within noise</i> (a tie: "
+           "native is kept), <i>insufficient</i> (too few repetitions to tell)."
+" <i>fastest measured</i> is the largest estimate, with no claim attached.</p>"]
     any_over = False
     for c in colls:
         d = df[df["collective"] == c]
@@ -663,7 +666,9 @@ def cost_section(model: dict | None, note: str | None) -> str:
     out.append("<h3>Prediction error per algorithm</h3>")
     out.append(frame_table(_percent(model["by_algorithm"]), "err", names))
     sel = model["selection"]
-    out.append("<h3>The model's choice against the measured best</h3>")
+    out.append("<h3>The model's choice against the fastest measured</h3>"
+               '<p class="note">fastest measured: the lowest median, without a test of the '
+               "noise (the summary at the top says which differences are real).</p>")
     if sel.empty:
         out.append('<p class="note">nothing to compare</p>')
     else:
@@ -681,8 +686,8 @@ def cost_section(model: dict | None, note: str | None) -> str:
                 if c in sel.columns]
         sel = sel.assign(agree=sel["agree"].map({True: "yes", False: "no"}))
         out.append('<div class="scroll">' + frame_table(sel[keep], "sel", {
-            "np": "processes", "measured_best": "measured best", "model_pick": "model pick",
-            "measured_best_us": "best µs",
+            "np": "processes", "measured_best": "fastest measured (median)",
+            "model_pick": "model pick", "measured_best_us": "its µs",
             "best_modelled": "fastest modelled", "best_modelled_us": "its µs",
             "ties": "predicted equal",
             "model_pick_measured_us": "pick µs (measured)",
@@ -706,7 +711,8 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
                  db_path=".",
                  study: str | None = None, palette: plotmod.Palette | None = None,
                  model: dict | None = None, model_note: str | None = None, dpi: int = 100,
-                 surface_algo: str | None = None) -> tuple[str, ReportParts]:
+                 surface_algo: str | None = None,
+                 include_oversubscribed: bool = False) -> tuple[str, ReportParts]:
     """The HTML text of the report and what it holds (figures, notes)."""
     palette = palette or plotmod.Palette()
     parts = ReportParts()
@@ -718,7 +724,7 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
              if c in set(df["collective"])]
     colls += sorted(set(df["collective"]) - set(colls) - {"heat"})
     # the answer first: the summary, then figures, then models, provenance last
-    body = [summary_section(df, colls)] if colls else []
+    body = [summary_section(df, colls, include_oversubscribed)] if colls else []
     for c in colls:
         body.append(collective_section(df, c, palette, parts, dpi, surface_algo))
     has_heat = "heat" in set(df["collective"])

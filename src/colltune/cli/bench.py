@@ -71,18 +71,32 @@ CSV_FIELDS = ["collective", "algorithm", "params", "spec", "np", "size", "dtype"
               "library", "launches", "mpi", "host", "command"]
 
 
-def emit_records(records: list[dict], fmt: str, output: str | None, title: str) -> None:
+OVER_MARK = "†"
+
+
+def emit_records(records: list[dict], fmt: str, output: str | None, title: str,
+                 cores: int | None = None) -> None:
+    """Tables (one per collective and process count), CSV or JSON. `cores`: the
+    machine's, for marking tables whose processes share cores (oversubscribed)."""
     if fmt == "table":
         groups: dict = {}
         for r in records:
             groups.setdefault((r["collective"], r["np"]), []).append(r)
+        any_over = False
         for (c, np), recs in groups.items():
             timing = "/".join(sorted({str(r.get("timing", "osu")) for r in recs}))
             checked = [r.get("valid") for r in recs if r.get("valid") is not None]
             note = (f"; validated: {sum(map(bool, checked))}/{len(checked)} pass"
                     if checked else "")
-            out.print(_bench_table(recs, f"{c}, {np} processes, median latency in µs "
+            over = cores is not None and np > cores
+            any_over |= over
+            mark = (f" {OVER_MARK} OVERSUBSCRIBED: {np} processes on {cores} cores"
+                    if over else "")
+            out.print(_bench_table(recs, f"{c}, {np} processes{mark}, median latency in µs "
                                          f"({title}; {timing} timing; ×ratio to native{note})"))
+        if any_over:
+            out.print(f"{OVER_MARK} oversubscribed: processes share cores (time-sliced by the "
+                      "OS); the ratios there say nothing about the algorithms", highlight=False)
         if any(r.get("fallback") for r in records):
             out.print("* a declared fallback ran: "
                       + "; ".join(sorted({r["fallback"] for r in records if r.get("fallback")})),
@@ -190,7 +204,9 @@ def bench(mpi_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dty
                                  time_budget=time_budget, validate=validate, raw=raw)
              for np in np_list]
     records = _run_bench(b, specs)
-    emit_records(records, fmt, output, b.mpi.banner)
+    from .. import launch
+
+    emit_records(records, fmt, output, b.mpi.banner, cores=launch.cores())
     if db_path:
         from .. import db as db_mod
 

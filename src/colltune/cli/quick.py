@@ -6,9 +6,12 @@ from pathlib import Path
 
 import click
 
+from rich.table import Table
+
 from .. import db as db_mod
 from .. import registry
-from ._common import command, MPI_HELP, build_or_fail, err, fail
+from ..units import fmt_size, parse_ints
+from ._common import command, MPI_HELP, build_or_fail, err, fail, out
 from .bench import emit_records
 from .report import report as report_cmd
 from .sweep import sweep as sweep_cmd
@@ -22,13 +25,22 @@ from .sweep import sweep as sweep_cmd
               type=click.Path(dir_okay=False), help="The HTML report.")
 @click.option("--new-round", is_flag=True,
               help="Measure again (a new round) even if the study is already stored.")
+@click.option("--np", "nps", help="Process counts instead of the preset's (powers of two up to "
+              "the cores), e.g. 2,4: counts above the cores run oversubscribed, are marked † "
+              "and draw no conclusion.")
+@click.option("--include-oversubscribed", is_flag=True,
+              help="Draw conclusions from oversubscribed points too (still marked †).")
 @click.pass_context
-def quick(ctx, mpi_spec, db_path, report_path, new_round) -> None:
+def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubscribed) -> None:
     """The main job: the `quick` study (sweep --preset quick) into the results database,
-    a table of every algorithm next to native, and the HTML report."""
+    a table of every algorithm next to native, what to use where with its evidence, and
+    the HTML report.
+
+    The preset measures np 2, 4, 8, ... up to the machine's cores, so that every
+    process has a core; --np asks for others."""
     try:
         ctx.invoke(sweep_cmd, preset="quick", db_path=db_path, mpi_spec=mpi_spec,
-                   new_round=new_round)
+                   new_round=new_round, nps=nps)
     except SystemExit as exc:  # failed launches are in the database and the report
         if exc.code not in (0, None):
             err.print("[yellow]some launches failed; they are listed in the report[/]")
@@ -40,6 +52,8 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round) -> None:
     if df.empty:
         fail(f"the quick study stored no measurements in {db_path}")
     df = df[df["round"] == df["round"].max()]
+    if nps:
+        df = df[df["np"].isin(parse_ints(nps, "--np"))]
     agg = (df.groupby(["collective", "np", "spec", "size"], sort=False)
              .agg(median_us=("median_us", "median"), fallback=("fallback", "first"))
              .reset_index())
@@ -50,5 +64,28 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round) -> None:
                            and r["fallback"] else None) for r in agg.to_dict("records")),
                      key=lambda r: order[r["collective"]].get(r["spec"], 999))
     banner = f"{df['mpi_kind'].iloc[0]} {df['mpi_version'].iloc[0]}; median of repetitions"
-    emit_records(records, "table", None, banner)
-    ctx.invoke(report_cmd, db_path=db_path, study="quick", output=report_path)
+    cores = int(df["cores"].dropna().min()) if df["cores"].notna().any() else None
+    emit_records(records, "table", None, banner, cores=cores)
+    out.print(best_table(df, include_oversubscribed))
+    out.print(f"use: native unless another algorithm is faster beyond the noise of the "
+              f"repetitions (docs/benchmarking.md, 'Conclusions with evidence')", highlight=False)
+    ctx.invoke(report_cmd, db_path=db_path, study="quick", output=report_path,
+               include_oversubscribed=include_oversubscribed)
+
+
+def best_table(df, include_oversubscribed: bool = False) -> Table:
+    """What to use per (collective, processes, size), by how much, and the evidence."""
+    from .. import plot as plot_mod
+    from ..evidence import OVER_MARK
+
+    tab = plot_mod.best_table(df, include_oversubscribed=include_oversubscribed)
+    t = Table(title="what to use (native unless another is faster beyond the noise)",
+              title_justify="left")
+    for c in ("collective", "np", "size", "use", "evidence", "detail"):
+        t.add_column(c, justify="right" if c in ("np", "size") else "left",
+                     overflow="fold")
+    for r in tab.astype(object).where(tab.notna(), None).to_dict("records"):
+        np_text = f"{int(r['np'])}" + (f" {OVER_MARK}" if r["oversubscribed"] else "")
+        t.add_row(r["collective"], np_text, fmt_size(int(r["size"])), r["best"] or "—",
+                  r["level"] or "", r["evidence"] or "")
+    return t

@@ -39,8 +39,11 @@ from ._common import command, err, fail
 @click.option("--algorithms-json", type=click.Path(exists=True, dir_okay=False),
               help="The registry as `colltune algorithms --json` prints it (no MPI build "
                    "needed for the cost formulas).")
+@click.option("--include-oversubscribed", is_flag=True,
+              help="Also draw conclusions (best algorithm, speedup) from points measured with "
+                   "more processes than cores (marked †; left out by default).")
 def report(db_path, study, output, pingpong_json, measure, alpha, beta, gamma_opt, surface_algo,
-           dpi, mpi_spec, algorithms_json) -> None:
+           dpi, mpi_spec, algorithms_json, include_oversubscribed=False) -> None:
     """One self-contained HTML report of a study: provenance, figures, models, best
     algorithms, cost model. Prints the path of the file."""
     try:
@@ -92,6 +95,7 @@ def report(db_path, study, output, pingpong_json, measure, alpha, beta, gamma_op
                                     measure=measure)
     palette = plotmod.Palette(plotmod.algorithm_order(mpi_spec))
     text, parts = build_report(df, runs=runs, db_path=db_path, study=study, palette=palette,
+                               include_oversubscribed=include_oversubscribed,
                                model=model, model_note=note, dpi=dpi, surface_algo=surface_algo)
     path = Path(output)
     write_atomic(path, text)

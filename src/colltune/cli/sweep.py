@@ -16,7 +16,7 @@ from .. import launch
 from ..files import write_atomic
 from ..study import Study, StudyError, fmt_ints, load, load_preset, preset_names
 from ..sweep import Plan, execute, make_plan, sbatch_script
-from ..units import fmt_size
+from ..units import fmt_size, parse_ints
 from ._common import build_or_fail, command, err, fail, out
 
 
@@ -88,9 +88,12 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
                    "resuming.")
 @click.option("--retry-failed/--skip-failed", default=True, show_default=True,
               help="Run launches that failed before again.")
+@click.option("--np", "nps", help="Process counts to measure instead of the study's "
+              "(e.g. 2,4 or 2..8); not capped by the study's max_processes: counts above the "
+              "cores run oversubscribed, are marked so and draw no conclusion.")
 @click.option("--list-presets", is_flag=True, help="List the built-in studies and exit.")
 def sweep(study_file, preset, db_path, mpi_spec, launcher, hostfile, dry_run, sbatch_file,
-          shuffle, seed, new_round, retry_failed, list_presets) -> None:
+          shuffle, seed, new_round, retry_failed, list_presets, nps=None) -> None:
     """Run a study (TOML file or --preset) into the results database.
 
     Launches run in a shuffled order, each stored in one transaction; running the
@@ -104,6 +107,12 @@ def sweep(study_file, preset, db_path, mpi_spec, launcher, hostfile, dry_run, sb
             out.print(f"[bold]{name}[/]: {s.description}", highlight=False)
         return
     study = _load(study_file, preset)
+    if nps:
+        try:
+            study = dataclasses.replace(study, processes=parse_ints(nps, "--np"),
+                                        max_processes=None)
+        except ValueError as exc:
+            fail(str(exc))
     if hostfile:
         launcher = launcher or "hostfile"
         if launcher != "hostfile":
