@@ -256,7 +256,8 @@ def _cmp(cand, base, **kw) -> Verdict:
     keyed by launch (dicts) and share at least MIN_PAIRS, else unpaired."""
     if isinstance(cand, dict) and isinstance(base, dict):
         common = [k for k in cand if k in base]
-        if len(common) >= kw.get("min_pairs", MIN_PAIRS):
+        whole = bool(common) and len(common) == len(cand) == len(base)
+        if whole or len(common) >= kw.get("min_pairs", MIN_PAIRS):
             return compare([cand[k] for k in common], [base[k] for k in common], pairs=True,
                            **kw)
         cand, base = list(cand.values()), list(base.values())

@@ -277,7 +277,8 @@ def _log_labels(target, values) -> None:
     target.set_major_formatter(ticker.FuncFormatter(lambda x, _: _plain(x)))
     span = v.max() / v.min() if len(v) else 1.0
     # minor ticks labelled at 2 and 5 (and 3 within a decade or two): 0.2, 0.5, 2, 5, 20 ...
-    digits = {2, 3, 5} if span < 100 else {2, 5} if span < 1e4 else set()
+    digits = {2, 3, 5} if span < 100 else {2, 5} if span < 1e4 else {5} if span < 1e6 \
+        else set()
 
     def minor(x, _):
         if x <= 0:
@@ -508,7 +509,7 @@ def fig_speedup(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapp
     vals = pd.concat([others["center"], others["lo"], others["hi"]])
     if _spans_decades(vals, 8):
         ax.set_yscale("log", base=2)
-        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.3g}"))
         ax.yaxis.set_minor_formatter(ticker.NullFormatter())
     ax.set_ylabel(f"speedup over {baseline} (T_{baseline} / T)")
     ax.set_title(f"{coll}: speedup over {baseline}, {int(np_)} processes"
@@ -676,8 +677,12 @@ def fig_surface(df: pd.DataFrame, palette: Palette, algorithm: str | None = None
 
 
 def _caption(fig: Figure, text: str) -> None:
+    """A small note under the figure, wrapped to the figure's width."""
     if text:
-        fig.supxlabel(text, fontsize="x-small", color="0.35")
+        import textwrap
+
+        width = max(40, int(fig.get_figwidth() * 17))
+        fig.supxlabel(textwrap.fill(text, width), fontsize="x-small", color="0.35")
 
 
 def make_figure(kind: str, df: pd.DataFrame, palette: Palette, *, size=None, np_=None,

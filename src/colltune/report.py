@@ -2,17 +2,22 @@
 
 The file holds everything: figures as base64 PNG data URIs, tables, CSS for
 screen and print; it loads nothing from anywhere (no http(s) link, no external
-script, font or style). Sections:
+script, font or style). Sections, the answer first:
 
-1. provenance of every run (machine, CPU, MPI, versions, command lines, times) and of
-   the report itself (colltune version, git revision of its source tree);
-2. per collective: the figures of plot.py (latency vs processes at the smallest and
-   largest size, vs size at the smallest and largest process count, mapping A vs B,
-   speedup over native, the best-algorithm map, the 3D surface with its fitted plane),
-   the two seed models per algorithm (and full coefficient tables for the surface's
-   algorithm), the best algorithm per (processes, size);
-3. the cost model: α, β, γ (and LogGP where measurable), the median prediction error
-   per collective and algorithm, and the model's choice against the measured best.
+1. summary per collective: what to use where, by how much, with the evidence level
+   (evidence.py: native unless another algorithm is faster beyond the noise; no
+   conclusion from oversubscribed points, which are marked);
+2. per collective, the figures of plot.py (latency vs processes at the smallest and
+   largest size when there are several process counts, vs size at the smallest and
+   largest process count, mapping A vs B, speedup over native, the map of the
+   algorithm to use, the 3D surface with its fitted plane);
+3. the heat application, for heat studies;
+4. the regression models: the two seed models per algorithm (terms without variation
+   dropped) and full coefficient tables for the surface's algorithm;
+5. the cost model: α, β, γ (and LogGP where measurable), the median prediction error
+   per collective and algorithm, and the model's choice against the fastest measured;
+6. provenance of every run (machine, CPU, MPI, versions, command lines, times) and of
+   the report itself (colltune version, git revision of its source tree).
 
 The page carries one inline script: after loading it counts the images the browser
 decoded and writes the count into `<body data-figures-rendered="k/n">`, which the
@@ -489,7 +494,9 @@ def collective_summary(d: pd.DataFrame, coll: str, baseline: str = "native",
     for name in dict.fromkeys(r["best"] for r in winners):
         where = [r for r in winners if r["best"] == name]
         pts = "; ".join(f"np {int(r['np'])}, size {fmt_size(int(r['size']))}: "
-                        f"×{r['speedup']:.2f}" for r in where)
+                        f"×{r['speedup']:.2f}" for r in where[:6])
+        if len(where) > 6:
+            pts += f"; and {len(where) - 6} more point(s)"
         parts.append(f"<b>{esc(name)}</b> ({esc(pts)})")
     levels = pd.Series([r["level"] for r in honest if r["best"] == baseline]).value_counts()
     kept = sum(1 for r in honest if r["best"] == baseline)
@@ -525,6 +532,14 @@ def collective_summary(d: pd.DataFrame, coll: str, baseline: str = "native",
     n = len(cols)
     table = ('<div class="scroll">' + html_table(cols, rows, {0, n - 2, n - 1}, "best")
              + "</div>")
+    if len(rows) > 30:  # the points where something else than the default is used first
+        keep = [row for row, r in zip(rows, recs) if r["best"] not in (None, baseline)]
+        short = ('<div class="scroll">' + html_table(cols, keep, {0, n - 2, n - 1}, "best")
+                 + "</div>" if keep else
+                 f'<p class="note">{esc(baseline)} at every point (reasons in the table '
+                 "below)</p>")
+        table = (short + f"<details><summary>all {len(rows)} points</summary>{table}"
+                 "</details>")
     return sentence, table, tab
 
 

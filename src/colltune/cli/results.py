@@ -154,6 +154,10 @@ def export(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd, 
         conn.close()
     if summary:
         df = db_mod.summary_frame(df)
+    else:
+        from ..evidence import oversubscribed
+
+        df["oversubscribed"] = oversubscribed(df).to_numpy()
     path = Path(output)
     fmt = fmt or ("parquet" if path.suffix.lower() in (".parquet", ".pq") else "csv")
     try:
