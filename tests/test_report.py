@@ -303,3 +303,28 @@ def test_report_renders_in_headless_chromium(built, tmp_path):
     linear = tuple(int(hexcol[i:i + 2], 16) for i in (1, 3, 5))
     near = (np.abs(px.astype(int) - np.array(linear)).sum(axis=2) < 40).sum()
     assert near > 200
+
+
+def test_report_of_sparse_records_pingpong_rows_and_no_native(tmp_path):
+    """Records as a bare table can hold them: no mapping/params/repetition, size 0,
+    ping-pong rows next to collectives, a collective measured without native."""
+    rows = [dict(collective="pingpong", algorithm="pingpong", np=2, size=s,
+                 median_us=1 + s * 1e-4, min_us=1.0, max_us=2.0) for s in (1, 64, 4096)]
+    rows += [dict(collective="bcast", algorithm=a, np=2, size=s, median_us=1 + s * 1e-4 * (i + 1),
+                  min_us=1.0, max_us=2.0, mapping=None, params=None, repetition=None)
+             for i, a in enumerate(["native", "linear"]) for s in (0, 8, 1024)]
+    rows += [dict(collective="reduce", algorithm=a, np=2, size=s, median_us=1 + s * 1e-4 * (i + 1),
+                  min_us=1.0, max_us=2.0) for i, a in enumerate(["linear", "binomial"])
+             for s in (8, 1024)]
+    db = tmp_path / "bare.db"
+    con = sqlite3.connect(db)
+    pd.DataFrame(rows).to_sql("measurements", con, index=False)
+    con.close()
+    df = rp.load_measurements(db)
+    text, parts = rp.build_report(df, runs=rp.load_runs(db, None, df), db_path=db, model=None,
+                                  model_note="none", dpi=50)
+    assert 'id="coll-pingpong"' not in text  # point-to-point: the cost model's, not a section
+    assert "use <b>native</b> at every measured point" in text
+    assert "no baseline measured" in text
+    assert {f.kind for f in parts.figures} >= {"vs-size", "best-map"}
+    assert "vs-processes" not in {f.kind for f in parts.figures}

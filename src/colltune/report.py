@@ -489,7 +489,8 @@ def collective_summary(d: pd.DataFrame, coll: str, baseline: str = "native",
         return "no valid measurement", "", tab
     recs = tab.astype(object).where(tab.notna(), None).to_dict("records")
     honest = [r for r in recs if r["level"] != "oversubscribed"]
-    winners = [r for r in honest if r["best"] not in (None, baseline)]
+    winners = [r for r in honest if r["best"] not in (None, baseline)
+               and r.get("speedup") is not None and r.get("level") == "significant"]
     parts = []
     for name in dict.fromkeys(r["best"] for r in winners):
         where = [r for r in winners if r["best"] == name]
@@ -737,7 +738,8 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
         runs = Provenance(runs)
     colls = [c for c in ("bcast", "reduce", "gather", "allgather", "allreduce")
              if c in set(df["collective"])]
-    colls += sorted(set(df["collective"]) - set(colls) - {"heat"})
+    # point-to-point records (ping-pong) feed the cost model, not a collective section
+    colls += sorted(set(df["collective"].dropna()) - set(colls) - {"heat", "pingpong", "p2p"})
     # the answer first: the summary, then figures, then models, provenance last
     body = [summary_section(df, colls, include_oversubscribed)] if colls else []
     for c in colls:
