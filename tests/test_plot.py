@@ -132,6 +132,8 @@ def test_selections_that_cannot_make_a_figure():
         pl.fig_speedup(d[d["algorithm"] != "native"], PALETTE)
     with pytest.raises(pl.PlotError, match="two process counts"):
         pl.fig_surface(d[d["np"] == 2], PALETTE)
+    with pytest.raises(pl.PlotError, match="one process count .2.*vs-size"):
+        pl.fig_vs_processes(d[d["np"] == 2], PALETTE)
 
 
 def test_plot_command_from_a_database(tmp_path):

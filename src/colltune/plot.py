@@ -384,6 +384,9 @@ def fig_vs_processes(df: pd.DataFrame, palette: Palette, size: int | None = None
     d = prepare(df)
     d, mapping = pick(d, "mapping", mapping)
     d, size = pick(d, "size", size, "size", prefer="max")
+    if d["np"].nunique() < 2:
+        raise PlotError(f"the selection has one process count ({int(d['np'].iloc[0])}): a "
+                        "figure against processes needs two or more; --kind vs-size shows it")
     stats = point_stats(d, ["label", "np"], band)
     fig = _new_figure(_width(stats["label"].nunique()))
     ax = fig.add_subplot()
