@@ -133,3 +133,26 @@ def test_commands_measure_honestly_unless_asked_and_mark_oversubscription(ompi_b
     text = " ".join(res.stdout.split())
     assert f"{over} processes † OVERSUBSCRIBED: {over} processes on {cores} cores" in text
     assert "2 processes †" not in text and "† oversubscribed: processes share cores" in text
+
+
+def test_versus_baseline_and_the_marks_on_ratios(capsys):
+    rng = np.random.default_rng(4)
+    rows = []
+    for rep in range(5):
+        launch = rng.lognormal(0, 0.5)
+        for spec, f in (("native", 1.0), ("linear", 1 / 1.5), ("binomial", 1 / 1.01)):
+            rows.append(dict(collective="bcast", np=2, size=8, spec=spec, repetition=rep,
+                             run_id=1, median_us=10 * f * launch * rng.lognormal(0, 0.01)))
+    ver = ev.versus_baseline(pd.DataFrame(rows), ["collective", "np", "size"], label="spec")
+    got = dict(zip(ver["spec"], ver["outcome"]))
+    assert got == {"linear": "faster", "binomial": "tie"}
+    from colltune.cli.bench import VERDICT_LEGEND, emit_records
+
+    recs = [dict(collective="bcast", np=2, size=8, spec=s, median_us=m, verdict=v)
+            for s, m, v in (("native", 10.0, None), ("linear", 6.7, "faster"),
+                            ("binomial", 9.9, "tie"), ("chain", 9.0, "insufficient"))]
+    emit_records(recs, "table", None, "test", cores=2)
+    text = capsys.readouterr().out
+    assert "×0.67 " not in text.replace("×0.67 │", "")  # a real difference: unmarked
+    assert "×0.99 ≈" in text and "×0.90 ?" in text
+    assert " ".join(VERDICT_LEGEND.split()) in " ".join(text.split())

@@ -348,19 +348,14 @@ def best_of_point(samples: dict, baseline: str = "native",
 LAUNCH_KEYS = ("run_id", "unit_id", "round", "repetition")  # what identifies a launch
 
 
-def best_per_point(df: pd.DataFrame, keys: list[str], label: str = "label",
-                   value: str = "median_us", baseline: str = "native",
-                   include_oversubscribed: bool = False, **kw) -> pd.DataFrame:
-    """`best_of_point` for every group of `keys` in a frame of repetitions (one row per
-    stored measurement, `label` naming the algorithm, `value` its latency). Rows are
-    keyed by their launch (LAUNCH_KEYS present in the frame) so that algorithms of the
-    same launches are compared paired."""
+def _points(df: pd.DataFrame, keys: list[str], label: str, value: str):
+    """(key, rows, samples) per point: samples maps each label to its latencies, keyed
+    by launch (a dict) when the frame says which launch each row came from."""
     d = with_oversubscribed(df)
     launch = [c for c in LAUNCH_KEYS if c in d.columns and c not in keys]
     if launch:
         d = d.assign(_launch=list(zip(*(d[c].astype(object).where(d[c].notna(), "")
                                          for c in launch))))
-    rows = []
     for key, g in d.groupby(keys, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
         samples = {}
@@ -369,6 +364,39 @@ def best_per_point(df: pd.DataFrame, keys: list[str], label: str = "label",
                 samples[str(k)] = dict(zip(h["_launch"], h[value]))
             else:
                 samples[str(k)] = list(h[value])
+        yield key, g, samples
+
+
+def versus_baseline(df: pd.DataFrame, keys: list[str], label: str = "label",
+                    value: str = "median_us", baseline: str = "native",
+                    include_oversubscribed: bool = False, **kw) -> pd.DataFrame:
+    """The verdict of every algorithm against the baseline at every point: keys, label,
+    outcome (faster/slower/tie/insufficient, or 'oversubscribed'), speedup and text."""
+    rows = []
+    for key, g, samples in _points(df, keys, label, value):
+        over = bool(g["oversubscribed"].any())
+        if baseline not in samples:
+            continue
+        for k, v in samples.items():
+            if k == baseline:
+                continue
+            verdict = _cmp(v, samples[baseline], **kw)
+            outcome = ("oversubscribed" if over and not include_oversubscribed
+                       else verdict.outcome)
+            rows.append({**dict(zip(keys, key)), label: k, "outcome": outcome,
+                         "speedup": verdict.speedup, "text": verdict.text()})
+    return pd.DataFrame(rows, columns=list(keys) + [label, "outcome", "speedup", "text"])
+
+
+def best_per_point(df: pd.DataFrame, keys: list[str], label: str = "label",
+                   value: str = "median_us", baseline: str = "native",
+                   include_oversubscribed: bool = False, **kw) -> pd.DataFrame:
+    """`best_of_point` for every group of `keys` in a frame of repetitions (one row per
+    stored measurement, `label` naming the algorithm, `value` its latency). Rows are
+    keyed by their launch (LAUNCH_KEYS present in the frame) so that algorithms of the
+    same launches are compared paired."""
+    rows = []
+    for key, g, samples in _points(df, keys, label, value):
         row = dict(zip(keys, key))
         row.update(best_of_point(samples, baseline, bool(g["oversubscribed"].any()),
                                  include_oversubscribed, **kw))

@@ -35,6 +35,7 @@ def _bench_cell(r: dict | None, base: dict | None, is_base: bool) -> str:
     cell = f"{r['median_us']:.2f}"
     if base and not is_base and base.get("median_us"):
         cell += f" ×{r['median_us'] / base['median_us']:.2f}"
+        cell += VERDICT_MARKS.get(r.get("verdict"), "")
     if r.get("fallback"):
         cell += " *"
     return cell
@@ -72,6 +73,10 @@ CSV_FIELDS = ["collective", "algorithm", "params", "spec", "np", "size", "dtype"
 
 
 OVER_MARK = "†"
+# what a ratio is worth, where the records carry a verdict (evidence.py): quick
+VERDICT_MARKS = {"tie": " ≈", "insufficient": " ?"}
+VERDICT_LEGEND = ("≈ within the noise of the repetitions (a tie); ? too few repetitions to "
+                  "tell; unmarked ratios differ beyond the noise")
 
 
 def emit_records(records: list[dict], fmt: str, output: str | None, title: str,
@@ -94,6 +99,8 @@ def emit_records(records: list[dict], fmt: str, output: str | None, title: str,
                     if over else "")
             out.print(_bench_table(recs, f"{c}, {np} processes{mark}, median latency in µs "
                                          f"({title}; {timing} timing; ×ratio to native{note})"))
+        if any(r.get("verdict") for r in records):
+            out.print(VERDICT_LEGEND, highlight=False)
         if any_over:
             out.print(f"{OVER_MARK} oversubscribed: processes share cores (time-sliced by the "
                       "OS); the ratios there say nothing about the algorithms", highlight=False)

@@ -60,8 +60,16 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
     b = build_or_fail(mpi_spec)
     order = {c: {n: i for i, n in enumerate(["native"] + registry.names(b, c))}
              for c in set(agg["collective"])}
+    from ..evidence import versus_baseline
+
+    ver = versus_baseline(df, ["collective", "np", "size"], label="spec",
+                          include_oversubscribed=include_oversubscribed)
+    verdict = {(r.collective, r.np, r.size, r.spec): r.outcome for r in ver.itertuples()}
     records = sorted((dict(r, fallback=r["fallback"] if isinstance(r["fallback"], str)
-                           and r["fallback"] else None) for r in agg.to_dict("records")),
+                           and r["fallback"] else None,
+                           verdict=verdict.get((r["collective"], r["np"], r["size"],
+                                                r["spec"])))
+                      for r in agg.to_dict("records")),
                      key=lambda r: order[r["collective"]].get(r["spec"], 999))
     banner = f"{df['mpi_kind'].iloc[0]} {df['mpi_version'].iloc[0]}; median of repetitions"
     cores = int(df["cores"].dropna().min()) if df["cores"].notna().any() else None
