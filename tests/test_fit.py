@@ -116,7 +116,7 @@ def test_bad_formulas_and_too_little_data():
     with pytest.raises(fit.FitError, match="cannot fit"):
         fit.fit_formula(frame, "latency ~ nosuchcolumn")
     with pytest.raises(fit.FitError, match="observation"):
-        fit.fit_formula(frame.head(2), "latency ~ 0 + processes + size")
+        fit.fit_formula(frame.iloc[[0, -1]], "latency ~ 0 + processes + size")
     with pytest.raises(fit.FitError, match="unknown model"):
         fit.resolve_formula(model="nope")
 
@@ -241,3 +241,40 @@ def test_load_measurements_reads_a_colltune_database(tmp_path):
     db.store_bench(recs[:1], mpi=None, path=tmp_path / "c.db", argv=["colltune", "bench"])
     assert set(fit.load_measurements(tmp_path / "c.db")["study"]) == {"quick", "(bench)"}
     assert len(fit.load_measurements(tmp_path / "c.db", study="(bench)")) == 1
+
+
+def test_a_term_without_variation_is_dropped_with_a_note_not_fitted(tmp_path):
+    """One process count: no 'processes' effect can be estimated (it would stand in for
+    the intercept and read as 'one more process multiplies latency by ×0.37')."""
+    df = synthetic(log=True, nps=(2,), sizes=(8, 64, 1024, 65536, 1 << 20), reps=3)
+    frame = fit.model_frame(df)
+    for name in fit.SEED_MODELS:
+        r = fit.fit_formula(frame, *fit.resolve_formula(model=name))
+        assert [c.term for c in r.coefs] == ["size" if name == "seed-linear" else "log2_size"]
+        assert r.dropped and r.dropped[0]["term"] == "processes"
+        assert "one value (2)" in r.dropped[0]["reason"]
+        assert any("'processes' dropped, not fitted" in n for n in r.notes)
+        assert not any("multiplies latency by" in c.meaning and c.term == "processes"
+                       for c in r.coefs)
+    # with an intercept the constant term is dropped too (it would be rank-deficient)
+    r = fit.fit_formula(frame, "latency ~ processes + size")
+    assert [c.term for c in r.coefs] == ["Intercept", "size"]
+    # a term that varies is kept: two process counts fit both
+    two = fit.fit_formula(fit.model_frame(synthetic(log=True, nps=(2, 4))),
+                          *fit.resolve_formula(model="seed-log"))
+    assert [c.term for c in two.coefs] == ["processes", "log2_size"] and not two.dropped
+    # nothing varies: an error that says why
+    with pytest.raises(fit.FitError, match="no term varies"):
+        fit.fit_formula(frame[frame["size"] == 8], "latency ~ 0 + processes + size")
+    # the command says it, in the table and in JSON
+    make_db(tmp_path / "one.db", df)
+    res = CliRunner().invoke(fit_cmd, ["--db", str(tmp_path / "one.db"), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    for m in doc["models"]:
+        assert [d["term"] for d in m["dropped"]] == ["processes"]
+        assert "processes" not in [c["term"] for c in m["coefs"]]
+    res = CliRunner().invoke(fit_cmd, ["--db", str(tmp_path / "one.db")],
+                             env={"COLUMNS": "160"})
+    assert res.exit_code == 0 and "'processes' dropped, not fitted" in res.output
+    assert "one more process multiplies" not in res.output

@@ -149,7 +149,7 @@ def test_report_sections(built):
     # cost model and best-algorithm table
     assert "α (latency)" in text and "γ (reduction per byte)" in text
     assert "Prediction error per collective" in text and "median |error|" in text
-    assert "measured best" in text and "model pick" in text
+    assert "fastest measured" in text and "model pick" in text
     assert "Best algorithm per (processes, size)" in text
 
 
@@ -206,6 +206,62 @@ def test_report_command(tmp_path, ompi_build):
     assert res.exit_code == 2
 
 
+def test_report_of_a_bench_only_database(tmp_path, ompi_build):
+    """A database filled by `colltune bench --db` alone (no study, no mapping, one
+    repetition per point) gives a report; and the report leads with the answer."""
+    from conftest import colltune
+
+    db = tmp_path / "bench.db"
+    res = colltune("bench", "--coll", "bcast", "--algo", "native,linear", "--np", "2",
+                   "--sizes", "8,1K", "--iterations", "20", "--reps", "2", "--db", str(db))
+    assert res.returncode == 0, res.stderr[-3000:]
+    res = colltune("bench", "--coll", "allreduce", "--algo", "native,ring", "--np", "2",
+                   "--sizes", "64", "--iterations", "20", "--reps", "2", "--db", str(db))
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = tmp_path / "r.html"
+    res = colltune("report", "--db", str(db), "-o", str(out), "--no-measure", "--dpi", "50")
+    assert res.returncode == 0, res.stderr[-3000:]
+    text = out.read_text()
+    order = [text.index(x) for x in ('id="summary"', 'id="coll-bcast"', 'id="models"',
+                                     'id="cost-model"', 'id="provenance"')]
+    assert order == sorted(order), "summary, figures, models, cost model, provenance"
+    assert "Best algorithm per (processes, size): bcast" in text
+    assert "Best algorithm per (processes, size): allreduce" in text
+    # one repetition per point: no winner, said so; one process count: no vs-processes
+    assert "insufficient" in text
+    assert 'data-kind="vs-processes"' not in text
+    assert "term &#x27;processes&#x27; dropped" in text or "dropped (no variation)" in text
+    # the other readers of the database take it too
+    for cmd in (["results", "--db", str(db)], ["results", "--db", str(db), "--coll", "bcast"],
+                ["fit", "--db", str(db), "--coll", "bcast"],
+                ["plot", "--db", str(db), "--coll", "bcast", "--kind", "best-map", "-o",
+                 str(tmp_path / "m.png")],
+                ["plot", "--db", str(db), "--coll", "bcast", "--kind", "vs-size", "-o",
+                 str(tmp_path / "s.png")]):
+        res = colltune(*cmd)
+        assert res.returncode == 0, (cmd, res.stderr[-3000:])
+
+
+def test_report_marks_oversubscribed_points_and_draws_no_conclusion_from_them(tmp_path):
+    rng = np.random.default_rng(5)
+    rows = []
+    for p in (2, 4):
+        for a, f in (("native", 1.0), ("linear", 0.5)):
+            for r in range(5):
+                lat = f * (1 + p) * np.exp(rng.normal(0, 0.02))
+                rows.append(dict(collective="bcast", algorithm=a, np=p, size=8, params="",
+                                 median_us=lat, min_us=lat, max_us=lat, repetition=r,
+                                 ppn=p, cores=2, nodes=1))
+    df = pd.DataFrame(rows)
+    text, parts = rp.build_report(df, db_path=tmp_path / "x.db", model=None,
+                                  model_note="none", dpi=50)
+    summary = text[text.index('id="summary"'):text.index('id="coll-bcast"')]
+    assert re.search(r"use <b>linear</b> \(np 2, size 8: ×(1\.9|2\.0)\d\)", summary), summary
+    assert "np 4" not in summary.split("</p>")[1]  # the verdict sentence: np 2 only
+    assert "1 oversubscribed point(s)" in summary and "4 †" in summary
+    assert "no conclusion" in summary and "oversubscribed: more processes than cores" in summary
+
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
@@ -247,3 +303,28 @@ def test_report_renders_in_headless_chromium(built, tmp_path):
     linear = tuple(int(hexcol[i:i + 2], 16) for i in (1, 3, 5))
     near = (np.abs(px.astype(int) - np.array(linear)).sum(axis=2) < 40).sum()
     assert near > 200
+
+
+def test_report_of_sparse_records_pingpong_rows_and_no_native(tmp_path):
+    """Records as a bare table can hold them: no mapping/params/repetition, size 0,
+    ping-pong rows next to collectives, a collective measured without native."""
+    rows = [dict(collective="pingpong", algorithm="pingpong", np=2, size=s,
+                 median_us=1 + s * 1e-4, min_us=1.0, max_us=2.0) for s in (1, 64, 4096)]
+    rows += [dict(collective="bcast", algorithm=a, np=2, size=s, median_us=1 + s * 1e-4 * (i + 1),
+                  min_us=1.0, max_us=2.0, mapping=None, params=None, repetition=None)
+             for i, a in enumerate(["native", "linear"]) for s in (0, 8, 1024)]
+    rows += [dict(collective="reduce", algorithm=a, np=2, size=s, median_us=1 + s * 1e-4 * (i + 1),
+                  min_us=1.0, max_us=2.0) for i, a in enumerate(["linear", "binomial"])
+             for s in (8, 1024)]
+    db = tmp_path / "bare.db"
+    con = sqlite3.connect(db)
+    pd.DataFrame(rows).to_sql("measurements", con, index=False)
+    con.close()
+    df = rp.load_measurements(db)
+    text, parts = rp.build_report(df, runs=rp.load_runs(db, None, df), db_path=db, model=None,
+                                  model_note="none", dpi=50)
+    assert 'id="coll-pingpong"' not in text  # point-to-point: the cost model's, not a section
+    assert "use <b>native</b> at every measured point" in text
+    assert "no baseline measured" in text
+    assert {f.kind for f in parts.figures} >= {"vs-size", "best-map"}
+    assert "vs-processes" not in {f.kind for f in parts.figures}

@@ -123,7 +123,10 @@ def test_presets_load_and_are_package_data():
         s = st.load_preset(n)
         assert s.name == n and s.description
     q = st.load_preset("quick")
-    assert q.processes == [2, 4] and q.sizes == [8, 65536, 1048576] and q.repetitions == 2
+    assert q.sizes == [8, 65536, 1048576] and q.repetitions >= 4  # enough for evidence
+    # the main job measures what the machine can measure honestly: a core per process
+    assert q.scaled_processes(2)[0] == [2] and q.scaled_processes(4)[0] == [2, 4]
+    assert q.scaled_processes(12)[0] == [2, 4, 8]
     s0 = st.load_preset("seed000")
     assert s0.algorithms["bcast"][:3] == ["linear", "chain", "split_binary"]
     assert s0.algorithms["reduce"][:3] == ["linear", "chain", "binary"]

@@ -790,13 +790,10 @@ def resolve_params(df: pd.DataFrame, *, pingpong=None, alpha=None, beta=None, ga
 
 
 def oversubscribed(df: pd.DataFrame) -> pd.Series:
-    """Rows measured with more processes on a node than the node has cores (the runs'
-    `cores` joined to the measurements' `ppn`); False where either is unknown."""
-    if "ppn" not in df.columns or "cores" not in df.columns:
-        return pd.Series(False, index=df.index)
-    ppn = pd.to_numeric(df["ppn"], errors="coerce")
-    cores = pd.to_numeric(df["cores"], errors="coerce")
-    return (ppn > cores).fillna(False).astype(bool)
+    """Rows measured with more processes on a node than cores (evidence.oversubscribed)."""
+    from .evidence import oversubscribed as over
+
+    return over(df)
 
 
 def run_model(df: pd.DataFrame, algos, params: CostParams,
@@ -888,11 +885,11 @@ def print_model(console, result: dict, points: bool = False) -> None:
     console.print(t)
     sel = result["selection"]
     if not sel.empty:
-        t = Table(title="selection: measured best, the fastest of the algorithms the model "
+        t = Table(title="selection: fastest measured (median, no test of the noise), the fastest of the algorithms the model "
                         "can predict, and the model's pick among those (slower × = pick / "
                         "fastest modelled, measured)", title_justify="left")
         cols = [c for c in ("collective", "mapping", "dtype", "np", "size") if c in sel.columns]
-        heads = ["measured best", "µs", "fastest modelled", "µs ", "model pick", "its µs",
+        heads = ["fastest measured", "µs", "fastest modelled", "µs ", "model pick", "its µs",
                  "slower ×", "agree"]
         for c in cols + heads:
             t.add_column(c, justify="right" if c in ("np", "size", "µs", "µs ", "its µs",

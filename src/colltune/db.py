@@ -758,7 +758,8 @@ def measurements_frame(conn: sqlite3.Connection, *, study=None, collective=None,
     name, host and MPI of their run and the command of their launch. Every filter
     takes a value or a list, whose items may be (low, high) tuples: inclusive ranges
     (units.parse_selection); `study="(bench)"` selects `colltune bench --db` runs.
-    `algorithm` matches the algorithm name or the spec as written."""
+    `algorithm` matches the algorithm name or the spec as written. `cores` is the
+    run's (evidence.oversubscribed compares it with `ppn`)."""
     import pandas as pd
 
     filters = {"m.collective": collective, "m.np": np, "m.size": size, "m.mapping": mapping,
@@ -784,7 +785,8 @@ def measurements_frame(conn: sqlite3.Connection, *, study=None, collective=None,
         where = (where + " AND " if where else " WHERE ") + " AND ".join(extra)
     cols = ["s.name AS study", "m.run_id", "m.round", "r.host", "r.mpi_kind", "r.mpi_version"]
     cols += [f"m.{c}" for c in POINT_COLUMNS[6:-2]]
-    cols += ["r.started_at", "COALESCE(u.command, r.launcher_command) AS command"]
+    cols += ["r.started_at", "COALESCE(u.command, r.launcher_command) AS command",
+             "r.cores"]
     if samples:
         cols.append("m.samples")
     q = (f"SELECT {', '.join(cols)} FROM measurements m JOIN runs r ON m.run_id = r.id "
@@ -798,20 +800,25 @@ def measurements_frame(conn: sqlite3.Connection, *, study=None, collective=None,
 
 def summary_frame(points):
     """Median over repetitions per point (study, collective, spec, np, mapping, order,
-    size): reps, median of medians, min, and the spread between repetitions."""
+    size): reps, median of medians, min, the spread between repetitions, and whether
+    the point was measured oversubscribed (evidence.oversubscribed)."""
     import pandas as pd
 
     if points.empty:
         return points
     keys = ["study", "mpi_kind", "collective", "spec", "np", "nodes", "mapping", "rank_order",
             "size"]
+    from .evidence import oversubscribed
+
     df = points.copy()
+    df["oversubscribed"] = oversubscribed(df).to_numpy()
     for k in keys:
         df[k] = df[k].astype(object).where(df[k].notna(), "")
     g = df.groupby(keys, sort=True, dropna=False)
     out = g.agg(reps=("median_us", "size"), median_us=("median_us", "median"),
                 min_us=("min_us", "min"), max_median_us=("median_us", "max"),
-                min_median_us=("median_us", "min")).reset_index()
+                min_median_us=("median_us", "min"),
+                oversubscribed=("oversubscribed", "any")).reset_index()
     out["spread"] = (out["max_median_us"] - out["min_median_us"]) / out["median_us"]
     out = out.drop(columns=["max_median_us", "min_median_us"])
     return pd.DataFrame(out)

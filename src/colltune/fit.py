@@ -430,6 +430,7 @@ class FitResult:
     coefs: list[Coef]
     notes: list[str] = field(default_factory=list)
     group: dict = field(default_factory=dict)
+    dropped: list[dict] = field(default_factory=list)  # terms left out: term, reason
     model: object = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
@@ -497,6 +498,9 @@ def fit_formula(frame: pd.DataFrame, formula: str, label: str | None = None) -> 
             data = data[~missing]
     if len(data) == 0:
         raise FitError("no measurements left to fit")
+    formula, dropped = drop_constant_terms(data, formula)
+    for d in dropped:
+        notes.append(f"term '{d['term']}' dropped, not fitted: {d['reason']}")
     import warnings
 
     try:
@@ -544,7 +548,52 @@ def fit_formula(frame: pd.DataFrame, formula: str, label: str | None = None) -> 
     return FitResult(formula, response, label or formula, n, float(res.rsquared),
                      float(res.rsquared_adj), r2_centered, intercept, float(res.aic),
                      float(res.bic), float(res.llf), float(res.df_resid), aic_lat, coefs,
-                     notes, {}, res)
+                     notes, {}, dropped, res)
+
+
+def drop_constant_terms(data: pd.DataFrame, formula: str) -> tuple[str, list[dict]]:
+    """The formula without the terms that do not vary in `data`, and what was dropped.
+
+    A term whose design columns take one value only (a single process count, a single
+    size) cannot be told apart from the intercept, or in a model without one it plays
+    the intercept's part: its coefficient would be reported as an effect the data
+    cannot show ("one more process multiplies latency by ×0.37" from one process
+    count). Such terms are left out; the caller notes it."""
+    import patsy
+    from patsy import ModelDesc, PatsyError
+
+    try:
+        desc = ModelDesc.from_formula(formula)
+        _, x = patsy.dmatrices(formula, data, eval_env=patsy.EvalEnvironment([formula_env()]),
+                               return_type="dataframe", NA_action="drop")
+    except (PatsyError, ValueError, KeyError, NameError, SyntaxError, TypeError) as exc:
+        raise FitError(f"cannot fit '{formula}': {exc}") from exc
+    if len(x) < 2:
+        return formula, []
+    dropped, keep = [], []
+    for term, sl in x.design_info.term_slices.items():
+        if not term.factors:  # the intercept
+            keep.append(term)
+            continue
+        block = x.iloc[:, sl].to_numpy(dtype=float)
+        if (numpy.ptp(block, axis=0) == 0).all():
+            name = term.name()
+            vals = sorted({float(v) for v in block[:, 0]}) if block.shape[1] else []
+            shown = ", ".join(f"{v:g}" for v in vals[:3]) or "one level"
+            dropped.append({"term": name, "reason": f"it takes one value ({shown}) in the "
+                            "selected data, so its effect cannot be estimated"})
+        else:
+            keep.append(term)
+    if not dropped:
+        return formula, []
+    if not any(t.factors for t in keep):
+        raise FitError(f"'{formula}': no term varies in the selected data ("
+                       + "; ".join(f"{d['term']}: {d['reason']}" for d in dropped)
+                       + "): select data over more process counts or sizes")
+    new = ModelDesc(desc.lhs_termlist, keep).describe()
+    if not any(not t.factors for t in keep) and " 0 " not in f" {new} " and "- 1" not in new:
+        new = new.replace("~ ", "~ 0 + ", 1)
+    return new, dropped
 
 
 def describe_selection(df: pd.DataFrame) -> dict:

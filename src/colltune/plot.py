@@ -164,7 +164,10 @@ def _labels(df: pd.DataFrame) -> pd.Series:
 
 
 def prepare(df: pd.DataFrame) -> pd.DataFrame:
-    d = df.copy()
+    """Rows with a latency, a series `label` and `oversubscribed` (evidence.py)."""
+    from .evidence import with_oversubscribed
+
+    d = with_oversubscribed(df.copy())
     d["label"] = _labels(d)
     d = d[pd.to_numeric(d["median_us"], errors="coerce").notna()]
     return d
@@ -174,6 +177,8 @@ def point_stats(df: pd.DataFrame, by: list[str], band: str = "minmax") -> pd.Dat
     """center = median over repetitions of median_us, lo/hi = the band, n = repetitions."""
     g = df.groupby(by, sort=True)["median_us"]
     out = pd.DataFrame({"center": g.median(), "n": g.size()})
+    out["over"] = (df.groupby(by, sort=True)["oversubscribed"].any()
+                   if "oversubscribed" in df.columns else False)
     if band == "minmax":
         out["lo"], out["hi"] = g.min(), g.max()
     elif band == "quantile":
@@ -248,9 +253,9 @@ def size_axis(ax, sizes, axis: str = "x") -> None:
     if not sizes:
         return
     set_scale("log", base=2)
-    lo, hi = int(math.floor(math.log2(min(sizes)))), int(math.ceil(math.log2(max(sizes))))
-    step = max(1, math.ceil((hi - lo + 1) / 11))
-    ticks = [2**k for k in range(lo, hi + 1, step)]
+    ticks = sorted({int(s) for s in sizes})  # the measured sizes, thinned when many
+    step = max(1, math.ceil(len(ticks) / 12))
+    ticks = ticks[::step] + ([ticks[-1]] if (len(ticks) - 1) % step else [])
     target.set_major_locator(ticker.FixedLocator(ticks))
     target.set_major_formatter(ticker.FuncFormatter(lambda v, _: fmt_size(int(round(v)))))
     target.set_minor_locator(ticker.NullLocator())
@@ -269,13 +274,25 @@ def _log_labels(target, values) -> None:
     """Plain numbers on a log axis (0.5, 20, 1000), minor ticks labelled only when the
     axis spans less than two decades."""
     v = numpy.asarray([x for x in values if x is not None and numpy.isfinite(x) and x > 0])
-    plain = ticker.FuncFormatter(lambda x, _: f"{x:g}")
-    target.set_major_formatter(plain)
-    if len(v) and v.max() / v.min() < 100:
-        target.set_minor_formatter(ticker.FuncFormatter(
-            lambda x, _: f"{x:g}" if f"{x:g}"[0] in "1235" else ""))
-    else:
-        target.set_minor_formatter(ticker.NullFormatter())
+    target.set_major_formatter(ticker.FuncFormatter(lambda x, _: _plain(x)))
+    span = v.max() / v.min() if len(v) else 1.0
+    # minor ticks labelled at 2 and 5 (and 3 within a decade or two): 0.2, 0.5, 2, 5, 20 ...
+    digits = {2, 3, 5} if span < 100 else {2, 5} if span < 1e4 else {5} if span < 1e6 \
+        else set()
+
+    def minor(x, _):
+        if x <= 0:
+            return ""
+        lead = round(x / 10 ** math.floor(math.log10(x) + 1e-9))
+        return _plain(x) if lead in digits else ""
+
+    target.set_minor_formatter(ticker.FuncFormatter(minor) if digits
+                               else ticker.NullFormatter())
+
+
+def _plain(x: float) -> str:
+    """0.1, 0.25, 2, 1000: no powers of ten on a latency axis."""
+    return f"{x:.6g}" if x >= 1e-4 else f"{x:.1e}"
 
 
 def np_axis(ax, nps, axis: str = "x") -> None:
@@ -319,23 +336,43 @@ def _series_style(labels: list[str], palette: Palette) -> dict[str, dict]:
     return out
 
 
-def _lines(ax, stats: pd.DataFrame, x: str, palette: Palette, band: str) -> None:
+def _lines(ax, stats: pd.DataFrame, x: str, palette: Palette, band: str) -> bool:
+    """One line (and band) per series; oversubscribed points drawn as hollow, larger
+    markers. Returns whether there were any."""
     styles = _series_style(list(stats["label"].unique()), palette)
     alpha = 0.15 if len(styles) <= 6 else 0.08
+    any_over = False
     for lab, st in styles.items():
         s = stats[stats["label"] == lab].sort_values(x)
         ax.plot(s[x], s["center"], label=lab, **st)
         if band != "none" and s["lo"].notna().any():
             ax.fill_between(s[x], s["lo"], s["hi"], color=st["color"], alpha=alpha,
                             linewidth=0)
+        over = s[s["over"].astype(bool)] if "over" in s.columns else s.iloc[0:0]
+        if len(over):
+            any_over = True
+            ax.plot(over[x], over["center"], linestyle="none", marker=st["marker"],
+                    markersize=9, markerfacecolor="white", markeredgecolor=st["color"],
+                    markeredgewidth=1.6, zorder=5)
+    return any_over
 
 
-def _legend(ax, n: int) -> None:
-    """Inside the axes for a few series, outside on the right for many."""
+OVER_LABEL = "hollow marker: oversubscribed (cores shared; no conclusion)"
+
+
+def _legend(ax, n: int, over: bool = False) -> None:
+    """Inside the axes for a few series, outside on the right for many; with a hollow
+    marker entry when some points are oversubscribed."""
+    handles, labels = ax.get_legend_handles_labels()
+    if over:
+        handles.append(_mlines.Line2D([], [], linestyle="none", marker="o", markersize=8,
+                                      markerfacecolor="white", markeredgecolor="0.3"))
+        labels.append(OVER_LABEL)
+        n += 1
     if n <= 6:
-        ax.legend(fontsize="small", loc="best", framealpha=0.85)
+        ax.legend(handles, labels, fontsize="small", loc="best", framealpha=0.85)
     else:
-        ax.figure.legend(*ax.get_legend_handles_labels(), fontsize="small",
+        ax.figure.legend(handles, labels, fontsize="small",
                          loc="outside right upper", ncols=1 if n <= 16 else 2)
 
 
@@ -347,17 +384,20 @@ def fig_vs_processes(df: pd.DataFrame, palette: Palette, size: int | None = None
     d = prepare(df)
     d, mapping = pick(d, "mapping", mapping)
     d, size = pick(d, "size", size, "size", prefer="max")
+    if d["np"].nunique() < 2:
+        raise PlotError(f"the selection has one process count ({int(d['np'].iloc[0])}): a "
+                        "figure against processes needs two or more; --kind vs-size shows it")
     stats = point_stats(d, ["label", "np"], band)
     fig = _new_figure(_width(stats["label"].nunique()))
     ax = fig.add_subplot()
-    _lines(ax, stats, "np", palette, band)
+    over = _lines(ax, stats, "np", palette, band)
     np_axis(ax, stats["np"])
     latency_axis(ax, pd.concat([stats["center"], stats["lo"], stats["hi"]]))
     ax.set_title(f"{coll}: latency vs processes, size {fmt_size(int(size))}"
                  f"{_mapping_note(d, mapping)}")
     _caption(fig, _band_text(d, ["label", "np"], band))
     ax.grid(True, which="major", alpha=0.3)
-    _legend(ax, stats["label"].nunique())
+    _legend(ax, stats["label"].nunique(), over)
     return fig
 
 
@@ -373,14 +413,15 @@ def fig_vs_size(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapp
     stats = point_stats(d, ["label", "size"], band)
     fig = _new_figure(_width(stats["label"].nunique()))
     ax = fig.add_subplot()
-    _lines(ax, stats, "size", palette, band)
+    over = _lines(ax, stats, "size", palette, band)
     size_axis(ax, stats["size"])
     ax.set_xlabel("size (bytes" + (" per process)" if coll in ("gather", "allgather") else ")"))
     latency_axis(ax, pd.concat([stats["center"], stats["lo"], stats["hi"]]))
-    ax.set_title(f"{coll}: latency vs size, {int(np_)} processes{_mapping_note(d, mapping)}")
+    ax.set_title(f"{coll}: latency vs size, {int(np_)} processes{_mapping_note(d, mapping)}"
+                 + (" (oversubscribed)" if over else ""))
     _caption(fig, _band_text(d, ["label", "size"], band))
     ax.grid(True, which="major", alpha=0.3)
-    _legend(ax, stats["label"].nunique())
+    _legend(ax, stats["label"].nunique(), over)
     return fig
 
 
@@ -444,9 +485,12 @@ def fig_speedup(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapp
     coll = one_collective(df)
     d = prepare(df)
     d, mapping = pick(d, "mapping", mapping)
+    if np_ is None:
+        np_ = honest_np(d)
     d, np_ = pick(d, "np", np_, "processes", prefer="max")
     d = d[d["size"] > 0]
     stats = point_stats(d, ["label", "size"], band)
+    over_np = bool(stats["over"].any())
     base = stats[stats["label"] == baseline].set_index("size")["center"]
     if base.empty:
         raise PlotError(f"no '{baseline}' measurements to compare with at {int(np_)} processes")
@@ -468,43 +512,60 @@ def fig_speedup(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapp
     vals = pd.concat([others["center"], others["lo"], others["hi"]])
     if _spans_decades(vals, 8):
         ax.set_yscale("log", base=2)
-        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.3g}"))
         ax.yaxis.set_minor_formatter(ticker.NullFormatter())
     ax.set_ylabel(f"speedup over {baseline} (T_{baseline} / T)")
     ax.set_title(f"{coll}: speedup over {baseline}, {int(np_)} processes"
-                 f"{_mapping_note(d, mapping)}")
-    _caption(fig, "above 1: faster than " + baseline + "; " + _band_text(d, ["label", "size"],
-                                                                          band))
+                 f"{_mapping_note(d, mapping)}"
+                 + (" — OVERSUBSCRIBED, no conclusion" if over_np else ""))
+    _caption(fig, "above 1: faster than " + baseline + " as measured (the summary says which "
+                  "differences exceed the noise); " + _band_text(d, ["label", "size"], band))
     ax.grid(True, alpha=0.3)
     _legend(ax, others["label"].nunique() + 1)
     return fig
 
 
-def best_table(df: pd.DataFrame, baseline: str = "native") -> pd.DataFrame:
-    """The fastest algorithm per (collective, [mapping,] np, size), the runner-up and
-    the speedup over the baseline."""
+def honest_np(d: pd.DataFrame):
+    """The largest process count with points that are not oversubscribed (else the
+    largest): the default of figures that compare algorithms."""
+    if d.empty or "np" not in d.columns:
+        return None
+    ok = d[~d["oversubscribed"].astype(bool)] if "oversubscribed" in d.columns else d
+    return (ok if len(ok) else d)["np"].max()
+
+
+def best_table(df: pd.DataFrame, baseline: str = "native",
+               include_oversubscribed: bool = False) -> pd.DataFrame:
+    """The algorithm to use per (collective, [mapping,] np, size) with its evidence
+    (evidence.best_per_point: the baseline unless another is faster beyond the noise;
+    no conclusion at oversubscribed points), the runner-up by median, and the speedup
+    of the choice over the baseline."""
+    from .evidence import best_per_point
+
     d = prepare(df)
     keys = ["collective"] + (["mapping"] if "mapping" in d.columns
                              and d["mapping"].nunique() > 1 else []) + ["np", "size"]
+    if d.empty:
+        return pd.DataFrame()
+    tab = best_per_point(d, keys, baseline=baseline,
+                         include_oversubscribed=include_oversubscribed)
+    tab = tab.rename(columns={"baseline_us": f"{baseline}_us"})
     stats = point_stats(d, keys + ["label"], "none")
-    rows = []
+    second, second_us = [], []
     for key, g in stats.groupby(keys, sort=True):
         g = g.sort_values("center")
-        row = dict(zip(keys, key))
-        row["best"] = g.iloc[0]["label"]
-        row["best_us"] = float(g.iloc[0]["center"])
-        row["second"] = g.iloc[1]["label"] if len(g) > 1 else None
-        row["second_us"] = float(g.iloc[1]["center"]) if len(g) > 1 else None
-        b = g[g["label"] == baseline]
-        row[f"{baseline}_us"] = float(b.iloc[0]["center"]) if len(b) else None
-        row["speedup"] = (row[f"{baseline}_us"] / row["best_us"]) if len(b) else None
-        row["algorithms"] = int(len(g))
-        rows.append(row)
-    return pd.DataFrame(rows)
+        second.append(g.iloc[1]["label"] if len(g) > 1 else None)
+        second_us.append(float(g.iloc[1]["center"]) if len(g) > 1 else None)
+    tab["second"], tab["second_us"] = second, second_us
+    return tab
 
 
 def fig_best_map(df: pd.DataFrame, palette: Palette, mapping=None,
                  baseline: str = "native") -> Figure:
+    """The algorithm to use at every (processes, size), by evidence (best_table):
+    cells of another algorithm than the baseline say by how much; a baseline cell
+    says why it was kept (tie, too few repetitions); oversubscribed cells are grey and
+    hatched, with no conclusion."""
     coll = one_collective(df)
     d = prepare(df)
     d, mapping = pick(d, "mapping", mapping)
@@ -516,8 +577,12 @@ def fig_best_map(df: pd.DataFrame, palette: Palette, mapping=None,
     img = numpy.ones((len(nps), len(sizes), 3))
     from matplotlib.colors import to_rgb
 
-    present = []
+    present, over_cells = [], []
     for r in tab.itertuples(index=False):
+        if r.best is None or (isinstance(r.best, float) and math.isnan(r.best)):
+            img[nps.index(r.np), sizes.index(r.size)] = to_rgb("#dddddd")
+            over_cells.append((sizes.index(r.size), nps.index(r.np)))
+            continue
         img[nps.index(r.np), sizes.index(r.size)] = to_rgb(palette(r.best))
         if r.best not in present:
             present.append(r.best)
@@ -526,6 +591,9 @@ def fig_best_map(df: pd.DataFrame, palette: Palette, mapping=None,
     fig = _mfigure.Figure(figsize=(w, h), dpi=100, layout="constrained")
     ax = fig.add_subplot()
     ax.imshow(img, aspect="auto", origin="lower", interpolation="nearest")
+    for x, y in over_cells:
+        ax.add_patch(_mpatches.Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, hatch="//",
+                                         edgecolor="0.55", linewidth=0))
     ax.set_xticks(range(len(sizes)))
     ax.set_xticklabels([fmt_size(int(s)) for s in sizes], rotation=45 if len(sizes) > 10 else 0,
                        fontsize="small")
@@ -533,22 +601,31 @@ def fig_best_map(df: pd.DataFrame, palette: Palette, mapping=None,
     ax.set_yticklabels([str(int(n)) for n in nps], fontsize="small")
     ax.set_xlabel("size (bytes" + (" per process)" if coll in ("gather", "allgather") else ")"))
     ax.set_ylabel("processes")
-    if len(sizes) * len(nps) <= 160 and tab["speedup"].notna().any():
-        from matplotlib.colors import to_rgb as rgb
-
+    if len(sizes) * len(nps) <= 160:
         for r in tab.itertuples(index=False):
-            if r.speedup is None or not numpy.isfinite(r.speedup) or r.best == baseline:
-                continue
-            lum = sum(c * wgt for c, wgt in zip(rgb(palette(r.best)), (0.299, 0.587, 0.114)))
-            ax.text(sizes.index(r.size), nps.index(r.np), f"×{r.speedup:.2f}", ha="center",
-                    va="center", fontsize=6.5, color="white" if lum < 0.5 else "black")
+            if r.level == "oversubscribed":
+                text, colour = "oversub.", "0.3"
+            else:
+                if r.best == baseline:
+                    text = {"within noise": "tie", "insufficient": "few reps"}.get(r.level, "")
+                else:
+                    text = f"×{r.speedup:.2f}" if r.speedup and numpy.isfinite(r.speedup) \
+                        else ""
+                lum = sum(c * wgt for c, wgt in zip(to_rgb(palette(r.best)),
+                                                    (0.299, 0.587, 0.114)))
+                colour = "white" if lum < 0.5 else "black"
+            if text:
+                ax.text(sizes.index(r.size), nps.index(r.np), text, ha="center",
+                        va="center", fontsize=6.5, color=colour)
     present.sort(key=lambda x: (palette.rank(x), x))
-    fig.legend(handles=[_mpatches.Patch(color=palette(p), label=p) for p in present], fontsize="small",
-               loc="outside right upper", title="fastest")
-    ax.set_title(f"{coll}: fastest algorithm{_mapping_note(d, mapping)}")
-    if tab["speedup"].notna().any() and len(sizes) * len(nps) <= 160:
-        _caption(fig, f"×: speedup of the fastest over {baseline} (where {baseline} is not "
-                      "the fastest)")
+    handles = [_mpatches.Patch(color=palette(p), label=p) for p in present]
+    if over_cells:
+        handles.append(_mpatches.Patch(facecolor="#dddddd", edgecolor="0.55", hatch="//",
+                                       label="oversubscribed"))
+    fig.legend(handles=handles, fontsize="small", loc="outside right upper", title="use")
+    ax.set_title(f"{coll}: algorithm to use{_mapping_note(d, mapping)}")
+    _caption(fig, f"{baseline} unless another is faster beyond the noise (×: its speedup, "
+                  f"significant); tie: within noise; few reps: too few repetitions to tell")
     return fig
 
 
@@ -603,8 +680,12 @@ def fig_surface(df: pd.DataFrame, palette: Palette, algorithm: str | None = None
 
 
 def _caption(fig: Figure, text: str) -> None:
+    """A small note under the figure, wrapped to the figure's width."""
     if text:
-        fig.supxlabel(text, fontsize="x-small", color="0.35")
+        import textwrap
+
+        width = max(40, int(fig.get_figwidth() * 17))
+        fig.supxlabel(textwrap.fill(text, width), fontsize="x-small", color="0.35")
 
 
 def make_figure(kind: str, df: pd.DataFrame, palette: Palette, *, size=None, np_=None,

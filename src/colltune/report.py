@@ -2,17 +2,22 @@
 
 The file holds everything: figures as base64 PNG data URIs, tables, CSS for
 screen and print; it loads nothing from anywhere (no http(s) link, no external
-script, font or style). Sections:
+script, font or style). Sections, the answer first:
 
-1. provenance of every run (machine, CPU, MPI, versions, command lines, times) and of
-   the report itself (colltune version, git revision of its source tree);
-2. per collective: the figures of plot.py (latency vs processes at the smallest and
-   largest size, vs size at the smallest and largest process count, mapping A vs B,
-   speedup over native, the best-algorithm map, the 3D surface with its fitted plane),
-   the two seed models per algorithm (and full coefficient tables for the surface's
-   algorithm), the best algorithm per (processes, size);
-3. the cost model: α, β, γ (and LogGP where measurable), the median prediction error
-   per collective and algorithm, and the model's choice against the measured best.
+1. summary per collective: what to use where, by how much, with the evidence level
+   (evidence.py: native unless another algorithm is faster beyond the noise; no
+   conclusion from oversubscribed points, which are marked);
+2. per collective, the figures of plot.py (latency vs processes at the smallest and
+   largest size when there are several process counts, vs size at the smallest and
+   largest process count, mapping A vs B, speedup over native, the map of the
+   algorithm to use, the 3D surface with its fitted plane);
+3. the heat application, for heat studies;
+4. the regression models: the two seed models per algorithm (terms without variation
+   dropped) and full coefficient tables for the surface's algorithm;
+5. the cost model: α, β, γ (and LogGP where measurable), the median prediction error
+   per collective and algorithm, and the model's choice against the fastest measured;
+6. provenance of every run (machine, CPU, MPI, versions, command lines, times) and of
+   the report itself (colltune version, git revision of its source tree).
 
 The page carries one inline script: after loading it counts the images the browser
 decoded and writes the count into `<body data-figures-rendered="k/n">`, which the
@@ -40,6 +45,7 @@ from .study import STREAM
 from .units import fmt_size
 
 pd = LazyModule("pandas")
+evidence = LazyModule("colltune.evidence")  # numpy/pandas: imported on first use
 
 
 @dataclass
@@ -211,6 +217,9 @@ figcaption { font-size: 0.88rem; color: var(--muted); }
         gap: 0 1.2rem; }
 .scroll { overflow-x: auto; }
 table.kv td:first-child { font-weight: 600; background: var(--head); }
+p.verdict { font-size: 1rem; margin: 0.3rem 0 0.4rem; }
+.over { color: #8a4b00; }
+h4 { font-size: 0.95rem; margin: 0.8rem 0 0.2rem; color: var(--muted); }
 figure.wide { grid-column: 1 / -1; }
 .coef td:first-child { font-family: ui-monospace, monospace; }
 ul.meaning { margin-top: 0; font-size: 0.9rem; }
@@ -280,11 +289,16 @@ def _seed_model_rows(df: pd.DataFrame, groups: list[str]) -> tuple[list[list], l
                 rows.append(key + [f"not fitted: {exc}"] + [""] * (5 if f == lin_f else 7))
                 continue
             c = {x.term: x for x in r.coefs}
-            b0 = c["processes"]
-            b1 = c["size"] if "size" in c else c["log2_size"]
-            row = key + [f"{b0.coef:.4g} ± {b0.std_err:.2g}", f"{b1.coef:.4g} ± {b1.std_err:.2g}"]
+            b0 = c.get("processes")
+            b1 = c.get("size") or c.get("log2_size")
+
+            def cell(b):
+                return f"{b.coef:.4g} ± {b.std_err:.2g}" if b else "dropped (no variation)"
+
+            row = key + [cell(b0), cell(b1)]
             if f == log_f:
-                row += [f"×{2 ** b0.coef:.4f}", f"×{2 ** b1.coef:.3f}"]
+                row += [f"×{2 ** b0.coef:.4f}" if b0 else "—",
+                        f"×{2 ** b1.coef:.3f}" if b1 else "—"]
             row += [f"{r.r2:.3f}", f"{r.r2_centered:.3f}", f"{r.aic:.1f}"]
             if f == log_f:
                 row += [f"{r.aic_latency_scale:.1f}" if r.aic_latency_scale is not None else ""]
@@ -320,72 +334,119 @@ def _full_model_html(df: pd.DataFrame, title: str) -> str:
     return "".join(out)
 
 
+def _point_info(d: pd.DataFrame, coll: str) -> dict:
+    """What one collective's measurements hold (every way the database can be filled:
+    mapping, params, repetition may be missing or empty)."""
+    algos = sorted(d["algorithm"].dropna().unique())
+    nps = sorted(int(x) for x in pd.to_numeric(d["np"], errors="coerce").dropna().unique())
+    sizes = sorted(int(x) for x in pd.to_numeric(d["size"], errors="coerce").dropna().unique())
+    maps = sorted(map(str, d["mapping"].dropna().unique())) if "mapping" in d.columns else []
+    keys = [c for c in ("algorithm", "params", "np", "size", "mapping") if c in d.columns]
+    reps = d.groupby(keys, dropna=False).size() if len(d) else pd.Series(dtype=int)
+    return {"algos": algos, "nps": nps, "sizes": sizes, "maps": maps,
+            "reps": (int(reps.min()), int(reps.max())) if len(reps) else (0, 0)}
+
+
 def collective_section(df: pd.DataFrame, coll: str, palette: plotmod.Palette,
                        parts: ReportParts, dpi: int = 100,
                        surface_algo: str | None = None) -> str:
+    """The figures of one collective."""
     d = df[df["collective"] == coll]
-    out = [f'<h2 id="coll-{esc(coll)}">{esc(coll)}</h2>']
-    algos = sorted(d["algorithm"].unique(), key=lambda a: (palette.rank(a), a))
-    nps = sorted(int(x) for x in d["np"].unique())
-    sizes = sorted(int(x) for x in d["size"].unique())
-    maps = sorted(map(str, d["mapping"].dropna().unique())) if "mapping" in d.columns else []
-    reps = d.groupby([c for c in ("algorithm", "params", "np", "size", "mapping")
-                      if c in d.columns], dropna=False).size()  # bench runs: no mapping
+    d = d[pd.to_numeric(d["median_us"], errors="coerce").notna()]
+    out = [f'<h2 id="coll-{esc(coll)}">{esc(coll)}: figures</h2>']
+    if d.empty:
+        out.append('<p class="note">no valid measurement (every point lacks a latency)</p>')
+        return "".join(out)
+    info = _point_info(d, coll)
+    algos = sorted(info["algos"], key=lambda a: (palette.rank(a), a))
+    nps, sizes, maps = info["nps"], info["sizes"], info["maps"]
+    lo, hi = info["reps"]
+    over = evidence.oversubscribed(d)
+    over_nps = sorted({int(n) for n in d.loc[over, "np"]})
     out.append(
         f"<p>{len(d)} measurements; algorithms: {esc(', '.join(algos))}; processes: "
-        f"{esc(', '.join(map(str, nps)))}; sizes: {esc(fmt_size(sizes[0]))} .. "
-        f"{esc(fmt_size(sizes[-1]))} ({len(sizes)})"
+        f"{esc(', '.join(map(str, nps)))}; sizes: {esc(', '.join(fmt_size(s) for s in sizes))}"
         + (f"; mappings: {esc(', '.join(maps))}" if maps else "")
-        + f"; repetitions per point: {int(reps.min())}"
-        + (f"..{int(reps.max())}" if reps.max() != reps.min() else "") + "</p>")
+        + f"; repetitions per point: {lo}" + (f"..{hi}" if hi != lo else "") + "</p>")
+    if over_nps:
+        out.append(f'<p class="note over">{esc(evidence.OVER_MARK)} processes '
+                   f"{esc(', '.join(map(str, over_nps)))}: oversubscribed (more processes than "
+                   "cores; time-sliced by the OS). Hollow markers in the figures; no "
+                   "conclusion is drawn from them.</p>")
     default_map = d["mapping"].mode().iloc[0] if maps else None
     mapnote = f", mapping {default_map}" if len(maps) > 1 else ""
     many = len(algos) > 6  # line plots with many series get the whole width
-    out.append('<h3>Figures</h3><div class="grid">')
+    out.append('<div class="grid">')
     pos_sizes = [s for s in sizes if s > 0]
-    for s in dict.fromkeys([sizes[0], sizes[-1]]):
-        _add_figure(parts, out, "vs-processes", coll,
-                    f"{coll}: latency vs processes at size {fmt_size(s)}{mapnote}",
-                    lambda s=s: plotmod.fig_vs_processes(d, palette, s, default_map), dpi,
-                    many)
-    if pos_sizes:
+    if len(nps) > 1:  # a single process count has no "vs processes"
+        for s in dict.fromkeys([sizes[0], sizes[-1]]):
+            _add_figure(parts, out, "vs-processes", coll,
+                        f"{coll}: latency vs processes at size {fmt_size(s)}{mapnote}",
+                        lambda s=s: plotmod.fig_vs_processes(d, palette, s, default_map), dpi,
+                        many)
+    if len(pos_sizes) > 1:
         for p in dict.fromkeys([nps[0], nps[-1]]):
             _add_figure(parts, out, "vs-size", coll,
-                        f"{coll}: latency vs size at {p} processes{mapnote}",
+                        f"{coll}: latency vs size at {p} processes{mapnote}"
+                        + (" (oversubscribed)" if p in over_nps else ""),
                         lambda p=p: plotmod.fig_vs_size(d, palette, p, default_map), dpi,
                         many)
-    if len(maps) > 1:
+    if len(maps) > 1 and len(nps) > 1:
         _add_figure(parts, out, "mapping", coll,
                     f"{coll}: mapping {' vs '.join(maps)} per algorithm at size "
                     f"{fmt_size(sizes[-1])}",
                     lambda: plotmod.fig_mapping(d, palette, sizes[-1]), dpi)
-    if "native" in algos and len(algos) > 1:
+    if "native" in algos and len(algos) > 1 and pos_sizes:
+        snp = plotmod.honest_np(d)
         _add_figure(parts, out, "speedup", coll,
-                    f"{coll}: speedup of each algorithm over native at {nps[-1]} processes"
-                    f"{mapnote}", lambda: plotmod.fig_speedup(d, palette, nps[-1], default_map),
+                    f"{coll}: speedup of each algorithm over native at {snp} processes"
+                    f"{mapnote}", lambda: plotmod.fig_speedup(d, palette, snp, default_map),
                     dpi, many)
     for m in (maps if 1 < len(maps) <= 3 else [default_map]):
         _add_figure(parts, out, "best-map", coll,
-                    f"{coll}: fastest algorithm over (processes, size)"
+                    f"{coll}: algorithm to use over (processes, size), with its evidence"
                     + (f", mapping {m}" if m is not None and maps else ""),
                     lambda m=m: plotmod.fig_best_map(d, palette, m), dpi)
-    counts = d.groupby("algorithm").size()
-    salgo = surface_algo if surface_algo in counts.index else (
-        "native" if "native" in counts.index else counts.idxmax())
-    _add_figure(parts, out, "surface", coll,
-                f"{coll}/{salgo}: processes × log2 size × log2 latency with the fitted plane "
-                f"of the log model{mapnote}",
-                lambda: plotmod.fig_surface(d, palette, salgo, default_map), dpi)
+    if len(nps) > 1 and len(pos_sizes) > 1:
+        salgo = _surface_algo(d, surface_algo)
+        _add_figure(parts, out, "surface", coll,
+                    f"{coll}/{salgo}: processes × log2 size × log2 latency with the fitted "
+                    f"plane of the log model{mapnote}",
+                    lambda: plotmod.fig_surface(d, palette, salgo, default_map), dpi)
     out.append("</div>")
+    return "".join(out)
 
-    # models
-    out.append("<h3>Regression models (seed 000)</h3>")
+
+def _surface_algo(d: pd.DataFrame, surface_algo: str | None) -> str:
+    counts = d.groupby("algorithm").size()
+    return surface_algo if surface_algo in counts.index else (
+        "native" if "native" in counts.index else counts.idxmax())
+
+
+def models_section(df: pd.DataFrame, coll: str, palette: plotmod.Palette,
+                   surface_algo: str | None = None) -> str:
+    """The regression models of one collective (seed 000's two forms, full tables)."""
+    d = df[df["collective"] == coll]
+    d = d[pd.to_numeric(d["median_us"], errors="coerce").notna()]
+    out = [f'<h3 id="models-{esc(coll)}">{esc(coll)}: regression models (seed 000)</h3>']
+    if d.empty:
+        out.append('<p class="note">no valid measurement</p>')
+        return "".join(out)
+    info = _point_info(d, coll)
+    maps = info["maps"]
+    default_map = d["mapping"].mode().iloc[0] if maps else None
+    mapnote = f", mapping {default_map}" if len(maps) > 1 else ""
     out.append('<p class="note">Per algorithm' + (" and mapping" if len(maps) > 1 else "")
                + ": linear <code>latency ~ 0 + processes + size</code> and log "
                "<code>log2_latency ~ 0 + processes + log2_size</code>, OLS over every "
                "repetition. ×/process = 2^β0 and ×/doubling = 2^β1 of the log model. R² is "
                "uncentered (no intercept). The AICs of the two models are not comparable "
-               "(different responses); the log model's AIC on the latency scale is.</p>")
+               "(different responses); the log model's AIC on the latency scale is. A term "
+               "that does not vary in the data (one process count, one size) is dropped, "
+               "not fitted.</p>")
+    if len(info["nps"]) == 1:
+        out.append(f'<p class="note">One process count ({info["nps"][0]}): the processes '
+                   "term is dropped from every model.</p>")
     groups = ["algorithm"] + (["mapping"] if len(maps) > 1 else [])
     lin_rows, log_rows = _seed_model_rows(d, groups)
     for rows in (lin_rows, log_rows):
@@ -400,21 +461,119 @@ def collective_section(df: pd.DataFrame, coll: str, palette: plotmod.Palette,
     out.append("<p><b>log2 Latency = β0·Processes + β1·log2 Size</b></p>")
     out.append('<div class="scroll">' + html_table(cols, log_rows,
                                                    set(range(len(groups), len(cols)))) + "</div>")
+    salgo = _surface_algo(d, surface_algo)
     sd = d[d["algorithm"] == salgo]
     if default_map is not None and len(maps) > 1:
         sd = sd[sd["mapping"].astype(str) == str(default_map)]
     out.append(_full_model_html(sd, f"Full tables: {coll}/{salgo}{mapnote}"))
+    return "".join(out)
 
-    # best algorithm table
-    out.append("<h3>Best algorithm per (processes, size)</h3>")
-    tab = plotmod.best_table(d)
-    if not tab.empty:
-        keep = [c for c in ("mapping", "np", "size", "best", "best_us", "second", "second_us",
-                            "native_us", "speedup") if c in tab.columns]
-        out.append('<div class="scroll">' + frame_table(
-            tab[keep], "best", {"np": "processes", "best_us": "best µs",
-                                "second_us": "second µs", "native_us": "native µs",
-                                "speedup": "speedup over native"}) + "</div>")
+
+def _speedup_text(r: dict, baseline: str = "native") -> str:
+    if r.get("level") == "oversubscribed":
+        return "no conclusion"
+    if r.get("best") == baseline or r.get("speedup") is None:
+        return "—"
+    lo, hi = r.get("ci_low"), r.get("ci_high")
+    ci = (f" (95% CI {lo:.2f}–{hi:.2f})" if lo is not None and hi is not None
+          and math.isfinite(lo) and math.isfinite(hi) else "")
+    return f"×{r['speedup']:.2f} faster{ci}"
+
+
+def collective_summary(d: pd.DataFrame, coll: str, baseline: str = "native",
+                       include_oversubscribed: bool = False) -> tuple[str, str, pd.DataFrame]:
+    """(one sentence, HTML table, the table's frame): what to use where, by how much,
+    with the evidence level; oversubscribed points marked and left out."""
+    tab = plotmod.best_table(d, baseline, include_oversubscribed)
+    if tab.empty:
+        return "no valid measurement", "", tab
+    recs = tab.astype(object).where(tab.notna(), None).to_dict("records")
+    honest = [r for r in recs if r["level"] != "oversubscribed"]
+    winners = [r for r in honest if r["best"] not in (None, baseline)
+               and r.get("speedup") is not None and r.get("level") == "significant"]
+    parts = []
+    for name in dict.fromkeys(r["best"] for r in winners):
+        where = [r for r in winners if r["best"] == name]
+        pts = "; ".join(f"np {int(r['np'])}, size {fmt_size(int(r['size']))}: "
+                        f"×{r['speedup']:.2f}" for r in where[:6])
+        if len(where) > 6:
+            pts += f"; and {len(where) - 6} more point(s)"
+        parts.append(f"<b>{esc(name)}</b> ({esc(pts)})")
+    levels = pd.Series([r["level"] for r in honest if r["best"] == baseline]).value_counts()
+    kept = sum(1 for r in honest if r["best"] == baseline)
+    why = ", ".join(f"{n} {lvl}" for lvl, n in levels.items() if lvl)
+    if parts:
+        sentence = ("use " + ", ".join(parts) + ": faster than " + esc(baseline)
+                    + " beyond the noise"
+                    + (f"; {esc(baseline)} at the other {kept} point(s) ({esc(why)})"
+                       if kept else ""))
+    elif honest and baseline in set(d["algorithm"]):
+        sentence = (f"use <b>{esc(baseline)}</b> at every measured point: no algorithm is "
+                    f"faster beyond the noise ({esc(why)})")
+    elif honest:
+        sentence = "no baseline measured: the table names the fastest and its evidence"
+    else:
+        sentence = "every point is oversubscribed: no conclusion"
+    nover = len(recs) - len(honest)
+    if nover:
+        sentence += (f"; {nover} oversubscribed point(s) "
+                     f"{esc(evidence.OVER_MARK)} left out")
+    rows = []
+    for r in recs:
+        over = r.get("oversubscribed")
+        mark = f" {evidence.OVER_MARK}" if over else ""
+        rows.append([f"{int(r['np'])}{mark}", fmt_size(int(r["size"]))]
+                    + ([r["mapping"]] if "mapping" in tab.columns else [])
+                    + [r["best"] or "—", _speedup_text(r, baseline), r["level"] or "",
+                       r["evidence"] or "", r["fastest"] or "",
+                       _fmt(r["fastest_us"], "x_us"), _fmt(r.get(f"{baseline}_us"), "x_us")])
+    cols = (["processes", "size"] + (["mapping"] if "mapping" in tab.columns else [])
+            + ["use", "by how much", "evidence", "detail", "fastest measured",
+               "its µs", f"{baseline} µs"])
+    n = len(cols)
+    table = ('<div class="scroll">' + html_table(cols, rows, {0, n - 2, n - 1}, "best")
+             + "</div>")
+    if len(rows) > 30:  # the points where something else than the default is used first
+        keep = [row for row, r in zip(rows, recs) if r["best"] not in (None, baseline)]
+        short = ('<div class="scroll">' + html_table(cols, keep, {0, n - 2, n - 1}, "best")
+                 + "</div>" if keep else
+                 f'<p class="note">{esc(baseline)} at every point (reasons in the table '
+                 "below)</p>")
+        table = (short + f"<details><summary>all {len(rows)} points</summary>{table}"
+                 "</details>")
+    return sentence, table, tab
+
+
+def summary_section(df: pd.DataFrame, colls: list[str],
+                    include_oversubscribed: bool = False) -> str:
+    out = ['<h2 id="summary" class="first">Summary: what to use where</h2>',
+           '<p class="note">Per point (processes, size): <code>native</code>, the MPI '
+           "library's own collective, unless another algorithm is faster beyond the noise of "
+           "the repetitions (separate launches): the 95% confidence interval of its speedup "
+           "over native lies above 1 and the speedup is at least "
+           f"×{1 + evidence.MIN_EFFECT:.2f}. Algorithms measured in the same launches "
+           "(interleaved) are compared paired: the speedup is the geometric mean of the "
+           "per-launch ratios, with the t interval of their logarithms (at least "
+           f"{evidence.MIN_PAIRS} launches). Otherwise unpaired: the ratio of medians with a "
+           "bootstrap interval, and a two-sided Mann–Whitney U test below "
+           f"{evidence.ALPHA:g} (at least {evidence.MIN_REPS} repetitions a side). "
+           "Evidence: <i>significant</i> (the tests passed), <i>within noise</i> (a tie: "
+           "native is kept), <i>insufficient</i> (too few repetitions to tell)."
+" <i>fastest measured</i> is the largest estimate, with no claim attached.</p>"]
+    any_over = False
+    for c in colls:
+        d = df[df["collective"] == c]
+        d = d[pd.to_numeric(d["median_us"], errors="coerce").notna()]
+        if d.empty:
+            out.append(f"<h3>{esc(c)}</h3><p class=\"note\">no valid measurement</p>")
+            continue
+        sentence, table, tab = collective_summary(d, c,
+                                                  include_oversubscribed=include_oversubscribed)
+        any_over |= bool(len(tab)) and bool(tab["oversubscribed"].any())
+        out.append(f'<h3 id="summary-{esc(c)}">{esc(c)}</h3><p class="verdict">{sentence}</p>')
+        out.append(f"<h4>Best algorithm per (processes, size): {esc(c)}</h4>{table}")
+    if any_over:
+        out.append(f'<p class="note over">{esc(evidence.OVER_LEGEND)}</p>')
     return "".join(out)
 
 
@@ -430,7 +589,7 @@ def _env_text(v) -> str:
 
 
 def provenance_section(prov: Provenance, df: pd.DataFrame, db_path, study) -> str:
-    out = ['<h2 id="provenance" class="first">Provenance</h2>']
+    out = ['<h2 id="provenance">Provenance</h2>']
     host = os.uname().nodename
     out.append(html_table(None, [
         ["report generated", _dt.datetime.now().astimezone().isoformat(timespec="seconds")],
@@ -523,7 +682,9 @@ def cost_section(model: dict | None, note: str | None) -> str:
     out.append("<h3>Prediction error per algorithm</h3>")
     out.append(frame_table(_percent(model["by_algorithm"]), "err", names))
     sel = model["selection"]
-    out.append("<h3>The model's choice against the measured best</h3>")
+    out.append("<h3>The model's choice against the fastest measured</h3>"
+               '<p class="note">fastest measured: the lowest median, without a test of the '
+               "noise (the summary at the top says which differences are real).</p>")
     if sel.empty:
         out.append('<p class="note">nothing to compare</p>')
     else:
@@ -541,8 +702,8 @@ def cost_section(model: dict | None, note: str | None) -> str:
                 if c in sel.columns]
         sel = sel.assign(agree=sel["agree"].map({True: "yes", False: "no"}))
         out.append('<div class="scroll">' + frame_table(sel[keep], "sel", {
-            "np": "processes", "measured_best": "measured best", "model_pick": "model pick",
-            "measured_best_us": "best µs",
+            "np": "processes", "measured_best": "fastest measured (median)",
+            "model_pick": "model pick", "measured_best_us": "its µs",
             "best_modelled": "fastest modelled", "best_modelled_us": "its µs",
             "ties": "predicted equal",
             "model_pick_measured_us": "pick µs (measured)",
@@ -566,7 +727,8 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
                  db_path=".",
                  study: str | None = None, palette: plotmod.Palette | None = None,
                  model: dict | None = None, model_note: str | None = None, dpi: int = 100,
-                 surface_algo: str | None = None) -> tuple[str, ReportParts]:
+                 surface_algo: str | None = None,
+                 include_oversubscribed: bool = False) -> tuple[str, ReportParts]:
     """The HTML text of the report and what it holds (figures, notes)."""
     palette = palette or plotmod.Palette()
     parts = ReportParts()
@@ -576,19 +738,29 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
         runs = Provenance(runs)
     colls = [c for c in ("bcast", "reduce", "gather", "allgather", "allreduce")
              if c in set(df["collective"])]
-    colls += sorted(set(df["collective"]) - set(colls) - {"heat"})
-    body = [provenance_section(runs, df, db_path, study)]
+    # point-to-point records (ping-pong) feed the cost model, not a collective section
+    colls += sorted(set(df["collective"].dropna()) - set(colls) - {"heat", "pingpong", "p2p"})
+    # the answer first: the summary, then figures, then models, provenance last
+    body = [summary_section(df, colls, include_oversubscribed)] if colls else []
     for c in colls:
         body.append(collective_section(df, c, palette, parts, dpi, surface_algo))
     has_heat = "heat" in set(df["collective"])
     if has_heat:
         body.append(heat_section(df[df["collective"] == "heat"], parts, dpi))
-        colls = colls + ["heat"]
+    if colls:
+        body.append('<h2 id="models">Regression models</h2>')
+        body += [models_section(df, c, palette, surface_algo) for c in colls]
     body.append(cost_section(model, model_note))
+    body.append(provenance_section(runs, df, db_path, study))
     title = f"colltune report: {study}" if study else "colltune report"
-    nav = ('<nav><ol><li><a href="#provenance">Provenance</a></li>'
-           + "".join(f'<li><a href="#coll-{esc(c)}">{esc(c)}</a></li>' for c in colls)
-           + '<li><a href="#cost-model">Cost model</a></li></ol></nav>')
+    nav = ("<nav><ol>" + ('<li><a href="#summary">Summary</a></li>' if colls else "")
+           + "".join(f'<li><a href="#coll-{esc(c)}">{esc(c)}: figures</a></li>' for c in colls)
+           + ('<li><a href="#coll-heat">Heat diffusion</a></li>' if has_heat else "")
+           + ('<li><a href="#models">Regression models</a></li>' if colls else "")
+           + '<li><a href="#cost-model">Cost model</a></li>'
+           + '<li><a href="#provenance">Provenance</a></li></ol></nav>')
+    if has_heat:
+        colls = colls + ["heat"]
     figlist = "".join(f'<li><a href="#{f.id}">{esc(f.caption)}</a></li>' for f in parts.figures)
     head = (f"<h1>{esc(title)}</h1><p class=\"meta\">{len(df)} measurements, "
             f"{len(colls)} collective(s), {len(parts.figures)} figures; generated by colltune "

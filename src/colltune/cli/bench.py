@@ -16,7 +16,7 @@ from rich.table import Table
 
 from .. import bench as bench_mod
 from .. import db as db_mod
-from .. import libalgos, registry
+from .. import launch, libalgos, registry
 from ..files import check_writable, save_fallback, write_atomic
 from ..units import fmt_size, parse_ints, parse_sizes
 from ._common import (MPI_HELP, build_or_fail, check_nps, command, db_path_or_default, err,
@@ -31,6 +31,7 @@ def _bench_cell(r: dict | None, base: dict | None, is_base: bool) -> str:
     cell = f"{r['median_us']:.2f}"
     if base and not is_base and base.get("median_us"):
         cell += f" ×{r['median_us'] / base['median_us']:.2f}"
+        cell += VERDICT_MARKS.get(r.get("verdict"), "")
     if r.get("fallback"):
         cell += " *"
     return cell
@@ -67,18 +68,38 @@ CSV_FIELDS = ["collective", "algorithm", "params", "spec", "np", "size", "dtype"
               "library", "launches", "mpi", "host", "command"]
 
 
-def emit_records(records: list[dict], fmt: str, output: str | None, title: str) -> None:
+OVER_MARK = "†"
+# what a ratio is worth, where the records carry a verdict (evidence.py): quick
+VERDICT_MARKS = {"tie": " ≈", "insufficient": " ?"}
+VERDICT_LEGEND = ("≈ within the noise of the repetitions (a tie); ? too few repetitions to "
+                  "tell; unmarked ratios differ beyond the noise")
+
+
+def emit_records(records: list[dict], fmt: str, output: str | None, title: str,
+                 cores: int | None = None) -> None:
+    """Tables (one per collective and process count), CSV or JSON. `cores`: the
+    machine's, for marking tables whose processes share cores (oversubscribed)."""
     if fmt == "table":
         groups: dict = {}
         for r in records:
             groups.setdefault((r["collective"], r["np"]), []).append(r)
+        any_over = False
         for (c, np), recs in groups.items():
             timing = "/".join(sorted({str(r.get("timing", "osu")) for r in recs}))
             checked = [r.get("valid") for r in recs if r.get("valid") is not None]
             note = (f"; validated: {sum(map(bool, checked))}/{len(checked)} pass"
                     if checked else "")
-            out.print(_bench_table(recs, f"{c}, {np} processes, median latency in µs "
+            over = cores is not None and np > cores
+            any_over |= over
+            mark = (f" {OVER_MARK} OVERSUBSCRIBED: {np} processes on {cores} cores"
+                    if over else "")
+            out.print(_bench_table(recs, f"{c}, {np} processes{mark}, median latency in µs "
                                          f"({title}; {timing} timing; ×ratio to native{note})"))
+        if any(r.get("verdict") for r in records):
+            out.print(VERDICT_LEGEND, highlight=False)
+        if any_over:
+            out.print(f"{OVER_MARK} oversubscribed: processes share cores (time-sliced by the "
+                      "OS); the ratios there say nothing about the algorithms", highlight=False)
         if any(r.get("fallback") for r in records):
             out.print("* a declared fallback ran: "
                       + "; ".join(sorted({r["fallback"] for r in records if r.get("fallback")})),
@@ -319,7 +340,7 @@ def bench(mpi_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dty
                   highlight=False)
     if records:
         try:
-            emit_records(records, fmt, output, b.mpi.banner)
+            emit_records(records, fmt, output, b.mpi.banner, cores=launch.cores())
         except OSError as exc:
             _save_elsewhere(records, f"cannot write {output}: {exc}")
             sys.exit(2)

@@ -7,12 +7,15 @@ from pathlib import Path
 
 import click
 
+from rich.table import Table
+
 from .. import db as db_mod
 from .. import registry
 from ..files import check_writable
 from ..study import load_preset
 from ..sweep import definition_changes
-from ._common import MPI_HELP, build_or_fail, command, db_option, db_path_or_default, err, fail
+from ..units import fmt_size, parse_ints
+from ._common import MPI_HELP, build_or_fail, command, db_option, db_path_or_default, err, fail, out
 from .bench import emit_records
 from .report import report as report_cmd
 from .sweep import sweep as sweep_cmd
@@ -25,14 +28,20 @@ from .sweep import sweep as sweep_cmd
               type=click.Path(dir_okay=False), help="The HTML report.")
 @click.option("--new-round", is_flag=True,
               help="Measure again (a new round) even if the study is already stored.")
+@click.option("--np", "nps", help="Process counts instead of the preset's (powers of two up to "
+              "the cores), e.g. 2,4: counts above the cores run oversubscribed, are marked † "
+              "and draw no conclusion.")
+@click.option("--include-oversubscribed", is_flag=True,
+              help="Draw conclusions from oversubscribed points too (still marked †).")
 @click.pass_context
-def quick(ctx, mpi_spec, db_path, report_path, new_round) -> None:
+def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubscribed) -> None:
     """The main job: the `quick` study (sweep --preset quick) into the results database,
-    a table of every algorithm next to native, and the HTML report.
+    a table of every algorithm next to native, what to use where with its evidence, and
+    the HTML report.
 
-    The study runs at 2 and 4 processes whatever the core count, so that every
-    machine gives the same table: counts above the cores are measured
-    oversubscribed, marked so in the database and the report."""
+    The preset measures np 2, 4, 8, ... up to the machine's cores, so that every
+    process has a core; --np asks for others (counts above the cores run
+    oversubscribed, are marked so and draw no conclusion)."""
     db_path = db_path_or_default(db_path)
     db_mod.check_writable(db_path)
     check_writable(report_path, "-o/--output")
@@ -48,7 +57,7 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round) -> None:
             new_round = True
     try:
         ctx.invoke(sweep_cmd, preset="quick", db_path=db_path, mpi_spec=mpi_spec,
-                   new_round=new_round, oversubscribe=True)
+                   new_round=new_round, nps=nps, oversubscribe=bool(nps))
     except SystemExit as exc:  # failed launches are in the database and the report
         if exc.code != 1:
             raise
@@ -61,15 +70,48 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round) -> None:
     if df.empty:
         fail(f"the quick study stored no measurements in {db_path}")
     df = df[df["round"] == df["round"].max()]
+    if nps:
+        df = df[df["np"].isin(parse_ints(nps, "--np"))]
     agg = (df.groupby(["collective", "np", "spec", "size"], sort=False)
              .agg(median_us=("median_us", "median"), fallback=("fallback", "first"))
              .reset_index())
     b = build_or_fail(mpi_spec)
     order = {c: {n: i for i, n in enumerate(["native"] + registry.names(b, c))}
              for c in set(agg["collective"])}
+    from ..evidence import versus_baseline
+
+    ver = versus_baseline(df, ["collective", "np", "size"], label="spec",
+                          include_oversubscribed=include_oversubscribed)
+    verdict = {(r.collective, r.np, r.size, r.spec): r.outcome for r in ver.itertuples()}
     records = sorted((dict(r, fallback=r["fallback"] if isinstance(r["fallback"], str)
-                           and r["fallback"] else None) for r in agg.to_dict("records")),
+                           and r["fallback"] else None,
+                           verdict=verdict.get((r["collective"], r["np"], r["size"],
+                                                r["spec"])))
+                      for r in agg.to_dict("records")),
                      key=lambda r: order[r["collective"]].get(r["spec"], 999))
     banner = f"{df['mpi_kind'].iloc[0]} {df['mpi_version'].iloc[0]}; median of repetitions"
-    emit_records(records, "table", None, banner)
-    ctx.invoke(report_cmd, db_path=db_path, study="quick", output=report_path)
+    cores = int(df["cores"].dropna().min()) if df["cores"].notna().any() else None
+    emit_records(records, "table", None, banner, cores=cores)
+    out.print(best_table(df, include_oversubscribed))
+    out.print(f"use: native unless another algorithm is faster beyond the noise of the "
+              f"repetitions (docs/benchmarking.md, 'Conclusions with evidence')", highlight=False)
+    ctx.invoke(report_cmd, db_path=db_path, study="quick", output=report_path,
+               include_oversubscribed=include_oversubscribed)
+
+
+def best_table(df, include_oversubscribed: bool = False) -> Table:
+    """What to use per (collective, processes, size), by how much, and the evidence."""
+    from .. import plot as plot_mod
+    from ..evidence import OVER_MARK
+
+    tab = plot_mod.best_table(df, include_oversubscribed=include_oversubscribed)
+    t = Table(title="what to use (native unless another is faster beyond the noise)",
+              title_justify="left")
+    for c in ("collective", "np", "size", "use", "evidence", "detail"):
+        t.add_column(c, justify="right" if c in ("np", "size") else "left",
+                     overflow="fold")
+    for r in tab.astype(object).where(tab.notna(), None).to_dict("records"):
+        np_text = f"{int(r['np'])}" + (f" {OVER_MARK}" if r["oversubscribed"] else "")
+        t.add_row(r["collective"], np_text, fmt_size(int(r["size"])), r["best"] or "—",
+                  r["level"] or "", r["evidence"] or "")
+    return t

@@ -36,9 +36,12 @@ from ._common import command, err, fail, select_options, write_or_keep
 @click.option("--algorithms-json", type=click.Path(exists=True, dir_okay=False),
               help="The registry as `colltune algorithms --json` prints it (no MPI build "
                    "needed for the cost formulas).")
+@click.option("--include-oversubscribed", is_flag=True,
+              help="Also draw conclusions (best algorithm, speedup) from points measured with "
+                   "more processes than cores (marked †; left out by default).")
 def report(db_path, study, coll, algo, mapping, np_range, size_range, output, pingpong_json,
            measure, alpha, beta, gamma_opt, surface_algo, dpi, mpi_spec,
-           algorithms_json) -> None:
+           algorithms_json, include_oversubscribed=False) -> None:
     """One self-contained HTML report of a study: provenance, figures, models, best
     algorithms, cost model. Prints the path of the file. --coll, --algo, --mapping,
     --np and --size narrow what it covers."""
@@ -95,6 +98,7 @@ def report(db_path, study, coll, algo, mapping, np_range, size_range, output, pi
                                     measure=measure)
     palette = plotmod.Palette(plotmod.algorithm_order(mpi_spec))
     text, parts = build_report(df, runs=runs, db_path=db_path, study=study, palette=palette,
+                               include_oversubscribed=include_oversubscribed,
                                model=model, model_note=note, dpi=dpi, surface_algo=surface_algo)
     path = Path(output)
     write_or_keep(path, text, "report.html")

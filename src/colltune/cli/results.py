@@ -104,8 +104,16 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
         if pts.empty:
             err.print("no points match", highlight=False)
             return
+        from ..evidence import OVER_LEGEND, OVER_MARK, oversubscribed
+
+        pts["oversubscribed"] = oversubscribed(pts).to_numpy()
+        if fmt == "table" and pts["oversubscribed"].any():
+            err.print(OVER_LEGEND, highlight=False)
         if every:
-            pts["size"] = pts["size"].map(fmt_size) if fmt == "table" else pts["size"]
+            if fmt == "table":
+                pts["size"] = pts["size"].map(fmt_size)
+                pts["np"] = [f"{n} {OVER_MARK}" if o else str(n)
+                             for n, o in zip(pts["np"], pts["oversubscribed"])]
             _emit(pts, fmt, "measurements", ["study", "run_id", "collective", "spec", "np",
                                              "mapping", "rank_order", "repetition", "size",
                                              "median_us", "min_us", "max_us", "valid_reps",
@@ -114,6 +122,8 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
         df = db_mod.summary_frame(pts)
         if fmt == "table":
             df["size"] = df["size"].map(fmt_size)
+            df["np"] = [f"{n} {OVER_MARK}" if o else str(n)
+                        for n, o in zip(df["np"], df["oversubscribed"])]
         _emit(df, fmt, "points: median over repetitions (µs); spread = (max - min) / median "
                        "of the repetitions' medians",
               ["study", "collective", "spec", "np", "nodes", "mapping", "rank_order", "size",
@@ -147,6 +157,10 @@ def export(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd, 
         conn.close()
     if summary:
         df = db_mod.summary_frame(df)
+    else:
+        from ..evidence import oversubscribed
+
+        df["oversubscribed"] = oversubscribed(df).to_numpy()
     path = Path(output)
     fmt = fmt or ("parquet" if path.suffix.lower() in (".parquet", ".pq") else "csv")
     try:

@@ -15,7 +15,7 @@ from .. import launch
 from ..files import write_atomic
 from ..study import Study, StudyError, fmt_ints, load, load_preset, preset_names
 from ..sweep import Plan, definition_changes, execute, make_plan, sbatch_script
-from ..units import fmt_size
+from ..units import fmt_size, parse_ints
 from ._common import (build_or_fail, command, db_option, db_path_or_default, err, fail, out,
                       oversubscribe_options)
 
@@ -93,11 +93,14 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
 @click.option("--merge-changed", is_flag=True,
               help="Add to a stored round even though the study's definition changed "
                    "(its points then mix both definitions).")
+@click.option("--np", "nps", help="Process counts to measure instead of the study's "
+              "(e.g. 2,4 or 2:8); not capped by the study's max_processes: counts above the "
+              "cores need --oversubscribe, are marked so and draw no conclusion.")
 @oversubscribe_options
 @click.option("--list-presets", is_flag=True, help="List the built-in studies and exit.")
 def sweep(study_file, preset, db_path, mpi_spec, launcher, hostfile, dry_run, sbatch_file,
           shuffle, seed, new_round, retry_failed, name, merge_changed, oversubscribe, force,
-          list_presets) -> None:
+          list_presets, nps=None) -> None:
     """Run a study (TOML file or --preset) into the results database.
 
     Launches run in a shuffled order, each stored in one transaction; running the
@@ -113,6 +116,12 @@ def sweep(study_file, preset, db_path, mpi_spec, launcher, hostfile, dry_run, sb
     study = _load(study_file, preset)
     if name:
         study = dataclasses.replace(study, name=name)
+    if nps:
+        try:
+            study = dataclasses.replace(study, processes=parse_ints(nps, "--np"),
+                                        max_processes=None)
+        except ValueError as exc:
+            fail(str(exc))
     if hostfile:
         launcher = launcher or "hostfile"
         if launcher != "hostfile":

@@ -1,0 +1,404 @@
+"""What measurements may conclude: oversubscribed points and "faster" with evidence.
+
+Two questions every table, figure and report asks before it calls something
+"best", "faster" or gives a speedup:
+
+1. Was the point measured honestly? `oversubscribed(df)` marks the rows measured
+   with more processes on a node than the node has cores (processes time-sliced by
+   the OS): they are shown, marked, and kept out of every conclusion by default.
+2. Is the difference larger than the noise? `compare(candidate, baseline)` takes
+   the per-repetition latencies of two algorithms at one point (repetitions =
+   separate launches or rounds, one stored measurement each) and decides
+   `faster`, `slower`, `tie` or `insufficient`. Two designs:
+
+   - **paired** (`pairs=True`, the usual case: our algorithms run interleaved in the
+     same launch, so each launch gives one ratio baseline/candidate and whatever
+     slowed that launch down slowed both): the estimate is the geometric mean of the
+     per-launch ratios, with the 95 % t interval of the mean log ratio (the paired
+     t-test on log latencies, as bioequivalence studies compare ratios). At least
+     `MIN_PAIRS` launches.
+   - **unpaired** (separate launches, e.g. the MPI library's algorithms): the ratio of
+     medians, with a 95 % percentile bootstrap interval (each side resampled on its
+     own, `N_BOOT` resamples, fixed seed: the same data give the same interval) and
+     the two-sided Mann–Whitney U test (exact); at least `MIN_REPS` repetitions a side
+     (with 3 against 3 no rank test can reach 5 %).
+
+   `faster` needs the interval above 1 (and, unpaired, U below `ALPHA`) and a
+   speedup of at least 1 + `MIN_EFFECT`; `slower` is the mirror image; anything else
+   is a `tie`; too few repetitions are `insufficient`.
+
+   Ties go to the default (`native`): `best_per_point` names another algorithm only
+   when it is faster than the baseline with evidence.
+
+docs/benchmarking.md ("Conclusions with evidence") describes the method for users.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+MIN_REPS = 4
+MIN_PAIRS = 3
+ALPHA = 0.05
+MIN_EFFECT = 0.03
+N_BOOT = 4000
+SEED = 20240601
+OVER_MARK = "†"
+OVER_LEGEND = (f"{OVER_MARK} oversubscribed: more processes than cores on a node (processes "
+               "time-sliced by the OS); shown, never used for a conclusion")
+
+OUTCOMES = ("faster", "slower", "tie", "insufficient")
+
+
+# ------------------------------------------------------------------ oversubscription
+
+def oversubscribed(df: pd.DataFrame) -> pd.Series:
+    """True for rows measured with more processes on a node than the node has cores.
+
+    Processes per node: `ppn`, else `np` when the run used one node (`nodes` 1 or
+    unknown); cores: `cores` (the run's, as the database records it). False where
+    either is unknown. The one test of "oversubscribed" every module uses."""
+    if "cores" not in df.columns:
+        return pd.Series(False, index=df.index)
+    cores = pd.to_numeric(df["cores"], errors="coerce")
+    ppn = (pd.to_numeric(df["ppn"], errors="coerce") if "ppn" in df.columns
+           else pd.Series(np.nan, index=df.index))
+    if "np" in df.columns:
+        nodes = (pd.to_numeric(df["nodes"], errors="coerce") if "nodes" in df.columns
+                 else pd.Series(np.nan, index=df.index))
+        one_node = nodes.isna() | (nodes == 1)
+        ppn = ppn.where(ppn.notna() | ~one_node, pd.to_numeric(df["np"], errors="coerce"))
+    return (ppn > cores).fillna(False).astype(bool)
+
+
+def with_oversubscribed(df: pd.DataFrame) -> pd.DataFrame:
+    """The frame with a boolean `oversubscribed` column (computed when absent)."""
+    if "oversubscribed" in df.columns:
+        return df
+    return df.assign(oversubscribed=oversubscribed(df).to_numpy())
+
+
+# ------------------------------------------------------------------ comparison
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: str            # faster / slower / tie / insufficient (of the candidate)
+    speedup: float          # median(baseline) / median(candidate); > 1: candidate faster
+    ci_low: float           # 95 % bootstrap interval of the speedup (nan: insufficient)
+    ci_high: float
+    p: float                # two-sided p (nan: insufficient)
+    n_candidate: int
+    n_baseline: int
+    paired: bool = False    # per-launch ratios (paired t on logs), else unpaired
+
+    @property
+    def n(self) -> int:
+        return min(self.n_candidate, self.n_baseline)
+
+    @property
+    def level(self) -> str:
+        """The evidence level in words: significant, within noise, insufficient."""
+        return {"faster": "significant", "slower": "significant", "tie": "within noise",
+                "insufficient": "insufficient"}[self.outcome]
+
+    def ci_text(self) -> str:
+        """The interval on the scale of the text: of the slowdown for `slower`."""
+        if not (math.isfinite(self.ci_low) and math.isfinite(self.ci_high)):
+            return ""
+        lo, hi = self.ci_low, self.ci_high
+        if self.speedup < 1:  # on the scale of "×k slower"
+            lo, hi = 1 / hi, 1 / lo
+        return f"95% CI {lo:.2f}–{hi:.2f}"
+
+    def n_text(self) -> str:
+        if self.paired:
+            return f"n={self.n} paired"
+        return (f"n={self.n_candidate}" if self.n_candidate == self.n_baseline
+                else f"n={self.n_candidate}/{self.n_baseline}")
+
+    def stats_text(self) -> str:
+        """'95% CI 1.20–1.50, p=0.008, n=5 paired' ('n=2; 4 needed' when insufficient)."""
+        if self.outcome == "insufficient":
+            need = MIN_PAIRS if self.paired else MIN_REPS
+            return f"{self.n_text()}; {need} repetitions needed"
+        return f"{self.ci_text()}, p={self.p:.2g}, {self.n_text()}"
+
+    def measured_text(self) -> str:
+        """'×1.35 faster' or '×1.20 slower' as measured (no claim)."""
+        if not math.isfinite(self.speedup):
+            return "no valid measurement"
+        if self.speedup >= 1:
+            return f"×{self.speedup:.2f} faster"
+        return f"×{1 / self.speedup:.2f} slower"
+
+    def text(self) -> str:
+        """'×1.35 faster (95% CI 1.20–1.50, p=0.008, n=5)', 'tie (within noise: ...)'."""
+        n = self.n_text()
+        if self.outcome == "insufficient":
+            need = MIN_PAIRS if self.paired else MIN_REPS
+            return (f"insufficient evidence ({n}; {need} repetitions needed): "
+                    f"measured ×{self.speedup:.2f}")
+        stats = f"{self.ci_text()}, p={self.p:.2g}, {n}"
+        if self.outcome == "faster":
+            return f"×{self.speedup:.2f} faster ({stats})"
+        if self.outcome == "slower":
+            return f"×{1 / self.speedup:.2f} slower ({stats})"
+        return f"tie (within noise: ×{self.speedup:.2f}, {stats})"
+
+    def to_dict(self) -> dict:
+        def clean(v):
+            return None if isinstance(v, float) and not math.isfinite(v) else v
+        return {"outcome": self.outcome, "level": self.level, "speedup": clean(self.speedup),
+                "ci_low": clean(self.ci_low), "ci_high": clean(self.ci_high),
+                "p": clean(self.p), "n_candidate": self.n_candidate,
+                "n_baseline": self.n_baseline, "paired": self.paired, "text": self.text()}
+
+
+def _values(x) -> np.ndarray:
+    v = np.asarray(pd.to_numeric(pd.Series(list(x), dtype=object), errors="coerce"),
+                   dtype=float)
+    return v[np.isfinite(v) & (v > 0)]
+
+
+def bootstrap_ratio_ci(candidate, baseline, level: float = 0.95, n_boot: int = N_BOOT,
+                       seed: int = SEED) -> tuple[float, float]:
+    """Percentile bootstrap interval of median(baseline) / median(candidate)."""
+    a, b = _values(candidate), _values(baseline)
+    rng = np.random.default_rng(seed)
+    ma = np.median(rng.choice(a, size=(n_boot, len(a)), replace=True), axis=1)
+    mb = np.median(rng.choice(b, size=(n_boot, len(b)), replace=True), axis=1)
+    r = mb / ma
+    tail = (1 - level) / 2 * 100
+    return float(np.percentile(r, tail)), float(np.percentile(r, 100 - tail))
+
+
+def compare(candidate, baseline, *, pairs: bool = False, alpha: float = ALPHA,
+            min_effect: float = MIN_EFFECT, min_reps: int = MIN_REPS,
+            min_pairs: int = MIN_PAIRS, n_boot: int = N_BOOT, seed: int = SEED) -> Verdict:
+    """Is `candidate` faster than `baseline`? Both: per-repetition latencies (µs) at
+    one point; with pairs=True, aligned (the i-th of each from the same launch). The
+    method is in the module's docstring."""
+    if pairs:
+        return _compare_paired(candidate, baseline, alpha, min_effect, min_pairs)
+    from scipy.stats import mannwhitneyu
+
+    a, b = _values(candidate), _values(baseline)
+    if len(a) == 0 or len(b) == 0:
+        return Verdict("insufficient", math.nan, math.nan, math.nan, math.nan, len(a), len(b))
+    speedup = float(np.median(b) / np.median(a))
+    if min(len(a), len(b)) < min_reps:
+        return Verdict("insufficient", speedup, math.nan, math.nan, math.nan, len(a), len(b))
+    lo, hi = bootstrap_ratio_ci(a, b, n_boot=n_boot, seed=seed)
+    method = "exact" if len(a) + len(b) <= 40 and not _ties(a, b) else "asymptotic"
+    p = float(mannwhitneyu(a, b, alternative="two-sided", method=method).pvalue)
+    if p < alpha and lo > 1 and speedup >= 1 + min_effect:
+        outcome = "faster"
+    elif p < alpha and hi < 1 and 1 / speedup >= 1 + min_effect:
+        outcome = "slower"
+    else:
+        outcome = "tie"
+    return Verdict(outcome, speedup, lo, hi, p, len(a), len(b))
+
+
+def _compare_paired(candidate, baseline, alpha: float, min_effect: float,
+                    min_pairs: int) -> Verdict:
+    from scipy import stats
+
+    a = np.asarray(pd.to_numeric(pd.Series(list(candidate), dtype=object), errors="coerce"),
+                   dtype=float)
+    b = np.asarray(pd.to_numeric(pd.Series(list(baseline), dtype=object), errors="coerce"),
+                   dtype=float)
+    ok = np.isfinite(a) & np.isfinite(b) & (a > 0) & (b > 0)
+    a, b = a[ok], b[ok]
+    n = len(a)
+    if n == 0:
+        return Verdict("insufficient", math.nan, math.nan, math.nan, math.nan, 0, 0, True)
+    d = np.log(b / a)  # > 0: the candidate is faster in that launch
+    speedup = float(math.exp(d.mean()))
+    if n < min_pairs:
+        return Verdict("insufficient", speedup, math.nan, math.nan, math.nan, n, n, True)
+    sd = float(d.std(ddof=1))
+    if sd == 0:
+        lo = hi = speedup
+        p = 0.0 if d.mean() != 0 else 1.0
+    else:
+        se = sd / math.sqrt(n)
+        t = stats.t.ppf(1 - alpha / 2, n - 1)
+        lo, hi = math.exp(d.mean() - t * se), math.exp(d.mean() + t * se)
+        p = float(2 * stats.t.sf(abs(d.mean() / se), n - 1))
+    if lo > 1 and speedup >= 1 + min_effect:
+        outcome = "faster"
+    elif hi < 1 and 1 / speedup >= 1 + min_effect:
+        outcome = "slower"
+    else:
+        outcome = "tie"
+    return Verdict(outcome, speedup, lo, hi, p, n, n, True)
+
+
+def _ties(a: np.ndarray, b: np.ndarray) -> bool:
+    allv = np.concatenate([a, b])
+    return len(np.unique(allv)) < len(allv)
+
+
+# ------------------------------------------------------------------ best per point
+
+BEST_COLUMNS = ("best", "evidence", "level", "speedup", "ci_low", "ci_high", "p", "n",
+                "fastest", "fastest_us", "best_us", "baseline_us", "algorithms",
+                "oversubscribed")
+
+
+def _cmp(cand, base, **kw) -> Verdict:
+    """compare() on two series: paired over the launches they share when they are
+    keyed by launch (dicts) and share at least MIN_PAIRS, else unpaired."""
+    if isinstance(cand, dict) and isinstance(base, dict):
+        common = [k for k in cand if k in base]
+        whole = bool(common) and len(common) == len(cand) == len(base)
+        if whole or len(common) >= kw.get("min_pairs", MIN_PAIRS):
+            return compare([cand[k] for k in common], [base[k] for k in common], pairs=True,
+                           **kw)
+        cand, base = list(cand.values()), list(base.values())
+    return compare(cand, base, **kw)
+
+
+def best_of_point(samples: dict, baseline: str = "native",
+                  oversubscribed: bool = False, include_oversubscribed: bool = False,
+                  **kw) -> dict:
+    """The algorithm to use at one point, and why.
+
+    `samples`: label -> per-repetition latencies (µs), a list, or a dict launch key ->
+    latency (then algorithms measured in the same launches are compared paired).
+    The result is the baseline unless an algorithm is faster than it with evidence
+    (`compare`); among those the one with the largest speedup estimate. `fastest` is
+    the algorithm with the largest estimate (the baseline when none beats it), with
+    no claim attached. Without the baseline at the point, the fastest
+    median is compared with the runner-up instead. An oversubscribed point gives no
+    conclusion (best None) unless include_oversubscribed."""
+    samples = {k: v for k, v in samples.items()}
+    vals = {k: _values(v.values() if isinstance(v, dict) else v) for k, v in samples.items()}
+    meds = {k: float(np.median(v)) for k, v in vals.items() if len(v)}
+    row = {c: None for c in BEST_COLUMNS}
+    row["algorithms"] = len(meds)
+    row["oversubscribed"] = bool(oversubscribed)
+    if not meds:
+        row["evidence"] = "no valid measurement"
+        return row
+    order = sorted(meds, key=lambda k: meds[k])
+    row["fastest"], row["fastest_us"] = order[0], meds[order[0]]
+    row["baseline_us"] = meds.get(baseline)
+    if oversubscribed and not include_oversubscribed:
+        row["evidence"] = "oversubscribed (processes share cores): no conclusion"
+        row["level"] = "oversubscribed"
+        return row
+    if baseline in meds:
+        verdicts = {k: _cmp(samples[k], samples[baseline], **kw) for k in order
+                    if k != baseline}
+        by_estimate = sorted(verdicts, key=lambda k: -verdicts[k].speedup
+                             if math.isfinite(verdicts[k].speedup) else math.inf)
+        if by_estimate and verdicts[by_estimate[0]].speedup > 1:
+            row.update(fastest=by_estimate[0], fastest_us=meds[by_estimate[0]])
+        else:
+            row.update(fastest=baseline, fastest_us=meds[baseline])
+        faster = [k for k in by_estimate if verdicts[k].outcome == "faster"]
+        if faster:
+            best, v = faster[0], verdicts[faster[0]]
+            row.update(best=best, evidence=f"×{v.speedup:.2f} faster than {baseline} "
+                                           f"({v.stats_text()})", level=v.level,
+                       speedup=v.speedup,
+                       ci_low=v.ci_low, ci_high=v.ci_high, p=v.p, n=v.n)
+        else:
+            row.update(best=baseline, speedup=1.0)
+            # the closest contender by the comparison's own estimate (paired or not)
+            top = max(verdicts, key=lambda k: verdicts[k].speedup
+                      if math.isfinite(verdicts[k].speedup) else -1, default=None)
+            if top is None:
+                row.update(evidence=f"only {baseline} measured", level="single")
+            else:
+                v = verdicts[top]
+                why = {"tie": "within noise", "insufficient": "too few repetitions",
+                       "slower": "significant", "faster": "faster"}[v.outcome]
+                if v.speedup > 1:
+                    row.update(evidence=f"{baseline} kept: {top} measured "
+                                        f"{v.measured_text()}, {why} ({v.stats_text()})")
+                else:
+                    row.update(evidence=f"{baseline} fastest measured; the closest, {top}, "
+                                        f"{v.measured_text()}, {why} ({v.stats_text()})")
+                row.update(level="significant" if v.outcome == "slower" else v.level, n=v.n,
+                           ci_low=v.ci_low, ci_high=v.ci_high, p=v.p)
+        row["best_us"] = meds[row["best"]]
+        return row
+    # no baseline here: the fastest against the runner-up
+    best = order[0]
+    row.update(best=best, best_us=meds[best])
+    if len(order) == 1:
+        row.update(evidence="only algorithm measured", level="single")
+        return row
+    v = _cmp(samples[best], samples[order[1]], **kw)
+    row.update(evidence=f"vs runner-up {order[1]}: {v.text()}", level=v.level, n=v.n,
+               ci_low=v.ci_low, ci_high=v.ci_high, p=v.p)
+    if v.outcome != "faster":
+        row["evidence"] = (f"no {baseline} measured; {best} and {order[1]} "
+                           f"{'tie' if v.outcome == 'tie' else 'not separable'} ({v.text()})")
+    return row
+
+
+LAUNCH_KEYS = ("run_id", "unit_id", "round", "repetition")  # what identifies a launch
+
+
+def _points(df: pd.DataFrame, keys: list[str], label: str, value: str):
+    """(key, rows, samples) per point: samples maps each label to its latencies, keyed
+    by launch (a dict) when the frame says which launch each row came from."""
+    d = with_oversubscribed(df)
+    launch = [c for c in LAUNCH_KEYS if c in d.columns and c not in keys]
+    if launch:
+        d = d.assign(_launch=list(zip(*(d[c].astype(object).where(d[c].notna(), "")
+                                         for c in launch))))
+    for key, g in d.groupby(keys, sort=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        samples = {}
+        for k, h in g.groupby(label, sort=False):
+            if launch and not h["_launch"].duplicated().any():
+                samples[str(k)] = dict(zip(h["_launch"], h[value]))
+            else:
+                samples[str(k)] = list(h[value])
+        yield key, g, samples
+
+
+def versus_baseline(df: pd.DataFrame, keys: list[str], label: str = "label",
+                    value: str = "median_us", baseline: str = "native",
+                    include_oversubscribed: bool = False, **kw) -> pd.DataFrame:
+    """The verdict of every algorithm against the baseline at every point: keys, label,
+    outcome (faster/slower/tie/insufficient, or 'oversubscribed'), speedup and text."""
+    rows = []
+    for key, g, samples in _points(df, keys, label, value):
+        over = bool(g["oversubscribed"].any())
+        if baseline not in samples:
+            continue
+        for k, v in samples.items():
+            if k == baseline:
+                continue
+            verdict = _cmp(v, samples[baseline], **kw)
+            outcome = ("oversubscribed" if over and not include_oversubscribed
+                       else verdict.outcome)
+            rows.append({**dict(zip(keys, key)), label: k, "outcome": outcome,
+                         "speedup": verdict.speedup, "text": verdict.text()})
+    return pd.DataFrame(rows, columns=list(keys) + [label, "outcome", "speedup", "text"])
+
+
+def best_per_point(df: pd.DataFrame, keys: list[str], label: str = "label",
+                   value: str = "median_us", baseline: str = "native",
+                   include_oversubscribed: bool = False, **kw) -> pd.DataFrame:
+    """`best_of_point` for every group of `keys` in a frame of repetitions (one row per
+    stored measurement, `label` naming the algorithm, `value` its latency). Rows are
+    keyed by their launch (LAUNCH_KEYS present in the frame) so that algorithms of the
+    same launches are compared paired."""
+    rows = []
+    for key, g, samples in _points(df, keys, label, value):
+        row = dict(zip(keys, key))
+        row.update(best_of_point(samples, baseline, bool(g["oversubscribed"].any()),
+                                 include_oversubscribed, **kw))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(keys) + list(BEST_COLUMNS))

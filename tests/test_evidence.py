@@ -1,0 +1,161 @@
+"""evidence.py: oversubscribed points and "faster" only with evidence (synthetic data)."""
+
+import numpy as np
+import pandas as pd
+
+from colltune import costmodel as cm
+from colltune import evidence as ev
+
+
+def test_clear_difference_is_a_winner_with_its_interval():
+    rng = np.random.default_rng(3)
+    fast, slow = rng.normal(10, 0.4, 6), rng.normal(14, 0.5, 6)
+    v = ev.compare(fast, slow)
+    assert v.outcome == "faster" and v.level == "significant"
+    assert 1.3 < v.speedup < 1.5 and 1 < v.ci_low <= v.speedup <= v.ci_high
+    assert v.p < 0.05 and v.n == 6
+    assert v.text().startswith(f"×{v.speedup:.2f} faster (95% CI") and "n=6" in v.text()
+    back = ev.compare(slow, fast)
+    assert back.outcome == "slower" and back.text().startswith("×")
+    # the same data give the same interval (fixed seed)
+    assert ev.compare(fast, slow) == v
+
+
+def test_overlapping_noisy_distributions_are_a_tie():
+    """Small messages on a shared machine: 40-60 % spread, 1 % apart -> tie."""
+    rng = np.random.default_rng(7)
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        a = 0.37 * rng.lognormal(0, 0.35, 5)
+        b = 0.37 * 1.01 * rng.lognormal(0, 0.35, 5)
+        v = ev.compare(a, b)
+        assert v.outcome == "tie", v.text()
+        assert v.text().startswith("tie (within noise")
+
+
+def test_a_tiny_consistent_difference_below_the_minimum_effect_is_a_tie():
+    a = np.array([1.00, 1.001, 1.002, 1.003, 1.004])
+    v = ev.compare(a, a * 1.01)  # 1 % apart, perfectly separated
+    assert v.p < 0.05 and v.outcome == "tie"
+
+
+def test_too_few_repetitions_are_insufficient_evidence():
+    v = ev.compare([1.0, 1.1], [5.0, 5.2])
+    assert v.outcome == "insufficient" and v.level == "insufficient"
+    assert "insufficient evidence" in v.text() and "n=2" in v.text()
+    # 3 against 3 cannot reach 5 % with a rank test either
+    assert ev.compare([1, 1.1, 1.2], [5, 5.1, 5.2]).outcome == "insufficient"
+    assert ev.compare([], [1, 2, 3, 4]).outcome == "insufficient"
+
+
+def _reps(label, center, n, spread, rng, **kw):
+    return [dict(label=label, median_us=center * rng.lognormal(0, spread), **kw)
+            for _ in range(n)]
+
+
+def test_best_per_point_keeps_the_default_on_a_tie_and_names_a_real_winner():
+    rng = np.random.default_rng(11)
+    rows = []
+    # 8 B: linear_nb measured 1 % faster inside 40 % noise -> native kept
+    rows += _reps("native", 0.40, 5, 0.3, rng, size=8)
+    rows += _reps("linear_nb", 0.396, 5, 0.3, rng, size=8)
+    # 1 MiB: rabenseifner clearly faster
+    rows += _reps("native", 300, 5, 0.02, rng, size=1 << 20)
+    rows += _reps("rabenseifner", 200, 5, 0.02, rng, size=1 << 20)
+    best = ev.best_per_point(pd.DataFrame(rows), ["size"]).set_index("size")
+    assert best.loc[8, "best"] == "native" and best.loc[8, "speedup"] == 1.0
+    assert best.loc[8, "evidence"].startswith(("tie (within noise)", "native"))
+    assert best.loc[1 << 20, "best"] == "rabenseifner"
+    assert best.loc[1 << 20, "level"] == "significant"
+    assert "faster than native (95% CI" in best.loc[1 << 20, "evidence"]
+    # two repetitions: nobody wins, whatever the medians say
+    two = ev.best_per_point(pd.DataFrame(rows).groupby(["label", "size"]).head(2), ["size"])
+    assert set(two["best"]) == {"native"} and set(two["level"]) == {"insufficient"}
+
+
+def test_oversubscribed_points_are_marked_and_give_no_conclusion():
+    df = pd.DataFrame({"np": [2, 4, 4, 8, 8], "nodes": [1, 1, None, 2, 2],
+                       "ppn": [None, None, None, 4, 2], "cores": [2, 2, 2, 2, 2]})
+    assert list(ev.oversubscribed(df)) == [False, True, True, True, False]
+    assert list(cm.oversubscribed(df)) == list(ev.oversubscribed(df))
+    assert not ev.oversubscribed(df.drop(columns=["cores"])).any()  # unknown: not marked
+    rng = np.random.default_rng(1)
+    rows = (_reps("native", 10, 5, 0.01, rng, np=4, ppn=4, cores=2)
+            + _reps("linear", 4, 5, 0.01, rng, np=4, ppn=4, cores=2))
+    best = ev.best_per_point(pd.DataFrame(rows), ["np"])
+    assert best["best"].isna().all() and bool(best["oversubscribed"].iloc[0])
+    assert "oversubscribed" in best["evidence"].iloc[0]
+    asked = ev.best_per_point(pd.DataFrame(rows), ["np"], include_oversubscribed=True)
+    assert asked["best"].iloc[0] == "linear"
+
+
+def test_paired_launches_cancel_what_slowed_a_whole_launch():
+    """Interleaved in the same launches: a launch-wide slowdown hits both algorithms;
+    the per-launch ratios show a 10 % gain the unpaired comparison cannot."""
+    rng = np.random.default_rng(2)
+    launch = rng.lognormal(0, 0.6, 6)  # launch-to-launch noise, 60 %
+    base = 10 * launch * rng.lognormal(0, 0.01, 6)
+    cand = 10 / 1.1 * launch * rng.lognormal(0, 0.01, 6)
+    assert ev.compare(cand, base).outcome == "tie"
+    v = ev.compare(cand, base, pairs=True)
+    assert v.outcome == "faster" and v.paired and 1.05 < v.speedup < 1.15
+    assert v.ci_low > 1 and "n=6 paired" in v.text()
+    assert ev.compare(cand[:2], base[:2], pairs=True).outcome == "insufficient"
+    # best_per_point pairs rows by their launch (run_id, repetition) when the frame has them
+    rows = ([dict(label="native", median_us=b, repetition=i, run_id=1, size=8)
+             for i, b in enumerate(base)]
+            + [dict(label="linear", median_us=c, repetition=i, run_id=1, size=8)
+               for i, c in enumerate(cand)])
+    best = ev.best_per_point(pd.DataFrame(rows), ["size"]).iloc[0]
+    assert best["best"] == "linear" and "paired" in best["evidence"]
+
+
+def test_commands_measure_honestly_unless_asked_and_mark_oversubscription(ompi_build):
+    """quick's preset stops at the cores; --np asks for more; bench tables say which
+    process counts share cores."""
+    from conftest import colltune
+
+    from colltune import launch
+
+    res = colltune("sweep", "--preset", "quick", "--dry-run", "--db", "/nonexistent/x.db")
+    assert res.returncode == 0, res.stderr[-2000:]
+    cores = launch.cores()
+    honest = [p for p in (2, 4, 8, 16, 32, 64, 128, 256) if p <= cores]
+    assert f"processes: {', '.join(map(str, honest))}" in res.stdout.replace("\n", " ") or \
+        f"processes: {honest[0]}.." in res.stdout
+    over = cores + 1
+    res = colltune("sweep", "--preset", "quick", "--dry-run", "--np", f"2,{over}", "--db",
+                   "/nonexistent/x.db")
+    assert res.returncode == 0 and f"processes: 2, {over}" in res.stdout, res.stdout[-2000:]
+    res = colltune("bench", "--coll", "bcast", "--algo", "native,linear", "--np", f"2,{over}",
+                   "--sizes", "8", "--iterations", "10", "--reps", "1")
+    assert res.returncode == 2 and "--oversubscribe" in res.stderr  # refused unless asked
+    res = colltune("bench", "--coll", "bcast", "--algo", "native,linear", "--np", f"2,{over}",
+                   "--sizes", "8", "--iterations", "10", "--reps", "1", "--oversubscribe")
+    assert res.returncode == 0, res.stderr[-2000:]
+    text = " ".join(res.stdout.split())
+    assert f"{over} processes † OVERSUBSCRIBED: {over} processes on {cores} cores" in text
+    assert "2 processes †" not in text and "† oversubscribed: processes share cores" in text
+
+
+def test_versus_baseline_and_the_marks_on_ratios(capsys):
+    rng = np.random.default_rng(4)
+    rows = []
+    for rep in range(5):
+        launch = rng.lognormal(0, 0.5)
+        for spec, f in (("native", 1.0), ("linear", 1 / 1.5), ("binomial", 1 / 1.01)):
+            rows.append(dict(collective="bcast", np=2, size=8, spec=spec, repetition=rep,
+                             run_id=1, median_us=10 * f * launch * rng.lognormal(0, 0.01)))
+    ver = ev.versus_baseline(pd.DataFrame(rows), ["collective", "np", "size"], label="spec")
+    got = dict(zip(ver["spec"], ver["outcome"]))
+    assert got == {"linear": "faster", "binomial": "tie"}
+    from colltune.cli.bench import VERDICT_LEGEND, emit_records
+
+    recs = [dict(collective="bcast", np=2, size=8, spec=s, median_us=m, verdict=v)
+            for s, m, v in (("native", 10.0, None), ("linear", 6.7, "faster"),
+                            ("binomial", 9.9, "tie"), ("chain", 9.0, "insufficient"))]
+    emit_records(recs, "table", None, "test", cores=2)
+    text = capsys.readouterr().out
+    assert "×0.67 " not in text.replace("×0.67 │", "")  # a real difference: unmarked
+    assert "×0.99 ≈" in text and "×0.90 ?" in text
+    assert " ".join(VERDICT_LEGEND.split()) in " ".join(text.split())
