@@ -246,8 +246,8 @@ def _bench_table(records: list[dict], title: str) -> Table:
 
 
 CSV_FIELDS = ["collective", "algorithm", "params", "spec", "np", "size", "dtype", "op", "root",
-              "iterations", "warmup", "timing", "min_us", "mean_us", "median_us", "p90_us",
-              "p99_us", "max_us", "stddev_us", "valid_reps", "invalid", "rank_min_us",
+              "iterations", "warmup", "timing", "rep_min_us", "mean_us", "median_us", "p90_us",
+              "p99_us", "rep_max_us", "stddev_us", "valid_reps", "invalid", "rank_min_us",
               "rank_max_us", "window_us", "sleep_us", "time_budget_s", "valid", "fallback",
               "library", "launches", "mpi", "host", "command"]
 
