@@ -3,6 +3,7 @@
 import csv
 import json
 import math
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -31,8 +32,9 @@ def test_pingpong_latency_grows_with_size(ompi_build):
     assert [r["size"] for r in recs] == [8, 1 << 20]
     for r in recs:
         _check_pingpong(r, "pingpong", 2)
-        assert r["persistent"] is True and r["reps"] == 3 and r["iterations"] == 40
-        assert r["participants"] == 2
+        # the default is osu_latency's: MPI_Send/MPI_Recv on page-aligned buffers
+        assert r["persistent"] is False and r["reps"] == 3 and r["iterations"] == 40
+        assert r["participants"] == 2 and r["align"] == os.sysconf("SC_PAGESIZE")
         assert "Open MPI" in r["mpi"]
     small, big = recs
     assert big["min_us"] > small["min_us"]
@@ -50,12 +52,13 @@ def test_pingpong_nonpersistent_and_idle_ranks(ompi_build):
 
 
 def test_ring_np3(ompi_build):
-    spec = p2p.PingpongSpec(np=3, sizes=(8, 65536), mode="ring", iterations=30, reps=2)
+    spec = p2p.PingpongSpec(np=3, sizes=(8, 65536), mode="ring", iterations=30, reps=2,
+                            persistent=True, align=1)
     recs, _ = p2p.run_pingpong(ompi_build, spec, timeout=300)
     assert len(recs) == 2
     for r in recs:
         _check_pingpong(r, "ring", 3)
-        assert r["participants"] == 3 and r["persistent"] is True
+        assert r["participants"] == 3 and r["persistent"] is True and r["align"] == 1
 
 
 def test_pingpong_needs_two_processes(ompi_build):

@@ -27,7 +27,7 @@ MODES = ("pingpong", "ring")
 
 PINGPONG_FIELDS = ["kind", "np", "participants", "size", "min_us", "median_us", "mean_us",
                    "max_us", "stddev_us", "bandwidth_MBps", "iterations", "warmup", "reps",
-                   "persistent", "mpi", "host", "command"]
+                   "persistent", "align", "mpi", "host", "command"]
 PROBE_FIELDS = ["kind", "np", "size", "iterations", "warmup", "samples", "min_us", "median_us",
                 "mean_us", "p90_us", "max_us", "iter_slowest_median_us", "load_index",
                 "load_basis", "baseline_us", "seed", "mpi", "host", "command"]
@@ -45,7 +45,8 @@ class PingpongSpec:
     iterations: int | None = None
     warmup: int | None = None
     reps: int = 5
-    persistent: bool = True
+    persistent: bool = False          # MPI_Send/MPI_Recv, as osu_latency; True: persistent
+    align: int | None = None          # buffer alignment; None: the page size (as OSU)
 
 
 @dataclass
@@ -110,6 +111,8 @@ def run_pingpong(build: Build, spec: PingpongSpec, timeout: float = 600) -> tupl
         prog += ["--iterations", str(spec.iterations)]
     if spec.warmup is not None:
         prog += ["--warmup", str(spec.warmup)]
+    if spec.align is not None:
+        prog += ["--align", str(spec.align)]
     return _launch(build, spec.np, prog, timeout)
 
 
