@@ -295,6 +295,8 @@ def test_model_command_offline(tmp_path):
 
     from click.testing import CliRunner
 
+    from colltune.cli.model import model as model_cmd
+
     db = tmp_path / "r.db"
     con = sqlite3.connect(db)
     model_measurements().to_sql("measurements", con, index=False)
@@ -304,7 +306,7 @@ def test_model_command_offline(tmp_path):
     pp = tmp_path / "pp.json"
     pp.write_text(json.dumps(pingpong_records(noise=0)))
     runner = CliRunner()
-    res = runner.invoke(cm.model, ["--db", str(db), "--algorithms-json", str(algos),
+    res = runner.invoke(model_cmd, ["--db", str(db), "--algorithms-json", str(algos),
                                    "--pingpong-json", str(pp), "--gamma", "db", "--json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
@@ -313,7 +315,7 @@ def test_model_command_offline(tmp_path):
     assert {r["collective"] for r in doc["by_collective"]} == {"bcast", "reduce"}
     assert max(r["median_abs_rel_error"] for r in doc["by_collective"]) < 1e-9
     assert len(doc["points"]) == 3 * 3 * 4 + 12 and doc["selection"]
-    res = runner.invoke(cm.model, ["--db", str(db), "--algorithms-json", str(algos),
+    res = runner.invoke(model_cmd, ["--db", str(db), "--algorithms-json", str(algos),
                                    "--alpha", "2e-6", "--beta", "1e-10", "--gamma", "5e-10",
                                    "--points"], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output

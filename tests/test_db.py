@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from colltune import db
-from colltune.results import export, results
+from colltune.cli.results import export, results
 
 
 def _record(algo="binomial", np=2, size=8, median=1.5, **kw):

@@ -11,6 +11,7 @@ import statsmodels.formula.api as smf
 from click.testing import CliRunner
 
 from colltune import fit
+from colltune.cli.fit import fit as fit_cmd
 
 
 def synthetic(b_np=1.5, b_size=0.002, log=False, b0=0.03, b1=0.33, noise=0.02, seed=1,
@@ -198,7 +199,7 @@ def test_load_measurements_tolerates_a_bare_table_and_reports_problems(tmp_path)
 def test_fit_command_json_and_table(tmp_path):
     make_db(tmp_path / "r.db", synthetic(log=True))
     runner = CliRunner()
-    res = runner.invoke(fit.fit, ["--db", str(tmp_path / "r.db"), "--study", "quick",
+    res = runner.invoke(fit_cmd, ["--db", str(tmp_path / "r.db"), "--study", "quick",
                                   "--json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
@@ -209,14 +210,14 @@ def test_fit_command_json_and_table(tmp_path):
     assert {"term", "coef", "std_err", "t", "p", "ci_low", "ci_high", "meaning",
             "factor"} <= set(m["coefs"][0])
     assert doc["selection"]["algorithms"] == ["linear"]
-    res = runner.invoke(fit.fit, ["--db", str(tmp_path / "r.db"), "--model", "seed-log",
+    res = runner.invoke(fit_cmd, ["--db", str(tmp_path / "r.db"), "--model", "seed-log",
                                   "--formula", "latency ~ processes", "--np-range", "2..10"],
                         env={"COLUMNS": "160"})
     assert res.exit_code == 0, res.output
     for text in ("coef", "std err", "P>|t|", "[0.025", "0.975]", "R² (uncentered)",
                  "Adj. R²", "AIC", "No. Observations", "one more process multiplies latency"):
         assert text in res.output
-    res = runner.invoke(fit.fit, ["--db", str(tmp_path / "r.db"), "--formula", "latency ~ x"])
+    res = runner.invoke(fit_cmd, ["--db", str(tmp_path / "r.db"), "--formula", "latency ~ x"])
     assert res.exit_code == 2 and "cannot fit" in res.output
 
 

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from colltune import heat
+from colltune.cli import heat as heat_cmd
 
 MASK = (1 << 64) - 1
 T_RANGE, K_RANGE = 100.0, 0.25
@@ -296,7 +297,7 @@ def test_bad_program_arguments_and_files(ompi_build, tmp_path):
 
 
 def test_cli_rejects_bad_choice():
-    res = CliRunner().invoke(heat.heat, ["--variant", "async"])
+    res = CliRunner().invoke(heat_cmd.heat, ["--variant", "async"])
     assert res.exit_code == 2 and "async" in res.output
 
 
@@ -325,7 +326,7 @@ def test_bandwidth_bound():
 
 
 def test_cli_heat_json_with_bound(ompi_build):
-    res = CliRunner().invoke(heat.heat, ["--np", "2", "--rows", "40", "--cols", "30",
+    res = CliRunner().invoke(heat_cmd.heat, ["--np", "2", "--rows", "40", "--cols", "30",
                                          "--iterations", "10", "--report-interval", "5",
                                          "--stream-gbs", "12", "--format", "json"])
     assert res.exit_code == 0, res.output
@@ -336,14 +337,14 @@ def test_cli_heat_json_with_bound(ompi_build):
 
 
 def test_cli_heat_and_stream_tables(ompi_build):
-    res = CliRunner().invoke(heat.heat, ["--np", "2", "--rows", "40", "--cols", "30",
+    res = CliRunner().invoke(heat_cmd.heat, ["--np", "2", "--rows", "40", "--cols", "30",
                                          "--iterations", "10", "--stream", "--stream-elements", "256K",
                                          "--decomp", "2d"],
                              env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
     for text in ("GFLOP/s", "halo exchange", "collectives", "fraction of bound", "STREAM triad"):
         assert text in res.output
-    res = CliRunner().invoke(heat.stream, ["--elements", "256K", "--reps", "2"],
+    res = CliRunner().invoke(heat_cmd.stream, ["--elements", "256K", "--reps", "2"],
                              env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
     assert "GB/s" in res.output

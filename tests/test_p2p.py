@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from colltune import p2p
+from colltune.cli import p2p as p2p_cmd
 
 PINGPONG_FIELDS = {"kind", "np", "size", "min_us", "median_us", "mean_us", "max_us",
                    "stddev_us", "bandwidth_MBps", "iterations", "reps", "persistent", "mpi"}
@@ -103,14 +104,14 @@ def test_probe_np4_with_baseline(ompi_build):
 
 def test_cli_pingpong_json_and_table(ompi_build):
     runner = CliRunner()
-    res = runner.invoke(p2p.pingpong, ["--sizes", "8,4K", "--iterations", "20", "--reps", "2",
+    res = runner.invoke(p2p_cmd.pingpong, ["--sizes", "8,4K", "--iterations", "20", "--reps", "2",
                                        "--format", "json"])
     assert res.exit_code == 0, res.output
     recs = json.loads(res.stdout)
     assert [r["size"] for r in recs] == [8, 4096]
     assert all(r["kind"] == "pingpong" and r["np"] == 2 for r in recs)
 
-    res = runner.invoke(p2p.pingpong, ["--sizes", "1K", "--iterations", "10", "--reps", "1",
+    res = runner.invoke(p2p_cmd.pingpong, ["--sizes", "1K", "--iterations", "10", "--reps", "1",
                                        "--mode", "ring", "--np", "3", "--no-persistent"])
     assert res.exit_code == 0, res.output
     assert "ring, 3 processes" in res.stdout and "1K" in res.stdout
@@ -118,7 +119,7 @@ def test_cli_pingpong_json_and_table(ompi_build):
 
 def test_cli_pingpong_csv_written_atomically(ompi_build, tmp_path):
     out = tmp_path / "sub" / "pp.csv"
-    res = CliRunner().invoke(p2p.pingpong, ["--sizes", "8..32", "--iterations", "10",
+    res = CliRunner().invoke(p2p_cmd.pingpong, ["--sizes", "8..32", "--iterations", "10",
                                             "--reps", "1", "--format", "csv", "-o", str(out)])
     assert res.exit_code == 0, res.output
     rows = list(csv.DictReader(out.open()))
@@ -128,21 +129,21 @@ def test_cli_pingpong_csv_written_atomically(ompi_build, tmp_path):
 
 
 def test_cli_pingpong_np1_is_an_error():
-    res = CliRunner().invoke(p2p.pingpong, ["--np", "1"])
+    res = CliRunner().invoke(p2p_cmd.pingpong, ["--np", "1"])
     assert res.exit_code == 2
     assert "at least 2 processes" in res.output
 
 
 def test_cli_probe_csv_and_json(ompi_build):
     runner = CliRunner()
-    res = runner.invoke(p2p.probe, ["--np", "2", "--iterations", "50", "--seed", "7",
+    res = runner.invoke(p2p_cmd.probe, ["--np", "2", "--iterations", "50", "--seed", "7",
                                     "--format", "csv"])
     assert res.exit_code == 0, res.output
     rows = list(csv.DictReader(res.stdout.splitlines()))
     assert len(rows) == 1 and rows[0]["kind"] == "probe" and rows[0]["seed"] == "7"
     assert float(rows[0]["load_index"]) >= 1.0
 
-    res = runner.invoke(p2p.probe, ["--np", "2", "--iterations", "50", "--size", "1K",
+    res = runner.invoke(p2p_cmd.probe, ["--np", "2", "--iterations", "50", "--size", "1K",
                                     "--baseline-us", "10", "--format", "json"])
     assert res.exit_code == 0, res.output
     (rec,) = json.loads(res.stdout)

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from colltune import plot as pl
+from colltune.cli.plot import plot as plot_cmd
 
 
 def synthetic(colls=("bcast", "reduce"), algos=("native", "linear", "binomial", "chain"),
@@ -144,10 +145,10 @@ def test_plot_command_from_a_database(tmp_path):
                         ("mapping", []), ("speedup", []), ("best-map", ["--mapping", "socket"]),
                         ("surface", ["--surface-algo", "chain"])):
         out = tmp_path / f"{kind}.svg"
-        res = runner.invoke(pl.plot, ["--db", str(db), "--coll", "reduce", "--kind", kind,
+        res = runner.invoke(plot_cmd, ["--db", str(db), "--coll", "reduce", "--kind", kind,
                                       "-o", str(out), *extra])
         assert res.exit_code == 0, res.output
         assert out.read_bytes().startswith(b"<?xml") and "wrote" in res.output
-    res = runner.invoke(pl.plot, ["--db", str(db), "--kind", "vs-size", "-o",
+    res = runner.invoke(plot_cmd, ["--db", str(db), "--kind", "vs-size", "-o",
                                   str(tmp_path / "x.png")])
     assert res.exit_code == 2 and "--coll" in res.output

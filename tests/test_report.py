@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from colltune import costmodel as cm
 from colltune import plot as pl
 from colltune import report as rp
+from colltune.cli.report import report as report_cmd
 from colltune.files import write_atomic
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "report"
@@ -193,7 +194,7 @@ def test_report_command(tmp_path, ompi_build):
 
     pp.write_text(json.dumps(pingpong()))
     out = tmp_path / "out" / "r.html"
-    res = CliRunner().invoke(rp.report, ["--db", str(db), "--study", "quick", "-o", str(out),
+    res = CliRunner().invoke(report_cmd, ["--db", str(db), "--study", "quick", "-o", str(out),
                                          "--pingpong-json", str(pp), "--gamma", "1e-10",
                                          "--dpi", "60"])
     assert res.exit_code == 0, res.output
@@ -201,7 +202,7 @@ def test_report_command(tmp_path, ompi_build):
     text = out.read_text()
     assert "ping-pong file" in text and "0.1 ns/B" in text
     assert text.count("<img ") >= 12
-    res = CliRunner().invoke(rp.report, ["--db", str(db), "--study", "nope", "-o", str(out)])
+    res = CliRunner().invoke(report_cmd, ["--db", str(db), "--study", "nope", "-o", str(out)])
     assert res.exit_code == 2
 
 

@@ -35,7 +35,7 @@ warmup = 2
 
 
 def run_sweep(*args, timeout=300, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "colltune.sweep", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "colltune", "sweep", *map(str, args)],
                           capture_output=True, text=True, timeout=timeout, cwd=cwd,
                           env=dict(os.environ, COLUMNS="200"))
 
@@ -104,7 +104,7 @@ def test_resume_after_a_killed_sweep(tmp_path):
     f.write_text(TINY.replace("repetitions = 2", "repetitions = 3").replace(
         "iterations = 20", "iterations = 400"))
     dbp = tmp_path / "r.db"
-    cmd = [sys.executable, "-m", "colltune.sweep", str(f), "--db", str(dbp), "--seed", "3"]
+    cmd = [sys.executable, "-m", "colltune", "sweep", str(f), "--db", str(dbp), "--seed", "3"]
     # Ctrl-C after the first stored launch: the run is marked interrupted
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert _wait_for(lambda: _units(dbp) >= 1)
@@ -213,7 +213,7 @@ def test_dry_run_and_sbatch_script(tmp_path):
                  "#SBATCH --ntasks=3", "#SBATCH --time=00:30:00", "#SBATCH --partition=debug",
                  "#SBATCH --signal=B:INT@120"):
         assert line in text
-    assert f"-m colltune.sweep {f} --launcher slurm --db {dbp}" in text
+    assert f"-m colltune sweep {f} --launcher slurm --db {dbp}" in text
     assert os.access(script, os.X_OK)
 
 
@@ -502,6 +502,7 @@ def test_heat_study_end_to_end_with_report_section(tmp_path, ompi_build):
     from click.testing import CliRunner
 
     from colltune import db, report, study as study_mod, sweep as sweep_mod
+    from colltune.cli.report import report as report_cmd
 
     st = study_mod.loads(HEAT_STUDY)
     plan = sweep_mod.make_plan(st, ompi_build, seed=7)
@@ -535,7 +536,7 @@ def test_heat_study_end_to_end_with_report_section(tmp_path, ompi_build):
     assert (g["bound_gflops"] - g["np"].map(bw) / 24 * 8).abs().max() < 1e-9
     assert (g["of_bound"] - g["gflops"] / g["bound_gflops"]).abs().max() < 1e-12
     out = tmp_path / "h.html"
-    res = CliRunner().invoke(report.report, ["--db", str(dbp), "--study", "heattiny",
+    res = CliRunner().invoke(report_cmd, ["--db", str(dbp), "--study", "heattiny",
                                              "-o", str(out), "--no-measure"])
     assert res.exit_code == 0, res.output
     html = out.read_text()

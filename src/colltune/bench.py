@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 from . import launch
 from .build import Build
+from .errors import ColltuneError
 
 
-class BenchError(RuntimeError):
+class BenchError(ColltuneError, RuntimeError):
     pass
 
 
@@ -32,6 +33,20 @@ class BenchSpec:
     raw: bool = False                 # records carry "samples_us"
     align: int | None = None          # buffer alignment in bytes; None: the page size
                                       # (the driver's default, as OSU); 0 or 1: plain malloc
+
+
+def split_specs(text: str) -> list[str]:
+    """'chain:segsize=8192,fanout=4,binomial' -> ['chain:segsize=8192,fanout=4', 'binomial']:
+    a token with '=' but no ':' continues the previous spec."""
+    specs: list[str] = []
+    for tok in (t.strip() for t in text.split(",")):
+        if not tok:
+            continue
+        if "=" in tok and ":" not in tok and specs:
+            specs[-1] += "," + tok
+        else:
+            specs.append(tok)
+    return specs
 
 
 def resolve_timing(timing: str, np: int) -> str:

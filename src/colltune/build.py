@@ -10,6 +10,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import ColltuneError
 from .mpi import MPI
 from .paths import cache_dir, native_dir
 
@@ -17,7 +18,7 @@ PROGRAMS = ("colltune-verify", "colltune-bench", "colltune-selftest", "colltune-
             "colltune-probe", "colltune-heat", "colltune-stream")
 
 
-class BuildError(RuntimeError):
+class BuildError(ColltuneError, RuntimeError):
     """The native part did not build; the message carries the compiler output."""
 
 
@@ -76,3 +77,17 @@ def build(mpi: MPI, force: bool = False, verbose: bool = False) -> Build:
         "sources_mtime": _sources_stamp(src),
     }))
     return Build(mpi, out)
+
+
+def build_for(mpi_spec: str | None = None, force: bool = False, verbose: bool = False,
+              auto_install: bool = True) -> Build:
+    """Find the MPI library an `--mpi` value names (installing it if needed) and build the
+    native part against it: what every command that runs MPI does first. Raises MPIError
+    or BuildError (both ColltuneError) with a message for the user."""
+    from . import mpi as mpi_mod
+
+    mpi = mpi_mod.find(mpi_spec, auto_install=auto_install)
+    try:
+        return build(mpi, force=force, verbose=verbose)
+    except FileNotFoundError as exc:
+        raise BuildError(str(exc)) from exc

@@ -32,11 +32,9 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-import click
-
-from .console import stdout_console
-from .fit import FitError, LazyModule, _json_clean, load_selection, select_options
 from .db import open_reader
+from .errors import ColltuneError
+from .fit import LazyModule, _json_clean
 from .units import fmt_size, parse_sizes
 
 VARIABLES = frozenset("abgpnsk")
@@ -54,7 +52,7 @@ class FormulaError(ValueError):
     """A cost formula is not in the allowed language or cannot be evaluated."""
 
 
-class CostModelError(RuntimeError):
+class CostModelError(ColltuneError, RuntimeError):
     """Not enough data or no way to measure a parameter; the message says which."""
 
 
@@ -192,9 +190,9 @@ def algorithm_dicts(algos) -> dict[tuple[str, str], dict]:
 def registry_algorithms(mpi_spec: str | None = None) -> dict[tuple[str, str], dict]:
     """The registry of the native build (builds it on first use)."""
     from . import registry
-    from .cli import _build
+    from .build import build_for
 
-    return algorithm_dicts(registry.algorithms(_build(mpi_spec)))
+    return algorithm_dicts(registry.algorithms(build_for(mpi_spec)))
 
 
 def parse_params(text) -> dict[str, str]:
@@ -932,78 +930,3 @@ def model_json(result: dict) -> dict:
             "by_algorithm": _frame_json(result["by_algorithm"]),
             "selection": _frame_json(result["selection"]),
             "points": _frame_json(result["points"])}
-
-
-@click.command("model")
-@select_options
-@click.option("--pingpong-json", type=click.Path(exists=True, dir_okay=False),
-              help="Ping-pong records (`colltune pingpong --format json -o FILE`) for α, β. "
-                   "Without it: the database's ping-pong records, else measured now.")
-@click.option("--np", "measure_np", default=2, show_default=True, type=click.IntRange(min=2),
-              help="Processes of the ping-pong measured now.")
-@click.option("--alpha", type=float, help="α in seconds (skips the ping-pong).")
-@click.option("--beta", type=float, help="β in seconds per byte (skips the ping-pong).")
-@click.option("--gamma", "gamma_opt", default="auto", show_default=True,
-              help="γ: 'measure' (MPI_Reduce_local timed on 1 process), 'db' "
-                   "((Reduce − Bcast)/n at np 2), 'auto' (measure, else db), or seconds/byte.")
-@click.option("--mpi", "mpi_spec", help="MPI library for the registry and measurements.")
-@click.option("--algorithms-json", type=click.Path(exists=True, dir_okay=False),
-              help="The registry as `colltune algorithms --json` prints it; with α, β and γ "
-                   "given (or from files/the database) no MPI build is needed.")
-@click.option("--points", is_flag=True, help="Also print every predicted vs measured point.")
-@click.option("--json", "as_json", is_flag=True, help="Everything machine-readable.")
-@click.option("--include-oversubscribed", is_flag=True,
-              help="Also compare points measured with more processes than cores (left out "
-                   "by default: the formulas assume a core per process).")
-def model(db_path, study, coll, algo, mapping, np_range, size_range, pingpong_json, measure_np,
-          alpha, beta, gamma_opt, mpi_spec, algorithms_json, points, as_json,
-          include_oversubscribed) -> None:
-    """Hockney α–β–γ fitted on this machine; every algorithm's cost formula against the
-    measurements: error per point and collective, and the model's choice against the
-    measured best."""
-    from .cli import _build, _fail
-
-    try:
-        df = load_selection(db_path, study, coll, algo, mapping, np_range, size_range)
-    except FitError as exc:
-        _fail(str(exc))
-    gamma = None
-    if gamma_opt not in ("auto", "measure", "db"):
-        try:
-            gamma = float(gamma_opt)
-        except ValueError:
-            _fail(f"--gamma '{gamma_opt}': measure, db, auto or a number (s/byte)")
-    offline = algorithms_json is not None and (
-        (alpha is not None and beta is not None) or pingpong_json is not None
-        or load_pingpong_from_db(db_path) is not None) and (
-        gamma is not None or gamma_opt == "db")
-    b = None if offline else _build(mpi_spec)
-    if algorithms_json is not None:
-        try:
-            algos = algorithm_dicts(algorithms_json)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            _fail(f"--algorithms-json {algorithms_json}: {exc}")
-    else:
-        from . import registry
-
-        algos = algorithm_dicts(registry.algorithms(b))
-    notes: list[str] = []
-    try:
-        params = resolve_params(df, pingpong=pingpong_json, alpha=alpha, beta=beta, gamma=gamma,
-                                gamma_mode=gamma_opt if gamma is None else "auto", build=b,
-                                db_path=db_path, measure_np=measure_np, notes=notes)
-    except CostModelError as exc:
-        _fail(str(exc))
-    except Exception as exc:  # a ping-pong failure (P2PError) and the like
-        _fail(f"cannot determine α, β, γ: {exc}")
-    result = run_model(df, algos, params, include_oversubscribed)
-    notes += result["model_notes"]
-    if as_json:
-        doc = model_json(result)
-        doc["notes"] = notes
-        click.echo(json.dumps(doc, indent=2))
-        return
-    out = stdout_console()
-    print_model(out, result, points)
-    for n in notes:
-        out.print(f"note: {n}", highlight=False)

@@ -33,12 +33,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+from .errors import ColltuneError
+
 DEFAULT_NAME = "colltune.db"
 DB_HELP = (f"Results database (SQLite file). Default: $COLLTUNE_DB, else ./{DEFAULT_NAME} "
            "in the working directory.")
 
 
-class DBError(RuntimeError):
+class DBError(ColltuneError, RuntimeError):
     """The database cannot be opened, is too new, or is not a colltune database."""
 
 

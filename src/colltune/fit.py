@@ -33,15 +33,12 @@ import json
 import math
 import re
 import sqlite3
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import click
-
-from .console import stdout_console
 from .db import open_reader
-from .units import fmt_size, parse_size
+from .errors import ColltuneError
+from .units import parse_size
 
 
 class LazyModule:
@@ -87,7 +84,7 @@ def formula_env() -> dict:
             "exp": np.exp}
 
 
-class FitError(RuntimeError):
+class FitError(ColltuneError, RuntimeError):
     """The data or the formula do not allow a fit; the message says why."""
 
 
@@ -650,39 +647,13 @@ def fits_to_json(results: list[FitResult], selection: dict, stat: str) -> dict:
             "models": [r.to_dict() for r in results]}
 
 
-# ---------------------------------------------------------------------------- command
+# ---------------------------------------------------------------------------- selection
 
 def default_db() -> Path:
     """The results database the other commands use by default (db.py)."""
     from .db import default_path
 
     return default_path()
-
-
-def _fail(msg: str):
-    from rich.console import Console
-
-    Console(stderr=True).print(f"[bold red]error:[/] {msg}", highlight=False)
-    sys.exit(2)
-
-
-SELECT_OPTIONS = [
-    click.option("--db", "db_path", default=lambda: str(default_db()), show_default="$COLLTUNE_DB "
-                 "or ./colltune.db", type=click.Path(dir_okay=False),
-                 help="Results database (SQLite)."),
-    click.option("--study", help="Only this study."),
-    click.option("--coll", help="Only this collective (comma-separated for several)."),
-    click.option("--algo", help="Only these algorithms (comma-separated)."),
-    click.option("--mapping", help="Only this mapping (comma-separated for several)."),
-    click.option("--np-range", help="Process counts a..b (inclusive; an end may be left out)."),
-    click.option("--size-range", help="Sizes a..b in bytes, 1K/1M suffixes (e.g. 8..1M)."),
-]
-
-
-def select_options(f):
-    for opt in reversed(SELECT_OPTIONS):
-        f = opt(f)
-    return f
 
 
 def load_selection(db_path, study, coll, algo, mapping, np_range, size_range) -> pd.DataFrame:
@@ -694,61 +665,3 @@ def load_selection(db_path, study, coll, algo, mapping, np_range, size_range) ->
     if df.empty:
         raise FitError("the selection holds no measurements")
     return df
-
-
-@click.command()
-@select_options
-@click.option("--formula", "formulas", multiple=True,
-              help="statsmodels/patsy formula, e.g. 'np.log2(latency) ~ processes + "
-                   "np.log2(size)'; repeatable. Columns: latency (µs), processes, size, "
-                   "log2_latency, log2_size, nodes, ppn, mapping, algorithm, ...")
-@click.option("--model", "models", multiple=True,
-              type=click.Choice(list(SEED_MODELS) + ["seed"]),
-              help="Built-in model (repeatable); 'seed' = both seed models (the default "
-                   "without --formula).")
-@click.option("--stat", default="median_us", show_default=True, type=click.Choice(STATS),
-              help="Statistic used as latency.")
-@click.option("--by", help="Fit each model per group of these columns, e.g. algorithm,mapping.")
-@click.option("--json", "as_json", is_flag=True, help="Everything machine-readable.")
-def fit(db_path, study, coll, algo, mapping, np_range, size_range, formulas, models, stat, by,
-        as_json) -> None:
-    """Regression models (OLS) of latency over a selection of measurements.
-
-    Without --formula/--model it fits the seed report's two models:
-    latency ~ 0 + processes + size, and log2_latency ~ 0 + processes + log2_size.
-    """
-    out = stdout_console()
-    try:
-        df = load_selection(db_path, study, coll, algo, mapping, np_range, size_range)
-        chosen: list[tuple[str, str]] = [resolve_formula(f) for f in formulas]
-        names = list(models) or ([] if formulas else ["seed"])
-        for name in names:
-            for m in (list(SEED_MODELS) if name == "seed" else [name]):
-                chosen.append(resolve_formula(model=m))
-        by_cols = [c.strip() for c in by.split(",") if c.strip()] if by else None
-        results = fit_selection(df, chosen, by_cols, stat)
-    except FitError as exc:
-        _fail(str(exc))
-    sel = describe_selection(df)
-    cols = {"studies": "study", "collectives": "collective", "algorithms": "algorithm",
-            "mappings": "mapping"}
-    mixed = [f"{len(sel[k])} {k}" for k, c in cols.items()
-             if len(sel[k]) > 1 and c not in (by_cols or [])]
-    warn = (f"the selection pools {', '.join(mixed)} into one model: narrow it with "
-            "--study/--coll/--algo/--mapping or fit per group with --by") if mixed else None
-    if as_json:
-        doc = fits_to_json(results, sel, stat)
-        if warn:
-            doc["warning"] = warn
-        click.echo(json.dumps(doc, indent=2))
-        return
-    out.print(f"selection: {sel['rows']} rows; collectives {', '.join(sel['collectives'])}; "
-              f"algorithms {', '.join(sel['algorithms'])}"
-              + (f"; mappings {', '.join(sel['mappings'])}" if sel["mappings"] else "")
-              + f"; np {sel['np'][0]}..{sel['np'][1]}; size {fmt_size(sel['size'][0])}.."
-              f"{fmt_size(sel['size'][1])}; latency = {stat}", highlight=False)
-    if warn:
-        out.print(f"[yellow]warning:[/] {warn}", highlight=False)
-    out.print()
-    for r in results:
-        print_result(out, r)

@@ -40,6 +40,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import ColltuneError
 from .mpi import MPI
 
 LAUNCHERS = ("local", "hostfile", "slurm")
@@ -47,7 +48,7 @@ MAPPINGS = ("core", "socket", "node")
 ORDERS = ("seq", "rr")
 
 
-class LaunchError(ValueError):
+class LaunchError(ColltuneError, ValueError):
     """A placement cannot be launched as asked (no allocation, bad hostfile, ...)."""
 
 

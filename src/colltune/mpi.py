@@ -20,12 +20,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import ColltuneError
 from .paths import cache_dir
 
 KINDS = ("openmpi", "mpich")
 
 
-class MPIError(RuntimeError):
+class MPIError(ColltuneError, RuntimeError):
     """An MPI library could not be found, installed or identified."""
 
 

@@ -1,8 +1,8 @@
 """Point-to-point measurements: ping-pong / ring latency and bandwidth, the network probe.
 
 Launches `colltune-pingpong` and `colltune-probe` (native/tools/pingpong.c, probe.c)
-and formats their JSON records. The click commands `pingpong` and `probe` are
-registered on the `colltune` group in cli.py. See docs/point-to-point.md.
+and formats their JSON records. The commands `pingpong` and `probe` are in
+cli/p2p.py. See docs/point-to-point.md.
 """
 
 from __future__ import annotations
@@ -14,15 +14,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import click
 from rich.table import Table
 
 from . import launch
 from .build import Build
-from .files import write_atomic
-from .units import fmt_size, parse_size, parse_sizes
+from .errors import ColltuneError
+from .units import fmt_size
 
-MPI_HELP = "MPI library: openmpi (default), mpich, or a path to a prefix/bin dir/mpicc"
 MODES = ("pingpong", "ring")
 
 PINGPONG_FIELDS = ["kind", "np", "participants", "size", "min_us", "median_us", "mean_us",
@@ -33,7 +31,7 @@ PROBE_FIELDS = ["kind", "np", "size", "iterations", "warmup", "samples", "min_us
                 "load_basis", "baseline_us", "seed", "mpi", "host", "command"]
 
 
-class P2PError(RuntimeError):
+class P2PError(ColltuneError, RuntimeError):
     """A point-to-point measurement could not run or its output made no sense."""
 
 
@@ -177,122 +175,3 @@ def _render(records: list[dict], fmt: str, fields: list[str]) -> str:
             w.writerow({k: _csv_cell(r.get(k)) for k in fields})
         return buf.getvalue()
     return json.dumps(records, indent=2) + "\n"
-
-
-def _emit_text(text: str, output: str | None) -> None:
-    if output:
-        write_atomic(Path(output), text)
-    else:
-        click.echo(text, nl=False)
-
-
-def _notes(notes: list[str]) -> None:
-    from .cli import err
-
-    if notes:
-        err.print("note: " + "; ".join(notes), highlight=False)
-
-
-# ---------------------------------------------------------------------------- commands
-
-FORMAT_OPT = click.option("--format", "fmt", default="table", show_default=True,
-                          type=click.Choice(["table", "csv", "json"]))
-OUTPUT_OPT = click.option("-o", "--output",
-                          help="Write csv/json here (atomically) instead of stdout.")
-
-
-@click.command()
-@click.option("--mpi", "mpi_spec", help=MPI_HELP)
-@click.option("--np", "np", default=2, show_default=True, type=int,
-              help="Processes; the ping-pong uses ranks 0 and 1, the ring all of them.")
-@click.option("--sizes", default="1..1M", show_default=True,
-              help="Bytes: list (8,64K,1M) or power-of-two range (1..1M).")
-@click.option("--mode", default="pingpong", show_default=True, type=click.Choice(MODES),
-              help="pingpong: 0 <-> 1; ring: a token goes 0 -> 1 -> ... -> N-1 -> 0.")
-@click.option("--iterations", type=click.IntRange(min=1),
-              help="Timed round trips per repetition (default 1000, 100 above 8K).")
-@click.option("--warmup", type=click.IntRange(min=0),
-              help="Untimed round trips first (default iterations/10, at least 1).")
-@click.option("--reps", default=5, show_default=True, type=click.IntRange(min=1),
-              help="Repetitions; min/median/mean/max are over them.")
-@click.option("--persistent/--no-persistent", default=True, show_default=True,
-              help="Persistent requests (MPI_Send_init/MPI_Recv_init + MPI_Start/MPI_Wait) "
-                   "or plain MPI_Send/MPI_Recv.")
-@click.option("--timeout", default=600.0, show_default=True, help="Seconds before giving up.")
-@FORMAT_OPT
-@OUTPUT_OPT
-def pingpong(mpi_spec, np, sizes, mode, iterations, warmup, reps, persistent, timeout, fmt,
-             output) -> None:
-    """Point-to-point latency (one-way = RTT/2) and bandwidth, ping-pong or ring."""
-    from .cli import _build, _fail, out
-
-    if fmt == "table" and output:
-        _fail("-o/--output writes csv or json: add --format csv or --format json")
-    try:
-        size_list = parse_sizes(sizes)
-        _check_np(mode, np)
-    except (ValueError, P2PError) as exc:
-        _fail(str(exc))
-    b = _build(mpi_spec)
-    spec = PingpongSpec(np, tuple(size_list), mode, iterations, warmup, reps, persistent)
-    try:
-        records, notes = run_pingpong(b, spec, timeout=timeout)
-    except P2PError as exc:
-        _fail(str(exc))
-    _notes(notes)
-    if fmt == "table":
-        how = "persistent requests" if persistent else "MPI_Send/MPI_Recv"
-        what = ("one-way latency = RTT/2" if mode == "pingpong"
-                else f"per-hop latency = round time/{np}")
-        out.print(pingpong_table(records, f"{mode}, {np} processes, {what}, {how}"))
-        out.print(f"{b.mpi.banner}; MB/s = size / median one-way time, 1 MB = 10^6 bytes",
-                  highlight=False)
-        return
-    _emit_text(_render(records, fmt, PINGPONG_FIELDS), output)
-
-
-@click.command()
-@click.option("--mpi", "mpi_spec", help=MPI_HELP)
-@click.option("--np", "np", default=4, show_default=True, type=int,
-              help="Processes, paired at random each iteration (odd: one sits out).")
-@click.option("--size", default="4K", show_default=True, help="Bytes each partner sends.")
-@click.option("--iterations", default=1000, show_default=True, type=click.IntRange(min=1),
-              help="Timed exchanges, each with a fresh random pairing.")
-@click.option("--warmup", type=click.IntRange(min=0), help="Untimed exchanges first (default 10).")
-@click.option("--seed", type=click.IntRange(min=0, max=2**64 - 1),
-              help="Seed of the pairings (default: chosen at random and reported).")
-@click.option("--baseline-us", type=click.FloatRange(min=0, min_open=True),
-              help="Median exchange time of a quiet system (µs): load index = median / this. "
-                   "Without it: median / this run's minimum.")
-@click.option("--timeout", default=600.0, show_default=True, help="Seconds before giving up.")
-@FORMAT_OPT
-@OUTPUT_OPT
-def probe(mpi_spec, np, size, iterations, warmup, seed, baseline_us, timeout, fmt,
-          output) -> None:
-    """Network probe: random pairwise exchanges, latency distribution and a load index."""
-    from .cli import _build, _fail, out
-
-    if fmt == "table" and output:
-        _fail("-o/--output writes csv or json: add --format csv or --format json")
-    try:
-        nbytes = parse_size(size)
-        _check_np("probe", np)
-    except (ValueError, P2PError) as exc:
-        _fail(str(exc))
-    b = _build(mpi_spec)
-    spec = ProbeSpec(np, nbytes, iterations, warmup, seed, baseline_us)
-    try:
-        rec, notes = run_probe(b, spec, timeout=timeout)
-    except P2PError as exc:
-        _fail(str(exc))
-    _notes(notes)
-    if fmt == "table":
-        out.print(probe_table(rec, f"probe, {np} processes, exchange time per rank and "
-                                   f"iteration, {b.mpi.banner}"))
-        if rec.get("load_basis") == "baseline":
-            expl = f"load index = median / baseline {rec['baseline_us']:.2f} µs"
-        else:
-            expl = "load index = median / min of this run (pass --baseline-us for a fixed reference)"
-        out.print(expl, highlight=False)
-        return
-    _emit_text(_render([rec], fmt, PROBE_FIELDS), output)

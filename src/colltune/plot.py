@@ -28,11 +28,10 @@ from io import BytesIO
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import click
-
+from .errors import ColltuneError
 from .files import write_atomic
-from .fit import FitError, LazyModule, load_selection, select_options
-from .units import fmt_size, parse_size
+from .fit import FitError, LazyModule
+from .units import fmt_size
 
 
 def _agg() -> None:
@@ -77,7 +76,7 @@ _STYLES = ("-", "--", ":", "-.")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
-class PlotError(RuntimeError):
+class PlotError(ColltuneError, RuntimeError):
     """The selection cannot make the figure asked for; the message says why."""
 
 
@@ -650,48 +649,3 @@ def save_figure(fig: Figure, path: str | Path, dpi: int = 120) -> Path:
                         f"{', '.join('.' + f for f in FORMATS)}")
     write_atomic(path, figure_bytes(fig, fmt, dpi))
     return path
-
-
-# ---------------------------------------------------------------------------- command
-
-@click.command()
-@select_options
-@click.option("--kind", required=True, type=click.Choice(KINDS), help="Which figure.")
-@click.option("-o", "--output", required=True, help="File to write: .png, .pdf or .svg.")
-@click.option("--size", "size_text", help="Size for vs-processes and mapping (default: the "
-                                          "largest measured).")
-@click.option("--np", "np_", type=int, help="Processes for vs-size, speedup (default: the "
-                                            "largest measured).")
-@click.option("--surface-algo", help="Algorithm of the surface (default: native, else the "
-                                     "one with most points).")
-@click.option("--band", default="minmax", show_default=True, type=click.Choice(BANDS),
-              help="Spread drawn around each line: over repetitions, min–max or 25–75 %.")
-@click.option("--baseline", default="native", show_default=True,
-              help="Algorithm the speedup and best-map compare with.")
-@click.option("--dpi", default=120, show_default=True, type=click.IntRange(50, 600))
-@click.option("--mpi", "mpi_spec", help="MPI library whose registry orders the colours.")
-def plot(db_path, study, coll, algo, mapping, np_range, size_range, kind, output, size_text,
-         np_, surface_algo, band, baseline, dpi, mpi_spec) -> None:
-    """Draw one figure of a study (PNG, PDF or SVG)."""
-    from .cli import _fail, out
-
-    try:
-        size = parse_size(size_text) if size_text else None
-    except ValueError as exc:
-        _fail(str(exc))
-    try:
-        mapping_one = mapping if mapping and "," not in mapping else None
-        df = load_selection(db_path, study, coll, algo,
-                            mapping if kind == "mapping" else mapping_one,
-                            np_range, size_range)
-        palette = Palette(algorithm_order(mpi_spec))
-        mappings = [m.strip() for m in mapping.split(",")] if mapping else None
-        if kind == "mapping":
-            fig = fig_mapping(df, palette, size, band, mappings)
-        else:
-            fig = make_figure(kind, df, palette, size=size, np_=np_, mapping=mapping_one,
-                              algorithm=surface_algo, band=band, baseline=baseline)
-        path = save_figure(fig, output, dpi)
-    except (FitError, PlotError) as exc:
-        _fail(str(exc))
-    out.print(f"wrote {path}", highlight=False)

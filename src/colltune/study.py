@@ -29,6 +29,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .errors import ColltuneError
 from .launch import LAUNCHERS, MAPPINGS, ORDERS
 from .units import parse_size, parse_sizes
 
@@ -86,7 +87,7 @@ SBATCH_KEYS = {
 TOP_LEVEL = ("study", "sbatch")
 
 
-class StudyError(ValueError):
+class StudyError(ColltuneError, ValueError):
     """A study file is wrong; the message names the key and the problem."""
 
 

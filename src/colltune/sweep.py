@@ -25,29 +25,22 @@ import json
 import os
 import random
 import shlex
-import signal
 import socket
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import click
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from . import bench as bench_mod
 from . import db as db_mod
 from . import launch
-from .console import stdout_console
-from .study import Study, StudyError, fmt_ints, is_lib_spec, load, load_preset, preset_names
+from .study import Study, StudyError, fmt_ints, is_lib_spec
 from .study import HEAT, STREAM, parse_heat_spec, resolve_algorithms
-from .files import write_atomic
-from .units import fmt_size
 
 err = Console(stderr=True)
-out = stdout_console()
 
 
 # ------------------------------------------------------------------------ plan
@@ -486,7 +479,7 @@ def sbatch_script(study: Study, *, study_arg: str, db_path: Path, mpi: str | Non
     lines += [f"#SBATCH --output={name}-%j.out",
               "#SBATCH --signal=B:INT@120"]
     lines += [f"#SBATCH {o}" for o in sb.get("options", [])]
-    cmd = [python or sys.executable, "-m", "colltune.sweep", *shlex.split(study_arg),
+    cmd = [python or sys.executable, "-m", "colltune", "sweep", *shlex.split(study_arg),
            "--launcher", "slurm", "--db", str(db_path)]
     if mpi:
         cmd += ["--mpi", mpi]
@@ -504,181 +497,3 @@ def sbatch_script(study: Study, *, study_arg: str, db_path: Path, mpi: str | Non
         "",
     ]
     return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------- command
-
-
-def _fail(msg: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False)
-    sys.exit(code)
-
-
-def _load(study_file: str | None, preset: str | None) -> Study:
-    if bool(study_file) == bool(preset):
-        _fail("give a study file or --preset NAME (presets: " + ", ".join(preset_names()) + ")")
-    try:
-        return load_preset(preset) if preset else load(study_file)
-    except StudyError as exc:
-        _fail(str(exc))
-
-
-def _dry_run(plan: Plan, conn_path: Path) -> None:
-    stored: set[str] = set()
-    rnd = 1
-    if conn_path.exists():
-        try:
-            conn = db_mod.open_db(conn_path, create=False)
-            sid = db_mod.study_id(conn, plan.study.name)
-            if sid is not None:
-                rnd = db_mod.latest_round(conn, sid)
-                stored = db_mod.stored_unit_keys(conn, sid, rnd)
-            conn.close()
-        except db_mod.DBError as exc:
-            err.print(f"note: {exc}", highlight=False)
-    s = plan.study
-    t = Table(title=f"study '{s.name}': {len(plan.units)} launches "
-                    f"({len(plan.units) - len(stored & {u.key for u in plan.units})} to run, "
-                    f"seed {plan.seed}{', shuffled' if plan.shuffled else ''})",
-              title_justify="left")
-    for col in ("#", "state", "collective", "np", "nodes", "mapping", "order", "rep",
-                "algorithms", "command"):
-        t.add_column(col, overflow="fold")
-    for i, u in enumerate(plan.units, 1):
-        try:
-            ln = launch.prepare(plan.build.mpi, u.np, ["colltune-bench", "..."],
-                                extra_env=plan.env(u) or None, placement=plan.placement(u))
-            cmd, nodes = ln.shell_command, f"{ln.nodes}x{ln.ppn}"
-        except launch.LaunchError as exc:
-            cmd, nodes = f"({exc})", "?"
-        t.add_row(str(i), "stored" if u.key in stored else "to run", u.collective, str(u.np),
-                  nodes, u.mapping, u.order, str(u.repetition),
-                  u.library_spec or ",".join(u.algos), cmd)
-    out.print(t)
-    out.print(f"sizes: {', '.join(fmt_size(x) for x in s.sizes)}; processes: "
-              f"{fmt_ints(plan.processes)}; mpi: {plan.build.mpi.banner}", highlight=False)
-    for n in plan.notes:
-        out.print(f"note: {n}", highlight=False, markup=False)
-
-
-@click.command()
-@click.argument("study_file", required=False, type=click.Path(dir_okay=False))
-@click.option("--preset", help="Run a built-in study: " + ", ".join(preset_names()) + ".")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False), help=db_mod.DB_HELP)
-@click.option("--mpi", "mpi_spec", help="MPI library (overrides the study's `mpi`): openmpi, "
-              "mpich, or a path to a prefix/bin dir/mpicc.")
-@click.option("--launcher", type=click.Choice(launch.LAUNCHERS),
-              help="Override the study's launcher.")
-@click.option("--hostfile", type=click.Path(dir_okay=False),
-              help="Hostfile (implies --launcher hostfile).")
-@click.option("--dry-run", is_flag=True, help="List the launches (and which are stored) and exit.")
-@click.option("--emit-sbatch", "sbatch_file", type=click.Path(dir_okay=False),
-              help="Write a Slurm batch script that runs this sweep with srun, and exit.")
-@click.option("--shuffle/--no-shuffle", default=None,
-              help="Shuffle the launch order (default: the study's `shuffle`, true).")
-@click.option("--seed", type=int, help="Seed of the shuffle (default: the study's, else new).")
-@click.option("--new-round", is_flag=True,
-              help="Measure every launch again as a new round (e.g. another day) instead of "
-                   "resuming.")
-@click.option("--retry-failed/--skip-failed", default=True, show_default=True,
-              help="Run launches that failed before again.")
-@click.option("--list-presets", is_flag=True, help="List the built-in studies and exit.")
-def sweep(study_file, preset, db_path, mpi_spec, launcher, hostfile, dry_run, sbatch_file,
-          shuffle, seed, new_round, retry_failed, list_presets) -> None:
-    """Run a study (TOML file or --preset) into the results database.
-
-    Launches run in a shuffled order, each stored in one transaction; running the
-    same study again resumes where it stopped (finished launches are skipped).
-    A failed launch is recorded with its error output and the sweep goes on.
-    Ctrl-C stops cleanly. See docs/studies.md.
-    """
-    if list_presets:
-        for name in preset_names():
-            s = load_preset(name)
-            out.print(f"[bold]{name}[/]: {s.description}", highlight=False)
-        return
-    study = _load(study_file, preset)
-    if hostfile:
-        launcher = launcher or "hostfile"
-        if launcher != "hostfile":
-            _fail("--hostfile goes with --launcher hostfile")
-        study = dataclasses.replace(study, launcher="hostfile",
-                                    hostfile=str(Path(hostfile).resolve()))
-    elif launcher:
-        if launcher == "hostfile" and not study.hostfile:
-            _fail("--launcher hostfile needs --hostfile PATH (or `hostfile` in the study)")
-        study = dataclasses.replace(study, launcher=launcher,
-                                    hostfile=study.hostfile if launcher == "hostfile" else None)
-    dbp = Path(db_path) if db_path else db_mod.default_path()
-    if sbatch_file:
-        study_arg = (f"--preset {preset}" if preset
-                     else shlex.quote(str(Path(study_file).resolve())))
-        text = sbatch_script(study, study_arg=study_arg, db_path=dbp.resolve(),
-                             mpi=mpi_spec, workdir=Path.cwd())
-        write_atomic(Path(sbatch_file), text, executable=True)
-        err.print(f"wrote {sbatch_file}: submit with `sbatch {sbatch_file}` (results into "
-                  f"{dbp.resolve()})", highlight=False)
-        return
-    from . import mpi as mpi_mod
-    from .build import BuildError, build as do_build
-
-    try:
-        mpi = mpi_mod.find(mpi_spec or study.mpi)
-        b = do_build(mpi)
-    except (mpi_mod.MPIError, BuildError, FileNotFoundError) as exc:
-        _fail(str(exc))
-    if mpi_spec:
-        study = dataclasses.replace(study, mpi=mpi_spec)
-    try:
-        plan = make_plan(study, b, seed=seed, shuffle=shuffle)
-    except (StudyError, launch.LaunchError) as exc:
-        _fail(str(exc))
-    if dry_run:
-        _dry_run(plan, dbp)
-        return
-    if study.launcher == "slurm":
-        try:
-            launch.slurm_allocation()
-        except launch.LaunchError as exc:
-            _fail(str(exc))
-    try:
-        conn = db_mod.open_db(dbp)
-    except db_mod.DBError as exc:
-        _fail(str(exc))
-    err.print(f"sweep '{study.name}' on {b.mpi.banner}: {len(plan.units)} launches "
-              f"({', '.join(study.collectives)}; np {fmt_ints(plan.processes)}; "
-              f"{len(study.sizes)} sizes; {study.repetitions} repetitions; seed {plan.seed}) "
-              f"into {dbp}", highlight=False)
-    previous = None
-    if hasattr(signal, "SIGTERM") and _main_thread():
-        def _term(signum, frame):
-            raise KeyboardInterrupt
-        previous = signal.signal(signal.SIGTERM, _term)
-    try:
-        oc = execute(plan, conn, argv=sys.argv, new_round=new_round, retry_failed=retry_failed)
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-        conn.close()
-    msg = (f"run {oc.run_id}: {oc.done} launches stored ({oc.points} points), {oc.failed} "
-           f"failed, {oc.skipped} already stored; {oc.seconds:.1f} s")
-    if oc.status == "interrupted":
-        err.print(f"[yellow]interrupted[/]: {msg}. Run the same command again to resume.",
-                  highlight=False)
-        sys.exit(130)
-    err.print(f"[green]sweep done[/]: {msg}", highlight=False)
-    if oc.invalid:
-        err.print(f"[bold red]{oc.invalid} point(s) differed from the MPI library's result[/]",
-                  highlight=False)
-    if oc.failed or oc.invalid:
-        sys.exit(1)
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
-
-
-if __name__ == "__main__":  # pragma: no cover - python -m colltune.sweep (batch scripts)
-    sweep(prog_name="colltune sweep")

@@ -1,0 +1,204 @@
+"""`colltune bench`: latency of algorithms, interleaved in one launch per process count."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from .. import bench as bench_mod
+from .. import libalgos, registry
+from ..files import write_atomic
+from ..units import fmt_size, parse_ints, parse_sizes
+from ._common import command, MPI_HELP, build_or_fail, err, fail, out
+
+
+def _check_names(build, collective: str, specs: list[str]) -> None:
+    valid = registry.names(build, collective)
+    for spec in specs:
+        name = spec.split(":", 1)[0]
+        if name not in valid:
+            fail(f"unknown {collective} algorithm '{name}'; valid: {', '.join(valid)}")
+
+
+def _bench_cell(r: dict | None, base: dict | None, is_base: bool) -> str:
+    if not r:
+        return ""
+    if r.get("median_us") is None:
+        return "no valid sample"
+    cell = f"{r['median_us']:.2f}"
+    if base and not is_base and base.get("median_us"):
+        cell += f" ×{r['median_us'] / base['median_us']:.2f}"
+    if r.get("fallback"):
+        cell += " *"
+    return cell
+
+
+def _bench_table(records: list[dict], title: str) -> Table:
+    """One row per algorithm and a column per size when that fits, else the transpose."""
+    algos = list(dict.fromkeys(r["spec"] for r in records))
+    sizes = sorted({r["size"] for r in records})
+    by = {(r["spec"], r["size"]): r for r in records}
+    native = "native" if "native" in algos else None
+    t = Table(title=title, title_justify="left")
+    if len(sizes) <= 6 or len(sizes) < len(algos):
+        t.add_column("algorithm", overflow="fold")
+        for s in sizes:
+            t.add_column(fmt_size(s), justify="right", no_wrap=True)
+        for a in algos:
+            t.add_row(a, *(_bench_cell(by.get((a, s)), by.get((native, s)), a == native)
+                           for s in sizes))
+    else:
+        t.add_column("size", justify="right")
+        for a in algos:
+            t.add_column(a, justify="right", overflow="fold")
+        for s in sizes:
+            t.add_row(fmt_size(s), *(_bench_cell(by.get((a, s)), by.get((native, s)),
+                                                 a == native) for a in algos))
+    return t
+
+
+CSV_FIELDS = ["collective", "algorithm", "params", "spec", "np", "size", "dtype", "op", "root",
+              "iterations", "warmup", "timing", "rep_min_us", "mean_us", "median_us", "p90_us",
+              "p99_us", "rep_max_us", "stddev_us", "valid_reps", "invalid", "rank_min_us",
+              "rank_max_us", "window_us", "sleep_us", "time_budget_s", "valid", "fallback",
+              "library", "launches", "mpi", "host", "command"]
+
+
+def emit_records(records: list[dict], fmt: str, output: str | None, title: str) -> None:
+    if fmt == "table":
+        groups: dict = {}
+        for r in records:
+            groups.setdefault((r["collective"], r["np"]), []).append(r)
+        for (c, np), recs in groups.items():
+            timing = "/".join(sorted({str(r.get("timing", "osu")) for r in recs}))
+            checked = [r.get("valid") for r in recs if r.get("valid") is not None]
+            note = (f"; validated: {sum(map(bool, checked))}/{len(checked)} pass"
+                    if checked else "")
+            out.print(_bench_table(recs, f"{c}, {np} processes, median latency in µs "
+                                         f"({title}; {timing} timing; ×ratio to native{note})"))
+        if any(r.get("fallback") for r in records):
+            out.print("* a declared fallback ran: "
+                      + "; ".join(sorted({r["fallback"] for r in records if r.get("fallback")})),
+                      highlight=False)
+        text = None
+    elif fmt == "csv":
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in records:
+            w.writerow(r)
+        text = buf.getvalue()
+    else:
+        text = json.dumps(records, indent=2) + "\n"
+    if text is not None:
+        if output:
+            write_atomic(Path(output), text)
+        else:
+            click.echo(text, nl=False)
+
+
+def _run_bench(b, specs: list[bench_mod.BenchSpec]) -> list[dict]:
+    from rich.progress import Progress
+
+    records: list[dict] = []
+    host = os.uname().nodename
+    seen_np: set[int] = set()
+    with Progress(console=err, transient=True) as prog:
+        task = prog.add_task("benchmark", total=len(specs))
+        for spec in specs:
+            prog.update(task, description=f"{spec.collective} np={spec.np}")
+            try:
+                recs, notes = libalgos.run_bench(b, spec)
+            except (bench_mod.BenchError, ValueError) as exc:
+                fail(str(exc))
+            for r in recs:
+                r["host"] = host
+            if notes and spec.np not in seen_np:
+                seen_np.add(spec.np)
+                prog.console.print("note: " + "; ".join(notes), highlight=False)
+            records.extend(recs)
+            prog.advance(task)
+    return records
+
+
+@command()
+@click.option("--mpi", "mpi_spec", help=MPI_HELP)
+@click.option("--coll", required=True, type=click.Choice(registry.COLLECTIVES),
+              help="Collective to benchmark.")
+@click.option("--algo", "algos", default="native", show_default=True,
+              help="Algorithms, comma-separated, with parameters: native,binomial,chain:fanout=2; "
+                   "the MPI library's own: ompi:NAME[:k=v] (Open MPI coll/tuned), mpich:NAME; "
+                   "'all' = ours + native + the library's, 'ours', 'ompi:all', 'mpich:all'.")
+@click.option("--np", "nps", default="2", show_default=True, help="Process counts.")
+@click.option("--sizes", default="1..1M", show_default=True,
+              help="Bytes: list (8,64K,1M) or power-of-two range (1..1M).")
+@click.option("--iterations", type=int, help="Timed calls per point (default 1000, 100 > 8K).")
+@click.option("--warmup", type=int, help="Untimed calls first (default iterations/10).")
+@click.option("--reps", default=3, show_default=True, help="Repetitions, interleaved.")
+@click.option("--root", default=0, show_default=True)
+@click.option("--dtype", default="char", show_default=True,
+              type=click.Choice(["char", "int", "float", "double"]))
+@click.option("--op", default="sum", show_default=True,
+              type=click.Choice(["sum", "max", "min", "prod"]))
+@click.option("--timing", default="auto", show_default=True,
+              type=click.Choice(["auto", "osu", "window"]),
+              help="osu: each call timed, barrier between calls; window: synchronised clocks, "
+                   "one call per start window, max over ranks (ReproMPI); auto: window when "
+                   "every process has its own core, else osu.")
+@click.option("--sleep", "sleep_us", default=0.0, show_default=True,
+              type=click.FloatRange(min=0), help="Microseconds to sleep between calls (untimed).")
+@click.option("--time-budget", "time_budget", type=click.FloatRange(min=0, min_open=True),
+              help="Seconds per (size, algorithm), all repetitions; replaces --iterations.")
+@click.option("--validate", is_flag=True,
+              help="Check each point against the MPI library's collective; exit 1 on a difference.")
+@click.option("--raw", is_flag=True, help="Records include samples_us (per repetition/sample).")
+@click.option("--format", "fmt", default="table", show_default=True,
+              type=click.Choice(["table", "csv", "json"]))
+@click.option("-o", "--output", help="Write csv/json here (atomically) instead of stdout.")
+@click.option("--db", "db_path", is_flag=False, flag_value="colltune.db", default=None,
+              type=click.Path(dir_okay=False),
+              help="Also store the records in this results database (--db alone: colltune.db).")
+def bench(mpi_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dtype, op, timing,
+          sleep_us, time_budget, validate, raw, fmt, output, db_path) -> None:
+    """Latency of algorithms, interleaved in one launch per process count."""
+    b = build_or_fail(mpi_spec)
+    try:
+        size_list = parse_sizes(sizes)
+        np_list = parse_ints(nps, "--np")
+    except ValueError as exc:
+        fail(str(exc))
+    if iterations is not None and time_budget is not None:
+        fail("--iterations and --time-budget exclude each other: give one")
+    specs_list = bench_mod.split_specs(algos)
+    try:
+        specs_list = libalgos.expand_algos(b, coll, specs_list)  # all / ours / ompi:all ...
+        for s in specs_list:
+            if libalgos.is_lib_spec(s):
+                libalgos.lib_env(b.mpi, coll, s)  # validates: library, name, parameters
+    except ValueError as exc:
+        fail(str(exc))
+    _check_names(b, coll, [s for s in specs_list if not libalgos.is_lib_spec(s)])
+    specs = [bench_mod.BenchSpec(coll, specs_list, np, size_list, iterations, warmup, reps,
+                                 root, dtype, op, timing=timing, sleep_us=sleep_us,
+                                 time_budget=time_budget, validate=validate, raw=raw)
+             for np in np_list]
+    records = _run_bench(b, specs)
+    emit_records(records, fmt, output, b.mpi.banner)
+    if db_path:
+        from .. import db as db_mod
+
+        run_id = db_mod.store_bench(records, mpi=b.mpi, path=db_path, argv=sys.argv)
+        err.print(f"stored as run {run_id} in {db_path}", highlight=False)
+    failures = bench_mod.validation_failures(records)
+    if failures:
+        for r in failures:
+            err.print(f"[bold red]validation failed:[/] {r['collective']}/{r['spec']} "
+                      f"np={r['np']} size={r['size']}", highlight=False)
+        sys.exit(1)

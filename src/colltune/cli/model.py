@@ -1,0 +1,84 @@
+"""`colltune model`: Hockney α–β–γ fitted here, every algorithm's cost formula against
+the measurements."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .. import registry
+from ..costmodel import (CostModelError, algorithm_dicts, load_pingpong_from_db, model_json,
+                         print_model, resolve_params, run_model)
+from ..fit import FitError, load_selection
+from ._common import command, build_or_fail, fail, out, select_options
+
+
+@command("model")
+@select_options
+@click.option("--pingpong-json", type=click.Path(exists=True, dir_okay=False),
+              help="Ping-pong records (`colltune pingpong --format json -o FILE`) for α, β. "
+                   "Without it: the database's ping-pong records, else measured now.")
+@click.option("--np", "measure_np", default=2, show_default=True, type=click.IntRange(min=2),
+              help="Processes of the ping-pong measured now.")
+@click.option("--alpha", type=float, help="α in seconds (skips the ping-pong).")
+@click.option("--beta", type=float, help="β in seconds per byte (skips the ping-pong).")
+@click.option("--gamma", "gamma_opt", default="auto", show_default=True,
+              help="γ: 'measure' (MPI_Reduce_local timed on 1 process), 'db' "
+                   "((Reduce − Bcast)/n at np 2), 'auto' (measure, else db), or seconds/byte.")
+@click.option("--mpi", "mpi_spec", help="MPI library for the registry and measurements.")
+@click.option("--algorithms-json", type=click.Path(exists=True, dir_okay=False),
+              help="The registry as `colltune algorithms --json` prints it; with α, β and γ "
+                   "given (or from files/the database) no MPI build is needed.")
+@click.option("--points", is_flag=True, help="Also print every predicted vs measured point.")
+@click.option("--json", "as_json", is_flag=True, help="Everything machine-readable.")
+@click.option("--include-oversubscribed", is_flag=True,
+              help="Also compare points measured with more processes than cores (left out "
+                   "by default: the formulas assume a core per process).")
+def model(db_path, study, coll, algo, mapping, np_range, size_range, pingpong_json, measure_np,
+          alpha, beta, gamma_opt, mpi_spec, algorithms_json, points, as_json,
+          include_oversubscribed) -> None:
+    """Hockney α–β–γ fitted on this machine; every algorithm's cost formula against the
+    measurements: error per point and collective, and the model's choice against the
+    measured best."""
+    try:
+        df = load_selection(db_path, study, coll, algo, mapping, np_range, size_range)
+    except FitError as exc:
+        fail(str(exc))
+    gamma = None
+    if gamma_opt not in ("auto", "measure", "db"):
+        try:
+            gamma = float(gamma_opt)
+        except ValueError:
+            fail(f"--gamma '{gamma_opt}': measure, db, auto or a number (s/byte)")
+    offline = algorithms_json is not None and (
+        (alpha is not None and beta is not None) or pingpong_json is not None
+        or load_pingpong_from_db(db_path) is not None) and (
+        gamma is not None or gamma_opt == "db")
+    b = None if offline else build_or_fail(mpi_spec)
+    if algorithms_json is not None:
+        try:
+            algos = algorithm_dicts(algorithms_json)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            fail(f"--algorithms-json {algorithms_json}: {exc}")
+    else:
+        algos = algorithm_dicts(registry.algorithms(b))
+    notes: list[str] = []
+    try:
+        params = resolve_params(df, pingpong=pingpong_json, alpha=alpha, beta=beta, gamma=gamma,
+                                gamma_mode=gamma_opt if gamma is None else "auto", build=b,
+                                db_path=db_path, measure_np=measure_np, notes=notes)
+    except CostModelError as exc:
+        fail(str(exc))
+    except Exception as exc:  # a ping-pong failure (P2PError) and the like
+        fail(f"cannot determine α, β, γ: {exc}")
+    result = run_model(df, algos, params, include_oversubscribed)
+    notes += result["model_notes"]
+    if as_json:
+        doc = model_json(result)
+        doc["notes"] = notes
+        click.echo(json.dumps(doc, indent=2))
+        return
+    print_model(out, result, points)
+    for n in notes:
+        out.print(f"note: {n}", highlight=False)

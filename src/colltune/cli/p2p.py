@@ -1,0 +1,126 @@
+"""`colltune pingpong` and `colltune probe`: point-to-point latency and the network probe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..files import write_atomic
+from ..p2p import (MODES, PINGPONG_FIELDS, PROBE_FIELDS, P2PError, PingpongSpec, ProbeSpec,
+                   _check_np, _render, pingpong_table, probe_table, run_pingpong, run_probe)
+from ..units import parse_size, parse_sizes
+from ._common import command, MPI_HELP, build_or_fail, err, fail, out
+
+
+def _emit_text(text: str, output: str | None) -> None:
+    if output:
+        write_atomic(Path(output), text)
+    else:
+        click.echo(text, nl=False)
+
+
+def _notes(notes: list[str]) -> None:
+    if notes:
+        err.print("note: " + "; ".join(notes), highlight=False)
+
+
+# ---------------------------------------------------------------------------- commands
+
+FORMAT_OPT = click.option("--format", "fmt", default="table", show_default=True,
+                          type=click.Choice(["table", "csv", "json"]))
+OUTPUT_OPT = click.option("-o", "--output",
+                          help="Write csv/json here (atomically) instead of stdout.")
+
+
+@command()
+@click.option("--mpi", "mpi_spec", help=MPI_HELP)
+@click.option("--np", "np", default=2, show_default=True, type=int,
+              help="Processes; the ping-pong uses ranks 0 and 1, the ring all of them.")
+@click.option("--sizes", default="1..1M", show_default=True,
+              help="Bytes: list (8,64K,1M) or power-of-two range (1..1M).")
+@click.option("--mode", default="pingpong", show_default=True, type=click.Choice(MODES),
+              help="pingpong: 0 <-> 1; ring: a token goes 0 -> 1 -> ... -> N-1 -> 0.")
+@click.option("--iterations", type=click.IntRange(min=1),
+              help="Timed round trips per repetition (default 1000, 100 above 8K).")
+@click.option("--warmup", type=click.IntRange(min=0),
+              help="Untimed round trips first (default iterations/10, at least 1).")
+@click.option("--reps", default=5, show_default=True, type=click.IntRange(min=1),
+              help="Repetitions; min/median/mean/max are over them.")
+@click.option("--persistent/--no-persistent", default=True, show_default=True,
+              help="Persistent requests (MPI_Send_init/MPI_Recv_init + MPI_Start/MPI_Wait) "
+                   "or plain MPI_Send/MPI_Recv.")
+@click.option("--timeout", default=600.0, show_default=True, help="Seconds before giving up.")
+@FORMAT_OPT
+@OUTPUT_OPT
+def pingpong(mpi_spec, np, sizes, mode, iterations, warmup, reps, persistent, timeout, fmt,
+             output) -> None:
+    """Point-to-point latency (one-way = RTT/2) and bandwidth, ping-pong or ring."""
+    if fmt == "table" and output:
+        fail("-o/--output writes csv or json: add --format csv or --format json")
+    try:
+        size_list = parse_sizes(sizes)
+        _check_np(mode, np)
+    except (ValueError, P2PError) as exc:
+        fail(str(exc))
+    b = build_or_fail(mpi_spec)
+    spec = PingpongSpec(np, tuple(size_list), mode, iterations, warmup, reps, persistent)
+    try:
+        records, notes = run_pingpong(b, spec, timeout=timeout)
+    except P2PError as exc:
+        fail(str(exc))
+    _notes(notes)
+    if fmt == "table":
+        how = "persistent requests" if persistent else "MPI_Send/MPI_Recv"
+        what = ("one-way latency = RTT/2" if mode == "pingpong"
+                else f"per-hop latency = round time/{np}")
+        out.print(pingpong_table(records, f"{mode}, {np} processes, {what}, {how}"))
+        out.print(f"{b.mpi.banner}; MB/s = size / median one-way time, 1 MB = 10^6 bytes",
+                  highlight=False)
+        return
+    _emit_text(_render(records, fmt, PINGPONG_FIELDS), output)
+
+
+@command()
+@click.option("--mpi", "mpi_spec", help=MPI_HELP)
+@click.option("--np", "np", default=4, show_default=True, type=int,
+              help="Processes, paired at random each iteration (odd: one sits out).")
+@click.option("--size", default="4K", show_default=True, help="Bytes each partner sends.")
+@click.option("--iterations", default=1000, show_default=True, type=click.IntRange(min=1),
+              help="Timed exchanges, each with a fresh random pairing.")
+@click.option("--warmup", type=click.IntRange(min=0), help="Untimed exchanges first (default 10).")
+@click.option("--seed", type=click.IntRange(min=0, max=2**64 - 1),
+              help="Seed of the pairings (default: chosen at random and reported).")
+@click.option("--baseline-us", type=click.FloatRange(min=0, min_open=True),
+              help="Median exchange time of a quiet system (µs): load index = median / this. "
+                   "Without it: median / this run's minimum.")
+@click.option("--timeout", default=600.0, show_default=True, help="Seconds before giving up.")
+@FORMAT_OPT
+@OUTPUT_OPT
+def probe(mpi_spec, np, size, iterations, warmup, seed, baseline_us, timeout, fmt,
+          output) -> None:
+    """Network probe: random pairwise exchanges, latency distribution and a load index."""
+    if fmt == "table" and output:
+        fail("-o/--output writes csv or json: add --format csv or --format json")
+    try:
+        nbytes = parse_size(size)
+        _check_np("probe", np)
+    except (ValueError, P2PError) as exc:
+        fail(str(exc))
+    b = build_or_fail(mpi_spec)
+    spec = ProbeSpec(np, nbytes, iterations, warmup, seed, baseline_us)
+    try:
+        rec, notes = run_probe(b, spec, timeout=timeout)
+    except P2PError as exc:
+        fail(str(exc))
+    _notes(notes)
+    if fmt == "table":
+        out.print(probe_table(rec, f"probe, {np} processes, exchange time per rank and "
+                                   f"iteration, {b.mpi.banner}"))
+        if rec.get("load_basis") == "baseline":
+            expl = f"load index = median / baseline {rec['baseline_us']:.2f} µs"
+        else:
+            expl = "load index = median / min of this run (pass --baseline-us for a fixed reference)"
+        out.print(expl, highlight=False)
+        return
+    _emit_text(_render([rec], fmt, PROBE_FIELDS), output)

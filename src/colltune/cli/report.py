@@ -1,0 +1,99 @@
+"""`colltune report`: one self-contained HTML report of a study."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from .. import plot as plotmod
+from .. import registry
+from ..build import build_for
+from ..costmodel import algorithm_dicts, load_pingpong_from_db
+from ..files import write_atomic
+from ..fit import FitError, default_db, load_measurements
+from ..report import build_report, compute_model, load_runs
+from ._common import command, err, fail
+
+
+@command()
+@click.option("--db", "db_path", default=lambda: str(default_db()),
+              show_default="$COLLTUNE_DB or ./colltune.db", type=click.Path(dir_okay=False),
+              help="Results database (SQLite).")
+@click.option("--study", help="Only this study.")
+@click.option("-o", "--output", required=True, help="HTML file to write (atomically).")
+@click.option("--pingpong-json", type=click.Path(exists=True, dir_okay=False),
+              help="Ping-pong records for the cost model's α, β.")
+@click.option("--measure/--no-measure", default=None,
+              help="Measure α, β (ping-pong, 2 processes) and γ (MPI_Reduce_local) now. "
+                   "Default: when the runs were on this machine and no ping-pong data is given.")
+@click.option("--alpha", type=float, help="α in seconds.")
+@click.option("--beta", type=float, help="β in seconds per byte.")
+@click.option("--gamma", "gamma_opt", default="auto", show_default=True,
+              help="γ: measure, db, auto or seconds per byte (see `colltune model`).")
+@click.option("--surface-algo", help="Algorithm of each collective's surface (default native).")
+@click.option("--dpi", default=100, show_default=True, type=click.IntRange(50, 300),
+              help="Resolution of the embedded figures.")
+@click.option("--mpi", "mpi_spec", help="MPI library (registry, measurements).")
+@click.option("--algorithms-json", type=click.Path(exists=True, dir_okay=False),
+              help="The registry as `colltune algorithms --json` prints it (no MPI build "
+                   "needed for the cost formulas).")
+def report(db_path, study, output, pingpong_json, measure, alpha, beta, gamma_opt, surface_algo,
+           dpi, mpi_spec, algorithms_json) -> None:
+    """One self-contained HTML report of a study: provenance, figures, models, best
+    algorithms, cost model. Prints the path of the file."""
+    try:
+        df = load_measurements(db_path, study=study)
+    except FitError as exc:
+        fail(str(exc))
+    if df.empty:
+        fail("no measurements to report")
+    gamma = None
+    if gamma_opt not in ("auto", "measure", "db"):
+        try:
+            gamma = float(gamma_opt)
+        except ValueError:
+            fail(f"--gamma '{gamma_opt}': measure, db, auto or a number (s/byte)")
+    runs = load_runs(db_path, study, df)
+    build = algos = None
+    if algorithms_json is not None:
+        try:
+            algos = algorithm_dicts(algorithms_json)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            fail(f"--algorithms-json {algorithms_json}: {exc}")
+    if algos is None or measure:
+        try:
+            build = build_for(mpi_spec, auto_install=False)
+            if algos is None:
+                algos = algorithm_dicts(registry.algorithms(build))
+        except Exception as exc:  # noqa: BLE001 - a report without MPI is still a report
+            err.print(f"note: no MPI build ({exc}); the cost model "
+                      + ("cannot measure" if algos else "is left out"), highlight=False)
+    if measure is None:
+        hosts = set()
+        for frame in (runs.runs, df):
+            if "host" in frame.columns:
+                hosts |= {str(h) for h in frame["host"].dropna()}
+        measure = (pingpong_json is None and (alpha is None or beta is None)
+                   and build is not None and os.uname().nodename in hosts
+                   and load_pingpong_from_db(db_path) is None)
+    if (df["collective"] == "heat").all():
+        measure = False  # no collective to model
+    err.print("building the report" + (" (measuring α, β, γ first)" if measure else ""),
+              highlight=False)
+    coll_df = df[df["collective"] != "heat"]
+    if coll_df.empty:  # a study of the heat application only: no collective cost model
+        model, note = None, "no collective measurements in this study"
+    else:
+        model, note = compute_model(coll_df, db_path=db_path, algos=algos, build=build,
+                                    pingpong=pingpong_json, alpha=alpha, beta=beta,
+                                    gamma=gamma, gamma_mode=gamma_opt if gamma is None else "auto",
+                                    measure=measure)
+    palette = plotmod.Palette(plotmod.algorithm_order(mpi_spec))
+    text, parts = build_report(df, runs=runs, db_path=db_path, study=study, palette=palette,
+                               model=model, model_note=note, dpi=dpi, surface_algo=surface_algo)
+    path = Path(output)
+    write_atomic(path, text)
+    err.print(f"{len(parts.figures)} figures, {len(text) / 1e6:.1f} MB", highlight=False)
+    click.echo(str(path.resolve()))

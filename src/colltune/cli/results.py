@@ -1,0 +1,153 @@
+"""`colltune results` and `colltune export`: read the results database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .. import db as db_mod
+from ..results import filters, frame_table, open_results, write_frame_atomic
+from ..units import fmt_size
+from ._common import command, err, fail, out
+
+
+def _emit(df, fmt: str, title: str, columns: list[str], limit: int | None) -> None:
+    if fmt == "csv":
+        click.echo(df.to_csv(index=False), nl=False)
+    elif fmt == "json":
+        click.echo(df.to_json(orient="records", indent=2))
+    else:
+        out.print(frame_table(df, title, columns, limit))
+        if limit and len(df) > limit:
+            err.print(f"{len(df) - limit} more rows: --limit 0 shows all, --format csv "
+                      "prints them, `colltune export` writes them", highlight=False)
+
+
+FILTER_OPTIONS = [
+    click.option("--db", "db_path", type=click.Path(dir_okay=False), help=db_mod.DB_HELP),
+    click.option("--study", multiple=True, help="Study name(s); '(bench)' for bench runs."),
+    click.option("--coll", help="Collectives, comma-separated."),
+    click.option("--algo", help="Algorithms (name or spec as written), comma-separated."),
+    click.option("--np", "nps", help="Process counts: 2,4 or 2..8."),
+    click.option("--size", "sizes", help="Sizes in bytes: 8,64K or 1..1M."),
+    click.option("--mapping", help="core, socket, node (comma-separated)."),
+    click.option("--order", help="seq, rr."),
+    click.option("--run", "run_id", help="Run id(s)."),
+    click.option("--round", "rnd", help="Round(s) of a study."),
+]
+
+
+def _with_filters(f):
+    for opt in reversed(FILTER_OPTIONS):
+        f = opt(f)
+    return f
+
+
+@command()
+@_with_filters
+@click.option("--all", "every", is_flag=True,
+              help="Every stored measurement (each repetition) instead of the median per point.")
+@click.option("--runs", is_flag=True, help="List the runs (host, MPI, version, status).")
+@click.option("--failures", is_flag=True, help="List the failed launches with their error.")
+@click.option("--format", "fmt", default="table", show_default=True,
+              type=click.Choice(["table", "csv", "json"]))
+@click.option("--limit", default=200, show_default=True, help="Rows in a table (0: all).")
+def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd, every, runs,
+            failures, fmt, limit) -> None:
+    """Studies in the results database, or their points.
+
+    Without filters: one line per study (runs, launches, failures, points).
+    With filters (--study, --coll, ...): the points, median over repetitions,
+    or each measurement with --all.
+    """
+    conn = open_results(db_path)
+    f = filters(study, coll, algo, nps, sizes, mapping, order, run_id, rnd)
+    try:
+        if runs:
+            df = db_mod.runs_frame(conn, study=f["study"])
+            if fmt == "table":
+                df["mpi"] = df["mpi_kind"].fillna("") + " " + df["mpi_version"].fillna("")
+                df["git"] = df["git_revision"].fillna("").map(
+                    lambda r: r[:10] + ("+dirty" if r.endswith("+dirty") else ""))
+                skipped = df["units_skipped"].fillna(0).astype(int)
+                df["launches"] = [f"{d} done, {f} failed, {s} skipped" for d, f, s in zip(
+                    df["units_done"], df["units_failed"], skipped, strict=True)]
+                cols = ["run_id", "study", "kind", "round", "status", "host", "mpi", "git",
+                        "seed", "launches", "started_at"]
+            else:
+                cols = list(df.columns)
+            _emit(df, fmt, "runs", cols, limit)
+            return
+        if failures:
+            df = db_mod.failures_frame(conn, study=f["study"])
+            if df.empty and fmt == "table":
+                err.print("no failed launches", highlight=False)
+                return
+            df["error"] = df["error"].fillna("").str.slice(0, 300)
+            _emit(df, fmt, "failed launches", ["study", "run_id", "collective", "np", "mapping",
+                                               "repetition", "algorithms", "returncode",
+                                               "timed_out", "error"], limit)
+            return
+        if not any(v for v in f.values()) and not every:
+            df = db_mod.studies_frame(conn)
+            if df.empty:
+                err.print(f"no results in {db_path or db_mod.default_path()}", highlight=False)
+                return
+            _emit(df, fmt, "studies", ["study", "runs", "rounds", "launches", "failures",
+                                       "points", "last_status", "last_run", "description"],
+                  limit)
+            return
+        pts = db_mod.measurements_frame(conn, **f)
+        if pts.empty:
+            err.print("no points match", highlight=False)
+            return
+        if every:
+            pts["size"] = pts["size"].map(fmt_size) if fmt == "table" else pts["size"]
+            _emit(pts, fmt, "measurements", ["study", "run_id", "collective", "spec", "np",
+                                             "mapping", "rank_order", "repetition", "size",
+                                             "median_us", "rep_min_us", "rep_max_us", "valid_reps",
+                                             "fallback"], limit)
+            return
+        df = db_mod.summary_frame(pts)
+        if fmt == "table":
+            df["size"] = df["size"].map(fmt_size)
+        _emit(df, fmt, "points: median over repetitions (µs); spread = (max - min) / median "
+                       "of the repetitions' medians",
+              ["study", "collective", "spec", "np", "nodes", "mapping", "rank_order", "size",
+               "reps", "median_us", "rep_min_us", "spread"], limit)
+    finally:
+        conn.close()
+
+
+@command()
+@_with_filters
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]),
+              help="Output format (default: from the file name, else csv).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="File to write (atomically).")
+@click.option("--summary", is_flag=True, help="The median over repetitions per point instead "
+              "of every measurement.")
+@click.option("--samples", is_flag=True, help="Include the raw samples (JSON) where stored.")
+def export(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd, fmt, output,
+           summary, samples) -> None:
+    """Write points of the results database as CSV or Parquet.
+
+    One row per measurement with its study, run, host, MPI library, placement and
+    every statistic (or one row per point with --summary).
+    """
+    conn = open_results(db_path)
+    f = filters(study, coll, algo, nps, sizes, mapping, order, run_id, rnd)
+    try:
+        df = db_mod.measurements_frame(conn, samples=samples, **f)
+    finally:
+        conn.close()
+    if summary:
+        df = db_mod.summary_frame(df)
+    path = Path(output)
+    fmt = fmt or ("parquet" if path.suffix.lower() in (".parquet", ".pq") else "csv")
+    try:
+        write_frame_atomic(df, path, fmt)
+    except ImportError as exc:
+        fail(f"parquet needs pyarrow ({exc}); pip install pyarrow, or --format csv")
+    err.print(f"wrote {len(df)} rows to {path} ({fmt})", highlight=False)
