@@ -212,3 +212,48 @@ def test_osu_rank_extremes_bracket_the_average(ompi_build):
         assert r["rank_min_us"] - 0.002 <= r["mean_us"] <= r["rank_max_us"] + 0.002, r
         assert r["rep_min_us"] == min(r["samples_us"]) and r["rep_max_us"] == max(r["samples_us"])
         assert "min_us" not in r and "max_us" not in r
+
+
+def test_cli_align_reaches_the_records_and_is_checked():
+    res = colltune("bench", "--coll", "reduce", "--algo", "native", "--np", "2", "--sizes", "8",
+                   "--iterations", "5", "--reps", "1", "--align", "128", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    rec = json.loads(res.stdout)[0]
+    assert rec["align"] == 128 and "--align 128" in rec["command"]
+    res = colltune("bench", "--coll", "reduce", "--np", "2", "--sizes", "8", "--align", "48")
+    assert res.returncode == 2 and "--align 48: must be 0 or a power of two" in res.stderr
+
+
+def test_osu_table_uses_osu_names_and_meanings():
+    """Min/Max Latency(us) are the rank extremes (rank_*), never the repetitions' (rep_*);
+    Avg Latency is mean_us; Iterations counts every timed call of a process."""
+    from rich.console import Console
+
+    from colltune.cli.bench import osu_table
+
+    rec = {"collective": "bcast", "spec": "native", "np": 2, "size": 65536, "iterations": 100,
+           "valid_reps": 3, "mean_us": 10.5, "median_us": 10.4, "rep_min_us": 9.1,
+           "rep_max_us": 12.9, "rank_min_us": 10.2, "rank_max_us": 10.8, "fallback": None}
+    con = Console(width=200, record=True)
+    con.print(osu_table([rec], "t"))
+    text = con.export_text()
+    header = next(line for line in text.splitlines() if "Avg Latency(us)" in line)
+    row = next(line for line in text.splitlines() if "65536" in line)
+    cols = [c.strip() for c in header.strip("┃│ ").split("┃")]
+    vals = [c.strip() for c in row.strip("┃│ ").split("│")]
+    got = dict(zip(cols, vals))
+    assert got["Avg Latency(us)"] == "10.50"
+    assert (got["Min Latency(us)"], got["Max Latency(us)"]) == ("10.20", "10.80")
+    assert got["Iterations"] == "300" and got["reps: median (min–max) µs"] == "10.40 (9.10–12.90)"
+
+
+def test_cli_osu_timing_prints_the_osu_table():
+    res = colltune("bench", "--coll", "allgather", "--algo", "native", "--np", "2", "--sizes",
+                   "8,1K", "--iterations", "10", "--reps", "2", "--timing", "osu")
+    assert res.returncode == 0, res.stderr
+    for col in ("Avg Latency(us)", "Min Latency(us)", "Max Latency(us)", "Iterations"):
+        assert col in res.stdout
+    import os
+
+    assert "OSU table" in res.stdout
+    assert f"{os.sysconf('SC_PAGESIZE')}-byte aligned buffers" in res.stdout

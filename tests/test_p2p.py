@@ -110,11 +110,16 @@ def test_cli_pingpong_json_and_table(ompi_build):
     recs = json.loads(res.stdout)
     assert [r["size"] for r in recs] == [8, 4096]
     assert all(r["kind"] == "pingpong" and r["np"] == 2 for r in recs)
+    assert all(r["persistent"] is False for r in recs)  # osu_latency's transfers by default
 
     res = runner.invoke(p2p_cmd.pingpong, ["--sizes", "1K", "--iterations", "10", "--reps", "1",
-                                       "--mode", "ring", "--np", "3", "--no-persistent"])
+                                       "--mode", "ring", "--np", "3", "--persistent"])
     assert res.exit_code == 0, res.output
     assert "ring, 3 processes" in res.stdout and "1K" in res.stdout
+    assert "persistent requests" in res.stdout  # the mode that ran, in title and table
+    res = runner.invoke(p2p_cmd.pingpong, ["--sizes", "8", "--iterations", "10", "--reps", "1"])
+    assert res.exit_code == 0, res.output
+    assert "MPI_Send/MPI_Recv, as osu_latency" in res.stdout
 
 
 def test_cli_pingpong_csv_written_atomically(ompi_build, tmp_path):
@@ -124,7 +129,8 @@ def test_cli_pingpong_csv_written_atomically(ompi_build, tmp_path):
     assert res.exit_code == 0, res.output
     rows = list(csv.DictReader(out.open()))
     assert [int(r["size"]) for r in rows] == [8, 16, 32]
-    assert all(float(r["median_us"]) > 0 and r["persistent"] == "true" for r in rows)
+    # the default transfers are osu_latency's
+    assert all(float(r["median_us"]) > 0 and r["persistent"] == "false" for r in rows)
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no temp left
 
 

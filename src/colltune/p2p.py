@@ -136,10 +136,12 @@ def pingpong_table(records: list[dict], title: str) -> Table:
     t.add_column("size", justify="right")
     for col in ("min µs", "median µs", "mean µs", "max µs", "stddev µs", "MB/s"):
         t.add_column(col, justify="right")
+    t.add_column("transfers")
     for r in records:
         t.add_row(fmt_size(r["size"]), f"{r['min_us']:.2f}", f"{r['median_us']:.2f}",
                   f"{r['mean_us']:.2f}", f"{r['max_us']:.2f}", f"{r['stddev_us']:.2f}",
-                  f"{r['bandwidth_MBps']:.1f}")
+                  f"{r['bandwidth_MBps']:.1f}",
+                  "persistent" if r.get("persistent") else "MPI_Send/MPI_Recv")
     return t
 
 

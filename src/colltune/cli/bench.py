@@ -64,11 +64,45 @@ def _bench_table(records: list[dict], title: str) -> Table:
     return t
 
 
+def _us(v) -> str:
+    return "" if v is None else f"{v:.2f}"
+
+
+def osu_table(records: list[dict], title: str) -> Table:
+    """OSU's table (osu_bcast -f ...): size, Avg/Min/Max Latency(us), Iterations, with
+    OSU's meanings (mean, smallest and largest over processes of each process's mean
+    call time over all its timed calls), then the spread over repetitions, which OSU
+    does not have, under a name of its own. One block of rows per algorithm."""
+    algos = list(dict.fromkeys(r["spec"] for r in records))
+    t = Table(title=title, title_justify="left")
+    if len(algos) > 1:
+        t.add_column("algorithm", overflow="fold")
+    for col in ("# Size", "Avg Latency(us)", "Min Latency(us)", "Max Latency(us)",
+                "Iterations", "reps: median (min–max) µs"):
+        t.add_column(col, justify="right", no_wrap=col != "reps: median (min–max) µs")
+    for a in algos:
+        for r in sorted((r for r in records if r["spec"] == a), key=lambda r: r["size"]):
+            calls = (r.get("iterations") or 0) * (r.get("valid_reps") or 0)
+            reps = (f"{_us(r.get('median_us'))} ({_us(r.get('rep_min_us'))}–"
+                    f"{_us(r.get('rep_max_us'))})" if r.get("median_us") is not None else "")
+            row = [str(r["size"]), _us(r.get("mean_us")), _us(r.get("rank_min_us")),
+                   _us(r.get("rank_max_us")), str(calls), reps + (" *" if r.get("fallback")
+                                                                    else "")]
+            t.add_row(*([a] if len(algos) > 1 else []), *row)
+    return t
+
+
+OSU_NOTE = ("Avg/Min/Max Latency as in the OSU benchmarks: mean, smallest and largest over "
+            "processes of each process's mean time per call over all its timed calls "
+            "(rank_min_us, rank_max_us in csv/json); Iterations = timed calls per process; "
+            "the last column is over repetitions (median_us, rep_min_us, rep_max_us).")
+
+
 CSV_FIELDS = ["collective", "algorithm", "params", "spec", "np", "size", "dtype", "op", "root",
               "iterations", "warmup", "timing", "rep_min_us", "mean_us", "median_us", "p90_us",
               "p99_us", "rep_max_us", "stddev_us", "valid_reps", "invalid", "rank_min_us",
-              "rank_max_us", "window_us", "sleep_us", "time_budget_s", "valid", "fallback",
-              "library", "launches", "mpi", "host", "command"]
+              "rank_max_us", "window_us", "sleep_us", "align", "time_budget_s", "valid",
+              "fallback", "library", "launches", "mpi", "host", "command"]
 
 
 def emit_records(records: list[dict], fmt: str, output: str | None, title: str) -> None:
@@ -76,13 +110,26 @@ def emit_records(records: list[dict], fmt: str, output: str | None, title: str) 
         groups: dict = {}
         for r in records:
             groups.setdefault((r["collective"], r["np"]), []).append(r)
+        osu_shown = False
         for (c, np), recs in groups.items():
             timing = "/".join(sorted({str(r.get("timing", "osu")) for r in recs}))
             checked = [r.get("valid") for r in recs if r.get("valid") is not None]
             note = (f"; validated: {sum(map(bool, checked))}/{len(checked)} pass"
                     if checked else "")
+            if timing == "osu":  # the table an OSU user compares with
+                osu_shown = True
+                aligns = {r.get("align") for r in recs}
+                buf = ("plain malloc" if aligns == {1} else
+                       f"{aligns.pop()}-byte aligned buffers" if len(aligns) == 1 and
+                       None not in aligns else "buffers: see align")
+                out.print(osu_table(recs, f"{c}, {np} processes, OSU table ({title}; osu "
+                                          f"timing; {buf}{note})"))
+                if len({r["spec"] for r in recs}) == 1:
+                    continue
             out.print(_bench_table(recs, f"{c}, {np} processes, median latency in µs "
                                          f"({title}; {timing} timing; ×ratio to native{note})"))
+        if osu_shown:
+            out.print(OSU_NOTE, highlight=False)
         if any(r.get("fallback") for r in records):
             out.print("* a declared fallback ran: "
                       + "; ".join(sorted({r["fallback"] for r in records if r.get("fallback")})),
@@ -159,6 +206,10 @@ def _run_bench(b, specs: list[bench_mod.BenchSpec]) -> list[dict]:
 @click.option("--validate", is_flag=True,
               help="Check each point against the MPI library's collective; exit 1 on a difference.")
 @click.option("--raw", is_flag=True, help="Records include samples_us (per repetition/sample).")
+@click.option("--align", type=click.IntRange(min=0, max=1 << 30),
+              help="Message buffers start at a multiple of this many bytes, a power of two "
+                   "(default: the page size, as the OSU benchmarks allocate them); 0 or 1: "
+                   "plain malloc.")
 @click.option("--format", "fmt", default="table", show_default=True,
               type=click.Choice(["table", "csv", "json"]))
 @click.option("-o", "--output", help="Write csv/json here (atomically) instead of stdout.")
@@ -166,7 +217,7 @@ def _run_bench(b, specs: list[bench_mod.BenchSpec]) -> list[dict]:
               type=click.Path(dir_okay=False),
               help="Also store the records in this results database (--db alone: colltune.db).")
 def bench(mpi_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dtype, op, timing,
-          sleep_us, time_budget, validate, raw, fmt, output, db_path) -> None:
+          sleep_us, time_budget, validate, raw, align, fmt, output, db_path) -> None:
     """Latency of algorithms, interleaved in one launch per process count."""
     b = build_or_fail(mpi_spec)
     try:
@@ -176,6 +227,8 @@ def bench(mpi_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dty
         fail(str(exc))
     if iterations is not None and time_budget is not None:
         fail("--iterations and --time-budget exclude each other: give one")
+    if align is not None and align & (align - 1):
+        fail(f"--align {align}: must be 0 or a power of two (bytes; 0 or 1: plain malloc)")
     specs_list = bench_mod.split_specs(algos)
     try:
         specs_list = libalgos.expand_algos(b, coll, specs_list)  # all / ours / ompi:all ...
@@ -187,7 +240,8 @@ def bench(mpi_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dty
     _check_names(b, coll, [s for s in specs_list if not libalgos.is_lib_spec(s)])
     specs = [bench_mod.BenchSpec(coll, specs_list, np, size_list, iterations, warmup, reps,
                                  root, dtype, op, timing=timing, sleep_us=sleep_us,
-                                 time_budget=time_budget, validate=validate, raw=raw)
+                                 time_budget=time_budget, validate=validate, raw=raw,
+                                 align=align)
              for np in np_list]
     records = _run_bench(b, specs)
     emit_records(records, fmt, output, b.mpi.banner)
