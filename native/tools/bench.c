@@ -751,8 +751,12 @@ int main(int argc, char **argv) {
                 /* rank 0's end of this repetition's share of a time budget */
                 double deadline = budget_s > 0 ? MPI_Wtime() + budget_s / reps : 0;
                 int rc = MPI_SUCCESS;
-                for (long it = 0; it < c->warm && rc == MPI_SUCCESS; it++)
+                /* warm-up: osu as OSU's skipped iterations (a barrier after each
+                 * call), window back to back */
+                for (long it = 0; it < c->warm && rc == MPI_SUCCESS; it++) {
                     rc = run_once(&p, c);
+                    if (timing == TIMING_OSU) MPI_Barrier(MPI_COMM_WORLD);
+                }
                 check_rc(rc, c);
                 if (timing == TIMING_WINDOW) window_block(&p, c, deadline);
                 else osu_block(&p, c);
