@@ -113,8 +113,8 @@ def main() -> int:
                 theirs.setdefault(key, []).append(o["avg_us"])
                 ratios.setdefault(key, []).append(c["mean_us"] / o["avg_us"])
                 for who, r in (("colltune", c), ("osu-style", o)):
-                    records.append({"round": rnd, "program": who, "collective": coll,
-                                    "size": s, "np": args.np, **r})
+                    records.append({**r, "round": rnd, "program": who, "collective": coll,
+                                    "size": s, "np": args.np})
         console.print(f"round {rnd + 1}/{args.launches} done", style="dim")
 
     title = (f"colltune bench --timing osu --algo native vs an OSU-style loop, np {args.np}"

@@ -3,6 +3,8 @@
 import csv
 import json
 
+import pytest
+
 from conftest import colltune
 
 FIELDS = {"collective", "algorithm", "params", "np", "size", "rep_min_us", "mean_us", "median_us",
@@ -257,3 +259,60 @@ def test_cli_osu_timing_prints_the_osu_table():
 
     assert "OSU table" in res.stdout
     assert f"{os.sysconf('SC_PAGESIZE')}-byte aligned buffers" in res.stdout
+
+
+# ---- the OSU-style reference loop and the agreement script ---------------------------
+
+def test_osu_style_loop_follows_osu_defaults(ompi_build):
+    """colltune-osu-style: OSU 7.x's iteration counts (1000/100 skip up to 8 KiB, 100/10
+    above), page-aligned buffers, Avg between Min and Max over processes."""
+    import os
+
+    from colltune import launch
+
+    for coll in ("bcast", "reduce", "allgather", "allreduce"):
+        prog = [str(ompi_build.program("colltune-osu-style")), "--coll", coll, "--sizes",
+                "8,8192,8193"]
+        res = launch.run(launch.prepare(ompi_build.mpi, 3, prog), timeout=300)
+        assert res.returncode == 0, res.stderr
+        recs = [json.loads(ln) for ln in res.stdout.splitlines() if ln.startswith("{")]
+        assert [(r["size"], r["iterations"], r["skip"]) for r in recs] == [
+            (8, 1000, 100), (8192, 1000, 100), (8193, 100, 10)]
+        for r in recs:
+            assert r["collective"] == coll and r["np"] == 3
+            assert r["align"] == os.sysconf("SC_PAGESIZE")
+            assert 0 < r["min_us"] and r["min_us"] - 0.002 <= r["avg_us"] <= r["max_us"] + 0.002
+    bad = launch.run(launch.prepare(ompi_build.mpi, 2, [str(ompi_build.program(
+        "colltune-osu-style")), "--coll", "gather"]), timeout=120)
+    assert bad.returncode == 2 and "valid: bcast, reduce, allgather, allreduce" in bad.stderr
+
+
+def test_osu_agreement_script_pairs_the_two_programs(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    out = tmp_path / "agree.json"
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "osu_agreement.py"),
+                          "--launches", "2", "--sizes", "8,16K", "--coll", "allreduce",
+                          "-o", str(out)], capture_output=True, text=True, timeout=600)
+    assert res.returncode in (0, 1), res.stderr  # 1: some point outside the goal (noise)
+    assert "OSU-style" in res.stdout and "within 5%" in res.stdout
+    data = json.loads(out.read_text())
+    rows = data["rows"]
+    assert [(r["collective"], r["size"]) for r in rows] == [("allreduce", 8),
+                                                           ("allreduce", 16384)]
+    recs = data["records"]
+    assert {r["program"] for r in recs} == {"colltune", "osu-style"} and len(recs) == 8
+    for rnd in (0, 1):  # the ratio is of the same round's two launches
+        c = next(r for r in recs if r["round"] == rnd and r["program"] == "colltune"
+                 and r["size"] == 8)
+        o = next(r for r in recs if r["round"] == rnd and r["program"] == "osu-style"
+                 and r["size"] == 8)
+        assert c["spec"] == "native" and c["timing"] == "osu" and c["valid_reps"] == 1
+        assert c["iterations"] == o["iterations"] == 1000
+    ratios = sorted(r["mean_us"] / o["avg_us"] for r, o in zip(
+        [r for r in recs if r["program"] == "colltune" and r["size"] == 8],
+        [r for r in recs if r["program"] == "osu-style" and r["size"] == 8]))
+    assert rows[0]["ratio"] == pytest.approx(sum(ratios) / 2)

@@ -35,12 +35,12 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <unistd.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { TIMING_OSU, TIMING_WINDOW };
 static const char *timing_names[] = { "osu", "window" };
