@@ -32,7 +32,7 @@ def test_bench_json_records(tmp_path):
 def test_bench_csv_written_atomically(tmp_path):
     out = tmp_path / "sub" / "r.csv"
     res = colltune("bench", "--coll", "reduce", "--algo", "linear,binomial", "--np", "3",
-                   "--sizes", "64", "--iterations", "10", "--reps", "1", "--format", "csv",
+                   "--oversubscribe", "--sizes", "64", "--iterations", "10", "--reps", "1", "--format", "csv",
                    "-o", str(out))
     assert res.returncode == 0, res.stderr
     rows = list(csv.DictReader(out.open()))
@@ -44,7 +44,7 @@ def test_bench_csv_written_atomically(tmp_path):
 def test_bench_reports_fallback():
     """A commutative-only algorithm under a non-commutative setting is reported."""
     res = colltune("bench", "--coll", "allgather", "--algo", "neighbor_exchange", "--np", "3",
-                   "--sizes", "8", "--iterations", "5", "--reps", "1", "--format", "json")
+                   "--oversubscribe", "--sizes", "8", "--iterations", "5", "--reps", "1", "--format", "json")
     assert res.returncode == 0, res.stderr
     rec = json.loads(res.stdout)[0]
     assert rec["fallback"] and "ring" in rec["fallback"] and "odd" in rec["fallback"]

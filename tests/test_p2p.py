@@ -113,7 +113,8 @@ def test_cli_pingpong_json_and_table(ompi_build):
     assert all(r["persistent"] is False for r in recs)  # osu_latency's transfers by default
 
     res = runner.invoke(p2p_cmd.pingpong, ["--sizes", "1K", "--iterations", "10", "--reps", "1",
-                                       "--mode", "ring", "--np", "3", "--persistent"])
+                                           "--mode", "ring", "--np", "3", "--persistent",
+                                           "--oversubscribe"])
     assert res.exit_code == 0, res.output
     assert "ring, 3 processes" in res.stdout and "1K" in res.stdout
     assert "persistent requests" in res.stdout  # the mode that ran, in title and table

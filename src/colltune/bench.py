@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Callable
 
 from . import launch
 from .build import Build
@@ -63,12 +64,24 @@ def validation_failures(records: list[dict]) -> list[dict]:
     return [r for r in records if r.get("valid") is False]
 
 
+def buffer_bytes(collective: str, size: int, np: int, validate: bool = False) -> int:
+    """Bytes colltune-bench allocates per process for one size (as bench.c does): the
+    send buffer, the receive buffer (np x size at every process for (all)gather), and
+    with --validate the MPI library's result."""
+    gathered = collective in ("gather", "allgather")
+    recv = 0 if collective == "bcast" else size * (np if gathered else 1)
+    ref = 0 if not validate else (size if collective == "bcast" else recv)
+    return size + recv + ref
+
+
 def run(build: Build, spec: BenchSpec, timeout: float = 3600,
-        extra_env: dict[str, str] | None = None) -> tuple[list[dict], list[str]]:
+        extra_env: dict[str, str] | None = None,
+        on_record: Callable[[dict], None] | None = None) -> tuple[list[dict], list[str]]:
     """Run one launch; returns its records and the launcher's notes.
 
     `extra_env` is added to the launch's environment (libalgos uses it to force one
-    of the MPI library's own algorithms).
+    of the MPI library's own algorithms). `on_record` is called with each record as
+    the driver prints it (one per size and algorithm, after all repetitions).
 
     With `validate`, a point whose result differs from the MPI library's own
     collective does not raise: its record has "valid": false (see
@@ -96,7 +109,16 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
     if spec.align is not None:
         prog += ["--align", str(spec.align)]
     ln = launch.prepare(build.mpi, spec.np, prog, extra_env=extra_env)
-    res = launch.run(ln, timeout=timeout)
+    def line(text: str) -> None:
+        if on_record is not None and text.startswith("{"):
+            try:
+                rec = json.loads(text)
+            except json.JSONDecodeError:
+                return
+            rec["command"] = ln.command_line
+            on_record(rec)
+
+    res = launch.run(ln, timeout=timeout, on_stdout=line)
     if res.timed_out:
         raise BenchError(f"benchmark timed out after {timeout:.0f} s: {res.command}")
     records = []

@@ -532,7 +532,7 @@ def load_pingpong_from_db(db_path) -> pd.DataFrame | None:
 
     try:
         con = open_reader(db_path)
-    except sqlite3.Error:
+    except (sqlite3.Error, ColltuneError):
         return None
     try:
         tables = {r[0] for r in con.execute(

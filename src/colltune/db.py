@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .errors import ColltuneError
+from .files import can_create_in
 
 DEFAULT_NAME = "colltune.db"
 DB_HELP = (f"Results database (SQLite file). Default: $COLLTUNE_DB, else ./{DEFAULT_NAME} "
@@ -262,19 +263,107 @@ def open_db(path: str | Path | None = None, create: bool = True) -> sqlite3.Conn
     return conn
 
 
-def open_reader(path: str | Path) -> sqlite3.Connection:
-    """A connection that only reads an existing database (any SQLite file: fit and
-    report also read bare tables). Opened read-write where the file allows, with
-    writes refused (query_only), so that closing the last connection checkpoints the
-    WAL and removes the -wal/-shm files, which a read-only connection would leave
-    behind; read-only otherwise."""
-    uri = Path(path).expanduser().resolve().as_uri()
+def _read_only_fs(path: Path) -> bool:
     try:
-        conn = sqlite3.connect(f"{uri}?mode=rw", uri=True, timeout=60)
-    except sqlite3.OperationalError:
-        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60)
-    conn.execute("PRAGMA query_only = ON")
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):
+        return False
+
+
+def open_reader(path: str | Path, schema: bool = False) -> sqlite3.Connection:
+    """A connection that only reads an existing database (any SQLite file: fit and
+    report also read bare tables; with `schema`, a colltune database of this
+    version, as `results` needs). Never writes, never migrates.
+
+    Where the file and its folder are writable it is opened read-write with writes
+    refused (query_only), so that closing the last connection checkpoints the WAL and
+    removes the -wal/-shm files, which a read-only connection would leave behind.
+    Elsewhere read-only (`mode=ro`), and on a read-only file system, or where SQLite
+    cannot make the WAL's shared memory, as an immutable file (`immutable=1`: nothing
+    is created next to it). Raises DBError with the reason."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise DBError(f"no results database at {p} (give --db PATH or set COLLTUNE_DB)")
+    uri = p.resolve().as_uri()
+    ro_fs = _read_only_fs(p)
+    writable = not ro_fs and os.access(p, os.W_OK) and os.access(p.parent, os.W_OK)
+    modes = (["mode=rw"] if writable else []) + (["mode=ro"] if not ro_fs else [])
+    modes.append("mode=ro&immutable=1")
+    last: Exception | None = None
+    for mode in modes:
+        try:
+            conn = sqlite3.connect(f"{uri}?{mode}", uri=True, timeout=60)
+            conn.execute("PRAGMA query_only = ON")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError as exc:  # e.g. no -shm possible: try the next
+            last = exc
+            continue
+        except sqlite3.DatabaseError as exc:
+            raise DBError(f"{p} is not an SQLite database: {exc}") from None
+        break
+    else:
+        raise DBError(f"cannot read {p}: {last}")
+    if schema:
+        found = schema_version(conn)
+        if found > SCHEMA_VERSION:
+            conn.close()
+            raise DBError(f"{p} has schema version {found}, newer than this colltune's "
+                          f"{SCHEMA_VERSION}: update colltune")
+        if found < SCHEMA_VERSION:
+            conn.close()
+            raise DBError(f"{p} has schema version {found} (this colltune writes "
+                          f"{SCHEMA_VERSION}) or is not a colltune results database; any "
+                          "command that writes to it (sweep, bench --db) upgrades it")
+        conn.row_factory = sqlite3.Row
     return conn
+
+
+def check_writable(path: str | Path) -> Path:
+    """Before anything is measured: can results be stored in `path`? An existing file
+    must be a colltune database (or an empty file) that this process may write; a new
+    one needs a folder it may create files in. Creates nothing. Returns the path;
+    raises DBError with the reason."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        raise DBError(f"--db {p} is a directory; give a file name")
+    folder = p.parent if str(p.parent) else Path(".")
+    if p.exists():
+        try:
+            with open(p, "r+b"):
+                pass
+        except OSError as exc:
+            raise DBError(f"cannot write the results database {p}: {exc.strerror or exc}")
+        why = can_create_in(folder)
+        if why:
+            raise DBError(f"cannot write the results database {p}: its folder {folder}: "
+                          f"{why} (SQLite needs it for its journal)")
+        if p.stat().st_size:
+            with open(p, "rb") as f:
+                magic = f.read(16)
+            if magic != b"SQLite format 3\x00":
+                raise DBError(f"{p} is not a results database (not an SQLite file); give "
+                              "another --db path")
+            conn = open_reader(p)
+            try:
+                found = schema_version(conn)
+                tables = {r[0] for r in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            finally:
+                conn.close()
+            if found > SCHEMA_VERSION:
+                raise DBError(f"{p} has schema version {found}, newer than this colltune's "
+                              f"{SCHEMA_VERSION}: update colltune")
+            if found == 0 and tables:
+                raise DBError(f"{p} is an SQLite file but not a colltune results database "
+                              f"(tables: {', '.join(sorted(tables))}); give another --db path")
+        return p
+    probe = folder
+    while not probe.exists():  # open_db creates missing folders
+        probe = probe.parent
+    why = "not a directory" if not probe.is_dir() else can_create_in(probe)
+    if why:
+        raise DBError(f"cannot create the results database {p}: {probe}: {why}")
+    return p
 
 
 @contextmanager
@@ -627,8 +716,16 @@ def _where(filters: dict[str, Any]) -> tuple[str, list]:
         vals = _as_list(val)
         if vals is None:
             continue
-        clauses.append(f"{col} IN ({', '.join('?' * len(vals))})")
-        args += vals
+        ranges = [v for v in vals if isinstance(v, tuple)]  # (low, high), inclusive
+        plain = [v for v in vals if not isinstance(v, tuple)]
+        parts = []
+        if plain:
+            parts.append(f"{col} IN ({', '.join('?' * len(plain))})")
+            args += plain
+        for lo, hi in ranges:
+            parts.append(f"({col} >= ? AND {col} <= ?)")
+            args += [lo if lo != float("-inf") else -1e308, hi if hi != float("inf") else 1e308]
+        clauses.append("(" + " OR ".join(parts) + ")")
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
 
 
@@ -675,7 +772,8 @@ def measurements_frame(conn: sqlite3.Connection, *, study=None, collective=None,
                        round=None, host=None, samples: bool = False):
     """Points as a pandas DataFrame, one row per stored measurement, with the study
     name, host and MPI of their run and the command of their launch. Every filter
-    takes a value or a list; `study="(bench)"` selects `colltune bench --db` runs.
+    takes a value or a list, whose items may be (low, high) tuples: inclusive ranges
+    (units.parse_selection); `study="(bench)"` selects `colltune bench --db` runs.
     `algorithm` matches the algorithm name or the spec as written."""
     import pandas as pd
 

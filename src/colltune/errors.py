@@ -15,3 +15,11 @@ class ColltuneError(Exception):
     """A problem the user can act on; the message says what and how."""
 
     exit_code = 2
+
+
+def did_you_mean(word: str, choices) -> str:
+    """' (did you mean 'x'?)' for the closest of `choices`, else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

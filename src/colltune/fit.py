@@ -36,9 +36,9 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .db import open_reader
+from .db import DBError, open_reader
 from .errors import ColltuneError
-from .units import parse_size
+from .units import parse_selection, parse_size
 
 
 class LazyModule:
@@ -118,8 +118,8 @@ def load_measurements(db_path: str | Path, study: str | None = None, **filters) 
         raise FitError(f"no results database at {path}")
     try:
         con = open_reader(path)
-    except sqlite3.Error as exc:
-        raise FitError(f"cannot open {path}: {exc}") from exc
+    except (sqlite3.Error, DBError) as exc:
+        raise FitError(str(exc) if isinstance(exc, DBError) else f"cannot open {path}: {exc}") from exc
     try:
         try:
             tables = {r[0] for r in con.execute(
@@ -229,13 +229,14 @@ def filter_eq(df: pd.DataFrame, **filters) -> pd.DataFrame:
 
 
 def parse_range(text: str | None, what: str, sizes: bool = False) -> tuple[float, float] | None:
-    """'2..16', '1K..1M', '8..' or '..64K' -> (low, high), inclusive; None passes."""
+    """'2:16', '1K:1M', '8:' or ':64K' (or with '..') -> (low, high), inclusive; None
+    passes. (The commands take lists of these: units.parse_selection.)"""
     if text is None or text == "":
         return None
     conv = parse_size if sizes else (lambda t: int(t.strip()))
     try:
-        if ".." in text:
-            lo_s, hi_s = text.split("..", 1)
+        if ".." in text or ":" in text:
+            lo_s, hi_s = re.split(r"\.\.|:", text, maxsplit=1)
             lo = conv(lo_s) if lo_s.strip() else -math.inf
             hi = conv(hi_s) if hi_s.strip() else math.inf
         else:
@@ -249,9 +250,12 @@ def parse_range(text: str | None, what: str, sizes: bool = False) -> tuple[float
 
 def select(df: pd.DataFrame, collective=None, algorithm=None, mapping=None,
            np_range: tuple[float, float] | None = None,
-           size_range: tuple[float, float] | None = None) -> pd.DataFrame:
+           size_range: tuple[float, float] | None = None,
+           nps: list[tuple[float, float]] | None = None,
+           sizes: list[tuple[float, float]] | None = None) -> pd.DataFrame:
     """The rows of a selection. collective/algorithm/mapping: a name, a comma-separated
-    list or a list; ranges inclusive."""
+    list or a list; np_range/size_range: one inclusive range; nps/sizes: inclusive
+    ranges (units.parse_selection), a row is kept when it is in any of them."""
     def names(v):
         if v is None or isinstance(v, (list, tuple, set)):
             return v
@@ -263,6 +267,12 @@ def select(df: pd.DataFrame, collective=None, algorithm=None, mapping=None,
         df = df[(df["np"] >= np_range[0]) & (df["np"] <= np_range[1])]
     if size_range:
         df = df[(df["size"] >= size_range[0]) & (df["size"] <= size_range[1])]
+    for col, sel in (("np", nps), ("size", sizes)):
+        if sel:
+            keep = pd.Series(False, index=df.index)
+            for lo, hi in sel:
+                keep |= (df[col] >= lo) & (df[col] <= hi)
+            df = df[keep]
     return df
 
 
@@ -656,12 +666,18 @@ def default_db() -> Path:
     return default_path()
 
 
-def load_selection(db_path, study, coll, algo, mapping, np_range, size_range) -> pd.DataFrame:
-    """Measurements of a database selection, as the commands' options give it."""
+def load_selection(db_path, study, coll, algo, mapping, nps, sizes) -> pd.DataFrame:
+    """Measurements of a database selection, as the commands' options give it: `nps`
+    and `sizes` as --np and --size take them (units.parse_selection: '2,4', '2:8',
+    '8,64K:1M', open ends)."""
+    try:
+        np_sel = parse_selection(nps, "--np")
+        size_sel = parse_selection(sizes, "--size", sizes=True)
+    except ValueError as exc:
+        raise FitError(str(exc)) from None
     df = load_measurements(db_path, study=study)
-    df = select(df, collective=coll, algorithm=algo, mapping=mapping,
-                np_range=parse_range(np_range, "--np-range"),
-                size_range=parse_range(size_range, "--size-range", sizes=True))
+    df = select(df, collective=coll, algorithm=algo, mapping=mapping, nps=np_sel,
+                sizes=size_sel)
     if df.empty:
         raise FitError("the selection holds no measurements")
     return df

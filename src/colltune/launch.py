@@ -20,6 +20,11 @@ nodes) and how ranks are ordered across nodes (`seq`: block, `rr`: round-robin).
   Slurm (srun):  --distribution=<seq: block | rr: cyclic>:<core: block | socket:
       cyclic>, node: -N M --ntasks-per-node=Q; --cpu-bind=cores
 
+`run` starts each launch in a session of its own and stops the whole session (the
+launcher and every rank, whatever process group they made) on a timeout, an
+exception, Ctrl-C or SIGTERM: no process of a launch outlives it. The policy for
+process counts (`check_process_counts`) is applied by the commands before launching.
+
 A sweep runs library code that calls `prepare` without knowing about placement
 (bench.run); it sets the placement for a block of code with `session(...)`, which
 also collects every Launch prepared and every Result run in it.
@@ -29,16 +34,19 @@ from __future__ import annotations
 
 import contextvars
 import os
+import queue
 import re
 import shlex
 import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from .errors import ColltuneError
 from .mpi import MPI
@@ -115,6 +123,55 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+# ------------------------------------------------------------ process counts
+
+# More processes than this many per core (or slot) are refused without force: no
+# measurement means anything there, and a typo (--np 100000) would start a
+# process storm the machine cannot stop quickly.
+MAX_PER_CORE = 16
+
+
+def capacity(placement: Placement | None = None) -> tuple[int, str]:
+    """(processes that get a core each, what they are called): the local cores, or the
+    slots of the hostfile or Slurm allocation of `placement`."""
+    if placement is None or placement.launcher == "local":
+        return cores(), "cores"
+    return allocation(placement).slots, "slots"
+
+
+def check_process_counts(nps, *, oversubscribe: bool = False, force: bool = False,
+                         timing: bool = True, placement: Placement | None = None,
+                         oversubscribe_flag: str = "--oversubscribe",
+                         force_flag: str = "--force") -> list[str]:
+    """The policy for process counts, applied before anything is launched.
+
+    - More than MAX_PER_CORE processes per core (slot) is refused unless `force`.
+    - A measurement of time (`timing`) with more processes than cores (slots) is
+      refused unless `oversubscribe` (or `force`): processes would share cores and
+      the times would measure the scheduler. The points are then recorded as
+      oversubscribed (the database knows: ppn > cores).
+    - Correctness runs (`timing=False`, verify) may share cores.
+
+    Returns notes for the oversubscribed counts; raises LaunchError saying why and
+    which flag overrides."""
+    have, unit = capacity(placement)
+    notes = []
+    for np in sorted(set(nps)):
+        if np > MAX_PER_CORE * have and not force:
+            raise LaunchError(f"{np} processes on {have} {unit} is more than {MAX_PER_CORE} "
+                              f"per {unit[:-1]}: this machine cannot run it honestly; add "
+                              f"{force_flag} to launch it anyway")
+        if np > have:
+            if timing and not (oversubscribe or force):
+                raise LaunchError(f"{np} processes on {have} {unit}: processes would share "
+                                  f"{unit} and the times would measure the OS scheduler; add "
+                                  f"{oversubscribe_flag} to measure anyway (the points are "
+                                  "marked oversubscribed)")
+            notes.append(f"{np} processes on {have} {unit}: oversubscribed" +
+                         (", times not representative" if timing else ""))
+    return notes
 
 
 # ------------------------------------------------------------------ allocations
@@ -449,31 +506,187 @@ def failure_message(name: str, res: Result) -> str:
     lines if it wrote any, else the tail of its error output, plus a hint for known
     launcher errors."""
     err = res.stderr.strip()
-    msg = "\n".join(l for l in err.splitlines() if l.startswith("error:"))
+    msg = "\n".join(l[len("error:"):].strip() for l in err.splitlines()
+                    if l.startswith("error:"))
     if not msg:
         msg = f"{name} failed ({res.returncode}): {err[-2000:]}"
     hints = [h for needle, h in _HINTS if needle in err]
     return msg + "".join(f"\nhint: {h}" for h in hints)
 
 
-def run(launch: Launch, timeout: float | None = None) -> Result:
-    """Run a launch to completion; on timeout the whole process group is killed."""
+# A launch runs in a session of its own (start_new_session): the launcher leads it,
+# and everything it starts stays in it, even processes that make a process group of
+# their own (Open MPI's prterun puts every rank in its own group) or that outlive
+# the launcher. Stopping a launch stops the whole session.
+
+STOP_GRACE_S = 3.0  # after SIGTERM to the launcher, before SIGKILL to everything left
+
+
+def _session_members(sid: int) -> list[int]:
+    """Live (not zombie) processes of session `sid`, from /proc; [] where there is none."""
+    pids = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return pids
+    for d in entries:
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if len(fields) > 3 and fields[0] != "Z" and int(fields[3]) == sid:
+            pids.append(int(d))
+    return pids
+
+
+def _signal_all(pids, sig) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def stop(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:
+    """Stop a launch and everything it started: SIGTERM to the launcher (Open MPI and
+    MPICH then stop their ranks and clean up), SIGKILL after `grace` seconds to every
+    process still in the launch's session, then reap the launcher."""
+    sid = proc.pid  # start_new_session: the launcher leads its session
+    if proc.poll() is None:
+        try:
+            os.kill(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not _session_members(sid):
+            break
+        time.sleep(0.05)
+    left = _session_members(sid)
+    if proc.poll() is None:
+        left.append(proc.pid)
+    _signal_all(left, signal.SIGKILL)
+    try:
+        os.killpg(sid, signal.SIGKILL)  # where /proc is not there
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover - unkillable
+        pass
+    deadline = time.monotonic() + 5  # orphans reparented to init take a moment to go
+    while _session_members(sid) and time.monotonic() < deadline:
+        _signal_all(_session_members(sid), signal.SIGKILL)
+        time.sleep(0.05)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived (scancel, kill, a closed terminal): handled as Ctrl-C,
+    so that every launch is stopped and what is measured is kept."""
+
+
+@contextmanager
+def interrupt_on_term():
+    """Inside, SIGTERM and SIGHUP raise Terminated (a KeyboardInterrupt) in the main
+    thread instead of ending Python on the spot; elsewhere it does nothing."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum, frame):
+        raise Terminated(signal.Signals(signum).name)
+
+    previous = {}
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            previous[sig] = signal.signal(sig, _raise)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def run(launch: Launch, timeout: float | None = None,
+        on_stdout: Callable[[str], None] | None = None) -> Result:
+    """Run a launch to completion and return its output.
+
+    `on_stdout` is called with each line of standard output as it comes (in this
+    thread). On a timeout, an exception, Ctrl-C or SIGTERM the whole launch is
+    stopped (see `stop`): no process of it outlives this call.
+    """
     t0 = time.monotonic()
     proc = subprocess.Popen(launch.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=launch.env, start_new_session=True)
+    lines: queue.Queue = queue.Queue()
+    out_lines: list[str] = []
+    err_chunks: list[str] = []
+
+    def pump_out():
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    def pump_err():
+        err_chunks.append(proc.stderr.read())
+
+    readers = [threading.Thread(target=pump_out, daemon=True),
+               threading.Thread(target=pump_err, daemon=True)]
+    for th in readers:
+        th.start()
+    timed_out = False
+    deadline = None if timeout is None else t0 + timeout
     try:
-        out, err = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        timed_out = True
-    except KeyboardInterrupt:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+        with interrupt_on_term():
+            eof = False
+            while not eof:
+                wait = 0.2 if deadline is None else max(0.0, min(0.2, deadline - time.monotonic()))
+                try:
+                    line = lines.get(timeout=wait)
+                except queue.Empty:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        timed_out = True
+                        stop(proc)
+                        break
+                    continue
+                if line is None:
+                    eof = True
+                    continue
+                out_lines.append(line)
+                if on_stdout is not None:
+                    on_stdout(line.rstrip("\n"))
+            while proc.poll() is None:
+                if deadline is not None and time.monotonic() >= deadline:
+                    timed_out = True
+                    stop(proc)
+                    break
+                time.sleep(0.05)
+    except BaseException:
+        stop(proc)
         raise
-    res = Result(launch.command_line, proc.returncode, out, err, timed_out, launch.notes,
-                 time.monotonic() - t0)
+    finally:
+        for th in readers:
+            th.join(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+    while True:  # what came after a timeout
+        try:
+            line = lines.get_nowait()
+        except queue.Empty:
+            break
+        if line is not None:
+            out_lines.append(line)
+    res = Result(launch.command_line, proc.returncode, "".join(out_lines), "".join(err_chunks),
+                 timed_out, launch.notes, time.monotonic() - t0)
     s = _SESSION.get()
     if s is not None:
         s.results.append(res)

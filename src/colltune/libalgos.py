@@ -699,7 +699,8 @@ def run_bench(build: Build, spec: bench_mod.BenchSpec, algos: list[str] | None =
               timeout: float = 3600,
               progress: Callable[[int, int, PlannedLaunch], None] | None = None,
               runner: Runner | None = None, check_table: bool = True,
-              warm_up: bool = True) -> tuple[list[dict], list[str]]:
+              warm_up: bool = True,
+              on_record: Callable[[dict], None] | None = None) -> tuple[list[dict], list[str]]:
     """Benchmark colltune's algorithms, `native` and library specs for one BenchSpec.
 
     `algos` defaults to spec.algos. Without library specs this is one bench.run call.
@@ -708,7 +709,8 @@ def run_bench(build: Build, spec: bench_mod.BenchSpec, algos: list[str] | None =
     plan first runs WARMUP_CANDIDATE, whose records are dropped. Library records carry
     algorithm="ompi:NAME" (or "mpich:NAME"), spec as given, params, library_env.
     Raises ValueError for a bad spec, bench.BenchError when a launch fails.
-    `runner` replaces bench.run (tests).
+    `runner` replaces bench.run (tests). `on_record` gets each finished point as it
+    comes when the plan is one launch (alternating launches report through `progress`).
     """
     run = runner or bench_mod.run
     algos = list(dict.fromkeys(algos if algos is not None else spec.algos))
@@ -735,8 +737,9 @@ def run_bench(build: Build, spec: bench_mod.BenchSpec, algos: list[str] | None =
     if len(plan) == 1 and plan[0].library_spec is None:
         if progress:
             progress(0, 1, plan[0])
+        kw = {"on_record": on_record} if on_record is not None and runner is None else {}
         recs, n = run(build, dataclasses.replace(spec, algos=list(plan[0].algos)),
-                      timeout=timeout)
+                      timeout=timeout, **kw)
         return recs, notes + [x for x in n if x not in notes]
     records: list[dict] = []
     for i, launch in enumerate(plan):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .build import Build
+from .errors import ColltuneError, did_you_mean
 
 COLLECTIVES = ("bcast", "reduce", "gather", "allgather", "allreduce")
 
@@ -52,3 +53,25 @@ def algorithms(build: Build, hidden: bool = False) -> tuple[Algorithm, ...]:
 
 def names(build: Build, collective: str) -> list[str]:
     return [a.name for a in algorithms(build) if a.collective == collective]
+
+
+def check_specs(build: Build, collective: str, specs: list[str], what: str = "--algo") -> None:
+    """Names and parameter names of colltune algorithm specs, before anything runs
+    (values and ranges: the native parser). Raises ColltuneError naming the closest
+    valid name and every valid one."""
+    reg = {a.name: a for a in algorithms(build, hidden=True) if a.collective == collective}
+    visible = names(build, collective)
+    for spec in specs:
+        name, _, params = spec.partition(":")
+        if name not in reg:
+            raise ColltuneError(f"{what}: unknown {collective} algorithm '{name}'"
+                                f"{did_you_mean(name, visible)}; valid: {', '.join(visible)}")
+        known = [p["name"] for p in reg[name].params]
+        for item in filter(None, (x.strip() for x in params.split(","))):
+            k, eq, v = item.partition("=")
+            if not eq or not k.strip() or not v.strip():
+                raise ColltuneError(f"{what}: '{spec}': parameter '{item}' is not key=value")
+            if k.strip() not in known:
+                raise ColltuneError(f"{what}: '{spec}': {collective}/{name} has no parameter "
+                                    f"'{k.strip()}'{did_you_mean(k.strip(), known)}; valid: "
+                                    f"{', '.join(known) or 'none'}")

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from . import __version__
 from . import plot as plotmod
-from .db import open_reader
+from .db import DBError, open_reader
 from .fit import (FitError, LazyModule, SEED_MODELS, fit_formula, load_measurements,  # noqa: F401
                   model_frame, resolve_formula)
 from .study import STREAM
@@ -97,7 +97,7 @@ def load_runs(db_path, study: str | None, df: pd.DataFrame) -> Provenance:
                 studies = _read(con, "studies")
         finally:
             con.close()
-    except (sqlite3.Error, pd.errors.DatabaseError):
+    except (sqlite3.Error, pd.errors.DatabaseError, DBError):
         runs = pd.DataFrame()
     prov = Provenance(pd.DataFrame())
     if runs.empty:
@@ -330,7 +330,7 @@ def collective_section(df: pd.DataFrame, coll: str, palette: plotmod.Palette,
     sizes = sorted(int(x) for x in d["size"].unique())
     maps = sorted(map(str, d["mapping"].dropna().unique())) if "mapping" in d.columns else []
     reps = d.groupby([c for c in ("algorithm", "params", "np", "size", "mapping")
-                      if c in d.columns]).size()
+                      if c in d.columns], dropna=False).size()  # bench runs: no mapping
     out.append(
         f"<p>{len(d)} measurements; algorithms: {esc(', '.join(algos))}; processes: "
         f"{esc(', '.join(map(str, nps)))}; sizes: {esc(fmt_size(sizes[0]))} .. "

@@ -13,7 +13,7 @@ from rich.table import Table
 from . import db as db_mod
 from .errors import ColltuneError
 from .files import atomic_path
-from .units import parse_ints, parse_sizes
+from .units import parse_ints, parse_selection
 
 
 def _split(values: tuple[str, ...] | str | None) -> list[str] | None:
@@ -30,8 +30,8 @@ def filters(study, coll, algo, nps, sizes, mapping, order, run_id, rnd) -> dict:
     try:
         return {
             "study": _split(study), "collective": _split(coll), "algorithm": _split(algo),
-            "np": parse_ints(nps, "--np") if nps else None,
-            "size": parse_sizes(sizes) if sizes else None,
+            "np": parse_selection(nps, "--np"),
+            "size": parse_selection(sizes, "--size", sizes=True),
             "mapping": _split(mapping), "rank_order": _split(order),
             "run_id": parse_ints(run_id, "--run") if run_id else None,
             "round": parse_ints(rnd, "--round") if rnd else None,
@@ -41,8 +41,9 @@ def filters(study, coll, algo, nps, sizes, mapping, order, run_id, rnd) -> dict:
 
 
 def open_results(db_path: str | None):
-    """An existing results database (the default one when None); DBError otherwise."""
-    return db_mod.open_db(db_path or db_mod.default_path(), create=False)
+    """An existing results database (the default one when None), opened read-only;
+    DBError otherwise."""
+    return db_mod.open_reader(db_path or db_mod.default_path(), schema=True)
 
 
 def _cell(v) -> str:

@@ -248,6 +248,51 @@ def _fmt_eta(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
+# What defines the points of a study: when one of these changes under the same
+# name, the points of a round would mix two studies.
+DEFINING_KEYS = ("collectives", "algorithms", "sizes", "processes", "repetitions", "mapping",
+                 "order", "iterations", "warmup", "timing", "reps_per_launch", "sleep_us",
+                 "time_budget", "root", "dtype", "op", "heat", "max_processes", "env")
+
+
+def definition_changes(conn, study: Study) -> tuple[list[str], int]:
+    """How the study stored under this name differs from `study` in what defines its
+    points, and its latest round holding points ([] when nothing is stored or
+    nothing defining changed)."""
+    sid = db_mod.study_id(conn, study.name)
+    if sid is None:
+        return [], 0
+    rnd = db_mod.latest_round(conn, sid)
+    if not db_mod.stored_unit_keys(conn, sid, rnd):
+        return [], rnd
+    row = conn.execute("SELECT definition FROM studies WHERE id = ?", (sid,)).fetchone()
+    try:
+        old = json.loads(row[0]) if row and row[0] else None
+    except ValueError:
+        old = None
+    if not isinstance(old, dict):
+        return [], rnd
+    new = json.loads(json.dumps(study.definition()))
+    changes = []
+    for k in DEFINING_KEYS:
+        if k not in old or old.get(k) == new.get(k):
+            continue
+        a, b = old.get(k), new.get(k)
+        if k == "algorithms" and isinstance(a, dict) and isinstance(b, dict):
+            for coll in sorted(set(a) | set(b)):
+                was, now = a.get(coll) or [], b.get(coll) or []
+                added = [x for x in now if x not in was]
+                removed = [x for x in was if x not in now]
+                if added or removed:
+                    changes.append(f"{coll} algorithms" + (f" added {', '.join(added)}" if added
+                                                           else "")
+                                   + (";" if added and removed else "")
+                                   + (f" removed {', '.join(removed)}" if removed else ""))
+        else:
+            changes.append(f"{k} {a} -> {b}")
+    return changes, rnd
+
+
 def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool = False,
             retry_failed: bool = True, console: Console | None = None,
             progress: bool | None = None) -> Outcome:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 _SUFFIX = {"": 1, "B": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 1024**2, "MB": 1024**2,
@@ -17,7 +18,8 @@ def parse_size(text: str) -> int:
 
 
 def parse_sizes(text: str) -> list[int]:
-    """'8,64K,1M' or '1..1M' / '1:1M' (powers of two from..to, OSU's -m a:b) or a mix."""
+    """Sizes to measure: '8,64K,1M' or '1:1M' (powers of two from..to, OSU's -m a:b;
+    '1..1M' is read the same) or a mix."""
     sizes: list[int] = []
     for part in text.split(","):
         part = part.strip()
@@ -40,13 +42,21 @@ def parse_sizes(text: str) -> list[int]:
 
 
 def parse_ints(text: str, what: str) -> list[int]:
+    """Whole numbers to run: '2,4' or '2:8' (every number from..to; '2..8' is read the
+    same) or a mix."""
     out = []
     for part in text.split(","):
         part = part.strip()
         if not part:
             continue
-        if ".." in part:
-            lo, hi = (int(x) for x in part.split("..", 1))
+        if ".." in part or ":" in part:
+            try:
+                lo, hi = (int(x) for x in re.split(r"\.\.|:", part, maxsplit=1))
+            except ValueError:
+                raise ValueError(f"{what}: '{part}' is not a range of whole numbers "
+                                 "(write 2:8)") from None
+            if hi < lo:
+                raise ValueError(f"{what}: range '{part}': needs from <= to")
             out.extend(range(lo, hi + 1))
         elif part.isdigit():
             out.append(int(part))
@@ -63,3 +73,58 @@ def fmt_size(n: int) -> str:
         if n >= scale and n % scale == 0:
             return f"{n // scale}{unit}"
     return str(n)
+
+
+Interval = tuple[float, float]
+
+
+def parse_selection(text: str | None, what: str, sizes: bool = False) -> list[Interval] | None:
+    """Which measured values to keep, as the filters of results, export, fit, model,
+    plot and report take them: a list of values and inclusive ranges, '2,4', '2:8',
+    '8:' (8 and above), ':64K', '8,64K:1M' (sizes with K/M/G suffixes). '2..8' is
+    read as '2:8'. Returns inclusive intervals (a value v is (v, v)); None for no
+    filter. Raises ValueError saying what is wrong."""
+    if text is None or not str(text).strip():
+        return None
+    conv = parse_size if sizes else _whole
+    out: list[Interval] = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            if ".." in part or ":" in part:
+                lo_s, hi_s = re.split(r"\.\.|:", part, maxsplit=1)
+                lo = conv(lo_s) if lo_s.strip() else -math.inf
+                hi = conv(hi_s) if hi_s.strip() else math.inf
+                if lo > hi:
+                    raise ValueError("the low end is above the high end")
+                out.append((lo, hi))
+            else:
+                v = conv(part)
+                out.append((v, v))
+        except ValueError as exc:
+            example = "8,64K or 1:1M" if sizes else "2,4 or 2:8"
+            raise ValueError(f"{what} '{text}': {exc} (write {example}; an end of a range "
+                             "may be left out)") from None
+    return out or None
+
+
+def _whole(text: str) -> int:
+    text = text.strip()
+    if not text.isdigit():
+        raise ValueError(f"'{text}' is not a whole number")
+    return int(text)
+
+
+def selection_text(intervals: list[Interval] | None, sizes: bool = False) -> str:
+    """The selection as the options take it (for messages)."""
+    if not intervals:
+        return "all"
+    f = fmt_size if sizes else str
+
+    def one(lo, hi):
+        if lo == hi:
+            return f(int(lo))
+        return (f(int(lo)) if lo != -math.inf else "") + ":" + (f(int(hi)) if hi != math.inf else "")
+    return ",".join(one(lo, hi) for lo, hi in intervals)

@@ -8,13 +8,39 @@ options) are in `_common`.
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from .. import __version__
+from ._common import err, fail
 from . import basic, bench, fit, heat, model, p2p, plot, quick, report, results, sweep, verify
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Main(click.Group):
+    """The `colltune` group: usage errors (unknown option, bad choice) come out as the
+    commands' own errors do, one `error:` line, exit status 2, with where to look."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # plain `colltune`: the help
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            fail(exc.format_message() + hint, exc.exit_code)
+        except click.Abort:
+            err.print("[yellow]interrupted[/]", highlight=False)
+            sys.exit(130)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+@click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="colltune")
 def main() -> None:
     """colltune: MPI collective algorithms, verified and benchmarked.

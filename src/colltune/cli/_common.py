@@ -9,20 +9,25 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from .. import db as db_mod
 from ..build import Build, build_for
 from ..console import stdout_console
 from ..errors import ColltuneError
 from ..fit import default_db
+from ..launch import MAX_PER_CORE, Terminated, check_process_counts, interrupt_on_term
 
 out = stdout_console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # messages stay one line each (grep, logs)
 
 MPI_HELP = "MPI library: openmpi (default), mpich, or a path to a prefix/bin dir/mpicc"
 
 
 def fail(msg: str, code: int = 2) -> None:
     """The one way a command stops on an error: `error: MSG` on stderr, exit status 2."""
-    err.print(f"[bold red]error:[/] {escape(str(msg))}", highlight=False)
+    msg = str(msg)
+    if msg.startswith("error:"):  # a message that already says so: one "error:" only
+        msg = msg[len("error:"):].lstrip()
+    err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
     sys.exit(code)
 
 
@@ -32,9 +37,14 @@ class Command(click.Command):
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            with interrupt_on_term():  # SIGTERM/SIGHUP: as Ctrl-C, launches stopped
+                return super().invoke(ctx)
         except ColltuneError as exc:
             fail(str(exc), exc.exit_code)
+        except KeyboardInterrupt as exc:
+            why = f" ({exc.args[0]})" if isinstance(exc, Terminated) and exc.args else ""
+            err.print(f"[yellow]interrupted[/]{why}", highlight=False)
+            sys.exit(130)
 
 
 def command(*args, **kwargs):
@@ -51,21 +61,33 @@ def build_or_fail(mpi_spec: str | None, force: bool = False, verbose: bool = Fal
         fail(str(exc))
 
 
-def echo(text: str, nl: bool = True) -> None:
-    click.echo(text, nl=nl)
+class QuietAliases(click.Option):
+    """An option whose older spellings still work but are not shown in --help."""
+
+    def get_help_record(self, ctx):
+        saved = self.opts
+        self.opts = saved[:1]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = saved
 
 
-# the selection of measurements that fit, model and plot take
+NP_HELP = "Process counts: 2,4 or 2:8 (an end of a range may be left out: 8:)."
+SIZE_HELP = "Sizes in bytes, K/M/G suffixes: 8,64K or 1:1M (an end may be left out)."
+
+# the selection of measurements that fit, model, plot and report take (results and
+# export take the same --coll, --algo, --mapping, --np and --size, and more)
 SELECT_OPTIONS = [
     click.option("--db", "db_path", default=lambda: str(default_db()), show_default="$COLLTUNE_DB "
                  "or ./colltune.db", type=click.Path(dir_okay=False),
                  help="Results database (SQLite)."),
     click.option("--study", help="Only this study."),
-    click.option("--coll", help="Only this collective (comma-separated for several)."),
+    click.option("--coll", help="Only these collectives (comma-separated)."),
     click.option("--algo", help="Only these algorithms (comma-separated)."),
-    click.option("--mapping", help="Only this mapping (comma-separated for several)."),
-    click.option("--np-range", help="Process counts a..b (inclusive; an end may be left out)."),
-    click.option("--size-range", help="Sizes a..b in bytes, 1K/1M suffixes (e.g. 8..1M)."),
+    click.option("--mapping", help="Only these mappings: core, socket, node (comma-separated)."),
+    click.option("--np", "--np-range", "np_range", cls=QuietAliases, help=NP_HELP),
+    click.option("--size", "--size-range", "size_range", cls=QuietAliases, help=SIZE_HELP),
 ]
 
 
@@ -73,3 +95,37 @@ def select_options(f):
     for opt in reversed(SELECT_OPTIONS):
         f = opt(f)
     return f
+
+
+def db_option(**kwargs):
+    """--db PATH: the results database; default $COLLTUNE_DB, else ./colltune.db."""
+    kwargs.setdefault("default", lambda: str(db_mod.default_path()))
+    kwargs.setdefault("show_default", "$COLLTUNE_DB or ./colltune.db")
+    kwargs.setdefault("help", "Results database (SQLite file).")
+    return click.option("--db", "db_path", type=click.Path(dir_okay=False), **kwargs)
+
+
+def db_path_or_default(db_path: str | None):
+    return db_path if db_path else str(db_mod.default_path())
+
+
+def oversubscribe_options(f):
+    """--oversubscribe and --force, for commands that measure time (see
+    launch.check_process_counts)."""
+    f = click.option("--force", is_flag=True,
+                     help=f"Launch even more than {MAX_PER_CORE} processes per core.")(f)
+    f = click.option("--oversubscribe", is_flag=True,
+                     help="Measure with more processes than cores (they share cores: the "
+                          "points are marked oversubscribed).")(f)
+    return f
+
+
+def check_nps(nps, oversubscribe: bool = False, force: bool = False, timing: bool = True,
+              placement=None) -> list[str]:
+    """The process-count policy (launch.check_process_counts) before any launch; the
+    notes are printed."""
+    notes = check_process_counts(nps, oversubscribe=oversubscribe, force=force, timing=timing,
+                                 placement=placement)
+    for n in notes:
+        err.print(f"note: {n}", highlight=False)
+    return notes

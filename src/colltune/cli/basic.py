@@ -10,6 +10,7 @@ from rich.table import Table
 
 from .. import __version__
 from .. import launch, registry
+from ..errors import did_you_mean
 from ._common import command, MPI_HELP, build_or_fail, fail, out
 
 
@@ -51,7 +52,8 @@ def algorithms(colls: str | None, as_json: bool, mpi_spec: str | None) -> None:
     wanted = colls.split(",") if colls else list(registry.COLLECTIVES)
     for c in wanted:
         if c not in registry.COLLECTIVES:
-            fail(f"unknown collective '{c}'; valid: {', '.join(registry.COLLECTIVES)}")
+            fail(f"--coll: unknown collective '{c}'{did_you_mean(c, registry.COLLECTIVES)}; "
+                 f"valid: {', '.join(registry.COLLECTIVES)}")
     algos = [a for a in registry.algorithms(b) if a.collective in wanted]
     if as_json:
         click.echo(json.dumps([a.__dict__ for a in algos], indent=2))

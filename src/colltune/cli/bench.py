@@ -6,25 +6,21 @@ import csv
 import io
 import json
 import os
+import sqlite3
 import sys
+import time
 from pathlib import Path
 
 import click
 from rich.table import Table
 
 from .. import bench as bench_mod
+from .. import db as db_mod
 from .. import libalgos, registry
-from ..files import write_atomic
+from ..files import check_writable, save_fallback, write_atomic
 from ..units import fmt_size, parse_ints, parse_sizes
-from ._common import command, MPI_HELP, build_or_fail, err, fail, out
-
-
-def _check_names(build, collective: str, specs: list[str]) -> None:
-    valid = registry.names(build, collective)
-    for spec in specs:
-        name = spec.split(":", 1)[0]
-        if name not in valid:
-            fail(f"unknown {collective} algorithm '{name}'; valid: {', '.join(valid)}")
+from ._common import (MPI_HELP, build_or_fail, check_nps, command, db_path_or_default, err,
+                      fail, out, oversubscribe_options)
 
 
 def _bench_cell(r: dict | None, base: dict | None, is_base: bool) -> str:
@@ -151,28 +147,136 @@ def emit_records(records: list[dict], fmt: str, output: str | None, title: str) 
             click.echo(text, nl=False)
 
 
-def _run_bench(b, specs: list[bench_mod.BenchSpec]) -> list[dict]:
-    from rich.progress import Progress
+class BenchProgress:
+    """Points measured out of points planned, with the time so far and an estimate of
+    the time left: a rich bar on a terminal, else a plain line on stderr at most every
+    PLAIN_EVERY seconds (and at each process count's end)."""
 
-    records: list[dict] = []
+    PLAIN_EVERY = 10.0
+
+    def __init__(self, total: int):
+        self.total, self.done, self.t0 = total, 0.0, time.monotonic()
+        self.label = "benchmark"
+        self._last_plain = self.t0
+        self._bar = None
+        if err.is_terminal:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn, TimeRemainingColumn)
+
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(),
+                                 TextColumn("left"), TimeRemainingColumn(), console=err,
+                                 transient=True)
+            self._task = self._bar.add_task(self.label, total=total)
+
+    def __enter__(self):
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._bar is not None:
+            self._bar.stop()
+
+    def note(self, text: str) -> None:
+        (self._bar.console if self._bar else err).print(text, highlight=False)
+
+    def set(self, done: float, label: str | None = None, force: bool = False) -> None:
+        self.done = min(done, self.total)
+        if label:
+            self.label = label
+        if self._bar is not None:
+            self._bar.update(self._task, completed=self.done, description=self.label)
+            return
+        now = time.monotonic()
+        if force or now - self._last_plain >= self.PLAIN_EVERY:
+            self._last_plain = now
+            err.print(f"{self.label}: {self.line()}", highlight=False)
+
+    def line(self) -> str:
+        el = time.monotonic() - self.t0
+        eta = (f", about {_hms(el / self.done * (self.total - self.done))} left"
+               if 0 < self.done < self.total else "")
+        return f"{self.done:.0f}/{self.total} points, {_hms(el)} elapsed{eta}"
+
+
+def _hms(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+def _run_bench(b, specs: list[bench_mod.BenchSpec], kept: list[dict]) -> None:
+    """Run every process count; finished points go into `kept` as they come, so that
+    an interruption keeps them."""
     host = os.uname().nodename
     seen_np: set[int] = set()
-    with Progress(console=err, transient=True) as prog:
-        task = prog.add_task("benchmark", total=len(specs))
-        for spec in specs:
-            prog.update(task, description=f"{spec.collective} np={spec.np}")
+    per_np = [len(s.sizes) * len(s.algos) for s in specs]
+    with BenchProgress(sum(per_np)) as prog:
+        base = 0
+        for spec, n in zip(specs, per_np, strict=True):
+            label = f"{spec.collective} np={spec.np}"
+            prog.set(base, label, force=True)
+            live: list[dict] = []
+
+            def on_record(rec, live=live, base=base, label=label):
+                rec["host"] = host
+                live.append(rec)
+                kept.append(rec)
+                prog.set(base + len(live), label)
+
+            def on_launch(i, count, _launch, base=base, n=n, label=label):
+                prog.set(base + n * i / count, label)
+
             try:
-                recs, notes = libalgos.run_bench(b, spec)
-            except (bench_mod.BenchError, ValueError) as exc:
+                recs, notes = libalgos.run_bench(b, spec, on_record=on_record,
+                                                 progress=on_launch)
+            except ValueError as exc:
                 fail(str(exc))
             for r in recs:
                 r["host"] = host
             if notes and spec.np not in seen_np:
                 seen_np.add(spec.np)
-                prog.console.print("note: " + "; ".join(notes), highlight=False)
-            records.extend(recs)
-            prog.advance(task)
-    return records
+                prog.note("note: " + "; ".join(notes))
+            del kept[len(kept) - len(live):]  # streamed copies, replaced by the final ones
+            kept.extend(recs)
+            base += n
+            prog.set(base, label, force=True)
+
+
+def _warn_large(coll: str, sizes: list[int], nps: list[int], validate: bool,
+                algos: int, reps: int, iterations: int | None) -> None:
+    """Say before launching when a size needs much memory (or more than there is)."""
+    big = max(sizes)
+    if big < LARGE_SIZE:
+        return
+    np_max = max(nps)
+    per = bench_mod.buffer_bytes(coll, big, np_max, validate)
+    try:
+        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        phys = 0
+    calls = algos * reps * (iterations if iterations is not None else 100)
+    text = (f"size {fmt_size(big)}: {fmt_size(per)} of buffers per process, "
+            f"{fmt_size(per * np_max)} for {np_max} processes; about {calls} calls of it "
+            "per process count (--time-budget bounds the time)")
+    if phys and per * np_max > phys:
+        text += f"; this machine has {fmt_size(phys)} of memory in all"
+    err.print(f"[yellow]warning:[/] {text}", highlight=False)
+
+
+LARGE_SIZE = 256 << 20  # buffers from this size on get a warning before the launch
+
+
+def _save_elsewhere(records: list[dict], why: str) -> None:
+    """The records could not go where asked: keep them (JSON) and say where."""
+    try:
+        where = save_fallback("bench-records.json", json.dumps(records, indent=2) + "\n")
+    except OSError as exc:
+        err.print(f"[bold red]error:[/] {why}; the records could not be saved anywhere "
+                  f"({exc})", highlight=False)
+        return
+    err.print(f"[bold red]error:[/] {why}; the {len(records)} records are saved in {where}",
+              highlight=False)
 
 
 @command()
@@ -184,8 +288,8 @@ def _run_bench(b, specs: list[bench_mod.BenchSpec]) -> list[dict]:
                    "the MPI library's own: ompi:NAME[:k=v] (Open MPI coll/tuned), mpich:NAME; "
                    "'all' = ours + native + the library's, 'ours', 'ompi:all', 'mpich:all'.")
 @click.option("--np", "nps", default="2", show_default=True, help="Process counts.")
-@click.option("--sizes", default="1..1M", show_default=True,
-              help="Bytes: list (8,64K,1M) or power-of-two range (1..1M).")
+@click.option("--sizes", default="1:1M", show_default=True,
+              help="Bytes: list (8,64K,1M) or power-of-two range (1:1M).")
 @click.option("--iterations", type=int, help="Timed calls per point (default 1000, 100 > 8K).")
 @click.option("--warmup", type=int, help="Untimed calls first (default iterations/10).")
 @click.option("--reps", default=3, show_default=True, help="Repetitions, interleaved.")
@@ -213,13 +317,18 @@ def _run_bench(b, specs: list[bench_mod.BenchSpec]) -> list[dict]:
 @click.option("--format", "fmt", default="table", show_default=True,
               type=click.Choice(["table", "csv", "json"]))
 @click.option("-o", "--output", help="Write csv/json here (atomically) instead of stdout.")
-@click.option("--db", "db_path", is_flag=False, flag_value="colltune.db", default=None,
+@click.option("--db", "db_path", is_flag=False, flag_value="", default=None,
               type=click.Path(dir_okay=False),
-              help="Also store the records in this results database (--db alone: colltune.db).")
+              help="Also store the records in this results database (--db alone: "
+                   "$COLLTUNE_DB, else ./colltune.db).")
+@oversubscribe_options
 def bench(mpi_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dtype, op, timing,
-          sleep_us, time_budget, validate, raw, align, fmt, output, db_path) -> None:
-    """Latency of algorithms, interleaved in one launch per process count."""
-    b = build_or_fail(mpi_spec)
+          sleep_us, time_budget, validate, raw, align, fmt, output, db_path, oversubscribe,
+          force) -> None:
+    """Latency of algorithms, interleaved in one launch per process count.
+
+    Progress goes to stderr. Ctrl-C (or SIGTERM) stops the running launch and keeps
+    the points already measured: they are printed, written and stored as asked."""
     try:
         size_list = parse_sizes(sizes)
         np_list = parse_ints(nps, "--np")
@@ -229,6 +338,16 @@ def bench(mpi_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dty
         fail("--iterations and --time-budget exclude each other: give one")
     if align is not None and align & (align - 1):
         fail(f"--align {align}: must be 0 or a power of two (bytes; 0 or 1: plain malloc)")
+    if fmt == "table" and output:
+        fail("-o/--output writes csv or json: add --format csv or --format json")
+    # every output is checked before anything is launched
+    if output:
+        check_writable(output, "-o/--output")
+    if db_path is not None:
+        db_path = db_path_or_default(db_path)
+        db_mod.check_writable(db_path)
+    check_nps(np_list, oversubscribe=oversubscribe, force=force)
+    b = build_or_fail(mpi_spec)
     specs_list = bench_mod.split_specs(algos)
     try:
         specs_list = libalgos.expand_algos(b, coll, specs_list)  # all / ours / ompi:all ...
@@ -237,19 +356,37 @@ def bench(mpi_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dty
                 libalgos.lib_env(b.mpi, coll, s)  # validates: library, name, parameters
     except ValueError as exc:
         fail(str(exc))
-    _check_names(b, coll, [s for s in specs_list if not libalgos.is_lib_spec(s)])
+    registry.check_specs(b, coll, [s for s in specs_list if not libalgos.is_lib_spec(s)])
     specs = [bench_mod.BenchSpec(coll, specs_list, np, size_list, iterations, warmup, reps,
                                  root, dtype, op, timing=timing, sleep_us=sleep_us,
                                  time_budget=time_budget, validate=validate, raw=raw,
                                  align=align)
              for np in np_list]
-    records = _run_bench(b, specs)
-    emit_records(records, fmt, output, b.mpi.banner)
-    if db_path:
-        from .. import db as db_mod
-
-        run_id = db_mod.store_bench(records, mpi=b.mpi, path=db_path, argv=sys.argv)
-        err.print(f"stored as run {run_id} in {db_path}", highlight=False)
+    _warn_large(coll, size_list, np_list, validate, len(specs_list), reps, iterations)
+    records: list[dict] = []
+    interrupted = None
+    try:
+        _run_bench(b, specs, records)
+    except KeyboardInterrupt as exc:
+        interrupted = exc
+        err.print(f"[yellow]interrupted[/]: keeping the {len(records)} points measured so far",
+                  highlight=False)
+    if records:
+        try:
+            emit_records(records, fmt, output, b.mpi.banner)
+        except OSError as exc:
+            _save_elsewhere(records, f"cannot write {output}: {exc}")
+            sys.exit(2)
+        if db_path is not None:
+            try:
+                run_id = db_mod.store_bench(records, mpi=b.mpi, path=db_path, argv=sys.argv,
+                                            notes=["interrupted"] if interrupted else None)
+            except (db_mod.DBError, sqlite3.Error, OSError) as exc:
+                _save_elsewhere(records, f"cannot store in {db_path}: {exc}")
+                sys.exit(2)
+            err.print(f"stored as run {run_id} in {db_path}", highlight=False)
+    if interrupted is not None:
+        sys.exit(130)
     failures = bench_mod.validation_failures(records)
     if failures:
         for r in failures:

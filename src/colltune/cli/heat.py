@@ -10,7 +10,9 @@ from ..heat import (DECOMPS, OUTPUT_FORMATS, VARIANTS, HeatError, HeatSpec, Stre
                     _check_spec, heat_table, reports_table, run_heat, run_stream, stream_table,
                     with_bound)
 from ..units import parse_size
-from ._common import command, MPI_HELP, build_or_fail, err, fail, out
+from ..files import check_writable
+from ._common import (MPI_HELP, build_or_fail, check_nps, command, err, fail, out,
+                      oversubscribe_options)
 
 
 def _notes(notes: list[str]) -> None:
@@ -68,9 +70,11 @@ FORMAT_OPT = click.option("--format", "fmt", default="table", show_default=True,
               help="With --stream: doubles per array per process.")
 @click.option("--timeout", default=600.0, show_default=True, help="Seconds before giving up.")
 @FORMAT_OPT
+@oversubscribe_options
 def heat(mpi_spec, np, rows, cols, iterations, threshold, report_interval, decomp, pgrid,
          variant, allreduce, reduce_, seed, init, conductivity, output, output_format,
-         stream_gbs, run_stream_first, stream_elements, timeout, fmt) -> None:
+         stream_gbs, run_stream_first, stream_elements, timeout, fmt, oversubscribe,
+         force) -> None:
     """Heat diffusion with colltune collectives: GFLOP/s and where the time goes."""
     if stream_gbs and run_stream_first:
         fail("--stream measures the bandwidth, --stream-gbs gives it: use one of them")
@@ -82,6 +86,9 @@ def heat(mpi_spec, np, rows, cols, iterations, threshold, report_interval, decom
         n_stream = parse_size(stream_elements)
     except (HeatError, ValueError) as exc:
         fail(str(exc))
+    if output:
+        check_writable(output, "--output")
+    check_nps([np], oversubscribe=oversubscribe, force=force)
     b = build_or_fail(mpi_spec)
     stream_rec = None
     try:
@@ -120,12 +127,14 @@ def heat(mpi_spec, np, rows, cols, iterations, threshold, report_interval, decom
               help="Timed repetitions; the best is reported.")
 @click.option("--timeout", default=600.0, show_default=True, help="Seconds before giving up.")
 @FORMAT_OPT
-def stream(mpi_spec, np, elements, reps, timeout, fmt) -> None:
+@oversubscribe_options
+def stream(mpi_spec, np, elements, reps, timeout, fmt, oversubscribe, force) -> None:
     """Memory bandwidth: STREAM-style triad a[i] = b[i] + s*c[i] on every process."""
     try:
         n = parse_size(elements)
     except ValueError as exc:
         fail(f"--elements: {exc}")
+    check_nps([np], oversubscribe=oversubscribe, force=force)
     b = build_or_fail(mpi_spec)
     try:
         rec, notes = run_stream(b, StreamSpec(np, n, reps), timeout=timeout)

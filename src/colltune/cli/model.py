@@ -19,8 +19,8 @@ from ._common import command, build_or_fail, fail, out, select_options
 @click.option("--pingpong-json", type=click.Path(exists=True, dir_okay=False),
               help="Ping-pong records (`colltune pingpong --format json -o FILE`) for α, β. "
                    "Without it: the database's ping-pong records, else measured now.")
-@click.option("--np", "measure_np", default=2, show_default=True, type=click.IntRange(min=2),
-              help="Processes of the ping-pong measured now.")
+@click.option("--pingpong-np", "measure_np", default=2, show_default=True,
+              type=click.IntRange(min=2), help="Processes of the ping-pong measured now.")
 @click.option("--alpha", type=float, help="α in seconds (skips the ping-pong).")
 @click.option("--beta", type=float, help="β in seconds per byte (skips the ping-pong).")
 @click.option("--gamma", "gamma_opt", default="auto", show_default=True,

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import click
 
-from ..files import write_atomic
+from ..files import check_writable, write_atomic
 from ..p2p import (MODES, PINGPONG_FIELDS, PROBE_FIELDS, P2PError, PingpongSpec, ProbeSpec,
                    _check_np, _render, pingpong_table, probe_table, run_pingpong, run_probe)
 from ..units import parse_size, parse_sizes
-from ._common import command, MPI_HELP, build_or_fail, err, fail, out
+from ._common import (MPI_HELP, build_or_fail, check_nps, command, err, fail, out,
+                      oversubscribe_options)
 
 
 def _emit_text(text: str, output: str | None) -> None:
@@ -37,8 +38,8 @@ OUTPUT_OPT = click.option("-o", "--output",
 @click.option("--mpi", "mpi_spec", help=MPI_HELP)
 @click.option("--np", "np", default=2, show_default=True, type=int,
               help="Processes; the ping-pong uses ranks 0 and 1, the ring all of them.")
-@click.option("--sizes", default="1..1M", show_default=True,
-              help="Bytes: list (8,64K,1M) or power-of-two range (1..1M).")
+@click.option("--sizes", default="1:1M", show_default=True,
+              help="Bytes: list (8,64K,1M) or power-of-two range (1:1M).")
 @click.option("--mode", default="pingpong", show_default=True, type=click.Choice(MODES),
               help="pingpong: 0 <-> 1; ring: a token goes 0 -> 1 -> ... -> N-1 -> 0.")
 @click.option("--iterations", type=click.IntRange(min=1),
@@ -53,8 +54,9 @@ OUTPUT_OPT = click.option("-o", "--output",
 @click.option("--timeout", default=600.0, show_default=True, help="Seconds before giving up.")
 @FORMAT_OPT
 @OUTPUT_OPT
+@oversubscribe_options
 def pingpong(mpi_spec, np, sizes, mode, iterations, warmup, reps, persistent, timeout, fmt,
-             output) -> None:
+             output, oversubscribe, force) -> None:
     """Point-to-point latency (one-way = RTT/2) and bandwidth, ping-pong or ring."""
     if fmt == "table" and output:
         fail("-o/--output writes csv or json: add --format csv or --format json")
@@ -63,6 +65,9 @@ def pingpong(mpi_spec, np, sizes, mode, iterations, warmup, reps, persistent, ti
         _check_np(mode, np)
     except (ValueError, P2PError) as exc:
         fail(str(exc))
+    if output:
+        check_writable(output, "-o/--output")
+    check_nps([np], oversubscribe=oversubscribe, force=force)
     b = build_or_fail(mpi_spec)
     spec = PingpongSpec(np, tuple(size_list), mode, iterations, warmup, reps, persistent)
     try:
@@ -98,8 +103,9 @@ def pingpong(mpi_spec, np, sizes, mode, iterations, warmup, reps, persistent, ti
 @click.option("--timeout", default=600.0, show_default=True, help="Seconds before giving up.")
 @FORMAT_OPT
 @OUTPUT_OPT
+@oversubscribe_options
 def probe(mpi_spec, np, size, iterations, warmup, seed, baseline_us, timeout, fmt,
-          output) -> None:
+          output, oversubscribe, force) -> None:
     """Network probe: random pairwise exchanges, latency distribution and a load index."""
     if fmt == "table" and output:
         fail("-o/--output writes csv or json: add --format csv or --format json")
@@ -108,6 +114,9 @@ def probe(mpi_spec, np, size, iterations, warmup, seed, baseline_us, timeout, fm
         _check_np("probe", np)
     except (ValueError, P2PError) as exc:
         fail(str(exc))
+    if output:
+        check_writable(output, "-o/--output")
+    check_nps([np], oversubscribe=oversubscribe, force=force)
     b = build_or_fail(mpi_spec)
     spec = ProbeSpec(np, nbytes, iterations, warmup, seed, baseline_us)
     try:

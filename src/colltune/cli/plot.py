@@ -7,7 +7,7 @@ import click
 from ..fit import FitError, load_selection
 from ..plot import (BANDS, KINDS, Palette, PlotError, algorithm_order, fig_mapping, make_figure,
                     save_figure)
-from ..units import parse_size
+from ..files import check_writable
 from ._common import command, fail, out, select_options
 
 
@@ -15,10 +15,6 @@ from ._common import command, fail, out, select_options
 @select_options
 @click.option("--kind", required=True, type=click.Choice(KINDS), help="Which figure.")
 @click.option("-o", "--output", required=True, help="File to write: .png, .pdf or .svg.")
-@click.option("--size", "size_text", help="Size for vs-processes and mapping (default: the "
-                                          "largest measured).")
-@click.option("--np", "np_", type=int, help="Processes for vs-size, speedup (default: the "
-                                            "largest measured).")
 @click.option("--surface-algo", help="Algorithm of the surface (default: native, else the "
                                      "one with most points).")
 @click.option("--band", default="minmax", show_default=True, type=click.Choice(BANDS),
@@ -27,13 +23,15 @@ from ._common import command, fail, out, select_options
               help="Algorithm the speedup and best-map compare with.")
 @click.option("--dpi", default=120, show_default=True, type=click.IntRange(50, 600))
 @click.option("--mpi", "mpi_spec", help="MPI library whose registry orders the colours.")
-def plot(db_path, study, coll, algo, mapping, np_range, size_range, kind, output, size_text,
-         np_, surface_algo, band, baseline, dpi, mpi_spec) -> None:
-    """Draw one figure of a study (PNG, PDF or SVG)."""
-    try:
-        size = parse_size(size_text) if size_text else None
-    except ValueError as exc:
-        fail(str(exc))
+def plot(db_path, study, coll, algo, mapping, np_range, size_range, kind, output,
+         surface_algo, band, baseline, dpi, mpi_spec) -> None:
+    """Draw one figure of a study (PNG, PDF or SVG).
+
+    A figure at one size (vs-processes, mapping) is drawn at the largest size of the
+    selection, one at one process count (vs-size, speedup) at the largest count:
+    --size 64K or --np 4 choose them."""
+    check_writable(output, "-o/--output")
+    size = np_ = None
     try:
         mapping_one = mapping if mapping and "," not in mapping else None
         df = load_selection(db_path, study, coll, algo,

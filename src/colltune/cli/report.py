@@ -11,17 +11,14 @@ from .. import plot as plotmod
 from .. import registry
 from ..build import build_for
 from ..costmodel import algorithm_dicts, load_pingpong_from_db
-from ..files import write_atomic
-from ..fit import FitError, default_db, load_measurements
+from ..files import check_writable, write_atomic
+from ..fit import FitError, load_measurements, load_selection
 from ..report import build_report, compute_model, load_runs
-from ._common import command, err, fail
+from ._common import command, err, fail, select_options
 
 
 @command()
-@click.option("--db", "db_path", default=lambda: str(default_db()),
-              show_default="$COLLTUNE_DB or ./colltune.db", type=click.Path(dir_okay=False),
-              help="Results database (SQLite).")
-@click.option("--study", help="Only this study.")
+@select_options
 @click.option("-o", "--output", required=True, help="HTML file to write (atomically).")
 @click.option("--pingpong-json", type=click.Path(exists=True, dir_okay=False),
               help="Ping-pong records for the cost model's α, β.")
@@ -39,12 +36,18 @@ from ._common import command, err, fail
 @click.option("--algorithms-json", type=click.Path(exists=True, dir_okay=False),
               help="The registry as `colltune algorithms --json` prints it (no MPI build "
                    "needed for the cost formulas).")
-def report(db_path, study, output, pingpong_json, measure, alpha, beta, gamma_opt, surface_algo,
-           dpi, mpi_spec, algorithms_json) -> None:
+def report(db_path, study, coll, algo, mapping, np_range, size_range, output, pingpong_json,
+           measure, alpha, beta, gamma_opt, surface_algo, dpi, mpi_spec,
+           algorithms_json) -> None:
     """One self-contained HTML report of a study: provenance, figures, models, best
-    algorithms, cost model. Prints the path of the file."""
+    algorithms, cost model. Prints the path of the file. --coll, --algo, --mapping,
+    --np and --size narrow what it covers."""
+    check_writable(output, "-o/--output")
     try:
-        df = load_measurements(db_path, study=study)
+        if any(x is not None for x in (coll, algo, mapping, np_range, size_range)):
+            df = load_selection(db_path, study, coll, algo, mapping, np_range, size_range)
+        else:
+            df = load_measurements(db_path, study=study)
     except FitError as exc:
         fail(str(exc))
     if df.empty:

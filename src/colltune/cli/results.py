@@ -7,9 +7,10 @@ from pathlib import Path
 import click
 
 from .. import db as db_mod
+from ..files import check_writable
 from ..results import filters, frame_table, open_results, write_frame_atomic
 from ..units import fmt_size
-from ._common import command, err, fail, out
+from ._common import NP_HELP, SIZE_HELP, command, db_option, err, fail, out
 
 
 def _emit(df, fmt: str, title: str, columns: list[str], limit: int | None) -> None:
@@ -25,13 +26,14 @@ def _emit(df, fmt: str, title: str, columns: list[str], limit: int | None) -> No
 
 
 FILTER_OPTIONS = [
-    click.option("--db", "db_path", type=click.Path(dir_okay=False), help=db_mod.DB_HELP),
+    db_option(),
     click.option("--study", multiple=True, help="Study name(s); '(bench)' for bench runs."),
-    click.option("--coll", help="Collectives, comma-separated."),
-    click.option("--algo", help="Algorithms (name or spec as written), comma-separated."),
-    click.option("--np", "nps", help="Process counts: 2,4 or 2..8."),
-    click.option("--size", "sizes", help="Sizes in bytes: 8,64K or 1..1M."),
-    click.option("--mapping", help="core, socket, node (comma-separated)."),
+    click.option("--coll", help="Only these collectives (comma-separated)."),
+    click.option("--algo", help="Only these algorithms (name or spec as written, "
+                                "comma-separated)."),
+    click.option("--np", "nps", help=NP_HELP),
+    click.option("--size", "sizes", help=SIZE_HELP),
+    click.option("--mapping", help="Only these mappings: core, socket, node (comma-separated)."),
     click.option("--order", help="seq, rr."),
     click.option("--run", "run_id", help="Run id(s)."),
     click.option("--round", "rnd", help="Round(s) of a study."),
@@ -61,8 +63,8 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
     With filters (--study, --coll, ...): the points, median over repetitions,
     or each measurement with --all.
     """
-    conn = open_results(db_path)
     f = filters(study, coll, algo, nps, sizes, mapping, order, run_id, rnd)
+    conn = open_results(db_path)
     try:
         if runs:
             df = db_mod.runs_frame(conn, study=f["study"])
@@ -136,8 +138,9 @@ def export(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd, 
     One row per measurement with its study, run, host, MPI library, placement and
     every statistic (or one row per point with --summary).
     """
-    conn = open_results(db_path)
+    check_writable(output, "-o/--output")
     f = filters(study, coll, algo, nps, sizes, mapping, order, run_id, rnd)
+    conn = open_results(db_path)
     try:
         df = db_mod.measurements_frame(conn, samples=samples, **f)
     finally:

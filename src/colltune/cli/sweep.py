@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
-import signal
 import sys
 from pathlib import Path
 
@@ -15,9 +14,10 @@ from .. import db as db_mod
 from .. import launch
 from ..files import write_atomic
 from ..study import Study, StudyError, fmt_ints, load, load_preset, preset_names
-from ..sweep import Plan, execute, make_plan, sbatch_script
+from ..sweep import Plan, definition_changes, execute, make_plan, sbatch_script
 from ..units import fmt_size
-from ._common import build_or_fail, command, err, fail, out
+from ._common import (build_or_fail, command, db_option, db_path_or_default, err, fail, out,
+                      oversubscribe_options)
 
 
 def _load(study_file: str | None, preset: str | None) -> Study:
@@ -34,7 +34,7 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
     rnd = 1
     if conn_path.exists():
         try:
-            conn = db_mod.open_db(conn_path, create=False)
+            conn = db_mod.open_reader(conn_path, schema=True)
             sid = db_mod.study_id(conn, plan.study.name)
             if sid is not None:
                 rnd = db_mod.latest_round(conn, sid)
@@ -70,7 +70,7 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
 @command()
 @click.argument("study_file", required=False, type=click.Path(dir_okay=False))
 @click.option("--preset", help="Run a built-in study: " + ", ".join(preset_names()) + ".")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False), help=db_mod.DB_HELP)
+@db_option()
 @click.option("--mpi", "mpi_spec", help="MPI library (overrides the study's `mpi`): openmpi, "
               "mpich, or a path to a prefix/bin dir/mpicc.")
 @click.option("--launcher", type=click.Choice(launch.LAUNCHERS),
@@ -88,9 +88,16 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
                    "resuming.")
 @click.option("--retry-failed/--skip-failed", default=True, show_default=True,
               help="Run launches that failed before again.")
+@click.option("--name", help="Store the study under this name instead of the one in its file "
+              "(e.g. after changing its algorithms).")
+@click.option("--merge-changed", is_flag=True,
+              help="Add to a stored round even though the study's definition changed "
+                   "(its points then mix both definitions).")
+@oversubscribe_options
 @click.option("--list-presets", is_flag=True, help="List the built-in studies and exit.")
 def sweep(study_file, preset, db_path, mpi_spec, launcher, hostfile, dry_run, sbatch_file,
-          shuffle, seed, new_round, retry_failed, list_presets) -> None:
+          shuffle, seed, new_round, retry_failed, name, merge_changed, oversubscribe, force,
+          list_presets) -> None:
     """Run a study (TOML file or --preset) into the results database.
 
     Launches run in a shuffled order, each stored in one transaction; running the
@@ -104,6 +111,8 @@ def sweep(study_file, preset, db_path, mpi_spec, launcher, hostfile, dry_run, sb
             out.print(f"[bold]{name}[/]: {s.description}", highlight=False)
         return
     study = _load(study_file, preset)
+    if name:
+        study = dataclasses.replace(study, name=name)
     if hostfile:
         launcher = launcher or "hostfile"
         if launcher != "hostfile":
@@ -115,7 +124,7 @@ def sweep(study_file, preset, db_path, mpi_spec, launcher, hostfile, dry_run, sb
             fail("--launcher hostfile needs --hostfile PATH (or `hostfile` in the study)")
         study = dataclasses.replace(study, launcher=launcher,
                                     hostfile=study.hostfile if launcher == "hostfile" else None)
-    dbp = Path(db_path) if db_path else db_mod.default_path()
+    dbp = Path(db_path_or_default(db_path))
     if sbatch_file:
         study_arg = (f"--preset {preset}" if preset
                      else shlex.quote(str(Path(study_file).resolve())))
@@ -135,29 +144,39 @@ def sweep(study_file, preset, db_path, mpi_spec, launcher, hostfile, dry_run, sb
     if dry_run:
         _dry_run(plan, dbp)
         return
+    db_mod.check_writable(dbp)  # before anything is launched
     if study.launcher == "slurm":
-        try:
-            launch.slurm_allocation()
-        except launch.LaunchError as exc:
-            fail(str(exc))
+        launch.slurm_allocation()
+    for np_, placement in sorted({(u.np, plan.placement(u)) for u in plan.units},
+                                 key=lambda x: x[0]):
+        launch.check_process_counts([np_], oversubscribe=oversubscribe, force=force,
+                                    placement=placement)
+    conn = db_mod.open_db(dbp)
     try:
-        conn = db_mod.open_db(dbp)
-    except db_mod.DBError as exc:
-        fail(str(exc))
+        changes, rnd = definition_changes(conn, study)
+    except BaseException:
+        conn.close()
+        raise
+    if changes and not new_round and not merge_changed:
+        conn.close()
+        fail(f"study '{study.name}' is stored in {dbp} with another definition ("
+             + "; ".join(changes) + f"): adding to its round {rnd} would mix the two. "
+             "Measure it as a new round (--new-round), store it under another name "
+             "(--name NEW), or add to the round anyway (--merge-changed)")
+    if changes:
+        err.print(f"note: study '{study.name}' changed since its round {rnd} ("
+                  + "; ".join(changes) + ")" + (f": measuring round {rnd + 1}" if new_round
+                                                else ": adding to that round as asked"),
+                  highlight=False)
     err.print(f"sweep '{study.name}' on {b.mpi.banner}: {len(plan.units)} launches "
               f"({', '.join(study.collectives)}; np {fmt_ints(plan.processes)}; "
               f"{len(study.sizes)} sizes; {study.repetitions} repetitions; seed {plan.seed}) "
               f"into {dbp}", highlight=False)
-    previous = None
-    if hasattr(signal, "SIGTERM") and _main_thread():
-        def _term(signum, frame):
-            raise KeyboardInterrupt
-        previous = signal.signal(signal.SIGTERM, _term)
     try:
-        oc = execute(plan, conn, argv=sys.argv, new_round=new_round, retry_failed=retry_failed)
+        with launch.interrupt_on_term():
+            oc = execute(plan, conn, argv=sys.argv, new_round=new_round,
+                         retry_failed=retry_failed)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
         conn.close()
     msg = (f"run {oc.run_id}: {oc.done} launches stored ({oc.points} points), {oc.failed} "
            f"failed, {oc.skipped} already stored; {oc.seconds:.1f} s")
@@ -171,9 +190,3 @@ def sweep(study_file, preset, db_path, mpi_spec, launcher, hostfile, dry_run, sb
                   highlight=False)
     if oc.failed or oc.invalid:
         sys.exit(1)
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()

@@ -11,7 +11,9 @@ from rich.table import Table
 from .. import registry
 from .. import verify as verify_mod
 from ..units import parse_ints
-from ._common import command, MPI_HELP, build_or_fail, err, fail, out
+from ..errors import did_you_mean
+from ..launch import MAX_PER_CORE, check_process_counts
+from ._common import MPI_HELP, build_or_fail, command, err, fail, out
 
 
 @command()
@@ -25,7 +27,9 @@ from ._common import command, MPI_HELP, build_or_fail, err, fail, out
 @click.option("--timeout", default=1200.0, show_default=True,
               help="Seconds per launch before it counts as a hang.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
-def verify(mpi_spec, nps, colls, algos, quick, timeout, as_json) -> None:
+@click.option("--force", is_flag=True,
+              help=f"Launch even more than {MAX_PER_CORE} processes per core.")
+def verify(mpi_spec, nps, colls, algos, quick, timeout, as_json, force) -> None:
     """Compare every algorithm with the MPI library's own collective.
 
     Cases: roots first/last/middle, counts 0, 1, 7, 1000, 2^17+3, datatypes
@@ -33,22 +37,25 @@ def verify(mpi_spec, nps, colls, algos, quick, timeout, as_json) -> None:
     in-place, and each parameter (segment size, fan-out, radix, inner
     algorithms) moved through its edge values. Exits 1 naming every failing case.
     """
-    b = build_or_fail(mpi_spec)
     try:
         np_list = parse_ints(nps, "--np")
     except ValueError as exc:
         fail(str(exc))
+    check_process_counts(np_list, force=force, timing=False)  # correctness: may share cores
+    b = build_or_fail(mpi_spec)
     coll_list = [c.strip() for c in colls.split(",") if c.strip()]
     for c in coll_list:
         if c not in registry.COLLECTIVES:
-            fail(f"unknown collective '{c}'; valid: {', '.join(registry.COLLECTIVES)}")
+            fail(f"--coll: unknown collective '{c}'{did_you_mean(c, registry.COLLECTIVES)}; "
+                 f"valid: {', '.join(registry.COLLECTIVES)}")
     algo_list = [a.strip() for a in algos.split(",")] if algos else None
     if algo_list:
         known = {a.name for a in registry.algorithms(b, hidden=True) if a.collective in coll_list}
         for a in algo_list:
             if a not in known:
-                fail(f"unknown algorithm '{a}' for {', '.join(coll_list)}; valid: "
-                      f"{', '.join(sorted(known - {'_broken'}))}")
+                valid = sorted(known - {"_broken"})
+                fail(f"--algo: unknown algorithm '{a}' for {', '.join(coll_list)}"
+                     f"{did_you_mean(a, valid)}; valid: {', '.join(valid)}")
     err.print(f"verifying on {b.mpi.banner}: np {', '.join(map(str, np_list))}", highlight=False)
 
     def progress(r: verify_mod.RunOutcome) -> None:
