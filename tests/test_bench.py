@@ -3,10 +3,12 @@
 import csv
 import json
 
+import pytest
+
 from conftest import colltune
 
-FIELDS = {"collective", "algorithm", "params", "np", "size", "min_us", "mean_us", "median_us",
-          "p90_us", "p99_us", "max_us", "stddev_us", "valid_reps", "mpi", "timing"}
+FIELDS = {"collective", "algorithm", "params", "np", "size", "rep_min_us", "mean_us", "median_us",
+          "p90_us", "p99_us", "rep_max_us", "stddev_us", "valid_reps", "mpi", "timing"}
 
 
 def test_bench_json_records(tmp_path):
@@ -20,7 +22,7 @@ def test_bench_json_records(tmp_path):
     for r in recs:
         assert FIELDS <= set(r), FIELDS - set(r)
         assert r["np"] == 2 and r["valid_reps"] == 2 and r["timing"] == "osu"
-        assert 0 < r["min_us"] <= r["median_us"] <= r["max_us"]
+        assert 0 < r["rep_min_us"] <= r["median_us"] <= r["rep_max_us"]
         assert "Open MPI" in r["mpi"]
     chain = [r for r in recs if r["algorithm"] == "chain"]
     assert chain and all("fanout=2" in r["params"] for r in chain)
@@ -75,7 +77,7 @@ def test_bench_window_timing(ompi_build):
         assert r["valid_reps"] > 0 and r["invalid"] >= 0
         assert r["valid_reps"] + r["invalid"] == 20 * 2  # every sample accounted for
         assert r["window_us"] > 0 and r["valid"] is None
-        assert 0 < r["min_us"] <= r["median_us"] <= r["max_us"]
+        assert 0 < r["rep_min_us"] <= r["median_us"] <= r["rep_max_us"]
 
 
 def test_bench_validate_passes(ompi_build):
@@ -105,10 +107,10 @@ def test_bench_raw_samples(ompi_build):
                  timing="window")
     r = osu[0]
     assert len(r["samples_us"]) == 3 == r["valid_reps"]  # one per repetition
-    assert r["min_us"] == min(r["samples_us"]) and r["max_us"] == max(r["samples_us"])
+    assert r["rep_min_us"] == min(r["samples_us"]) and r["rep_max_us"] == max(r["samples_us"])
     w = win[0]
     assert len(w["samples_us"]) == w["valid_reps"] > 0  # the valid samples
-    assert abs(w["max_us"] - max(w["samples_us"])) < 1e-9
+    assert abs(w["rep_max_us"] - max(w["samples_us"])) < 1e-9
     plain = _bench(ompi_build, "reduce", ["binomial"], 2, [64], iterations=5, reps=1)
     assert "samples_us" not in plain[0]
 
@@ -145,3 +147,172 @@ def test_auto_timing_is_window_only_with_a_core_per_process(monkeypatch):
     assert bench.resolve_timing("auto", 4) == "window"
     assert bench.resolve_timing("auto", 5) == "osu"  # window busy-waits: needs its own core
     assert bench.resolve_timing("osu", 2) == "osu" and bench.resolve_timing("window", 8) == "window"
+
+
+# ---- buffer alignment (--align) and the library's own call (native) -------------------
+
+def _buffers(ompi_build, *extra):
+    """colltune-bench's buffer addresses (--trace) and its records."""
+    from colltune import launch
+
+    prog = [str(ompi_build.program("colltune-bench")), "--coll", "allgather", "--algo",
+            "native", "--sizes", "8,65536", "--reps", "1", "--iterations", "3", "--trace",
+            *extra]
+    res = launch.run(launch.prepare(ompi_build.mpi, 2, prog), timeout=300)
+    line = [ln for ln in res.stderr.splitlines() if ln.startswith("buffers ")]
+    fields = dict(kv.split("=", 1) for kv in line[0].split()[1:]) if line else {}
+    recs = [json.loads(ln) for ln in res.stdout.splitlines() if ln.startswith("{")]
+    return res, fields, recs
+
+
+def test_driver_aligns_buffers_as_asked(ompi_build):
+    import os
+
+    page = os.sysconf("SC_PAGESIZE")
+    for extra, want in (((), page), (("--align", "64"), 64), (("--align", "65536"), 65536)):
+        res, buf, recs = _buffers(ompi_build, *extra)
+        assert res.returncode == 0, res.stderr
+        assert int(buf["align"]) == want
+        for name in ("sbuf", "rbuf"):
+            assert int(buf[name], 16) % want == 0, (extra, buf)
+        assert [r["align"] for r in recs] == [want, want]
+    res, buf, recs = _buffers(ompi_build, "--align", "0")  # plain malloc, recorded as 1
+    assert res.returncode == 0 and buf["align"] == "1" and {r["align"] for r in recs} == {1}
+    res, _, _ = _buffers(ompi_build, "--align", "48")
+    assert res.returncode == 2 and "--align '48': must be 0 or a power of two" in res.stderr
+
+
+def test_align_option_reaches_the_driver_and_the_records(ompi_build):
+    import os
+
+    recs = _bench(ompi_build, "bcast", ["native", "binomial"], 2, [64], iterations=5, reps=1,
+                  align=256)
+    assert {r["align"] for r in recs} == {256} and all("--align 256" in r["command"]
+                                                         for r in recs)
+    recs = _bench(ompi_build, "bcast", ["native"], 2, [64], iterations=5, reps=1)
+    assert recs[0]["align"] == os.sysconf("SC_PAGESIZE") and "--align" not in recs[0]["command"]
+
+
+def test_native_is_the_library_call_not_a_dispatch(ompi_build):
+    """native calls MPI_Allgather directly: it never carries the dispatch record of the
+    algorithm timed before it (neighbor_exchange falls back to ring at 3 processes)."""
+    recs = _bench(ompi_build, "allgather", ["neighbor_exchange", "native"], 3, [8, 64],
+                  iterations=3, reps=2, validate=True)
+    ne = [r for r in recs if r["spec"] == "neighbor_exchange"]
+    nat = [r for r in recs if r["spec"] == "native"]
+    assert all(r["fallback"] and "ring" in r["fallback"] for r in ne)
+    assert all(r["fallback"] is None and r["valid"] is True for r in nat)
+
+
+def test_osu_rank_extremes_bracket_the_average(ompi_build):
+    """rank_min_us/rank_max_us are OSU's Min/Max Latency: per-process means over every
+    timed call, so their range holds the mean over processes (mean_us); rep_min_us and
+    rep_max_us are over repetitions."""
+    recs = _bench(ompi_build, "reduce", ["native", "binomial"], 3, [8, 4096], iterations=50,
+                  reps=3, raw=True, timing="osu")
+    for r in recs:
+        assert r["rank_min_us"] - 0.002 <= r["mean_us"] <= r["rank_max_us"] + 0.002, r
+        assert r["rep_min_us"] == min(r["samples_us"]) and r["rep_max_us"] == max(r["samples_us"])
+        assert "min_us" not in r and "max_us" not in r
+
+
+def test_cli_align_reaches_the_records_and_is_checked():
+    res = colltune("bench", "--coll", "reduce", "--algo", "native", "--np", "2", "--sizes", "8",
+                   "--iterations", "5", "--reps", "1", "--align", "128", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    rec = json.loads(res.stdout)[0]
+    assert rec["align"] == 128 and "--align 128" in rec["command"]
+    res = colltune("bench", "--coll", "reduce", "--np", "2", "--sizes", "8", "--align", "48")
+    assert res.returncode == 2 and "--align 48: must be 0 or a power of two" in res.stderr
+
+
+def test_osu_table_uses_osu_names_and_meanings():
+    """Min/Max Latency(us) are the rank extremes (rank_*), never the repetitions' (rep_*);
+    Avg Latency is mean_us; Iterations counts every timed call of a process."""
+    from rich.console import Console
+
+    from colltune.cli.bench import osu_table
+
+    rec = {"collective": "bcast", "spec": "native", "np": 2, "size": 65536, "iterations": 100,
+           "valid_reps": 3, "mean_us": 10.5, "median_us": 10.4, "rep_min_us": 9.1,
+           "rep_max_us": 12.9, "rank_min_us": 10.2, "rank_max_us": 10.8, "fallback": None}
+    con = Console(width=200, record=True)
+    con.print(osu_table([rec], "t"))
+    text = con.export_text()
+    header = next(line for line in text.splitlines() if "Avg Latency(us)" in line)
+    row = next(line for line in text.splitlines() if "65536" in line)
+    cols = [c.strip() for c in header.strip("┃│ ").split("┃")]
+    vals = [c.strip() for c in row.strip("┃│ ").split("│")]
+    got = dict(zip(cols, vals))
+    assert got["Avg Latency(us)"] == "10.50"
+    assert (got["Min Latency(us)"], got["Max Latency(us)"]) == ("10.20", "10.80")
+    assert got["Iterations"] == "300" and got["reps: median (min–max) µs"] == "10.40 (9.10–12.90)"
+
+
+def test_cli_osu_timing_prints_the_osu_table():
+    res = colltune("bench", "--coll", "allgather", "--algo", "native", "--np", "2", "--sizes",
+                   "8,1K", "--iterations", "10", "--reps", "2", "--timing", "osu")
+    assert res.returncode == 0, res.stderr
+    for col in ("Avg Latency(us)", "Min Latency(us)", "Max Latency(us)", "Iterations"):
+        assert col in res.stdout
+    import os
+
+    assert "OSU table" in res.stdout
+    assert f"{os.sysconf('SC_PAGESIZE')}-byte aligned buffers" in res.stdout
+
+
+# ---- the OSU-style reference loop and the agreement script ---------------------------
+
+def test_osu_style_loop_follows_osu_defaults(ompi_build):
+    """colltune-osu-style: OSU 7.x's iteration counts (1000/100 skip up to 8 KiB, 100/10
+    above), page-aligned buffers, Avg between Min and Max over processes."""
+    import os
+
+    from colltune import launch
+
+    for coll in ("bcast", "reduce", "allgather", "allreduce"):
+        prog = [str(ompi_build.program("colltune-osu-style")), "--coll", coll, "--sizes",
+                "8,8192,8193"]
+        res = launch.run(launch.prepare(ompi_build.mpi, 3, prog), timeout=300)
+        assert res.returncode == 0, res.stderr
+        recs = [json.loads(ln) for ln in res.stdout.splitlines() if ln.startswith("{")]
+        assert [(r["size"], r["iterations"], r["skip"]) for r in recs] == [
+            (8, 1000, 100), (8192, 1000, 100), (8193, 100, 10)]
+        for r in recs:
+            assert r["collective"] == coll and r["np"] == 3
+            assert r["align"] == os.sysconf("SC_PAGESIZE")
+            assert 0 < r["min_us"] and r["min_us"] - 0.002 <= r["avg_us"] <= r["max_us"] + 0.002
+    bad = launch.run(launch.prepare(ompi_build.mpi, 2, [str(ompi_build.program(
+        "colltune-osu-style")), "--coll", "gather"]), timeout=120)
+    assert bad.returncode == 2 and "valid: bcast, reduce, allgather, allreduce" in bad.stderr
+
+
+def test_osu_agreement_script_pairs_the_two_programs(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    out = tmp_path / "agree.json"
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "osu_agreement.py"),
+                          "--launches", "2", "--sizes", "8,16K", "--coll", "allreduce",
+                          "-o", str(out)], capture_output=True, text=True, timeout=600)
+    assert res.returncode in (0, 1), res.stderr  # 1: some point outside the goal (noise)
+    assert "OSU-style" in res.stdout and "within 5%" in res.stdout
+    data = json.loads(out.read_text())
+    rows = data["rows"]
+    assert [(r["collective"], r["size"]) for r in rows] == [("allreduce", 8),
+                                                           ("allreduce", 16384)]
+    recs = data["records"]
+    assert {r["program"] for r in recs} == {"colltune", "osu-style"} and len(recs) == 8
+    for rnd in (0, 1):  # the ratio is of the same round's two launches
+        c = next(r for r in recs if r["round"] == rnd and r["program"] == "colltune"
+                 and r["size"] == 8)
+        o = next(r for r in recs if r["round"] == rnd and r["program"] == "osu-style"
+                 and r["size"] == 8)
+        assert c["spec"] == "native" and c["timing"] == "osu" and c["valid_reps"] == 1
+        assert c["iterations"] == o["iterations"] == 1000
+    ratios = sorted(r["mean_us"] / o["avg_us"] for r, o in zip(
+        [r for r in recs if r["program"] == "colltune" and r["size"] == 8],
+        [r for r in recs if r["program"] == "osu-style" and r["size"] == 8]))
+    assert rows[0]["ratio"] == pytest.approx(sum(ratios) / 2)

@@ -15,9 +15,9 @@ from colltune.cli.results import export, results
 def _record(algo="binomial", np=2, size=8, median=1.5, **kw):
     r = {"collective": "bcast", "algorithm": algo, "params": "segsize=0", "spec": algo,
          "np": np, "size": size, "dtype": "char", "op": "sum", "root": 0, "iterations": 10,
-         "warmup": 1, "timing": "osu", "min_us": median - 0.5, "mean_us": median,
+         "warmup": 1, "timing": "osu", "rep_min_us": median - 0.5, "mean_us": median,
          "median_us": median, "p90_us": median + 0.1, "p99_us": median + 0.2,
-         "max_us": median + 0.3, "stddev_us": 0.1, "valid_reps": 1, "invalid": 0,
+         "rep_max_us": median + 0.3, "stddev_us": 0.1, "valid_reps": 1, "invalid": 0,
          "rank_min_us": 0.1, "rank_max_us": 2.0, "window_us": None, "sleep_us": 0.0,
          "time_budget_s": None, "valid": None, "fallback": None, "mpi": "Open MPI v5",
          "command": "mpirun -np 2 colltune-bench"}
@@ -50,6 +50,35 @@ def test_migrations_apply_in_order(tmp_path, monkeypatch):
     assert db.schema_version(conn) == len(db.MIGRATIONS)
     cols = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
     assert "test_column" in cols
+    conn.close()
+
+
+def test_version_1_database_is_migrated_and_old_records_are_readable(tmp_path):
+    """v2 renames min_us/max_us (over repetitions) to rep_min_us/rep_max_us and adds
+    align; a v1 database keeps its points, and old-style records are stored renamed."""
+    path = tmp_path / "v1.db"
+    c = sqlite3.connect(path)
+    for stmt in db.MIGRATIONS[0]:
+        c.execute(stmt)
+    c.execute("PRAGMA user_version = 1")
+    c.execute("INSERT INTO runs (id, kind, status, started_at) VALUES (1, 'bench', 'done', 'x')")
+    c.execute("INSERT INTO measurements (run_id, collective, algorithm, spec, np, size, "
+              "min_us, median_us, max_us) VALUES (1, 'bcast', 'native', 'native', 2, 8, "
+              "1.0, 2.0, 3.0)")
+    c.commit()
+    c.close()
+    conn = db.open_db(path)
+    assert db.schema_version(conn) == db.SCHEMA_VERSION >= 2
+    old = db.measurements_frame(conn)
+    assert (old["rep_min_us"][0], old["median_us"][0], old["rep_max_us"][0]) == (1.0, 2.0, 3.0)
+    assert old["align"].isna().all()  # measured before buffers were aligned
+    legacy = _record("binomial", median=5.0)
+    legacy["min_us"] = legacy.pop("rep_min_us")
+    legacy["max_us"] = legacy.pop("rep_max_us")
+    db.store_measurements(conn, 1, [legacy, _record("chain", median=7.0, align=4096)])
+    pts = db.measurements_frame(conn, algorithm=["binomial", "chain"])
+    assert list(pts["rep_min_us"]) == [4.5, 6.5] and list(pts["rep_max_us"]) == [5.3, 7.3]
+    assert list(pts["align"].fillna(0)) == [0, 4096]
     conn.close()
 
 

@@ -27,7 +27,7 @@ def synthetic(b_np=1.5, b_size=0.002, log=False, b0=0.03, b1=0.33, noise=0.02, s
                 else:
                     lat = (b_np * p + b_size * s) * (1 + rng.normal(0, noise))
                 rows.append(dict(collective="bcast", algorithm="linear", mapping="core", np=p,
-                                 size=s, median_us=lat, min_us=lat * 0.9, max_us=lat * 1.1,
+                                 size=s, median_us=lat, rep_min_us=lat * 0.9, rep_max_us=lat * 1.1,
                                  repetition=r, params=""))
     return pd.DataFrame(rows)
 
@@ -229,7 +229,7 @@ def test_load_measurements_reads_a_colltune_database(tmp_path):
     sid = db.upsert_study(conn, "quick", {"collectives": ["bcast"]})
     rid = db.store_run(conn, study_id=sid, command_line="colltune sweep --preset quick")
     recs = [dict(collective="bcast", algorithm="chain", params="segsize=8192,fanout=4", np=p,
-                 size=s, median_us=1.0 + p + s / 1000, min_us=1.0, max_us=9.0)
+                 size=s, median_us=1.0 + p + s / 1000, rep_min_us=1.0, rep_max_us=9.0)
             for p in (2, 4) for s in (8, 1024)]
     with db.transaction(conn):
         db.store_measurements(conn, rid, recs, mapping="core", repetition=0)

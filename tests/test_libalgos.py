@@ -115,7 +115,7 @@ def test_plan_alternates_launches():
 
 def test_summarize_matches_driver_definitions():
     s = L.summarize([4.0, 1.0, 3.0, 2.0])
-    assert s["min_us"] == 1.0 and s["max_us"] == 4.0 and s["mean_us"] == 2.5
+    assert s["rep_min_us"] == 1.0 and s["rep_max_us"] == 4.0 and s["mean_us"] == 2.5
     assert s["median_us"] == 2.5 and s["p90_us"] == 3.7 and s["p99_us"] == 3.97
     assert s["stddev_us"] == pytest.approx(1.291, abs=1e-3) and s["valid_reps"] == 4
     assert L.summarize([5.0])["stddev_us"] == 0
@@ -128,15 +128,15 @@ def test_merge_keeps_launches_without_valid_samples():
     c = dict(_fake_record("ompi:ring", 8, 1.0), median_us=None, rank_min_us=None, invalid=5)
     (m,) = L.merge_records([a, b, c])
     assert (m["median_us"], m["valid_reps"], m["invalid"], m["launches"]) == (2.0, 2, 8, 3)
-    assert m["valid"] is False and m["rank_min_us"] == pytest.approx(0.9)
+    assert m["valid"] is False and m["rank_min_us"] == pytest.approx((2.7 + 0.9) / 2)
     (m,) = L.merge_records([c])
     assert m["median_us"] is None and m["valid_reps"] == 0
 
 
 def _fake_record(spec, size, value, **extra):
     rec = {"collective": "bcast", "algorithm": spec.split(":")[0], "params": "", "spec": spec,
-           "np": 2, "size": size, "min_us": value, "mean_us": value, "median_us": value,
-           "p90_us": value, "p99_us": value, "max_us": value, "stddev_us": 0, "valid_reps": 1,
+           "np": 2, "size": size, "rep_min_us": value, "mean_us": value, "median_us": value,
+           "p90_us": value, "p99_us": value, "rep_max_us": value, "stddev_us": 0, "valid_reps": 1,
            "rank_min_us": value * 0.9, "rank_max_us": value * 1.1, "fallback": None,
            "mpi": "Open MPI v5.0.11", "command": "mpirun ..."}
     rec.update(extra)
@@ -170,8 +170,9 @@ def test_run_bench_alternates_relabels_and_merges():
     assert lib["library_env"]["OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize"] == "4096"
     assert lib["valid_reps"] == 3 and lib["launches"] == 3
     # launches 2, 4, 6 forced ompi:binomial; its record is the second candidate
-    assert (lib["min_us"], lib["median_us"], lib["max_us"]) == (21.0, 41.0, 61.0)
-    assert lib["rank_min_us"] == pytest.approx(18.9) and lib["rank_max_us"] == pytest.approx(67.1)
+    assert (lib["rep_min_us"], lib["median_us"], lib["rep_max_us"]) == (21.0, 41.0, 61.0)
+    # OSU Min/Max Latency of the launches together: their mean (equal timed calls)
+    assert lib["rank_min_us"] == pytest.approx(36.9) and lib["rank_max_us"] == pytest.approx(45.1)
     assert (recs[0]["median_us"], recs[1]["median_us"]) == (31.0, 32.0)  # launches 1, 3, 5
     assert "library_env" not in recs[0]
 
@@ -353,8 +354,8 @@ def test_run_bench_with_ompi_algorithms(ompi_build):
         (a, s) for s in (8, 4096) for a in ("native", "binomial", "ompi:binomial", "ompi:linear")]
     for r in recs:
         assert r["valid_reps"] == 2 and r["launches"] == 2 and r["median_us"] > 0
-        assert {"collective", "algorithm", "params", "np", "size", "min_us", "mean_us",
-                "median_us", "p90_us", "p99_us", "max_us", "stddev_us", "valid_reps"} <= set(r)
+        assert {"collective", "algorithm", "params", "np", "size", "rep_min_us", "mean_us",
+                "median_us", "p90_us", "p99_us", "rep_max_us", "stddev_us", "valid_reps"} <= set(r)
     lib = [r for r in recs if r["spec"].startswith("ompi:")]
     assert {r["algorithm"] for r in lib} == {"ompi:binomial", "ompi:linear"}
     assert all(r["library_env"]["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "1" for r in lib)

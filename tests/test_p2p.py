@@ -3,6 +3,7 @@
 import csv
 import json
 import math
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -32,8 +33,9 @@ def test_pingpong_latency_grows_with_size(ompi_build):
     assert [r["size"] for r in recs] == [8, 1 << 20]
     for r in recs:
         _check_pingpong(r, "pingpong", 2)
-        assert r["persistent"] is True and r["reps"] == 3 and r["iterations"] == 40
-        assert r["participants"] == 2
+        # the default is osu_latency's: MPI_Send/MPI_Recv on page-aligned buffers
+        assert r["persistent"] is False and r["reps"] == 3 and r["iterations"] == 40
+        assert r["participants"] == 2 and r["align"] == os.sysconf("SC_PAGESIZE")
         assert "Open MPI" in r["mpi"]
     small, big = recs
     assert big["min_us"] > small["min_us"]
@@ -51,12 +53,13 @@ def test_pingpong_nonpersistent_and_idle_ranks(ompi_build):
 
 
 def test_ring_np3(ompi_build):
-    spec = p2p.PingpongSpec(np=3, sizes=(8, 65536), mode="ring", iterations=30, reps=2)
+    spec = p2p.PingpongSpec(np=3, sizes=(8, 65536), mode="ring", iterations=30, reps=2,
+                            persistent=True, align=1)
     recs, _ = p2p.run_pingpong(ompi_build, spec, timeout=300)
     assert len(recs) == 2
     for r in recs:
         _check_pingpong(r, "ring", 3)
-        assert r["participants"] == 3 and r["persistent"] is True
+        assert r["participants"] == 3 and r["persistent"] is True and r["align"] == 1
 
 
 def test_pingpong_needs_two_processes(ompi_build):
@@ -107,12 +110,17 @@ def test_cli_pingpong_json_and_table(ompi_build):
     recs = json.loads(res.stdout)
     assert [r["size"] for r in recs] == [8, 4096]
     assert all(r["kind"] == "pingpong" and r["np"] == 2 for r in recs)
+    assert all(r["persistent"] is False for r in recs)  # osu_latency's transfers by default
 
     res = runner.invoke(p2p_cmd.pingpong, ["--sizes", "1K", "--iterations", "10", "--reps", "1",
-                                       "--mode", "ring", "--np", "3", "--no-persistent",
-                                       "--oversubscribe"])
+                                           "--mode", "ring", "--np", "3", "--persistent",
+                                           "--oversubscribe"])
     assert res.exit_code == 0, res.output
     assert "ring, 3 processes" in res.stdout and "1K" in res.stdout
+    assert "persistent requests" in res.stdout  # the mode that ran, in title and table
+    res = runner.invoke(p2p_cmd.pingpong, ["--sizes", "8", "--iterations", "10", "--reps", "1"])
+    assert res.exit_code == 0, res.output
+    assert "MPI_Send/MPI_Recv, as osu_latency" in res.stdout
 
 
 def test_cli_pingpong_csv_written_atomically(ompi_build, tmp_path):
@@ -122,7 +130,8 @@ def test_cli_pingpong_csv_written_atomically(ompi_build, tmp_path):
     assert res.exit_code == 0, res.output
     rows = list(csv.DictReader(out.open()))
     assert [int(r["size"]) for r in rows] == [8, 16, 32]
-    assert all(float(r["median_us"]) > 0 and r["persistent"] == "true" for r in rows)
+    # the default transfers are osu_latency's
+    assert all(float(r["median_us"]) > 0 and r["persistent"] == "false" for r in rows)
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no temp left
 
 

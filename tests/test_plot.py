@@ -28,8 +28,8 @@ def synthetic(colls=("bcast", "reduce"), algos=("native", "linear", "binomial", 
                             lat = base * np.exp(rng.normal(0, 0.05))
                             rows.append(dict(collective=c, algorithm=a, mapping=m, np=p, size=s,
                                              params="segsize=8192,fanout=4" if a == "chain"
-                                             else "", median_us=lat, min_us=lat * 0.95,
-                                             max_us=lat * 1.1, repetition=r))
+                                             else "", median_us=lat, rep_min_us=lat * 0.95,
+                                             rep_max_us=lat * 1.1, repetition=r))
     return pd.DataFrame(rows)
 
 
@@ -77,7 +77,7 @@ def test_axes_use_size_labels_log_scales_and_bands():
     assert lines["native"].get_color() == pl.NATIVE_COLOUR
     fig = pl.fig_vs_processes(d, PALETTE, size=64)
     assert "size 64" in fig.axes[0].get_title()
-    # one repetition per point: the band comes from the run's min_us..max_us
+    # one repetition per point: the band comes from the run's rep_min_us..rep_max_us
     one = d[d["repetition"] == 0]
     stats = pl.point_stats(pl.prepare(one), ["label", "size"], "minmax")
     assert (stats["lo"] < stats["center"]).all() and (stats["hi"] > stats["center"]).all()

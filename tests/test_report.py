@@ -50,8 +50,8 @@ def synthetic(seed=0):
                                     * (1.3 if c == "reduce" else 1))
                             lat = base * np.exp(rng.normal(0, 0.05))
                             rows.append(dict(collective=c, algorithm=a, mapping=m, np=p, size=s,
-                                             params="", median_us=lat, min_us=lat * 0.95,
-                                             max_us=lat * 1.1, repetition=r, dtype="char",
+                                             params="", median_us=lat, rep_min_us=lat * 0.95,
+                                             rep_max_us=lat * 1.1, repetition=r, dtype="char",
                                              op="sum", run_id=1 if m == "core" else 2))
     return pd.DataFrame(rows)
 

@@ -9,7 +9,15 @@
  *   then `iterations` calls, each timed alone with an untimed barrier after
  *   it; each process's mean time per call is one sample; per repetition, the
  *   mean over processes (OSU's "Avg Latency") is the repetition's value, and
- *   statistics run over repetitions.
+ *   statistics run over repetitions (rep_min_us, median_us, ...). OSU's
+ *   "Min/Max Latency" are the smallest and largest, over processes, of a
+ *   process's mean time per call over all its timed calls (rank_min_us,
+ *   rank_max_us).
+ *
+ * `native` calls the MPI library's collective (MPI_Bcast, ...) directly in the
+ * timed loop, not through colltune's dispatcher, so its figure is the library's
+ * call alone. Message buffers are aligned to --align bytes (default: the page
+ * size, as OSU allocates them) and written before any timing.
  *
  * window, after ReproMPI: each rank's clock offset to rank 0 is estimated by
  *   ping-pong (smallest round trip wins); rank 0 broadcasts a schedule of
@@ -32,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { TIMING_OSU, TIMING_WINDOW };
 static const char *timing_names[] = { "osu", "window" };
@@ -66,7 +75,9 @@ typedef struct {
                          * time; window: valid sample times; seconds */
     int nsamples, cap;
     long invalid;       /* window: discarded samples */
-    double min_rank, max_rank; /* osu: rank 0, per-process extremes */
+    double busy;        /* osu, every rank: time in timed calls over all repetitions */
+    long nbusy;         /* osu, every rank: timed calls over all repetitions */
+    int native;         /* the library's own collective: called directly, no dispatcher */
     double lsum;        /* window, every rank: own call durations over valid samples */
     long ln;
     double w, w_max;    /* window length (s) and its limit, rank 0 */
@@ -89,6 +100,7 @@ static double sleep_s;        /* --sleep */
 static double budget_s;       /* --time-budget, 0 if none */
 static int reps = 3;
 static long warmup_opt = -1;
+static long align = -1;        /* --align: buffer alignment in bytes, 1 = plain malloc */
 
 /* clocks (window) */
 static double clk_offset;     /* this rank's clock minus rank 0's */
@@ -99,7 +111,7 @@ static void usage(void) {
     printf("usage: colltune-bench --coll C --algo LIST [--sizes LIST] [--iterations N]\n"
            "                      [--warmup N] [--reps R] [--root R] [--dtype T] [--op O]\n"
            "                      [--timing osu|window] [--sleep US] [--time-budget S]\n"
-           "                      [--validate] [--raw]\n\n"
+           "                      [--align BYTES] [--validate] [--raw] [--trace]\n\n"
            "  --coll        bcast | reduce | gather | allgather | allreduce\n"
            "  --algo        comma-separated algorithm specs, e.g. native,binomial,chain:fanout=2\n"
            "  --sizes       message sizes in bytes (default 8,65536,1048576); for gather and\n"
@@ -116,14 +128,35 @@ static void usage(void) {
            "  --time-budget seconds per point and algorithm, all repetitions together;\n"
            "                the iteration count comes from a calibration run (not with\n"
            "                --iterations)\n"
+           "  --align       message buffers start at a multiple of BYTES (a power of two;\n"
+           "                default: the page size, as the OSU benchmarks allocate them);\n"
+           "                0 or 1: plain malloc\n"
            "  --validate    after timing a point, compare one call on rank-dependent data\n"
            "                with the MPI library's collective; exit 1 if any differs\n"
            "  --raw         add the per-repetition (osu) or per-sample (window) times\n"
-           "  --trace       print the order of the timed loops (size, repetition, algorithm)\n"
-           "                on stderr\n");
+           "  --trace       print the buffer addresses (\"buffers ...\") and the order of the\n"
+           "                timed loops (\"trace size=... rep=... algo=...\") on stderr\n");
 }
 
-static int run_once(const point_t *p, const ct_choice_t *c) {
+/* The MPI library's own collective, called directly (what `native` times). */
+static int run_mpi(const point_t *p) {
+    switch (p->coll) {
+    case CT_BCAST: return MPI_Bcast(p->sbuf, p->count, p->dt, p->root, MPI_COMM_WORLD);
+    case CT_REDUCE:
+        return MPI_Reduce(p->sbuf, p->rbuf, p->count, p->dt, p->op, p->root, MPI_COMM_WORLD);
+    case CT_GATHER:
+        return MPI_Gather(p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt, p->root,
+                          MPI_COMM_WORLD);
+    case CT_ALLGATHER:
+        return MPI_Allgather(p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt,
+                             MPI_COMM_WORLD);
+    case CT_ALLREDUCE:
+        return MPI_Allreduce(p->sbuf, p->rbuf, p->count, p->dt, p->op, MPI_COMM_WORLD);
+    default: return MPI_ERR_ARG;
+    }
+}
+
+static int run_choice(const point_t *p, const ct_choice_t *c) {
     switch (p->coll) {
     case CT_BCAST: return ct_bcast(c, p->sbuf, p->count, p->dt, p->root, MPI_COMM_WORLD);
     case CT_REDUCE:
@@ -140,8 +173,21 @@ static int run_once(const point_t *p, const ct_choice_t *c) {
     }
 }
 
+/* One call of a candidate: `native` straight to the MPI library, the others
+ * through colltune's dispatcher. */
+static inline int run_once(const point_t *p, const candidate_t *c) {
+    return c->native ? run_mpi(p) : run_choice(p, &c->choice);
+}
+
 static void check_rc(int rc, const candidate_t *c) {
-    if (rc != MPI_SUCCESS) ct_die(rank, "%s failed: %s", c->spec, ct_last_error());
+    if (rc == MPI_SUCCESS) return;
+    if (c->native) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        ct_die(rank, "%s (the MPI library's collective) failed: %s", c->spec, msg);
+    }
+    ct_die(rank, "%s failed: %s", c->spec, ct_last_error());
 }
 
 static void pause_for(double s) {
@@ -166,6 +212,7 @@ static void add_sample(candidate_t *c, double v) {
 }
 
 static void note_fallback(candidate_t *c) {
+    if (c->native) return; /* not dispatched: the last dispatch record is another's */
     const ct_dispatch_t *d = ct_last_dispatch();
     if (d->reason[0]) {
         c->fallback = 1;
@@ -182,22 +229,17 @@ static void osu_block(const point_t *p, candidate_t *c) {
     MPI_Barrier(MPI_COMM_WORLD);
     for (long it = 0; it < c->iters && rc == MPI_SUCCESS; it++) {
         double t0 = MPI_Wtime();
-        rc = run_once(p, &c->choice);
+        rc = run_once(p, c);
         busy += MPI_Wtime() - t0;
         pause_for(sleep_s);
         MPI_Barrier(MPI_COMM_WORLD);
     }
     check_rc(rc, c);
-    double mine = busy / (double)c->iters;
-    double sum, mn, mx;
+    double mine = busy / (double)c->iters, sum;
+    c->busy += busy;
+    c->nbusy += c->iters;
     MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&mine, &mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&mine, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        add_sample(c, sum / nprocs);
-        if (mn < c->min_rank) c->min_rank = mn;
-        if (mx > c->max_rank) c->max_rank = mx;
-    }
+    if (rank == 0) add_sample(c, sum / nprocs);
 }
 
 /* Rank 0's time per iteration of the osu loop (call, sleep, barrier), from
@@ -210,7 +252,7 @@ static double osu_calibrate(const point_t *p, candidate_t *c) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         for (long it = 0; it < n && rc == MPI_SUCCESS; it++) {
-            rc = run_once(p, &c->choice);
+            rc = run_once(p, c);
             pause_for(sleep_s);
             MPI_Barrier(MPI_COMM_WORLD);
         }
@@ -271,7 +313,7 @@ static void window_estimate(const point_t *p, candidate_t *c) {
     for (int j = 0; j < WIN_EST_CALLS; j++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        rc = run_once(p, &c->choice);
+        rc = run_once(p, c);
         d[j] = MPI_Wtime() - t0;
         if (rc != MPI_SUCCESS) break;
     }
@@ -326,7 +368,7 @@ static void window_block(const point_t *p, candidate_t *c, double deadline) {
             late[k] = now > start; /* arrived (or woke) after the window opened */
             while (now < start) now = gnow();
             ls[k] = now;
-            rc = run_once(p, &c->choice);
+            rc = run_once(p, c);
             le[k] = gnow();
             check_rc(rc, c);
         }
@@ -397,7 +439,7 @@ static int validate_point(const point_t *p, candidate_t *c, char *ref, long size
         fill_values(p->sbuf, p->count, p->dt, rank, kind);
         memset(p->rbuf, 0x5a, outb);
         memset(ref, 0x5a, outb);
-        rc = run_once(p, &c->choice);
+        rc = run_choice(p, &c->choice);
         switch (p->coll) {
         case CT_REDUCE:
             rrc = MPI_Reduce(p->sbuf, ref, p->count, p->dt, p->op, p->root, MPI_COMM_WORLD);
@@ -455,18 +497,20 @@ static void print_record(const point_t *p, candidate_t *c, long size, const char
     printf(", \"np\": %d, \"size\": %ld, \"dtype\": \"%s\", \"op\": \"%s\", \"root\": %d, "
            "\"iterations\": %ld, \"warmup\": %ld, \"timing\": \"%s\"",
            nprocs, size, dtype_name, op_name, p->root, c->iters, c->warm, timing_names[timing]);
-    json_us("min_us", st.min);
+    /* over repetitions (osu) or valid samples (window); OSU's min/max over
+     * processes are rank_min_us and rank_max_us */
+    json_us("rep_min_us", st.min);
     json_us("mean_us", st.mean);
     json_us("median_us", st.median);
     json_us("p90_us", st.p90);
     json_us("p99_us", st.p99);
-    json_us("max_us", st.max);
+    json_us("rep_max_us", st.max);
     json_us("stddev_us", st.stddev);
     printf(", \"valid_reps\": %d, \"invalid\": %ld", st.n, c->invalid);
     json_us("rank_min_us", rank_mean_min);
     json_us("rank_max_us", rank_mean_max);
     json_us("window_us", timing == TIMING_WINDOW ? c->w : NAN);
-    printf(", \"sleep_us\": %.3f", sleep_s * 1e6);
+    printf(", \"sleep_us\": %.3f, \"align\": %ld", sleep_s * 1e6, align);
     if (budget_s > 0) printf(", \"time_budget_s\": %g", budget_s);
     else printf(", \"time_budget_s\": null");
     printf(", \"valid\": %s", c->valid < 0 ? "null" : c->valid ? "true" : "false");
@@ -486,6 +530,15 @@ static void print_record(const point_t *p, candidate_t *c, long size, const char
 }
 
 /* ---- main ----------------------------------------------------------------- */
+
+/* A message buffer: at a multiple of `align` bytes (posix_memalign), or plain
+ * malloc when align is 1. NULL when out of memory. */
+static char *alloc_buf(size_t n) {
+    if (align <= 1) return malloc(n);
+    void *p = NULL;
+    size_t a = (size_t)align < sizeof(void *) ? sizeof(void *) : (size_t)align;
+    return posix_memalign(&p, a, n) == 0 ? p : NULL;
+}
 
 static double parse_seconds(const char *opt, const char *v, double scale) {
     char *end;
@@ -537,6 +590,16 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--dtype")) dtype_name = v;
         else if (!strcmp(a, "--op")) op_name = v;
         else if (!strcmp(a, "--timing")) timing_name = v;
+        else if (!strcmp(a, "--align")) {
+            char *end;
+            errno = 0;
+            align = strtol(v, &end, 10);
+            if (end == v || *end || errno || align < 0 || align > (1L << 30) ||
+                (align & (align - 1)))
+                ct_die(rank, "--align '%s': must be 0 or a power of two up to 1073741824 "
+                             "(bytes; 0 or 1: plain malloc)", v);
+            if (align == 0) align = 1;
+        }
         else if (!strcmp(a, "--sleep")) sleep_s = parse_seconds(a, v, 1e-6);
         else if (!strcmp(a, "--time-budget")) {
             budget_s = parse_seconds(a, v, 1);
@@ -564,6 +627,10 @@ int main(int argc, char **argv) {
     if (budget_s > 0 && iterations > 0)
         ct_die(rank, "--time-budget and --iterations exclude each other");
     if (sleep_s > 10) ct_die(rank, "--sleep %.0f us: at most 10 s", sleep_s * 1e6);
+    if (align < 0) { /* not given: the page size, as OSU's buffers */
+        long pg = sysconf(_SC_PAGESIZE);
+        align = pg > 0 ? pg : 4096;
+    }
     int tsize;
     MPI_Type_size(dt, &tsize);
 
@@ -578,6 +645,7 @@ int main(int argc, char **argv) {
             ct_die(rank, "%s", ct_last_error());
         ct_choice_format(&cand[k].choice, cand[k].spec, sizeof cand[k].spec);
         cand[k].given = specs[k];
+        cand[k].native = !strcmp(ct_algo_get(cand[k].choice.algo)->name, "native");
     }
     int gathered = coll == CT_GATHER || coll == CT_ALLGATHER;
     long *sizes = malloc((size_t)nsizes * sizeof *sizes);
@@ -604,8 +672,8 @@ int main(int argc, char **argv) {
     size_t per = (size_t)max_size;
     size_t tot = coll == CT_BCAST ? 0 : per * (gathered ? (size_t)nprocs : 1); /* receive */
     size_t vref = !validate ? 0 : coll == CT_BCAST ? per : tot; /* MPI's own result */
-    char *sbuf = malloc(per ? per : 1), *rbuf = malloc(tot ? tot : 1);
-    char *ref = validate ? malloc(vref ? vref : 1) : NULL;
+    char *sbuf = alloc_buf(per ? per : 1), *rbuf = alloc_buf(tot ? tot : 1);
+    char *ref = validate ? alloc_buf(vref ? vref : 1) : NULL;
     int have = sbuf && rbuf && (!validate || ref), all_have = 0, nmissing = 0;
     MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     int missing = !have;
@@ -623,8 +691,13 @@ int main(int argc, char **argv) {
                "needed (%s), failed on %d of %d processes; use smaller --sizes",
                max_size, per + tot + vref, parts, nmissing, nprocs);
     }
+    /* touched before any timing: every page is mapped and in this process's memory */
     memset(sbuf, 1, per ? per : 1);
     memset(rbuf, 0, tot ? tot : 1);
+    if (ref) memset(ref, 0, vref ? vref : 1);
+    if (trace && rank == 0)
+        fprintf(stderr, "buffers align=%ld sbuf=%p rbuf=%p\n", align, (void *)sbuf,
+                (void *)rbuf);
 
     if (timing == TIMING_WINDOW) {
         /* first clock estimate (for the first window) and the barrier time */
@@ -645,8 +718,8 @@ int main(int argc, char **argv) {
             candidate_t *c = &cand[k];
             c->nsamples = 0;
             c->invalid = 0;
-            c->min_rank = INFINITY;
-            c->max_rank = -INFINITY;
+            c->busy = 0;
+            c->nbusy = 0;
             c->lsum = 0;
             c->ln = 0;
             c->valid = -1;
@@ -678,8 +751,12 @@ int main(int argc, char **argv) {
                 /* rank 0's end of this repetition's share of a time budget */
                 double deadline = budget_s > 0 ? MPI_Wtime() + budget_s / reps : 0;
                 int rc = MPI_SUCCESS;
-                for (long it = 0; it < c->warm && rc == MPI_SUCCESS; it++)
-                    rc = run_once(&p, &c->choice);
+                /* warm-up: osu as OSU's skipped iterations (a barrier after each
+                 * call), window back to back */
+                for (long it = 0; it < c->warm && rc == MPI_SUCCESS; it++) {
+                    rc = run_once(&p, c);
+                    if (timing == TIMING_OSU) MPI_Barrier(MPI_COMM_WORLD);
+                }
                 check_rc(rc, c);
                 if (timing == TIMING_WINDOW) window_block(&p, c, deadline);
                 else osu_block(&p, c);
@@ -688,8 +765,14 @@ int main(int argc, char **argv) {
         }
         for (int k = 0; k < ncand; k++) {
             candidate_t *c = &cand[k];
-            double rmin = c->min_rank, rmax = c->max_rank;
-            if (timing == TIMING_WINDOW) {
+            double rmin = NAN, rmax = NAN;
+            if (timing == TIMING_OSU) {
+                /* OSU's Min/Max Latency: a process's mean time per call over all
+                 * its timed calls, smallest and largest over processes */
+                double mine = c->nbusy ? c->busy / (double)c->nbusy : NAN;
+                MPI_Reduce(&mine, &rmin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+                MPI_Reduce(&mine, &rmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            } else {
                 /* per process: mean duration of its own calls in valid samples */
                 double mine = c->ln ? c->lsum / (double)c->ln : NAN, lo = mine, hi = mine;
                 if (!c->ln) lo = INFINITY, hi = -INFINITY;

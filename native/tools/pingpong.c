@@ -10,9 +10,11 @@
  *
  * Each iteration is one full round of P hops, timed on rank 0, so
  *     one-way (per-hop) time = round time / P
- * which for the ping-pong is RTT / 2. By default the transfers use persistent
- * requests (MPI_Send_init / MPI_Recv_init once per size, then MPI_Start +
- * MPI_Wait per transfer); --persistent 0 uses MPI_Send / MPI_Recv instead.
+ * which for the ping-pong is RTT / 2. By default the transfers are MPI_Send /
+ * MPI_Recv, as osu_latency does them; --persistent 1 uses persistent requests
+ * instead (MPI_Send_init / MPI_Recv_init once per size, then MPI_Start +
+ * MPI_Wait per transfer). The buffers are aligned to the page size (--align),
+ * as osu_latency allocates them, and written before timing.
  *
  * Per size: `warmup` untimed rounds, then `reps` repetitions of `iterations`
  * timed rounds, each repetition starting after a barrier of all processes.
@@ -27,6 +29,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define TAG_TOKEN 4711
 
@@ -48,7 +51,7 @@ static double quantile(const double *sorted, int n, double q) {
 
 static void usage(void) {
     printf("usage: colltune-pingpong [--mode pingpong|ring] [--sizes LIST] [--iterations N]\n"
-           "                         [--warmup N] [--reps R] [--persistent 0|1]\n\n"
+           "                         [--warmup N] [--reps R] [--persistent 0|1] [--align B]\n\n"
            "  --mode        pingpong: ranks 0 and 1 exchange, the others idle (default);\n"
            "                ring: a token goes 0 -> 1 -> ... -> N-1 -> 0 through all N ranks\n"
            "  --sizes       message sizes in bytes, comma-separated\n"
@@ -56,8 +59,10 @@ static void usage(void) {
            "  --iterations  timed rounds per repetition (default 1000 up to 8 KiB, 100 above)\n"
            "  --warmup      untimed rounds before each size (default iterations/10, at least 1)\n"
            "  --reps        repetitions per size; statistics are over them (default 5)\n"
-           "  --persistent  1: MPI_Send_init/MPI_Recv_init + MPI_Start/MPI_Wait (default);\n"
-           "                0: MPI_Send/MPI_Recv\n");
+           "  --persistent  0: MPI_Send/MPI_Recv, as osu_latency (default);\n"
+           "                1: MPI_Send_init/MPI_Recv_init + MPI_Start/MPI_Wait\n"
+           "  --align       buffers start at a multiple of B bytes, a power of two (default:\n"
+           "                the page size, as osu_latency); 0 or 1: plain malloc\n");
 }
 
 static long parse_long(const char *opt, const char *v, long lo) {
@@ -124,6 +129,14 @@ static double rounds_of(hop_t *h, long rounds) {
     return MPI_Wtime() - t0;
 }
 
+/* posix_memalign to `align` bytes, or plain malloc when align is 1 */
+static char *alloc_buf(size_t n, long align) {
+    if (align <= 1) return malloc(n);
+    void *p = NULL;
+    size_t a = (size_t)align < sizeof(void *) ? sizeof(void *) : (size_t)align;
+    return posix_memalign(&p, a, n) == 0 ? p : NULL;
+}
+
 static unsigned char pattern(int src, long i) { return (unsigned char)(src * 31 + i * 7 + 1); }
 
 int main(int argc, char **argv) {
@@ -137,7 +150,7 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
 
     const char *mode = "pingpong", *size_list = "8,4096,65536,1048576";
-    long iterations = -1, warmup = -1, reps = 5, persistent = 1;
+    long iterations = -1, warmup = -1, reps = 5, persistent = 0, align = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -148,6 +161,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--warmup")) warmup = parse_long(a, v, 0);
         else if (!strcmp(a, "--reps")) reps = parse_long(a, v, 1);
         else if (!strcmp(a, "--persistent")) persistent = parse_long(a, v, 0);
+        else if (!strcmp(a, "--align")) align = parse_long(a, v, 0);
         else ct_die(rank, "unknown argument '%s' (see --help)", a);
         i++;
     }
@@ -156,6 +170,13 @@ int main(int argc, char **argv) {
     else if (strcmp(mode, "pingpong"))
         ct_die(rank, "--mode '%s': valid: pingpong, ring", mode);
     if (persistent > 1) ct_die(rank, "--persistent %ld: must be 0 or 1", persistent);
+    if (align < 0) {
+        align = sysconf(_SC_PAGESIZE);
+        if (align <= 0) align = 4096;
+    }
+    if (align == 0) align = 1;
+    if (align > (1L << 30) || (align & (align - 1)))
+        ct_die(rank, "--align %ld: must be 0 or a power of two up to 1073741824", align);
     if (reps > 100000) ct_die(rank, "--reps %ld: at most 100000", reps);
     if (nprocs < 2)
         ct_die(rank, "%s needs at least 2 processes (rank 0 sends to rank 1), got %d",
@@ -177,7 +198,7 @@ int main(int argc, char **argv) {
     /* participants of the ring: 0 and 1 for the ping-pong, everybody for the ring */
     int parts = ring ? nprocs : 2;
     int active = rank < parts;
-    char *sbuf = malloc((size_t)max_size), *rbuf = malloc((size_t)max_size);
+    char *sbuf = alloc_buf((size_t)max_size, align), *rbuf = alloc_buf((size_t)max_size, align);
     if (!sbuf || !rbuf) ct_die(rank, "cannot allocate 2 x %ld bytes of message buffers", max_size);
     for (long i = 0; i < max_size; i++) sbuf[i] = (char)pattern(rank, i);
     memset(rbuf, 0, (size_t)max_size);
@@ -225,10 +246,10 @@ int main(int argc, char **argv) {
         printf("{\"kind\": \"%s\", \"np\": %d, \"participants\": %d, \"size\": %ld, "
                "\"min_us\": %.3f, \"median_us\": %.3f, \"mean_us\": %.3f, \"max_us\": %.3f, "
                "\"stddev_us\": %.3f, \"bandwidth_MBps\": %.3f, \"iterations\": %ld, "
-               "\"warmup\": %ld, \"reps\": %ld, \"persistent\": %s, \"mpi\": ",
+               "\"warmup\": %ld, \"reps\": %ld, \"persistent\": %s, \"align\": %ld, \"mpi\": ",
                ring ? "ring" : "pingpong", nprocs, parts, sizes[s], v[0] * 1e6, med * 1e6,
                mean * 1e6, v[reps - 1] * 1e6, sd * 1e6, bw, iters, warm, reps,
-               persistent ? "true" : "false");
+               persistent ? "true" : "false", align);
         ct_json_str(stdout, ver);
         printf("}\n");
         fflush(stdout);

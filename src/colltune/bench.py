@@ -32,6 +32,8 @@ class BenchSpec:
     time_budget: float | None = None  # seconds per (size, algorithm); replaces iterations
     validate: bool = False            # compare one call per point with the MPI library's
     raw: bool = False                 # records carry "samples_us"
+    align: int | None = None          # buffer alignment in bytes; None: the page size
+                                      # (the driver's default, as OSU); 0 or 1: plain malloc
 
 
 def split_specs(text: str) -> list[str]:
@@ -104,6 +106,8 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
         prog += ["--validate"]
     if spec.raw:
         prog += ["--raw"]
+    if spec.align is not None:
+        prog += ["--align", str(spec.align)]
     ln = launch.prepare(build.mpi, spec.np, prog, extra_env=extra_env)
     def line(text: str) -> None:
         if on_record is not None and text.startswith("{"):

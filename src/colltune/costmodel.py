@@ -604,8 +604,8 @@ def aggregate_points(df: pd.DataFrame) -> pd.DataFrame:
     df["params"] = df["params"].fillna("").astype(str)
     keys = point_keys(df)
     agg = {"median_us": "median"}
-    for c, f in (("dtype", "first"), ("fallback", "first"), ("min_us", "min"),
-                 ("max_us", "max")):
+    for c, f in (("dtype", "first"), ("fallback", "first"), ("rep_min_us", "min"),
+                 ("rep_max_us", "max")):
         if c in df.columns and c not in keys:
             agg[c] = f
     out = df.groupby(keys, dropna=False, sort=True).agg(agg).reset_index()

@@ -185,7 +185,17 @@ _V1 = [
     "CREATE INDEX failures_study ON failures(study_id)",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1]
+# v2: the statistics over repetitions are named as such (rep_min_us, rep_max_us), so
+# that nobody reads them as OSU's Min/Max Latency (over processes: rank_min_us,
+# rank_max_us); the message buffers' alignment of each point (colltune-bench --align;
+# NULL for points measured before buffers were aligned: plain malloc).
+_V2 = [
+    "ALTER TABLE measurements RENAME COLUMN min_us TO rep_min_us",
+    "ALTER TABLE measurements RENAME COLUMN max_us TO rep_max_us",
+    "ALTER TABLE measurements ADD COLUMN align INTEGER",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -544,14 +554,19 @@ def parse_params(text: Any) -> dict:
 
 MEASUREMENT_COLUMNS = (
     "collective", "algorithm", "spec", "params", "np", "nodes", "ppn", "mapping", "rank_order",
-    "size", "root", "dtype", "op", "timing", "iterations", "warmup", "min_us", "mean_us",
-    "median_us", "p90_us", "p99_us", "max_us", "stddev_us", "valid_reps", "invalid",
+    "size", "root", "dtype", "op", "timing", "iterations", "warmup", "rep_min_us", "mean_us",
+    "median_us", "p90_us", "p99_us", "rep_max_us", "stddev_us", "valid_reps", "invalid",
     "rank_min_us", "rank_max_us", "window_us", "sleep_us", "time_budget_s", "valid", "fallback",
-    "repetition", "round", "samples", "extra")
+    "repetition", "round", "samples", "extra", "align")
 _RECORD_SKIP = {"command", "mpi", "host", "samples_us", "params", "order"}
+# record fields of older colltune versions -> their column now
+_LEGACY_FIELDS = {"min_us": "rep_min_us", "max_us": "rep_max_us"}
 
 
 def _measurement_row(rec: dict, defaults: dict) -> tuple:
+    rec = {**{new: rec[old] for old, new in _LEGACY_FIELDS.items()
+              if old in rec and new not in rec},
+           **{k: v for k, v in rec.items() if k not in _LEGACY_FIELDS}}
     r = {**defaults, **{k: v for k, v in rec.items() if v is not None or k not in defaults}}
     if "order" in rec and "rank_order" not in rec:
         r["rank_order"] = rec["order"]
@@ -746,9 +761,10 @@ def studies_frame(conn: sqlite3.Connection):
 POINT_COLUMNS = (
     "study", "run_id", "round", "host", "mpi_kind", "mpi_version", "collective", "algorithm",
     "spec", "params", "np", "nodes", "ppn", "mapping", "rank_order", "repetition", "size", "root",
-    "dtype", "op", "timing", "iterations", "warmup", "min_us", "mean_us", "median_us", "p90_us",
-    "p99_us", "max_us", "stddev_us", "valid_reps", "invalid", "rank_min_us", "rank_max_us",
-    "window_us", "sleep_us", "time_budget_s", "valid", "fallback", "started_at", "command")
+    "dtype", "op", "timing", "iterations", "warmup", "rep_min_us", "mean_us", "median_us",
+    "p90_us", "p99_us", "rep_max_us", "stddev_us", "valid_reps", "invalid", "rank_min_us",
+    "rank_max_us", "window_us", "sleep_us", "time_budget_s", "valid", "fallback", "align",
+    "started_at", "command")
 
 
 def measurements_frame(conn: sqlite3.Connection, *, study=None, collective=None, algorithm=None,
@@ -816,7 +832,7 @@ def summary_frame(points):
         df[k] = df[k].astype(object).where(df[k].notna(), "")
     g = df.groupby(keys, sort=True, dropna=False)
     out = g.agg(reps=("median_us", "size"), median_us=("median_us", "median"),
-                min_us=("min_us", "min"), max_median_us=("median_us", "max"),
+                rep_min_us=("rep_min_us", "min"), max_median_us=("median_us", "max"),
                 min_median_us=("median_us", "min"),
                 oversubscribed=("oversubscribed", "any")).reset_index()
     out["spread"] = (out["max_median_us"] - out["min_median_us"]) / out["median_us"]

@@ -3,7 +3,7 @@
 Everything here works on a pandas DataFrame of measurements, one row per
 measured point (and repetition), with at least the columns `collective`,
 `algorithm`, `np`, `size` and `median_us`. Optional columns (`mapping`,
-`repetition`, `min_us`, `max_us`, `params`, `nodes`, `ppn`, ...) are used when
+`repetition`, `rep_min_us`, `rep_max_us`, `params`, `nodes`, `ppn`, ...) are used when
 present. `load_measurements` reads such a frame from a results database.
 
 The models are ordinary least squares through the statsmodels formula API
@@ -69,7 +69,7 @@ SEED_MODELS: dict[str, tuple[str, str]] = {
     "seed-log": ("log2_latency ~ 0 + processes + log2_size",
                  "log2 Latency = β0·Processes + β1·log2 Size, no intercept (seed 000, Table 2)"),
 }
-STATS = ("median_us", "mean_us", "min_us", "max_us", "p90_us", "p99_us")
+STATS = ("median_us", "mean_us", "rep_min_us", "rep_max_us", "p90_us", "p99_us")
 HEAVY_COLUMNS = ("samples",)  # raw samples (JSON), not needed by the models
 # columns copied into the model frame when the measurements have them
 EXTRA_COLUMNS = ("collective", "algorithm", "params", "mapping", "order", "nodes", "ppn",

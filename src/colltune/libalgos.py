@@ -573,7 +573,8 @@ def _quantile(sorted_v: list[float], q: float) -> float:
     return sorted_v[lo] + (pos - lo) * (sorted_v[hi] - sorted_v[lo])
 
 
-STAT_FIELDS = ("min_us", "mean_us", "median_us", "p90_us", "p99_us", "max_us", "stddev_us")
+STAT_FIELDS = ("rep_min_us", "mean_us", "median_us", "p90_us", "p99_us", "rep_max_us",
+               "stddev_us")
 
 
 def summarize(samples_us: list[float]) -> dict[str, float | int | None]:
@@ -584,9 +585,9 @@ def summarize(samples_us: list[float]) -> dict[str, float | int | None]:
     v = sorted(float(x) for x in samples_us)
     r3 = lambda x: round(x, 3)  # noqa: E731 - the driver prints 3 decimals
     return {
-        "min_us": r3(v[0]), "mean_us": r3(statistics.fmean(v)),
+        "rep_min_us": r3(v[0]), "mean_us": r3(statistics.fmean(v)),
         "median_us": r3(_quantile(v, 0.5)), "p90_us": r3(_quantile(v, 0.9)),
-        "p99_us": r3(_quantile(v, 0.99)), "max_us": r3(v[-1]),
+        "p99_us": r3(_quantile(v, 0.99)), "rep_max_us": r3(v[-1]),
         "stddev_us": r3(statistics.stdev(v) if len(v) > 1 else 0.0), "valid_reps": len(v),
     }
 
@@ -605,7 +606,8 @@ def _samples(rec: dict) -> list[float]:
 def merge_records(records: list[dict], order: list[str] | None = None) -> list[dict]:
     """Merge records of several launches per (collective, spec, np, size).
 
-    Statistics are recomputed over all repetitions; rank extremes are combined; the
+    Statistics are recomputed over all repetitions; rank extremes (OSU's Min/Max
+    Latency) are averaged over launches, weighted by timed calls; the
     first launch's other fields are kept. Output is ordered by np, size, then `order`
     (specs) or first appearance.
     """
@@ -623,12 +625,14 @@ def merge_records(records: list[dict], order: list[str] | None = None) -> list[d
         out.update(summarize(samples))
         if any("samples_us" in r for r in recs):
             out["samples_us"] = samples
-        mins = [r["rank_min_us"] for r in recs if r.get("rank_min_us") is not None]
-        maxs = [r["rank_max_us"] for r in recs if r.get("rank_max_us") is not None]
-        if mins:
-            out["rank_min_us"] = min(mins)
-        if maxs:
-            out["rank_max_us"] = max(maxs)
+        # OSU's Min/Max Latency (a process's mean call time, smallest and largest over
+        # processes) of the launches together: the launches' figures averaged, weighted
+        # by their timed calls (the per-process means themselves are not in the records)
+        for f in ("rank_min_us", "rank_max_us"):
+            pairs = [(r[f], (r.get("iterations") or 1) * max(r.get("valid_reps") or 1, 1))
+                     for r in recs if r.get(f) is not None]
+            if pairs:
+                out[f] = round(sum(v * w for v, w in pairs) / sum(w for _, w in pairs), 3)
         fb = [r["fallback"] for r in recs if r.get("fallback")]
         out["fallback"] = fb[0] if fb else out.get("fallback")
         if any("invalid" in r for r in recs):  # window timing: discarded samples

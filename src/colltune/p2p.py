@@ -25,7 +25,7 @@ MODES = ("pingpong", "ring")
 
 PINGPONG_FIELDS = ["kind", "np", "participants", "size", "min_us", "median_us", "mean_us",
                    "max_us", "stddev_us", "bandwidth_MBps", "iterations", "warmup", "reps",
-                   "persistent", "mpi", "host", "command"]
+                   "persistent", "align", "mpi", "host", "command"]
 PROBE_FIELDS = ["kind", "np", "size", "iterations", "warmup", "samples", "min_us", "median_us",
                 "mean_us", "p90_us", "max_us", "iter_slowest_median_us", "load_index",
                 "load_basis", "baseline_us", "seed", "mpi", "host", "command"]
@@ -43,7 +43,8 @@ class PingpongSpec:
     iterations: int | None = None
     warmup: int | None = None
     reps: int = 5
-    persistent: bool = True
+    persistent: bool = False          # MPI_Send/MPI_Recv, as osu_latency; True: persistent
+    align: int | None = None          # buffer alignment; None: the page size (as OSU)
 
 
 @dataclass
@@ -108,6 +109,8 @@ def run_pingpong(build: Build, spec: PingpongSpec, timeout: float = 600) -> tupl
         prog += ["--iterations", str(spec.iterations)]
     if spec.warmup is not None:
         prog += ["--warmup", str(spec.warmup)]
+    if spec.align is not None:
+        prog += ["--align", str(spec.align)]
     return _launch(build, spec.np, prog, timeout)
 
 
@@ -133,10 +136,12 @@ def pingpong_table(records: list[dict], title: str) -> Table:
     t.add_column("size", justify="right")
     for col in ("min µs", "median µs", "mean µs", "max µs", "stddev µs", "MB/s"):
         t.add_column(col, justify="right")
+    t.add_column("transfers")
     for r in records:
         t.add_row(fmt_size(r["size"]), f"{r['min_us']:.2f}", f"{r['median_us']:.2f}",
                   f"{r['mean_us']:.2f}", f"{r['max_us']:.2f}", f"{r['stddev_us']:.2f}",
-                  f"{r['bandwidth_MBps']:.1f}")
+                  f"{r['bandwidth_MBps']:.1f}",
+                  "persistent" if r.get("persistent") else "MPI_Send/MPI_Recv")
     return t
 
 

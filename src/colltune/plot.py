@@ -16,7 +16,7 @@ Kinds:
 
 Lines are the median over repetitions of each point's `median_us`. Bands show the
 spread of the repetitions (min–max, or the 25–75 % quantiles); with one repetition
-per point they show the run's own `min_us`..`max_us`. Colours: one per algorithm
+per point they show the run's own `rep_min_us`..`rep_max_us`. Colours: one per algorithm
 name, the same in every figure, assigned in the registry's order (`Palette`).
 """
 
@@ -185,11 +185,11 @@ def point_stats(df: pd.DataFrame, by: list[str], band: str = "minmax") -> pd.Dat
         out["lo"], out["hi"] = g.quantile(0.25), g.quantile(0.75)
     else:
         out["lo"] = out["hi"] = numpy.nan
-    if band != "none" and {"min_us", "max_us"} <= set(df.columns):
+    if band != "none" and {"rep_min_us", "rep_max_us"} <= set(df.columns):
         single = out["n"] <= 1
         if single.any():
-            mn = df.groupby(by, sort=True)["min_us"].min()
-            mx = df.groupby(by, sort=True)["max_us"].max()
+            mn = df.groupby(by, sort=True)["rep_min_us"].min()
+            mx = df.groupby(by, sort=True)["rep_max_us"].max()
             out.loc[single, "lo"] = mn[single]
             out.loc[single, "hi"] = mx[single]
     return out.reset_index()
@@ -202,7 +202,7 @@ def _band_text(df: pd.DataFrame, by: list[str], band: str) -> str:
     if reps.max() > 1:
         what = "min–max" if band == "minmax" else "25–75 %"
         return f"line: median of {int(reps.median())} repetitions; band: {what} over them"
-    if {"min_us", "max_us"} <= set(df.columns):
+    if {"rep_min_us", "rep_max_us"} <= set(df.columns):
         return "band: min–max over the run's repetitions"
     return ""
 

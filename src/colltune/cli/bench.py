@@ -61,11 +61,45 @@ def _bench_table(records: list[dict], title: str) -> Table:
     return t
 
 
+def _us(v) -> str:
+    return "" if v is None else f"{v:.2f}"
+
+
+def osu_table(records: list[dict], title: str) -> Table:
+    """OSU's table (osu_bcast -f ...): size, Avg/Min/Max Latency(us), Iterations, with
+    OSU's meanings (mean, smallest and largest over processes of each process's mean
+    call time over all its timed calls), then the spread over repetitions, which OSU
+    does not have, under a name of its own. One block of rows per algorithm."""
+    algos = list(dict.fromkeys(r["spec"] for r in records))
+    t = Table(title=title, title_justify="left")
+    if len(algos) > 1:
+        t.add_column("algorithm", overflow="fold")
+    for col in ("# Size", "Avg Latency(us)", "Min Latency(us)", "Max Latency(us)",
+                "Iterations", "reps: median (min–max) µs"):
+        t.add_column(col, justify="right", no_wrap=col != "reps: median (min–max) µs")
+    for a in algos:
+        for r in sorted((r for r in records if r["spec"] == a), key=lambda r: r["size"]):
+            calls = (r.get("iterations") or 0) * (r.get("valid_reps") or 0)
+            reps = (f"{_us(r.get('median_us'))} ({_us(r.get('rep_min_us'))}–"
+                    f"{_us(r.get('rep_max_us'))})" if r.get("median_us") is not None else "")
+            row = [str(r["size"]), _us(r.get("mean_us")), _us(r.get("rank_min_us")),
+                   _us(r.get("rank_max_us")), str(calls), reps + (" *" if r.get("fallback")
+                                                                    else "")]
+            t.add_row(*([a] if len(algos) > 1 else []), *row)
+    return t
+
+
+OSU_NOTE = ("Avg/Min/Max Latency as in the OSU benchmarks: mean, smallest and largest over "
+            "processes of each process's mean time per call over all its timed calls "
+            "(rank_min_us, rank_max_us in csv/json); Iterations = timed calls per process; "
+            "the last column is over repetitions (median_us, rep_min_us, rep_max_us).")
+
+
 CSV_FIELDS = ["collective", "algorithm", "params", "spec", "np", "size", "dtype", "op", "root",
-              "iterations", "warmup", "timing", "min_us", "mean_us", "median_us", "p90_us",
-              "p99_us", "max_us", "stddev_us", "valid_reps", "invalid", "rank_min_us",
-              "rank_max_us", "window_us", "sleep_us", "time_budget_s", "valid", "fallback",
-              "library", "launches", "mpi", "host", "command"]
+              "iterations", "warmup", "timing", "rep_min_us", "mean_us", "median_us", "p90_us",
+              "p99_us", "rep_max_us", "stddev_us", "valid_reps", "invalid", "rank_min_us",
+              "rank_max_us", "window_us", "sleep_us", "align", "time_budget_s", "valid",
+              "fallback", "library", "launches", "mpi", "host", "command"]
 
 
 OVER_MARK = "†"
@@ -84,6 +118,7 @@ def emit_records(records: list[dict], fmt: str, output: str | None, title: str,
         for r in records:
             groups.setdefault((r["collective"], r["np"]), []).append(r)
         any_over = False
+        osu_shown = False
         for (c, np), recs in groups.items():
             timing = "/".join(sorted({str(r.get("timing", "osu")) for r in recs}))
             checked = [r.get("valid") for r in recs if r.get("valid") is not None]
@@ -93,8 +128,20 @@ def emit_records(records: list[dict], fmt: str, output: str | None, title: str,
             any_over |= over
             mark = (f" {OVER_MARK} OVERSUBSCRIBED: {np} processes on {cores} cores"
                     if over else "")
+            if timing == "osu":  # the table an OSU user compares with
+                osu_shown = True
+                aligns = {r.get("align") for r in recs}
+                buf = ("plain malloc" if aligns == {1} else
+                       f"{aligns.pop()}-byte aligned buffers" if len(aligns) == 1 and
+                       None not in aligns else "buffers: see align")
+                out.print(osu_table(recs, f"{c}, {np} processes{mark}, OSU table ({title}; osu "
+                                          f"timing; {buf}{note})"))
+                if len({r["spec"] for r in recs}) == 1:
+                    continue
             out.print(_bench_table(recs, f"{c}, {np} processes{mark}, median latency in µs "
                                          f"({title}; {timing} timing; ×ratio to native{note})"))
+        if osu_shown:
+            out.print(OSU_NOTE, highlight=False)
         if any(r.get("verdict") for r in records):
             out.print(VERDICT_LEGEND, highlight=False)
         if any_over:
@@ -284,6 +331,10 @@ def _save_elsewhere(records: list[dict], why: str) -> None:
 @click.option("--validate", is_flag=True,
               help="Check each point against the MPI library's collective; exit 1 on a difference.")
 @click.option("--raw", is_flag=True, help="Records include samples_us (per repetition/sample).")
+@click.option("--align", type=click.IntRange(min=0, max=1 << 30),
+              help="Message buffers start at a multiple of this many bytes, a power of two "
+                   "(default: the page size, as the OSU benchmarks allocate them); 0 or 1: "
+                   "plain malloc.")
 @click.option("--format", "fmt", default="table", show_default=True,
               type=click.Choice(["table", "csv", "json"]))
 @click.option("-o", "--output", help="Write csv/json here (atomically) instead of stdout.")
@@ -293,7 +344,7 @@ def _save_elsewhere(records: list[dict], why: str) -> None:
                    "$COLLTUNE_DB, else ./colltune.db).")
 @oversubscribe_options
 def bench(mpi_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dtype, op, timing,
-          sleep_us, time_budget, validate, raw, fmt, output, db_path, oversubscribe,
+          sleep_us, time_budget, validate, raw, align, fmt, output, db_path, oversubscribe,
           force) -> None:
     """Latency of algorithms, interleaved in one launch per process count.
 
@@ -306,6 +357,8 @@ def bench(mpi_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dty
         fail(str(exc))
     if iterations is not None and time_budget is not None:
         fail("--iterations and --time-budget exclude each other: give one")
+    if align is not None and align & (align - 1):
+        fail(f"--align {align}: must be 0 or a power of two (bytes; 0 or 1: plain malloc)")
     if fmt == "table" and output:
         fail("-o/--output writes csv or json: add --format csv or --format json")
     # every output is checked before anything is launched
@@ -327,7 +380,8 @@ def bench(mpi_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dty
     registry.check_specs(b, coll, [s for s in specs_list if not libalgos.is_lib_spec(s)])
     specs = [bench_mod.BenchSpec(coll, specs_list, np, size_list, iterations, warmup, reps,
                                  root, dtype, op, timing=timing, sleep_us=sleep_us,
-                                 time_budget=time_budget, validate=validate, raw=raw)
+                                 time_budget=time_budget, validate=validate, raw=raw,
+                                 align=align)
              for np in np_list]
     _warn_large(coll, size_list, np_list, validate, len(specs_list), reps, iterations)
     records: list[dict] = []

@@ -48,9 +48,9 @@ OUTPUT_OPT = click.option("-o", "--output",
               help="Untimed round trips first (default iterations/10, at least 1).")
 @click.option("--reps", default=5, show_default=True, type=click.IntRange(min=1),
               help="Repetitions; min/median/mean/max are over them.")
-@click.option("--persistent/--no-persistent", default=True, show_default=True,
-              help="Persistent requests (MPI_Send_init/MPI_Recv_init + MPI_Start/MPI_Wait) "
-                   "or plain MPI_Send/MPI_Recv.")
+@click.option("--persistent/--no-persistent", default=False, show_default=True,
+              help="Persistent requests (MPI_Send_init/MPI_Recv_init + MPI_Start/MPI_Wait), "
+                   "or plain MPI_Send/MPI_Recv as osu_latency (the default).")
 @click.option("--timeout", default=600.0, show_default=True, help="Seconds before giving up.")
 @FORMAT_OPT
 @OUTPUT_OPT
@@ -76,7 +76,8 @@ def pingpong(mpi_spec, np, sizes, mode, iterations, warmup, reps, persistent, ti
         fail(str(exc))
     _notes(notes)
     if fmt == "table":
-        how = "persistent requests" if persistent else "MPI_Send/MPI_Recv"
+        how = ("persistent requests (MPI_Start/MPI_Wait)" if persistent
+               else "MPI_Send/MPI_Recv, as osu_latency")
         what = ("one-way latency = RTT/2" if mode == "pingpong"
                 else f"per-hop latency = round time/{np}")
         out.print(pingpong_table(records, f"{mode}, {np} processes, {what}, {how}"))

@@ -116,7 +116,7 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
                              for n, o in zip(pts["np"], pts["oversubscribed"])]
             _emit(pts, fmt, "measurements", ["study", "run_id", "collective", "spec", "np",
                                              "mapping", "rank_order", "repetition", "size",
-                                             "median_us", "min_us", "max_us", "valid_reps",
+                                             "median_us", "rep_min_us", "rep_max_us", "valid_reps",
                                              "fallback"], limit)
             return
         df = db_mod.summary_frame(pts)
@@ -127,7 +127,7 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
         _emit(df, fmt, "points: median over repetitions (µs); spread = (max - min) / median "
                        "of the repetitions' medians",
               ["study", "collective", "spec", "np", "nodes", "mapping", "rank_order", "size",
-               "reps", "median_us", "min_us", "spread"], limit)
+               "reps", "median_us", "rep_min_us", "spread"], limit)
     finally:
         conn.close()
 
