@@ -31,7 +31,7 @@ int ct_coll_from_name(const char *name, ct_coll_t *out) {
 static const struct {
     const char *name, *help;
 } param_info[CT_NPARAMS] = {
-    { "segsize", "segment size in bytes of the type signature (0 = no segmentation)" },
+    { "segsize", "segment size in bytes (0 = no segmentation; Bcast cuts bytes of the type signature, Reduce/Allreduce whole elements)" },
     { "fanout", "number of children per tree node / number of chains" },
     { "radix", "k-nomial tree radix" },
     { "bcast", "inner Bcast algorithm" },
