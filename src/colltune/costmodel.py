@@ -239,7 +239,10 @@ def formula_variables(algo: dict, p: int, size: int, elem: int = 1,
     env: dict[str, float] = {"p": float(p), "n": float(n)}
     if "segsize" in defaults:
         seg = _int_param(params.get("segsize"), defaults["segsize"]) or 0
-        env["s"] = float(n if seg == 0 else min(n, max(1, seg // elem) * elem))
+        if algo["collective"] == "bcast":  # bytes of the type signature
+            env["s"] = float(n if seg == 0 else min(n, seg))
+        else:  # whole elements (Reduce, Allreduce: one datatype on every rank)
+            env["s"] = float(n if seg == 0 else min(n, max(1, seg // elem) * elem))
     else:
         env["s"] = float(n)
     if "radix" in defaults:
