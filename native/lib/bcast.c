@@ -19,9 +19,14 @@
 static inline int rel_rank(int rank, int root, int p) { return (rank - root + p) % p; }
 static inline int real_rank(int v, int root, int p) { return (v + root) % p; }
 
-/* Byte i0 of block i of the p-block split of n bytes (block p = end of message). */
-static inline MPI_Aint blk_start(MPI_Aint n, int p, int i) {
-    return i >= p ? n : i * (n / p) + (i < n % p ? i : n % p);
+/* The cutting unit of an n-byte stream: the largest power of two up to 8 that
+ * divides n. Segment and block boundaries fall on multiples of it, so a message
+ * of basic elements of up to 8 bytes is never cut inside an element (the same
+ * cuts as whole elements gave), and it depends on n only: every rank agrees. */
+static inline MPI_Aint stream_unit(MPI_Aint n) {
+    MPI_Aint u = 1;
+    while (u < 8 && n > 0 && n % (2 * u) == 0) u *= 2;
+    return u;
 }
 
 /* A tree node as seen by one rank: parent and children as real ranks. */
@@ -64,6 +69,7 @@ static void tree_free(tree_t *tr) {
 typedef struct {
     char *base;
     MPI_Aint n, ext, seg;
+    MPI_Aint unit; /* byte mode: boundaries fall on multiples of it (stream_unit) */
     MPI_Datatype dt;
     void *tmp;  /* byte mode on a rank whose datatype is not dense: the packed copy */
 } msg_t;
@@ -73,14 +79,24 @@ static void msg_elems(msg_t *m, void *buf, int count, MPI_Datatype dt, const ct_
     m->n = count;
     m->ext = t->extent;
     m->seg = count > 0 ? count : 1;
+    m->unit = 1;
     m->dt = dt;
     m->tmp = NULL;
+}
+
+/* Segment bytes for segsize on an n-byte stream: a multiple of the unit, at
+ * least one unit, at most CT_PIECE (segsize 0: CT_PIECE). */
+static MPI_Aint seg_bytes(long segsize, MPI_Aint n) {
+    const MPI_Aint u = stream_unit(n);
+    MPI_Aint seg = segsize > 0 && segsize < CT_PIECE ? segsize : CT_PIECE;
+    seg -= seg % u;
+    return seg < u ? u : seg;
 }
 
 /* 1 if segsize cuts a message of count x dt (decided on the signature's bytes,
  * so every rank decides the same). */
 static int segmented(long segsize, int count, const ct_type_t *t) {
-    return segsize > 0 && segsize < (MPI_Aint)count * t->size;
+    return segsize > 0 && seg_bytes(segsize, (MPI_Aint)count * t->size) < (MPI_Aint)count * t->size;
 }
 
 /* The message as a byte stream in segments of segsize bytes (0: one segment,
@@ -92,7 +108,8 @@ static int stream_open(msg_t *m, void *buf, int count, MPI_Datatype dt, const ct
     m->n = (MPI_Aint)count * t->size;
     m->ext = 1;
     m->dt = MPI_BYTE;
-    m->seg = segsize > 0 && segsize < CT_PIECE ? segsize : CT_PIECE;
+    m->unit = stream_unit(m->n);
+    m->seg = seg_bytes(segsize, m->n);
     if (m->seg > m->n) m->seg = m->n > 0 ? m->n : 1;
     m->tmp = NULL;
     if (ct_type_dense(dt)) {
@@ -397,14 +414,16 @@ int ct_bcast_split_binary(void *buf, int count, MPI_Datatype dt, int root, MPI_C
     CT_CHECK(MPI_Comm_rank(comm, &rank));
     if (np == 1) return MPI_SUCCESS;
     CT_CHECK(ct_type(dt, &t));
-    if ((MPI_Aint)count * t.size < 2) return ct_bcast_binary(buf, count, dt, root, comm, p);
+    const MPI_Aint nbytes = (MPI_Aint)count * t.size, unit = stream_unit(nbytes);
+    if (nbytes / unit < 2) return ct_bcast_binary(buf, count, dt, root, comm, p);
 
     const int v = rel_rank(rank, root, np);
     msg_t m;
     int rc = stream_open(&m, buf, count, dt, &t, v == 0, CT_SEGSIZE(p), comm);
     if (rc != MPI_SUCCESS) return stream_close(&m, rc, buf, count, dt, &t, v == 0, comm);
 
-    const MPI_Aint ca = m.n - m.n / 2, cb = m.n / 2; /* half A: [0,ca), B: [ca,n) */
+    /* half A: [0,ca), B: [ca,n), cut on a multiple of the unit */
+    const MPI_Aint cb = m.n / unit / 2 * unit, ca = m.n - cb;
     char *bufb = m.base + ca;
     msg_t ma = m, mb = m; /* the halves as messages of their own */
     ma.n = ca;
@@ -505,27 +524,33 @@ int ct_bcast_knomial(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm c
 
 /* ---- scatter + allgather (van de Geijn) --------------------------------------------- */
 
+/* First byte of block i of the p-block split of the stream (block p = its
+ * end): the n/unit units split as evenly as possible. */
+static inline MPI_Aint bstart(const msg_t *m, int p, int i) {
+    const MPI_Aint u = m->unit, k = m->n / u;
+    return u * (i >= p ? k : i * (k / p) + (i < k % p ? i : k % p));
+}
+
 /*
  * Binomial scatter of the p blocks of the message m (its n signature bytes;
- * block i, for relative rank i, is bytes [blk_start(i), blk_start(i+1)), so
+ * block i, for relative rank i, is bytes [bstart(i), bstart(i+1)), whole units, so
  * blocks may be empty). The subtree of relative rank v is v .. v+lowbit(v)-1,
  * whose blocks are contiguous: v receives all of them from v - lowbit(v), then
  * hands the upper halves on to v + m for m = lowbit(v)/2, ..., 1. Empty
  * ranges are skipped on both sides. Afterwards v holds (at least) block v.
  */
 static int scatter_blocks(const msg_t *ms, int v, int root, int np, MPI_Comm comm) {
-    const MPI_Aint n = ms->n;
     int m = 1;
     while (m < np && !(v & m)) m <<= 1; /* m = lowbit(v), or >= np at the root */
     if (v > 0) {
-        MPI_Aint lo = blk_start(n, np, v), hi = blk_start(n, np, v + m);
+        MPI_Aint lo = bstart(ms, np, v), hi = bstart(ms, np, v + m);
         if (hi > lo)
             CT_CHECK(xfer_bytes(NULL, 0, MPI_PROC_NULL, ms->base + lo, hi - lo,
                                 real_rank(v - m, root, np), CT_TAG_BCAST, comm));
     }
     for (m >>= 1; m > 0; m >>= 1) {
         if (v + m >= np) continue;
-        MPI_Aint lo = blk_start(n, np, v + m), hi = blk_start(n, np, v + 2 * m);
+        MPI_Aint lo = bstart(ms, np, v + m), hi = bstart(ms, np, v + 2 * m);
         if (hi > lo)
             CT_CHECK(xfer_bytes(ms->base + lo, hi - lo, real_rank(v + m, root, np), NULL, 0,
                                 MPI_PROC_NULL, CT_TAG_BCAST, comm));
@@ -555,8 +580,8 @@ static int scatter_allgather(const msg_t *ms, int v, int root, int np, MPI_Comm 
     for (int m = 1; m < np; m <<= 1) {
         const int g = v & ~(m - 1), w = v ^ m, gw = g ^ m;
         if (w < np) { /* swap whole groups with the partner */
-            MPI_Aint lo = blk_start(count, np, g), hi = blk_start(count, np, g + m);
-            MPI_Aint wlo = blk_start(count, np, gw), whi = blk_start(count, np, gw + m);
+            MPI_Aint lo = bstart(ms, np, g), hi = bstart(ms, np, g + m);
+            MPI_Aint wlo = bstart(ms, np, gw), whi = bstart(ms, np, gw + m);
             CT_CHECK(xfer_bytes(buf + lo, hi - lo, real_rank(w, root, np), buf + wlo,
                                 whi - wlo, real_rank(w, root, np), CT_TAG_BCAST + 1, comm));
         }
@@ -564,7 +589,7 @@ static int scatter_allgather(const msg_t *ms, int v, int root, int np, MPI_Comm 
          * off by p but not empty: c = ranks of that upper half that exist. */
         const int c = np - gw;
         if ((v & m) || gw + m <= np || c <= 0) continue;
-        const MPI_Aint lo = blk_start(count, np, gw), n = count - lo; /* blocks gw .. p-1 */
+        const MPI_Aint lo = bstart(ms, np, gw), n = count - lo; /* blocks gw .. p-1 */
         if (n == 0) continue;
         for (int d = m >> 1; d > 0; d >>= 1) {
             const int o = v & (2 * d - 1); /* offset in the 2d-subgroup */
@@ -583,14 +608,13 @@ static int scatter_allgather(const msg_t *ms, int v, int root, int np, MPI_Comm 
  * ring steps; in step i relative rank v passes block v-i to v+1 and receives
  * block v-i-1 from v-1 (indices mod p). */
 static int scatter_ring(const msg_t *ms, int v, int root, int np, MPI_Comm comm) {
-    const MPI_Aint n = ms->n;
     CT_CHECK(scatter_blocks(ms, v, root, np, comm));
     const int right = real_rank(v + 1, root, np), left = real_rank(v + np - 1, root, np);
     for (int i = 0; i < np - 1; i++) {
         const int sb = (v - i + np) % np, rb = (v - i - 1 + 2 * np) % np;
-        MPI_Aint so = blk_start(n, np, sb), ro = blk_start(n, np, rb);
-        CT_CHECK(xfer_bytes(ms->base + so, blk_start(n, np, sb + 1) - so, right, ms->base + ro,
-                            blk_start(n, np, rb + 1) - ro, left, CT_TAG_BCAST + 1, comm));
+        MPI_Aint so = bstart(ms, np, sb), ro = bstart(ms, np, rb);
+        CT_CHECK(xfer_bytes(ms->base + so, bstart(ms, np, sb + 1) - so, right, ms->base + ro,
+                            bstart(ms, np, rb + 1) - ro, left, CT_TAG_BCAST + 1, comm));
     }
     return MPI_SUCCESS;
 }
