@@ -112,7 +112,7 @@ static int stream_open(msg_t *m, void *buf, int count, MPI_Datatype dt, const ct
     m->seg = seg_bytes(segsize, m->n);
     if (m->seg > m->n) m->seg = m->n > 0 ? m->n : 1;
     m->tmp = NULL;
-    if (ct_type_dense(dt)) {
+    if (ct_type_dense(dt, t)) {
         m->base = (char *)buf + t->true_lb;
         return MPI_SUCCESS;
     }

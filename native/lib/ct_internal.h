@@ -79,7 +79,7 @@ int ct_copy_sig(const void *src, int scount, MPI_Datatype sdt, void *dst, int rc
  * temporary. Every rank cuts the stream at the same byte offsets, so all ranks
  * exchange the same messages whatever their datatypes. */
 #define CT_PIECE (1L << 30) /* largest byte message: int counts never overflow */
-int ct_type_dense(MPI_Datatype dt);
+int ct_type_dense(MPI_Datatype dt, const ct_type_t *t); /* t: ct_type(dt) */
 /* count elements of dt at buf -> count*size bytes at out, and back. */
 int ct_pack_stream(const void *buf, int count, MPI_Datatype dt, const ct_type_t *t,
                    char *out, MPI_Comm comm);
