@@ -90,7 +90,13 @@ def test_formula_variables_follow_the_cost_model_rules():
     assert v["s"] == 100 and v["k"] == 4  # segsize 0: one segment
     v = cm.formula_variables(BCAST_CHAIN, p=8, size=100_000, elem=8,
                              params={"segsize": "8190", "fanout": "2"})
-    assert v["s"] == 8184 and v["k"] == 2  # whole elements: floor(8190/8)*8
+    assert v["s"] == 8184 and v["k"] == 2  # Bcast: bytes, cut on 8-byte units (8 | n)
+    v = cm.formula_variables(BCAST_CHAIN, p=8, size=100_002, params={"segsize": "8191"})
+    assert v["s"] == 8190  # n = 100002: 2-byte units
+    reduce_chain = dict(BCAST_CHAIN, collective="reduce")
+    v = cm.formula_variables(reduce_chain, p=8, size=100_000, elem=8,
+                             params={"segsize": "8190", "fanout": "2"})
+    assert v["s"] == 8184  # Reduce: whole elements, floor(8190/8)*8
     v = cm.formula_variables(BCAST_CHAIN, p=8, size=100, params={"segsize": "16k"})
     assert v["s"] == 100  # at most the message
     assert cm.formula_variables(KNOMIAL, p=9, size=10, params={"radix": "3"})["k"] == 3

@@ -47,3 +47,54 @@ def test_verify_cli_passes_and_reports(ompi_build):
     res = colltune("verify", "--coll", "bcast,reduce", "--algo", "binomial", "--np", "3")
     assert res.returncode == 0, res.stderr
     assert "verify passed" in res.stderr
+
+
+# ---- issue 14: full MPI semantics (case families beyond the main matrix) -----
+FAMILIES = ["mixed", "garbage", "self", "inter"]
+FAMILY_NPS = [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def _check_families(build, np, quick):
+    report = verify.run(build, [np], COLLS, None, quick=quick, timeout=900,
+                        families=FAMILIES)
+    assert report.ok, "\n".join(report.failure_lines())
+    run = report.runs[0]
+    # every algorithm took part (the families run for every registered algorithm)
+    algos = {(a["collective"], a["algorithm"]) for a in run.algos}
+    assert ("bcast", "scatter_allgather") in algos and ("allreduce", "rabenseifner") in algos
+    assert all(a["cases"] > 0 for a in run.algos), run.algos
+    assert run.summary["cases"] > 1000
+
+
+@pytest.mark.parametrize("np", FAMILY_NPS)
+def test_verify_families_openmpi(ompi_build, np):
+    """Mixed datatypes of one signature, garbage in ignored arguments, MPI_COMM_SELF
+    and intercommunicators, for every algorithm and parameter variant. On the code
+    before issue 14 the mixed family returned MPI_ERR_TRUNCATE and hung, garbage
+    failed with 'gather: negative count' and hung, inter hung."""
+    _check_families(ompi_build, np, quick=np > 4)
+
+
+@pytest.mark.mpich
+@pytest.mark.parametrize("np", FAMILY_NPS)
+def test_verify_families_mpich(mpich_build, np):
+    _check_families(mpich_build, np, quick=True)
+
+
+def test_verify_families_catch_a_broken_algorithm(ompi_build):
+    """The new families report failures with their family name."""
+    report = verify.run(ompi_build, [3], ["bcast"], ["_broken"], quick=True, timeout=300,
+                        families=["mixed", "self"])
+    assert not report.ok
+    lines = report.failure_lines()
+    assert any("FAIL bcast/_broken np=3 [mixed]" in l and "type=mixed" in l for l in lines), lines
+    # on MPI_COMM_SELF there is no last rank other than the root: nothing to corrupt
+    assert not any("MPI_COMM_SELF" in l for l in lines), lines
+
+
+def test_verify_unknown_family_is_named(ompi_build):
+    res = verify.run(ompi_build, [1], ["bcast"], ["linear"], quick=True, timeout=120,
+                     families=["mixedd"])
+    assert not res.ok
+    assert "unknown case family 'mixedd'; valid: main, mixed, garbage, self, inter" \
+        in res.runs[0].error

@@ -19,9 +19,14 @@
 static inline int rel_rank(int rank, int root, int p) { return (rank - root + p) % p; }
 static inline int real_rank(int v, int root, int p) { return (v + root) % p; }
 
-/* First element of block i of the p-block split (block p = end of message). */
-static inline int blk_start(int count, int p, int i) {
-    return i >= p ? count : ct_block_start(count, p, i);
+/* The cutting unit of an n-byte stream: the largest power of two up to 8 that
+ * divides n. Segment and block boundaries fall on multiples of it, so a message
+ * of basic elements of up to 8 bytes is never cut inside an element (the same
+ * cuts as whole elements gave), and it depends on n only: every rank agrees. */
+static inline MPI_Aint stream_unit(MPI_Aint n) {
+    MPI_Aint u = 1;
+    while (u < 8 && n > 0 && n % (2 * u) == 0) u *= 2;
+    return u;
 }
 
 /* A tree node as seen by one rank: parent and children as real ranks. */
@@ -55,7 +60,84 @@ static void tree_free(tree_t *tr) {
 }
 
 /*
- * Pipelined, segmented broadcast of count elements at buf down a tree.
+ * How a message moves: n units of dt, unit i at base + i*ext, in segments of
+ * seg units. Element mode (msg_elems): the caller's buffer and datatype, whole
+ * message in one segment -- only for algorithms that never cut the message.
+ * Byte mode (stream_open): the type signature's bytes as MPI_BYTE, cut at the
+ * same byte offsets on every rank whatever its datatype (see ct_internal.h).
+ */
+typedef struct {
+    char *base;
+    MPI_Aint n, ext, seg;
+    MPI_Aint unit; /* byte mode: boundaries fall on multiples of it (stream_unit) */
+    MPI_Datatype dt;
+    void *tmp;  /* byte mode on a rank whose datatype is not dense: the packed copy */
+} msg_t;
+
+static void msg_elems(msg_t *m, void *buf, int count, MPI_Datatype dt, const ct_type_t *t) {
+    m->base = buf;
+    m->n = count;
+    m->ext = t->extent;
+    m->seg = count > 0 ? count : 1;
+    m->unit = 1;
+    m->dt = dt;
+    m->tmp = NULL;
+}
+
+/* Segment bytes for segsize on an n-byte stream: a multiple of the unit, at
+ * least one unit, at most CT_PIECE (segsize 0: CT_PIECE). */
+static MPI_Aint seg_bytes(long segsize, MPI_Aint n) {
+    const MPI_Aint u = stream_unit(n);
+    MPI_Aint seg = segsize > 0 && segsize < CT_PIECE ? segsize : CT_PIECE;
+    seg -= seg % u;
+    return seg < u ? u : seg;
+}
+
+/* 1 if segsize cuts a message of count x dt (decided on the signature's bytes,
+ * so every rank decides the same). */
+static int segmented(long segsize, int count, const ct_type_t *t) {
+    return segsize > 0 && seg_bytes(segsize, (MPI_Aint)count * t->size) < (MPI_Aint)count * t->size;
+}
+
+/* The message as a byte stream in segments of segsize bytes (0: one segment,
+ * at most CT_PIECE). A dense datatype is its own stream; otherwise the root
+ * packs the message into a temporary here and the others unpack it in
+ * stream_close. */
+static int stream_open(msg_t *m, void *buf, int count, MPI_Datatype dt, const ct_type_t *t,
+                       int is_root, long segsize, MPI_Comm comm) {
+    m->n = (MPI_Aint)count * t->size;
+    m->ext = 1;
+    m->dt = MPI_BYTE;
+    m->unit = stream_unit(m->n);
+    m->seg = seg_bytes(segsize, m->n);
+    if (m->seg > m->n) m->seg = m->n > 0 ? m->n : 1;
+    m->tmp = NULL;
+    if (ct_type_dense(dt, t)) {
+        m->base = (char *)buf + t->true_lb;
+        return MPI_SUCCESS;
+    }
+    m->tmp = malloc(m->n > 0 ? (size_t)m->n : 1);
+    if (!m->tmp)
+        return ct_set_error(MPI_ERR_NO_MEM, "bcast: out of memory for a %ld-byte packed copy",
+                            (long)m->n);
+    m->base = m->tmp;
+    return is_root ? ct_pack_stream(buf, count, dt, t, m->base, comm) : MPI_SUCCESS;
+}
+
+/* Finish a stream: non-roots unpack a packed copy into buf; frees it. */
+static int stream_close(msg_t *m, int rc, void *buf, int count, MPI_Datatype dt,
+                        const ct_type_t *t, int is_root, MPI_Comm comm) {
+    if (rc == MPI_SUCCESS && m->tmp && !is_root)
+        rc = ct_unpack_stream(m->base, buf, count, dt, t, comm);
+    free(m->tmp);
+    m->tmp = NULL;
+    return rc;
+}
+
+static inline char *unit_at(const msg_t *m, MPI_Aint i) { return m->base + i * m->ext; }
+
+/*
+ * Pipelined, segmented broadcast of the message m down a tree.
  *
  * A non-root rank receives segment s from its parent and Isends it to all of
  * its children; the receive of segment s+1 is posted before segment s is
@@ -63,26 +145,25 @@ static void tree_free(tree_t *tr) {
  * segments per child are in flight. Every rank forwards its whole region.
  *
  * At the root only, coff/ccnt (may be NULL) give child i its own part of the
- * message: elements [coff[i], coff[i] + ccnt[i]) of buf (split_binary sends
- * one half down each subtree); with NULL every child gets all count elements.
+ * message: units [coff[i], coff[i] + ccnt[i]); with NULL every child gets
+ * all n units.
  */
-static int tree_pipeline(void *buf, int count, MPI_Datatype dt, const ct_type_t *t,
-                         long segsize, const tree_t *tr, const int *coff, const int *ccnt,
-                         int tag, MPI_Comm comm) {
+static int tree_pipeline(const msg_t *m, const tree_t *tr, const MPI_Aint *coff,
+                         const MPI_Aint *ccnt, int tag, MPI_Comm comm) {
     const int nc = tr->nchild, is_root = tr->parent < 0;
+    const MPI_Aint count = m->n, se = m->seg;
     if (count <= 0 || (is_root && nc == 0)) return MPI_SUCCESS;
 
-    /* One leaf without segmentation: a plain blocking receive. */
-    const int se = ct_seg_elems(segsize, count, t);
+    /* One leaf in one segment: a plain blocking receive. */
     if (nc == 0 && se >= count)
-        return MPI_Recv(buf, count, dt, tr->parent, tag, comm, MPI_STATUS_IGNORE);
+        return MPI_Recv(m->base, (int)count, m->dt, tr->parent, tag, comm, MPI_STATUS_IGNORE);
 
     /* Segment count: at the root, the longest of the children's parts. */
-    int nseg = (count + se - 1) / se;
+    MPI_Aint nseg = (count + se - 1) / se;
     if (is_root && ccnt) {
         nseg = 0;
         for (int i = 0; i < nc; i++) {
-            int n = (ccnt[i] + se - 1) / se;
+            MPI_Aint n = (ccnt[i] + se - 1) / se;
             if (n > nseg) nseg = n;
         }
     }
@@ -99,16 +180,18 @@ static int tree_pipeline(void *buf, int count, MPI_Datatype dt, const ct_type_t 
 
     int rc = MPI_SUCCESS;
     if (!is_root)
-        rc = MPI_Irecv(buf, se, dt, tr->parent, tag, comm, &rreq[0]);
+        rc = MPI_Irecv(m->base, (int)(se < count ? se : count), m->dt, tr->parent, tag, comm,
+                       &rreq[0]);
 
-    for (int s = 0; s < nseg && rc == MPI_SUCCESS; s++) {
-        const int first = s * se; /* s < nseg, so first < count fits an int */
-        const int n = count - first < se ? count - first : se;
+    for (MPI_Aint s = 0; s < nseg && rc == MPI_SUCCESS; s++) {
+        const MPI_Aint first = s * se;
+        const int n = (int)(count - first < se ? count - first : se);
         MPI_Request *sreq = req + (s % 2) * nc;
         if (!is_root) {
             if (s + 1 < nseg) {
-                int nfirst = first + se, nn = count - nfirst < se ? count - nfirst : se;
-                rc = MPI_Irecv(ct_elem(buf, nfirst, t), nn, dt, tr->parent, tag, comm,
+                MPI_Aint nfirst = first + se;
+                int nn = (int)(count - nfirst < se ? count - nfirst : se);
+                rc = MPI_Irecv(unit_at(m, nfirst), nn, m->dt, tr->parent, tag, comm,
                                &rreq[(s + 1) % 2]);
                 if (rc != MPI_SUCCESS) break;
             }
@@ -118,19 +201,76 @@ static int tree_pipeline(void *buf, int count, MPI_Datatype dt, const ct_type_t 
         /* the slot still holds segment s-2: let it finish before reusing it */
         rc = MPI_Waitall(nc, sreq, MPI_STATUSES_IGNORE);
         for (int i = 0; i < nc && rc == MPI_SUCCESS; i++) {
-            int off = first, m = n;
+            MPI_Aint off = first;
+            int k = n;
             if (is_root && ccnt) { /* child i's own part of the message */
-                int part = ccnt[i];
+                MPI_Aint part = ccnt[i];
                 if (first >= part) continue;
                 off = coff[i] + first;
-                m = part - first < se ? part - first : se;
+                k = (int)(part - first < se ? part - first : se);
             }
-            rc = MPI_Isend(ct_elem(buf, off, t), m, dt, tr->child[i], tag, comm, &sreq[i]);
+            rc = MPI_Isend(unit_at(m, off), k, m->dt, tr->child[i], tag, comm, &sreq[i]);
         }
     }
     if (rc == MPI_SUCCESS) rc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
     if (req != small) free(req);
     return rc;
+}
+
+/* Run a tree broadcast: in bytes of the signature when segsize cuts the
+ * message, else as one message of the caller's own count and datatype. */
+static int tree_bcast(void *buf, int count, MPI_Datatype dt, const ct_type_t *t, long segsize,
+                      const tree_t *tr, int tag, MPI_Comm comm) {
+    msg_t m;
+    const int is_root = tr->parent < 0;
+    if (!segmented(segsize, count, t)) {
+        msg_elems(&m, buf, count, dt, t);
+        return tree_pipeline(&m, tr, NULL, NULL, tag, comm);
+    }
+    int rc = stream_open(&m, buf, count, dt, t, is_root, segsize, comm);
+    if (rc == MPI_SUCCESS) rc = tree_pipeline(&m, tr, NULL, NULL, tag, comm);
+    return stream_close(&m, rc, buf, count, dt, t, is_root, comm);
+}
+
+/* ---- byte messages of any length ----------------------------------------------
+ * n bytes travel as ceil(n / CT_PIECE) messages (at least one, possibly empty),
+ * so int counts never overflow; both sides know n, so the pieces match. */
+static MPI_Aint npieces(MPI_Aint n) { return n <= CT_PIECE ? 1 : (n + CT_PIECE - 1) / CT_PIECE; }
+
+static int post_bytes(int send, char *p, MPI_Aint n, int peer, int tag, MPI_Comm comm,
+                      MPI_Request *req) {
+    for (MPI_Aint i = 0, k = npieces(n); i < k; i++) {
+        MPI_Aint off = i * CT_PIECE, len = n - off < CT_PIECE ? n - off : CT_PIECE;
+        CT_CHECK(send ? MPI_Isend(p + off, (int)len, MPI_BYTE, peer, tag, comm, &req[i])
+                      : MPI_Irecv(p + off, (int)len, MPI_BYTE, peer, tag, comm, &req[i]));
+    }
+    return MPI_SUCCESS;
+}
+
+/* Send sn bytes at sp to dest while receiving rn bytes at rp from src; either
+ * peer may be MPI_PROC_NULL. */
+static int xfer_bytes(const char *sp, MPI_Aint sn, int dest, char *rp, MPI_Aint rn, int src,
+                      int tag, MPI_Comm comm) {
+    if (sn <= CT_PIECE && rn <= CT_PIECE) {
+        if (src == MPI_PROC_NULL)
+            return dest == MPI_PROC_NULL ? MPI_SUCCESS
+                                         : MPI_Send(sp, (int)sn, MPI_BYTE, dest, tag, comm);
+        if (dest == MPI_PROC_NULL)
+            return MPI_Recv(rp, (int)rn, MPI_BYTE, src, tag, comm, MPI_STATUS_IGNORE);
+        return MPI_Sendrecv(sp, (int)sn, MPI_BYTE, dest, tag, rp, (int)rn, MPI_BYTE, src, tag,
+                            comm, MPI_STATUS_IGNORE);
+    }
+    const MPI_Aint nr = npieces(rn), ns = npieces(sn);
+    MPI_Request *req = malloc((size_t)(nr + ns) * sizeof *req);
+    if (!req) return ct_set_error(MPI_ERR_NO_MEM, "bcast: out of memory for requests");
+    for (MPI_Aint i = 0; i < nr + ns; i++) req[i] = MPI_REQUEST_NULL;
+    int rc = MPI_SUCCESS;
+    if (src != MPI_PROC_NULL) rc = post_bytes(0, rp, rn, src, tag, comm, req);
+    if (rc == MPI_SUCCESS && dest != MPI_PROC_NULL)
+        rc = post_bytes(1, (char *)sp, sn, dest, tag, comm, req + nr);
+    int rc2 = MPI_Waitall((int)(nr + ns), req, MPI_STATUSES_IGNORE);
+    free(req);
+    return rc != MPI_SUCCESS ? rc : rc2;
 }
 
 /* ---- native and linear ------------------------------------------------------ */
@@ -209,7 +349,7 @@ static int chain_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm
         tr.parent = real_rank(v == head ? 0 : v - 1, root, np);
         if (v < tail) tr.child[tr.nchild++] = real_rank(v + 1, root, np);
     }
-    int rc = tree_pipeline(buf, count, dt, &t, segsize, &tr, NULL, NULL, CT_TAG_BCAST, comm);
+    int rc = tree_bcast(buf, count, dt, &t, segsize, &tr, CT_TAG_BCAST, comm);
     tree_free(&tr);
     return rc;
 }
@@ -250,76 +390,87 @@ int ct_bcast_binary(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm co
     tree_t tr;
     CT_CHECK(tree_init(&tr, 2));
     binary_node(&tr, rel_rank(rank, root, np), 0, np, -1, root, np);
-    int rc = tree_pipeline(buf, count, dt, &t, CT_SEGSIZE(p), &tr, NULL, NULL, CT_TAG_BCAST,
-                           comm);
+    int rc = tree_bcast(buf, count, dt, &t, CT_SEGSIZE(p), &tr, CT_TAG_BCAST, comm);
     tree_free(&tr);
     return rc;
 }
 
 /*
- * Split binary tree. The message is cut in two halves: A = the first
- * count - count/2 elements, B = the last count/2. The non-root ranks form two
- * balanced binary subtrees, left = relative ranks 1..nl (nl = ceil((p-1)/2))
- * and right = nl+1..p-1 (nr = floor((p-1)/2) ranks), whose heads are the
- * root's two children. The root pipelines A down the left subtree and B down
- * the right one, segment by segment, both at once. Then left rank 1+i and
- * right rank nl+1+i swap halves with one Sendrecv. When nl > nr, the last
- * left rank has no partner: the root sends it B directly (posted up front, so
- * it overlaps the tree phase). Fewer than 2 elements cannot be split: plain
- * binary tree.
+ * Split binary tree. The message -- the n bytes of its type signature, see
+ * stream_open -- is cut in two halves: A = the first n - n/2 bytes, B = the
+ * last n/2. The non-root ranks form two balanced binary subtrees, left =
+ * relative ranks 1..nl (nl = ceil((p-1)/2)) and right = nl+1..p-1 (nr =
+ * floor((p-1)/2) ranks), whose heads are the root's two children. The root
+ * pipelines A down the left subtree and B down the right one, segment by
+ * segment, both at once. Then left rank 1+i and right rank nl+1+i swap halves.
+ * When nl > nr, the last left rank has no partner: the root sends it B
+ * directly (posted up front, so it overlaps the tree phase). Fewer than 2
+ * bytes cannot be split: plain binary tree.
  */
 int ct_bcast_split_binary(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, const ct_params_t *p) {
-    if (count < 2) return ct_bcast_binary(buf, count, dt, root, comm, p);
     int np, rank;
     ct_type_t t;
     CT_CHECK(MPI_Comm_size(comm, &np));
     CT_CHECK(MPI_Comm_rank(comm, &rank));
     if (np == 1) return MPI_SUCCESS;
     CT_CHECK(ct_type(dt, &t));
+    const MPI_Aint nbytes = (MPI_Aint)count * t.size, unit = stream_unit(nbytes);
+    if (nbytes / unit < 2) return ct_bcast_binary(buf, count, dt, root, comm, p);
 
-    const int ca = count - count / 2, cb = count / 2; /* half A: [0,ca), B: [ca,count) */
-    char *bufb = ct_elem(buf, ca, &t);
+    const int v = rel_rank(rank, root, np);
+    msg_t m;
+    int rc = stream_open(&m, buf, count, dt, &t, v == 0, CT_SEGSIZE(p), comm);
+    if (rc != MPI_SUCCESS) return stream_close(&m, rc, buf, count, dt, &t, v == 0, comm);
+
+    /* half A: [0,ca), B: [ca,n), cut on a multiple of the unit */
+    const MPI_Aint cb = m.n / unit / 2 * unit, ca = m.n - cb;
+    char *bufb = m.base + ca;
+    msg_t ma = m, mb = m; /* the halves as messages of their own */
+    ma.n = ca;
+    mb.base = bufb;
+    mb.n = cb;
+    if (mb.seg > cb) mb.seg = cb > 0 ? cb : 1;
     const int nl = np / 2, nr = (np - 1) / 2;          /* = ceil((p-1)/2), floor((p-1)/2) */
     const int lone = nl > nr ? nl : -1;                /* relative rank without partner */
-    const int v = rel_rank(rank, root, np);
     const int tag_tree = CT_TAG_BCAST, tag_lone = CT_TAG_BCAST + 1, tag_swap = CT_TAG_BCAST + 2;
 
     tree_t tr;
-    CT_CHECK(tree_init(&tr, 2));
-    MPI_Request lreq = MPI_REQUEST_NULL;
-    int rc = MPI_SUCCESS;
+    rc = tree_init(&tr, 2);
+    if (rc != MPI_SUCCESS) return stream_close(&m, rc, buf, count, dt, &t, v == 0, comm);
+    MPI_Request lsmall[4], *lreq = lsmall;
+    const int nlreq = (int)npieces(cb);
+    if (nlreq > 4 && !(lreq = malloc((size_t)nlreq * sizeof *lreq))) {
+        tree_free(&tr);
+        rc = ct_set_error(MPI_ERR_NO_MEM, "bcast: out of memory for requests");
+        return stream_close(&m, rc, buf, count, dt, &t, v == 0, comm);
+    }
+    for (int i = 0; i < nlreq; i++) lreq[i] = MPI_REQUEST_NULL;
     if (v == 0) {
         /* B straight to the partnerless left rank, overlapping the tree phase */
-        if (lone > 0)
-            rc = MPI_Isend(bufb, cb, dt, real_rank(lone, root, np), tag_lone, comm, &lreq);
-        int coff[2] = { 0, ca }, ccnt[2] = { ca, cb };
+        if (lone > 0) rc = post_bytes(1, bufb, cb, real_rank(lone, root, np), tag_lone, comm, lreq);
+        MPI_Aint coff[2] = { 0, ca }, ccnt[2] = { ca, cb };
         tr.child[tr.nchild++] = real_rank(1, root, np);
         if (nr > 0) tr.child[tr.nchild++] = real_rank(nl + 1, root, np);
-        if (rc == MPI_SUCCESS)
-            rc = tree_pipeline(buf, count, dt, &t, CT_SEGSIZE(p), &tr, coff, ccnt, tag_tree,
-                               comm);
+        if (rc == MPI_SUCCESS) rc = tree_pipeline(&m, &tr, coff, ccnt, tag_tree, comm);
     } else if (v <= nl) { /* left subtree: receives A down the tree */
-        if (v == lone)
-            rc = MPI_Irecv(bufb, cb, dt, root, tag_lone, comm, &lreq);
+        if (v == lone) rc = post_bytes(0, bufb, cb, root, tag_lone, comm, lreq);
         binary_node(&tr, v, 1, nl, 0, root, np);
-        if (rc == MPI_SUCCESS)
-            rc = tree_pipeline(buf, ca, dt, &t, CT_SEGSIZE(p), &tr, NULL, NULL, tag_tree, comm);
+        if (rc == MPI_SUCCESS) rc = tree_pipeline(&ma, &tr, NULL, NULL, tag_tree, comm);
         if (rc == MPI_SUCCESS && v != lone) /* swap: A out, B in */
-            rc = MPI_Sendrecv(buf, ca, dt, real_rank(v + nl, root, np), tag_swap, bufb, cb, dt,
-                              real_rank(v + nl, root, np), tag_swap, comm, MPI_STATUS_IGNORE);
+            rc = xfer_bytes(m.base, ca, real_rank(v + nl, root, np), bufb, cb,
+                            real_rank(v + nl, root, np), tag_swap, comm);
     } else { /* right subtree: receives B down the tree */
         binary_node(&tr, v, nl + 1, nr, 0, root, np);
-        rc = tree_pipeline(bufb, cb, dt, &t, CT_SEGSIZE(p), &tr, NULL, NULL, tag_tree, comm);
+        rc = tree_pipeline(&mb, &tr, NULL, NULL, tag_tree, comm);
         if (rc == MPI_SUCCESS) /* swap: B out, A in */
-            rc = MPI_Sendrecv(bufb, cb, dt, real_rank(v - nl, root, np), tag_swap, buf, ca, dt,
-                              real_rank(v - nl, root, np), tag_swap, comm, MPI_STATUS_IGNORE);
+            rc = xfer_bytes(bufb, cb, real_rank(v - nl, root, np), m.base, ca,
+                            real_rank(v - nl, root, np), tag_swap, comm);
     }
-    if (lreq != MPI_REQUEST_NULL) {
-        int rc2 = MPI_Wait(&lreq, MPI_STATUS_IGNORE);
-        if (rc == MPI_SUCCESS) rc = rc2;
-    }
+    int rc2 = MPI_Waitall(nlreq, lreq, MPI_STATUSES_IGNORE);
+    if (rc == MPI_SUCCESS) rc = rc2;
+    if (lreq != lsmall) free(lreq);
     tree_free(&tr);
-    return rc;
+    return stream_close(&m, rc, buf, count, dt, &t, v == 0, comm);
 }
 
 /* ---- binomial and k-nomial ---------------------------------------------------- */
@@ -354,7 +505,7 @@ static int knomial_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Co
     for (; d < np; d *= k)
         for (long long j = 1; j < k && v + j * d < np; j++)
             tr.child[tr.nchild++] = real_rank((int)(v + j * d), root, np);
-    int rc = tree_pipeline(buf, count, dt, &t, segsize, &tr, NULL, NULL, CT_TAG_BCAST, comm);
+    int rc = tree_bcast(buf, count, dt, &t, segsize, &tr, CT_TAG_BCAST, comm);
     tree_free(&tr);
     return rc;
 }
@@ -373,36 +524,43 @@ int ct_bcast_knomial(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm c
 
 /* ---- scatter + allgather (van de Geijn) --------------------------------------------- */
 
+/* First byte of block i of the p-block split of the stream (block p = its
+ * end): the n/unit units split as evenly as possible. */
+static inline MPI_Aint bstart(const msg_t *m, int p, int i) {
+    const MPI_Aint u = m->unit, k = m->n / u;
+    return u * (i >= p ? k : i * (k / p) + (i < k % p ? i : k % p));
+}
+
 /*
- * Binomial scatter of the p blocks of the message (block i, for relative rank
- * i, is ct_block_count(count,p,i) elements at ct_block_start(count,p,i), so
+ * Binomial scatter of the p blocks of the message m (its n signature bytes;
+ * block i, for relative rank i, is bytes [bstart(i), bstart(i+1)), whole units, so
  * blocks may be empty). The subtree of relative rank v is v .. v+lowbit(v)-1,
  * whose blocks are contiguous: v receives all of them from v - lowbit(v), then
  * hands the upper halves on to v + m for m = lowbit(v)/2, ..., 1. Empty
  * ranges are skipped on both sides. Afterwards v holds (at least) block v.
  */
-static int scatter_blocks(void *buf, int count, MPI_Datatype dt, const ct_type_t *t, int v,
-                          int root, int np, MPI_Comm comm) {
+static int scatter_blocks(const msg_t *ms, int v, int root, int np, MPI_Comm comm) {
     int m = 1;
     while (m < np && !(v & m)) m <<= 1; /* m = lowbit(v), or >= np at the root */
     if (v > 0) {
-        int lo = blk_start(count, np, v), hi = blk_start(count, np, v + m);
+        MPI_Aint lo = bstart(ms, np, v), hi = bstart(ms, np, v + m);
         if (hi > lo)
-            CT_CHECK(MPI_Recv(ct_elem(buf, lo, t), hi - lo, dt, real_rank(v - m, root, np),
-                              CT_TAG_BCAST, comm, MPI_STATUS_IGNORE));
+            CT_CHECK(xfer_bytes(NULL, 0, MPI_PROC_NULL, ms->base + lo, hi - lo,
+                                real_rank(v - m, root, np), CT_TAG_BCAST, comm));
     }
     for (m >>= 1; m > 0; m >>= 1) {
         if (v + m >= np) continue;
-        int lo = blk_start(count, np, v + m), hi = blk_start(count, np, v + 2 * m);
+        MPI_Aint lo = bstart(ms, np, v + m), hi = bstart(ms, np, v + 2 * m);
         if (hi > lo)
-            CT_CHECK(MPI_Send(ct_elem(buf, lo, t), hi - lo, dt, real_rank(v + m, root, np),
-                              CT_TAG_BCAST, comm));
+            CT_CHECK(xfer_bytes(ms->base + lo, hi - lo, real_rank(v + m, root, np), NULL, 0,
+                                MPI_PROC_NULL, CT_TAG_BCAST, comm));
     }
     return MPI_SUCCESS;
 }
 
 /*
- * Scatter + recursive-doubling allgather. Before the step of distance m
+ * Scatter + recursive-doubling allgather, on the bytes of the type signature
+ * (stream_open). Before the step of distance m
  * (1, 2, 4, ...) every rank v holds the blocks of its group g..g+m-1 (g = v
  * with its low bits cleared, clipped to p) and swaps them with the group of
  * v ^ m. If p is not a power of two, v ^ m may not exist: then v's group is
@@ -415,41 +573,32 @@ static int scatter_blocks(void *buf, int count, MPI_Datatype dt, const ct_type_t
  * true and ends with everyone having it. All transfers go one way per pair
  * or through Sendrecv, so nothing depends on MPI buffering.
  */
-int ct_bcast_scatter_allgather(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, const ct_params_t *p) {
-    (void)p;
-    int np, rank;
-    ct_type_t t;
-    CT_CHECK(MPI_Comm_size(comm, &np));
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
-    if (np == 1) return MPI_SUCCESS;
-    CT_CHECK(ct_type(dt, &t));
-    const int v = rel_rank(rank, root, np);
-    CT_CHECK(scatter_blocks(buf, count, dt, &t, v, root, np, comm));
-
+static int scatter_allgather(const msg_t *ms, int v, int root, int np, MPI_Comm comm) {
+    const MPI_Aint count = ms->n;
+    char *buf = ms->base;
+    CT_CHECK(scatter_blocks(ms, v, root, np, comm));
     for (int m = 1; m < np; m <<= 1) {
         const int g = v & ~(m - 1), w = v ^ m, gw = g ^ m;
         if (w < np) { /* swap whole groups with the partner */
-            int lo = blk_start(count, np, g), hi = blk_start(count, np, g + m);
-            int wlo = blk_start(count, np, gw), whi = blk_start(count, np, gw + m);
-            CT_CHECK(MPI_Sendrecv(ct_elem(buf, lo, &t), hi - lo, dt, real_rank(w, root, np),
-                                  CT_TAG_BCAST + 1, ct_elem(buf, wlo, &t), whi - wlo, dt,
-                                  real_rank(w, root, np), CT_TAG_BCAST + 1, comm,
-                                  MPI_STATUS_IGNORE));
+            MPI_Aint lo = bstart(ms, np, g), hi = bstart(ms, np, g + m);
+            MPI_Aint wlo = bstart(ms, np, gw), whi = bstart(ms, np, gw + m);
+            CT_CHECK(xfer_bytes(buf + lo, hi - lo, real_rank(w, root, np), buf + wlo,
+                                whi - wlo, real_rank(w, root, np), CT_TAG_BCAST + 1, comm));
         }
         /* Fix-up, only in the lower half of a 2m-group whose upper half is cut
          * off by p but not empty: c = ranks of that upper half that exist. */
         const int c = np - gw;
         if ((v & m) || gw + m <= np || c <= 0) continue;
-        const int lo = blk_start(count, np, gw), n = count - lo; /* blocks gw .. p-1 */
+        const MPI_Aint lo = bstart(ms, np, gw), n = count - lo; /* blocks gw .. p-1 */
         if (n == 0) continue;
         for (int d = m >> 1; d > 0; d >>= 1) {
             const int o = v & (2 * d - 1); /* offset in the 2d-subgroup */
             if (o < d && o < c && o + d >= c) /* have it, partner lacks it */
-                CT_CHECK(MPI_Send(ct_elem(buf, lo, &t), n, dt, real_rank(v + d, root, np),
-                                  CT_TAG_BCAST + 2, comm));
+                CT_CHECK(xfer_bytes(buf + lo, n, real_rank(v + d, root, np), NULL, 0,
+                                    MPI_PROC_NULL, CT_TAG_BCAST + 2, comm));
             else if (o >= d && o - d < c && o >= c) /* lack it, partner has it */
-                CT_CHECK(MPI_Recv(ct_elem(buf, lo, &t), n, dt, real_rank(v - d, root, np),
-                                  CT_TAG_BCAST + 2, comm, MPI_STATUS_IGNORE));
+                CT_CHECK(xfer_bytes(NULL, 0, MPI_PROC_NULL, buf + lo, n,
+                                    real_rank(v - d, root, np), CT_TAG_BCAST + 2, comm));
         }
     }
     return MPI_SUCCESS;
@@ -457,9 +606,24 @@ int ct_bcast_scatter_allgather(void *buf, int count, MPI_Datatype dt, int root, 
 
 /* Scatter + ring allgather (van de Geijn): after the binomial scatter, p-1
  * ring steps; in step i relative rank v passes block v-i to v+1 and receives
- * block v-i-1 from v-1 (indices mod p) with one Sendrecv. */
-int ct_bcast_scatter_ring_allgather(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, const ct_params_t *p) {
-    (void)p;
+ * block v-i-1 from v-1 (indices mod p). */
+static int scatter_ring(const msg_t *ms, int v, int root, int np, MPI_Comm comm) {
+    CT_CHECK(scatter_blocks(ms, v, root, np, comm));
+    const int right = real_rank(v + 1, root, np), left = real_rank(v + np - 1, root, np);
+    for (int i = 0; i < np - 1; i++) {
+        const int sb = (v - i + np) % np, rb = (v - i - 1 + 2 * np) % np;
+        MPI_Aint so = bstart(ms, np, sb), ro = bstart(ms, np, rb);
+        CT_CHECK(xfer_bytes(ms->base + so, bstart(ms, np, sb + 1) - so, right, ms->base + ro,
+                            bstart(ms, np, rb + 1) - ro, left, CT_TAG_BCAST + 1, comm));
+    }
+    return MPI_SUCCESS;
+}
+
+typedef int (*split_fn)(const msg_t *, int, int, int, MPI_Comm);
+
+/* Run a scatter-based broadcast on the message's signature bytes. */
+static int split_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
+                       split_fn fn) {
     int np, rank;
     ct_type_t t;
     CT_CHECK(MPI_Comm_size(comm, &np));
@@ -467,18 +631,20 @@ int ct_bcast_scatter_ring_allgather(void *buf, int count, MPI_Datatype dt, int r
     if (np == 1) return MPI_SUCCESS;
     CT_CHECK(ct_type(dt, &t));
     const int v = rel_rank(rank, root, np);
-    CT_CHECK(scatter_blocks(buf, count, dt, &t, v, root, np, comm));
+    msg_t m;
+    int rc = stream_open(&m, buf, count, dt, &t, v == 0, 0, comm);
+    if (rc == MPI_SUCCESS) rc = fn(&m, v, root, np, comm);
+    return stream_close(&m, rc, buf, count, dt, &t, v == 0, comm);
+}
 
-    const int right = real_rank(v + 1, root, np), left = real_rank(v + np - 1, root, np);
-    for (int i = 0; i < np - 1; i++) {
-        const int sb = (v - i + np) % np, rb = (v - i - 1 + 2 * np) % np;
-        CT_CHECK(MPI_Sendrecv(ct_elem(buf, ct_block_start(count, np, sb), &t),
-                              ct_block_count(count, np, sb), dt, right, CT_TAG_BCAST + 1,
-                              ct_elem(buf, ct_block_start(count, np, rb), &t),
-                              ct_block_count(count, np, rb), dt, left, CT_TAG_BCAST + 1, comm,
-                              MPI_STATUS_IGNORE));
-    }
-    return MPI_SUCCESS;
+int ct_bcast_scatter_allgather(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, const ct_params_t *p) {
+    (void)p;
+    return split_bcast(buf, count, dt, root, comm, scatter_allgather);
+}
+
+int ct_bcast_scatter_ring_allgather(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, const ct_params_t *p) {
+    (void)p;
+    return split_bcast(buf, count, dt, root, comm, scatter_ring);
 }
 
 /* ---- test-only ------------------------------------------------------------------- */

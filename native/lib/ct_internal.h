@@ -69,6 +69,23 @@ int ct_copy(const void *src, void *dst, int count, MPI_Datatype dt);
 int ct_copy_sig(const void *src, int scount, MPI_Datatype sdt, void *dst, int rcount,
                 MPI_Datatype rdt);
 
+/* ---- the type signature as a byte stream ----------------------------------
+ * MPI lets every rank describe a message with its own count and datatype as
+ * long as the type signatures match. Algorithms that cut a message into
+ * segments or blocks therefore cut the signature's bytes (count * size, the
+ * same on every rank), never elements of a rank's own datatype. A rank whose
+ * datatype is dense (ct_type_dense) uses its buffer as the stream directly
+ * (from buf + true_lb); any other rank packs into / unpacks from a contiguous
+ * temporary. Every rank cuts the stream at the same byte offsets, so all ranks
+ * exchange the same messages whatever their datatypes. */
+#define CT_PIECE (1L << 30) /* largest byte message: int counts never overflow */
+int ct_type_dense(MPI_Datatype dt, const ct_type_t *t); /* t: ct_type(dt) */
+/* count elements of dt at buf -> count*size bytes at out, and back. */
+int ct_pack_stream(const void *buf, int count, MPI_Datatype dt, const ct_type_t *t,
+                   char *out, MPI_Comm comm);
+int ct_unpack_stream(const char *in, void *buf, int count, MPI_Datatype dt, const ct_type_t *t,
+                     MPI_Comm comm);
+
 /* Elements per segment for this datatype and segment size in bytes:
  * count if segsize == 0 or larger than the message, at least 1 otherwise
  * (segments are split at whole elements). */

@@ -31,7 +31,7 @@ int ct_coll_from_name(const char *name, ct_coll_t *out) {
 static const struct {
     const char *name, *help;
 } param_info[CT_NPARAMS] = {
-    { "segsize", "segment size in bytes (0 = no segmentation; split at whole elements)" },
+    { "segsize", "segment size in bytes (0 = no segmentation; Bcast cuts bytes of the type signature, Reduce/Allreduce whole elements)" },
     { "fanout", "number of children per tree node / number of chains" },
     { "radix", "k-nomial tree radix" },
     { "bcast", "inner Bcast algorithm" },
@@ -329,10 +329,30 @@ static int is_native(const ct_choice_t *c) {
     return strcmp(ct_algo_get(c->algo)->name, "native") == 0;
 }
 
+/* colltune's algorithms are intracommunicator algorithms: refuse anything else
+ * before any other check (a root of MPI_ROOT/MPI_PROC_NULL or a remote-group
+ * count would only give misleading errors), locally and at once, so no rank
+ * waits for a message. */
+static int check_comm(ct_coll_t coll, MPI_Comm comm) {
+    int inter = 0;
+    if (comm == MPI_COMM_NULL)
+        return ct_set_error(MPI_ERR_COMM, "%s: the communicator is MPI_COMM_NULL",
+                            ct_coll_name(coll));
+    CT_CHECK(MPI_Comm_test_inter(comm, &inter));
+    if (inter)
+        return ct_set_error(MPI_ERR_COMM,
+                            "%s: intercommunicators are not supported by colltune's "
+                            "algorithms; call the MPI library's own MPI_%c%s on them",
+                            ct_coll_name(coll), ct_coll_name(coll)[0] - 'a' + 'A',
+                            ct_coll_name(coll) + 1);
+    return MPI_SUCCESS;
+}
+
 int ct_bcast(const ct_choice_t *c, void *buf, int count, MPI_Datatype dt, int root,
              MPI_Comm comm) {
     ct_choice_t run;
     int p, size;
+    CT_CHECK(check_comm(CT_BCAST, comm));
     CT_CHECK(resolve(c, CT_BCAST, comm, count, MPI_OP_NULL, &run));
     CT_CHECK(MPI_Comm_size(comm, &p));
     if (count < 0) return ct_set_error(MPI_ERR_COUNT, "bcast: count %d is negative", count);
@@ -351,6 +371,7 @@ int ct_reduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count, MPI
               MPI_Op op, int root, MPI_Comm comm) {
     ct_choice_t run;
     int p, r, size;
+    CT_CHECK(check_comm(CT_REDUCE, comm));
     CT_CHECK(resolve(c, CT_REDUCE, comm, count, op, &run));
     CT_CHECK(MPI_Comm_size(comm, &p));
     CT_CHECK(MPI_Comm_rank(comm, &r));
@@ -373,16 +394,22 @@ int ct_gather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype s
               void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm) {
     ct_choice_t run;
     int p, r;
-    CT_CHECK(resolve(c, CT_GATHER, comm, scount, MPI_OP_NULL, &run));
+    CT_CHECK(check_comm(CT_GATHER, comm));
+    CT_CHECK(resolve(c, CT_GATHER, comm, 0, MPI_OP_NULL, &run));
     CT_CHECK(MPI_Comm_size(comm, &p));
     CT_CHECK(MPI_Comm_rank(comm, &r));
     if (root < 0 || root >= p)
         return ct_set_error(MPI_ERR_ROOT, "gather: root %d is not a rank of a %d-process "
                             "communicator", root, p);
-    if (scount < 0 || (r == root && rcount < 0))
-        return ct_set_error(MPI_ERR_COUNT, "gather: negative count");
+    /* only the arguments significant on this rank: the receive arguments at the
+     * root only, the send arguments except at a root with MPI_IN_PLACE */
     if (sbuf == MPI_IN_PLACE && r != root)
         return ct_set_error(MPI_ERR_BUFFER, "gather: MPI_IN_PLACE is only valid at the root");
+    if (sbuf != MPI_IN_PLACE && scount < 0)
+        return ct_set_error(MPI_ERR_COUNT, "gather: sendcount %d is negative", scount);
+    if (r == root && rcount < 0)
+        return ct_set_error(MPI_ERR_COUNT, "gather: recvcount %d is negative at the root",
+                            rcount);
     {   /* nothing to move (type signatures match, so every rank agrees) */
         int size;
         int in_place_root = sbuf == MPI_IN_PLACE;
@@ -402,9 +429,12 @@ int ct_allgather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatyp
                  void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm) {
     ct_choice_t run;
     int size;
+    CT_CHECK(check_comm(CT_ALLGATHER, comm));
     CT_CHECK(resolve(c, CT_ALLGATHER, comm, rcount, MPI_OP_NULL, &run));
-    if (rcount < 0 || (sbuf != MPI_IN_PLACE && scount < 0))
-        return ct_set_error(MPI_ERR_COUNT, "allgather: negative count");
+    if (rcount < 0)
+        return ct_set_error(MPI_ERR_COUNT, "allgather: recvcount %d is negative", rcount);
+    if (sbuf != MPI_IN_PLACE && scount < 0) /* ignored with MPI_IN_PLACE */
+        return ct_set_error(MPI_ERR_COUNT, "allgather: sendcount %d is negative", scount);
     CT_CHECK(MPI_Type_size(rdt, &size));
     if (rcount == 0 || size == 0) return MPI_SUCCESS;
     if (is_native(&run))
@@ -420,6 +450,7 @@ int ct_allreduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count,
                  MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
     ct_choice_t run;
     int size;
+    CT_CHECK(check_comm(CT_ALLREDUCE, comm));
     CT_CHECK(resolve(c, CT_ALLREDUCE, comm, count, op, &run));
     if (count < 0) return ct_set_error(MPI_ERR_COUNT, "allreduce: count %d is negative", count);
     CT_CHECK(MPI_Type_size(dt, &size));

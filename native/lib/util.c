@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <limits.h>
 
 static char last_error[512];
 
@@ -63,4 +64,134 @@ int ct_seg_elems(long segsize, int count, const ct_type_t *t) {
     if (e < 1) e = 1;
     if (e > count) e = count;
     return e > 0 ? (int)e : 1;
+}
+
+/* ---- the type signature as a byte stream ---------------------------------- */
+
+/* 1 if one element of dt (and so count elements of it) is its own type
+ * signature in memory: size == extent == true_extent and the basic elements lie
+ * back to back in signature order. Decided from the datatype's constructor
+ * (MPI_Type_get_envelope/contents), conservatively: constructors not handled
+ * here count as not dense, which only costs a pack. */
+static int dense_rec(MPI_Datatype dt, int depth) {
+    int ni, na, nd, comb;
+    ct_type_t t;
+    if (ct_type(dt, &t) != MPI_SUCCESS) return 0;
+    if (t.size == 0) return 1;
+    if (t.size != t.extent || t.size != t.true_extent) return 0;
+    if (MPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS) return 0;
+    if (comb == MPI_COMBINER_NAMED) return 1;
+    if (depth > 16) return 0;
+    int ok = 0;
+    int *iv = malloc(sizeof(int) * (size_t)(ni + 1));
+    MPI_Aint *av = malloc(sizeof(MPI_Aint) * (size_t)(na + 1));
+    MPI_Datatype *dv = malloc(sizeof(MPI_Datatype) * (size_t)(nd + 1));
+    if (!iv || !av || !dv) goto out;
+    if (MPI_Type_get_contents(dt, ni, na, nd, iv, av, dv) != MPI_SUCCESS) {
+        nd = 0;
+        goto out;
+    }
+    /* every constituent type must be dense itself */
+    for (int i = 0; i < nd; i++)
+        if (!dense_rec(dv[i], depth + 1)) goto out;
+    ct_type_t o;
+    if (nd < 1 || ct_type(dv[0], &o) != MPI_SUCCESS) goto out;
+    switch (comb) {
+    case MPI_COMBINER_DUP:
+    case MPI_COMBINER_CONTIGUOUS:
+    case MPI_COMBINER_RESIZED:
+        ok = 1; /* the top-level size/extent test did the rest */
+        break;
+    case MPI_COMBINER_VECTOR: /* count, blocklength, stride (elements) */
+        ok = iv[0] <= 1 || iv[1] == iv[2];
+        break;
+    case MPI_COMBINER_HVECTOR: /* count, blocklength; stride (bytes) */
+        ok = iv[0] <= 1 || (MPI_Aint)iv[1] * o.extent == av[0];
+        break;
+    case MPI_COMBINER_INDEXED:        /* count, bl[count], disp[count] (elements) */
+    case MPI_COMBINER_HINDEXED:       /* count, bl[count]; disp[count] (bytes)    */
+    case MPI_COMBINER_INDEXED_BLOCK:  /* count, bl, disp[count] (elements)         */
+    case MPI_COMBINER_HINDEXED_BLOCK: /* count, bl; disp[count] (bytes)            */
+    case MPI_COMBINER_STRUCT: {       /* count, bl[count]; disp[count]; types     */
+        int n = iv[0];
+        MPI_Aint next = 0;
+        int started = 0;
+        ok = 1;
+        for (int i = 0; i < n && ok; i++) {
+            int bl = (comb == MPI_COMBINER_INDEXED_BLOCK || comb == MPI_COMBINER_HINDEXED_BLOCK)
+                         ? iv[1] : iv[1 + i];
+            MPI_Aint disp;
+            ct_type_t bt = o;
+            if (comb == MPI_COMBINER_STRUCT) {
+                if (ct_type(dv[i], &bt) != MPI_SUCCESS) { ok = 0; break; }
+            }
+            if (comb == MPI_COMBINER_INDEXED) disp = (MPI_Aint)iv[1 + n + i] * o.extent;
+            else if (comb == MPI_COMBINER_INDEXED_BLOCK) disp = (MPI_Aint)iv[2 + i] * o.extent;
+            else disp = av[i];
+            if (bl == 0 || bt.size == 0) continue;
+            MPI_Aint first = disp + bt.true_lb;
+            if (started && first != next) ok = 0;
+            started = 1;
+            next = first + (MPI_Aint)bl * bt.size;
+        }
+        break;
+    }
+    default:
+        ok = 0;
+        break;
+    }
+out:
+    for (int i = 0; i < nd && dv; i++) {
+        int a, b, c, k;
+        if (MPI_Type_get_envelope(dv[i], &a, &b, &c, &k) == MPI_SUCCESS &&
+            k != MPI_COMBINER_NAMED)
+            MPI_Type_free(&dv[i]);
+    }
+    free(iv);
+    free(av);
+    free(dv);
+    return ok;
+}
+
+int ct_type_dense(MPI_Datatype dt, const ct_type_t *t) {
+    /* the common cases without decoding: no data, gaps or holes, a predefined type */
+    if (t->size == 0) return 1;
+    if (t->size != t->extent || t->size != t->true_extent) return 0;
+    int ni, na, nd, comb;
+    if (MPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS) return 0;
+    return comb == MPI_COMBINER_NAMED ? 1 : dense_rec(dt, 0);
+}
+
+/* Elements per MPI_Pack/MPI_Unpack call: whole elements, at most 1 GiB, so the
+ * int sizes and positions of those calls never overflow. */
+static int pack_chunk(int size) {
+    long e = size > 0 ? (long)CT_PIECE / size : 1;
+    return e < 1 ? 1 : e > INT_MAX ? INT_MAX : (int)e;
+}
+
+int ct_pack_stream(const void *buf, int count, MPI_Datatype dt, const ct_type_t *t,
+                   char *out, MPI_Comm comm) {
+    const int chunk = pack_chunk(t->size);
+    for (int i = 0; i < count; i += chunk) {
+        int m = count - i < chunk ? count - i : chunk, pos = 0;
+        MPI_Aint bytes = (MPI_Aint)m * t->size;
+        CT_CHECK(MPI_Pack(ct_elem(buf, i, t), m, dt, out + (MPI_Aint)i * t->size, (int)bytes,
+                          &pos, comm));
+        if (pos != bytes)
+            return ct_set_error(MPI_ERR_INTERN, "MPI_Pack wrote %d bytes for %ld bytes of "
+                                "type signature (a heterogeneous system?)", pos, (long)bytes);
+    }
+    return MPI_SUCCESS;
+}
+
+int ct_unpack_stream(const char *in, void *buf, int count, MPI_Datatype dt, const ct_type_t *t,
+                     MPI_Comm comm) {
+    const int chunk = pack_chunk(t->size);
+    for (int i = 0; i < count; i += chunk) {
+        int m = count - i < chunk ? count - i : chunk, pos = 0;
+        MPI_Aint bytes = (MPI_Aint)m * t->size;
+        CT_CHECK(MPI_Unpack(in + (MPI_Aint)i * t->size, (int)bytes, &pos, ct_elem(buf, i, t), m,
+                            dt, comm));
+    }
+    return MPI_SUCCESS;
 }

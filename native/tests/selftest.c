@@ -6,6 +6,7 @@
  */
 #include "bench_stats.h"
 #include "colltune.h"
+#include "../lib/ct_internal.h" /* ct_type_dense, ct_pack_stream */
 
 #include <math.h>
 #include <stdio.h>
@@ -36,6 +37,92 @@ static void int_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
 static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
 
 static int near(double x, double want) { return fabs(x - want) <= 1e-9 * (1 + fabs(want)); }
+
+/* The byte-stream helpers of issue 14: which datatypes are their own type
+ * signature in memory, and packing round trips. */
+static int dense(MPI_Datatype dt) {
+    ct_type_t g;
+    return ct_type(dt, &g) == MPI_SUCCESS && ct_type_dense(dt, &g);
+}
+
+static void test_dense(void) {
+    MPI_Datatype t;
+    EXPECT(dense(MPI_INT) && dense(MPI_DOUBLE) && dense(MPI_2INT),
+           "predefined types without padding are dense");
+    EXPECT(!dense(MPI_DOUBLE_INT), "MPI_DOUBLE_INT has padding: not dense");
+    MPI_Type_contiguous(3, MPI_DOUBLE, &t);
+    EXPECT(dense(t), "contiguous(3, double) is dense");
+    MPI_Type_free(&t);
+    MPI_Type_vector(2, 1, 3, MPI_INT, &t);
+    EXPECT(!dense(t), "vector(2,1,3,int) has holes");
+    MPI_Type_free(&t);
+    MPI_Type_vector(3, 2, 2, MPI_INT, &t);
+    EXPECT(dense(t), "vector(3,2,2,int) is contiguous");
+    MPI_Type_free(&t);
+    MPI_Type_create_resized(MPI_INT, 0, 8, &t);
+    EXPECT(!dense(t), "int resized to extent 8 has a gap");
+    MPI_Type_free(&t);
+    int bl[2] = { 1, 1 };
+    MPI_Aint swapped[2] = { 4, 0 }, ordered[2] = { 0, 4 };
+    MPI_Datatype ints[2] = { MPI_INT, MPI_INT };
+    MPI_Type_create_struct(2, bl, swapped, ints, &t);
+    EXPECT(!dense(t), "struct {int@4, int@0}: signature order is not memory order");
+    MPI_Type_free(&t);
+    MPI_Type_create_struct(2, bl, ordered, ints, &t);
+    EXPECT(dense(t), "struct {int@0, int@4} is dense");
+    MPI_Type_free(&t);
+    MPI_Type_create_hindexed(2, bl, ordered, MPI_INT, &t);
+    EXPECT(dense(t), "hindexed blocks in order are dense");
+    MPI_Type_free(&t);
+
+    /* pack / unpack round trip of a strided type leaves the holes alone */
+    MPI_Type_vector(2, 1, 3, MPI_INT, &t);
+    MPI_Type_commit(&t);
+    int src[6] = { 1, -1, -1, 2, -1, -1 }, dst[6] = { 7, 7, 7, 7, 7, 7 };
+    char packed[8];
+    ct_type_t g;
+    ct_type(t, &g);
+    int rc = ct_pack_stream(src, 1, t, &g, packed, MPI_COMM_SELF);
+    int first, second;
+    memcpy(&first, packed, 4);
+    memcpy(&second, packed + 4, 4);
+    EXPECT(rc == MPI_SUCCESS && first == 1 && second == 2, "pack: rc %d, %d %d", rc, first,
+           second);
+    rc = ct_unpack_stream(packed, dst, 1, t, &g, MPI_COMM_SELF);
+    EXPECT(rc == MPI_SUCCESS && dst[0] == 1 && dst[3] == 2 && dst[1] == 7 && dst[2] == 7,
+           "unpack: rc %d, %d %d %d %d", rc, dst[0], dst[1], dst[2], dst[3]);
+    MPI_Type_free(&t);
+}
+
+/* Arguments MPI ignores may hold garbage; significant ones are checked. */
+static void test_ignored_arguments(void) {
+    ct_choice_t c;
+    int in = 5, out[1] = { 0 };
+    const char *gathers[] = { "linear", "binomial" };
+    for (int i = 0; i < 2; i++) {
+        ct_choice_parse(CT_GATHER, gathers[i], &c);
+        out[0] = 9;
+        int rc = ct_gather(&c, MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, out, 1, MPI_INT, 0,
+                           MPI_COMM_SELF);
+        EXPECT(rc == MPI_SUCCESS && out[0] == 9,
+               "gather/%s in place with garbage send arguments: rc %d (%s)", gathers[i], rc,
+               ct_last_error());
+        rc = ct_gather(&c, &in, 1, MPI_INT, out, -1, MPI_INT, 0, MPI_COMM_SELF);
+        EXPECT(rc == MPI_ERR_COUNT && contains(ct_last_error(), "recvcount -1"),
+               "gather: a negative recvcount at the root must be refused: %d %s", rc,
+               ct_last_error());
+    }
+    ct_choice_parse(CT_ALLGATHER, "ring", &c);
+    out[0] = 4;
+    int rc = ct_allgather(&c, MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, out, 1, MPI_INT,
+                          MPI_COMM_SELF);
+    EXPECT(rc == MPI_SUCCESS && out[0] == 4, "allgather in place with garbage: %d %s", rc,
+           ct_last_error());
+    ct_choice_parse(CT_BCAST, "linear", &c);
+    rc = ct_bcast(&c, out, 1, MPI_INT, 0, MPI_COMM_NULL);
+    EXPECT(rc == MPI_ERR_COMM && contains(ct_last_error(), "MPI_COMM_NULL"),
+           "MPI_COMM_NULL: %d %s", rc, ct_last_error());
+}
 
 /* bench_stats.c on known arrays */
 static void test_bench_stats(void) {
@@ -187,6 +274,8 @@ int main(int argc, char **argv) {
            "commutative op should not fall back: %s", ct_last_dispatch()->reason);
     MPI_Op_free(&noncomm);
 
+    test_dense();
+    test_ignored_arguments();
     test_bench_stats();
 
     printf("%d passed, %d failed\n", passed, failed);

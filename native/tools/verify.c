@@ -181,6 +181,10 @@ typedef struct {
     ct_coll_t coll;
     ct_choice_t choice;
     int root, count, t, o, inplace;
+    MPI_Comm comm;      /* MPI_COMM_WORLD, or MPI_COMM_SELF (family "self") */
+    int garbage;        /* ignored arguments filled with garbage (family "garbage") */
+    const char *family; /* NULL: the main matrix */
+    char tdesc[64];     /* type description when not type_names[t] (family "mixed") */
 } vcase_t;
 
 static int rank, nprocs;
@@ -275,9 +279,11 @@ static void report(const vcase_t *c, verdict_t *mine) {
     ct_json_str(stdout, ct_algo_get(c->choice.algo)->name);
     printf(", \"spec\": ");
     ct_json_str(stdout, spec);
+    printf(", \"family\": \"%s\", \"comm\": \"%s\"", c->family ? c->family : "main",
+           c->comm == MPI_COMM_SELF ? "self" : "world");
     printf(", \"np\": %d, \"root\": %d, \"count\": %d, \"type\": \"%s\", \"op\": \"%s\", "
            "\"in_place\": %s, \"rank\": %d, \"message\": ",
-           nprocs, c->root, c->count, type_names[c->t],
+           nprocs, c->root, c->count, c->tdesc[0] ? c->tdesc : type_names[c->t],
            !has_reduction(c->coll) ? "-" : (c->t == T_VEC && c->o == O_SUM) ? "sum (user-defined)" : op_names[c->o],
            c->inplace ? "true" : "false", lowest);
     ct_json_str(stdout, msg);
@@ -299,16 +305,18 @@ static void check_rc(verdict_t *v, int rc) {
 
 static void run_bcast(const vcase_t *c) {
     verdict_t v = { 0, "" };
+    int cr;
+    MPI_Comm_rank(c->comm, &cr);
     size_t bytes = (size_t)c->count * type_extent(c->t);
     uint32_t salt = ++salt_counter;
     char *bn = alloc_region(bytes), *bo = alloc_region(bytes);
-    if (rank == c->root) {
+    if (cr == c->root) {
         fill(bn, c->t, c->count, O_SUM, c->root, salt);
         fill(bo, c->t, c->count, O_SUM, c->root, salt);
     }
-    MPI_Bcast(bn, c->count, types[c->t], c->root, MPI_COMM_WORLD);
-    check_rc(&v, ct_bcast(&c->choice, bo, c->count, types[c->t], c->root, MPI_COMM_WORLD));
-    compare(&v, rank == c->root ? "root buffer changed" : "result", bo, bn, c->t, c->count);
+    MPI_Bcast(bn, c->count, types[c->t], c->root, c->comm);
+    check_rc(&v, ct_bcast(&c->choice, bo, c->count, types[c->t], c->root, c->comm));
+    compare(&v, cr == c->root ? "root buffer changed" : "result", bo, bn, c->t, c->count);
     report(c, &v);
     free(bn);
     free(bo);
@@ -316,9 +324,11 @@ static void run_bcast(const vcase_t *c) {
 
 static void run_reduce(const vcase_t *c, int all) {
     verdict_t v = { 0, "" };
+    int cr;
+    MPI_Comm_rank(c->comm, &cr);
     size_t bytes = (size_t)c->count * type_extent(c->t);
     uint32_t salt = ++salt_counter;
-    int is_root = all || rank == c->root;
+    int is_root = all || cr == c->root;
     int inplace = c->inplace && is_root;
     char *in = alloc_region(bytes), *in_ref = alloc_region(bytes);
     char *rn = alloc_region(bytes), *ro = alloc_region(bytes), *sentinel = alloc_region(bytes);
@@ -329,14 +339,16 @@ static void run_reduce(const vcase_t *c, int all) {
         memcpy(ro, in, bytes);
     }
     const void *sn = inplace ? MPI_IN_PLACE : in;
+    /* garbage: the receive buffer is not significant at a Reduce's non-roots */
+    void *rb = c->garbage && !is_root ? NULL : ro;
     if (all) {
-        MPI_Allreduce(sn, rn, c->count, types[c->t], case_op(c->t, c->o), MPI_COMM_WORLD);
-        check_rc(&v, ct_allreduce(&c->choice, sn, ro, c->count, types[c->t], case_op(c->t, c->o),
-                                  MPI_COMM_WORLD));
+        MPI_Allreduce(sn, rn, c->count, types[c->t], case_op(c->t, c->o), c->comm);
+        check_rc(&v, ct_allreduce(&c->choice, sn, rb, c->count, types[c->t], case_op(c->t, c->o),
+                                  c->comm));
     } else {
-        MPI_Reduce(sn, rn, c->count, types[c->t], case_op(c->t, c->o), c->root, MPI_COMM_WORLD);
-        check_rc(&v, ct_reduce(&c->choice, sn, ro, c->count, types[c->t], case_op(c->t, c->o), c->root,
-                               MPI_COMM_WORLD));
+        MPI_Reduce(sn, rn, c->count, types[c->t], case_op(c->t, c->o), c->root, c->comm);
+        check_rc(&v, ct_reduce(&c->choice, sn, rb, c->count, types[c->t], case_op(c->t, c->o),
+                               c->root, c->comm));
     }
     if (is_root) compare(&v, "result", ro, rn, c->t, c->count);
     else compare(&v, "receive buffer of a non-root process was written", ro, sentinel, c->t,
@@ -352,33 +364,48 @@ static void run_reduce(const vcase_t *c, int all) {
 
 static void run_gather(const vcase_t *c, int all) {
     verdict_t v = { 0, "" };
+    int cr, cn;
+    MPI_Comm_rank(c->comm, &cr);
+    MPI_Comm_size(c->comm, &cn);
     size_t ext = type_extent(c->t);
-    size_t bytes = (size_t)c->count * ext, total = bytes * (size_t)nprocs;
+    size_t bytes = (size_t)c->count * ext, total = bytes * (size_t)cn;
     uint32_t salt = ++salt_counter;
-    int is_root = all || rank == c->root;
+    int is_root = all || cr == c->root;
     int inplace = c->inplace && is_root;
     char *in = alloc_region(bytes), *in_ref = alloc_region(bytes);
     char *rn = alloc_region(total), *ro = alloc_region(total), *sentinel = alloc_region(total);
     fill(in, c->t, c->count, O_SUM, rank, salt);
     memcpy(in_ref, in, bytes);
     if (inplace) {
-        memcpy(rn + (size_t)rank * bytes, in, bytes);
-        memcpy(ro + (size_t)rank * bytes, in, bytes);
+        memcpy(rn + (size_t)cr * bytes, in, bytes);
+        memcpy(ro + (size_t)cr * bytes, in, bytes);
     }
     const void *sn = inplace ? MPI_IN_PLACE : in;
     MPI_Datatype dt = types[c->t];
-    if (all) {
-        MPI_Allgather(sn, c->count, dt, rn, c->count, dt, MPI_COMM_WORLD);
-        check_rc(&v, ct_allgather(&c->choice, sn, c->count, dt, ro, c->count, dt,
-                                  MPI_COMM_WORLD));
-    } else {
-        MPI_Gather(sn, c->count, dt, rn, c->count, dt, c->root, MPI_COMM_WORLD);
-        check_rc(&v, ct_gather(&c->choice, sn, c->count, dt, ro, c->count, dt, c->root,
-                               MPI_COMM_WORLD));
+    /* garbage in the arguments MPI ignores: the send count and type with
+     * MPI_IN_PLACE, the receive buffer, count and type at a Gather's non-roots */
+    int sc = c->count, rc = c->count;
+    MPI_Datatype sd = dt, rd = dt;
+    void *rb = ro;
+    if (c->garbage && inplace) {
+        sc = -1;
+        sd = MPI_DATATYPE_NULL;
     }
-    if (is_root) compare(&v, "result", ro, rn, c->t, (long)c->count * nprocs);
+    if (c->garbage && !is_root) {
+        rb = NULL;
+        rc = -1;
+        rd = MPI_DATATYPE_NULL;
+    }
+    if (all) {
+        MPI_Allgather(sn, c->count, dt, rn, c->count, dt, c->comm);
+        check_rc(&v, ct_allgather(&c->choice, sn, sc, sd, rb, rc, rd, c->comm));
+    } else {
+        MPI_Gather(sn, c->count, dt, rn, c->count, dt, c->root, c->comm);
+        check_rc(&v, ct_gather(&c->choice, sn, sc, sd, rb, rc, rd, c->root, c->comm));
+    }
+    if (is_root) compare(&v, "result", ro, rn, c->t, (long)c->count * cn);
     else compare(&v, "receive buffer of a non-root process was written", ro, sentinel, c->t,
-                 (long)c->count * nprocs);
+                 (long)c->count * cn);
     if (!inplace) compare(&v, "send buffer was modified", in, in_ref, c->t, c->count);
     report(c, &v);
     free(in);
@@ -388,8 +415,189 @@ static void run_gather(const vcase_t *c, int all) {
     free(sentinel);
 }
 
+/* ---- family "mixed": different datatypes of one type signature ------------
+ * MPI lets each rank describe a message with its own count and datatype as
+ * long as the type signatures match. The message here is 2n ints; each rank
+ * lays it out in one of these layouts, chosen per rank (and per role: send or
+ * receive), and the result is compared byte for byte, holes included, with
+ * the MPI library's own collective on the same layouts. n = 0 mixes 0 ints
+ * with 3 elements of an empty datatype (zero bytes everywhere). */
+enum { L_INT, L_VEC, L_SWAP, L_PAIR, L_EMPTY, NLAYOUTS };
+static const char *lay_names[NLAYOUTS] = { "int", "vec", "swap", "pair", "empty" };
+static MPI_Datatype lay_dt[NLAYOUTS];
+/* swap: struct {int at byte 4, int at byte 0}: dense in size and extent, but
+ * its signature order is not its memory order; pair: contiguous(2, int). */
+#define NASSIGN 4
+
+static int lay_count(int L, int pairs) {
+    return L == L_EMPTY ? 3 : L == L_INT ? 2 * pairs : pairs;
+}
+static size_t lay_extent(int L) {
+    return L == L_INT ? 4 : L == L_VEC ? VEC_EXTENT : L == L_EMPTY ? 0 : 8;
+}
+static size_t lay_bytes(int L, int pairs) { return (size_t)lay_count(L, pairs) * lay_extent(L); }
+/* byte offset of int k of the signature */
+static size_t lay_off(int L, long k) {
+    switch (L) {
+    case L_VEC: return (size_t)(k / 2) * VEC_EXTENT + (k % 2 ? VEC_OFF1 : 0);
+    case L_SWAP: return (size_t)(k / 2) * 8 + (k % 2 ? 0 : 4);
+    default: return (size_t)k * 4;
+    }
+}
+static void lay_fill(char *buf, int L, int pairs, int who, uint32_t salt) {
+    if (L == L_EMPTY) return;
+    for (long k = 0; k < 2L * pairs; k++) {
+        int32_t x = (int32_t)hash3((uint32_t)who, (uint32_t)k, salt);
+        memcpy(buf + lay_off(L, k), &x, 4);
+    }
+}
+/* The layout of relative rank `rel` in assignment a (n > 0); rel 0 is the root. */
+static int lay_of(int a, int rel, int pairs) {
+    if (pairs == 0) return rel % 2 ? L_EMPTY : L_INT;
+    switch (a) {
+    case 0: return rel == 0 ? L_VEC : L_INT; /* the root strided, the others plain */
+    case 1: return rel == 0 ? L_INT : rel % 3 == 1 ? L_VEC : rel % 3 == 2 ? L_SWAP : L_PAIR;
+    case 2: return rel == 0 ? L_SWAP : rel % 2 ? L_INT : L_VEC;
+    default: return rel == 0 ? L_PAIR : rel % 2 ? L_SWAP : L_VEC;
+    }
+}
+
+static void compare_bytes(verdict_t *v, const char *what, const char *got, const char *want,
+                          size_t bytes) {
+    long d = first_diff(got, want, bytes);
+    if (d >= 0)
+        verdict(v, "%s: byte %ld of %zu differs (got 0x%02x, expected 0x%02x)", what, d, bytes,
+                (unsigned char)got[d], (unsigned char)want[d]);
+}
+
+static void mixed_desc(vcase_t *c, int a, int pairs) {
+    if (pairs == 0) snprintf(c->tdesc, sizeof c->tdesc, "mixed: 0 int / 3 empty");
+    else snprintf(c->tdesc, sizeof c->tdesc, "mixed %d: %d ints as %s/%s/%s/%s...", a,
+                  2 * pairs, lay_names[lay_of(a, 0, pairs)], lay_names[lay_of(a, 1, pairs)],
+                  lay_names[lay_of(a, 2, pairs)], lay_names[lay_of(a, 3, pairs)]);
+}
+
+/* c->count = n (pairs of ints); Bcast with every rank's own layout. */
+static void run_mixed_bcast(vcase_t *c, int a) {
+    verdict_t v = { 0, "" };
+    const int pairs = c->count, rel = (rank - c->root + nprocs) % nprocs;
+    const int L = lay_of(a, rel, pairs);
+    size_t bytes = lay_bytes(L, pairs);
+    uint32_t salt = ++salt_counter;
+    mixed_desc(c, a, pairs);
+    char *bn = alloc_region(bytes), *bo = alloc_region(bytes);
+    if (rel == 0) {
+        lay_fill(bn, L, pairs, c->root, salt);
+        lay_fill(bo, L, pairs, c->root, salt);
+    }
+    /* zero bytes in different counts (0 ints, 3 empty elements): nothing to
+     * compare with -- and Open MPI 5.0's own MPI_Bcast hangs on it */
+    if (pairs > 0) MPI_Bcast(bn, lay_count(L, pairs), lay_dt[L], c->root, MPI_COMM_WORLD);
+    check_rc(&v, ct_bcast(&c->choice, bo, lay_count(L, pairs), lay_dt[L], c->root,
+                          MPI_COMM_WORLD));
+    compare_bytes(&v, rel == 0 ? "root buffer changed" : "result", bo, bn, bytes);
+    report(c, &v);
+    free(bn);
+    free(bo);
+}
+
+/* Gather / Allgather: each rank sends its block in its own layout and receives
+ * in another one (at a Gather's root only). */
+static void run_mixed_gather(vcase_t *c, int a, int all) {
+    verdict_t v = { 0, "" };
+    const int pairs = c->count, rel = all ? rank : (rank - c->root + nprocs) % nprocs;
+    const int Ls = lay_of(a, rel, pairs), Lr = lay_of(a, rel + 1, pairs);
+    const int is_root = all || rel == 0;
+    size_t sbytes = lay_bytes(Ls, pairs), rbytes = lay_bytes(Lr, pairs) * (size_t)nprocs;
+    uint32_t salt = ++salt_counter;
+    mixed_desc(c, a, pairs);
+    char *in = alloc_region(sbytes), *in_ref = alloc_region(sbytes);
+    char *rn = alloc_region(rbytes), *ro = alloc_region(rbytes), *sentinel = alloc_region(rbytes);
+    lay_fill(in, Ls, pairs, rank, salt);
+    memcpy(in_ref, in, sbytes);
+    int sc = lay_count(Ls, pairs), rc = lay_count(Lr, pairs);
+    if (pairs == 0) { /* zero bytes: nothing to compare with (see run_mixed_bcast) */
+        if (all) check_rc(&v, ct_allgather(&c->choice, in, sc, lay_dt[Ls], ro, rc, lay_dt[Lr],
+                                           MPI_COMM_WORLD));
+        else check_rc(&v, ct_gather(&c->choice, in, sc, lay_dt[Ls], ro, rc, lay_dt[Lr], c->root,
+                                    MPI_COMM_WORLD));
+    } else if (all) {
+        MPI_Allgather(in, sc, lay_dt[Ls], rn, rc, lay_dt[Lr], MPI_COMM_WORLD);
+        check_rc(&v, ct_allgather(&c->choice, in, sc, lay_dt[Ls], ro, rc, lay_dt[Lr],
+                                  MPI_COMM_WORLD));
+    } else {
+        MPI_Gather(in, sc, lay_dt[Ls], rn, rc, lay_dt[Lr], c->root, MPI_COMM_WORLD);
+        check_rc(&v, ct_gather(&c->choice, in, sc, lay_dt[Ls], ro, rc, lay_dt[Lr], c->root,
+                               MPI_COMM_WORLD));
+    }
+    if (is_root) compare_bytes(&v, "result", ro, rn, rbytes);
+    else compare_bytes(&v, "receive buffer of a non-root process was written", ro, sentinel,
+                       rbytes);
+    compare_bytes(&v, "send buffer was modified", in, in_ref, sbytes);
+    report(c, &v);
+    free(in);
+    free(in_ref);
+    free(rn);
+    free(ro);
+    free(sentinel);
+}
+
+static void run_mixed(vcase_t *c, int a) {
+    if (c->coll == CT_BCAST) run_mixed_bcast(c, a);
+    else if (c->coll == CT_GATHER) run_mixed_gather(c, a, 0);
+    else if (c->coll == CT_ALLGATHER) run_mixed_gather(c, a, 1);
+    /* Reduce and Allreduce: MPI requires the same count and datatype everywhere */
+}
+
+/* ---- family "inter": intercommunicators get one clear error, at once ------ */
+static MPI_Comm intercomm = MPI_COMM_NULL;
+static int inter_low; /* 1 in the low half of the world */
+
+static void run_inter(vcase_t *c) {
+    verdict_t v = { 0, "" };
+    int buf[64] = { 0 }, out[64 * 16] = { 0 };
+    /* roots as the standard spells them: MPI_ROOT at the root of the low
+     * group, MPI_PROC_NULL at its other ranks, the root's rank (0) in the
+     * remote group */
+    int lr;
+    MPI_Comm_rank(intercomm, &lr);
+    int root = inter_low ? (lr == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+    double t0 = MPI_Wtime();
+    int rc;
+    switch (c->coll) {
+    case CT_BCAST: rc = ct_bcast(&c->choice, buf, 4, MPI_INT, root, intercomm); break;
+    case CT_REDUCE:
+        rc = ct_reduce(&c->choice, buf, out, 4, MPI_INT, MPI_SUM, root, intercomm);
+        break;
+    case CT_GATHER:
+        rc = ct_gather(&c->choice, buf, 4, MPI_INT, out, 4, MPI_INT, root, intercomm);
+        break;
+    case CT_ALLGATHER:
+        rc = ct_allgather(&c->choice, buf, 4, MPI_INT, out, 4, MPI_INT, intercomm);
+        break;
+    default: rc = ct_allreduce(&c->choice, buf, out, 4, MPI_INT, MPI_SUM, intercomm); break;
+    }
+    double secs = MPI_Wtime() - t0;
+    int cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    if (cls != MPI_ERR_COMM)
+        verdict(&v, "on an intercommunicator: expected MPI_ERR_COMM, got error class %d (%s)",
+                cls, rc == MPI_SUCCESS ? "success" : ct_last_error());
+    else if (!strstr(ct_last_error(), "intercommunicator"))
+        verdict(&v, "on an intercommunicator: the error text does not say so: %s",
+                ct_last_error());
+    else if (secs > 2.0)
+        verdict(&v, "on an intercommunicator: the error took %.1f s", secs);
+    snprintf(c->tdesc, sizeof c->tdesc, "int (intercommunicator)");
+    report(c, &v);
+}
+
 /* ---- the matrix ----------------------------------------------------------- */
 static int quick;
+/* case families to run (--family): the main matrix and the four below */
+enum { F_MAIN = 1, F_MIXED = 2, F_GARBAGE = 4, F_SELF = 8, F_INTER = 16, F_ALL = 31 };
+static const char *family_names[] = { "main", "mixed", "garbage", "self", "inter" };
+static unsigned families = F_ALL;
 static int large_count = (1 << 17) + 3;
 
 static int has_root(ct_coll_t c) { return c == CT_BCAST || c == CT_REDUCE || c == CT_GATHER; }
@@ -463,6 +671,104 @@ static int has_inner_param(const ct_algo_t *a) {
     return 0;
 }
 
+/* The case families beyond the main matrix, for every parameter variant (the
+ * defaults in full, the other variants a cross-section):
+ *  - mixed: different datatypes of one type signature on different ranks
+ *    (Bcast, Gather, Allgather; Reduce and Allreduce need one datatype);
+ *  - garbage: the arguments MPI ignores filled with garbage -- NULL buffers,
+ *    count -1, MPI_DATATYPE_NULL (Reduce, Gather, Allgather; Bcast has none,
+ *    Allreduce only MPI_IN_PLACE, which the main matrix covers);
+ *  - self: the collective on MPI_COMM_SELF, at every process count;
+ *  - inter: an intercommunicator gets MPI_ERR_COMM at once (defaults only). */
+static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const int *roots,
+                         int nroots) {
+    for (int vi = 0; vi < nvar; vi++) {
+        const int full = vi == 0;
+        vcase_t c = { coll, var[vi], 0, 0, 0, O_SUM, 0, MPI_COMM_WORLD, 0, NULL, "" };
+        if ((families & F_MIXED) &&
+            (coll == CT_BCAST || coll == CT_GATHER || coll == CT_ALLGATHER)) {
+            static const int pairs[] = { 0, 1, 7, 1000 };
+            c.family = "mixed";
+            c.t = T_INT;
+            for (int ri = 0; ri < nroots; ri++) {
+                if (!full && ri != nroots - 1) continue;
+                c.root = roots[ri];
+                for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+                    if (!full && pairs[k] < 7) continue;
+                    c.count = pairs[k];
+                    for (int a = 0; a < (pairs[k] ? NASSIGN : 1); a++) {
+                        c.tdesc[0] = '\0';
+                        run_mixed(&c, a);
+                    }
+                }
+            }
+            /* more than a few segments of every default segment size */
+            if (!quick && full)
+                for (int a = 0; a < 2; a++) {
+                    c.root = roots[nroots - 1];
+                    c.count = (1 << 16) + 3;
+                    c.tdesc[0] = '\0';
+                    run_mixed(&c, a);
+                }
+            c.tdesc[0] = '\0';
+        }
+        if ((families & F_GARBAGE) &&
+            (coll == CT_REDUCE || coll == CT_GATHER || coll == CT_ALLGATHER)) {
+            static const int counts[] = { 1, 7, 1000 };
+            c.family = "garbage";
+            c.garbage = 1;
+            for (int ri = 0; ri < nroots; ri++) {
+                if (!full && ri != nroots - 1) continue;
+                c.root = roots[ri];
+                for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+                    if (!full && counts[k] == 1000) continue;
+                    c.count = counts[k];
+                    for (int t = T_INT; t < NTYPES; t += T_VEC - T_INT) {
+                        c.t = t;
+                        for (int ip = coll == CT_ALLGATHER; ip < 2; ip++) {
+                            c.inplace = ip;
+                            run_case(&c);
+                        }
+                    }
+                }
+            }
+            c.garbage = 0;
+        }
+        if (families & F_SELF) {
+            static const int counts[] = { 0, 1, 7, 1000 };
+            c.family = "self";
+            c.comm = MPI_COMM_SELF;
+            c.root = 0;
+            for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+                if (!full && counts[k] == 1000) continue;
+                c.count = counts[k];
+                for (int t = 0; t < NTYPES; t++) {
+                    if (!full && t == T_DOUBLE) continue;
+                    c.t = t;
+                    for (int o = 0; o < (has_reduction(coll) ? NOPS : 1); o++) {
+                        if (!full && o != O_SUM && o != O_NONCOMM) continue;
+                        c.o = o;
+                        for (int ip = 0; ip < (has_inplace(coll) ? 2 : 1); ip++) {
+                            c.inplace = ip;
+                            run_case(&c);
+                        }
+                    }
+                }
+            }
+            c.comm = MPI_COMM_WORLD;
+            c.o = O_SUM;
+            c.inplace = 0;
+        }
+        if ((families & F_INTER) && full && intercomm != MPI_COMM_NULL) {
+            c.family = "inter";
+            c.t = T_INT;
+            c.count = 4;
+            c.root = 0;
+            run_inter(&c);
+        }
+    }
+}
+
 /* Run the matrix for one algorithm. */
 static void verify_algo(int algo) {
     const ct_algo_t *a = ct_algo_get(algo);
@@ -483,8 +789,8 @@ static void verify_algo(int algo) {
         fprintf(stderr, "verify: np=%d %s/%s ...\n", nprocs, ct_coll_name(coll), a->name);
         fflush(stderr);
     }
-    for (int vi = 0; vi < nvar; vi++) {
-        vcase_t c = { coll, var[vi], 0, 0, 0, 0, 0 };
+    for (int vi = 0; vi < nvar && (families & F_MAIN); vi++) {
+        vcase_t c = { coll, var[vi], 0, 0, 0, 0, 0, MPI_COMM_WORLD, 0, NULL, "" };
         /* defaults: the full product; other variants: a cross-section */
         int full = vi == 0;
         for (int ri = 0; ri < nroots; ri++) {
@@ -540,6 +846,7 @@ static void verify_algo(int algo) {
             }
         }
     }
+    run_families(coll, var, nvar, roots, nroots);
     double secs = MPI_Wtime() - t0;
     if (rank == 0) {
         printf("{\"event\": \"algo\", \"collective\": \"%s\", \"algorithm\": ", ct_coll_name(coll));
@@ -555,7 +862,7 @@ static void verify_algo(int algo) {
 }
 
 static void usage(void) {
-    printf("usage: colltune-verify [--coll LIST] [--algo LIST] [--quick] [--max-fail N]\n"
+    printf("usage: colltune-verify [--coll LIST] [--algo LIST] [--quick] [--max-fail N] [--family LIST]\n"
            "       colltune-verify --list-json [--hidden]\n\n"
            "Run under mpirun. Compares every selected algorithm with the MPI library's own\n"
            "collective over roots, counts {0,1,7,1000,2^17+3}, datatypes {char,int,double,\n"
@@ -565,7 +872,11 @@ static void usage(void) {
            "  --coll LIST    collectives (bcast,reduce,gather,allgather,allreduce; default all)\n"
            "  --algo LIST    algorithm names (default: all but native and hidden ones)\n"
            "  --quick        skip the large count\n"
-           "  --max-fail N   failures printed per run (default 20)\n");
+           "  --max-fail N   failures printed per run (default 20)\n"
+           "  --family LIST  case families (default all): main (the matrix above), mixed\n"
+           "                 (different datatypes of one type signature per rank), garbage\n"
+           "                 (ignored arguments filled with garbage), self (MPI_COMM_SELF),\n"
+           "                 inter (intercommunicators must get MPI_ERR_COMM at once)\n");
 }
 
 int main(int argc, char **argv) {
@@ -592,6 +903,22 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--algo") && i + 1 < argc) algo_list = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--max-fail") && i + 1 < argc) max_fail_print = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--family") && i + 1 < argc) {
+            char **fl;
+            int nf = ct_split(argv[++i], &fl);
+            families = 0;
+            for (int k = 0; k < nf; k++) {
+                unsigned bit = 0;
+                for (int f = 0; f < 5; f++)
+                    if (!strcmp(fl[k], family_names[f])) bit = 1u << f;
+                if (!strcmp(fl[k], "all")) bit = F_ALL;
+                if (!bit)
+                    ct_die(rank, "unknown case family '%s'; valid: main, mixed, garbage, self, "
+                           "inter, all", fl[k]);
+                families |= bit;
+            }
+            ct_free_list(fl, nf);
+        }
         else ct_die(rank, "unknown argument '%s' (see --help)", argv[i]);
     }
 
@@ -603,6 +930,28 @@ int main(int argc, char **argv) {
     MPI_Type_create_resized(vec, 0, VEC_EXTENT, &types[T_VEC]);
     MPI_Type_commit(&types[T_VEC]);
     MPI_Type_free(&vec);
+    lay_dt[L_INT] = MPI_INT;
+    lay_dt[L_VEC] = types[T_VEC];
+    {
+        int bl[2] = { 1, 1 };
+        MPI_Aint disp[2] = { 4, 0 };
+        MPI_Datatype ts[2] = { MPI_INT, MPI_INT };
+        MPI_Type_create_struct(2, bl, disp, ts, &lay_dt[L_SWAP]);
+        MPI_Type_commit(&lay_dt[L_SWAP]);
+    }
+    MPI_Type_contiguous(2, MPI_INT, &lay_dt[L_PAIR]);
+    MPI_Type_commit(&lay_dt[L_PAIR]);
+    MPI_Type_contiguous(0, MPI_INT, &lay_dt[L_EMPTY]);
+    MPI_Type_commit(&lay_dt[L_EMPTY]);
+    if (nprocs >= 2) { /* low half and high half of the world */
+        MPI_Comm local;
+        inter_low = rank < nprocs / 2;
+        MPI_Comm_split(MPI_COMM_WORLD, inter_low, rank, &local);
+        MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, inter_low ? nprocs / 2 : 0, 99,
+                             &intercomm);
+        MPI_Comm_set_errhandler(intercomm, MPI_ERRORS_RETURN);
+        MPI_Comm_free(&local);
+    }
     ops[O_SUM] = MPI_SUM;
     ops[O_MAX] = MPI_MAX;
     ops[O_PROD] = MPI_PROD;
@@ -665,6 +1014,10 @@ int main(int argc, char **argv) {
     MPI_Op_free(&ops[O_NONCOMM]);
     MPI_Op_free(&vec_sum);
     MPI_Type_free(&types[T_VEC]);
+    MPI_Type_free(&lay_dt[L_SWAP]);
+    MPI_Type_free(&lay_dt[L_PAIR]);
+    MPI_Type_free(&lay_dt[L_EMPTY]);
+    if (intercomm != MPI_COMM_NULL) MPI_Comm_free(&intercomm);
     MPI_Finalize();
     return cases_failed ? 1 : 0;
 }

@@ -237,7 +237,13 @@ def formula_variables(algo: dict, p: int, size: int, elem: int = 1,
     env: dict[str, float] = {"p": float(p), "n": float(n)}
     if "segsize" in defaults:
         seg = _int_param(params.get("segsize"), defaults["segsize"]) or 0
-        env["s"] = float(n if seg == 0 else min(n, max(1, seg // elem) * elem))
+        if algo["collective"] == "bcast":  # bytes of the type signature, cut on
+            unit = 1                          # the largest power of two <= 8 dividing n
+            while unit < 8 and n % (2 * unit) == 0:
+                unit *= 2
+            env["s"] = float(n if seg == 0 else min(n, max(unit, seg - seg % unit)))
+        else:  # whole elements (Reduce, Allreduce: one datatype on every rank)
+            env["s"] = float(n if seg == 0 else min(n, max(1, seg // elem) * elem))
     else:
         env["s"] = float(n)
     if "radix" in defaults:

@@ -14,6 +14,7 @@ from . import launch
 from .build import Build
 
 DEFAULT_NPS = (1, 2, 3, 4, 5, 7, 8, 13, 16)
+FAMILIES = ("main", "mixed", "garbage", "self", "inter")
 
 
 @dataclass
@@ -50,8 +51,12 @@ class Report:
             if r.error:
                 lines.append(f"np={r.np}: {r.error}")
             for f in r.failures:
+                fam = f.get("family", "main")
                 lines.append(
-                    f"FAIL {f['collective']}/{f['spec']} np={f['np']} root={f['root']} "
+                    f"FAIL {f['collective']}/{f['spec']} np={f['np']} "
+                    + (f"[{fam}{', MPI_COMM_SELF' if f.get('comm') == 'self' else ''}] "
+                       if fam != "main" else "")
+                    + f"root={f['root']} "
                     f"count={f['count']} type={f['type']} op={f['op']} "
                     f"in_place={'yes' if f['in_place'] else 'no'} (rank {f['rank']}): "
                     f"{f['message']}"
@@ -66,7 +71,10 @@ def _last_started(stderr: str) -> str:
 
 def run(build: Build, nps: list[int], collectives: list[str], algos: list[str] | None,
         quick: bool = False, timeout: float = 1200,
-        progress: Callable[[RunOutcome], None] | None = None) -> Report:
+        progress: Callable[[RunOutcome], None] | None = None,
+        families: list[str] | None = None) -> Report:
+    """Run colltune-verify at each process count. families: case families
+    (main, mixed, garbage, self, inter; default all)."""
     report = Report()
     for np in nps:
         prog = [str(build.program("colltune-verify")), "--coll", ",".join(collectives)]
@@ -74,6 +82,8 @@ def run(build: Build, nps: list[int], collectives: list[str], algos: list[str] |
             prog += ["--algo", ",".join(algos)]
         if quick:
             prog.append("--quick")
+        if families:
+            prog += ["--family", ",".join(families)]
         ln = launch.prepare(build.mpi, np, prog)
         res = launch.run(ln, timeout=timeout)
         out = RunOutcome(np, res.command, notes=res.notes)
