@@ -24,12 +24,17 @@ from ._common import MPI_HELP, build_or_fail, command, err, fail, out
               help="Collectives to verify.")
 @click.option("--algo", "algos", help="Only these algorithm names (default: all).")
 @click.option("--quick", is_flag=True, help="Skip the large count (2^17+3 elements).")
+@click.option("--family", "families", default=",".join(verify_mod.FAMILIES), show_default=True,
+              help="Case families: main (roots, counts, datatypes, ops, in-place, parameters), "
+                   "mixed (different datatypes of equal type signature on different ranks), "
+                   "garbage (ignored arguments filled with garbage), self (MPI_COMM_SELF), "
+                   "inter (intercommunicators get one clear error).")
 @click.option("--timeout", default=1200.0, show_default=True,
               help="Seconds per launch before it counts as a hang.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
 @click.option("--force", is_flag=True,
               help=f"Launch even more than {MAX_PER_CORE} processes per core.")
-def verify(mpi_spec, nps, colls, algos, quick, timeout, as_json, force) -> None:
+def verify(mpi_spec, nps, colls, algos, quick, families, timeout, as_json, force) -> None:
     """Compare every algorithm with the MPI library's own collective.
 
     Cases: roots first/last/middle, counts 0, 1, 7, 1000, 2^17+3, datatypes
@@ -41,6 +46,11 @@ def verify(mpi_spec, nps, colls, algos, quick, timeout, as_json, force) -> None:
         np_list = parse_ints(nps, "--np")
     except ValueError as exc:
         fail(str(exc))
+    fam_list = [f.strip() for f in families.split(",") if f.strip()]
+    for f in fam_list:
+        if f not in verify_mod.FAMILIES:
+            fail(f"--family: unknown family '{f}'{did_you_mean(f, verify_mod.FAMILIES)}; "
+                 f"valid: {', '.join(verify_mod.FAMILIES)}")
     check_process_counts(np_list, force=force, timing=False)  # correctness: may share cores
     b = build_or_fail(mpi_spec)
     coll_list = [c.strip() for c in colls.split(",") if c.strip()]
@@ -67,7 +77,7 @@ def verify(mpi_spec, nps, colls, algos, quick, timeout, as_json, force) -> None:
         err.print(f"  np={r.np:<3} {status:6} {cases} cases {secs}", highlight=False)
 
     report = verify_mod.run(b, np_list, coll_list, algo_list, quick=quick, timeout=timeout,
-                            progress=progress)
+                            progress=progress, families=fam_list)
     if as_json:
         click.echo(json.dumps({"mpi": b.mpi.banner, "ok": report.ok, "runs": [
             r.__dict__ for r in report.runs]}, indent=2))
