@@ -46,10 +46,13 @@ from colltune.units import fmt_size, parse_sizes
 COLLECTIVES = ("bcast", "reduce", "allgather", "allreduce")
 
 
-def run_osu_style(b, coll: str, np: int, sizes: list[int], align: int | None) -> dict[int, dict]:
+def run_osu_style(b, coll: str, np: int, sizes: list[int], align: int | None,
+                  iterations: int | None = None) -> dict[int, dict]:
     """One launch of colltune-osu-style; its records by size."""
     prog = [str(b.program("colltune-osu-style")), "--coll", coll,
             "--sizes", ",".join(map(str, sizes))]
+    if iterations:
+        prog += ["--iterations", str(iterations)]
     if align is not None:
         prog += ["--align", str(align)]
     res = launch.run(launch.prepare(b.mpi, np, prog), timeout=600)
@@ -60,9 +63,9 @@ def run_osu_style(b, coll: str, np: int, sizes: list[int], align: int | None) ->
 
 
 def run_colltune(b, coll: str, np: int, sizes: list[int], reps: int,
-                 align: int | None) -> dict[int, dict]:
+                 align: int | None, iterations: int | None = None) -> dict[int, dict]:
     spec = bench_mod.BenchSpec(coll, ["native"], np, sizes, reps=reps, timing="osu",
-                               align=align)
+                               align=align, iterations=iterations)
     recs, _ = bench_mod.run(b, spec, timeout=600)
     return {r["size"]: r for r in recs}
 
@@ -80,6 +83,10 @@ def main() -> int:
                          "so under load its median over launches is higher)")
     ap.add_argument("--align", type=int, default=None,
                     help="buffer alignment for both programs (default: the page size)")
+    ap.add_argument("--iterations", type=int, default=None,
+                    help="timed calls per size in both programs, like OSU's -i (default: "
+                         "OSU's, 1000 up to 8 KiB and 100 above); more calls per launch "
+                         "make each launch's figure steadier on a noisy machine")
     ap.add_argument("--goal", type=float, default=0.05,
                     help="largest |ratio - 1| that passes (default 0.05)")
     ap.add_argument("--mpi", default=None)
@@ -103,9 +110,10 @@ def main() -> int:
             got: dict[str, dict[int, dict]] = {}
             for who in order:
                 if who == "colltune":
-                    got[who] = run_colltune(b, coll, args.np, sizes, args.reps, args.align)
+                    got[who] = run_colltune(b, coll, args.np, sizes, args.reps, args.align,
+                                            args.iterations)
                 else:
-                    got[who] = run_osu_style(b, coll, args.np, sizes, args.align)
+                    got[who] = run_osu_style(b, coll, args.np, sizes, args.align, args.iterations)
             for s in sizes:
                 c, o = got["colltune"][s], got["osu-style"][s]
                 key = (coll, s)
