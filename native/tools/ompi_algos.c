@@ -1,0 +1,277 @@
+/*
+ * ompi_algos.c -- libcolltune-ompi-algos.so: which Open MPI coll/base algorithm ran.
+ *
+ * Preloaded (LD_PRELOAD) into an Open MPI 5.0.x program, it defines the algorithm
+ * functions ompi_coll_base_<coll>_intra_<algorithm> that coll/tuned calls through the
+ * PLT of libmpi.so, records each call (collective, algorithm, colltune's size, the
+ * communicator size, fan-in/out, segment size, radix, nesting depth) and forwards it
+ * to the library's own function (dlsym RTLD_NEXT). Open MPI's verbose output does not
+ * say which algorithm tuned chose in the release builds; this does.
+ *
+ * Only calls between colltune_observe_mark("LABEL") and colltune_observe_mark(NULL)
+ * are recorded (colltune-which marks each size), under that label. At exit every
+ * process appends its records to $COLLTUNE_OBSERVE_DIR/algos.<pid>.txt, one line each:
+ *
+ *   LABEL<TAB>rank=R np=N coll=C algo=A size=S faninout=F segsize=G radix=K maxreq=M depth=D calls=X
+ *
+ * (-1 where an argument does not exist for that algorithm). depth 0 is the algorithm
+ * the collective call ran; depth 1+ are algorithms it ran inside (a fallback, the
+ * reduce and bcast of allreduce nonoverlapping, ...).
+ *
+ * The prototypes are those of Open MPI 5.0.x (int counts); the build links it only
+ * against Open MPI. Built by CMake for Open MPI builds only.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_REC 512
+
+typedef struct {
+    char label[96];
+    char coll[16];
+    char algo[48];
+    long long size;
+    int np, rank, faninout, segsize, radix, maxreq, depth;
+    long calls;
+} rec_t;
+
+static rec_t recs[MAX_REC];
+static int nrec;
+static char current[96];
+static int marked;
+static _Thread_local int depth;
+
+void colltune_observe_mark(const char *label) {
+    if (label) {
+        snprintf(current, sizeof current, "%s", label);
+        marked = 1;
+    } else {
+        marked = 0;
+    }
+}
+
+static long long tsize(MPI_Datatype dt) {
+    int s = 0;
+    if (dt == MPI_DATATYPE_NULL || MPI_Type_size(dt, &s) != MPI_SUCCESS) return 0;
+    return s;
+}
+
+static void record(const char *coll, const char *algo, long long size, MPI_Comm comm,
+                   int faninout, int segsize, int radix, int maxreq) {
+    if (!marked) return;
+    int np = 0, rank = 0;
+    MPI_Comm_size(comm, &np);
+    MPI_Comm_rank(comm, &rank);
+    for (int i = 0; i < nrec; i++) {
+        rec_t *r = &recs[i];
+        if (r->size == size && r->np == np && r->depth == depth && r->faninout == faninout
+            && r->segsize == segsize && r->radix == radix && r->maxreq == maxreq
+            && !strcmp(r->label, current) && !strcmp(r->coll, coll) && !strcmp(r->algo, algo)) {
+            r->calls++;
+            return;
+        }
+    }
+    if (nrec == MAX_REC) return;
+    rec_t *r = &recs[nrec++];
+    snprintf(r->label, sizeof r->label, "%s", current);
+    snprintf(r->coll, sizeof r->coll, "%s", coll);
+    snprintf(r->algo, sizeof r->algo, "%s", algo);
+    r->size = size;
+    r->np = np;
+    r->rank = rank;
+    r->faninout = faninout;
+    r->segsize = segsize;
+    r->radix = radix;
+    r->maxreq = maxreq;
+    r->depth = depth;
+    r->calls = 1;
+}
+
+__attribute__((destructor)) static void dump(void) {
+    const char *dir = getenv("COLLTUNE_OBSERVE_DIR");
+    if (!dir || !nrec) return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/algos.%ld.txt", dir, (long)getpid());
+    FILE *f = fopen(path, "a");
+    if (!f) return;
+    for (int i = 0; i < nrec; i++) {
+        rec_t *r = &recs[i];
+        fprintf(f, "%s\trank=%d np=%d coll=%s algo=%s size=%lld faninout=%d segsize=%d radix=%d "
+                   "maxreq=%d depth=%d calls=%ld\n", r->label, r->rank, r->np, r->coll, r->algo,
+                r->size, r->faninout, r->segsize, r->radix, r->maxreq, r->depth, r->calls);
+    }
+    fclose(f);
+}
+
+static void *next(const char *name) {
+    void *p = dlsym(RTLD_NEXT, name);
+    if (!p) {
+        fprintf(stderr, "libcolltune-ompi-algos: %s not found in the MPI library\n", name);
+        abort();
+    }
+    return p;
+}
+
+/* ---------------------------------------------------------------- argument lists */
+
+#define BCAST_P void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, void *module
+#define BCAST_A buf, count, dt, root, comm, module
+#define REDUCE_P const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root, \
+                 MPI_Comm comm, void *module
+#define REDUCE_A sbuf, rbuf, count, dt, op, root, comm, module
+#define ALLRED_P const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, \
+                 MPI_Comm comm, void *module
+#define ALLRED_A sbuf, rbuf, count, dt, op, comm, module
+#define GATHER_P const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount, \
+                 MPI_Datatype rdt, int root, MPI_Comm comm, void *module
+#define GATHER_A sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, module
+#define ALLGA_P const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount, \
+                MPI_Datatype rdt, MPI_Comm comm, void *module
+#define ALLGA_A sbuf, scount, sdt, rbuf, rcount, rdt, comm, module
+
+/* per-process bytes of gather/allgather: the send side, the receive side in place */
+#define PER_PROC_SIZE (sbuf == MPI_IN_PLACE ? (long long)rcount * tsize(rdt) \
+                                            : (long long)scount * tsize(sdt))
+
+/* one wrapper: NAME, COLL, ALGO, parameter list, argument list, extra parameters and
+ * arguments, size expression, faninout, segsize, radix, maxreq expressions */
+#define WRAP(NAME, COLL, ALGO, PARAMS, ARGS, SIZE, FAN, SEG, RADIX, MAXREQ)                  \
+    int NAME(PARAMS) {                                                                       \
+        static int (*real)(PARAMS);                                                          \
+        if (!real) {                                                                         \
+            void *p = next(#NAME);                                                           \
+            memcpy(&real, &p, sizeof real);                                                  \
+        }                                                                                    \
+        record(COLL, ALGO, SIZE, comm, FAN, SEG, RADIX, MAXREQ);                             \
+        depth++;                                                                             \
+        int rc = real(ARGS);                                                                 \
+        depth--;                                                                             \
+        return rc;                                                                           \
+    }
+
+#define COMMA ,
+#define BSIZE ((long long)count * tsize(dt))
+
+/* prototypes first: -Wmissing-prototypes style warnings stay quiet */
+#define DECL(NAME, PARAMS) int NAME(PARAMS);
+
+/* bcast */
+DECL(ompi_coll_base_bcast_intra_basic_linear, BCAST_P)
+WRAP(ompi_coll_base_bcast_intra_basic_linear, "bcast", "basic_linear", BCAST_P, BCAST_A, BSIZE,
+     -1, -1, -1, -1)
+DECL(ompi_coll_base_bcast_intra_chain, BCAST_P COMMA uint32_t segsize COMMA int32_t chains)
+WRAP(ompi_coll_base_bcast_intra_chain, "bcast", "chain",
+     BCAST_P COMMA uint32_t segsize COMMA int32_t chains, BCAST_A COMMA segsize COMMA chains,
+     BSIZE, chains, (int)segsize, -1, -1)
+DECL(ompi_coll_base_bcast_intra_pipeline, BCAST_P COMMA uint32_t segsize)
+WRAP(ompi_coll_base_bcast_intra_pipeline, "bcast", "pipeline", BCAST_P COMMA uint32_t segsize,
+     BCAST_A COMMA segsize, BSIZE, -1, (int)segsize, -1, -1)
+DECL(ompi_coll_base_bcast_intra_binomial, BCAST_P COMMA uint32_t segsize)
+WRAP(ompi_coll_base_bcast_intra_binomial, "bcast", "binomial", BCAST_P COMMA uint32_t segsize,
+     BCAST_A COMMA segsize, BSIZE, -1, (int)segsize, -1, -1)
+DECL(ompi_coll_base_bcast_intra_bintree, BCAST_P COMMA uint32_t segsize)
+WRAP(ompi_coll_base_bcast_intra_bintree, "bcast", "binary_tree", BCAST_P COMMA uint32_t segsize,
+     BCAST_A COMMA segsize, BSIZE, -1, (int)segsize, -1, -1)
+DECL(ompi_coll_base_bcast_intra_split_bintree, BCAST_P COMMA uint32_t segsize)
+WRAP(ompi_coll_base_bcast_intra_split_bintree, "bcast", "split_binary_tree",
+     BCAST_P COMMA uint32_t segsize, BCAST_A COMMA segsize, BSIZE, -1, (int)segsize, -1, -1)
+DECL(ompi_coll_base_bcast_intra_knomial, BCAST_P COMMA uint32_t segsize COMMA int radix)
+WRAP(ompi_coll_base_bcast_intra_knomial, "bcast", "knomial",
+     BCAST_P COMMA uint32_t segsize COMMA int radix, BCAST_A COMMA segsize COMMA radix, BSIZE,
+     -1, (int)segsize, radix, -1)
+DECL(ompi_coll_base_bcast_intra_scatter_allgather, BCAST_P COMMA uint32_t segsize)
+WRAP(ompi_coll_base_bcast_intra_scatter_allgather, "bcast", "scatter_allgather",
+     BCAST_P COMMA uint32_t segsize, BCAST_A COMMA segsize, BSIZE, -1, (int)segsize, -1, -1)
+DECL(ompi_coll_base_bcast_intra_scatter_allgather_ring, BCAST_P COMMA uint32_t segsize)
+WRAP(ompi_coll_base_bcast_intra_scatter_allgather_ring, "bcast", "scatter_allgather_ring",
+     BCAST_P COMMA uint32_t segsize, BCAST_A COMMA segsize, BSIZE, -1, (int)segsize, -1, -1)
+
+/* reduce */
+DECL(ompi_coll_base_reduce_intra_basic_linear, REDUCE_P)
+WRAP(ompi_coll_base_reduce_intra_basic_linear, "reduce", "linear", REDUCE_P, REDUCE_A, BSIZE,
+     -1, -1, -1, -1)
+DECL(ompi_coll_base_reduce_intra_chain, REDUCE_P COMMA uint32_t segsize COMMA int fanout
+     COMMA int maxreq)
+WRAP(ompi_coll_base_reduce_intra_chain, "reduce", "chain",
+     REDUCE_P COMMA uint32_t segsize COMMA int fanout COMMA int maxreq,
+     REDUCE_A COMMA segsize COMMA fanout COMMA maxreq, BSIZE, fanout, (int)segsize, -1, maxreq)
+DECL(ompi_coll_base_reduce_intra_pipeline, REDUCE_P COMMA uint32_t segsize COMMA int maxreq)
+WRAP(ompi_coll_base_reduce_intra_pipeline, "reduce", "pipeline",
+     REDUCE_P COMMA uint32_t segsize COMMA int maxreq, REDUCE_A COMMA segsize COMMA maxreq, BSIZE,
+     -1, (int)segsize, -1, maxreq)
+DECL(ompi_coll_base_reduce_intra_binary, REDUCE_P COMMA uint32_t segsize COMMA int maxreq)
+WRAP(ompi_coll_base_reduce_intra_binary, "reduce", "binary",
+     REDUCE_P COMMA uint32_t segsize COMMA int maxreq, REDUCE_A COMMA segsize COMMA maxreq, BSIZE,
+     -1, (int)segsize, -1, maxreq)
+DECL(ompi_coll_base_reduce_intra_binomial, REDUCE_P COMMA uint32_t segsize COMMA int maxreq)
+WRAP(ompi_coll_base_reduce_intra_binomial, "reduce", "binomial",
+     REDUCE_P COMMA uint32_t segsize COMMA int maxreq, REDUCE_A COMMA segsize COMMA maxreq, BSIZE,
+     -1, (int)segsize, -1, maxreq)
+DECL(ompi_coll_base_reduce_intra_in_order_binary, REDUCE_P COMMA uint32_t segsize COMMA int maxreq)
+WRAP(ompi_coll_base_reduce_intra_in_order_binary, "reduce", "in-order_binary",
+     REDUCE_P COMMA uint32_t segsize COMMA int maxreq, REDUCE_A COMMA segsize COMMA maxreq, BSIZE,
+     -1, (int)segsize, -1, maxreq)
+DECL(ompi_coll_base_reduce_intra_redscat_gather, REDUCE_P)
+WRAP(ompi_coll_base_reduce_intra_redscat_gather, "reduce", "rabenseifner", REDUCE_P, REDUCE_A,
+     BSIZE, -1, -1, -1, -1)
+
+/* allreduce */
+DECL(ompi_coll_base_allreduce_intra_basic_linear, ALLRED_P)
+WRAP(ompi_coll_base_allreduce_intra_basic_linear, "allreduce", "basic_linear", ALLRED_P,
+     ALLRED_A, BSIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_allreduce_intra_nonoverlapping, ALLRED_P)
+WRAP(ompi_coll_base_allreduce_intra_nonoverlapping, "allreduce", "nonoverlapping", ALLRED_P,
+     ALLRED_A, BSIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_allreduce_intra_recursivedoubling, ALLRED_P)
+WRAP(ompi_coll_base_allreduce_intra_recursivedoubling, "allreduce", "recursive_doubling",
+     ALLRED_P, ALLRED_A, BSIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_allreduce_intra_ring, ALLRED_P)
+WRAP(ompi_coll_base_allreduce_intra_ring, "allreduce", "ring", ALLRED_P, ALLRED_A, BSIZE, -1,
+     -1, -1, -1)
+DECL(ompi_coll_base_allreduce_intra_ring_segmented, ALLRED_P COMMA uint32_t segsize)
+WRAP(ompi_coll_base_allreduce_intra_ring_segmented, "allreduce", "segmented_ring",
+     ALLRED_P COMMA uint32_t segsize, ALLRED_A COMMA segsize, BSIZE, -1, (int)segsize, -1, -1)
+DECL(ompi_coll_base_allreduce_intra_redscat_allgather, ALLRED_P)
+WRAP(ompi_coll_base_allreduce_intra_redscat_allgather, "allreduce", "rabenseifner", ALLRED_P,
+     ALLRED_A, BSIZE, -1, -1, -1, -1)
+
+/* gather */
+DECL(ompi_coll_base_gather_intra_basic_linear, GATHER_P)
+WRAP(ompi_coll_base_gather_intra_basic_linear, "gather", "basic_linear", GATHER_P, GATHER_A,
+     PER_PROC_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_gather_intra_binomial, GATHER_P)
+WRAP(ompi_coll_base_gather_intra_binomial, "gather", "binomial", GATHER_P, GATHER_A,
+     PER_PROC_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_gather_intra_linear_sync, GATHER_P COMMA int first_segment)
+WRAP(ompi_coll_base_gather_intra_linear_sync, "gather", "linear_sync",
+     GATHER_P COMMA int first_segment, GATHER_A COMMA first_segment, PER_PROC_SIZE, -1,
+     first_segment, -1, -1)
+
+/* allgather */
+DECL(ompi_coll_base_allgather_intra_basic_linear, ALLGA_P)
+WRAP(ompi_coll_base_allgather_intra_basic_linear, "allgather", "linear", ALLGA_P, ALLGA_A,
+     PER_PROC_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_allgather_intra_bruck, ALLGA_P)
+WRAP(ompi_coll_base_allgather_intra_bruck, "allgather", "bruck", ALLGA_P, ALLGA_A,
+     PER_PROC_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_allgather_intra_recursivedoubling, ALLGA_P)
+WRAP(ompi_coll_base_allgather_intra_recursivedoubling, "allgather", "recursive_doubling",
+     ALLGA_P, ALLGA_A, PER_PROC_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_allgather_intra_ring, ALLGA_P)
+WRAP(ompi_coll_base_allgather_intra_ring, "allgather", "ring", ALLGA_P, ALLGA_A, PER_PROC_SIZE,
+     -1, -1, -1, -1)
+DECL(ompi_coll_base_allgather_intra_neighborexchange, ALLGA_P)
+WRAP(ompi_coll_base_allgather_intra_neighborexchange, "allgather", "neighbor", ALLGA_P,
+     ALLGA_A, PER_PROC_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_allgather_intra_two_procs, ALLGA_P)
+WRAP(ompi_coll_base_allgather_intra_two_procs, "allgather", "two_proc", ALLGA_P, ALLGA_A,
+     PER_PROC_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_allgather_intra_sparbit, ALLGA_P)
+WRAP(ompi_coll_base_allgather_intra_sparbit, "allgather", "sparbit", ALLGA_P, ALLGA_A,
+     PER_PROC_SIZE, -1, -1, -1, -1)
