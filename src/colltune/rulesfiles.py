@@ -68,8 +68,10 @@ def _b(lo: int, hi: int | None) -> str:
     return f"{lo}-" if hi is None else (f"{lo}" if lo == hi else f"{lo}-{hi}")
 
 
-def table(text: str, kind: str, mpi=None) -> tuple[list[str], list[list[str]], list[str]]:
-    """(headers, rows, notes) for `colltune rules show`."""
+def table(text: str, kind: str, mpi=None, every: bool = False
+          ) -> tuple[list[str], list[list[str]], list[str]]:
+    """(headers, rows, notes) for `colltune rules show`; an MPICH file's other collectives
+    (beyond colltune's five) only with `every`."""
     notes: list[str] = []
     if kind == "colltune":
         rs = rules_mod.from_text(text)
@@ -95,8 +97,14 @@ def table(text: str, kind: str, mpi=None) -> tuple[list[str], list[list[str]], l
                 for r in eo.to_ruleset(pf, installed)]
         return (["line", "collective", "processes", "bytes", "algorithm", "faninout", "segsize"]
                 + (["maxreq"] if pf.version == 2 else [])), rows, notes
-    rows = [[str(r["line"]), r["collective"], r["conditions"], r["algorithm"]]
-            for r in em.rows(text)]
+    leaves = em.rows(text)
+    shown = [r for r in leaves if every or r["collective"] in COLLECTIVES]
+    if len(shown) < len(leaves):
+        others = sorted({r["collective"] for r in leaves} - set(COLLECTIVES))
+        notes.append(f"{len(others)} other collectives ({', '.join(others[:4])}, ...) not shown: "
+                     f"--all shows them")
+    rows = [[str(r["line"]), r["collective"], r["conditions"].replace("comm_type=intra ", ""),
+             r["algorithm"]] for r in shown]
     return ["line", "collective", "conditions", "algorithm"], rows, notes
 
 
