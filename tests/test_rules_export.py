@@ -1,0 +1,240 @@
+"""Exports the libraries read unchanged (Open MPI coll/tuned rules, MPICH selection JSON),
+their checks for silent failures, `colltune rules`, and the proof that an exported file
+really steers the library (colltune.rulesfiles, export_openmpi, export_mpich)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from colltune import export_mpich as em
+from colltune import export_openmpi as eo
+from colltune import rules as R
+from colltune import rulesfiles as rf
+from colltune.build import build
+from colltune.errors import ColltuneError
+from colltune.mpi import find as find_mpi
+from conftest import colltune
+
+
+def _rs(target: str, text: str) -> R.RuleSet:
+    return R.from_text(f"# colltune-rules 1\n# target: {target}\n{text}")
+
+
+OMPI_RULES = """\
+bcast 2 - 0 8191 ompi:binomial -
+bcast 2 - 8192 - ompi:pipeline segsize=8192
+allgather 2 3 0 1023 ompi:ring -
+allgather 2 3 1024 - ompi:bruck -
+reduce 2 - 0 - native -
+"""
+
+MPICH_RULES = """\
+bcast 2 - 0 8191 mpich:binomial -
+bcast 2 - 8192 - mpich:scatter_ring_allgather -
+allgather 2 3 0 1023 mpich:ring -
+allgather 2 3 1024 - mpich:bruck -
+"""
+
+
+@pytest.fixture(scope="module")
+def ompi_installed(ompi_build):
+    return eo.Installed.of(ompi_build.mpi)
+
+
+@pytest.fixture(scope="module")
+def mpich_b():
+    try:
+        return build(find_mpi("mpich"))
+    except ColltuneError as exc:  # no MPICH and none installable here
+        pytest.skip(f"MPICH not available: {exc}")
+
+
+# ------------------------------------------------------------------ Open MPI format
+
+
+def test_openmpi_round_trip(ompi_installed):
+    ex = eo.to_text(_rs("openmpi", OMPI_RULES), ompi_installed)
+    assert eo.check(ex.text, ompi_installed) == []
+    pf = eo.parse(ex.text)
+    assert pf.version == 1 and not pf.problems
+    by = {c.name: c for c in pf.colls}
+    assert set(by) == {"bcast", "allgather", "reduce"}
+    assert [c.coll_id for c in pf.colls] == [7, 11, 0]  # ids of coll_base_functions.h
+    # bcast from 2 processes: binomial (number from ompi_info) below 8192 B, pipeline above
+    bc = by["bcast"].comms[-1]
+    assert bc.comm_size == 2
+    assert [(m.msgbytes, ompi_installed.name("bcast", m.alg), m.segsize) for m in bc.rules] == \
+        [(0, "binomial", 0), (8192, "pipeline", 8192)]
+    # allgather: colltune's per-process sizes times the communicator size, per size
+    ag = {c.comm_size: c for c in by["allgather"].comms}
+    assert [m.msgbytes for m in ag[2].rules] == [0, 2048]
+    assert [m.msgbytes for m in ag[3].rules] == [0, 3072]
+    assert [m.alg for m in ag[4].rules] == [0]  # beyond the rules: Open MPI's fixed rules
+    # native: ALG 0 everywhere
+    assert all(m.alg == 0 for c in by["reduce"].comms for m in c.rules)
+    rows = eo.to_ruleset(pf, ompi_installed)
+    assert any(r["algorithm"] == "pipeline (3)" and r["bytes_min"] == 8192 for r in rows)
+
+
+def test_openmpi_check_catches_each_silent_failure(ompi_installed):
+    good = "1\n7 1\n2 2\n0 6 0 0\n8192 3 0 8192\n"
+    assert eo.check(good, ompi_installed) == []
+    cases = {
+        "first size not 0": ("1\n7 1\n2 1\n10 6 0 0\n", 4, "not 0"),
+        "unknown number": ("1\n7 1\n2 1\n0 66 0 0\n", 4, "does not exist"),
+        "truncated": ("1\n7 1\n2 2\n0 6 0 0\n", 4, "truncated"),
+        "1K suffix": ("1\n7 1\n2 2\n0 6 0 0\n1K 3 0 0\n", 5, "'1K' is not a plain integer"),
+        "late header": ("# x\nrule-file-version-2\n1\n7 1\n2 1\n0 6 0 0 0\n", 2, "very first"),
+        "count too small": ("1\n7 1\n2 1\n0 6 0 0\n8192 3 0 0\n", 5, "after the last rule"),
+    }
+    for name, (text, line, words) in cases.items():
+        problems = eo.check(text, ompi_installed)
+        assert problems, name
+        assert any(ln == line and words in p for ln, p in problems), (name, problems)
+    # version 2 (MAXREQ column) parses where the header opens the file
+    assert eo.parse("rule-file-version-2\n1\n11 1\n2 1\n0 2 4 1024 8\n").colls[0] \
+        .comms[0].rules[0].maxreq == 8
+
+
+def test_openmpi_refuses_what_it_cannot_write(ompi_installed):
+    with pytest.raises(R.RulesError, match="targets mpich"):
+        eo.to_text(_rs("mpich", "bcast 2 - 0 - mpich:binomial -\n"), ompi_installed)
+    with pytest.raises(R.RulesError, match="valid"):
+        eo.to_text(_rs("openmpi", "bcast 2 - 0 - ompi:nosuch -\n"), ompi_installed)
+    with pytest.raises(R.RulesError, match="one radix"):
+        eo.to_text(_rs("openmpi", "bcast 2 - 0 99 ompi:knomial radix=2\n"
+                                  "bcast 2 - 100 - ompi:knomial radix=4\n"), ompi_installed)
+    # a knomial radix cannot be in the file: it goes to the mpirun line
+    ex = eo.to_text(_rs("openmpi", "bcast 2 - 0 - ompi:knomial radix=8\n"), ompi_installed)
+    assert ex.mca == {"coll_tuned_bcast_algorithm_knomial_radix": "8"}
+    assert "--mca coll_tuned_bcast_algorithm_knomial_radix 8" in eo.usage("/f", ex.mca)[0]
+    # an installed version that does not know an algorithm: refused, numbers listed
+    old = eo.Installed("5.0.0", {"bcast": {0: "ignore", 1: "basic_linear"}}, {})
+    with pytest.raises(R.RulesError, match="no bcast algorithm 'binomial'.*1 basic_linear"):
+        eo.to_text(_rs("openmpi", "bcast 2 - 0 - ompi:binomial -\n"), old)
+    with pytest.raises(R.RulesError, match="5.0.7"):
+        eo.to_text(_rs("openmpi", "reduce 2 - 0 - ompi:binomial max_requests=4\n"),
+                   eo.Installed("5.0.3", {"reduce": {5: "binomial"}}, {}))
+
+
+# --------------------------------------------------------------------- MPICH format
+
+
+def test_mpich_check_and_lookup_without_library():
+    text = json.dumps({"collective=bcast": {"comm_type=intra": {
+        "comm_size<=4": {"avg_msg_size<=100": {"algorithm=MPIR_Bcast_intra_binomial": {}},
+                         "avg_msg_size=any": {"algorithm=MPIR_Bcast_intra_scatter_ring_allgather": {}}},
+        "comm_size=any": {"algorithm=MPIR_Bcast_intra_binomial": {}}}},
+        "collective=allgather": {"comm_type=intra": {
+            "avg_msg_size<=10": {"algorithm=MPIR_Allgather_intra_ring": {}}}}}, indent=1)
+    problems = em.check(text)
+    assert any("avg_msg_size on allgather" in p for _, p in problems)
+    assert any("no 'avg_msg_size=any'" in p for _, p in problems)
+    line = next(ln for ln, p in problems if "avg_msg_size on allgather" in p)
+    assert '"avg_msg_size<=10"' in text.splitlines()[line - 1]
+    assert em.lookup(text, "bcast", 3, 50) == "MPIR_Bcast_intra_binomial"
+    assert em.lookup(text, "bcast", 3, 5000) == "MPIR_Bcast_intra_scatter_ring_allgather"
+    assert em.lookup(text, "bcast", 8, 5000) == "MPIR_Bcast_intra_binomial"
+    bad = em.check('{"collective=bcast": {"comm_type=intra": {\n"algorithm=X": {}\n}')
+    assert bad and "not valid JSON" in bad[0][1]
+
+
+def test_mpich_round_trip(mpich_b):
+    inst = em.Installed.of(mpich_b.mpi)
+    ex = em.to_json(_rs("mpich", MPICH_RULES), inst)
+    assert em.check(ex.text, inst) == []
+    tree = json.loads(ex.text)
+    # complete: every collective of MPICH's own tree, the others exactly as MPICH has them
+    assert set(tree) == set(inst.tree)
+    assert tree["collective=barrier"] == inst.tree["collective=barrier"]
+    ag = tree["collective=allgather"]["comm_type=intra"]
+    assert "total_msg_size<=3069" in ag["comm_size<=3"]  # 1023 B per process x 3
+    assert not any("avg_msg_size" in k for k in json.dumps(ag).split('"'))
+    assert em.lookup(ex.text, "bcast", 3, 100) == "MPIR_Bcast_intra_binomial"
+    assert em.lookup(ex.text, "allgather", 3, 2000) == "MPIR_Allgather_intra_brucks"
+    # an incomplete file: a missing collective is a problem
+    del tree["collective=barrier"]
+    assert any("barrier" in p for _, p in em.check(json.dumps(tree), inst))
+    # an unknown algorithm name is refused with the valid ones
+    t2 = ex.text.replace("MPIR_Bcast_intra_binomial", "MPIR_Bcast_intra_nosuch", 1)
+    assert any("unknown algorithm MPIR_Bcast_intra_nosuch" in p and "MPIR_Bcast_intra_binomial" in p
+               for _, p in em.check(t2, inst))
+    with pytest.raises(R.RulesError, match="targets openmpi"):
+        em.to_json(_rs("openmpi", "bcast 2 - 0 - native -\n"), inst)
+
+
+# ------------------------------------------------------------------------ the CLI
+
+
+def test_rules_cli_show_check_export(tmp_path, ompi_build):
+    src = tmp_path / "tuned.rules"
+    src.write_text(R.to_text(_rs("openmpi", OMPI_RULES)))
+    out = tmp_path / "tuned.conf"
+    r = colltune("rules", "export", str(src), "--to", "openmpi", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "coll_tuned_dynamic_rules_filename" in r.stdout and out.exists()
+    r = colltune("rules", "check", str(out))
+    assert r.returncode == 0 and "valid" in r.stdout, r.stderr
+    r = colltune("rules", "show", str(out))
+    assert r.returncode == 0 and "pipeline (3)" in r.stdout
+    r = colltune("rules", "show", str(src))
+    assert r.returncode == 0 and "ompi:pipeline:segsize=8192" in r.stdout
+    bad = tmp_path / "bad.conf"
+    bad.write_text("1\n7 1\n2 1\n0 66 0 0\n")
+    r = colltune("rules", "check", str(bad))
+    assert r.returncode == 2 and f"{bad}:4: bcast algorithm 66 does not exist" in r.stderr
+    assert "Traceback" not in r.stderr
+    # wrong target: nothing written, a clear error
+    out2 = tmp_path / "x.json"
+    r = colltune("rules", "export", str(src), "--to", "mpich", "-o", str(out2))
+    assert r.returncode == 2 and "targets openmpi" in r.stderr and not out2.exists()
+    # a file from another version: warned
+    out.write_text(out.read_text().replace("for Open MPI 5", "for Open MPI 4"))
+    r = colltune("rules", "check", str(out))
+    assert r.returncode == 0 and "warning:" in r.stderr and "written for Open MPI 4" in r.stderr
+    r = colltune("rules", "show", str(tmp_path / "missing.conf"))
+    assert r.returncode == 2 and "cannot read" in r.stderr
+
+
+# ------------------------------------------------------------- the end-to-end proof
+
+
+def test_openmpi_file_steers_the_library(tmp_path, ompi_build):
+    """Open MPI under an exported file runs, at two sizes, the two algorithms the file
+    names (seen by the preloaded observer), not its fixed rules' choice."""
+    path = tmp_path / "tuned.conf"
+    rf.export(_rs("openmpi", "bcast 2 - 0 8191 ompi:binomial -\n"
+                             "bcast 2 - 8192 - ompi:pipeline segsize=4096\n"
+                             "allgather 2 - 0 511 ompi:ring -\n"
+                             "allgather 2 - 512 - ompi:bruck -\n"), "openmpi", path, ompi_build.mpi)
+    kind, rows, notes = rf.verify(path, ompi_build, np=3, sizes=[64, 65536])
+    got = {(r.collective, r.size): (r.ran, r.ok) for r in rows}
+    assert got[("bcast", 64)] == ("binomial", True)
+    assert got[("bcast", 65536)] == ("pipeline (segsize=4096)", True)
+    assert got[("allgather", 64)] == ("ring", True)
+    assert got[("allgather", 65536)] == ("bruck", True)
+    # the observer really tells: without the file, the fixed rules choose otherwise
+    plain = rf._observe(ompi_build, 3, "allgather", [64], {}, "libcolltune-ompi-algos.so", 1, 60)
+    assert plain["allgather 64"] and not any("algo=ring " in x for x in plain["allgather 64"])
+
+
+@pytest.mark.mpich
+def test_mpich_file_steers_the_library(tmp_path, mpich_b):
+    """MPICH under an exported file: at each size the socket traffic matches the forced
+    run of the algorithm the file names, and not that of the other size's choice."""
+    path = tmp_path / "sel.json"
+    rf.export(_rs("mpich", "allgather 2 - 0 511 mpich:ring -\n"
+                           "allgather 2 - 512 - mpich:bruck -\n"
+                           "bcast 2 - 0 8191 mpich:binomial -\n"
+                           "bcast 2 - 8192 - mpich:scatter_ring_allgather -\n"),
+              "mpich", path, mpich_b.mpi)
+    kind, rows, notes = rf.verify(path, mpich_b, np=3, sizes=[64, 16384])
+    got = {(r.collective, r.size): r for r in rows}
+    ring, bruck = got[("allgather", 64)], got[("allgather", 16384)]
+    assert ring.ok and "ring" in ring.ran.split(", ") and "brucks" not in ring.ran.split(", ")
+    assert bruck.ok and "brucks" in bruck.ran.split(", ") and "ring" not in bruck.ran.split(", ")
+    small, big = got[("bcast", 64)], got[("bcast", 16384)]
+    assert small.ok and "scatter_ring_allgather" not in small.ran.split(", ")
+    assert big.ok and big.ran == "scatter_ring_allgather"
