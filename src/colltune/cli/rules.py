@@ -15,10 +15,14 @@ from .. import rulesfiles as rf
 from ..errors import ColltuneError
 from ..files import check_writable
 from ..units import parse_sizes
-from ._common import MPI_HELP, build_or_fail, command, err, fail, out
+from ._common import MPI_HELP, Command, build_or_fail, command, err, fail, out
 
 
-@click.group(name="rules")
+class Group(Command, click.Group):
+    """A group of commands with the one error path (see _common.Command)."""
+
+
+@click.group(name="rules", cls=Group)
 def rules() -> None:
     """Rules files: colltune's own, Open MPI's coll/tuned file, MPICH's selection JSON.
 
