@@ -26,11 +26,11 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import libalgos
+from .export_openmpi import comm_blocks, inexact_note
 from .rules import Rule, RulesError, RuleSet
 
 AVG_OK = ("bcast", "reduce", "allreduce", "alltoall")  # avg_msg_size allowed
 PER_PROCESS = ("gather", "allgather")
-MAX_EXPAND = 64
 ENV_FILE = "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"
 
 _NUMERIC = re.compile(r"^(comm_size|avg_msg_size|total_msg_size|count|comm_avg_ppn)(<=|<)(\d+)$")
@@ -168,12 +168,13 @@ def to_json(rs: RuleSet, installed: Installed) -> Export:
         crules = [r for r in rs.rules if r.collective == coll]
         nps = _breakpoints(crules, "np_min", "np_max", 1)
         blocks: list[tuple[int, int, int]] = []  # (first np, last np or 0 = open, exact np)
+        inexact = False
         for i, b in enumerate(nps):
-            end = nps[i + 1] - 1 if i + 1 < len(nps) else 0
-            if coll in PER_PROCESS and end and end - b < MAX_EXPAND:
-                blocks += [(n, n, n) for n in range(b, end + 1)]
-            else:
-                blocks.append((b, end, b))
+            end = nps[i + 1] - 1 if i + 1 < len(nps) else None
+            bl, inx = comm_blocks(b, end, coll in PER_PROCESS)
+            blocks += [(first, last or 0, first) for first, last in bl]
+            inexact |= inx
+        noted = False
         size_key = "avg_msg_size" if coll in AVG_OK else "total_msg_size"
         branch: dict = {}
         for first, last, exact in blocks:
@@ -189,9 +190,9 @@ def to_json(rs: RuleSet, installed: Installed) -> Export:
                     continue
                 ranges.append([s, hi, lf])
             mult = exact if coll in PER_PROCESS else 1
-            if coll in PER_PROCESS and not last and len(ranges) > 1:
-                notes.append(f"{coll} from {first} processes on: MPICH tests the bytes of all "
-                             f"processes, so the size thresholds are exact at {first} processes")
+            if inexact and len(ranges) > 1 and not noted:
+                notes.append(inexact_note(coll, "MPICH"))
+                noted = True
             sub: dict = {}
             for lo, hi, lf in ranges:
                 k = f"{size_key}=any" if hi is None else f"{size_key}<={hi * mult}"

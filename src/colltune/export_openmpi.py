@@ -38,7 +38,40 @@ ID_COLLS = {v: k for k, v in COLL_IDS.items()}
 COLLCOUNT = 22  # ids 0..21 are collectives Open MPI knows (ids of ones we do not write pass)
 PER_PROCESS = ("gather", "allgather")  # byte count = per-process size x comm size
 VERSION2_SINCE = (5, 0, 7)
-MAX_EXPAND = 256  # comm sizes written one by one per range (gather/allgather)
+EXACT_UP_TO = 64  # gather/allgather: one entry per process count up to here, then
+POW2_UP_TO = 1 << 20  # one per power of two (thresholds exact there)
+
+
+def comm_blocks(b: int, end: int | None, per_process: bool) -> tuple[list[tuple[int, int | None]], bool]:
+    """Entries (first np, last np or None = no bound) that stand for the process counts
+    [b, end]. A per-process collective's byte thresholds depend on the process count:
+    they are written exact for each count up to EXACT_UP_TO (and b+EXACT_UP_TO-1), then
+    exact at the entry's first count, one entry per power of two. The flag says whether
+    some counts get thresholds that are not exact."""
+    if not per_process:
+        return [(b, end)], False
+    starts = []
+    n = b
+    exact_to = max(b + EXACT_UP_TO - 1, EXACT_UP_TO)
+    while n <= exact_to and (end is None or n <= end):
+        starts.append(n)
+        n += 1
+    inexact = end is None or n <= end
+    if inexact:
+        starts.append(n)
+        p = 1 << n.bit_length()  # the next power of two above n
+        while p <= POW2_UP_TO and (end is None or p <= end):
+            starts.append(p)
+            p <<= 1
+    blocks = [(a, starts[i + 1] - 1 if i + 1 < len(starts) else end)
+              for i, a in enumerate(starts)]
+    return blocks, inexact
+
+
+def inexact_note(coll: str, lib: str) -> str:
+    return (f"{coll}: {lib} compares the bytes of all processes, so colltune's per-process "
+            f"thresholds are written exact for each process count up to {EXACT_UP_TO} and at "
+            f"the powers of two above; in between they are those of the power of two below")
 MAXINT = 2**31 - 1
 
 _NUMBER = re.compile(r"^(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)$")
@@ -391,16 +424,14 @@ def to_text(rs: RuleSet, installed: Installed) -> Export:
     for coll in colls:
         crules = [r for r in rs.rules if r.collective == coll]
         nps = _breakpoints(crules, "np_min", "np_max", 1)
-        blocks: list[tuple[int, int | None]] = []  # (comm size, np the sizes are exact at)
-        open_from: set[int] = set()
+        blocks: list[tuple[int, int]] = []  # (comm size, np the sizes are exact at)
+        inexact = False
         for i, b in enumerate(nps):
             end = nps[i + 1] - 1 if i + 1 < len(nps) else None
-            if coll in PER_PROCESS and end is not None and end - b < MAX_EXPAND:
-                blocks += [(n, n) for n in range(b, end + 1)]
-            else:
-                blocks.append((b, b))
-                if coll in PER_PROCESS:
-                    open_from.add(b)
+            bl, inx = comm_blocks(b, end, coll in PER_PROCESS)
+            blocks += [(first, first) for first, _last in bl]
+            inexact |= inx
+        noted = False
         entries = []
         for cs, n_at in blocks:
             here = [r for r in crules if r.np_min <= cs and (r.np_max is None or cs <= r.np_max)]
@@ -414,10 +445,9 @@ def to_text(rs: RuleSet, installed: Installed) -> Export:
                     continue
                 msg.append((nbytes, choice))
             entries.append((cs, msg))
-            if cs in open_from and len(msg) > 1:
-                notes.append(f"{coll} from {cs} processes on: Open MPI counts the bytes of all "
-                             f"processes, so the size thresholds are exact at {cs} processes "
-                             f"and scale with the communicator size beyond")
+            if inexact and len(msg) > 1 and not noted:
+                notes.append(inexact_note(coll, "Open MPI"))
+                noted = True
         # merge consecutive comm sizes with the same message rules
         merged: list[tuple[int, list]] = []
         for cs, msg in entries:

@@ -215,6 +215,7 @@ class VerifyRow:
     inside: str = ""  # algorithms run inside it (Open MPI) / other matches (MPICH)
     ok: bool | None = None  # None: the file leaves the choice to the library
     note: str = ""
+    unique: bool = True  # MPICH: no other algorithm sends the same traffic
 
 
 def _rep_size(coll: str, nbytes: int, np: int) -> int:
@@ -325,15 +326,17 @@ def _verify_openmpi(text, path, build, np, sizes, collectives, iterations, timeo
             top = [r for r in recs if r.get("depth") == "0" and r.get("coll") == coll]
             ran = sorted({r["algo"] for r in top})
             inner = sorted({f"{r['coll']} {r['algo']}" for r in recs if r.get("depth") != "0"})
-            params = sorted({(r["faninout"], r["segsize"]) for r in top})
+            params = sorted({(r["faninout"], r["segsize"], r.get("radix", "-1")) for r in top})
             ran_s = ", ".join(ran) or "nothing observed"
             if params and ran:
-                fan, seg = params[0]
+                fan, seg, radix = params[0]
                 extra = []
                 if seg not in ("-1", "0"):
                     extra.append(f"segsize={seg}")
                 if fan not in ("-1",):
                     extra.append(f"fanout={fan}")
+                if radix not in ("-1",):
+                    extra.append(f"radix={radix}")
                 if extra:
                     ran_s += " (" + ",".join(extra) + ")"
             if mr.alg == 0:
@@ -448,5 +451,5 @@ def _verify_mpich(text, path, build, np, sizes, collectives, iterations, timeout
                 else:
                     ok = expected in match
                     note = "" if len(match) <= 1 else "several algorithms send the same traffic here"
-            rows.append(VerifyRow(coll, np, size, named, ran, "", ok, note))
+            rows.append(VerifyRow(coll, np, size, named, ran, "", ok, note, len(match) <= 1))
     return rows, notes
