@@ -38,6 +38,7 @@ ID_COLLS = {v: k for k, v in COLL_IDS.items()}
 COLLCOUNT = 22  # ids 0..21 are collectives Open MPI knows (ids of ones we do not write pass)
 PER_PROCESS = ("gather", "allgather")  # byte count = per-process size x comm size
 VERSION2_SINCE = (5, 0, 7)
+RADIX_MCA = "coll_tuned_bcast_algorithm_knomial_radix"  # knomial's radix: not in the file
 EXACT_UP_TO = 64  # gather/allgather: one entry per process count up to here, then
 POW2_UP_TO = 1 << 20  # one per power of two (thresholds exact there)
 
@@ -396,7 +397,7 @@ def to_text(rs: RuleSet, installed: Installed) -> Export:
             fan = int(values.get("fanout", installed.defaults.get(
                 f"coll_tuned_{r.collective}_algorithm_chain_fanout", "4") or 4))
         if "radix" in values:
-            key = "coll_tuned_bcast_algorithm_knomial_radix"
+            key = RADIX_MCA
             if mca.get(key, values["radix"]) != values["radix"]:
                 raise RulesError(f"knomial rules with radix {mca[key]} and {values['radix']}: the "
                                  f"file cannot carry the radix (Open MPI reads it from {key} for "
@@ -419,6 +420,8 @@ def to_text(rs: RuleSet, installed: Installed) -> Export:
     for k in ("study", "created", "mpi"):
         if k in rs.meta:
             lines.append(f"# {k}: {' '.join(rs.meta[k].split())}")
+    for k, v in mca.items():  # read back by `colltune rules verify` (a comment to Open MPI)
+        lines.append(f"# mca: {k} {v}")
     colls = rs.collectives()
     lines.append(f"{len(colls)}  # collectives")
     for coll in colls:
@@ -515,3 +518,11 @@ def looks_like(text: str) -> bool:
 
 __all__ = ["COLL_IDS", "Installed", "parse", "check", "to_text", "usage", "to_ruleset",
            "COLLECTIVES"]
+
+
+def mca_lines(text: str) -> dict[str, str]:
+    """The MCA parameters a file written by colltune says it needs (`# mca: KEY VALUE`)."""
+    out = {}
+    for m in re.finditer(r"^# mca: (coll_tuned_\w+) (\S+)$", text, re.M):
+        out[m.group(1)] = m.group(2)
+    return out

@@ -135,19 +135,26 @@ def check(text: str, kind: str, mpi=None, source: str = "<file>") -> CheckResult
                     line, msg = int(num), tail.strip()
             return CheckResult(kind, [(line, msg)])
         problems = []
+        rule_lines = [n for n, line in enumerate(text.splitlines(), 1)
+                      if n > 1 and line.strip() and not line.strip().startswith("#")]
         for i, r in enumerate(rs.rules):
-            if r.algorithm == "native" or r.algorithm in ():
+            line = rule_lines[i] if i < len(rule_lines) else 0
+            if r.algorithm == "native":
                 continue
             if libalgos.is_lib_spec(r.algorithm):
                 lib = r.algorithm.split(":", 1)[0]
                 if rs.target not in ("colltune", libalgos.LIBRARIES[lib]):
-                    problems.append((0, f"rule {i + 1} ({r.collective} {r.spec}): target "
-                                        f"{rs.target} cannot run {r.algorithm}"))
+                    problems.append((line, f"{r.collective} {r.spec}: a rule set for target "
+                                           f"{rs.target} cannot name {r.algorithm}"))
                     continue
                 try:
                     libalgos.resolve(libalgos.LIBRARIES[lib], r.collective, r.spec)
                 except ValueError as exc:
-                    problems.append((0, f"rule {i + 1}: {exc}"))
+                    problems.append((line, str(exc)))
+            elif rs.target != "colltune":
+                want = "ompi:NAME" if rs.target == "openmpi" else "mpich:NAME"
+                problems.append((line, f"{r.collective} {r.spec}: target {rs.target} takes "
+                                       f"{want} or native"))
         return CheckResult(kind, problems)
     if kind == "openmpi":
         installed = None
@@ -297,6 +304,10 @@ def _verify_openmpi(text, path, build, np, sizes, collectives, iterations, timeo
     installed = eo.Installed.of(build.mpi)
     pf = eo.parse(text)
     notes: list[str] = []
+    mca = eo.mca_lines(text)
+    if mca:
+        notes.append("with the MCA parameters the file says it needs: "
+                     + " ".join(f"--mca {k} {v}" for k, v in mca.items()))
     rows: list[VerifyRow] = []
     for ce in pf.colls:
         coll = eo.ID_COLLS.get(ce.coll_id)
@@ -318,6 +329,7 @@ def _verify_openmpi(text, path, build, np, sizes, collectives, iterations, timeo
 
         env = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
                "OMPI_MCA_coll_tuned_dynamic_rules_filename": str(path)}
+        env.update({f"OMPI_MCA_{k}": v for k, v in mca.items()})
         seen = _observe(build, np, coll, want, env, "libcolltune-ompi-algos.so", iterations,
                         timeout)
         for size in want:
@@ -343,8 +355,11 @@ def _verify_openmpi(text, path, build, np, sizes, collectives, iterations, timeo
                 named, ok, note = "fixed rules", None, "the file leaves this range to Open MPI"
             else:
                 name = installed.name(coll, mr.alg) or f"algorithm {mr.alg}"
-                named = name + (f" (segsize={mr.segsize})" if mr.segsize else "") + (
-                    f" (fanout={mr.faninout})" if name == "chain" else "")
+                said = ([f"segsize={mr.segsize}"] if mr.segsize else []) + (
+                    [f"fanout={mr.faninout}"] if name == "chain" else []) + (
+                    [f"radix={mca[eo.RADIX_MCA]}"] if name == "knomial" and eo.RADIX_MCA in mca
+                    else [])
+                named = name + (f" ({','.join(said)})" if said else "")
                 ok = ran == [name]
                 note = ""
                 if ok and mr.segsize and params and params[0][1] not in ("-1", str(mr.segsize)):

@@ -15,7 +15,7 @@ from .. import rulesfiles as rf
 from ..errors import ColltuneError
 from ..files import check_writable
 from ..units import parse_sizes
-from ._common import MPI_HELP, Command, build_or_fail, command, err, fail, out
+from ._common import MPI_HELP, Command, build_or_fail, check_nps, command, err, fail, out
 
 
 class Group(Command, click.Group):
@@ -153,11 +153,20 @@ def verify(file, np, sizes, coll, iterations, mpi_spec) -> None:
     if kind == "colltune":
         fail(f"{file} is colltune's own rules file, which the libraries do not read; export "
              f"it first: colltune rules export {file} --to openmpi -o FILE")
-    b = build_or_fail(mpi_spec or kind)
-    size_list = parse_sizes(sizes) if sizes else None
+    try:
+        size_list = parse_sizes(sizes) if sizes else None
+    except ValueError as exc:
+        fail(f"--sizes: {exc}")
     colls = [c.strip() for c in coll.split(",") if c.strip()] if coll else None
     if iterations < 1:
         fail("--iterations must be at least 1")
+    if np < 2:
+        fail("--np must be at least 2")
+    if mpi_spec in mpi_mod.KINDS and mpi_spec != kind:
+        fail(f"{file} is an {rf.FORMAT_NAMES[kind]}; --mpi {mpi_spec} cannot run it "
+             f"(--mpi {kind})")
+    check_nps([np], timing=False)
+    b = build_or_fail(mpi_spec or kind)
     kind, rows, notes = rf.verify(Path(file), b, np=np, sizes=size_list, collectives=colls,
                                   iterations=iterations)
     t = Table(title=f"{file} under {b.mpi.name} {b.mpi.version}, {np} processes",
