@@ -216,6 +216,11 @@ def test_openmpi_file_steers_the_library(tmp_path, ompi_build):
     assert got[("allgather", 64)] == ("ring", True)
     assert got[("allgather", 65536)] == ("bruck", True)
     # the observer really tells: without the file, the fixed rules choose otherwise
+    # and it tells a disagreement: a forced algorithm beats the file (Open MPI's precedence)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OMPI_MCA_coll_tuned_bcast_algorithm", "1")
+        _, forced, _ = rf.verify(path, ompi_build, np=3, sizes=[64], collectives=["bcast"])
+    assert [(r.ran, r.ok) for r in forced] == [("basic_linear", False)]
     plain = rf._observe(ompi_build, 3, "allgather", [64], {}, "libcolltune-ompi-algos.so", 1, 60)
     assert plain["allgather 64"] and not any("algo=ring " in x for x in plain["allgather 64"])
 
@@ -238,3 +243,8 @@ def test_mpich_file_steers_the_library(tmp_path, mpich_b):
     small, big = got[("bcast", 64)], got[("bcast", 16384)]
     assert small.ok and "scatter_ring_allgather" not in small.ran.split(", ")
     assert big.ok and big.ran == "scatter_ring_allgather"
+    # a forced algorithm beats the file, and the comparison shows it
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM", "ring")
+        _, forced, _ = rf.verify(path, mpich_b, np=3, sizes=[16384], collectives=["allgather"])
+    assert forced[0].ok is False and "ring" in forced[0].ran.split(", ")

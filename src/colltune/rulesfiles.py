@@ -366,6 +366,9 @@ def _verify_openmpi(text, path, build, np, sizes, collectives, iterations, timeo
                     ok, note = False, f"segment size {params[0][1]}, the file says {mr.segsize}"
                 if ok and name == "chain" and params and params[0][0] != str(mr.faninout):
                     ok, note = False, f"fan-out {params[0][0]}, the file says {mr.faninout}"
+                if (ok and name == "knomial" and eo.RADIX_MCA in mca and params
+                        and params[0][2] != mca[eo.RADIX_MCA]):
+                    ok, note = False, f"radix {params[0][2]}, the file says {mca[eo.RADIX_MCA]}"
                 if not ran:
                     note = "no coll/base algorithm was called (another coll component ran?)"
             rows.append(VerifyRow(coll, np, size, named, ran_s, ", ".join(inner), ok, note))
