@@ -74,7 +74,7 @@ def test_openmpi_round_trip(ompi_installed):
     assert [m.alg for m in ag[4].rules] == [0]  # beyond the rules: Open MPI's fixed rules
     # native: ALG 0 everywhere
     assert all(m.alg == 0 for c in by["reduce"].comms for m in c.rules)
-    rows = eo.to_ruleset(pf, ompi_installed)
+    rows = eo.rows(pf, ompi_installed)
     assert any(r["algorithm"] == "pipeline (3)" and r["bytes_min"] == 8192 for r in rows)
 
 

@@ -488,7 +488,7 @@ def usage(path: str, mca: dict[str, str] | None = None) -> list[str]:
     ]
 
 
-def to_ruleset(pf: ParsedFile, installed: Installed | None = None) -> list[dict]:
+def rows(pf: ParsedFile, installed: Installed | None = None) -> list[dict]:
     """Rows for a readable table: collective, comm sizes, bytes, algorithm."""
     rows = []
     for ce in pf.colls:
@@ -516,7 +516,7 @@ def looks_like(text: str) -> bool:
                                    or bool(re.match(r"\s*\d", body)))
 
 
-__all__ = ["COLL_IDS", "Installed", "parse", "check", "to_text", "usage", "to_ruleset",
+__all__ = ["COLL_IDS", "Installed", "parse", "check", "to_text", "usage", "rows",
            "COLLECTIVES"]
 
 

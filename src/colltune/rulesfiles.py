@@ -94,7 +94,7 @@ def table(text: str, kind: str, mpi=None, every: bool = False
         rows = [[str(r["line"]), r["collective"], _b(r["np_min"], r["np_max"]),
                  _b(r["bytes_min"], r["bytes_max"]), r["algorithm"], str(r["faninout"]),
                  str(r["segsize"])] + ([str(r["maxreq"])] if pf.version == 2 else [])
-                for r in eo.to_ruleset(pf, installed)]
+                for r in eo.rows(pf, installed)]
         return (["line", "collective", "processes", "bytes", "algorithm", "faninout", "segsize"]
                 + (["maxreq"] if pf.version == 2 else [])), rows, notes
     leaves = em.rows(text)
