@@ -1,0 +1,138 @@
+"""`colltune tune`: a study's measurements -> a rules file and its quality."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import click
+from rich.table import Table
+
+from .. import __version__
+from .. import db as db_mod
+from .. import rules as rules_mod
+from ..files import check_writable
+from ..rules import COLLECTIVES, TARGETS
+from ..units import fmt_size
+from ._common import command, db_option, err, fail, out, write_or_keep
+
+EVAL_SHORT = {"in-sample": "in-sample", "leave-one-size-out": "CV size",
+              "leave-one-np-out": "CV np"}
+
+
+def _x(v) -> str:
+    return "—" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.3f}"
+
+
+def rules_table(rs) -> Table:
+    t = Table(title=f"rules ({rs.target}): first match wins", title_justify="left")
+    mapped = any(r.mapping is not None for r in rs.rules)
+    cols = ["collective", "processes", "sizes", "algorithm", "params"] + (["mapping"] if mapped
+                                                                          else [])
+    for c in cols:
+        t.add_column(c, overflow="fold")
+    for r in rs.rules:
+        nps = f"{r.np_min}–" + ("" if r.np_max is None else str(r.np_max))
+        sizes = (f"{fmt_size(r.size_min)}–"
+                 + ("" if r.size_max is None else fmt_size(r.size_max)))
+        row = [r.collective, nps, sizes, r.algorithm,
+               ",".join(f"{k}={v}" for k, v in r.params) or "-"]
+        if mapped:
+            row.append(r.mapping or "")
+        t.add_row(*row)
+    return t
+
+
+def quality_table(summary, has_native: bool) -> Table:
+    t = Table(title="quality: regret = chosen / fastest measured median (1 is best); gain = "
+                    "native / chosen (>1 beats the default)", title_justify="left")
+    cols = ["collective", "evaluation", "points", "regret gmean", "regret worst", "worst at"]
+    if has_native:
+        cols += ["gain gmean", "gain worst", "worst at"]
+    for c in cols:
+        t.add_column(c, justify="right" if c in ("points",) or "gmean" in c
+                     or "worst" == c.split()[-1] else "left")
+    for r in summary.to_dict("records"):
+        pts = str(r["points"]) + (f" ({r['unmeasured']} unmeasured)" if r["unmeasured"] else "")
+        row = [r["collective"], EVAL_SHORT[r["evaluation"]], pts, _x(r["regret_gmean"]),
+               _x(r["regret_worst"]), r["regret_worst_at"] or ""]
+        if has_native:
+            row += [_x(r["gain_gmean"]), _x(r["gain_worst"]), r["gain_worst_at"] or ""]
+        t.add_row(*row)
+    return t
+
+
+@command()
+@db_option()
+@click.option("--study", help="The study whose measurements are tuned from (default: the only "
+              "study in the database).")
+@click.option("--round", "round_", type=int, help="Its round (default: the latest).")
+@click.option("--target", required=True, help="Whose algorithms are the candidates: "
+              + ", ".join(TARGETS) + " (colltune: ours and native; openmpi: ompi:* and "
+              "native; mpich: mpich:* and native).")
+@click.option("--coll", help="Only these collectives (comma-separated).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="The rules file to write (colltune's format, atomically).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="What is printed: tables, or one JSON object (rules "
+              "and quality).")
+@click.option("--include-oversubscribed", is_flag=True,
+              help="Let points measured with more processes than cores drive choices too "
+                   "(left out by default).")
+def tune(db_path, study, round_, target, coll, output, fmt, include_oversubscribed) -> None:
+    """The best algorithm (with its parameters) for every collective, process count
+    and size of a study, as a rules file; prints the decision table and its quality
+    (regret against the fastest measured, gain over native; in-sample and
+    cross-validated) and stores both in the database. docs/tuning.md."""
+    from .. import tune as tune_mod
+    from ..errors import did_you_mean
+
+    if target not in TARGETS:
+        fail(f"--target '{target}': unknown{did_you_mean(target, TARGETS)} "
+             f"(valid: {', '.join(TARGETS)})")
+    colls = None
+    if coll:
+        colls = [c.strip() for c in coll.split(",") if c.strip()]
+        for c in colls:
+            if c not in COLLECTIVES:
+                fail(f"--coll '{c}': unknown collective{did_you_mean(c, COLLECTIVES)} "
+                     f"(valid: {', '.join(COLLECTIVES)})")
+    check_writable(output, "-o/--output")
+    conn = db_mod.open_db(db_path, create=False)
+    try:
+        if study is None:
+            names = [r[0] for r in conn.execute("SELECT name FROM studies ORDER BY name")]
+            if len(names) != 1:
+                fail("--study is needed: the database holds "
+                     + (f"the studies {', '.join(names)}" if names else "no study "
+                        "(run colltune sweep first)"))
+            study = names[0]
+        frame, rnd = tune_mod.load_frame(conn, study, round_)
+        mpi = sorted({f"{k} {v}" for k, v in zip(frame["mpi_kind"], frame["mpi_version"])
+                      if k is not None})
+        meta = {"study": study, "round": str(rnd), "mpi": "; ".join(mpi) or "unknown",
+                "created": db_mod.now(), "colltune": __version__}
+        if include_oversubscribed:
+            meta["oversubscribed"] = "included"
+        result = tune_mod.tune(frame, target, colls, include_oversubscribed, meta)
+        text = rules_mod.to_text(result.rules)
+        data = result.to_dict()
+        db_mod.store_tuning(conn, study=study, round=rnd, target=target, collectives=colls,
+                            include_oversubscribed=include_oversubscribed, rules=text,
+                            summary=data["summary"], points=data["points"],
+                            notes=result.notes, argv=["colltune"] + sys.argv[1:])
+    finally:
+        conn.close()
+    write_or_keep(output, text, "tune.rules")
+    for n in result.notes:
+        err.print(f"note: {n}", highlight=False)
+    if fmt == "json":
+        click.echo(json.dumps({"study": study, "round": rnd, "output": str(output),
+                               "rules": json.loads(rules_mod.to_json(result.rules)),
+                               "quality": data}, indent=2))
+        return
+    out.print(rules_table(result.rules))
+    out.print(quality_table(result.summary, result.has_native))
+    out.print(f"{len(result.rules.rules)} rules from {len(result.choices)} measured points of "
+              f"study '{study}' round {rnd} written to {output}", highlight=False)
