@@ -199,6 +199,17 @@ def test_library_target_picks_among_the_library_only():
     assert {r.algorithm for r in tune.select(f, "colltune").rules} == {"binomial"}
 
 
+def test_an_algorithm_for_one_process_count_is_not_extended_to_others():
+    # Open MPI's two_proc allgather errors at any np but 2: the rules keep it to np 2
+    f = frame(grid(lambda c, n, s: {"native": 10.0, "ompi:two_proc": 2.0, "ompi:ring": 5.0},
+                   colls=("allgather",), nps=(2,)))
+    rs = tune.select(f, "openmpi")
+    got = [(r.np_min, r.np_max, r.algorithm) for r in rs.rules]
+    assert got == [(1, 1, "ompi:ring"), (2, 2, "ompi:two_proc"), (3, None, "ompi:ring")]
+    assert tune.np_exact("allgather", "ompi:two_proc") == 2
+    assert tune.np_exact("allgather", "two_proc") is None  # colltune's falls back itself
+
+
 def test_oversubscribed_points_drive_no_choice_unless_asked():
     f = pd.concat([frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 5.0}, nps=(2,))),
                    frame(grid(lambda c, n, s: {"native": 10.0, "linear": 5.0}, nps=(8,)))

@@ -801,7 +801,9 @@ def measurements_frame(conn: sqlite3.Connection, *, study=None, collective=None,
     takes a value or a list, whose items may be (low, high) tuples: inclusive ranges
     (units.parse_selection); `study="(bench)"` selects `colltune bench --db` runs.
     `algorithm` matches the algorithm name or the spec as written. `cores` is the
-    run's (evidence.oversubscribed compares it with `ppn`)."""
+    run's (evidence.oversubscribed compares it with `ppn`); `unit_id` the launch's, so
+    that evidence.py pairs only algorithms measured in the same launch (the MPI
+    library's algorithms run in launches of their own: compared unpaired)."""
     import pandas as pd
 
     filters = {"m.collective": collective, "m.np": np, "m.size": size, "m.mapping": mapping,
@@ -828,7 +830,7 @@ def measurements_frame(conn: sqlite3.Connection, *, study=None, collective=None,
     cols = ["s.name AS study", "m.run_id", "m.round", "r.host", "r.mpi_kind", "r.mpi_version"]
     cols += [f"m.{c}" for c in POINT_COLUMNS[6:-2]]
     cols += ["r.started_at", "COALESCE(u.command, r.launcher_command) AS command",
-             "r.cores"]
+             "r.cores", "m.unit_id"]
     if samples:
         cols.append("m.samples")
     q = (f"SELECT {', '.join(cols)} FROM measurements m JOIN runs r ON m.run_id = r.id "

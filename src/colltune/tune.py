@@ -23,9 +23,11 @@ Rules from the choices (`build_rules`): the interpolation policy
     upper bound. Process counts: the rules of a measured count P cover P up to the
     next measured count - 1, the largest extends to no upper bound, counts below the
     smallest take the smallest's rules (NP_MIN 1), as Open MPI's rules file looks up
-    communicator sizes (the last entry not above the size). Adjacent size ranges with
-    the same algorithm and parameters are merged, and so are adjacent process ranges
-    whose size rules are the same.
+    communicator sizes (the last entry not above the size). A library algorithm that
+    runs at one process count only (Open MPI's two_proc allgather) is chosen for that
+    count alone; the counts around it get the best of the other candidates. Adjacent
+    size ranges with the same algorithm and parameters are merged, and so are adjacent
+    process ranges whose size rules are the same.
 
 Quality (`quality`, `cross_validate`)
     At every measured point: regret = the rules' choice's median latency / the
@@ -245,18 +247,49 @@ def prepare(frame: pd.DataFrame, target: str, collectives=None,
     return Prepared(d, keys, target, has_native, notes, n_over)
 
 
+def np_exact(collective: str, algorithm: str) -> int | None:
+    """The only process count a library algorithm runs at (Open MPI's two_proc
+    allgather: 2), where the library errors at any other; None for the rest."""
+    a = str(algorithm)
+    if not a.startswith(("ompi:", "mpich:")):
+        return None  # colltune's algorithms fall back by themselves (registry)
+    try:
+        from . import libalgos
+
+        library, name = a.split(":", 1)
+        return libalgos.find(library, collective, name).np_exact
+    except (ImportError, ValueError):
+        return None
+
+
 def choices(p: Prepared) -> pd.DataFrame:
     """One row per measured point: keys, the chosen label (with algorithm and
-    params), the evidence, and the median of every candidate (dict label -> µs)."""
+    params), the evidence, the median of every candidate (dict label -> µs), and
+    `general`: the choice among the candidates that run at every process count (the
+    same label unless the choice runs at this count only), for the counts the point's
+    rules extend to."""
     d = p.frame
     best = evidence.best_per_point(d, p.keys, label="label", value="median_us",
                                    baseline=BASELINE, include_oversubscribed=True)
+    restricted = {lab for lab, c, a in zip(d["label"], d["collective"], d["algorithm"])
+                  if np_exact(c, a) is not None}
+    if restricted:
+        gen = evidence.best_per_point(d[~d["label"].isin(restricted)], p.keys, label="label",
+                                      value="median_us", baseline=BASELINE,
+                                      include_oversubscribed=True)
+        best = best.merge(gen[p.keys + ["best"]].rename(columns={"best": "general"}),
+                          on=p.keys, how="left")
+        best["general"] = best["general"].where(best["general"].notna(), best["best"])
+    else:
+        best["general"] = best["best"]
     meds = {k if isinstance(k, tuple) else (k,): g.groupby("label")["median_us"].median().to_dict()
             for k, g in d.groupby(p.keys, sort=True)}
     info = d.drop_duplicates("label").set_index("label")
     best = best[best["best"].notna()].copy()
-    best["algorithm"] = [info.loc[b, "algorithm"] for b in best["best"]]
-    best["params"] = [info.loc[b, "param_key"] for b in best["best"]]
+    for col, src in (("algorithm", "best"), ("general_algorithm", "general")):
+        best[col] = [info.loc[b, "algorithm"] for b in best[src]]
+    for col, src in (("params", "best"), ("general_params", "general")):
+        best[col] = [info.loc[b, "param_key"] for b in best[src]]
     best["medians"] = [meds[tuple(r)] for r in best[p.keys].itertuples(index=False, name=None)]
     return best.reset_index(drop=True)
 
@@ -298,12 +331,27 @@ def build_rules(ch: pd.DataFrame, target: str, keys: list[str],
         per_np = []
         for np_, h in g.groupby("np", sort=True):
             h = h.sort_values("size")
-            per_np.append((int(np_), _size_rules([(int(s), a, prm) for s, a, prm in
-                                                  zip(h["size"], h["algorithm"], h["params"])])))
-        merged: list[list] = []  # [np_min, np_max, size rules]
-        for i, (np_, srules) in enumerate(per_np):
+            exact = _size_rules(list(zip(h["size"].astype(int), h["algorithm"], h["params"])))
+            general = exact
+            if "general_algorithm" in h.columns:
+                general = _size_rules(list(zip(h["size"].astype(int), h["general_algorithm"],
+                                               h["general_params"])))
+            per_np.append((int(np_), exact, general))
+        spans: list[tuple[int, int | None, list]] = []  # (np_min, np_max, size rules)
+        for i, (np_, exact, general) in enumerate(per_np):
             lo = 1 if i == 0 else np_
             hi = None if i == len(per_np) - 1 else per_np[i + 1][0] - 1
+            if exact == general:
+                spans.append((lo, hi, exact))
+                continue
+            # a choice that runs at this count only: the others get the general choice
+            if lo < np_:
+                spans.append((lo, np_ - 1, general))
+            spans.append((np_, np_, exact))
+            if hi is None or hi > np_:
+                spans.append((np_ + 1, hi, general))
+        merged: list[list] = []  # [np_min, np_max, size rules]
+        for lo, hi, srules in spans:
             if merged and merged[-1][2] == srules:
                 merged[-1][1] = hi
             else:
