@@ -168,6 +168,23 @@ def test_quality_of_a_rules_file_against_measurements():
 # ------------------------------------------------------------------ bad input
 
 
+def test_a_rules_file_from_another_library_or_version():
+    f = frame(grid(lambda c, n, s: {"native": 10.0, "ompi:chain": 5.0}))
+    rs = tune.select(f, "openmpi", meta={"mpi": "openmpi 5.0.11"})
+    assert tune.rules_notes(rs, f) == []
+    old = rules.RuleSet("openmpi", rs.rules + [Rule("bcast", 1, None, 0, None, "ompi:gone")],
+                        {"mpi": "openmpi 4.1.6"})
+    notes = tune.rules_notes(old, f)
+    assert any("openmpi 4.1.6" in n and "openmpi 5.0.11" in n for n in notes)
+    assert any("ompi:gone" in n for n in notes)
+    with pytest.raises(TuneError, match="measured with openmpi"):
+        tune.rules_notes(rules.RuleSet("mpich", [], {}), f)
+    # a rule that matches no measured algorithm leaves the point unmeasured, not wrong
+    pts, summ = tune.quality(f, rules.RuleSet("openmpi",
+                                              [Rule("bcast", 1, None, 0, None, "ompi:gone")]))
+    assert pts["regret"].isna().all() and summ.iloc[0]["unmeasured"] == 3
+
+
 def test_no_native_gives_regret_only_with_a_note():
     f = frame(grid(lambda c, n, s: {"binomial": 5.0, "linear": 8.0}))
     t = tune.tune(f, "colltune")
@@ -287,3 +304,14 @@ def test_sweep_then_tune_on_the_command_line(tmp_path, ompi_build):
     res = _cli("tune", "--db", dbp, "--study", "tinytune", "--target", "openmpi", "-o", out)
     assert res.returncode == 2 and "ompi:all" in res.stderr and "Traceback" not in res.stderr
     assert rules.read(out).target == "colltune"  # no wrong file written over it
+    # evaluate a rules file on the study: the one just written gives the in-sample figures
+    res = _cli("tune", "--db", dbp, "--study", "tinytune", "--rules", out, "--format", "json")
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)["summary"][0]
+    assert got["evaluation"] == "rules file"
+    assert got["regret_gmean"] == pytest.approx(ins["regret_gmean"])
+    bad = tmp_path / "bad.rules"
+    bad.write_text("bcast 1 - 0 - binomial -\n")
+    res = _cli("tune", "--db", dbp, "--study", "tinytune", "--rules", bad)
+    assert res.returncode == 2 and "not a colltune rules file" in res.stderr
+    assert "Traceback" not in res.stderr

@@ -63,7 +63,7 @@ MPI_KIND = {"openmpi": "openmpi", "mpich": "mpich"}
 POLICY = ("native unless faster beyond the spread of the repetitions (evidence.py); sizes split "
           "at geometric midpoints, ends extend to 0 and no bound; a process count's rules "
           "cover it up to the next measured count, the largest to no bound")
-EVALUATIONS = ("in-sample", "leave-one-size-out", "leave-one-np-out")
+EVALUATIONS = ("in-sample", "leave-one-size-out", "leave-one-np-out", "rules file")
 
 
 class TuneError(ColltuneError):
@@ -416,6 +416,7 @@ def summarize(points: pd.DataFrame, evaluation: str, keys: list[str]) -> pd.Data
             w = gok.loc[gok["gain"].idxmin()]
             row.update(gain_worst=float(w["gain"]), gain_worst_at=_at(w, keys))
         rows.append(row)
+    rows.sort(key=lambda r: COLLECTIVES.index(r["collective"]))
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
@@ -485,7 +486,8 @@ def tune(frame: pd.DataFrame, target: str, collectives=None,
     rs = build_rules(ch, target, p.keys, {"policy": POLICY, **(meta or {})})
     points = {"in-sample": evaluate(ch, rs, p.keys)}
     points.update(cross_validate(ch, target, p.keys))
-    summary = pd.concat([summarize(points[e], e, p.keys) for e in EVALUATIONS if len(points[e])],
+    summary = pd.concat([summarize(points[e], e, p.keys) for e in EVALUATIONS
+                         if e in points and len(points[e])],
                         ignore_index=True)
     summary = summary.sort_values(
         ["collective", "evaluation"], key=lambda s: s.map(
@@ -506,6 +508,31 @@ def tune(frame: pd.DataFrame, target: str, collectives=None,
     return Tuning(rs, ch, points, summary, notes, p.keys, p.has_native)
 
 
+def rules_notes(rs: RuleSet, frame: pd.DataFrame) -> list[str]:
+    """What to know before evaluating a rules file against a study: TuneError when its
+    target's library is not the study's; notes when the file was made from another
+    library version or names algorithms the study did not measure."""
+    notes = []
+    studied = sorted({f"{k} {v}" for k, v in zip(frame.get("mpi_kind", []),
+                                                  frame.get("mpi_version", []))
+                      if isinstance(k, str)})
+    kinds = sorted({s.split()[0] for s in studied})
+    if rs.target in MPI_KIND and kinds and MPI_KIND[rs.target] not in kinds:
+        raise TuneError(f"the rules are for {rs.target} (target {rs.target}) but the study was "
+                        f"measured with {', '.join(kinds)}: they cannot be evaluated on it")
+    made = rs.meta.get("mpi")
+    if made and studied and made != "; ".join(studied):
+        notes.append(f"the rules were made from measurements with {made}, the study was "
+                     f"measured with {'; '.join(studied)}: library algorithms may be numbered "
+                     "or named differently in another version")
+    measured = set(frame["algorithm"].astype(str)) if len(frame) else set()
+    unknown = sorted({r.algorithm for r in rs.rules} - measured)
+    if unknown:
+        notes.append(f"the rules name algorithms the study did not measure "
+                     f"({', '.join(unknown)}): their points count as unmeasured")
+    return notes
+
+
 def quality(frame: pd.DataFrame, rs: RuleSet, collectives=None,
             include_oversubscribed: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Any rule set (e.g. one read back from a file) against a frame of measurements:
@@ -513,4 +540,4 @@ def quality(frame: pd.DataFrame, rs: RuleSet, collectives=None,
     p = prepare(frame, rs.target, collectives, include_oversubscribed)
     ch = choices(p)
     pts = evaluate(ch, rs, p.keys)
-    return pts, summarize(pts, "in-sample", p.keys)
+    return pts, summarize(pts, "rules file", p.keys)

@@ -18,7 +18,7 @@ from ..units import fmt_size
 from ._common import command, db_option, err, fail, out, write_or_keep
 
 EVAL_SHORT = {"in-sample": "in-sample", "leave-one-size-out": "CV size",
-              "leave-one-np-out": "CV np"}
+              "leave-one-np-out": "CV np", "rules file": "rules file"}
 
 
 def _x(v) -> str:
@@ -68,19 +68,23 @@ def quality_table(summary, has_native: bool) -> Table:
 @click.option("--study", help="The study whose measurements are tuned from (default: the only "
               "study in the database).")
 @click.option("--round", "round_", type=int, help="Its round (default: the latest).")
-@click.option("--target", required=True, help="Whose algorithms are the candidates: "
+@click.option("--target", help="Whose algorithms are the candidates: "
               + ", ".join(TARGETS) + " (colltune: ours and native; openmpi: ompi:* and "
               "native; mpich: mpich:* and native).")
 @click.option("--coll", help="Only these collectives (comma-separated).")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="The rules file to write (colltune's format, atomically).")
+@click.option("--rules", "rules_path", type=click.Path(dir_okay=False),
+              help="Instead of making rules: evaluate this rules file on the study (regret "
+                   "and gain over native per point); writes nothing.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="What is printed: tables, or one JSON object (rules "
               "and quality).")
 @click.option("--include-oversubscribed", is_flag=True,
               help="Let points measured with more processes than cores drive choices too "
                    "(left out by default).")
-def tune(db_path, study, round_, target, coll, output, fmt, include_oversubscribed) -> None:
+def tune(db_path, study, round_, target, coll, output, rules_path, fmt,
+         include_oversubscribed) -> None:
     """The best algorithm (with its parameters) for every collective, process count
     and size of a study, as a rules file; prints the decision table and its quality
     (regret against the fastest measured, gain over native; in-sample and
@@ -88,7 +92,12 @@ def tune(db_path, study, round_, target, coll, output, fmt, include_oversubscrib
     from .. import tune as tune_mod
     from ..errors import did_you_mean
 
-    if target not in TARGETS:
+    if rules_path is not None:
+        if output is not None:
+            fail("--rules evaluates a rules file and writes none: leave out -o")
+    elif target is None or output is None:
+        fail("--target and -o FILE are needed (or --rules FILE to evaluate one)")
+    if target is not None and target not in TARGETS:
         fail(f"--target '{target}': unknown{did_you_mean(target, TARGETS)} "
              f"(valid: {', '.join(TARGETS)})")
     colls = None
@@ -98,7 +107,14 @@ def tune(db_path, study, round_, target, coll, output, fmt, include_oversubscrib
             if c not in COLLECTIVES:
                 fail(f"--coll '{c}': unknown collective{did_you_mean(c, COLLECTIVES)} "
                      f"(valid: {', '.join(COLLECTIVES)})")
-    check_writable(output, "-o/--output")
+    given = None
+    if rules_path is not None:
+        given = rules_mod.read(rules_path)
+        if target is not None and target != given.target:
+            fail(f"--target {target}: the rules file {rules_path} is for {given.target}")
+        target = given.target
+    else:
+        check_writable(output, "-o/--output")
     conn = db_mod.open_db(db_path, create=False)
     try:
         if study is None:
@@ -109,6 +125,9 @@ def tune(db_path, study, round_, target, coll, output, fmt, include_oversubscrib
                         "(run colltune sweep first)"))
             study = names[0]
         frame, rnd = tune_mod.load_frame(conn, study, round_)
+        if given is not None:
+            _evaluate(given, rules_path, frame, study, rnd, colls, include_oversubscribed, fmt)
+            return
         mpi = sorted({f"{k} {v}" for k, v in zip(frame["mpi_kind"], frame["mpi_version"])
                       if k is not None})
         meta = {"study": study, "round": str(rnd), "mpi": "; ".join(mpi) or "unknown",
@@ -136,3 +155,20 @@ def tune(db_path, study, round_, target, coll, output, fmt, include_oversubscrib
     out.print(quality_table(result.summary, result.has_native))
     out.print(f"{len(result.rules.rules)} rules from {len(result.choices)} measured points of "
               f"study '{study}' round {rnd} written to {output}", highlight=False)
+
+
+def _evaluate(rs, path, frame, study, rnd, colls, include_oversubscribed, fmt) -> None:
+    """--rules FILE: the quality of a given rules file on the study's points."""
+    from .. import tune as tune_mod
+
+    for n in tune_mod.rules_notes(rs, frame):
+        err.print(f"note: {n}", highlight=False)
+    pts, summary = tune_mod.quality(frame, rs, colls, include_oversubscribed)
+    if fmt == "json":
+        click.echo(json.dumps({"study": study, "round": rnd, "rules": str(path),
+                               "summary": json.loads(summary.to_json(orient="records")),
+                               "points": json.loads(pts.to_json(orient="records"))}, indent=2))
+        return
+    out.print(quality_table(summary, pts["native_us"].notna().any()))
+    out.print(f"the rules of {path} on {len(pts)} measured points of study '{study}' round "
+              f"{rnd}", highlight=False)
