@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 import sys
 
 import click
@@ -113,9 +114,11 @@ def tune(db_path, study, round_, target, coll, output, rules_path, fmt,
         if target is not None and target != given.target:
             fail(f"--target {target}: the rules file {rules_path} is for {given.target}")
         target = given.target
+        conn = db_mod.open_reader(db_path)  # evaluating writes nothing
     else:
         check_writable(output, "-o/--output")
-    conn = db_mod.open_db(db_path, create=False)
+        db_mod.check_writable(db_path)  # the quality is stored: refuse before any work
+        conn = db_mod.open_db(db_path, create=False)
     try:
         if study is None:
             names = [r[0] for r in conn.execute("SELECT name FROM studies ORDER BY name")]
@@ -137,10 +140,13 @@ def tune(db_path, study, round_, target, coll, output, rules_path, fmt,
         result = tune_mod.tune(frame, target, colls, include_oversubscribed, meta)
         text = rules_mod.to_text(result.rules)
         data = result.to_dict()
-        db_mod.store_tuning(conn, study=study, round=rnd, target=target, collectives=colls,
-                            include_oversubscribed=include_oversubscribed, rules=text,
-                            summary=data["summary"], points=data["points"],
-                            notes=result.notes, argv=["colltune"] + sys.argv[1:])
+        try:
+            db_mod.store_tuning(conn, study=study, round=rnd, target=target, collectives=colls,
+                                include_oversubscribed=include_oversubscribed, rules=text,
+                                summary=data["summary"], points=data["points"],
+                                notes=result.notes, argv=["colltune"] + sys.argv[1:])
+        except sqlite3.Error as exc:
+            fail(f"cannot store the tuning in {db_path}: {exc}; no rules file written")
     finally:
         conn.close()
     write_or_keep(output, text, "tune.rules")
