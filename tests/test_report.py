@@ -124,7 +124,8 @@ def test_report_contains_every_figure(built):
             assert im.width > 300 and im.height > 200
     for coll in ("bcast", "reduce"):
         kinds = {f.kind for f in parts.figures if f.collective == coll}
-        assert kinds == KINDS_EXPECTED, (coll, KINDS_EXPECTED - kinds)
+        # plot.py's kinds, and the decision map of the tune section
+        assert kinds == KINDS_EXPECTED | {"decision-map"}, (coll, KINDS_EXPECTED - kinds)
     for f in parts.figures:
         assert f'id="{f.id}"' in text and f'href="#{f.id}"' in text
     assert f'data-figures="{len(parts.figures)}"' in text
@@ -151,6 +152,20 @@ def test_report_sections(built):
     assert "Prediction error per collective" in text and "median |error|" in text
     assert "fastest measured" in text and "model pick" in text
     assert "Best algorithm per (processes, size)" in text
+
+
+def test_report_tune_section(built):
+    """The rules `colltune tune` would write, their quality, after the summary."""
+    _, text, parts = built
+    assert 'id="tune"' in text and 'id="tune-colltune"' in text
+    assert 'id="tune-openmpi"' not in text  # no ompi:* in the study: no such target
+    assert text.index('id="summary"') < text.index('id="tune"') < text.index('id="models"')
+    assert 'href="#tune"' in text
+    for col in ("regret (geo. mean)", "gain (geo. mean)", "leave-one-size-out",
+                "leave-one-np-out", "in-sample"):
+        assert col in text
+    maps = [f for f in parts.figures if f.kind == "decision-map"]
+    assert {f.collective for f in maps} == {"bcast", "reduce"}
 
 
 def test_report_of_a_colltune_database(tmp_path):

@@ -11,6 +11,8 @@ Tables (docs/database.md has every column):
                 (the resume key: a stored unit is not run again)
   measurements  one row per (algorithm, size) point of a launch: all statistics
   failures      one row per failed or timed-out launch, with its error output
+  tunings       one row per `colltune tune`: the rules and their quality, with the
+                study, round and target they came from
 
 Every write of a launch (its unit row and all its measurements) is one
 transaction: a crash leaves the launch either stored whole or not at all.
@@ -195,7 +197,31 @@ _V2 = [
     "ALTER TABLE measurements ADD COLUMN align INTEGER",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2]
+# v3: what `colltune tune` made of a study: the rules (colltune's rules file, text) and
+# their quality (regret, gain over native, in-sample and cross-validated; JSON), with
+# the study, round and target they came from.
+_V3 = [
+    """CREATE TABLE tunings (
+        id                     INTEGER PRIMARY KEY,
+        study_id               INTEGER REFERENCES studies(id),
+        study                  TEXT NOT NULL,
+        round                  INTEGER,
+        target                 TEXT NOT NULL,
+        collectives            TEXT,
+        include_oversubscribed INTEGER NOT NULL DEFAULT 0,
+        created_at             TEXT NOT NULL,
+        colltune_version       TEXT,
+        git_revision           TEXT,
+        command_line           TEXT,
+        rules                  TEXT NOT NULL,
+        summary                TEXT NOT NULL,
+        points                 TEXT,
+        notes                  TEXT
+    )""",
+    "CREATE INDEX tunings_study ON tunings(study_id, round, target)",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -775,7 +801,9 @@ def measurements_frame(conn: sqlite3.Connection, *, study=None, collective=None,
     takes a value or a list, whose items may be (low, high) tuples: inclusive ranges
     (units.parse_selection); `study="(bench)"` selects `colltune bench --db` runs.
     `algorithm` matches the algorithm name or the spec as written. `cores` is the
-    run's (evidence.oversubscribed compares it with `ppn`)."""
+    run's (evidence.oversubscribed compares it with `ppn`); `unit_id` the launch's, so
+    that evidence.py pairs only algorithms measured in the same launch (the MPI
+    library's algorithms run in launches of their own: compared unpaired)."""
     import pandas as pd
 
     filters = {"m.collective": collective, "m.np": np, "m.size": size, "m.mapping": mapping,
@@ -802,7 +830,7 @@ def measurements_frame(conn: sqlite3.Connection, *, study=None, collective=None,
     cols = ["s.name AS study", "m.run_id", "m.round", "r.host", "r.mpi_kind", "r.mpi_version"]
     cols += [f"m.{c}" for c in POINT_COLUMNS[6:-2]]
     cols += ["r.started_at", "COALESCE(u.command, r.launcher_command) AS command",
-             "r.cores"]
+             "r.cores", "m.unit_id"]
     if samples:
         cols.append("m.samples")
     q = (f"SELECT {', '.join(cols)} FROM measurements m JOIN runs r ON m.run_id = r.id "
@@ -862,3 +890,38 @@ def runs_frame(conn: sqlite3.Connection, *, study=None):
          "r.units_failed, r.started_at, r.finished_at, r.command_line FROM runs r "
          f"LEFT JOIN studies s ON r.study_id = s.id{where} ORDER BY r.id")
     return pd.read_sql_query(q, conn, params=args)
+
+
+# ---------------------------------------------------------------------- tunings
+
+
+def store_tuning(conn: sqlite3.Connection, *, study: str, round: int | None, target: str,
+                 collectives: list[str] | None, include_oversubscribed: bool, rules: str,
+                 summary: list[dict], points: dict | None = None,
+                 notes: list[str] | None = None, argv: list[str] | None = None) -> int:
+    """What `colltune tune` made of a study (the rules file's text, the quality summary
+    and per-point figures as JSON), in one transaction; returns the row id."""
+    from . import __version__
+
+    with transaction(conn):
+        cur = conn.execute(
+            """INSERT INTO tunings (study_id, study, round, target, collectives,
+               include_oversubscribed, created_at, colltune_version, git_revision, command_line,
+               rules, summary, points, notes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (study_id(conn, study), study, round, target, ",".join(collectives or []) or None,
+             int(include_oversubscribed), now(), __version__, git_revision(),
+             " ".join(argv if argv is not None else sys.argv), rules,
+             json.dumps(summary), json.dumps(points) if points is not None else None,
+             json.dumps(notes or [])))
+        return cur.lastrowid
+
+
+def tunings_frame(conn: sqlite3.Connection, *, study=None, target=None):
+    """The stored tunings (newest last), without the per-point JSON."""
+    import pandas as pd
+
+    where, args = _where({"study": study, "target": target})
+    return pd.read_sql_query(
+        "SELECT id, study, round, target, collectives, include_oversubscribed, created_at, "
+        f"colltune_version, git_revision, rules, summary, notes FROM tunings{where} ORDER BY id",
+        conn, params=args)

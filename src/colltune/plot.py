@@ -629,6 +629,67 @@ def fig_best_map(df: pd.DataFrame, palette: Palette, mapping=None,
     return fig
 
 
+def fig_decision_map(points: pd.DataFrame, palette: Palette, target: str = "colltune",
+                     mapping=None) -> Figure:
+    """The rules of `colltune tune` at every measured (processes, size) of one
+    collective: colour = the algorithm the rules choose there, text = its gain over
+    native (×1.25: 25 % faster than the library's default; = where the choice is
+    native), or its regret where the study has no native. `points`: tune's
+    in-sample evaluation (collective, np, size, chosen, gain, regret[, mapping])."""
+    if points.empty:
+        raise PlotError("no tuned points to draw")
+    coll = one_collective(points)
+    d = points
+    if "mapping" in d.columns:
+        d, mapping = pick(d, "mapping", mapping)
+    sizes = sorted(d["size"].unique())
+    nps = sorted(d["np"].unique())
+    img = numpy.ones((len(nps), len(sizes), 3))
+    from matplotlib.colors import to_rgb
+
+    present = []
+    for r in d.itertuples(index=False):
+        if r.chosen is None:
+            continue
+        img[nps.index(r.np), sizes.index(r.size)] = to_rgb(palette(r.chosen))
+        if r.chosen not in present:
+            present.append(r.chosen)
+    w = max(6.0, min(14.0, 0.45 * len(sizes) + 3))
+    h = max(3.5, min(12.0, 0.3 * len(nps) + 2.2))
+    fig = _mfigure.Figure(figsize=(w, h), dpi=100, layout="constrained")
+    ax = fig.add_subplot()
+    ax.imshow(img, aspect="auto", origin="lower", interpolation="nearest")
+    ax.set_xticks(range(len(sizes)))
+    ax.set_xticklabels([fmt_size(int(x)) for x in sizes], rotation=45 if len(sizes) > 10 else 0,
+                       fontsize="small")
+    ax.set_yticks(range(len(nps)))
+    ax.set_yticklabels([str(int(n)) for n in nps], fontsize="small")
+    ax.set_xlabel("size (bytes" + (" per process)" if coll in ("gather", "allgather") else ")"))
+    ax.set_ylabel("processes")
+    has_gain = d["gain"].notna().any()
+    if len(sizes) * len(nps) <= 160:
+        for r in d.itertuples(index=False):
+            if r.chosen is None:
+                continue
+            v = r.gain if has_gain else r.regret
+            if v is None or not numpy.isfinite(v):
+                continue
+            text = "=" if has_gain and r.chosen == "native" else f"×{v:.2f}"
+            lum = sum(c * wgt for c, wgt in zip(to_rgb(palette(r.chosen)),
+                                                (0.299, 0.587, 0.114)))
+            ax.text(sizes.index(r.size), nps.index(r.np), text, ha="center", va="center",
+                    fontsize=7, color="white" if lum < 0.5 else "black")
+    present.sort(key=lambda x: (palette.rank(x), x))
+    fig.legend(handles=[_mpatches.Patch(color=palette(p), label=p) for p in present],
+               fontsize="small", loc="outside right upper", title="rules choose")
+    ax.set_title(f"{coll}: rules for {target}{_mapping_note(d, mapping)}")
+    _caption(fig, "colour: the algorithm the rules choose at each measured point; "
+             + ("×: its gain over native (median latency of native / of the choice); "
+                "=: native kept" if has_gain else
+                "×: its regret (choice / fastest measured; no native in the study)"))
+    return fig
+
+
 def fig_surface(df: pd.DataFrame, palette: Palette, algorithm: str | None = None,
                 mapping=None) -> Figure:
     """3D points (processes, log2 size, log2 latency) of one algorithm and the plane of

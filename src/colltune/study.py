@@ -37,7 +37,7 @@ COLLECTIVES = ("bcast", "reduce", "gather", "allgather", "allreduce")
 TIMINGS = ("osu", "window")
 DTYPES = ("char", "int", "float", "double")
 OPS = ("sum", "max", "min", "prod")
-ALGO_GROUPS = ("ours", "all")  # plus ompi:all / mpich:all
+ALGO_GROUPS = ("ours", "all", "library")  # plus ompi:all / mpich:all
 
 SIZE_HINT = "use bytes like 4096, 4K or a range 1..1M"
 PROC_HINT = "use whole numbers like 4, or ranges '2..48 step 2', '2..64 x2'"
@@ -606,7 +606,9 @@ def resolve_algorithms(study: Study, build) -> dict[str, list[str]]:
 
     Tokens: a colltune algorithm with optional parameters (`chain:segsize=8K`),
     `native`, `ours` (every colltune algorithm), `all` (ours, native and the MPI
-    library's own), `ompi:NAME[:k=v]`, `mpich:NAME[:k=v]`, `ompi:all`, `mpich:all`.
+    library's own), `library` (the built MPI library's own: `ompi:all` under Open MPI,
+    `mpich:all` under MPICH, nothing under another MPI), `ompi:NAME[:k=v]`,
+    `mpich:NAME[:k=v]`, `ompi:all`, `mpich:all`.
     """
     from . import registry
 
@@ -628,6 +630,9 @@ def resolve_algorithms(study: Study, build) -> dict[str, list[str]]:
                 specs += ours
             elif spec == "all":
                 specs += ours + ["native"]
+                if lib is not None:
+                    specs += lib.all_names(build.mpi, coll)
+            elif spec == "library":
                 if lib is not None:
                     specs += lib.all_names(build.mpi, coll)
             elif is_lib_spec(spec):

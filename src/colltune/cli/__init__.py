@@ -14,7 +14,8 @@ import click
 
 from .. import __version__
 from ._common import err, fail
-from . import basic, bench, fit, heat, model, p2p, plot, quick, report, results, sweep, verify
+from . import (basic, bench, fit, heat, model, p2p, plot, quick, report, results, sweep, tune,
+               verify)
 from . import rules as rules_cli
 
 
@@ -54,7 +55,7 @@ def main() -> None:
 for _cmd in (basic.build, basic.info, basic.algorithms, verify.verify, bench.bench,
              p2p.pingpong, p2p.probe, heat.heat, heat.stream, fit.fit, model.model, plot.plot,
              report.report, sweep.sweep, results.results, results.export, quick.quick,
-             rules_cli.rules):
+             tune.tune, rules_cli.rules):
     main.add_command(_cmd)
 del _cmd
 

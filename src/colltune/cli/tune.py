@@ -1,0 +1,180 @@
+"""`colltune tune`: a study's measurements -> a rules file and its quality."""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import sys
+
+import click
+from rich.table import Table
+
+from .. import __version__
+from .. import db as db_mod
+from .. import rules as rules_mod
+from ..files import check_writable
+from ..rules import COLLECTIVES, TARGETS
+from ..units import fmt_size
+from ._common import command, db_option, err, fail, out, write_or_keep
+
+EVAL_SHORT = {"in-sample": "in-sample", "leave-one-size-out": "CV size",
+              "leave-one-np-out": "CV np", "rules file": "rules file"}
+
+
+def _x(v) -> str:
+    return "—" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.3f}"
+
+
+def rules_table(rs) -> Table:
+    t = Table(title=f"rules ({rs.target}): first match wins", title_justify="left")
+    mapped = any(r.mapping is not None for r in rs.rules)
+    cols = ["collective", "processes", "sizes", "algorithm", "params"] + (["mapping"] if mapped
+                                                                          else [])
+    for c in cols:
+        t.add_column(c, overflow="fold")
+    for r in rs.rules:
+        nps = f"{r.np_min}–" + ("" if r.np_max is None else str(r.np_max))
+        sizes = (f"{fmt_size(r.size_min)}–"
+                 + ("" if r.size_max is None else fmt_size(r.size_max)))
+        row = [r.collective, nps, sizes, r.algorithm,
+               ",".join(f"{k}={v}" for k, v in r.params) or "-"]
+        if mapped:
+            row.append(r.mapping or "")
+        t.add_row(*row)
+    return t
+
+
+def quality_table(summary, has_native: bool) -> Table:
+    t = Table(title="quality: regret = chosen / fastest measured median (1 is best); gain = "
+                    "native / chosen (>1 beats the default)", title_justify="left")
+    cols = ["collective", "evaluation", "points", "regret gmean", "regret worst", "worst at"]
+    if has_native:
+        cols += ["gain gmean", "gain worst", "worst at"]
+    for c in cols:
+        t.add_column(c, justify="right" if c in ("points",) or "gmean" in c
+                     or "worst" == c.split()[-1] else "left")
+    for r in summary.to_dict("records"):
+        pts = str(r["points"]) + (f" ({r['unmeasured']} unmeasured)" if r["unmeasured"] else "")
+        row = [r["collective"], EVAL_SHORT[r["evaluation"]], pts, _x(r["regret_gmean"]),
+               _x(r["regret_worst"]), r["regret_worst_at"] or ""]
+        if has_native:
+            row += [_x(r["gain_gmean"]), _x(r["gain_worst"]), r["gain_worst_at"] or ""]
+        t.add_row(*row)
+    return t
+
+
+@command()
+@db_option()
+@click.option("--study", help="The study whose measurements are tuned from (default: the only "
+              "study in the database).")
+@click.option("--round", "round_", type=int, help="Its round (default: the latest).")
+@click.option("--target", help="Whose algorithms are the candidates: "
+              + ", ".join(TARGETS) + " (colltune: ours and native; openmpi: ompi:* and "
+              "native; mpich: mpich:* and native).")
+@click.option("--coll", help="Only these collectives (comma-separated).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="The rules file to write (colltune's format, atomically).")
+@click.option("--rules", "rules_path", type=click.Path(dir_okay=False),
+              help="Instead of making rules: evaluate this rules file on the study (regret "
+                   "and gain over native per point); writes nothing.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="What is printed: tables, or one JSON object (rules "
+              "and quality).")
+@click.option("--include-oversubscribed", is_flag=True,
+              help="Let points measured with more processes than cores drive choices too "
+                   "(left out by default).")
+def tune(db_path, study, round_, target, coll, output, rules_path, fmt,
+         include_oversubscribed) -> None:
+    """The best algorithm (with its parameters) for every collective, process count
+    and size of a study, as a rules file; prints the decision table and its quality
+    (regret against the fastest measured, gain over native; in-sample and
+    cross-validated) and stores both in the database. docs/tuning.md."""
+    from .. import tune as tune_mod
+    from ..errors import did_you_mean
+
+    if rules_path is not None:
+        if output is not None:
+            fail("--rules evaluates a rules file and writes none: leave out -o")
+    elif target is None or output is None:
+        fail("--target and -o FILE are needed (or --rules FILE to evaluate one)")
+    if target is not None and target not in TARGETS:
+        fail(f"--target '{target}': unknown{did_you_mean(target, TARGETS)} "
+             f"(valid: {', '.join(TARGETS)})")
+    colls = None
+    if coll:
+        colls = [c.strip() for c in coll.split(",") if c.strip()]
+        for c in colls:
+            if c not in COLLECTIVES:
+                fail(f"--coll '{c}': unknown collective{did_you_mean(c, COLLECTIVES)} "
+                     f"(valid: {', '.join(COLLECTIVES)})")
+    given = None
+    if rules_path is not None:
+        given = rules_mod.read(rules_path)
+        if target is not None and target != given.target:
+            fail(f"--target {target}: the rules file {rules_path} is for {given.target}")
+        target = given.target
+        conn = db_mod.open_reader(db_path)  # evaluating writes nothing
+    else:
+        check_writable(output, "-o/--output")
+        db_mod.check_writable(db_path)  # the quality is stored: refuse before any work
+        conn = db_mod.open_db(db_path, create=False)
+    try:
+        if study is None:
+            names = [r[0] for r in conn.execute("SELECT name FROM studies ORDER BY name")]
+            if len(names) != 1:
+                fail("--study is needed: the database holds "
+                     + (f"the studies {', '.join(names)}" if names else "no study "
+                        "(run colltune sweep first)"))
+            study = names[0]
+        frame, rnd = tune_mod.load_frame(conn, study, round_)
+        if given is not None:
+            _evaluate(given, rules_path, frame, study, rnd, colls, include_oversubscribed, fmt)
+            return
+        mpi = sorted({f"{k} {v}" for k, v in zip(frame["mpi_kind"], frame["mpi_version"])
+                      if k is not None})
+        meta = {"study": study, "round": str(rnd), "mpi": "; ".join(mpi) or "unknown",
+                "created": db_mod.now(), "colltune": __version__}
+        if include_oversubscribed:
+            meta["oversubscribed"] = "included"
+        result = tune_mod.tune(frame, target, colls, include_oversubscribed, meta)
+        text = rules_mod.to_text(result.rules)
+        data = result.to_dict()
+        try:
+            db_mod.store_tuning(conn, study=study, round=rnd, target=target, collectives=colls,
+                                include_oversubscribed=include_oversubscribed, rules=text,
+                                summary=data["summary"], points=data["points"],
+                                notes=result.notes, argv=["colltune"] + sys.argv[1:])
+        except sqlite3.Error as exc:
+            fail(f"cannot store the tuning in {db_path}: {exc}; no rules file written")
+    finally:
+        conn.close()
+    write_or_keep(output, text, "tune.rules")
+    for n in result.notes:
+        err.print(f"note: {n}", highlight=False)
+    if fmt == "json":
+        click.echo(json.dumps({"study": study, "round": rnd, "output": str(output),
+                               "rules": json.loads(rules_mod.to_json(result.rules)),
+                               "quality": data}, indent=2))
+        return
+    out.print(rules_table(result.rules))
+    out.print(quality_table(result.summary, result.has_native))
+    out.print(f"{len(result.rules.rules)} rules from {len(result.choices)} measured points of "
+              f"study '{study}' round {rnd} written to {output}", highlight=False)
+
+
+def _evaluate(rs, path, frame, study, rnd, colls, include_oversubscribed, fmt) -> None:
+    """--rules FILE: the quality of a given rules file on the study's points."""
+    from .. import tune as tune_mod
+
+    for n in tune_mod.rules_notes(rs, frame):
+        err.print(f"note: {n}", highlight=False)
+    pts, summary = tune_mod.quality(frame, rs, colls, include_oversubscribed)
+    if fmt == "json":
+        click.echo(json.dumps({"study": study, "round": rnd, "rules": str(path),
+                               "summary": json.loads(summary.to_json(orient="records")),
+                               "points": json.loads(pts.to_json(orient="records"))}, indent=2))
+        return
+    out.print(quality_table(summary, pts["native_us"].notna().any()))
+    out.print(f"the rules of {path} on {len(pts)} measured points of study '{study}' round "
+              f"{rnd}", highlight=False)

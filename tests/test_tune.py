@@ -1,0 +1,317 @@
+"""colltune tune: choices with evidence, the interpolation policy, regret and gain,
+cross-validation, bad input, and a real sweep -> tune through the command line."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from colltune import rules, tune
+from colltune.rules import Rule
+from colltune.tune import TuneError
+
+NOISE = (1.00, 1.02, 0.98, 1.01, 0.99)  # per launch: shared by every algorithm of it
+
+
+def frame(points, reps=5, cores=64, mpi_kind="openmpi", noise=NOISE, own=None):
+    """points: {(collective, np, size): {label: median µs}} -> one row per
+    (launch, algorithm), algorithms of a point measured in the same launches (noise:
+    per launch, shared; own: label -> per-launch factors of that algorithm alone)."""
+    rows, unit = [], 0
+    own = own or {}
+    for (coll, np_, size), algos in points.items():
+        for rep in range(reps):
+            unit += 1
+            for label, us in algos.items():
+                algo, _, params = label.partition(":") if not label.startswith(
+                    ("ompi:", "mpich:")) else (label, "", "")
+                rows.append({"study": "s", "run_id": 1, "unit_id": unit, "round": 1,
+                             "repetition": rep + 1, "collective": coll, "algorithm": algo,
+                             "spec": label, "params": params, "np": np_, "nodes": 1,
+                             "ppn": np_, "mapping": "core", "size": size,
+                             "median_us": us * noise[rep % len(noise)]
+                             * own.get(label, (1.0,) * reps)[rep],
+                             "valid": 1, "cores": cores, "mpi_kind": mpi_kind,
+                             "mpi_version": "5.0.11"})
+    return pd.DataFrame(rows)
+
+
+def grid(fn, colls=("bcast",), nps=(2,), sizes=(8, 1024, 1 << 20)):
+    return {(c, n, s): fn(c, n, s) for c in colls for n in nps for s in sizes}
+
+
+# ------------------------------------------------------------------ choices and rules
+
+
+def test_a_clear_winner_is_chosen_and_its_regret_is_one():
+    f = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 5.0, "linear": 20.0}))
+    t = tune.tune(f, "colltune")
+    assert [(r.algorithm, r.np_min, r.np_max, r.size_min, r.size_max) for r in t.rules.rules] \
+        == [("binomial", 1, None, 0, None)]  # three sizes merged into one range
+    ins = t.points["in-sample"]
+    assert (ins["chosen"] == "binomial").all()
+    assert ins["regret"].tolist() == pytest.approx([1.0, 1.0, 1.0])
+    assert ins["gain"].tolist() == pytest.approx([2.0, 2.0, 2.0])
+    s = t.summary.set_index("evaluation").loc["in-sample"]
+    assert s["regret_gmean"] == pytest.approx(1.0) and s["gain_gmean"] == pytest.approx(2.0)
+
+
+def test_a_gain_within_the_spread_keeps_native():
+    # 1 % faster (below the 3 % minimum effect): a tie, native kept; its regret shows it
+    f = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 9.9}))
+    t = tune.tune(f, "colltune")
+    assert {r.algorithm for r in t.rules.rules} == {"native"}
+    assert t.points["in-sample"]["regret"].tolist() == pytest.approx([10 / 9.9] * 3)
+    assert t.points["in-sample"]["gain"].tolist() == pytest.approx([1.0] * 3)
+    # noisy launches: a 20 % gain whose repetitions scatter by 50 % is not significant
+    noisy = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 8.0}),
+                  own={"binomial": (0.6, 1.4, 0.7, 1.3, 0.8)})
+    assert {r.algorithm for r in tune.select(noisy, "colltune").rules} == {"native"}
+
+
+def test_sizes_split_at_geometric_midpoints_and_ends_extend():
+    best = {8: "linear", 1024: "binomial", 1 << 20: "binomial", 1 << 24: "linear"}
+    f = frame(grid(lambda c, n, s: {"native": 10.0, best[s]: 4.0,
+                                    ("binomial" if best[s] == "linear" else "linear"): 30.0},
+                   sizes=tuple(best)))
+    rs = tune.select(f, "colltune")
+    got = [(r.size_min, r.size_max, r.algorithm) for r in rs.rules]
+    assert got == [(0, 90, "linear"),                   # isqrt(8 * 1024) = 90
+                   (91, 4194304, "binomial"),           # 1024 and 1M merged; isqrt(1M * 16M)
+                   (4194305, None, "linear")]
+    assert tune.size_split(0, 64) == 32 and tune.size_split(8, 9) == 8
+    # every size has exactly one rule
+    for size in (0, 90, 91, 5000, 4194304, 4194305, 1 << 40):
+        assert sum(r.matches("bcast", 2, size) for r in rs.rules) == 1
+
+
+def test_process_counts_cover_up_to_the_next_and_equal_neighbours_merge():
+    def fn(c, n, s):
+        win = "linear" if n == 16 else "binomial"
+        return {"native": 10.0, win: 4.0}
+    f = frame(grid(fn, nps=(2, 4, 16, 32)))
+    rs = tune.select(f, "colltune")
+    got = [(r.np_min, r.np_max, r.algorithm) for r in rs.rules]
+    assert got == [(1, 15, "binomial"), (16, 31, "linear"), (32, None, "binomial")]
+    assert rs.lookup("bcast", 1, 8).algorithm == "binomial"      # below the smallest
+    assert rs.lookup("bcast", 1000, 8).algorithm == "binomial"   # above the largest
+    assert rs.lookup("bcast", 20, 8).algorithm == "linear"
+
+
+def test_parameters_are_part_of_the_choice_and_survive_the_rules_file(tmp_path):
+    f = frame(grid(lambda c, n, s: {"native": 10.0, "chain:segsize=8192": 3.0,
+                                    "chain:segsize=65536": 6.0}))
+    t = tune.tune(f, "colltune", meta={"study": "s"})
+    (r,) = t.rules.rules
+    assert r.algorithm == "chain" and r.params == (("segsize", 8192),)
+    back = rules.from_text(rules.to_text(t.rules))
+    assert back.rules == t.rules.rules and back.target == "colltune"
+    assert back.meta["study"] == "s" and "geometric" in back.meta["policy"]
+
+
+def test_mapping_is_a_key_only_where_the_study_varied_it():
+    f = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 5.0}))
+    g = f.copy()
+    g["mapping"] = "socket"
+    g["unit_id"] += 1000
+    g.loc[g["algorithm"] == "binomial", "median_us"] *= 4  # slower than native there
+    rs = tune.select(pd.concat([f, g]), "colltune")
+    assert {(r.mapping, r.algorithm) for r in rs.rules} == {("core", "binomial"),
+                                                           ("socket", "native")}
+    assert all(r.mapping is None for r in tune.select(f, "colltune").rules)
+
+
+# ------------------------------------------------------------------ quality
+
+
+def test_cross_validation_evaluates_rules_built_without_the_point():
+    # A wins at 8 B and 1 MiB, B at 1 KiB: left out, 1 KiB falls in A's range
+    lat = {8: {"native": 10.0, "A": 2.0, "B": 4.0}, 1024: {"native": 10.0, "A": 6.0, "B": 3.0},
+           1 << 20: {"native": 10.0, "A": 2.0, "B": 4.0}}
+    f = frame(grid(lambda c, n, s: lat[s], nps=(2, 4)))
+    t = tune.tune(f, "colltune")
+    ins = t.summary.set_index("evaluation").loc["in-sample"]
+    assert ins["regret_gmean"] == pytest.approx(1.0)
+    loso = t.points["leave-one-size-out"]
+    at1k = loso[loso["size"] == 1024]
+    assert (at1k["chosen"] == "A").all() and at1k["regret"].tolist() == pytest.approx([2.0, 2.0])
+    # at 8 B: the rules of 1 KiB and 1 MiB give B below isqrt(1K * 1M) = 32768
+    at8 = loso[loso["size"] == 8]
+    assert (at8["chosen"] == "B").all() and at8["regret"].tolist() == pytest.approx([2.0, 2.0])
+    s = t.summary.set_index("evaluation").loc["leave-one-size-out"]
+    assert s["regret_worst"] == pytest.approx(2.0)
+    # at 1 MiB: B, the choice of the largest remaining size (1 KiB), extends upwards
+    at1m = loso[loso["size"] == 1 << 20]
+    assert (at1m["chosen"] == "B").all()
+    assert s["regret_gmean"] == pytest.approx(2.0) and s["points"] == 6
+    assert s["gain_worst"] == pytest.approx(10 / 6)
+    # process counts all choose alike: leaving one out loses nothing
+    lono = t.summary.set_index("evaluation").loc["leave-one-np-out"]
+    assert lono["regret_gmean"] == pytest.approx(1.0) and lono["points"] == 6
+
+
+def test_quality_of_a_rules_file_against_measurements():
+    f = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 5.0, "linear": 8.0}))
+    rs = rules.RuleSet("colltune", [Rule("bcast", 1, None, 0, None, "linear")])
+    pts, summ = tune.quality(f, rs)
+    assert pts["regret"].tolist() == pytest.approx([1.6] * 3)
+    assert summ.iloc[0]["gain_gmean"] == pytest.approx(1.25)
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def test_a_rules_file_from_another_library_or_version():
+    f = frame(grid(lambda c, n, s: {"native": 10.0, "ompi:chain": 5.0}))
+    rs = tune.select(f, "openmpi", meta={"mpi": "openmpi 5.0.11"})
+    assert tune.rules_notes(rs, f) == []
+    old = rules.RuleSet("openmpi", rs.rules + [Rule("bcast", 1, None, 0, None, "ompi:gone")],
+                        {"mpi": "openmpi 4.1.6"})
+    notes = tune.rules_notes(old, f)
+    assert any("openmpi 4.1.6" in n and "openmpi 5.0.11" in n for n in notes)
+    assert any("ompi:gone" in n for n in notes)
+    with pytest.raises(TuneError, match="measured with openmpi"):
+        tune.rules_notes(rules.RuleSet("mpich", [], {}), f)
+    # a rule that matches no measured algorithm leaves the point unmeasured, not wrong
+    pts, summ = tune.quality(f, rules.RuleSet("openmpi",
+                                              [Rule("bcast", 1, None, 0, None, "ompi:gone")]))
+    assert pts["regret"].isna().all() and summ.iloc[0]["unmeasured"] == 3
+
+
+def test_no_native_gives_regret_only_with_a_note():
+    f = frame(grid(lambda c, n, s: {"binomial": 5.0, "linear": 8.0}))
+    t = tune.tune(f, "colltune")
+    assert not t.has_native and any("no native" in n for n in t.notes)
+    assert t.points["in-sample"]["regret"].tolist() == pytest.approx([1.0] * 3)
+    assert t.points["in-sample"]["gain"].isna().all()
+    assert {r.algorithm for r in t.rules.rules} == {"binomial"}
+
+
+def test_empty_study_and_missing_candidates_are_errors():
+    with pytest.raises(TuneError, match="no measurements"):
+        tune.tune(pd.DataFrame(), "colltune")
+    f = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 5.0}))
+    with pytest.raises(TuneError, match=r"ompi:all.*native"):
+        tune.tune(f, "openmpi")
+    with pytest.raises(TuneError, match="measured with openmpi, not mpich"):
+        tune.tune(f, "mpich")
+    with pytest.raises(TuneError, match="did you mean 'openmpi'"):
+        tune.tune(f, "openmp")
+    with pytest.raises(TuneError, match="did you mean 'bcast'"):
+        tune.tune(f, "colltune", collectives=["bcst"])
+
+
+def test_library_target_picks_among_the_library_only():
+    f = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 2.0, "ompi:chain": 5.0,
+                                    "ompi:linear": 12.0}))
+    rs = tune.select(f, "openmpi")
+    assert {r.algorithm for r in rs.rules} == {"ompi:chain"} and rs.target == "openmpi"
+    assert {r.algorithm for r in tune.select(f, "colltune").rules} == {"binomial"}
+
+
+def test_an_algorithm_for_one_process_count_is_not_extended_to_others():
+    # Open MPI's two_proc allgather errors at any np but 2: the rules keep it to np 2
+    f = frame(grid(lambda c, n, s: {"native": 10.0, "ompi:two_proc": 2.0, "ompi:ring": 5.0},
+                   colls=("allgather",), nps=(2,)))
+    rs = tune.select(f, "openmpi")
+    got = [(r.np_min, r.np_max, r.algorithm) for r in rs.rules]
+    assert got == [(1, 1, "ompi:ring"), (2, 2, "ompi:two_proc"), (3, None, "ompi:ring")]
+    assert tune.np_exact("allgather", "ompi:two_proc") == 2
+    assert tune.np_exact("allgather", "two_proc") is None  # colltune's falls back itself
+
+
+def test_oversubscribed_points_drive_no_choice_unless_asked():
+    f = pd.concat([frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 5.0}, nps=(2,))),
+                   frame(grid(lambda c, n, s: {"native": 10.0, "linear": 5.0}, nps=(8,)))
+                   .assign(unit_id=lambda d: d["unit_id"] + 100)])
+    f["cores"] = 4
+    t = tune.tune(f, "colltune")
+    assert {r.algorithm for r in t.rules.rules} == {"binomial"}
+    assert any("oversubscribed" in n and "left out" in n for n in t.notes)
+    assert set(t.points["in-sample"]["np"]) == {2}
+    t2 = tune.tune(f, "colltune", include_oversubscribed=True)
+    assert t2.rules.lookup("bcast", 8, 8).algorithm == "linear"
+
+
+def test_candidates_missing_at_some_points_are_noted():
+    def fn(c, n, s):
+        return {"native": 10.0, "binomial": 5.0, **({"linear": 2.0} if s == 8 else {})}
+    t = tune.tune(frame(grid(fn)), "colltune")
+    assert any("not measured" in n for n in t.notes)
+    assert t.rules.lookup("bcast", 2, 8).algorithm == "linear"
+
+
+# ------------------------------------------------------------------ end to end
+
+TINY = """
+[study]
+name = "tinytune"
+collectives = ["bcast"]
+algorithms = ["binomial", "linear", "native"]
+sizes = [8, 65536]
+processes = [2]
+repetitions = 4
+iterations = 30
+warmup = 3
+"""
+
+
+def _cli(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "colltune", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, COLUMNS="200"))
+
+
+def test_sweep_then_tune_on_the_command_line(tmp_path, ompi_build):
+    study = tmp_path / "tiny.toml"
+    study.write_text(TINY)
+    dbp, out = tmp_path / "r.db", tmp_path / "bcast.rules"
+    res = _cli("sweep", study, "--db", dbp)
+    assert res.returncode == 0, res.stderr
+    res = _cli("tune", "--db", dbp, "--study", "tinytune", "--target", "colltune", "-o", out)
+    assert res.returncode == 0, res.stderr
+    assert "regret gmean" in res.stdout and "in-sample" in res.stdout
+    assert "CV size" in res.stdout  # two sizes: leave-one-size-out exists
+    assert "one process count" in res.stderr  # but not leave-one-np-out
+    rs = rules.read(out)
+    assert rs.target == "colltune" and rs.meta["study"] == "tinytune"
+    assert {r.algorithm for r in rs.rules} <= {"binomial", "linear", "native"}
+    for size in (0, 8, 65536, 1 << 30):
+        assert rs.lookup("bcast", 2, size) is not None
+    con = sqlite3.connect(dbp)
+    (text, summary, target) = con.execute("SELECT rules, summary, target FROM tunings").fetchone()
+    con.close()
+    assert text == out.read_text() and target == "colltune"
+    summ = json.loads(summary)
+    ins = [s for s in summ if s["evaluation"] == "in-sample"][0]
+    assert ins["points"] == 2 and ins["regret_gmean"] >= 1.0
+    assert math.isfinite(ins["gain_gmean"])
+    # JSON output, and the errors of bad names
+    res = _cli("tune", "--db", dbp, "--study", "tinytune", "--target", "colltune", "-o", out,
+               "--format", "json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["rules"]["target"] == "colltune"
+    res = _cli("tune", "--db", dbp, "--study", "tinytun", "--target", "colltune", "-o", out)
+    assert res.returncode == 2 and "did you mean 'tinytune'" in res.stderr
+    assert "Traceback" not in res.stderr
+    res = _cli("tune", "--db", dbp, "--study", "tinytune", "--target", "openmpi", "-o", out)
+    assert res.returncode == 2 and "ompi:all" in res.stderr and "Traceback" not in res.stderr
+    assert rules.read(out).target == "colltune"  # no wrong file written over it
+    # evaluate a rules file on the study: the one just written gives the in-sample figures
+    res = _cli("tune", "--db", dbp, "--study", "tinytune", "--rules", out, "--format", "json")
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)["summary"][0]
+    assert got["evaluation"] == "rules file"
+    assert got["regret_gmean"] == pytest.approx(ins["regret_gmean"])
+    bad = tmp_path / "bad.rules"
+    bad.write_text("bcast 1 - 0 - binomial -\n")
+    res = _cli("tune", "--db", dbp, "--study", "tinytune", "--rules", bad)
+    assert res.returncode == 2 and "not a colltune rules file" in res.stderr
+    assert "Traceback" not in res.stderr
