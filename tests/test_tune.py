@@ -315,3 +315,44 @@ def test_sweep_then_tune_on_the_command_line(tmp_path, ompi_build):
     res = _cli("tune", "--db", dbp, "--study", "tinytune", "--rules", bad)
     assert res.returncode == 2 and "not a colltune rules file" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+TINY_OMPI = """
+[study]
+name = "tinyompi"
+collectives = ["bcast"]
+algorithms = ["native", "ompi:binomial", "ompi:linear", "ompi:scatter_allgather"]
+sizes = [8, 65536]
+processes = [2]
+repetitions = 4
+iterations = 30
+warmup = 3
+"""
+
+
+def test_measure_tune_export_verify_with_open_mpi(tmp_path, ompi_build):
+    """The whole loop on the command line: a sweep of Open MPI's own algorithms, `tune
+    --target openmpi`, `rules export --to openmpi`, and `rules verify` running Open MPI
+    under the exported file: whatever the rules chose is what ran."""
+    study = tmp_path / "tiny.toml"
+    study.write_text(TINY_OMPI)
+    dbp, ours, conf = tmp_path / "r.db", tmp_path / "ompi.rules", tmp_path / "tuned.conf"
+    res = _cli("sweep", study, "--db", dbp)
+    assert res.returncode == 0, res.stderr
+    res = _cli("tune", "--db", dbp, "--study", "tinyompi", "--target", "openmpi", "-o", ours)
+    assert res.returncode == 0, res.stderr
+    rs = rules.read(ours)
+    assert rs.target == "openmpi" and rs.collectives() == ["bcast"]
+    assert {r.algorithm for r in rs.rules} <= {"native", "ompi:binomial", "ompi:linear",
+                                               "ompi:scatter_allgather"}
+    res = _cli("rules", "export", ours, "--to", "openmpi", "-o", conf)
+    assert res.returncode == 0, res.stderr
+    assert f"coll_tuned_dynamic_rules_filename {conf}" in res.stdout
+    res = _cli("rules", "check", conf)
+    assert res.returncode == 0, res.stdout + res.stderr
+    res = _cli("rules", "verify", conf, "--np", "2", "--sizes", "8,64K")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    # one row per size, each agreeing (exit 0 above: verify exits 1 on a disagreement)
+    rows = [ln for ln in res.stdout.splitlines() if " bcast " in ln]
+    assert len(rows) == 2 and not any(" NO " in ln for ln in rows)
