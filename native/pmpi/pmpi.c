@@ -296,7 +296,7 @@ static void say(ct_coll_t c, int np, long long size, const ct_pmpi_decision_t *d
                 const char *why, const char *detail) {
     /* forced and unmatched decisions have no size class of their own: the
      * power-of-two bucket of the size stands for it */
-    int ranged = d->size_min != 0 || d->size_max != -1;
+    int ranged = d->rule;
     long long bucket = ranged ? -1 : bucket_of(size);
     for (int i = 0; i < nseen; i++)
         if (seen[i].coll == (int)c && seen[i].np == np && seen[i].id == d->id &&

@@ -25,6 +25,7 @@ typedef struct {
     int np_min, np_max;
     long long size_min, size_max;
     int id;              /* distinct per decision of this process            */
+    int rule;            /* from a rules file line (its ranges are the size class) */
 } ct_pmpi_decision_t;
 
 /* A parsed rules file: decisions per collective, first match wins. */

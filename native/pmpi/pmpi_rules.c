@@ -176,6 +176,7 @@ int ct_pmpi_rules_parse(const char *text, const char *name, int first_id,
         d.size_min = size_min;
         d.size_max = size_max;
         d.id = id++;
+        d.rule = 1;
         /* MAPPING (field 8): the interposition library does not know the job's
          * mapping, so a rule applies whatever mapping it names, as
          * RuleSet.lookup(mapping=None) does */
