@@ -7,13 +7,11 @@
  * next to MPI_COMM_WORLD, an intercommunicator, and communicators created and
  * freed in a loop. tests/test_pmpi.py runs it under libcolltune-pmpi.so.
  *
- *   colltune-plaincolls [--loop N] [--multiple] [--osu COLL BYTES ITERS]
+ *   colltune-plaincolls [--loop N] [--multiple]
  *
  * --loop N      N times: MPI_Comm_dup, Bcast + Allreduce on it, MPI_Comm_free
  *               (a library that leaked a communicator per dup runs out of them)
  * --multiple    initialise with MPI_THREAD_MULTIPLE
- * --osu C B I   only time collective C at B bytes (OSU-style: I iterations after
- *               a warm-up, barrier between) and print "osu COLL BYTES LATENCY_US"
  *
  * Every rank prints its own "FAIL ..." lines on stderr and exits 1 after
  * MPI_Finalize if any check failed; rank 0 prints "plaincolls: N checks passed".
@@ -215,48 +213,13 @@ static void run_inter(MPI_Comm world) {
     MPI_Comm_free(&half);
 }
 
-static int osu(const char *coll, long bytes, int iters) {
-    int p, r;
-    MPI_Comm_size(MPI_COMM_WORLD, &p);
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    char *s = calloc((size_t)bytes * (size_t)p + 1, 1), *d = calloc((size_t)bytes * (size_t)p + 1, 1);
-    int isum = strcmp(coll, "reduce") == 0 || strcmp(coll, "allreduce") == 0;
-    int n = isum ? (int)(bytes / 4) : (int)bytes;
-    MPI_Datatype dt = isum ? MPI_INT : MPI_CHAR;
-    double t = 0;
-    for (int it = -iters / 10 - 1; it < iters; it++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
-        if (!strcmp(coll, "bcast")) MPI_Bcast(s, n, dt, 0, MPI_COMM_WORLD);
-        else if (!strcmp(coll, "reduce")) MPI_Reduce(s, d, n, dt, MPI_SUM, 0, MPI_COMM_WORLD);
-        else if (!strcmp(coll, "gather")) MPI_Gather(s, n, dt, d, n, dt, 0, MPI_COMM_WORLD);
-        else if (!strcmp(coll, "allgather")) MPI_Allgather(s, n, dt, d, n, dt, MPI_COMM_WORLD);
-        else MPI_Allreduce(s, d, n, dt, MPI_SUM, MPI_COMM_WORLD);
-        if (it >= 0) t += MPI_Wtime() - t0;
-    }
-    double mean = t / iters, avg = 0;
-    MPI_Reduce(&mean, &avg, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (r == 0) printf("osu %s %ld %.3f\n", coll, bytes, avg / p * 1e6);
-    free(s);
-    free(d);
-    return 0;
-}
-
 int main(int argc, char **argv) {
     int loop = 0, multiple = 0;
-    const char *osu_coll = NULL;
-    long osu_bytes = 0;
-    int osu_iters = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--loop") && i + 1 < argc) loop = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--multiple")) multiple = 1;
-        else if (!strcmp(argv[i], "--osu") && i + 3 < argc) {
-            osu_coll = argv[++i];
-            osu_bytes = atol(argv[++i]);
-            osu_iters = atoi(argv[++i]);
-        } else {
-            fprintf(stderr, "usage: colltune-plaincolls [--loop N] [--multiple] "
-                            "[--osu COLL BYTES ITERS]\n");
+        else {
+            fprintf(stderr, "usage: colltune-plaincolls [--loop N] [--multiple]\n");
             return 2;
         }
     }
@@ -267,11 +230,6 @@ int main(int argc, char **argv) {
         MPI_Init(&argc, &argv);
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
-    if (osu_coll) {
-        osu(osu_coll, osu_bytes, osu_iters);
-        MPI_Finalize();
-        return 0;
-    }
     MPI_Datatype affine_dt;
     MPI_Type_contiguous(2, MPI_UNSIGNED, &affine_dt);
     MPI_Type_commit(&affine_dt);
