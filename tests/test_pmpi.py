@@ -271,3 +271,29 @@ def test_settings_check_the_rules_file_first(tmp_path):
         interpose.settings(force={"scan": "linear"})
     assert interpose.launcher_options("openmpi", ["A", "B"]) == ["-x", "A", "-x", "B"]
     assert interpose.launcher_options("mpich", ["A", "B"]) == ["-genvlist", "A,B"]
+
+
+def _colltune_run(build, mpi_flag):
+    """`colltune run` passes the settings with the launcher's own options (-x, -genvlist)
+    and returns the program's exit status."""
+    ln = launch.prepare(build.mpi, 2, [str(build.program("colltune-plaincolls"))])
+    res = colltune("run", "--mpi", mpi_flag, "--force", "bcast=knomial:radix=3", "--verbose",
+                   "--", *ln.argv)
+    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
+    assert "plaincolls:" in res.stdout and "checks passed" in res.stdout
+    assert "bcast np=2 size 4..7 B: knomial (COLLTUNE_BCAST)" in res.stderr, res.stderr
+    bad = colltune("run", "--mpi", mpi_flag, "--force", "bcast=_broken", "--", *ln.argv)
+    assert bad.returncode != 0 and "FAIL rank" in bad.stderr
+    env = colltune("run", "--mpi", mpi_flag, "--force", "reduce=binomial", "--print-env")
+    assert env.returncode == 0, env.stderr
+    assert env.stdout.startswith("export COLLTUNE_REDUCE=binomial LD_PRELOAD=")
+    assert str(interpose.library(build)) in env.stdout
+
+
+def test_colltune_run_openmpi(ompi_build):
+    _colltune_run(ompi_build, "openmpi")
+
+
+@pytest.mark.mpich
+def test_colltune_run_mpich(mpich_build):
+    _colltune_run(mpich_build, "mpich")

@@ -54,7 +54,7 @@ def run(rules, forces, verbose, profile, mpi_spec, print_env, cmd) -> None:
     build = build_or_fail(mpi_spec)
     env.update(interpose.preload(build))
     if print_env:
-        out.print(" ".join(f"export {k}={shlex.quote(v)}" for k, v in env.items()),
+        out.print("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()),
                   highlight=False, soft_wrap=True)
         return
     if not cmd:
@@ -86,7 +86,7 @@ def profile(file, as_json) -> None:
     for e in p.entries:
         size = f"{e.size_min}..{e.size_max}" if e.size_max != e.size_min else str(e.size_min)
         t.add_row(e.collective, str(e.np), size, escape(e.algorithm), escape(e.spec),
-                  escape(e.source), str(e.calls), f"{e.mean_s * 1e6:.2f}", f"{e.total_s:.4f}")
+                  escape(e.source), str(e.calls), f"{e.mean_s * 1e6:.2f}", f"{e.total_s:.6f}")
     out.print(t)
     if p.dropped:
         out.print(f"note: {p.dropped} calls were not recorded (more than 4096 distinct keys "
