@@ -297,3 +297,52 @@ def test_colltune_run_openmpi(ompi_build):
 @pytest.mark.mpich
 def test_colltune_run_mpich(mpich_build):
     _colltune_run(mpich_build, "mpich")
+
+
+def _heat_demo(build, tmp_path, np):
+    """colltune-heat-plain (heat.c built without colltune's library: MPI_Allreduce and
+    MPI_Reduce of the MPI library) under the interposition library and a rules file
+    gives the grid of colltune-heat bitwise, stops at the same iteration and reports
+    the same minimum and maximum; the verbose lines show our algorithms ran."""
+    from colltune import heat
+
+    spec = dict(np=np, rows=37, cols=23, iterations=400, threshold=1.0, report_interval=10,
+                seed=3, decomp="2d")
+    ref_out = tmp_path / "ref.raw"
+    rec, reports, _ = heat.run_heat(build, heat.HeatSpec(output=str(ref_out), **spec))
+    # converged: the Allreduce decided when to stop
+    assert rec["converged"] is True and 5 < rec["iterations_done"] < 400
+    rules = tmp_path / "heat.rules"
+    rules.write_text("# colltune-rules 1\n# target: colltune\n"
+                     "allreduce 2 - 0 - recursive_doubling -\n"
+                     "reduce 2 - 0 - binomial -\n")
+    out = tmp_path / "plain.raw"
+    argv = heat.heat_argv(build, heat.HeatSpec(output=str(out), **spec))
+    argv[0] = str(build.program("colltune-heat-plain"))
+    e = {v: "" for v in ALL_VARS}
+    e.update(interpose.preload(build, {}))
+    e.update({"COLLTUNE_RULES": str(rules), "COLLTUNE_VERBOSE": "1"})
+    res = launch.run(launch.prepare(build.mpi, np, argv, e), timeout=300)
+    assert res.returncode == 0 and not res.timed_out, res.stderr[-3000:]
+    text = "\n".join(_decisions(res.stderr))
+    assert f"allreduce np={np} size 0.. B: recursive_doubling ({rules}:3)" in text, text
+    assert f"reduce np={np} size 0.. B: binomial ({rules}:4)" in text, text
+    recs = [json.loads(ln) for ln in res.stdout.splitlines() if ln.startswith("{")]
+    summary = [r for r in recs if r.get("kind") == "heat"][0]
+    plain_reports = [r for r in recs if r.get("kind") == "heat_report"]
+    assert summary["converged"] is True
+    assert summary["iterations_done"] == rec["iterations_done"]
+    assert summary["final_max_change"] == rec["final_max_change"]
+    assert out.read_bytes() == ref_out.read_bytes()
+    assert [(r["iteration"], r["min"], r["max"]) for r in plain_reports] == \
+        [(r["iteration"], r["min"], r["max"]) for r in reports]
+
+
+@pytest.mark.parametrize("np", NPS)
+def test_heat_built_without_colltune_same_grid_openmpi(ompi_build, tmp_path, np):
+    _heat_demo(ompi_build, tmp_path, np)
+
+
+@pytest.mark.mpich
+def test_heat_built_without_colltune_same_grid_mpich(mpich_build, tmp_path):
+    _heat_demo(mpich_build, tmp_path, 3)

@@ -16,7 +16,7 @@ from .paths import cache_dir, native_dir
 
 PROGRAMS = ("colltune-verify", "colltune-bench", "colltune-selftest", "colltune-pingpong",
             "colltune-probe", "colltune-heat", "colltune-stream", "colltune-which",
-            "libcolltune-pmpi.so", "colltune-plaincolls")
+            "libcolltune-pmpi.so", "colltune-plaincolls", "colltune-heat-plain")
 
 
 class BuildError(ColltuneError, RuntimeError):
