@@ -215,6 +215,16 @@ def test_private_communicators_are_freed_with_the_users_mpich(mpich_build):
     _passed(res)
 
 
+def test_communicators_made_and_freed_openmpi(ompi_build):
+    """Duplicates and intercommunicators made and freed in turn (their handles are
+    reused): the cached communicator facts follow them (an intercommunicator taken for
+    the intracommunicator that had its handle would fail with MPI_ERR_COMM)."""
+    res = _run(ompi_build, 3, {"COLLTUNE_BCAST": "binomial", "COLLTUNE_ALLREDUCE": "ring",
+                               "COLLTUNE_VERBOSE": "1"}, ["--loop", "200"])
+    _passed(res)
+    assert "allreduce np=2 size -: native (intercommunicator: the library's own)" in res.stderr
+
+
 def test_profile_at_finalize(ompi_build, tmp_path):
     prof = tmp_path / "app.profile.json"
     res = _run(ompi_build, 3, {"COLLTUNE_PROFILE": str(prof), "COLLTUNE_BCAST": "binomial",

@@ -65,6 +65,8 @@ void ct_pmpi_warn(const char *fmt, ...) {
     fflush(stderr);
 }
 
+static void ccache_init(void);
+
 /* ---- configuration ------------------------------------------------------- */
 
 /* Rank 0's view of the environment and the rules file, as one blob of
@@ -251,6 +253,7 @@ static void configure(int provided) {
         return;
     }
     for (int c = 0; c < CT_NCOLL; c++) st.last[c].d = NULL;
+    ccache_init();
     st.observe = st.verbose || st.profile;
     st.active = 1;
     free(blob);
@@ -363,12 +366,73 @@ static int raise_error(MPI_Comm comm, ct_coll_t c, int rc) {
     return rc;
 }
 
+/* ---- communicator facts, cached -------------------------------------------
+ * The size of a communicator and whether it is an intercommunicator never
+ * change, but a handle may be reused after MPI_Comm_free. So an entry lives only
+ * while an attribute of ours sits on its communicator: the attribute's delete
+ * callback, which MPI_Comm_free runs, removes the entry (the copy callback is
+ * MPI_COMM_NULL_COPY_FN, so a duplicate starts without it). MPI_COMM_WORLD is
+ * answered from what MPI_Init found. A hit costs a few compares instead of two
+ * calls into the library. */
+#define CCACHE 16
+static struct {
+    MPI_Comm comm;
+    int np, inter;
+} ccache[CCACHE];
+static int ccache_next, ccache_key = MPI_KEYVAL_INVALID, world_np;
+
+static int ccache_delete(MPI_Comm comm, int key, void *val, void *extra) {
+    (void)key;
+    (void)val;
+    (void)extra;
+    for (int i = 0; i < CCACHE; i++)
+        if (ccache[i].comm == comm) ccache[i].comm = MPI_COMM_NULL;
+    return MPI_SUCCESS;
+}
+
+static void ccache_init(void) {
+    for (int i = 0; i < CCACHE; i++) ccache[i].comm = MPI_COMM_NULL;
+    PMPI_Comm_size(MPI_COMM_WORLD, &world_np);
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ccache_delete, &ccache_key, NULL) !=
+        MPI_SUCCESS)
+        ccache_key = MPI_KEYVAL_INVALID;
+}
+
+/* 0 with the size and inter flag, -1 when the library must take the call */
+static int comm_facts(MPI_Comm comm, int *np, int *inter) {
+    if (comm == MPI_COMM_WORLD) {
+        *np = world_np;
+        *inter = 0;
+        return 0;
+    }
+    if (comm == MPI_COMM_NULL) return -1;
+    for (int i = 0; i < CCACHE; i++)
+        if (ccache[i].comm == comm) {
+            *np = ccache[i].np;
+            *inter = ccache[i].inter;
+            return 0;
+        }
+    if (PMPI_Comm_test_inter(comm, inter) != MPI_SUCCESS ||
+        PMPI_Comm_size(comm, np) != MPI_SUCCESS)
+        return -1;
+    /* setting the attribute first: replacing an old one runs the delete
+     * callback, which must not remove the entry made after it */
+    if (ccache_key != MPI_KEYVAL_INVALID &&
+        PMPI_Comm_set_attr(comm, ccache_key, NULL) == MPI_SUCCESS) {
+        int slot = ccache_next;
+        ccache_next = (ccache_next + 1) % CCACHE;
+        ccache[slot].comm = comm;
+        ccache[slot].np = *np;
+        ccache[slot].inter = *inter;
+    }
+    return 0;
+}
+
 /* Communicator checks shared by every collective: 0 and the size, or -1 when the
  * call must go to the library (which raises any error itself). */
 static int intra_size(ct_coll_t c, MPI_Comm comm, int *np) {
     int inter = 0;
-    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return -1;
-    if (PMPI_Comm_size(comm, np) != MPI_SUCCESS) return -1;
+    if (comm_facts(comm, np, &inter)) return -1;
     if (inter) {
         passthrough_note(c, *np, -1, WHY_INTER);
         return -1;

@@ -10,7 +10,8 @@
  *   colltune-plaincolls [--loop N] [--multiple]
  *
  * --loop N      N times: MPI_Comm_dup, Bcast + Allreduce on it, MPI_Comm_free
- *               (a library that leaked a communicator per dup runs out of them)
+ *               (a library that leaked a communicator per dup runs out of them),
+ *               and every other time an intercommunicator made and freed
  * --multiple    initialise with MPI_THREAD_MULTIPLE
  *
  * Every rank prints its own "FAIL ..." lines on stderr and exits 1 after
@@ -253,6 +254,9 @@ int main(int argc, char **argv) {
         MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, c);
         CHECK(sum == it * p, "loop %d: allreduce on a fresh communicator gave %d", it, sum);
         MPI_Comm_free(&c);
+        /* an intercommunicator, likely at the handle just freed: it must not be
+         * taken for the intracommunicator that had it */
+        if (it % 2) run_inter(MPI_COMM_WORLD);
         if (nfail) break;
     }
     MPI_Op_free(&affine);
