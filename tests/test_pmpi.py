@@ -383,3 +383,24 @@ def test_the_installed_libraries_have_no_fortran_bindings(kind, request):
         assert res.returncode == 0, res.stderr
         syms = {ln.split()[-1] for ln in res.stdout.splitlines() if ln.strip()}
         assert "MPI_Bcast" in syms and not syms & fortran, (p, syms & fortran)
+
+
+def _mem_available_gib() -> float:
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return 0.0
+
+
+def test_a_bcast_of_close_to_int_max_elements(ompi_build):
+    """INT_MAX - 7 unsigned chars (2 GiB per process) through the interposition library
+    and a segmented algorithm, every byte checked (about 20 s on 2 cores)."""
+    if _mem_available_gib() < 8:
+        pytest.skip("needs 8 GiB of free memory (2 processes x 2 GiB, with room to spare)")
+    res = _run(ompi_build, 2, {"COLLTUNE_BCAST": "pipeline", "COLLTUNE_VERBOSE": "1"},
+               ["--large"], timeout=300)
+    _passed(res)
+    assert "bcast np=2 size 1073741824..2147483647 B: pipeline (COLLTUNE_BCAST)" in res.stderr

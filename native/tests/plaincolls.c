@@ -7,12 +7,13 @@
  * next to MPI_COMM_WORLD, an intercommunicator, and communicators created and
  * freed in a loop. tests/test_pmpi.py runs it under libcolltune-pmpi.so.
  *
- *   colltune-plaincolls [--loop N] [--multiple]
+ *   colltune-plaincolls [--loop N] [--multiple] [--large]
  *
  * --loop N      N times: MPI_Comm_dup, Bcast + Allreduce on it, MPI_Comm_free
  *               (a library that leaked a communicator per dup runs out of them),
  *               and every other time an intercommunicator made and freed
  * --multiple    initialise with MPI_THREAD_MULTIPLE
+ * --large       only a Bcast of INT_MAX - 7 unsigned chars (2 GiB per process)
  *
  * Every rank prints its own "FAIL ..." lines on stderr and exits 1 after
  * MPI_Finalize if any check failed; rank 0 prints "plaincolls: N checks passed".
@@ -214,13 +215,38 @@ static void run_inter(MPI_Comm world) {
     MPI_Comm_free(&half);
 }
 
+/* A Bcast of close to INT_MAX elements: every byte checked. */
+static void run_large(void) {
+    int r;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    int n = 2147483647 - 7;
+    unsigned char *buf = malloc((size_t)n);
+    if (!buf) {
+        fprintf(stderr, "plaincolls: rank %d: cannot allocate %d bytes\n", r, n);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    /* byte i holds i*31 mod 251 (kept incrementally: a modulo per byte is slow) */
+    if (r == 0)
+        for (size_t i = 0, v = 0; i < (size_t)n; i++, v = v + 31 >= 251 ? v + 31 - 251 : v + 31)
+            buf[i] = (unsigned char)v;
+    else
+        memset(buf, 0, (size_t)n);
+    MPI_Bcast(buf, n, MPI_UNSIGNED_CHAR, 0, MPI_COMM_WORLD);
+    size_t bad = 0, first = 0;
+    for (size_t i = 0, v = 0; i < (size_t)n; i++, v = v + 31 >= 251 ? v + 31 - 251 : v + 31)
+        if (buf[i] != (unsigned char)v && !bad++) first = i;
+    CHECK(!bad, "bcast of %d unsigned chars: %zu wrong bytes, the first at %zu", n, bad, first);
+    free(buf);
+}
+
 int main(int argc, char **argv) {
-    int loop = 0, multiple = 0;
+    int loop = 0, multiple = 0, large = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--loop") && i + 1 < argc) loop = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--multiple")) multiple = 1;
+        else if (!strcmp(argv[i], "--large")) large = 1;
         else {
-            fprintf(stderr, "usage: colltune-plaincolls [--loop N] [--multiple]\n");
+            fprintf(stderr, "usage: colltune-plaincolls [--loop N] [--multiple] [--large]\n");
             return 2;
         }
     }
@@ -231,6 +257,12 @@ int main(int argc, char **argv) {
         MPI_Init(&argc, &argv);
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    if (large) {
+        run_large();
+        MPI_Finalize();
+        if (wrank == 0 && !nfail) printf("plaincolls: %ld checks passed\n", nchecks);
+        return nfail ? 1 : 0;
+    }
     MPI_Datatype affine_dt;
     MPI_Type_contiguous(2, MPI_UNSIGNED, &affine_dt);
     MPI_Type_commit(&affine_dt);
