@@ -235,8 +235,8 @@ static void configure(int provided) {
         char err[1200];
         if (s[B_RULES_ERR][0]) {
             if (warn)
-                ct_pmpi_warn("%s; the MPI library's own collectives run where COLLTUNE_<COLL> forces none",
-                             s[B_RULES_ERR]);
+                ct_pmpi_warn("%s; the MPI library's own collectives run where "
+                             "COLLTUNE_<COLL> forces none", s[B_RULES_ERR]);
         } else if (ct_pmpi_rules_parse(s[B_RULES_TEXT], s[B_RULES_NAME], id, &st.rules, err,
                                        sizeof err)) {
             if (warn)
@@ -451,7 +451,8 @@ static long long bytes_of(int count, MPI_Datatype dt) {
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
     int np;
-    if (!st.active || intra_size(CT_BCAST, comm, &np)) return PMPI_Bcast(buf, count, dt, root, comm);
+    if (!st.active || intra_size(CT_BCAST, comm, &np))
+        return PMPI_Bcast(buf, count, dt, root, comm);
     long long size = bytes_of(count, dt);
     if (size < 0 || root < 0 || root >= np) {
         passthrough_note(CT_BCAST, np, size, WHY_ARGS);
