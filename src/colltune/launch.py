@@ -691,3 +691,22 @@ def run(launch: Launch, timeout: float | None = None,
     if s is not None:
         s.results.append(res)
     return res
+
+
+def run_command(argv: list[str], extra_env: dict[str, str]) -> int:
+    """Run a user's command line (`mpirun -np 4 ./app`, `srun ./app`) with `extra_env`
+    added to the environment, its output straight to the terminal. It runs in a
+    session of its own, stopped as a launch is (see `stop`) on Ctrl-C or SIGTERM.
+    Returns its exit status."""
+    env = dict(os.environ)
+    env.update(extra_env)
+    try:
+        proc = subprocess.Popen(argv, env=env, start_new_session=True)
+    except OSError as exc:
+        raise LaunchError(f"{argv[0]}: cannot run: {exc.strerror or exc}") from None
+    try:
+        with interrupt_on_term():
+            return proc.wait()
+    except BaseException:
+        stop(proc)
+        raise

@@ -46,7 +46,11 @@
  * rank 0 and writes it as raw float64 (row-major, native byte order) or as a
  * 16-bit PGM.
  */
+#ifdef CT_HEAT_PLAIN
+#include "heat_plain.h" /* colltune-heat-plain: MPI only, no colltune library */
+#else
 #include "driver_common.h"
+#endif
 #include "heat_kernel.h"
 #include "heat_pgm.h"
 

@@ -1,0 +1,58 @@
+/*
+ * pmpi_internal.h -- shared by the files of libcolltune-pmpi.so (not installed).
+ *
+ * The interposition library defines MPI_Bcast, MPI_Reduce, MPI_Gather,
+ * MPI_Allgather and MPI_Allreduce (and MPI_Init, MPI_Init_thread, MPI_Finalize
+ * to set itself up and write the profile). Every call it does not run with one
+ * of colltune's algorithms goes to the library's own PMPI_ entry point; the
+ * algorithm library itself only calls point-to-point functions and PMPI_
+ * collectives, so nothing recurses into these definitions.
+ */
+#ifndef CT_PMPI_INTERNAL_H
+#define CT_PMPI_INTERNAL_H
+
+#include "colltune.h"
+
+#include <stddef.h>
+
+/* One way of running a collective: the library's own (native) or one of ours. */
+typedef struct {
+    int native;          /* nonzero: the MPI library's own collective        */
+    ct_choice_t choice;  /* registry index and parameters (native included)  */
+    char spec[128];      /* canonical spec, as ct_choice_format writes it    */
+    char source[160];    /* why: "COLLTUNE_BCAST", "tuned.rules:7", ...      */
+    /* the rule's ranges (size class for the verbose output); -1: unbounded */
+    int np_min, np_max;
+    long long size_min, size_max;
+    int id;              /* distinct per decision of this process            */
+    int rule;            /* from a rules file line (its ranges are the size class) */
+} ct_pmpi_decision_t;
+
+/* A parsed rules file: decisions per collective, first match wins. */
+typedef struct {
+    ct_pmpi_decision_t *rules[CT_NCOLL];
+    int nrules[CT_NCOLL];
+} ct_pmpi_rules_t;
+
+/* Parse colltune's own rules file (text of `name`) into `out`. Returns 0, or -1
+ * with a one-line message "name:LINE: problem" in err. `first_id` numbers the
+ * decisions. On failure `out` is left empty. */
+int ct_pmpi_rules_parse(const char *text, const char *name, int first_id,
+                        ct_pmpi_rules_t *out, char *err, size_t errlen);
+void ct_pmpi_rules_free(ct_pmpi_rules_t *r);
+
+/* ---- profile (pmpi_profile.c) -------------------------------------------- */
+void ct_pmpi_profile_add(ct_coll_t coll, int np, long long size, const ct_pmpi_decision_t *d,
+                         int used_algo, double seconds);
+/* Collective over MPI_COMM_WORLD (called in MPI_Finalize, before PMPI_Finalize):
+ * merge every rank's entries at rank 0, which writes `path`. */
+void ct_pmpi_profile_write(const char *path, int rank);
+
+/* One warning line on stderr, "colltune-pmpi: ..." (callers print on rank 0 only). */
+void ct_pmpi_warn(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+#endif /* CT_PMPI_INTERNAL_H */

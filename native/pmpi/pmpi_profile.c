@@ -1,0 +1,195 @@
+/*
+ * pmpi_profile.c -- COLLTUNE_PROFILE=file: what the application's collectives
+ * cost, per collective x communicator size x size bucket x algorithm.
+ *
+ * Each rank counts its own calls and times them (PMPI_Wtime around the call).
+ * At MPI_Finalize the entries of every rank go to rank 0 of MPI_COMM_WORLD,
+ * which merges them by key and writes one JSON document (written to FILE.tmp,
+ * then renamed, so a reader never sees half a file):
+ *
+ *   {"format": "colltune-profile 1", "np_world": 4, "entries": [
+ *     {"collective": "bcast", "np": 4, "size_min": 8, "size_max": 15,
+ *      "algorithm": "binomial", "spec": "binomial:segsize=0", "source": "COLLTUNE_BCAST",
+ *      "calls": 1000, "ranks": 4, "total_s": 0.0021, "mean_s": 2.1e-06,
+ *      "max_rank_total_s": 0.0025}, ...]}
+ *
+ * calls: the calls one rank made (the most any rank of the key made: every member
+ * of a communicator makes each call); total_s: the time of those calls averaged
+ * over the ranks that made them; mean_s = total_s / calls. Size buckets are powers
+ * of two of colltune's size (bytes; per process for gather and allgather): 0, 1,
+ * 2..3, 4..7, ...; `algorithm` is what ran (after any declared fallback), `spec`
+ * what was asked for.
+ */
+#include "pmpi_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int coll, np, used, pad;
+    long long bucket;
+    long long calls;
+    double total;
+    char spec[128];
+    char source[160];
+} entry_t;
+
+#define MAX_ENTRIES 4096
+static entry_t *tab;
+static int ntab, dropped;
+static int last_hit = -1;
+
+static long long bucket_of(long long size) {
+    long long b = 1;
+    if (size <= 0) return 0;
+    while (b <= size / 2) b *= 2;
+    return b;
+}
+
+static int same_key(const entry_t *e, int coll, int np, long long bucket, int used,
+                    const char *spec, const char *source) {
+    return e->coll == coll && e->np == np && e->bucket == bucket && e->used == used &&
+           strcmp(e->spec, spec) == 0 && strcmp(e->source, source) == 0;
+}
+
+void ct_pmpi_profile_add(ct_coll_t coll, int np, long long size, const ct_pmpi_decision_t *d,
+                         int used_algo, double seconds) {
+    long long bucket = bucket_of(size);
+    int i = -1;
+    if (last_hit >= 0 &&
+        same_key(&tab[last_hit], (int)coll, np, bucket, used_algo, d->spec, d->source))
+        i = last_hit;
+    for (int k = 0; i < 0 && k < ntab; k++)
+        if (same_key(&tab[k], (int)coll, np, bucket, used_algo, d->spec, d->source)) i = k;
+    if (i < 0) {
+        if (!tab && !(tab = calloc(MAX_ENTRIES, sizeof *tab))) {
+            dropped++;
+            return;
+        }
+        if (ntab == MAX_ENTRIES) {
+            dropped++;
+            return;
+        }
+        i = ntab++;
+        entry_t *e = &tab[i];
+        e->coll = (int)coll;
+        e->np = np;
+        e->used = used_algo;
+        e->bucket = bucket;
+        snprintf(e->spec, sizeof e->spec, "%s", d->spec);
+        snprintf(e->source, sizeof e->source, "%s", d->source);
+    }
+    tab[i].calls++;
+    tab[i].total += seconds;
+    last_hit = i;
+}
+
+/* merged entry at rank 0 */
+typedef struct {
+    entry_t e;
+    int ranks;
+    double sum_total, max_total;
+} merged_t;
+
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+void ct_pmpi_profile_write(const char *path, int rank) {
+    int size;
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    int mine = ntab * (int)sizeof(entry_t);
+    int *counts = NULL, *displs = NULL;
+    char *all = NULL;
+    int tot_dropped = 0;
+    PMPI_Reduce(&dropped, &tot_dropped, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        counts = calloc((size_t)size, sizeof *counts);
+        displs = calloc((size_t)size, sizeof *displs);
+    }
+    PMPI_Gather(&mine, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    long long total = 0;
+    if (rank == 0 && counts && displs) {
+        for (int r = 0; r < size; r++) {
+            displs[r] = (int)total;
+            total += counts[r];
+        }
+        if (total <= 0x7fffffff) all = malloc(total ? (size_t)total : 1);
+    }
+    /* the gather goes ahead whatever rank 0 could allocate (every rank must
+     * take part); without memory it receives nothing and says so */
+    int okroot = rank != 0 || all != NULL;
+    PMPI_Bcast(&okroot, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!okroot) {
+        if (rank == 0) ct_pmpi_warn("%s: out of memory merging the profile; not written", path);
+        free(counts);
+        free(displs);
+        return;
+    }
+    PMPI_Gatherv(tab ? (void *)tab : (void *)&mine, mine, MPI_BYTE, all, counts, displs, MPI_BYTE,
+                 0, MPI_COMM_WORLD);
+    if (rank != 0) return;
+    int n = (int)(total / (long long)sizeof(entry_t));
+    merged_t *m = calloc(n ? (size_t)n : 1, sizeof *m);
+    int nm = 0;
+    for (int k = 0; m && k < n; k++) {
+        entry_t e;
+        memcpy(&e, all + (size_t)k * sizeof e, sizeof e);
+        int j = 0;
+        while (j < nm && !same_key(&m[j].e, e.coll, e.np, e.bucket, e.used, e.spec, e.source))
+            j++;
+        if (j == nm) {
+            m[nm].e = e;
+            m[nm].e.calls = 0;
+            nm++;
+        }
+        if (e.calls > m[j].e.calls) m[j].e.calls = e.calls;
+        m[j].ranks++;
+        m[j].sum_total += e.total;
+        if (e.total > m[j].max_total) m[j].max_total = e.total;
+    }
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = m ? fopen(tmp, "w") : NULL;
+    if (!f) {
+        ct_pmpi_warn("%s: cannot write the profile", path);
+    } else {
+        fprintf(f, "{\"format\": \"colltune-profile 1\", \"np_world\": %d, \"dropped\": %d, "
+                   "\"entries\": [", size, tot_dropped);
+        for (int j = 0; j < nm; j++) {
+            const entry_t *e = &m[j].e;
+            double tot = m[j].ranks ? m[j].sum_total / m[j].ranks : 0;
+            const ct_algo_t *a = ct_algo_get(e->used);
+            fprintf(f, "%s\n  {\"collective\": \"%s\", \"np\": %d, \"size_min\": %lld, "
+                       "\"size_max\": %lld, \"algorithm\": ",
+                    j ? "," : "", ct_coll_name((ct_coll_t)e->coll), e->np, e->bucket,
+                    e->bucket ? 2 * e->bucket - 1 : 0);
+            json_string(f, a ? a->name : "?");
+            fputs(", \"spec\": ", f);
+            json_string(f, e->spec);
+            fputs(", \"source\": ", f);
+            json_string(f, e->source);
+            fprintf(f, ", \"calls\": %lld, \"ranks\": %d, \"total_s\": %.9g, \"mean_s\": %.9g, "
+                       "\"max_rank_total_s\": %.9g}",
+                    e->calls, m[j].ranks, tot, e->calls ? tot / (double)e->calls : 0,
+                    m[j].max_total);
+        }
+        fprintf(f, "%s]}\n", nm ? "\n" : "");
+        if (fclose(f) != 0 || rename(tmp, path) != 0) {
+            ct_pmpi_warn("%s: cannot write the profile", path);
+            remove(tmp);
+        }
+    }
+    free(m);
+    free(all);
+    free(counts);
+    free(displs);
+}

@@ -1,0 +1,190 @@
+/*
+ * pmpi_rules.c -- reader of colltune's own rules file (src/colltune/rules.py):
+ *
+ *     # colltune-rules 1
+ *     # target: colltune
+ *     # COLLECTIVE NP_MIN NP_MAX SIZE_MIN SIZE_MAX ALGORITHM PARAMS [MAPPING]
+ *     bcast 2 - 0 8191 binomial -
+ *     bcast 2 - 8192 - pipeline segsize=8192
+ *
+ * The same checks as the Python reader (rules.from_text), plus the ones only
+ * the C side can make: the algorithm and its parameters must be valid for this
+ * build of the algorithm library (ct_choice_parse). The first problem makes the
+ * whole file unusable: a caller then runs the MPI library's own collectives.
+ */
+#include "pmpi_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_FIELDS 9
+
+void ct_pmpi_rules_free(ct_pmpi_rules_t *r) {
+    for (int c = 0; c < CT_NCOLL; c++) {
+        free(r->rules[c]);
+        r->rules[c] = NULL;
+        r->nrules[c] = 0;
+    }
+}
+
+/* A non-negative decimal integer, or '-' (-1) where allowed. */
+static int parse_bound(const char *s, int allow_dash, long long max, long long *out) {
+    if (allow_dash && strcmp(s, "-") == 0) {
+        *out = -1;
+        return 0;
+    }
+    if (!*s) return -1;
+    for (const char *q = s; *q; q++)
+        if (!isdigit((unsigned char)*q)) return -1;
+    errno = 0;
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v > max) return -1;
+    *out = v;
+    return 0;
+}
+
+static int fail(char *err, size_t errlen, const char *name, int line, const char *what,
+                ct_pmpi_rules_t *out) {
+    if (line > 0)
+        snprintf(err, errlen, "%s:%d: %s", name, line, what);
+    else
+        snprintf(err, errlen, "%s: %s", name, what);
+    ct_pmpi_rules_free(out);
+    return -1;
+}
+
+static int add_rule(ct_pmpi_rules_t *out, ct_coll_t c, const ct_pmpi_decision_t *d) {
+    ct_pmpi_decision_t *n = realloc(out->rules[c], sizeof *n * (size_t)(out->nrules[c] + 1));
+    if (!n) return -1;
+    out->rules[c] = n;
+    n[out->nrules[c]++] = *d;
+    return 0;
+}
+
+int ct_pmpi_rules_parse(const char *text, const char *name, int first_id,
+                        ct_pmpi_rules_t *out, char *err, size_t errlen) {
+    char msg[700];
+    memset(out, 0, sizeof *out);
+    int lineno = 0, id = first_id;
+    const char *p = text;
+    while (*p) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        lineno++;
+        char line[1024];
+        if (len >= sizeof line)
+            return fail(err, errlen, name, lineno, "line longer than 1023 characters", out);
+        memcpy(line, p, len);
+        line[len] = '\0';
+        p = eol ? eol + 1 : p + len;
+        if (len && line[len - 1] == '\r') line[--len] = '\0';
+        char *s = line;
+        while (isspace((unsigned char)*s)) s++;
+        char *e = s + strlen(s);
+        while (e > s && isspace((unsigned char)e[-1])) *--e = '\0';
+        if (lineno == 1) {
+            if (strcmp(s, "# colltune-rules 1") != 0)
+                return fail(err, errlen, name, 1,
+                            "not a colltune rules file (the first line must be "
+                            "'# colltune-rules 1')", out);
+            continue;
+        }
+        if (!*s) continue;
+        if (*s == '#') {
+            char *body = s + 1;
+            while (isspace((unsigned char)*body)) body++;
+            if (strncmp(body, "target:", 7) == 0) {
+                char *t = body + 7;
+                while (isspace((unsigned char)*t)) t++;
+                if (strcmp(t, "colltune") != 0) {
+                    snprintf(msg, sizeof msg,
+                             "target '%.40s': its algorithms are the MPI library's, not "
+                             "colltune's (export it with colltune rules export and give it to "
+                             "the library itself)", t);
+                    return fail(err, errlen, name, lineno, msg, out);
+                }
+            }
+            continue;
+        }
+        char *f[MAX_FIELDS];
+        int nf = 0;
+        char *save = NULL;
+        for (char *tok = strtok_r(s, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+            if (nf == MAX_FIELDS) break;
+            f[nf++] = tok;
+        }
+        if (nf != 7 && nf != 8) {
+            snprintf(msg, sizeof msg,
+                     "expected 7 or 8 fields (COLLECTIVE NP_MIN NP_MAX SIZE_MIN SIZE_MAX "
+                     "ALGORITHM PARAMS [MAPPING]), found %s%d", nf == MAX_FIELDS ? "at least " : "",
+                     nf);
+            return fail(err, errlen, name, lineno, msg, out);
+        }
+        ct_coll_t coll;
+        if (ct_coll_from_name(f[0], &coll) != MPI_SUCCESS) {
+            snprintf(msg, sizeof msg, "unknown collective '%.40s' (valid: bcast, reduce, gather, "
+                     "allgather, allreduce)", f[0]);
+            return fail(err, errlen, name, lineno, msg, out);
+        }
+        long long v[4];
+        static const char *const what[4] = { "NP_MIN", "NP_MAX", "SIZE_MIN", "SIZE_MAX" };
+        for (int k = 0; k < 4; k++)
+            if (parse_bound(f[1 + k], k % 2, k < 2 ? 1 << 30 : (long long)1 << 62, &v[k])) {
+                snprintf(msg, sizeof msg, "%s '%.40s' is not a non-negative decimal integer%s",
+                         what[k], f[1 + k], k % 2 ? " or '-'" : "");
+                return fail(err, errlen, name, lineno, msg, out);
+            }
+        long long np_min = v[0], np_max = v[1], size_min = v[2], size_max = v[3];
+        if (np_min < 1) return fail(err, errlen, name, lineno, "NP_MIN must be at least 1", out);
+        if (np_max >= 0 && np_max < np_min) {
+            snprintf(msg, sizeof msg, "NP_MAX %lld is below NP_MIN %lld", np_max, np_min);
+            return fail(err, errlen, name, lineno, msg, out);
+        }
+        if (size_max >= 0 && size_max < size_min) {
+            snprintf(msg, sizeof msg, "SIZE_MAX %lld is below SIZE_MIN %lld", size_max, size_min);
+            return fail(err, errlen, name, lineno, msg, out);
+        }
+        if (strchr(f[5], ':')) {
+            snprintf(msg, sizeof msg, "algorithm '%.60s' is an MPI library's own algorithm; "
+                     "this file must name colltune's algorithms or native", f[5]);
+            return fail(err, errlen, name, lineno, msg, out);
+        }
+        char spec[512];
+        if (strcmp(f[6], "-") == 0)
+            snprintf(spec, sizeof spec, "%s", f[5]);
+        else if ((size_t)snprintf(spec, sizeof spec, "%s:%s", f[5], f[6]) >= sizeof spec)
+            return fail(err, errlen, name, lineno, "ALGORITHM and PARAMS too long", out);
+        ct_pmpi_decision_t d;
+        memset(&d, 0, sizeof d);
+        if (ct_choice_parse(coll, spec, &d.choice) != MPI_SUCCESS) {
+            snprintf(msg, sizeof msg, "%s", ct_last_error());
+            return fail(err, errlen, name, lineno, msg, out);
+        }
+        if (ct_algo_get(d.choice.algo)->constraints & CT_HIDDEN) {
+            snprintf(msg, sizeof msg, "%s/%s is a test-only algorithm", f[0], f[5]);
+            return fail(err, errlen, name, lineno, msg, out);
+        }
+        d.native = strcmp(ct_algo_get(d.choice.algo)->name, "native") == 0;
+        ct_choice_format(&d.choice, d.spec, sizeof d.spec);
+        snprintf(d.source, sizeof d.source, "%.140s:%d", name, lineno);
+        d.np_min = (int)np_min;
+        d.np_max = (int)np_max;
+        d.size_min = size_min;
+        d.size_max = size_max;
+        d.id = id++;
+        d.rule = 1;
+        /* MAPPING (field 8): the interposition library does not know the job's
+         * mapping, so a rule applies whatever mapping it names, as
+         * RuleSet.lookup(mapping=None) does */
+        if (add_rule(out, coll, &d))
+            return fail(err, errlen, name, lineno, "out of memory", out);
+    }
+    if (lineno == 0)
+        return fail(err, errlen, name, 0, "empty file (the first line must be "
+                    "'# colltune-rules 1')", out);
+    return 0;
+}

@@ -1,0 +1,301 @@
+/*
+ * plaincolls.c -- colltune-plaincolls: a plain MPI program that knows nothing of
+ * colltune. It calls MPI_Bcast, MPI_Reduce, MPI_Gather, MPI_Allgather and
+ * MPI_Allreduce the way applications do and checks every result against values it
+ * computes itself: several counts (segmented algorithms included) and roots,
+ * MPI_IN_PLACE, a non-commutative user op, a sub-communicator (odd/even ranks)
+ * next to MPI_COMM_WORLD, an intercommunicator, and communicators created and
+ * freed in a loop. tests/test_pmpi.py runs it under libcolltune-pmpi.so.
+ *
+ *   colltune-plaincolls [--loop N] [--multiple] [--large]
+ *
+ * --loop N      N times: MPI_Comm_dup, Bcast + Allreduce on it, MPI_Comm_free
+ *               (a library that leaked a communicator per dup runs out of them),
+ *               and every other time an intercommunicator made and freed
+ * --multiple    initialise with MPI_THREAD_MULTIPLE
+ * --large       only a Bcast of INT_MAX - 7 unsigned chars (2 GiB per process)
+ *
+ * Every rank prints its own "FAIL ..." lines on stderr and exits 1 after
+ * MPI_Finalize if any check failed; rank 0 prints "plaincolls: N checks passed".
+ */
+#include <mpi.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long nfail, nchecks;
+static int wrank;
+
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        nchecks++;                                                             \
+        if (!(cond)) {                                                         \
+            if (nfail++ < 20) {                                                \
+                fprintf(stderr, "FAIL rank %d: ", wrank);                      \
+                fprintf(stderr, __VA_ARGS__);                                  \
+                fputc('\n', stderr);                                           \
+            }                                                                  \
+        }                                                                      \
+    } while (0)
+
+static int val(int rank, int i, int salt) { return (rank + 1) * 1000003 + i * 7 + salt; }
+
+/* x -> a*x + b, composed (non-commutative, associative; exact in unsigned arithmetic):
+ * (u op v)(x) = u(v(x)), and MPI computes inout = in op inout */
+typedef struct {
+    unsigned a, b;
+} affine_t;
+static void affine_op(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    affine_t *u = in, *v = inout;
+    for (int i = 0; i < *len; i++) {
+        affine_t r = { u[i].a * v[i].a, u[i].a * v[i].b + u[i].b };
+        v[i] = r;
+    }
+}
+static affine_t affine_of(int rank, int i) {
+    affine_t x = { (unsigned)(2 * rank + 3 + i), (unsigned)(rank * 31 + i + 1) };
+    return x;
+}
+
+static const int COUNTS[] = { 1, 7, 1000, 70000 };
+#define NCOUNTS (int)(sizeof COUNTS / sizeof COUNTS[0])
+
+static void run_all(MPI_Comm comm, const char *name, MPI_Datatype affine_t_dt, MPI_Op affine) {
+    int p, r;
+    MPI_Comm_size(comm, &p);
+    MPI_Comm_rank(comm, &r);
+    int maxc = COUNTS[NCOUNTS - 1];
+    int *a = malloc(sizeof(int) * (size_t)maxc * (size_t)p);
+    int *b = malloc(sizeof(int) * (size_t)maxc * (size_t)p);
+    affine_t *x = malloc(sizeof(affine_t) * (size_t)maxc);
+    affine_t *y = malloc(sizeof(affine_t) * (size_t)maxc);
+    for (int k = 0; k < NCOUNTS; k++) {
+        int n = COUNTS[k];
+        int roots[2] = { 0, p - 1 };
+        for (int q = 0; q < (p > 1 ? 2 : 1); q++) {
+            int root = roots[q];
+            /* Bcast */
+            for (int i = 0; i < n; i++) a[i] = r == root ? val(root, i, 1) : -1;
+            MPI_Bcast(a, n, MPI_INT, root, comm);
+            int bad = 0;
+            for (int i = 0; i < n; i++) bad += a[i] != val(root, i, 1);
+            CHECK(!bad, "%s bcast count=%d root=%d: %d wrong elements", name, n, root, bad);
+            /* Reduce, sum */
+            for (int i = 0; i < n; i++) {
+                a[i] = val(r, i, 2);
+                b[i] = -1;
+            }
+            MPI_Reduce(a, b, n, MPI_INT, MPI_SUM, root, comm);
+            if (r == root) {
+                bad = 0;
+                for (int i = 0; i < n; i++) {
+                    int e = 0;
+                    for (int s = 0; s < p; s++) e += val(s, i, 2);
+                    bad += b[i] != e;
+                }
+                CHECK(!bad, "%s reduce sum count=%d root=%d: %d wrong", name, n, root, bad);
+            }
+            /* Reduce in place at the root, non-commutative op */
+            for (int i = 0; i < n; i++) x[i] = y[i] = affine_of(r, i);
+            MPI_Reduce(r == root ? MPI_IN_PLACE : x, r == root ? y : NULL, n, affine_t_dt,
+                       affine, root, comm);
+            if (r == root) {
+                bad = 0;
+                for (int i = 0; i < n; i++) {
+                    affine_t e = affine_of(p - 1, i);
+                    for (int s = p - 2; s >= 0; s--) {
+                        affine_t u = affine_of(s, i);
+                        int one = 1;
+                        affine_op(&u, &e, &one, NULL);
+                    }
+                    bad += y[i].a != e.a || y[i].b != e.b;
+                }
+                CHECK(!bad, "%s reduce in place non-commutative count=%d root=%d: %d wrong",
+                      name, n, root, bad);
+            }
+            /* Gather: n ints per process (the largest count once) */
+            if (n <= 20000) {
+                for (int i = 0; i < n; i++) a[i] = val(r, i, 3);
+                for (int i = 0; i < n * p; i++) b[i] = -1;
+                int inplace = q == 1 && r == root;
+                if (inplace)
+                    for (int i = 0; i < n; i++) b[(size_t)root * n + i] = val(r, i, 3);
+                MPI_Gather(inplace ? MPI_IN_PLACE : a, n, MPI_INT, b, n, MPI_INT, root, comm);
+                if (r == root) {
+                    bad = 0;
+                    for (int s = 0; s < p; s++)
+                        for (int i = 0; i < n; i++) bad += b[(size_t)s * n + i] != val(s, i, 3);
+                    CHECK(!bad, "%s gather count=%d root=%d%s: %d wrong", name, n, root,
+                          inplace ? " in place" : "", bad);
+                }
+            }
+        }
+        /* Allgather (in place every other count) */
+        if (n <= 20000) {
+            int inplace = k % 2;
+            for (int i = 0; i < n; i++) a[i] = val(r, i, 4);
+            for (int i = 0; i < n * p; i++) b[i] = inplace ? val(r, i % n, 4) : -1;
+            MPI_Allgather(inplace ? MPI_IN_PLACE : a, n, MPI_INT, b, n, MPI_INT, comm);
+            int bad = 0;
+            for (int s = 0; s < p; s++)
+                for (int i = 0; i < n; i++) bad += b[(size_t)s * n + i] != val(s, i, 4);
+            CHECK(!bad, "%s allgather count=%d%s: %d wrong", name, n, inplace ? " in place" : "",
+                  bad);
+        }
+        /* Allreduce: sum, in place every other count; and the non-commutative op */
+        {
+            int inplace = k % 2;
+            for (int i = 0; i < n; i++) {
+                a[i] = val(r, i, 5);
+                b[i] = inplace ? a[i] : -1;
+            }
+            MPI_Allreduce(inplace ? MPI_IN_PLACE : a, b, n, MPI_INT, MPI_SUM, comm);
+            int bad = 0;
+            for (int i = 0; i < n; i++) {
+                int e = 0;
+                for (int s = 0; s < p; s++) e += val(s, i, 5);
+                bad += b[i] != e;
+            }
+            CHECK(!bad, "%s allreduce sum count=%d%s: %d wrong", name, n,
+                  inplace ? " in place" : "", bad);
+            for (int i = 0; i < n; i++) x[i] = affine_of(r, i);
+            MPI_Allreduce(x, y, n, affine_t_dt, affine, comm);
+            bad = 0;
+            for (int i = 0; i < n; i++) {
+                affine_t e = affine_of(p - 1, i);
+                for (int s = p - 2; s >= 0; s--) {
+                    affine_t u = affine_of(s, i);
+                    int one = 1;
+                    affine_op(&u, &e, &one, NULL);
+                }
+                bad += y[i].a != e.a || y[i].b != e.b;
+            }
+            CHECK(!bad, "%s allreduce non-commutative count=%d: %d wrong", name, n, bad);
+        }
+    }
+    free(a);
+    free(b);
+    free(x);
+    free(y);
+}
+
+/* Bcast and Allreduce across an intercommunicator (the library's own must run). */
+static void run_inter(MPI_Comm world) {
+    int p, r;
+    MPI_Comm_size(world, &p);
+    MPI_Comm_rank(world, &r);
+    if (p < 2) return;
+    MPI_Comm half, inter;
+    int color = r % 2;
+    MPI_Comm_split(world, color, r, &half);
+    /* leaders: world rank 0 (color 0) and world rank 1 (color 1) */
+    MPI_Intercomm_create(half, 0, world, color == 0 ? 1 : 0, 77, &inter);
+    int hr;
+    MPI_Comm_rank(half, &hr);
+    int v[4] = { -1, -1, -1, -1 };
+    if (color == 0) {
+        if (hr == 0)
+            for (int i = 0; i < 4; i++) v[i] = 4242 + i;
+        MPI_Bcast(v, 4, MPI_INT, hr == 0 ? MPI_ROOT : MPI_PROC_NULL, inter);
+    } else {
+        MPI_Bcast(v, 4, MPI_INT, 0, inter);
+        int bad = 0;
+        for (int i = 0; i < 4; i++) bad += v[i] != 4242 + i;
+        CHECK(!bad, "intercommunicator bcast: %d wrong", bad);
+    }
+    /* allreduce: each group gets the sum over the other group of world ranks + 1 */
+    int mine = r + 1, got = -1, expect = 0;
+    MPI_Allreduce(&mine, &got, 1, MPI_INT, MPI_SUM, inter);
+    for (int s = 0; s < p; s++)
+        if (s % 2 != color) expect += s + 1;
+    CHECK(got == expect, "intercommunicator allreduce: %d, expected %d", got, expect);
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+}
+
+/* A Bcast of close to INT_MAX elements: every byte checked. */
+static void run_large(void) {
+    int r;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    int n = 2147483647 - 7;
+    unsigned char *buf = malloc((size_t)n);
+    if (!buf) {
+        fprintf(stderr, "plaincolls: rank %d: cannot allocate %d bytes\n", r, n);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    /* byte i holds i*31 mod 251 (kept incrementally: a modulo per byte is slow) */
+    if (r == 0)
+        for (size_t i = 0, v = 0; i < (size_t)n; i++, v = v + 31 >= 251 ? v + 31 - 251 : v + 31)
+            buf[i] = (unsigned char)v;
+    else
+        memset(buf, 0, (size_t)n);
+    MPI_Bcast(buf, n, MPI_UNSIGNED_CHAR, 0, MPI_COMM_WORLD);
+    size_t bad = 0, first = 0;
+    for (size_t i = 0, v = 0; i < (size_t)n; i++, v = v + 31 >= 251 ? v + 31 - 251 : v + 31)
+        if (buf[i] != (unsigned char)v && !bad++) first = i;
+    CHECK(!bad, "bcast of %d unsigned chars: %zu wrong bytes, the first at %zu", n, bad, first);
+    free(buf);
+}
+
+int main(int argc, char **argv) {
+    int loop = 0, multiple = 0, large = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--loop") && i + 1 < argc) loop = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--multiple")) multiple = 1;
+        else if (!strcmp(argv[i], "--large")) large = 1;
+        else {
+            fprintf(stderr, "usage: colltune-plaincolls [--loop N] [--multiple] [--large]\n");
+            return 2;
+        }
+    }
+    if (multiple) {
+        int provided;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    if (large) {
+        run_large();
+        MPI_Finalize();
+        if (wrank == 0 && !nfail) printf("plaincolls: %ld checks passed\n", nchecks);
+        return nfail ? 1 : 0;
+    }
+    MPI_Datatype affine_dt;
+    MPI_Type_contiguous(2, MPI_UNSIGNED, &affine_dt);
+    MPI_Type_commit(&affine_dt);
+    MPI_Op affine;
+    MPI_Op_create(affine_op, 0, &affine);
+
+    run_all(MPI_COMM_WORLD, "world", affine_dt, affine);
+    /* a sub-communicator in flight next to the world */
+    MPI_Comm sub;
+    MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, -wrank, &sub); /* reversed rank order */
+    run_all(sub, "odd/even", affine_dt, affine);
+    run_all(MPI_COMM_WORLD, "world again", affine_dt, affine);
+    MPI_Comm_free(&sub);
+    run_inter(MPI_COMM_WORLD);
+    for (int it = 0; it < loop; it++) {
+        MPI_Comm c;
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        int v = it, sum = 0, p;
+        MPI_Comm_size(c, &p);
+        MPI_Bcast(&v, 1, MPI_INT, 0, c);
+        MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, c);
+        CHECK(sum == it * p, "loop %d: allreduce on a fresh communicator gave %d", it, sum);
+        MPI_Comm_free(&c);
+        /* an intercommunicator, likely at the handle just freed: it must not be
+         * taken for the intracommunicator that had it */
+        if (it % 2) run_inter(MPI_COMM_WORLD);
+        if (nfail) break;
+    }
+    MPI_Op_free(&affine);
+    MPI_Type_free(&affine_dt);
+    MPI_Finalize();
+    if (wrank == 0 && !nfail) printf("plaincolls: %ld checks passed\n", nchecks);
+    if (nfail) fprintf(stderr, "plaincolls: rank %d: %ld of %ld checks failed\n", wrank, nfail,
+                       nchecks);
+    return nfail ? 1 : 0;
+}
