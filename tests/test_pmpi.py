@@ -404,3 +404,33 @@ def test_a_bcast_of_close_to_int_max_elements(ompi_build):
                ["--large"], timeout=300)
     _passed(res)
     assert "bcast np=2 size 1073741824..2147483647 B: pipeline (COLLTUNE_BCAST)" in res.stderr
+
+
+def test_a_rules_file_written_by_tune_drives_the_interposition_library(ompi_build, tmp_path):
+    """The file `colltune tune --target colltune` writes (its long metadata comments
+    included) is what the C reader takes: each decision names the tuner's line."""
+    import pandas as pd
+
+    from colltune import rules as R
+    from colltune import tune
+
+    rows = []
+    for unit in range(5):  # five paired launches: binomial clearly faster at 8 B only
+        for size, lat in ((8, {"native": 10.0, "binomial": 4.0, "linear": 30.0}),
+                          (65536, {"native": 10.0, "binomial": 10.1, "linear": 4.0})):
+            for label, us in lat.items():
+                rows.append(dict(collective="bcast", np=3, size=size, label=label,
+                                 algorithm=label, params="{}", median_us=us * (1 + unit / 100),
+                                 unit_id=unit, rep=unit, ppn=3, cores=4, mapping="core"))
+    t = tune.tune(pd.DataFrame(rows), "colltune", meta={"study": "synthetic"})
+    path = tmp_path / "tuned.rules"
+    path.write_text(R.to_text(t.rules))
+    picked = {(r.size_min, r.algorithm) for r in t.rules.rules}
+    assert ("binomial" in {a for _, a in picked}) and ("linear" in {a for _, a in picked})
+    res = _run(ompi_build, 3, {"COLLTUNE_RULES": str(path), "COLLTUNE_VERBOSE": "1"})
+    _passed(res)
+    text = "\n".join(_decisions(res.stderr))
+    assert "warning" not in res.stderr, res.stderr
+    for r in t.rules.rules:
+        if r.collective == "bcast" and r.algorithm != "native":
+            assert re.search(rf"bcast np=3 size {r.size_min}\.\.\S* B: {r.algorithm} ", text), text
