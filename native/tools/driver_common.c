@@ -147,20 +147,3 @@ void ct_mpi_version(char *buf, size_t len) {
     while (n && (v[n - 1] == ' ' || v[n - 1] == ',' || v[n - 1] == '\t')) v[--n] = '\0';
     snprintf(buf, len, "%s", v);
 }
-
-void ct_die(int rank, const char *fmt, ...) {
-    if (rank == 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        fputs("error: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-        va_end(ap);
-        fflush(stderr);
-    }
-    int init = 0, fin = 0;
-    MPI_Initialized(&init);
-    MPI_Finalized(&fin);
-    if (init && !fin) MPI_Finalize();
-    exit(2);
-}

@@ -4,7 +4,8 @@
  * colltune. Its collectives are the MPI library's MPI_Allreduce and MPI_Reduce
  * (so that libcolltune-pmpi.so, preloaded, can put colltune's algorithms behind
  * them: docs/interposition.md), and the few helpers heat.c shares with the
- * drivers are copied here. --allreduce and --reduce accept only "native".
+ * drivers are stand-ins here (ct_die is native/tools/die.c itself).
+ * --allreduce and --reduce accept only "native".
  */
 #ifndef CT_HEAT_PLAIN_H
 #define CT_HEAT_PLAIN_H
@@ -74,26 +75,11 @@ static inline void ct_mpi_version(char *buf, size_t len) {
     snprintf(buf, len, "%s", v);
 }
 
-static void ct_die(int rank, const char *fmt, ...)
+/* native/tools/die.c, linked into this build too */
+void ct_die(int rank, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3), noreturn, unused))
+    __attribute__((format(printf, 2, 3), noreturn))
 #endif
     ;
-static void ct_die(int rank, const char *fmt, ...) {
-    if (rank == 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        fputs("error: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-        va_end(ap);
-        fflush(stderr);
-    }
-    int init = 0, fin = 0;
-    MPI_Initialized(&init);
-    MPI_Finalized(&fin);
-    if (init && !fin) MPI_Finalize();
-    exit(2);
-}
 
 #endif /* CT_HEAT_PLAIN_H */
