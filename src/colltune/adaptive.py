@@ -138,6 +138,25 @@ def budget_cells(grid: Grid, reps: int, fraction: float) -> int:
     return int(math.floor(fraction * grid.exhaustive_cells(reps) + 1e-9))
 
 
+def check_budget(grid: Grid, reps: int, fraction: float, initial_sizes: int = 3,
+                 initial_reps: int = 2) -> int:
+    """The number of sizes of the initial design that fits the budget (at least 2, or
+    the grid's one); AdaptiveError when even that does not fit."""
+    allowed = budget_cells(grid, reps, fraction)
+    k = min(initial_sizes, len(grid.sizes))
+    while k > 2 and len(grid.candidates) * k * initial_reps > allowed:
+        k -= 1
+    first = len(grid.candidates) * k * initial_reps
+    if first > allowed:
+        need = math.ceil(1000 * first / grid.exhaustive_cells(reps)) / 10
+        raise AdaptiveError(
+            f"--budget {100 * fraction:g}% allows {allowed} of the exhaustive "
+            f"{grid.exhaustive_cells(reps)} cells, less than the smallest initial design "
+            f"({len(grid.candidates)} candidates x {k} sizes x {initial_reps} repetitions = "
+            f"{first} cells): raise the budget to at least {need:g}% or name fewer candidates")
+    return k
+
+
 def spread(n: int, k: int) -> list[int]:
     """k indices of 0..n-1 spread evenly, the ends included."""
     k = max(1, min(k, n))
@@ -334,17 +353,7 @@ def run(grid: Grid, measure: Measure, *, reps: int, budget: float, initial_sizes
                             f"{reps} of the exhaustive design")
     allowed = budget_cells(grid, reps, budget)
     n = len(grid.sizes)
-    k = min(initial_sizes, n)
-    while k > 2 and len(grid.candidates) * k * initial_reps > allowed:
-        k -= 1
-    first = len(grid.candidates) * k * initial_reps
-    if first > allowed:
-        need = math.ceil(1000 * first / grid.exhaustive_cells(reps)) / 10
-        raise AdaptiveError(
-            f"--budget {100 * budget:g}% allows {allowed} of the exhaustive {grid.exhaustive_cells(reps)} "
-            f"cells, less than the smallest initial design ({len(grid.candidates)} candidates "
-            f"x {k} sizes x {initial_reps} repetitions = {first} cells): raise the budget to "
-            f"at least {need:g}% or name fewer candidates")
+    k = check_budget(grid, reps, budget, initial_sizes, initial_reps)
     t0 = time.monotonic()
     res = Result(grid, reps, allowed, pd.DataFrame())
     frames: list[pd.DataFrame] = []

@@ -259,7 +259,7 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
     try:
         grid = adaptive.Grid(coll, tuple(cands), tuple(size_list), np_, np_)
         measure_fn = adaptive.bench_measure(b, grid, iterations=iterations)
-        adaptive.budget_cells(grid, reps, fraction)
+        adaptive.check_budget(grid, reps, fraction)
     except adaptive.AdaptiveError as exc:
         fail(str(exc))
     definition = {"adaptive": True, "collective": coll, "np": np_, "sizes": size_list,
