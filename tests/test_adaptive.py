@@ -146,7 +146,7 @@ def _cli(*args, timeout=120):
 def test_tune_measure_end_to_end(tmp_path, ompi_build):
     dbp, out = tmp_path / "r.db", tmp_path / "a.rules"
     args = ["tune", "--db", dbp, "--measure", "--coll", "bcast", "--np", "2",
-            "--sizes", "8,1K,64K", "--algo", "native,binomial,linear", "--target", "colltune",
+            "--size", "8,1K,64K", "--algo", "native,binomial,linear", "--target", "colltune",
             "--reps", "4", "--iterations", "30", "-o", out]
     res = _cli(*args, "--budget", "60%", "--format", "json")
     assert res.returncode == 0, res.stderr

@@ -89,7 +89,7 @@ def quality_table(summary, has_native: bool) -> Table:
                    "then where the decision is least certain, until --budget; stores the "
                    "measurements as the study tune-adaptive-COLL (or --study).")
 @click.option("--np", "np_", type=int, help="--measure: the process count.")
-@click.option("--sizes", "--size", "sizes", help="--measure: the sizes (bytes: 8,64K,1M or a "
+@click.option("--size", "--sizes", "sizes", help="--measure: the sizes (bytes: 8,64K,1M or a "
               "power-of-two range 1:1M).")
 @click.option("--algo", "algos", default="ours,native", show_default=True,
               help="--measure: the candidates (colltune's algorithms with parameters, native; "
@@ -117,7 +117,7 @@ def tune(db_path, study, round_, target, coll, output, rules_path, fmt,
         _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budget, reps,
                  iterations, mpi_spec, rules_path, round_)
         return
-    extra = [o for o, v in (("--np", np_), ("--sizes", sizes), ("--budget", budget),
+    extra = [o for o, v in (("--np", np_), ("--size", sizes), ("--budget", budget),
                             ("--iterations", iterations), ("--mpi", mpi_spec)) if v is not None]
     if extra:
         fail(f"{', '.join(extra)}: only with --measure")
@@ -222,7 +222,7 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
 
     if rules_path is not None or round_ is not None:
         fail("--measure makes rules from new measurements: leave out --rules and --round")
-    missing = [o for o, v in (("--coll", coll), ("--np", np_), ("--sizes", sizes),
+    missing = [o for o, v in (("--coll", coll), ("--np", np_), ("--size", sizes),
                               ("--target", target), ("--budget", budget), ("-o", output))
                if v is None]
     if missing:
