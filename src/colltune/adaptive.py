@@ -182,6 +182,8 @@ class Prediction:
     sizes: tuple[int, ...]
     mean: np.ndarray  # [size, candidate]
     sd: np.ndarray
+    rel_mean: np.ndarray | None = None  # log(candidate / native) where native is one
+    rel_sd: np.ndarray | None = None
 
     def best(self) -> np.ndarray:
         return np.argmin(self.mean, axis=1)
@@ -191,7 +193,13 @@ class Prediction:
         predicted best [size]) by Monte Carlo over independent normals."""
         rng = np.random.default_rng(seed)
         z = rng.standard_normal((MC_SAMPLES,) + self.mean.shape)
-        f = self.mean[None] + self.sd[None] * z  # [m, size, cand]
+        if self.rel_mean is not None:  # native's draw shared: candidate = native + relative
+            nat = self.candidates.index(BASELINE)
+            fn = self.mean[None, :, nat] + self.sd[None, :, nat] * z[:, :, nat]
+            f = fn[..., None] + self.rel_mean[None] + self.rel_sd[None] * z
+            f[:, :, nat] = fn
+        else:
+            f = self.mean[None] + self.sd[None] * z  # [m, size, cand]
         arg = np.argmin(f, axis=2)
         prob = np.stack([(arg == c).mean(axis=0) for c in range(self.mean.shape[1])], axis=1)
         chosen = self.best()
@@ -200,49 +208,89 @@ class Prediction:
         return prob, loss
 
 
-def fit_predict(frame: pd.DataFrame, grid: Grid) -> Prediction:
-    """The per-candidate Gaussian processes (module docstring) at every grid size.
-    `frame`: candidate, size, median_us (one row per measurement)."""
+def _gp(X, y, alpha, normalize: bool):
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.gaussian_process import GaussianProcessRegressor
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
-    d = frame[frame["median_us"] > 0].assign(y=lambda x: np.log(x["median_us"]))
-    cells = d.groupby(["candidate", "size"])["y"].agg(["mean", "var", "count"]).reset_index()
+    amp = 1.0 if normalize else max(0.05, float(np.mean(y ** 2)))
+    kernel = ConstantKernel(amp, (1e-4, 1e2)) * RBF(
+        length_scale=[4.0, 1.0, 1.0],
+        length_scale_bounds=[(1.0, 64.0), (0.5, 64.0), (0.5, 64.0)])
+    gp = GaussianProcessRegressor(kernel=kernel, alpha=alpha, normalize_y=normalize,
+                                  n_restarts_optimizer=0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        gp.fit(X, y)
+    return gp
+
+
+def _cells(values: pd.DataFrame, col: str) -> tuple[pd.DataFrame, float]:
+    """Per (candidate, size): mean, count of `col`; and the pooled within-cell variance."""
+    cells = values.groupby(["candidate", "size"])[col].agg(["mean", "var", "count"]).reset_index()
     within = cells[cells["count"] > 1]
-    pooled = (float(((within["count"] - 1) * within["var"]).sum()
-                    / max(1, (within["count"] - 1).sum())) if len(within) else 0.01)
-    pooled = max(pooled, 1e-4)
+    dof = float((within["count"] - 1).sum())
+    pooled = float(((within["count"] - 1) * within["var"]).sum() / dof) if dof else 0.01
+    return cells, max(pooled, 1e-4)
+
+
+def _fit_curve(cells: pd.DataFrame, pooled: float, grid: Grid, X_all, normalize: bool,
+               unknown_sd: float) -> tuple[np.ndarray, np.ndarray]:
+    if cells.empty:
+        return np.zeros(len(grid.sizes)), np.full(len(grid.sizes), unknown_sd)
+    X = features(cells["size"], grid.np, grid.ppn)
+    y = cells["mean"].to_numpy()
+    alpha = pooled / cells["count"].to_numpy()
+    if len(cells) == 1 and normalize:
+        m = np.full(len(grid.sizes), y[0])
+        sd = np.where(np.asarray(grid.sizes) == cells["size"].iloc[0], math.sqrt(alpha[0]),
+                      unknown_sd)
+        return m, sd
+    gp = _gp(X, y, alpha, normalize)
+    m, sd = gp.predict(X_all, return_std=True)
+    return m, np.maximum(sd, 1e-4)
+
+
+def fit_predict(frame: pd.DataFrame, grid: Grid) -> Prediction:
+    """The model (module docstring) at every grid size. `frame`: candidate, size,
+    median_us and the launch (unit_id), one row per measurement.
+
+    With native among the candidates: a Gaussian process of native's log latency, and
+    per other candidate one of its log latency *relative to native* (the per-launch
+    difference where both were measured in the same launch), with a zero prior mean:
+    where a candidate is unknown the model says "as native, give or take", so the
+    default wins unless measurements say otherwise. Without native: one process per
+    candidate of its own log latency."""
+    d = frame[frame["median_us"] > 0].assign(y=lambda x: np.log(x["median_us"]))
     X_all = features(grid.sizes, grid.np, grid.ppn)
-    mean = np.zeros((len(grid.sizes), len(grid.candidates)))
-    sd = np.zeros_like(mean)
+    n, k = len(grid.sizes), len(grid.candidates)
+    mean, sd = np.zeros((n, k)), np.zeros((n, k))
+    dmean, dsd = np.zeros((n, k)), np.zeros((n, k))
+    cells, pooled = _cells(d, "y")
     spread_y = float(cells["mean"].std()) if len(cells) > 1 else 1.0
+    unknown = max(spread_y, 1.0) * 3
+    if BASELINE not in grid.candidates:
+        for j, c in enumerate(grid.candidates):
+            mean[:, j], sd[:, j] = _fit_curve(cells[cells["candidate"] == c], pooled, grid,
+                                              X_all, True, unknown)
+        return Prediction(tuple(grid.candidates), tuple(grid.sizes), mean, sd)
+    nat = grid.candidates.index(BASELINE)
+    mean[:, nat], sd[:, nat] = _fit_curve(cells[cells["candidate"] == BASELINE], pooled, grid,
+                                          X_all, True, unknown)
+    base = d[d["candidate"] == BASELINE][["unit_id", "size", "y"]].rename(columns={"y": "yn"})
+    rel = d[d["candidate"] != BASELINE].merge(base, on=["unit_id", "size"], how="inner")
+    rel = rel.assign(r=rel["y"] - rel["yn"])
+    rcells, rpooled = _cells(rel, "r") if len(rel) else (rel, 0.01)
     for j, c in enumerate(grid.candidates):
-        g = cells[cells["candidate"] == c]
-        if g.empty:  # never measured: know nothing (wide around the overall mean)
-            mean[:, j] = float(cells["mean"].mean()) if len(cells) else 0.0
-            sd[:, j] = max(spread_y, 1.0) * 3
+        if j == nat:
             continue
-        X = features(g["size"], grid.np, grid.ppn)
-        y = g["mean"].to_numpy()
-        alpha = pooled / g["count"].to_numpy()
-        if len(g) == 1:
-            mean[:, j] = y[0]
-            sd[:, j] = np.where(np.asarray(grid.sizes) == g["size"].iloc[0],
-                                math.sqrt(alpha[0]), max(spread_y, 1.0) * 3)
-            continue
-        kernel = ConstantKernel(1.0, (1e-3, 1e3)) * RBF(
-            length_scale=[4.0, 1.0, 1.0], length_scale_bounds=[(1.0, 64.0), (0.5, 64.0),
-                                                               (0.5, 64.0)])
-        gp = GaussianProcessRegressor(kernel=kernel, alpha=alpha, normalize_y=True,
-                                      n_restarts_optimizer=0, random_state=0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            warnings.simplefilter("ignore", UserWarning)
-            gp.fit(X, y)
-            m, s = gp.predict(X_all, return_std=True)
-        mean[:, j], sd[:, j] = m, np.maximum(s, 1e-4)
-    return Prediction(tuple(grid.candidates), tuple(grid.sizes), mean, sd)
+        g = rcells[rcells["candidate"] == c] if len(rcells) else rcells
+        dm, ds = _fit_curve(g, rpooled, grid, X_all, False, 1.0)
+        dmean[:, j], dsd[:, j] = dm, ds
+        mean[:, j] = mean[:, nat] + dm
+        sd[:, j] = np.hypot(sd[:, nat], ds)
+    return Prediction(tuple(grid.candidates), tuple(grid.sizes), mean, sd, dmean, dsd)
 
 
 # ------------------------------------------------------------------ loop
@@ -401,8 +449,11 @@ def run(grid: Grid, measure: Measure, *, reps: int, budget: float, initial_sizes
 def model_beats(pred: Prediction, i: int, j: int, nat: int) -> bool:
     """Whether the model says candidate j beats native at grid size i as the evidence
     test would: predicted gain >= 3 % and a 95 % probability that it is faster."""
-    diff = pred.mean[i, nat] - pred.mean[i, j]
-    sd = math.hypot(pred.sd[i, nat], pred.sd[i, j])
+    if pred.rel_mean is not None:
+        diff, sd = -pred.rel_mean[i, j], pred.rel_sd[i, j]
+    else:
+        diff = pred.mean[i, nat] - pred.mean[i, j]
+        sd = math.hypot(pred.sd[i, nat], pred.sd[i, j])
     prob = 0.5 * (1 + math.erf(diff / (sd * math.sqrt(2)))) if sd > 0 else float(diff > 0)
     return diff >= math.log(TIE) and prob >= 0.95
 
