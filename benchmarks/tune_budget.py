@@ -63,7 +63,8 @@ def one(build, coll: str, args, first: str) -> dict:
     registry.check_specs(build, coll, cands)
     sizes = tuple(sorted(set(parse_sizes(args.sizes))))
     grid = adaptive.Grid(coll, tuple(cands), sizes, args.np, args.np)
-    measure = adaptive.bench_measure(build, grid, iterations=args.iterations)
+    measure = adaptive.bench_measure(build, grid, iterations=args.iterations,
+                                     timing=args.timing)
     out: dict = {"collective": coll, "np": args.np, "candidates": cands,
                  "sizes": list(sizes), "reps": args.reps, "budget": args.budget,
                  "exhaustive_cells": grid.exhaustive_cells(args.reps)}
@@ -84,7 +85,9 @@ def one(build, coll: str, args, first: str) -> dict:
 
     def run_adaptive():
         res = adaptive.run(grid, measure, reps=args.reps, budget=args.budget,
-                           progress=progress("adaptive"), seed=args.seed)
+                           progress=progress("adaptive"), seed=args.seed,
+                           initial_sizes=args.initial_sizes, initial_reps=args.initial_reps,
+                           batch=args.batch)
         out["adaptive"] = {"launches": len(res.launches), "cells": res.cells,
                            "budget_cells": res.budget, "rounds": res.rounds,
                            "seconds": res.seconds, "stopped": res.stopped}
@@ -120,6 +123,15 @@ def main() -> int:
                     "exhaustive cells (default 20%%)")
     ap.add_argument("--iterations", type=int, default=100,
                     help="timed calls per point (default 100)")
+    ap.add_argument("--timing", default="osu", choices=["osu", "window", "auto"],
+                    help="the driver's timing (default osu: on a machine shared beyond its "
+                         "cores, window timing's calibrated windows can grow to minutes)")
+    ap.add_argument("--initial-sizes", type=int, default=3,
+                    help="sizes of the adaptive initial design (default 3)")
+    ap.add_argument("--initial-reps", type=int, default=2,
+                    help="repetitions of the adaptive initial design (default 2)")
+    ap.add_argument("--batch", type=int, default=2,
+                    help="sizes measured per adaptive round (default 2)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--mpi", default=None, help="openmpi (default), mpich or a path")
     ap.add_argument("--json", help="also write the figures here (atomically)")
@@ -135,8 +147,9 @@ def main() -> int:
     for i, coll in enumerate(c.strip() for c in args.coll.split(",") if c.strip()):
         results.append(one(build, coll, args, "exhaustive" if i % 2 == 0 else "adaptive"))
 
-    print(f"\nnp {args.np}, {args.reps} repetitions, budget {100 * args.budget:g}% of the "
-          "exhaustive cells; regret against the exhaustive medians (in-sample for exhaustive)")
+    print(f"\nnp {args.np}, timing {args.timing}, {args.iterations} iterations, {args.reps} "
+          f"repetitions, budget {100 * args.budget:g}% of the exhaustive cells; regret against "
+          "the exhaustive medians (in-sample for exhaustive)")
     hdr = (f"{'collective':<10} {'method':<10} {'launches':>8} {'cells':>6} {'cells %':>7} "
            f"{'seconds':>7} {'regret gmean':>12} {'regret worst':>12}  worst at")
     print(hdr)
