@@ -344,7 +344,8 @@ def next_launches(grid: Grid, pred: Prediction, counts: dict, reps: int, left: i
         if not names or (counts.get((grid.candidates[best[i]], s), 0) >= reps
                          and len(names) == 1):
             continue
-        if len(names) == 1 and BASELINE in grid.candidates and names[0] != BASELINE:
+        if (len(names) == 1 and BASELINE in grid.candidates and names[0] != BASELINE
+                and counts.get((BASELINE, s), 0) < reps):
             names = sorted({names[0], BASELINE}, key=grid.candidates.index)
         picks.append((i, tuple(names)))
         if len(picks) >= batch:

@@ -267,6 +267,12 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
                   "iterations": iterations}
     conn = db_mod.open_db(db_path)
     try:
+        row = conn.execute("SELECT definition FROM studies WHERE name = ?", (name,)).fetchone()
+        if row is not None and '"adaptive": true' not in (row[0] or ""):
+            conn.close()
+            fail(f"--study {name}: the database holds a study of that name that was not "
+                 "measured by colltune tune --measure; name another (the default is "
+                 f"tune-adaptive-{coll})")
         sid = db_mod.upsert_study(conn, name, definition,
                                   f"colltune tune --measure: {coll} np {np_}, adaptive, "
                                   f"budget {100 * fraction:g}%")
