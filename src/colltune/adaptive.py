@@ -20,11 +20,12 @@ The cost unit: a cell
 The loop (`run`)
     1. Initial design: every candidate at a few sizes spread over the grid (the
        first, the last and evenly between on the list), `initial_reps` launches.
-    2. Model: per candidate a Gaussian process (scikit-learn) of log latency over
-       the features log2(size), log2(processes) and processes per node (per
-       candidate = one-hot candidate with full interaction), fitted to the mean log
-       latency of every measured (candidate, size) with its noise variance (the
-       pooled within-cell variance / repetitions): its prediction at every grid size
+    2. Model (`fit_predict`): Gaussian processes (scikit-learn) over the features
+       log2(size), log2(processes) and processes per node: one of native's log
+       latency and, per other candidate, one of its log latency relative to native
+       (per launch), with a zero prior mean (unknown = as native). Each is fitted to
+       the mean of every measured (candidate, size) with its noise variance (the
+       pooled within-cell variance / repetitions); the prediction at every grid size
        is a mean and a standard deviation of the *latent* log latency.
     3. Where the decision is least certain: at every grid size, the expected loss of
        choosing the predicted best (Monte Carlo over the independent normal
