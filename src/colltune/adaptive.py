@@ -39,11 +39,12 @@ The loop (`run`)
        cells left, down to two) or no cell is left to measure.
 
 The final choice (`final_rules`), per grid size
-    Where the model's predicted best was measured at that size: the choice of
-    `colltune tune` among the candidates measured there (evidence.best_of_point:
-    native unless a candidate is faster beyond the spread of the repetitions).
-    Elsewhere (the size was not measured, or not with the predicted best): the
-    predicted best, unless native's prediction is within 3 % of it (ties favour the
+    Where the model's predicted best and native were both measured R times at that
+    size: the choice of `colltune tune` among the candidates measured there
+    (evidence.best_of_point: native unless a candidate is faster beyond the spread of
+    the repetitions). Elsewhere: the predicted best if the model gives it a gain over
+    native of at least 3 % with a probability of at least 95 % (`model_beats`), else
+    native (ties favour the
     default). The choices of every grid size then go through tune.build_rules (the
     same interpolation between sizes as `colltune tune`).
 
