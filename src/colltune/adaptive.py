@@ -44,9 +44,8 @@ The final choice (`final_rules`), per grid size
     (evidence.best_of_point: native unless a candidate is faster beyond the spread of
     the repetitions). Elsewhere: the predicted best if the model gives it a gain over
     native of at least 3 % with a probability of at least 95 % (`model_beats`), else
-    native (ties favour the
-    default). The choices of every grid size then go through tune.build_rules (the
-    same interpolation between sizes as `colltune tune`).
+    native (ties favour the default). The choices of every grid size then go through
+    tune.build_rules (the same interpolation between sizes as `colltune tune`).
 
 Nothing here launches MPI by itself: `run` gets a `measure` callback (one launch ->
 its records); `bench_measure` makes the real one.
