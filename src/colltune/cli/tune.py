@@ -16,7 +16,7 @@ from .. import rules as rules_mod
 from ..files import check_writable
 from ..rules import COLLECTIVES, TARGETS
 from ..units import fmt_size
-from ._common import command, db_option, err, fail, out, write_or_keep
+from ._common import MPI_HELP, command, db_option, err, fail, out, write_or_keep
 
 EVAL_SHORT = {"in-sample": "in-sample", "leave-one-size-out": "CV size",
               "leave-one-np-out": "CV np", "rules file": "rules file"}
@@ -84,15 +84,43 @@ def quality_table(summary, has_native: bool) -> Table:
 @click.option("--include-oversubscribed", is_flag=True,
               help="Let points measured with more processes than cores drive choices too "
                    "(left out by default).")
+@click.option("--measure", is_flag=True,
+              help="Measure adaptively instead of reading a stored study: a small design, "
+                   "then where the decision is least certain, until --budget; stores the "
+                   "measurements as the study tune-adaptive-COLL (or --study).")
+@click.option("--np", "np_", type=int, help="--measure: the process count.")
+@click.option("--size", "--sizes", "sizes", help="--measure: the sizes (bytes: 8,64K,1M or a "
+              "power-of-two range 1:1M).")
+@click.option("--algo", "algos", default="ours,native", show_default=True,
+              help="--measure: the candidates (colltune's algorithms with parameters, native; "
+                   "'ours' = every colltune algorithm).")
+@click.option("--budget", help="--measure: the share of the exhaustive design's cells "
+              "(candidates x sizes x --reps) that may be measured, e.g. 20%.")
+@click.option("--reps", type=int, default=4, show_default=True,
+              help="--measure: the exhaustive design's repetitions (separate launches), at "
+                   "most this many of every (candidate, size).")
+@click.option("--iterations", type=int, help="--measure: timed calls per point (default: the "
+              "driver's).")
+@click.option("--mpi", "mpi_spec", help="--measure: " + MPI_HELP)
 def tune(db_path, study, round_, target, coll, output, rules_path, fmt,
-         include_oversubscribed) -> None:
+         include_oversubscribed, measure, np_, sizes, algos, budget, reps, iterations,
+         mpi_spec) -> None:
     """The best algorithm (with its parameters) for every collective, process count
     and size of a study, as a rules file; prints the decision table and its quality
     (regret against the fastest measured, gain over native; in-sample and
-    cross-validated) and stores both in the database. docs/tuning.md."""
+    cross-validated) and stores both in the database. With --measure it measures
+    adaptively first (--budget). docs/tuning.md."""
     from .. import tune as tune_mod
     from ..errors import did_you_mean
 
+    if measure:
+        _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budget, reps,
+                 iterations, mpi_spec, rules_path, round_)
+        return
+    extra = [o for o, v in (("--np", np_), ("--size", sizes), ("--budget", budget),
+                            ("--iterations", iterations), ("--mpi", mpi_spec)) if v is not None]
+    if extra:
+        fail(f"{', '.join(extra)}: only with --measure")
     if rules_path is not None:
         if output is not None:
             fail("--rules evaluates a rules file and writes none: leave out -o")
@@ -178,3 +206,149 @@ def _evaluate(rs, path, frame, study, rnd, colls, include_oversubscribed, fmt) -
     out.print(quality_table(summary, pts["native_us"].notna().any()))
     out.print(f"the rules of {path} on {len(pts)} measured points of study '{study}' round "
               f"{rnd}", highlight=False)
+
+
+def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budget, reps,
+             iterations, mpi_spec, rules_path, round_) -> None:
+    """--measure: the adaptive loop (colltune.adaptive), stored as a study, then rules."""
+    from .. import adaptive
+    from .. import bench as bench_mod
+    from .. import libalgos, registry
+    from .. import tune as tune_mod
+    from ..errors import ColltuneError, did_you_mean
+    from ..units import parse_sizes
+    from ._common import build_or_fail, check_nps
+    from .bench import BenchProgress
+
+    if rules_path is not None or round_ is not None:
+        fail("--measure makes rules from new measurements: leave out --rules and --round")
+    missing = [o for o, v in (("--coll", coll), ("--np", np_), ("--size", sizes),
+                              ("--target", target), ("--budget", budget), ("-o", output))
+               if v is None]
+    if missing:
+        fail(f"--measure needs {', '.join(missing)}")
+    if target != "colltune":
+        fail(f"--measure --target {target}: only --target colltune is measured adaptively "
+             "(each of the library's algorithms needs a launch of its own); measure the "
+             "library's algorithms with colltune sweep, then colltune tune --study")
+    if coll not in COLLECTIVES:
+        fail(f"--coll '{coll}': one collective{did_you_mean(coll, COLLECTIVES)} "
+             f"(valid: {', '.join(COLLECTIVES)})")
+    if np_ < 1:
+        fail(f"--np {np_}: must be >= 1")
+    if reps < 2:
+        fail(f"--reps {reps}: at least 2 (the evidence test needs repetitions; 4 or more to "
+             "tell 3 % apart)")
+    if iterations is not None and iterations < 1:
+        fail(f"--iterations {iterations}: must be >= 1")
+    try:
+        fraction = adaptive.parse_budget(budget)
+        size_list = sorted(set(parse_sizes(sizes)))
+    except (ColltuneError, ValueError) as exc:
+        fail(f"{exc}")
+    check_writable(output, "-o/--output")
+    db_mod.check_writable(db_path)
+    check_nps([np_])
+    b = build_or_fail(mpi_spec)
+    try:
+        cands = libalgos.expand_algos(b, coll, bench_mod.split_specs(algos))
+    except ValueError as exc:
+        fail(str(exc))
+    registry.check_specs(b, coll, [c for c in cands if not libalgos.is_lib_spec(c)])
+    name = study or f"tune-adaptive-{coll}"
+    try:
+        grid = adaptive.Grid(coll, tuple(cands), tuple(size_list), np_, np_)
+        measure_fn = adaptive.bench_measure(b, grid, iterations=iterations)
+        adaptive.check_budget(grid, reps, fraction)
+    except adaptive.AdaptiveError as exc:
+        fail(str(exc))
+    definition = {"adaptive": True, "collective": coll, "np": np_, "sizes": size_list,
+                  "candidates": list(cands), "budget": fraction, "repetitions": reps,
+                  "iterations": iterations}
+    conn = db_mod.open_db(db_path)
+    try:
+        row = conn.execute("SELECT definition FROM studies WHERE name = ?", (name,)).fetchone()
+        if row is not None and '"adaptive": true' not in (row[0] or ""):
+            conn.close()
+            fail(f"--study {name}: the database holds a study of that name that was not "
+                 "measured by colltune tune --measure; name another (the default is "
+                 f"tune-adaptive-{coll})")
+        sid = db_mod.upsert_study(conn, name, definition,
+                                  f"colltune tune --measure: {coll} np {np_}, adaptive, "
+                                  f"budget {100 * fraction:g}%")
+        has_runs = conn.execute("SELECT COUNT(*) FROM runs WHERE study_id = ?",
+                                (sid,)).fetchone()[0]
+        rnd = db_mod.latest_round(conn, sid) + 1 if has_runs else 1  # each --measure a round
+        run_id = db_mod.store_run(conn, kind="tune-adaptive", study_id=sid, mpi=b.mpi,
+                                  launcher="local", command_line=["colltune"] + sys.argv[1:],
+                                  definition=definition, round=rnd)
+
+        def on_launch(number, launch, recs):
+            db_mod.store_unit(conn, study_id=sid, run_id=run_id, round=rnd,
+                              key=f"adaptive-{number}", collective=coll, np=np_, nodes=1,
+                              ppn=np_, mapping=None, rank_order=None, repetition=number,
+                              algorithms=list(launch.algos), library_spec=None,
+                              command=recs[0].get("command") if recs else None, env=None,
+                              notes=None, started_at=db_mod.now(), seconds=None,
+                              records=recs)
+
+        total = adaptive.budget_cells(grid, reps, fraction)
+        status = "failed"
+        with BenchProgress(total) as prog:
+            def progress(used, allowed, launch, rnd_no):
+                prog.set(used, f"{coll} np={np_} adaptive: round {rnd_no + 1}, "
+                                   f"{launch.cells} cells next", force=True)
+
+            try:
+                res = adaptive.run(grid, measure_fn, reps=reps, budget=fraction,
+                                   progress=progress, on_launch=on_launch)
+                prog.set(res.cells, force=True)
+                status = "done"
+            except adaptive.AdaptiveError as exc:
+                fail(str(exc))
+            except (bench_mod.BenchError, ColltuneError, OSError) as exc:
+                fail(f"a launch failed: {exc} (the launches before it are stored in study "
+                     f"'{name}' round {rnd})")
+            finally:
+                db_mod.finish_run(conn, run_id, status if status == "done" else "failed")
+        mpi = f"{b.mpi.kind} {b.mpi.version}"
+        meta = {"study": name, "round": str(rnd), "mpi": mpi, "created": db_mod.now(),
+                "colltune": __version__,
+                "adaptive": f"{res.cells} of {grid.exhaustive_cells(reps)} cells "
+                            f"({100 * fraction:g}% budget), {len(res.launches)} launches"}
+        rs = adaptive.final_rules(res, "colltune", meta)
+        stored, _ = tune_mod.load_frame(conn, name, rnd)
+        pts, summary = tune_mod.quality(stored, rs)
+        text = rules_mod.to_text(rs)
+        ch = adaptive.final_choices(res)
+        by_model = int((ch["how"] == "model").sum())
+        notes = [f"adaptive: {res.cells} of {total} budget cells ({grid.exhaustive_cells(reps)} "
+                 f"exhaustive), {len(res.launches)} launches, {res.rounds} rounds; "
+                 f"{len(ch) - by_model} of {len(ch)} sizes chosen from measurements, "
+                 f"{by_model} from the model ({res.stopped})"]
+        db_mod.store_tuning(conn, study=name, round=rnd, target="colltune", collectives=[coll],
+                            include_oversubscribed=False, rules=text,
+                            summary=json.loads(summary.to_json(orient="records")),
+                            points={"rules file": json.loads(pts.to_json(orient="records"))},
+                            notes=notes, argv=["colltune"] + sys.argv[1:])
+    finally:
+        conn.close()
+    write_or_keep(output, text, "tune.rules")
+    for n in notes:
+        err.print(f"note: {n}", highlight=False)
+    if fmt == "json":
+        click.echo(json.dumps({"study": name, "round": rnd, "output": str(output),
+                               "cells": res.cells, "budget_cells": total,
+                               "exhaustive_cells": grid.exhaustive_cells(reps),
+                               "launches": len(res.launches), "rounds": res.rounds,
+                               "rules": json.loads(rules_mod.to_json(rs)),
+                               "choices": json.loads(ch.drop(columns=["params",
+                                                                     "general_params"])
+                                                     .to_json(orient="records")),
+                               "quality": json.loads(summary.to_json(orient="records"))},
+                              indent=2))
+        return
+    out.print(rules_table(rs))
+    out.print(quality_table(summary.assign(evaluation="in-sample"), True))
+    out.print(f"{len(rs.rules)} rules from {res.cells} measured cells ({len(res.launches)} "
+              f"launches) of study '{name}' round {rnd} written to {output}", highlight=False)
