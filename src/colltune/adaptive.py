@@ -433,13 +433,13 @@ def run(grid: Grid, measure: Measure, *, reps: int, budget: float, initial_sizes
         if left < 1:
             res.stopped = "budget spent"
             break
-        todo = next_launches(grid, pred, _counts(res.frame), reps, left, batch, seed + res.rounds)
-        if not todo:
+        pending = next_launches(grid, pred, _counts(res.frame), reps, left, batch, seed + res.rounds)
+        if not pending:
             res.stopped = ("every cell that could change a decision is measured "
                            f"{reps} times" if left >= 2 else "budget spent")
             break
         res.rounds += 1
-        for la in todo:
+        for la in pending:
             do(la)
     res.seconds = time.monotonic() - t0
     return res
@@ -537,23 +537,23 @@ def bench_measure(build, grid: Grid, *, iterations: int | None = None,
         out = []
         left = {s: list(launch.algos) for s in launch.sizes}
         for r in recs:
-            todo = left.get(int(r["size"]), [])
-            c = _match(r, todo)
+            pending = left.get(int(r["size"]), [])
+            c = _match(r, pending)
             if c is None:
                 continue
-            todo.remove(c)
+            pending.remove(c)
             out.append({**r, "candidate": c, "nodes": 1, "ppn": grid.ppn or grid.np})
         return out
 
     return measure
 
 
-def _match(rec: dict, todo: list[str]) -> str | None:
+def _match(rec: dict, pending: list[str]) -> str | None:
     for key in ("spec", "algorithm"):
-        if rec.get(key) in todo:
+        if rec.get(key) in pending:
             return rec[key]
     name = str(rec.get("algorithm"))
-    same = [c for c in todo if c.split(":", 1)[0] == name]
+    same = [c for c in pending if c.split(":", 1)[0] == name]
     return same[0] if same else None
 
 

@@ -428,12 +428,12 @@ def _verify_mpich(text, path, build, np, sizes, collectives, iterations, timeout
              "under the file (MPIR_CVAR_NOLOCAL=1, TCP) is compared with runs forced to each "
              "of MPICH's algorithms; 'ran' lists those with identical traffic"]
     rows: list[VerifyRow] = []
-    todo = collectives or [c for c in COLLECTIVES
+    pending = collectives or [c for c in COLLECTIVES
                            if tree.get(f"collective={c}") != installed.tree.get(f"collective={c}")]
-    if not todo:
+    if not pending:
         notes.append("the file selects exactly as MPICH's built-in tree for bcast, reduce, "
                      "gather, allgather and allreduce: nothing to verify")
-    for coll in todo:
+    for coll in pending:
         want = sizes or _mpich_sizes(text, coll, np)
         if not want:
             notes.append(f"{coll}: the file's tests are not colltune's layout; give --sizes")

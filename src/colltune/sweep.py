@@ -314,14 +314,14 @@ def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool 
     skip = set(stored)
     if not retry_failed:
         skip |= db_mod.failed_unit_keys(conn, study_id, rnd)
-    todo = [u for u in plan.units if u.key not in skip]
+    pending = [u for u in plan.units if u.key not in skip]
     run_id = db_mod.store_run(
         conn, kind="sweep", study_id=study_id, mpi=build.mpi, launcher=study.launcher,
         command_line=argv or sys.argv, definition=study.definition(), seed=plan.seed,
         shuffled=plan.shuffled, round=rnd, units_planned=len(plan.units),
-        units_skipped=len(plan.units) - len(todo), env={**os.environ, **study.env},
+        units_skipped=len(plan.units) - len(pending), env={**os.environ, **study.env},
         notes=plan.notes)
-    oc = Outcome(run_id, "running", len(plan.units), len(plan.units) - len(todo), round=rnd)
+    oc = Outcome(run_id, "running", len(plan.units), len(plan.units) - len(pending), round=rnd)
     for n in plan.notes:
         console.print(f"note: {n}", highlight=False, markup=False)
     if oc.skipped:
@@ -331,7 +331,7 @@ def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool 
     first_command = None
     use_bar = console.is_terminal if progress is None else progress
     bar = task = None
-    if use_bar and todo:
+    if use_bar and pending:
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                    TimeElapsedColumn, TimeRemainingColumn)
 
@@ -340,10 +340,10 @@ def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool 
                        TimeRemainingColumn(), console=console, transient=False,
                        speed_estimate_period=3600)
         bar.start()
-        task = bar.add_task(study.name, total=len(todo))
+        task = bar.add_task(study.name, total=len(pending))
     log = bar.console.print if bar else console.print
     try:
-        for i, unit in enumerate(todo):
+        for i, unit in enumerate(pending):
             if bar:
                 bar.update(task, description=escape(unit.label)
                            + (f" [red]{oc.failed} failed[/]" if oc.failed else ""))
@@ -358,8 +358,8 @@ def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool 
             else:
                 done = i + 1
                 el = time.monotonic() - t_start
-                eta = el / done * (len(todo) - done)
-                log(f"[{done}/{len(todo)}] {unit.label}: {oc.last} ({oc.last_s:.1f} s; "
+                eta = el / done * (len(pending) - done)
+                log(f"[{done}/{len(pending)}] {unit.label}: {oc.last} ({oc.last_s:.1f} s; "
                     f"eta {_fmt_eta(eta)})", highlight=False, markup=False)
         oc.status = "done"
     except KeyboardInterrupt:
