@@ -60,15 +60,13 @@ int ct_type_size(MPI_Datatype dt, int *size) {
         *size = tcache[i].t.size;
         return MPI_SUCCESS;
     }
-    if (tcache_n < TCACHE && dt != MPI_DATATYPE_NULL) {
-        /* a predefined type's first use: remember it (errors come from below) */
-        ct_type_t t;
-        if (ct_type(dt, &t) == MPI_SUCCESS && tcache_find(dt) >= 0) {
-            *size = t.size;
-            return MPI_SUCCESS;
-        }
-    }
-    return MPI_Type_size(dt, size);
+    CT_CHECK(MPI_Type_size(dt, size));
+    int ni, na, nd, comb;
+    ct_type_t t;
+    if (tcache_n < TCACHE && MPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) == MPI_SUCCESS &&
+        comb == MPI_COMBINER_NAMED)
+        (void)ct_type(dt, &t); /* a predefined type's first use: remember it */
+    return MPI_SUCCESS;
 }
 
 void *ct_tmp_alloc(MPI_Aint count, const ct_type_t *t, void **raw) {
