@@ -362,43 +362,48 @@ static const char *violated(const ct_algo_t *a, int p, int count, MPI_Op op) {
 
 /* The last choice per collective that passed ct_choice_check, by value (the
  * caller may change its struct between calls): a repeated call skips the
- * parameter checks. */
+ * parameter checks. Only the algorithm's own parameters are read (and
+ * checked), so only they are compared. */
 static struct {
     int ok;
     ct_choice_t c;
+    const ct_algo_t *a; /* its registry entry */
 } checked[CT_NCOLL];
 
-static int same_choice(const ct_choice_t *x, const ct_choice_t *y) {
+static inline int same_choice(const ct_choice_t *x, const ct_choice_t *y, const ct_algo_t *a) {
     if (x->algo != y->algo) return 0;
-    for (int i = 0; i < CT_NPARAMS; i++)
-        if (x->params.v[i] != y->params.v[i]) return 0;
+    for (int j = 0; j < a->nparams; j++)
+        if (x->params.v[a->params[j].id] != y->params.v[a->params[j].id]) return 0;
     return 1;
 }
 
-static int check_choice(const ct_choice_t *c, ct_coll_t coll) {
-    if (c && checked[coll].ok && same_choice(c, &checked[coll].c)) return MPI_SUCCESS;
+static int check_choice_slow(const ct_choice_t *c, ct_coll_t coll, const ct_algo_t **out) {
     CT_CHECK(ct_choice_check(c));
     const ct_algo_t *a = ct_algo_get(c->algo);
     if (a->coll != coll)
         return ct_set_error(MPI_ERR_ARG, "algorithm %s/%s used for a %s", ct_coll_name(a->coll),
                             a->name, ct_coll_name(coll));
     checked[coll].c = *c;
+    checked[coll].a = a;
     checked[coll].ok = 1;
+    *out = a;
     return MPI_SUCCESS;
 }
 
-/* Resolve the algorithm to run for this call on p processes; records it in
- * `last`. *run is c itself, or `fb` filled with the declared fallback. */
-static int resolve(const ct_choice_t *c, ct_coll_t coll, int p, int count, MPI_Op op,
-                   ct_choice_t *fb, const ct_choice_t **run) {
-    CT_CHECK(check_choice(c, coll));
-    const ct_algo_t *a = ct_algo_get(c->algo);
-    *run = c;
-    last.requested = last.used = c->algo;
-    last.reason[0] = '\0';
-    for (int hops = 0; hops < 8; hops++) {
-        const char *why = violated(a, p, count, op);
-        if (!why) break;
+static inline int check_choice(const ct_choice_t *c, ct_coll_t coll, const ct_algo_t **out) {
+    if (c && checked[coll].ok && same_choice(c, &checked[coll].c, checked[coll].a)) {
+        *out = checked[coll].a;
+        return MPI_SUCCESS;
+    }
+    return check_choice_slow(c, coll, out);
+}
+
+/* A declared fallback instead of `a` (its constraint `why` is violated),
+ * repeatedly: records the chain in `last`, fills fb, sets *run and *ra. */
+static int resolve_fallback(const ct_choice_t *c, ct_coll_t coll, int p, int count, MPI_Op op,
+                            ct_choice_t *fb, const ct_choice_t **run, const ct_algo_t **ra,
+                            const ct_algo_t *a, const char *why) {
+    for (int hops = 0; hops < 8 && why; hops++) {
         int f = ct_algo_find(coll, a->fallback);
         if (f < 0)
             return ct_set_error(MPI_ERR_INTERN, "%s/%s: %s and no fallback is declared",
@@ -419,11 +424,28 @@ static int resolve(const ct_choice_t *c, ct_coll_t coll, int p, int count, MPI_O
             if (find_spec(ct_algo_get(c->algo), fa->params[j].id))
                 fb->params.v[fa->params[j].id] = c->params.v[fa->params[j].id];
         *run = fb;
+        *ra = fa;
         last.used = f;
         a = fa;
         if (hook) hook(&last);
+        why = violated(a, p, count, op);
     }
     return MPI_SUCCESS;
+}
+
+/* Resolve the algorithm to run for this call on p processes; records it in
+ * `last`. *run is c itself, or `fb` filled with the declared fallback; *ra is
+ * its registry entry. */
+static int resolve(const ct_choice_t *c, ct_coll_t coll, int p, int count, MPI_Op op,
+                   ct_choice_t *fb, const ct_choice_t **run, const ct_algo_t **ra) {
+    const ct_algo_t *a = NULL;
+    CT_CHECK(check_choice(c, coll, &a));
+    *run = c;
+    *ra = a;
+    last.requested = last.used = c->algo;
+    last.reason[0] = '\0';
+    const char *why = violated(a, p, count, op);
+    return why ? resolve_fallback(c, coll, p, count, op, fb, run, ra, a, why) : MPI_SUCCESS;
 }
 
 /* registry index of each collective's `native` entry (no strcmp per call) */
@@ -441,17 +463,18 @@ int ct_bcast(const ct_choice_t *c, void *buf, int count, MPI_Datatype dt, int ro
              MPI_Comm comm) {
     ct_choice_t fb;
     const ct_choice_t *run;
+    const ct_algo_t *ra;
     comm_info_t *ci;
     int size;
     CT_CHECK(comm_info(CT_BCAST, comm, &ci));
-    CT_CHECK(resolve(c, CT_BCAST, ci->size, count, MPI_OP_NULL, &fb, &run));
+    CT_CHECK(resolve(c, CT_BCAST, ci->size, count, MPI_OP_NULL, &fb, &run, &ra));
     if (count < 0) return ct_set_error(MPI_ERR_COUNT, "bcast: count %d is negative", count);
     if (root < 0 || root >= ci->size)
         return ct_set_error(MPI_ERR_ROOT, "bcast: root %d is not a rank of a %d-process "
                             "communicator", root, ci->size);
     TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
-    ct_bcast_fn fn = ct_algo_get(run->algo)->fn.bcast;
+    ct_bcast_fn fn = ra->fn.bcast;
     if (is_native(run, CT_BCAST)) return fn(buf, count, dt, root, comm, &run->params);
     MPI_Comm pc;
     CT_CHECK(shadow_comm(comm, ci, &pc));
@@ -462,10 +485,11 @@ int ct_reduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count, MPI
               MPI_Op op, int root, MPI_Comm comm) {
     ct_choice_t fb;
     const ct_choice_t *run;
+    const ct_algo_t *ra;
     comm_info_t *ci;
     int size;
     CT_CHECK(comm_info(CT_REDUCE, comm, &ci));
-    CT_CHECK(resolve(c, CT_REDUCE, ci->size, count, op, &fb, &run));
+    CT_CHECK(resolve(c, CT_REDUCE, ci->size, count, op, &fb, &run, &ra));
     if (count < 0) return ct_set_error(MPI_ERR_COUNT, "reduce: count %d is negative", count);
     if (root < 0 || root >= ci->size)
         return ct_set_error(MPI_ERR_ROOT, "reduce: root %d is not a rank of a %d-process "
@@ -474,7 +498,7 @@ int ct_reduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count, MPI
         return ct_set_error(MPI_ERR_BUFFER, "reduce: MPI_IN_PLACE is only valid at the root");
     TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
-    ct_reduce_fn fn = ct_algo_get(run->algo)->fn.reduce;
+    ct_reduce_fn fn = ra->fn.reduce;
     if (is_native(run, CT_REDUCE))
         return fn(sbuf, rbuf, count, dt, op, root, comm, &run->params);
     MPI_Comm pc;
@@ -486,9 +510,10 @@ int ct_gather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype s
               void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm) {
     ct_choice_t fb;
     const ct_choice_t *run;
+    const ct_algo_t *ra;
     comm_info_t *ci;
     CT_CHECK(comm_info(CT_GATHER, comm, &ci));
-    CT_CHECK(resolve(c, CT_GATHER, ci->size, 0, MPI_OP_NULL, &fb, &run));
+    CT_CHECK(resolve(c, CT_GATHER, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
     int p = ci->size, r = ci->rank;
     if (root < 0 || root >= p)
         return ct_set_error(MPI_ERR_ROOT, "gather: root %d is not a rank of a %d-process "
@@ -508,7 +533,7 @@ int ct_gather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype s
         TYPE_SIZE(in_place_root ? rdt : sdt, &size);
         if ((in_place_root ? rcount : scount) == 0 || size == 0) return MPI_SUCCESS;
     }
-    ct_gather_fn fn = ct_algo_get(run->algo)->fn.gather;
+    ct_gather_fn fn = ra->fn.gather;
     if (is_native(run, CT_GATHER))
         return fn(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, &run->params);
     MPI_Comm pc;
@@ -520,17 +545,18 @@ int ct_allgather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatyp
                  void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm) {
     ct_choice_t fb;
     const ct_choice_t *run;
+    const ct_algo_t *ra;
     comm_info_t *ci;
     int size;
     CT_CHECK(comm_info(CT_ALLGATHER, comm, &ci));
-    CT_CHECK(resolve(c, CT_ALLGATHER, ci->size, rcount, MPI_OP_NULL, &fb, &run));
+    CT_CHECK(resolve(c, CT_ALLGATHER, ci->size, rcount, MPI_OP_NULL, &fb, &run, &ra));
     if (rcount < 0)
         return ct_set_error(MPI_ERR_COUNT, "allgather: recvcount %d is negative", rcount);
     if (sbuf != MPI_IN_PLACE && scount < 0) /* ignored with MPI_IN_PLACE */
         return ct_set_error(MPI_ERR_COUNT, "allgather: sendcount %d is negative", scount);
     TYPE_SIZE(rdt, &size);
     if (rcount == 0 || size == 0) return MPI_SUCCESS;
-    ct_allgather_fn fn = ct_algo_get(run->algo)->fn.allgather;
+    ct_allgather_fn fn = ra->fn.allgather;
     if (is_native(run, CT_ALLGATHER))
         return fn(sbuf, scount, sdt, rbuf, rcount, rdt, comm, &run->params);
     MPI_Comm pc;
@@ -542,14 +568,15 @@ int ct_allreduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count,
                  MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
     ct_choice_t fb;
     const ct_choice_t *run;
+    const ct_algo_t *ra;
     comm_info_t *ci;
     int size;
     CT_CHECK(comm_info(CT_ALLREDUCE, comm, &ci));
-    CT_CHECK(resolve(c, CT_ALLREDUCE, ci->size, count, op, &fb, &run));
+    CT_CHECK(resolve(c, CT_ALLREDUCE, ci->size, count, op, &fb, &run, &ra));
     if (count < 0) return ct_set_error(MPI_ERR_COUNT, "allreduce: count %d is negative", count);
     TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
-    ct_allreduce_fn fn = ct_algo_get(run->algo)->fn.allreduce;
+    ct_allreduce_fn fn = ra->fn.allreduce;
     if (is_native(run, CT_ALLREDUCE)) return fn(sbuf, rbuf, count, dt, op, comm, &run->params);
     MPI_Comm pc;
     CT_CHECK(shadow_comm(comm, ci, &pc));
@@ -563,9 +590,10 @@ static int inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI
     CT_CHECK(ct_choice_default(algo, &c));
     ct_dispatch_t saved = last;
     const ct_choice_t *r;
+    const ct_algo_t *ra;
     int p;
     CT_CHECK(MPI_Comm_size(comm, &p));
-    int rc = resolve(&c, coll, p, count, op, run, &r);
+    int rc = resolve(&c, coll, p, count, op, run, &r, &ra);
     if (rc == MPI_SUCCESS && r != run) *run = *r;
     /* an inner fallback is still reported, appended to the outer record */
     if (last.reason[0] && !saved.reason[0]) {
