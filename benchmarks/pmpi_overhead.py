@@ -18,8 +18,17 @@ and prints the medians over launches of OSU's "Avg Latency", the per-round ratio
 issue 15 is both ratios within 2 % at 8 B; on a shared or busy machine the spread of
 two runs of one loop is larger than that, so read the range before the median.
 
+--tight isolates the software cost: `colltune-callcost` calls the collective in a tight
+loop (no barrier, no timer between calls; the fastest of --reps repetitions of --calls
+calls per launch), and the same four variants plus (e) `ct_<coll>(native)` called
+directly (the dispatcher's cost over the library's own) are printed in ns per call. At
+--np 1 there is no communication at all, only the call path. --baseline DIR adds the
+(c), (d), (e) of another build directory (an older commit's `colltune build` output),
+interleaved in the same launches, for a before/after comparison on a noisy machine.
+
     .venv/bin/python benchmarks/pmpi_overhead.py                      # np 2, Open MPI
     .venv/bin/python benchmarks/pmpi_overhead.py --mpi mpich --launches 7 -o pmpi.json
+    .venv/bin/python benchmarks/pmpi_overhead.py --tight --np 1 --coll allreduce,bcast
 """
 
 from __future__ import annotations
@@ -66,6 +75,99 @@ def direct(b, coll, algo, np, sizes, iterations) -> dict[int, float]:
     return {r["size"]: r["mean_us"] for r in recs}
 
 
+def callcost(b, coll, np, sizes, calls, reps, env, via="mpi", algo="native") -> dict[int, float]:
+    prog = [str(b.program("colltune-callcost")), "--coll", coll, "--sizes",
+            ",".join(map(str, sizes)), "--calls", str(calls), "--reps", str(reps),
+            "--via", via, "--algo", algo]
+    res = launch.run(launch.prepare(b.mpi, np, prog, env), timeout=600)
+    if res.timed_out or res.returncode != 0:
+        raise SystemExit(launch.failure_message("colltune-callcost", res))
+    recs = [json.loads(ln) for ln in res.stdout.splitlines() if ln.startswith("{")]
+    return {r["size"]: r["ns_min"] for r in recs}
+
+
+def tight(args, b, colls, algos, sizes, console) -> int:
+    from colltune.build import Build
+    blank = {v: "" for v in ALL_VARS}
+    builds = {"": b}
+    if args.baseline:
+        builds["base "] = Build(b.mpi, Path(args.baseline))
+    calls = args.calls or (20000 if args.np > 1 else 200000)
+    with tempfile.TemporaryDirectory(prefix="colltune-pmpi-") as d:
+        rules = Path(d) / "native.rules"
+        rules.write_text("# colltune-rules 1\n# target: colltune\n" + "".join(
+            f"{c} 1 - 0 - native -\n" for c in interpose.COLLECTIVES))
+
+        def cc(bb, c, env, via="mpi", algo="native"):
+            return callcost(bb, c, args.np, sizes, calls, args.reps, env, via, algo)
+
+        progs = {"(a) library": lambda c: cc(b, c, blank)}
+        for tag, bb in builds.items():
+            pre = interpose.preload(bb, {})
+            progs.update({
+                f"{tag}(b) interposed native": lambda c, bb=bb, pre=pre: cc(
+                    bb, c, {**blank, **pre, "COLLTUNE_RULES": str(rules)}),
+                f"{tag}(c) direct ours": lambda c, bb=bb: cc(bb, c, blank, "ct", algos[c]),
+                f"{tag}(d) interposed ours": lambda c, bb=bb, pre=pre: cc(
+                    bb, c, {**blank, **pre, interpose.force_variable(c): algos[c]}),
+                f"{tag}(e) direct native": lambda c, bb=bb: cc(bb, c, blank, "ct", "native"),
+            })
+        got: dict[tuple, list[float]] = {}
+        for rnd in range(args.launches):
+            order = list(progs) if rnd % 2 == 0 else list(reversed(progs))
+            for coll in colls:
+                for who in order:
+                    for s, ns in progs[who](coll).items():
+                        got.setdefault((coll, s, who), []).append(ns)
+            console.print(f"round {rnd + 1}/{args.launches} done", style="dim")
+    t = Table(title=f"software cost per call, tight loop, np {args.np}, {b.mpi.banner}, "
+                    f"{args.launches} alternating launches of {args.reps} x {calls} calls; "
+                    "ns per call (median over launches of the fastest repetition); ratios "
+                    "per launch: median [min–max]", title_justify="left")
+    for col in ("collective", "size", "variant", "ns/call", "vs", "ratio", "diff ns",
+                *(("this/base",) if args.baseline else ())):
+        t.add_column(col, justify="left" if col in ("collective", "variant", "vs") else "right")
+    ref = {"(b) interposed native": "(a) library", "(c) direct ours": None,
+           "(d) interposed ours": "(c) direct ours", "(e) direct native": "(a) library"}
+    rows = []
+    for coll in colls:
+        for s in sizes:
+            for who in progs:
+                g = got[(coll, s, who)]
+                med = statistics.median(g)
+                base = ref.get(who.replace("base ", ""), None)
+                row = {"collective": coll, "size": s, "variant": who, "ns": med,
+                       "launches": g}
+                ratio = diff = vs = ""
+                if base:
+                    vs = base if base == "(a) library" or not who.startswith("base ") \
+                        else "base " + base
+                    gb = got[(coll, s, vs)]
+                    rs = [x / y for x, y in zip(g, gb)]
+                    row.update(vs=vs, ratio=statistics.median(rs),
+                               ratio_range=[min(rs), max(rs)])
+                    ratio = f"{row['ratio']:.3f} [{min(rs):.2f}–{max(rs):.2f}]"
+                    diff = f"{med - statistics.median(gb):+.1f}"
+                extra = []
+                if args.baseline and not who.startswith("base ") and who != "(a) library":
+                    rs = [x / y for x, y in zip(g, got[(coll, s, "base " + who)])]
+                    row.update(vs_base=statistics.median(rs), vs_base_range=[min(rs), max(rs)])
+                    extra = [f"{row['vs_base']:.3f} [{min(rs):.2f}–{max(rs):.2f}]"]
+                elif args.baseline:
+                    extra = [""]
+                rows.append(row)
+                t.add_row(coll, fmt_size(s), who + (f" ({algos[coll]})" if "ours" in who
+                                                    else ""),
+                          f"{med:.1f}", vs, ratio, diff, *extra)
+    console.print(t)
+    if args.output:
+        write_atomic(args.output, json.dumps({"np": args.np, "mpi": b.mpi.banner,
+                                              "mode": "tight", "calls": calls,
+                                              "reps": args.reps, "launches": args.launches,
+                                              "rows": rows}, indent=2))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--np", type=int, default=2)
@@ -80,6 +182,13 @@ def main() -> int:
     ap.add_argument("--goal", type=float, default=0.02)
     ap.add_argument("--mpi", default=None)
     ap.add_argument("-o", "--output")
+    ap.add_argument("--tight", action="store_true",
+                    help="software cost per call: colltune-callcost tight loops (ns)")
+    ap.add_argument("--calls", type=int, default=None,
+                    help="--tight: calls per repetition (default 200000 at np 1, else 20000)")
+    ap.add_argument("--reps", type=int, default=5, help="--tight: repetitions per launch")
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="--tight: another build directory to compare with, interleaved")
     args = ap.parse_args()
     colls = [c for c in args.coll.split(",") if c]
     bad = [c for c in colls if c not in COLLECTIVES]
@@ -92,6 +201,8 @@ def main() -> int:
     b = do_build(mpi_mod.find(args.mpi))
     sizes = parse_sizes(args.sizes)
     console = Console(width=max(Console().width, 150))
+    if args.tight:
+        return tight(args, b, colls, algos, sizes, console)
     blank = {v: "" for v in ALL_VARS}
     pre = interpose.preload(b, {})
     with tempfile.TemporaryDirectory(prefix="colltune-pmpi-") as d:

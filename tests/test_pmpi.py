@@ -434,3 +434,50 @@ def test_a_rules_file_written_by_tune_drives_the_interposition_library(ompi_buil
     for r in t.rules.rules:
         if r.collective == "bcast" and r.algorithm != "native":
             assert re.search(rf"bcast np=3 size {r.size_min}\.\.\S* B: {r.algorithm} ", text), text
+
+
+# ---- issue 15 point 6: an unmodified OSU-style program measures what the rules chose --
+
+def _osu_latency(build, rules, coll, nbytes, iterations):
+    """colltune-osu-latency (native/tests/osu_latency.c, plain MPI) at 2 processes under
+    the interposition library and `rules`: its reported latency (µs) and the decisions
+    COLLTUNE_VERBOSE printed."""
+    e = {v: "" for v in ALL_VARS}
+    e.update(interpose.preload(build, {}))
+    e.update({"COLLTUNE_RULES": str(rules), "COLLTUNE_VERBOSE": "1"})
+    prog = [str(build.program("colltune-osu-latency")), coll, str(nbytes), str(iterations)]
+    ln = launch.prepare(build.mpi, 2, prog, e)
+    res = launch.run(ln, timeout=60)
+    assert not res.timed_out, f"hang: {ln.command_line}\n{res.stderr[-3000:]}"
+    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
+    m = re.search(rf"^{nbytes}\s+([0-9.]+)\s*$", res.stdout, re.M)
+    assert m, res.stdout
+    return float(m.group(1)), _decisions(res.stderr)
+
+
+def test_an_osu_style_program_reports_the_latency_of_the_rules_choice(ompi_build, tmp_path):
+    """The program knows nothing of colltune; only the rules file differs between the
+    launches. A Bcast `chain` with 512-byte segments cuts 1 MiB into 2048 messages in a
+    row, far slower than the library's own broadcast, so the latency the program prints
+    must follow the rules file: medians over 3 interleaved launches each, the slow
+    choice at least 1.5x the native one (in practice hundreds of times)."""
+    import statistics
+
+    nbytes = 1 << 20
+    files = {}
+    for name, spec in (("native", "native -"), ("slow", "chain segsize=512,fanout=1")):
+        files[name] = tmp_path / f"{name}.rules"
+        files[name].write_text("# colltune-rules 1\n# target: colltune\n"
+                               f"bcast 2 - 0 - {spec}\n")
+    lat = {"native": [], "slow": []}
+    for rnd in range(3):
+        for name in (("native", "slow") if rnd % 2 == 0 else ("slow", "native")):
+            us, lines = _osu_latency(ompi_build, files[name], "bcast", nbytes, 10)
+            lat[name].append(us)
+            mine = [ln for ln in lines if ln.startswith("colltune-pmpi: bcast np=2 ")
+                    and f"({files[name]}:3)" in ln]
+            assert mine, "\n".join(lines)
+            want = "native" if name == "native" else "chain"
+            assert all(ln.split(": ", 2)[2].startswith(want + " ") for ln in mine), mine
+    med = {k: statistics.median(v) for k, v in lat.items()}
+    assert med["slow"] > 1.5 * med["native"], lat

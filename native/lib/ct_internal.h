@@ -50,6 +50,8 @@ typedef struct {
     int size;                      /* bytes of data per element */
 } ct_type_t;
 int ct_type(MPI_Datatype dt, ct_type_t *t);
+/* MPI_Type_size; predefined types are answered without a call after first use */
+int ct_type_size(MPI_Datatype dt, int *size);
 
 /* Address of element i of buf. */
 static inline char *ct_elem(const void *buf, MPI_Aint i, const ct_type_t *t) {

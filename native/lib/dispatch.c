@@ -225,39 +225,108 @@ void ct_choice_format(const ct_choice_t *c, char *buf, size_t len) {
     }
 }
 
-/* ---- private communicator ------------------------------------------------ */
-static int shadow_key = MPI_KEYVAL_INVALID;
+/* ---- per-communicator facts and the private communicator ----------------
+ * One attribute per user communicator holds what never changes for it: its
+ * size, this process's rank, and the private duplicate on which colltune's
+ * algorithms run (made on first use by one of them, never for `native`).
+ * A small table keyed by the handle answers repeated calls without any call
+ * into the MPI library; an entry lives only while the attribute does: the
+ * attribute's delete callback (run by MPI_Comm_free) removes it, so a handle
+ * reused after a free is never mistaken (the copy callback is
+ * MPI_COMM_NULL_COPY_FN, so a duplicate of the communicator starts without it).
+ * Intercommunicators are refused and never cached. */
+typedef struct {
+    MPI_Comm dup; /* MPI_COMM_NULL until an algorithm of ours first needs it */
+    int size, rank;
+} comm_info_t;
 
-static int shadow_delete(MPI_Comm comm, int key, void *val, void *extra) {
+#define CCACHE 8
+static struct {
+    MPI_Comm comm;
+    comm_info_t *info;
+} ccache[CCACHE];
+static int ccache_next, info_key = MPI_KEYVAL_INVALID;
+
+static int info_delete(MPI_Comm comm, int key, void *val, void *extra) {
     (void)comm; (void)key; (void)extra;
-    MPI_Comm *dup = (MPI_Comm *)val;
+    comm_info_t *ci = (comm_info_t *)val;
+    for (int i = 0; i < CCACHE; i++)
+        if (ccache[i].info == ci) {
+            ccache[i].comm = MPI_COMM_NULL;
+            ccache[i].info = NULL;
+        }
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Comm_free(dup);
-    free(dup);
+    if (!finalized && ci->dup != MPI_COMM_NULL) MPI_Comm_free(&ci->dup);
+    free(ci);
     return MPI_SUCCESS;
 }
 
-/* Collective on first use for a communicator (every rank reaches it together
- * because the calling collective is itself collective). */
-static int shadow_comm(MPI_Comm comm, MPI_Comm *out) {
-    if (shadow_key == MPI_KEYVAL_INVALID)
-        CT_CHECK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, shadow_delete, &shadow_key,
-                                        NULL));
-    int found = 0;
-    MPI_Comm *dup = NULL;
-    CT_CHECK(MPI_Comm_get_attr(comm, shadow_key, &dup, &found));
+/* colltune's algorithms are intracommunicator algorithms: refuse anything else
+ * before any other check (a root of MPI_ROOT/MPI_PROC_NULL or a remote-group
+ * count would only give misleading errors), locally and at once, so no rank
+ * waits for a message. */
+static int comm_refused(ct_coll_t coll, MPI_Comm comm) {
+    if (comm == MPI_COMM_NULL)
+        return ct_set_error(MPI_ERR_COMM, "%s: the communicator is MPI_COMM_NULL",
+                            ct_coll_name(coll));
+    return ct_set_error(MPI_ERR_COMM,
+                        "%s: intercommunicators are not supported by colltune's "
+                        "algorithms; call the MPI library's own MPI_%c%s on them",
+                        ct_coll_name(coll), ct_coll_name(coll)[0] - 'a' + 'A',
+                        ct_coll_name(coll) + 1);
+}
+
+static int comm_info_slow(ct_coll_t coll, MPI_Comm comm, comm_info_t **out) {
+    int inter = 0, found = 0;
+    if (comm == MPI_COMM_NULL) return comm_refused(coll, comm);
+    CT_CHECK(MPI_Comm_test_inter(comm, &inter));
+    if (inter) return comm_refused(coll, comm);
+    if (info_key == MPI_KEYVAL_INVALID)
+        CT_CHECK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, info_delete, &info_key, NULL));
+    comm_info_t *ci = NULL;
+    CT_CHECK(MPI_Comm_get_attr(comm, info_key, &ci, &found));
     if (!found) {
-        dup = malloc(sizeof *dup);
-        if (!dup) return ct_set_error(MPI_ERR_NO_MEM, "out of memory");
-        int rc = MPI_Comm_dup(comm, dup);
+        ci = malloc(sizeof *ci);
+        if (!ci) return ct_set_error(MPI_ERR_NO_MEM, "out of memory");
+        ci->dup = MPI_COMM_NULL;
+        int rc = MPI_Comm_size(comm, &ci->size);
+        if (rc == MPI_SUCCESS) rc = MPI_Comm_rank(comm, &ci->rank);
+        if (rc == MPI_SUCCESS) rc = MPI_Comm_set_attr(comm, info_key, ci);
         if (rc != MPI_SUCCESS) {
-            free(dup);
+            free(ci);
             return rc;
         }
-        CT_CHECK(MPI_Comm_set_attr(comm, shadow_key, dup));
     }
-    *out = *dup;
+    int slot = ccache_next;
+    ccache_next = (ccache_next + 1) % CCACHE;
+    ccache[slot].comm = comm;
+    ccache[slot].info = ci;
+    *out = ci;
+    return MPI_SUCCESS;
+}
+
+/* The facts of an intracommunicator, or an error for MPI_COMM_NULL and
+ * intercommunicators (an invalid handle raises the library's own error). */
+static inline int comm_info(ct_coll_t coll, MPI_Comm comm, comm_info_t **out) {
+    if (comm != MPI_COMM_NULL)
+        for (int i = 0; i < CCACHE; i++)
+            if (ccache[i].comm == comm) {
+                *out = ccache[i].info;
+                return MPI_SUCCESS;
+            }
+    return comm_info_slow(coll, comm, out);
+}
+
+/* The private duplicate: collective on first use for a communicator (every rank
+ * reaches it together because the calling collective is itself collective). */
+static int shadow_comm(MPI_Comm comm, comm_info_t *ci, MPI_Comm *out) {
+    if (ci->dup == MPI_COMM_NULL) {
+        MPI_Comm dup;
+        CT_CHECK(MPI_Comm_dup(comm, &dup));
+        ci->dup = dup;
+    }
+    *out = ci->dup;
     return MPI_SUCCESS;
 }
 
@@ -268,14 +337,22 @@ static ct_fallback_hook_t hook;
 const ct_dispatch_t *ct_last_dispatch(void) { return &last; }
 void ct_set_fallback_hook(ct_fallback_hook_t h) { hook = h; }
 
+/* the predefined reduction operations are commutative: no call needed */
+static int op_commutes(MPI_Op op) {
+    if (op == MPI_SUM || op == MPI_MAX || op == MPI_MIN || op == MPI_PROD ||
+        op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR || op == MPI_LAND ||
+        op == MPI_LOR || op == MPI_LXOR || op == MPI_MAXLOC || op == MPI_MINLOC ||
+        op == MPI_OP_NULL)
+        return 1;
+    int commute = 1;
+    MPI_Op_commutative(op, &commute);
+    return commute;
+}
+
 /* The first constraint of `a` that the call violates, as text; NULL if none. */
 static const char *violated(const ct_algo_t *a, int p, int count, MPI_Op op) {
     unsigned c = a->constraints;
-    if (c & CT_NEED_COMMUTATIVE) {
-        int commute = 1;
-        if (op != MPI_OP_NULL) MPI_Op_commutative(op, &commute);
-        if (!commute) return "the op is not commutative";
-    }
+    if ((c & CT_NEED_COMMUTATIVE) && !op_commutes(op)) return "the op is not commutative";
     if ((c & CT_NEED_POW2) && (p & (p - 1))) return "the process count is not a power of two";
     if ((c & CT_NEED_EVEN) && (p % 2)) return "the process count is odd";
     if ((c & CT_NEED_TWO_PROCS) && p != 2) return "the process count is not 2";
@@ -283,24 +360,52 @@ static const char *violated(const ct_algo_t *a, int p, int count, MPI_Op op) {
     return NULL;
 }
 
-/* Resolve the algorithm to run for this call; records it in `last`. */
-static int resolve(const ct_choice_t *c, ct_coll_t coll, MPI_Comm comm, int count,
-                   MPI_Op op, ct_choice_t *run) {
+/* The last choice per collective that passed ct_choice_check, by value (the
+ * caller may change its struct between calls): a repeated call skips the
+ * parameter checks. Only the algorithm's own parameters are read (and
+ * checked), so only they are compared. */
+static struct {
+    int ok;
+    ct_choice_t c;
+    const ct_algo_t *a; /* its registry entry */
+} checked[CT_NCOLL];
+
+static inline int same_choice(const ct_choice_t *x, const ct_choice_t *y, const ct_algo_t *a) {
+    if (x->algo != y->algo) return 0;
+    for (int j = 0; j < a->nparams; j++)
+        if (x->params.v[a->params[j].id] != y->params.v[a->params[j].id]) return 0;
+    return 1;
+}
+
+static int check_choice_slow(const ct_choice_t *c, ct_coll_t coll, const ct_algo_t **out) {
     CT_CHECK(ct_choice_check(c));
     const ct_algo_t *a = ct_algo_get(c->algo);
     if (a->coll != coll)
         return ct_set_error(MPI_ERR_ARG, "algorithm %s/%s used for a %s", ct_coll_name(a->coll),
                             a->name, ct_coll_name(coll));
-    int p;
-    CT_CHECK(MPI_Comm_size(comm, &p));
-    *run = *c;
-    last.requested = last.used = c->algo;
-    last.reason[0] = '\0';
-    for (int hops = 0; hops < 8; hops++) {
-        const char *why = violated(a, p, count, op);
-        if (!why) break;
-        int fb = ct_algo_find(coll, a->fallback);
-        if (fb < 0)
+    checked[coll].c = *c;
+    checked[coll].a = a;
+    checked[coll].ok = 1;
+    *out = a;
+    return MPI_SUCCESS;
+}
+
+static inline int check_choice(const ct_choice_t *c, ct_coll_t coll, const ct_algo_t **out) {
+    if (c && checked[coll].ok && same_choice(c, &checked[coll].c, checked[coll].a)) {
+        *out = checked[coll].a;
+        return MPI_SUCCESS;
+    }
+    return check_choice_slow(c, coll, out);
+}
+
+/* A declared fallback instead of `a` (its constraint `why` is violated),
+ * repeatedly: records the chain in `last`, fills fb, sets *run and *ra. */
+static int resolve_fallback(const ct_choice_t *c, ct_coll_t coll, int p, int count, MPI_Op op,
+                            ct_choice_t *fb, const ct_choice_t **run, const ct_algo_t **ra,
+                            const ct_algo_t *a, const char *why) {
+    for (int hops = 0; hops < 8 && why; hops++) {
+        int f = ct_algo_find(coll, a->fallback);
+        if (f < 0)
             return ct_set_error(MPI_ERR_INTERN, "%s/%s: %s and no fallback is declared",
                                 ct_coll_name(coll), a->name, why);
         /* the whole chain: "reduce/rabenseifner -> binomial -> in_order_binary: ..." */
@@ -312,92 +417,104 @@ static int resolve(const ct_choice_t *c, ct_coll_t coll, MPI_Comm comm, int coun
             snprintf(chain, sizeof chain, "%.*s -> %s", (int)strcspn(last.reason, ":"),
                      last.reason, a->fallback);
         snprintf(last.reason, sizeof last.reason, "%s: %s", chain, why);
-        CT_CHECK(ct_choice_default(fb, run));
+        CT_CHECK(ct_choice_default(f, fb));
         /* carry over parameters the fallback shares (e.g. segsize) */
-        const ct_algo_t *fa = ct_algo_get(fb);
+        const ct_algo_t *fa = ct_algo_get(f);
         for (int j = 0; j < fa->nparams; j++)
             if (find_spec(ct_algo_get(c->algo), fa->params[j].id))
-                run->params.v[fa->params[j].id] = c->params.v[fa->params[j].id];
-        last.used = fb;
+                fb->params.v[fa->params[j].id] = c->params.v[fa->params[j].id];
+        *run = fb;
+        *ra = fa;
+        last.used = f;
         a = fa;
         if (hook) hook(&last);
+        why = violated(a, p, count, op);
     }
     return MPI_SUCCESS;
 }
 
-static int is_native(const ct_choice_t *c) {
-    return strcmp(ct_algo_get(c->algo)->name, "native") == 0;
+/* Resolve the algorithm to run for this call on p processes; records it in
+ * `last`. *run is c itself, or `fb` filled with the declared fallback; *ra is
+ * its registry entry. */
+static int resolve(const ct_choice_t *c, ct_coll_t coll, int p, int count, MPI_Op op,
+                   ct_choice_t *fb, const ct_choice_t **run, const ct_algo_t **ra) {
+    const ct_algo_t *a = NULL;
+    CT_CHECK(check_choice(c, coll, &a));
+    *run = c;
+    *ra = a;
+    last.requested = last.used = c->algo;
+    last.reason[0] = '\0';
+    const char *why = violated(a, p, count, op);
+    return why ? resolve_fallback(c, coll, p, count, op, fb, run, ra, a, why) : MPI_SUCCESS;
 }
 
-/* colltune's algorithms are intracommunicator algorithms: refuse anything else
- * before any other check (a root of MPI_ROOT/MPI_PROC_NULL or a remote-group
- * count would only give misleading errors), locally and at once, so no rank
- * waits for a message. */
-static int check_comm(ct_coll_t coll, MPI_Comm comm) {
-    int inter = 0;
-    if (comm == MPI_COMM_NULL)
-        return ct_set_error(MPI_ERR_COMM, "%s: the communicator is MPI_COMM_NULL",
-                            ct_coll_name(coll));
-    CT_CHECK(MPI_Comm_test_inter(comm, &inter));
-    if (inter)
-        return ct_set_error(MPI_ERR_COMM,
-                            "%s: intercommunicators are not supported by colltune's "
-                            "algorithms; call the MPI library's own MPI_%c%s on them",
-                            ct_coll_name(coll), ct_coll_name(coll)[0] - 'a' + 'A',
-                            ct_coll_name(coll) + 1);
-    return MPI_SUCCESS;
+/* registry index of each collective's `native` entry (no strcmp per call) */
+static int native_algo[CT_NCOLL] = { -2, -2, -2, -2, -2 };
+static int is_native(const ct_choice_t *c, ct_coll_t coll) {
+    if (native_algo[coll] == -2) native_algo[coll] = ct_algo_find(coll, "native");
+    return c->algo == native_algo[coll];
 }
+
+/* bytes per element of dt: MPI_Type_size, answered from a small table for the
+ * predefined types (util.c) */
+#define TYPE_SIZE(dt, size) CT_CHECK(ct_type_size((dt), (size)))
 
 int ct_bcast(const ct_choice_t *c, void *buf, int count, MPI_Datatype dt, int root,
              MPI_Comm comm) {
-    ct_choice_t run;
-    int p, size;
-    CT_CHECK(check_comm(CT_BCAST, comm));
-    CT_CHECK(resolve(c, CT_BCAST, comm, count, MPI_OP_NULL, &run));
-    CT_CHECK(MPI_Comm_size(comm, &p));
+    ct_choice_t fb;
+    const ct_choice_t *run;
+    const ct_algo_t *ra;
+    comm_info_t *ci;
+    int size;
+    CT_CHECK(comm_info(CT_BCAST, comm, &ci));
+    CT_CHECK(resolve(c, CT_BCAST, ci->size, count, MPI_OP_NULL, &fb, &run, &ra));
     if (count < 0) return ct_set_error(MPI_ERR_COUNT, "bcast: count %d is negative", count);
-    if (root < 0 || root >= p)
+    if (root < 0 || root >= ci->size)
         return ct_set_error(MPI_ERR_ROOT, "bcast: root %d is not a rank of a %d-process "
-                            "communicator", root, p);
-    CT_CHECK(MPI_Type_size(dt, &size));
+                            "communicator", root, ci->size);
+    TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
-    if (is_native(&run)) return ct_algo_get(run.algo)->fn.bcast(buf, count, dt, root, comm, &run.params);
+    ct_bcast_fn fn = ra->fn.bcast;
+    if (is_native(run, CT_BCAST)) return fn(buf, count, dt, root, comm, &run->params);
     MPI_Comm pc;
-    CT_CHECK(shadow_comm(comm, &pc));
-    return ct_algo_get(run.algo)->fn.bcast(buf, count, dt, root, pc, &run.params);
+    CT_CHECK(shadow_comm(comm, ci, &pc));
+    return fn(buf, count, dt, root, pc, &run->params);
 }
 
 int ct_reduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
               MPI_Op op, int root, MPI_Comm comm) {
-    ct_choice_t run;
-    int p, r, size;
-    CT_CHECK(check_comm(CT_REDUCE, comm));
-    CT_CHECK(resolve(c, CT_REDUCE, comm, count, op, &run));
-    CT_CHECK(MPI_Comm_size(comm, &p));
-    CT_CHECK(MPI_Comm_rank(comm, &r));
+    ct_choice_t fb;
+    const ct_choice_t *run;
+    const ct_algo_t *ra;
+    comm_info_t *ci;
+    int size;
+    CT_CHECK(comm_info(CT_REDUCE, comm, &ci));
+    CT_CHECK(resolve(c, CT_REDUCE, ci->size, count, op, &fb, &run, &ra));
     if (count < 0) return ct_set_error(MPI_ERR_COUNT, "reduce: count %d is negative", count);
-    if (root < 0 || root >= p)
+    if (root < 0 || root >= ci->size)
         return ct_set_error(MPI_ERR_ROOT, "reduce: root %d is not a rank of a %d-process "
-                            "communicator", root, p);
-    if (sbuf == MPI_IN_PLACE && r != root)
+                            "communicator", root, ci->size);
+    if (sbuf == MPI_IN_PLACE && ci->rank != root)
         return ct_set_error(MPI_ERR_BUFFER, "reduce: MPI_IN_PLACE is only valid at the root");
-    CT_CHECK(MPI_Type_size(dt, &size));
+    TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
-    if (is_native(&run))
-        return ct_algo_get(run.algo)->fn.reduce(sbuf, rbuf, count, dt, op, root, comm, &run.params);
+    ct_reduce_fn fn = ra->fn.reduce;
+    if (is_native(run, CT_REDUCE))
+        return fn(sbuf, rbuf, count, dt, op, root, comm, &run->params);
     MPI_Comm pc;
-    CT_CHECK(shadow_comm(comm, &pc));
-    return ct_algo_get(run.algo)->fn.reduce(sbuf, rbuf, count, dt, op, root, pc, &run.params);
+    CT_CHECK(shadow_comm(comm, ci, &pc));
+    return fn(sbuf, rbuf, count, dt, op, root, pc, &run->params);
 }
 
 int ct_gather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
               void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm) {
-    ct_choice_t run;
-    int p, r;
-    CT_CHECK(check_comm(CT_GATHER, comm));
-    CT_CHECK(resolve(c, CT_GATHER, comm, 0, MPI_OP_NULL, &run));
-    CT_CHECK(MPI_Comm_size(comm, &p));
-    CT_CHECK(MPI_Comm_rank(comm, &r));
+    ct_choice_t fb;
+    const ct_choice_t *run;
+    const ct_algo_t *ra;
+    comm_info_t *ci;
+    CT_CHECK(comm_info(CT_GATHER, comm, &ci));
+    CT_CHECK(resolve(c, CT_GATHER, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
+    int p = ci->size, r = ci->rank;
     if (root < 0 || root >= p)
         return ct_set_error(MPI_ERR_ROOT, "gather: root %d is not a rank of a %d-process "
                             "communicator", root, p);
@@ -413,53 +530,57 @@ int ct_gather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype s
     {   /* nothing to move (type signatures match, so every rank agrees) */
         int size;
         int in_place_root = sbuf == MPI_IN_PLACE;
-        CT_CHECK(MPI_Type_size(in_place_root ? rdt : sdt, &size));
+        TYPE_SIZE(in_place_root ? rdt : sdt, &size);
         if ((in_place_root ? rcount : scount) == 0 || size == 0) return MPI_SUCCESS;
     }
-    if (is_native(&run))
-        return ct_algo_get(run.algo)->fn.gather(sbuf, scount, sdt, rbuf, rcount, rdt, root,
-                                                comm, &run.params);
+    ct_gather_fn fn = ra->fn.gather;
+    if (is_native(run, CT_GATHER))
+        return fn(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, &run->params);
     MPI_Comm pc;
-    CT_CHECK(shadow_comm(comm, &pc));
-    return ct_algo_get(run.algo)->fn.gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, pc,
-                                            &run.params);
+    CT_CHECK(shadow_comm(comm, ci, &pc));
+    return fn(sbuf, scount, sdt, rbuf, rcount, rdt, root, pc, &run->params);
 }
 
 int ct_allgather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
                  void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm) {
-    ct_choice_t run;
+    ct_choice_t fb;
+    const ct_choice_t *run;
+    const ct_algo_t *ra;
+    comm_info_t *ci;
     int size;
-    CT_CHECK(check_comm(CT_ALLGATHER, comm));
-    CT_CHECK(resolve(c, CT_ALLGATHER, comm, rcount, MPI_OP_NULL, &run));
+    CT_CHECK(comm_info(CT_ALLGATHER, comm, &ci));
+    CT_CHECK(resolve(c, CT_ALLGATHER, ci->size, rcount, MPI_OP_NULL, &fb, &run, &ra));
     if (rcount < 0)
         return ct_set_error(MPI_ERR_COUNT, "allgather: recvcount %d is negative", rcount);
     if (sbuf != MPI_IN_PLACE && scount < 0) /* ignored with MPI_IN_PLACE */
         return ct_set_error(MPI_ERR_COUNT, "allgather: sendcount %d is negative", scount);
-    CT_CHECK(MPI_Type_size(rdt, &size));
+    TYPE_SIZE(rdt, &size);
     if (rcount == 0 || size == 0) return MPI_SUCCESS;
-    if (is_native(&run))
-        return ct_algo_get(run.algo)->fn.allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm,
-                                                   &run.params);
+    ct_allgather_fn fn = ra->fn.allgather;
+    if (is_native(run, CT_ALLGATHER))
+        return fn(sbuf, scount, sdt, rbuf, rcount, rdt, comm, &run->params);
     MPI_Comm pc;
-    CT_CHECK(shadow_comm(comm, &pc));
-    return ct_algo_get(run.algo)->fn.allgather(sbuf, scount, sdt, rbuf, rcount, rdt, pc,
-                                               &run.params);
+    CT_CHECK(shadow_comm(comm, ci, &pc));
+    return fn(sbuf, scount, sdt, rbuf, rcount, rdt, pc, &run->params);
 }
 
 int ct_allreduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count,
                  MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-    ct_choice_t run;
+    ct_choice_t fb;
+    const ct_choice_t *run;
+    const ct_algo_t *ra;
+    comm_info_t *ci;
     int size;
-    CT_CHECK(check_comm(CT_ALLREDUCE, comm));
-    CT_CHECK(resolve(c, CT_ALLREDUCE, comm, count, op, &run));
+    CT_CHECK(comm_info(CT_ALLREDUCE, comm, &ci));
+    CT_CHECK(resolve(c, CT_ALLREDUCE, ci->size, count, op, &fb, &run, &ra));
     if (count < 0) return ct_set_error(MPI_ERR_COUNT, "allreduce: count %d is negative", count);
-    CT_CHECK(MPI_Type_size(dt, &size));
+    TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
-    if (is_native(&run))
-        return ct_algo_get(run.algo)->fn.allreduce(sbuf, rbuf, count, dt, op, comm, &run.params);
+    ct_allreduce_fn fn = ra->fn.allreduce;
+    if (is_native(run, CT_ALLREDUCE)) return fn(sbuf, rbuf, count, dt, op, comm, &run->params);
     MPI_Comm pc;
-    CT_CHECK(shadow_comm(comm, &pc));
-    return ct_algo_get(run.algo)->fn.allreduce(sbuf, rbuf, count, dt, op, pc, &run.params);
+    CT_CHECK(shadow_comm(comm, ci, &pc));
+    return fn(sbuf, rbuf, count, dt, op, pc, &run->params);
 }
 
 /* ---- inner algorithms of composites (already on a private communicator) --- */
@@ -468,7 +589,12 @@ static int inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI
     ct_choice_t c;
     CT_CHECK(ct_choice_default(algo, &c));
     ct_dispatch_t saved = last;
-    int rc = resolve(&c, coll, comm, count, op, run);
+    const ct_choice_t *r;
+    const ct_algo_t *ra;
+    int p;
+    CT_CHECK(MPI_Comm_size(comm, &p));
+    int rc = resolve(&c, coll, p, count, op, run, &r, &ra);
+    if (rc == MPI_SUCCESS && r != run) *run = *r;
     /* an inner fallback is still reported, appended to the outer record */
     if (last.reason[0] && !saved.reason[0]) {
         ct_dispatch_t inner = last;

@@ -18,10 +18,54 @@ int ct_set_error(int code, const char *fmt, ...) {
 
 const char *ct_last_error(void) { return last_error; }
 
+/* The geometry of the predefined datatypes a process uses, remembered: they are
+ * never freed, so their handles never change meaning (a derived type's handle
+ * may be reused after MPI_Type_free, so derived types are always asked). */
+#define TCACHE 16
+static struct {
+    MPI_Datatype dt;
+    ct_type_t t;
+} tcache[TCACHE];
+static int tcache_n;
+
+static inline int tcache_find(MPI_Datatype dt) {
+    for (int i = 0; i < tcache_n; i++)
+        if (tcache[i].dt == dt) return i;
+    return -1;
+}
+
 int ct_type(MPI_Datatype dt, ct_type_t *t) {
+    int i = tcache_find(dt);
+    if (i >= 0) {
+        *t = tcache[i].t;
+        return MPI_SUCCESS;
+    }
     CT_CHECK(MPI_Type_get_extent(dt, &t->lb, &t->extent));
     CT_CHECK(MPI_Type_get_true_extent(dt, &t->true_lb, &t->true_extent));
     CT_CHECK(MPI_Type_size(dt, &t->size));
+    int ni, na, nd, comb;
+    if (tcache_n < TCACHE &&
+        MPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) == MPI_SUCCESS &&
+        comb == MPI_COMBINER_NAMED) {
+        tcache[tcache_n].dt = dt;
+        tcache[tcache_n].t = *t;
+        tcache_n++;
+    }
+    return MPI_SUCCESS;
+}
+
+int ct_type_size(MPI_Datatype dt, int *size) {
+    int i = tcache_find(dt);
+    if (i >= 0) {
+        *size = tcache[i].t.size;
+        return MPI_SUCCESS;
+    }
+    CT_CHECK(MPI_Type_size(dt, size));
+    int ni, na, nd, comb;
+    ct_type_t t;
+    if (tcache_n < TCACHE && MPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) == MPI_SUCCESS &&
+        comb == MPI_COMBINER_NAMED)
+        (void)ct_type(dt, &t); /* a predefined type's first use: remember it */
     return MPI_SUCCESS;
 }
 
@@ -157,6 +201,7 @@ int ct_type_dense(MPI_Datatype dt, const ct_type_t *t) {
     /* the common cases without decoding: no data, gaps or holes, a predefined type */
     if (t->size == 0) return 1;
     if (t->size != t->extent || t->size != t->true_extent) return 0;
+    if (tcache_find(dt) >= 0) return 1; /* predefined */
     int ni, na, nd, comb;
     if (MPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS) return 0;
     return comb == MPI_COMBINER_NAMED ? 1 : dense_rec(dt, 0);

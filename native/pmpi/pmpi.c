@@ -377,7 +377,7 @@ static int raise_error(MPI_Comm comm, ct_coll_t c, int rc) {
 #define CCACHE 16
 static struct {
     MPI_Comm comm;
-    int np, inter;
+    int np, inter, rank;
 } ccache[CCACHE];
 static int ccache_next, ccache_key = MPI_KEYVAL_INVALID, world_np;
 
@@ -398,11 +398,13 @@ static void ccache_init(void) {
         ccache_key = MPI_KEYVAL_INVALID;
 }
 
-/* 0 with the size and inter flag, -1 when the library must take the call */
-static int comm_facts(MPI_Comm comm, int *np, int *inter) {
+/* 0 with the size, inter flag and this process's rank (in the local group),
+ * -1 when the library must take the call */
+static int comm_facts(MPI_Comm comm, int *np, int *inter, int *rank) {
     if (comm == MPI_COMM_WORLD) {
         *np = world_np;
         *inter = 0;
+        *rank = st.rank;
         return 0;
     }
     if (comm == MPI_COMM_NULL) return -1;
@@ -410,10 +412,11 @@ static int comm_facts(MPI_Comm comm, int *np, int *inter) {
         if (ccache[i].comm == comm) {
             *np = ccache[i].np;
             *inter = ccache[i].inter;
+            *rank = ccache[i].rank;
             return 0;
         }
     if (PMPI_Comm_test_inter(comm, inter) != MPI_SUCCESS ||
-        PMPI_Comm_size(comm, np) != MPI_SUCCESS)
+        PMPI_Comm_size(comm, np) != MPI_SUCCESS || PMPI_Comm_rank(comm, rank) != MPI_SUCCESS)
         return -1;
     /* setting the attribute first: replacing an old one runs the delete
      * callback, which must not remove the entry made after it */
@@ -424,15 +427,17 @@ static int comm_facts(MPI_Comm comm, int *np, int *inter) {
         ccache[slot].comm = comm;
         ccache[slot].np = *np;
         ccache[slot].inter = *inter;
+        ccache[slot].rank = *rank;
     }
     return 0;
 }
 
-/* Communicator checks shared by every collective: 0 and the size, or -1 when the
- * call must go to the library (which raises any error itself). */
-static int intra_size(ct_coll_t c, MPI_Comm comm, int *np) {
+/* Communicator checks shared by every collective: 0 with the size and this
+ * process's rank, or -1 when the call must go to the library (which raises any
+ * error itself). */
+static int intra_size(ct_coll_t c, MPI_Comm comm, int *np, int *rank) {
     int inter = 0;
-    if (comm_facts(comm, np, &inter)) return -1;
+    if (comm_facts(comm, np, &inter, rank)) return -1;
     if (inter) {
         passthrough_note(c, *np, -1, WHY_INTER);
         return -1;
@@ -443,15 +448,15 @@ static int intra_size(ct_coll_t c, MPI_Comm comm, int *np) {
 /* size in bytes of count elements, or -1 (MPI_DATATYPE_NULL, size undefined) */
 static long long bytes_of(int count, MPI_Datatype dt) {
     int ts;
-    if (count < 0 || dt == MPI_DATATYPE_NULL || PMPI_Type_size(dt, &ts) != MPI_SUCCESS ||
+    if (count < 0 || dt == MPI_DATATYPE_NULL || ct_type_size(dt, &ts) != MPI_SUCCESS ||
         ts == MPI_UNDEFINED || ts < 0)
         return -1;
     return (long long)count * ts;
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
-    int np;
-    if (!st.active || intra_size(CT_BCAST, comm, &np))
+    int np, r;
+    if (!st.active || intra_size(CT_BCAST, comm, &np, &r))
         return PMPI_Bcast(buf, count, dt, root, comm);
     long long size = bytes_of(count, dt);
     if (size < 0 || root < 0 || root >= np) {
@@ -470,11 +475,11 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
                MPI_Comm comm) {
     int np, r;
-    if (!st.active || intra_size(CT_REDUCE, comm, &np))
+    if (!st.active || intra_size(CT_REDUCE, comm, &np, &r))
         return PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm);
     long long size = bytes_of(count, dt);
     if (size < 0 || root < 0 || root >= np || op == MPI_OP_NULL ||
-        PMPI_Comm_rank(comm, &r) != MPI_SUCCESS || (sbuf == MPI_IN_PLACE && r != root)) {
+        (sbuf == MPI_IN_PLACE && r != root)) {
         passthrough_note(CT_REDUCE, np, size, WHY_ARGS);
         return PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm);
     }
@@ -490,11 +495,10 @@ int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op 
 int MPI_Gather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
                MPI_Datatype rdt, int root, MPI_Comm comm) {
     int np, r;
-    if (!st.active || intra_size(CT_GATHER, comm, &np))
+    if (!st.active || intra_size(CT_GATHER, comm, &np, &r))
         return PMPI_Gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
     long long size = -1;
-    if (root >= 0 && root < np && PMPI_Comm_rank(comm, &r) == MPI_SUCCESS &&
-        (sbuf != MPI_IN_PLACE || r == root)) {
+    if (root >= 0 && root < np && (sbuf != MPI_IN_PLACE || r == root)) {
         /* colltune's size: bytes per process (the send signature, or at the root
          * the receive signature, which must match it) */
         long long ssize = sbuf == MPI_IN_PLACE ? 0 : bytes_of(scount, sdt);
@@ -516,8 +520,8 @@ int MPI_Gather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int r
 
 int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
                   MPI_Datatype rdt, MPI_Comm comm) {
-    int np;
-    if (!st.active || intra_size(CT_ALLGATHER, comm, &np))
+    int np, r;
+    if (!st.active || intra_size(CT_ALLGATHER, comm, &np, &r))
         return PMPI_Allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm);
     long long size = bytes_of(rcount, rdt);
     if (size >= 0 && sbuf != MPI_IN_PLACE && bytes_of(scount, sdt) < 0) size = -1;
@@ -536,8 +540,8 @@ int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, in
 
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
                   MPI_Comm comm) {
-    int np;
-    if (!st.active || intra_size(CT_ALLREDUCE, comm, &np))
+    int np, r;
+    if (!st.active || intra_size(CT_ALLREDUCE, comm, &np, &r))
         return PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm);
     long long size = bytes_of(count, dt);
     if (size < 0 || op == MPI_OP_NULL) {

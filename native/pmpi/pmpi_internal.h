@@ -15,6 +15,10 @@
 
 #include <stddef.h>
 
+/* From the algorithm library (lib/ct_internal.h): MPI_Type_size, with the
+ * predefined types answered from a small table after their first use. */
+int ct_type_size(MPI_Datatype dt, int *size);
+
 /* One way of running a collective: the library's own (native) or one of ours. */
 typedef struct {
     int native;          /* nonzero: the MPI library's own collective        */

@@ -16,7 +16,8 @@ from .paths import cache_dir, native_dir
 
 PROGRAMS = ("colltune-verify", "colltune-bench", "colltune-selftest", "colltune-pingpong",
             "colltune-probe", "colltune-heat", "colltune-stream", "colltune-which",
-            "libcolltune-pmpi.so", "colltune-plaincolls", "colltune-heat-plain")
+            "libcolltune-pmpi.so", "colltune-plaincolls", "colltune-heat-plain",
+            "colltune-callcost", "colltune-osu-latency")
 
 
 class BuildError(ColltuneError, RuntimeError):
