@@ -356,3 +356,49 @@ def test_measure_tune_export_verify_with_open_mpi(tmp_path, ompi_build):
     # one row per size, each agreeing (exit 0 above: verify exits 1 on a disagreement)
     rows = [ln for ln in res.stdout.splitlines() if " bcast " in ln]
     assert len(rows) == 2 and not any(" NO " in ln for ln in rows)
+
+
+def test_quality_weighted_by_the_calls_an_application_makes():
+    """Calls count for the measured point whose rules cover them: an application that
+    only calls small sizes sees only the small points' regret and gain."""
+    def fn(c, n, s):  # linear wins clearly at 8 B; at 1 MiB nothing beats native
+        return {"native": 10.0, "linear": 5.0 if s == 8 else 30.0}
+    t = tune.tune(frame(grid(fn, sizes=(8, 1 << 20))), "colltune")
+    pts = t.points["in-sample"]
+    small = [("bcast", 2, 16, 1000)]            # 16 B: covered by the 8 B point's rules
+    w = tune.weighted(pts, small)
+    (row,) = w.to_dict("records")
+    assert row["points"] == 1 and row["calls"] == 1000
+    assert row["gain_gmean"] == pytest.approx(2.0, rel=0.05)   # native 10 / linear 5
+    big = tune.weighted(pts, [("bcast", 4, 1 << 22, 7)])       # above: the 1 MiB point
+    assert big.iloc[0]["gain_gmean"] == pytest.approx(1.0)
+    assert tune.weighted(pts, [("allreduce", 2, 8, 5)]).empty  # not in the points
+    both = tune.weighted(pts, small + [("bcast", 2, 1 << 20, 1000)])
+    assert both.iloc[0]["gain_gmean"] == pytest.approx(2.0 ** 0.5, rel=0.05)
+
+
+def test_a_profile_weighs_the_quality_on_the_command_line(tmp_path, ompi_build):
+    study = tmp_path / "tiny.toml"
+    study.write_text(TINY)
+    dbp, out = tmp_path / "r.db", tmp_path / "bcast.rules"
+    assert _cli("sweep", study, "--db", dbp).returncode == 0
+    prof = tmp_path / "app.profile.json"
+    prof.write_text(json.dumps({"format": "colltune-profile 1", "np_world": 2, "dropped": 0,
+                                "entries": [dict(collective="bcast", np=2, size_min=8,
+                                                 size_max=15, algorithm="native", spec="native",
+                                                 source="no rule", calls=500, ranks=2,
+                                                 total_s=0.01, mean_s=2e-5,
+                                                 max_rank_total_s=0.01)]}))
+    res = _cli("tune", "--db", dbp, "--study", "tinytune", "--target", "colltune", "-o", out,
+               "--profile", prof, "--format", "json")
+    assert res.returncode == 0, res.stderr
+    rows = [r for r in json.loads(res.stdout)["quality"]["summary"]
+            if r["evaluation"] == "profile-weighted"]
+    assert len(rows) == 1 and rows[0]["calls"] == 500 and rows[0]["points"] == 1
+    res = _cli("tune", "--db", dbp, "--study", "tinytune", "--rules", out, "--profile", prof)
+    assert res.returncode == 0, res.stderr
+    assert "by app calls" in res.stdout and "500 calls" in res.stdout
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    res = _cli("tune", "--db", dbp, "--study", "tinytune", "--rules", out, "--profile", bad)
+    assert res.returncode == 2 and "not a colltune profile" in res.stderr

@@ -13,6 +13,7 @@ The library reads (docs/interposition.md):
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +124,15 @@ class Profile:
             if e.collective == collective:
                 out[e.size_min] = out.get(e.size_min, 0) + e.calls
         return dict(sorted(out.items()))
+
+
+    def calls(self) -> list[tuple[str, int, int, int]]:
+        """(collective, communicator size, size, calls) per entry, the size being the
+        geometric centre of the entry's bucket (its start for bucket 0): what
+        `colltune tune --profile` weighs its quality figures with."""
+        return [(e.collective, e.np,
+                 math.isqrt(e.size_min * (e.size_max + 1)) if e.size_min > 0 else e.size_min,
+                 e.calls) for e in self.entries]
 
 
 _FIELDS = {"collective": str, "np": int, "size_min": int, "size_max": int, "algorithm": str,

@@ -425,6 +425,57 @@ SUMMARY_COLUMNS = ["collective", "evaluation", "points", "unmeasured", "regret_g
                    "gain_worst_at"]
 
 
+def weighted(points: pd.DataFrame, calls, evaluation: str = "profile-weighted") -> pd.DataFrame:
+    """Per collective: the regret and the gain over native weighted by how often an
+    application calls each size (`calls`: (collective, np, size, count) tuples, e.g.
+    from the interposition library's profile, `colltune profile`). Each call counts for
+    the measured point whose rules cover it (the interpolation policy above: the
+    largest measured process count not above it, else the smallest; the measured size
+    whose geometric-midpoint range holds it). Calls of a collective the points do not
+    have are not counted; `points` is the number of measured points that got calls."""
+    rows = []
+    ok = points[points["regret"].notna()]
+    for coll, g in ok.groupby("collective", sort=False):
+        nps, sizes = sorted(set(g["np"])), sorted(set(g["size"]))
+        weight: dict[tuple[int, int], float] = {}
+        n_calls = 0
+        for c, np_, size, count in calls:
+            if c != coll or count <= 0:
+                continue
+            pn = max((n for n in nps if n <= np_), default=nps[0])
+            ps = next((a for a, b in zip(sizes, sizes[1:]) if size <= size_split(a, b)),
+                      sizes[-1])
+            weight[(pn, ps)] = weight.get((pn, ps), 0.0) + count
+            n_calls += count
+        if not n_calls:
+            continue
+        w = np.array([weight.get((int(r.np), int(r.size)), 0.0) for r in g.itertuples()])
+        # a point measured under several mappings shares its calls among them
+        per = g.groupby(["np", "size"])["regret"].transform("size").to_numpy()
+        w = w / per
+        row = {"collective": coll, "evaluation": evaluation, "points": int((w > 0).sum()),
+               "unmeasured": 0, "regret_gmean": _wgmean(g["regret"], w),
+               "regret_worst": math.nan, "regret_worst_at": None,
+               "gain_gmean": _wgmean(g["gain"], w), "gain_worst": math.nan,
+               "gain_worst_at": None, "calls": n_calls}
+        used = g[w > 0]
+        if len(used):
+            row.update(regret_worst=float(used["regret"].max()))
+            if used["gain"].notna().any():
+                row.update(gain_worst=float(used["gain"].min()))
+        rows.append(row)
+    rows.sort(key=lambda r: COLLECTIVES.index(r["collective"]))
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS + ["calls"])
+
+
+def _wgmean(v: pd.Series, w: np.ndarray) -> float:
+    v = pd.to_numeric(v, errors="coerce").to_numpy(dtype=float)
+    keep = np.isfinite(v) & (v > 0) & (w > 0)
+    if not keep.any():
+        return math.nan
+    return float(np.exp(np.average(np.log(v[keep]), weights=w[keep])))
+
+
 def _at(row, keys: list[str]) -> str:
     from .units import fmt_size
 

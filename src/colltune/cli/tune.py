@@ -8,6 +8,7 @@ import sqlite3
 import sys
 
 import click
+import pandas as pd
 from rich.table import Table
 
 from .. import __version__
@@ -19,7 +20,8 @@ from ..units import fmt_size
 from ._common import MPI_HELP, command, db_option, err, fail, out, write_or_keep
 
 EVAL_SHORT = {"in-sample": "in-sample", "leave-one-size-out": "CV size",
-              "leave-one-np-out": "CV np", "rules file": "rules file"}
+              "leave-one-np-out": "CV np", "rules file": "rules file",
+              "profile-weighted": "by app calls"}
 
 
 def _x(v) -> str:
@@ -56,6 +58,8 @@ def quality_table(summary, has_native: bool) -> Table:
                      or "worst" == c.split()[-1] else "left")
     for r in summary.to_dict("records"):
         pts = str(r["points"]) + (f" ({r['unmeasured']} unmeasured)" if r["unmeasured"] else "")
+        if isinstance(r.get("calls"), (int, float)) and r["calls"] == r["calls"]:
+            pts += f" ({int(r['calls'])} calls)"
         row = [r["collective"], EVAL_SHORT[r["evaluation"]], pts, _x(r["regret_gmean"]),
                _x(r["regret_worst"]), r["regret_worst_at"] or ""]
         if has_native:
@@ -78,6 +82,10 @@ def quality_table(summary, has_native: bool) -> Table:
 @click.option("--rules", "rules_path", type=click.Path(dir_okay=False),
               help="Instead of making rules: evaluate this rules file on the study (regret "
                    "and gain over native per point); writes nothing.")
+@click.option("--profile", "profile_path", type=click.Path(dir_okay=False),
+              help="Also weigh the quality by the sizes an application really calls: a "
+                   "profile of the interposition library (COLLTUNE_PROFILE, docs/"
+                   "interposition.md); adds 'profile-weighted' rows.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="What is printed: tables, or one JSON object (rules "
               "and quality).")
@@ -102,7 +110,7 @@ def quality_table(summary, has_native: bool) -> Table:
 @click.option("--iterations", type=int, help="--measure: timed calls per point (default: the "
               "driver's).")
 @click.option("--mpi", "mpi_spec", help="--measure: " + MPI_HELP)
-def tune(db_path, study, round_, target, coll, output, rules_path, fmt,
+def tune(db_path, study, round_, target, coll, output, rules_path, profile_path, fmt,
          include_oversubscribed, measure, np_, sizes, algos, budget, reps, iterations,
          mpi_spec) -> None:
     """The best algorithm (with its parameters) for every collective, process count
@@ -113,7 +121,14 @@ def tune(db_path, study, round_, target, coll, output, rules_path, fmt,
     from .. import tune as tune_mod
     from ..errors import did_you_mean
 
+    calls = None
+    if profile_path is not None:
+        from .. import interpose
+
+        calls = interpose.read_profile(profile_path).calls()
     if measure:
+        if calls is not None:
+            fail("--profile: not with --measure (tune the stored study afterwards with it)")
         _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budget, reps,
                  iterations, mpi_spec, rules_path, round_)
         return
@@ -157,7 +172,8 @@ def tune(db_path, study, round_, target, coll, output, rules_path, fmt,
             study = names[0]
         frame, rnd = tune_mod.load_frame(conn, study, round_)
         if given is not None:
-            _evaluate(given, rules_path, frame, study, rnd, colls, include_oversubscribed, fmt)
+            _evaluate(given, rules_path, frame, study, rnd, colls, include_oversubscribed, fmt,
+                      calls)
             return
         mpi = sorted({f"{k} {v}" for k, v in zip(frame["mpi_kind"], frame["mpi_version"])
                       if k is not None})
@@ -166,6 +182,10 @@ def tune(db_path, study, round_, target, coll, output, rules_path, fmt,
         if include_oversubscribed:
             meta["oversubscribed"] = "included"
         result = tune_mod.tune(frame, target, colls, include_oversubscribed, meta)
+        if calls is not None:
+            _add_weighted(result.points["in-sample"], calls, result.notes)
+            result.summary = pd.concat([result.summary, tune_mod.weighted(
+                result.points["in-sample"], calls)], ignore_index=True)
         text = rules_mod.to_text(result.rules)
         data = result.to_dict()
         try:
@@ -191,13 +211,32 @@ def tune(db_path, study, round_, target, coll, output, rules_path, fmt,
               f"study '{study}' round {rnd} written to {output}", highlight=False)
 
 
-def _evaluate(rs, path, frame, study, rnd, colls, include_oversubscribed, fmt) -> None:
+def _add_weighted(points, calls, notes: list[str]) -> None:
+    """Notes on a profile that weighs nothing the study measured."""
+    have = set(points["collective"]) if len(points) else set()
+    used = sorted({c for c, _, _, n in calls if n > 0})
+    for c in used:
+        if c not in have:
+            notes.append(f"--profile: the application calls {c}, which the rules' points do "
+                         "not cover: not weighed")
+    if not used:
+        notes.append("--profile: the profile records no call")
+
+
+def _evaluate(rs, path, frame, study, rnd, colls, include_oversubscribed, fmt,
+              calls=None) -> None:
     """--rules FILE: the quality of a given rules file on the study's points."""
     from .. import tune as tune_mod
 
     for n in tune_mod.rules_notes(rs, frame):
         err.print(f"note: {n}", highlight=False)
     pts, summary = tune_mod.quality(frame, rs, colls, include_oversubscribed)
+    if calls is not None:
+        notes: list[str] = []
+        _add_weighted(pts, calls, notes)
+        for n in notes:
+            err.print(f"note: {n}", highlight=False)
+        summary = pd.concat([summary, tune_mod.weighted(pts, calls)], ignore_index=True)
     if fmt == "json":
         click.echo(json.dumps({"study": study, "round": rnd, "rules": str(path),
                                "summary": json.loads(summary.to_json(orient="records")),
