@@ -11,7 +11,7 @@ from conftest import colltune
 
 COLLS = ["bcast", "reduce", "gather", "allgather", "allreduce"]
 OMPI_NPS = [1, 2, 3, 4, 5, 7, 8, 13, 16]
-MPICH_NPS = [1, 2, 3, 4, 5, 7, 8]
+MPICH_NPS = [1, 2, 3, 4, 5, 7]  # 8 = another power of two; Open MPI covers up to 16
 
 
 def _check(build, np):
@@ -77,7 +77,7 @@ def test_verify_families_openmpi(ompi_build, np):
 
 
 @pytest.mark.mpich
-@pytest.mark.parametrize("np", FAMILY_NPS)
+@pytest.mark.parametrize("np", [n for n in FAMILY_NPS if n not in (6, 8)])  # CI time
 def test_verify_families_mpich(mpich_build, np):
     _check_families(mpich_build, np, quick=True)
 
