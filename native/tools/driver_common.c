@@ -5,18 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void ct_json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 static const struct {
     unsigned flag;
     const char *name;
@@ -136,14 +124,3 @@ int ct_op_from_name(const char *name, MPI_Op *op) {
     return 0;
 }
 
-void ct_mpi_version(char *buf, size_t len) {
-    char v[MPI_MAX_LIBRARY_VERSION_STRING];
-    int l = 0;
-    MPI_Get_library_version(v, &l);
-    char *nl = strchr(v, '\n');
-    if (nl) *nl = '\0';
-    /* trim trailing separators some libraries print */
-    size_t n = strlen(v);
-    while (n && (v[n - 1] == ' ' || v[n - 1] == ',' || v[n - 1] == '\t')) v[--n] = '\0';
-    snprintf(buf, len, "%s", v);
-}

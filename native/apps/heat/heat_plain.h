@@ -4,7 +4,8 @@
  * colltune. Its collectives are the MPI library's MPI_Allreduce and MPI_Reduce
  * (so that libcolltune-pmpi.so, preloaded, can put colltune's algorithms behind
  * them: docs/interposition.md), and the few helpers heat.c shares with the
- * drivers are stand-ins here (ct_die is native/tools/die.c itself).
+ * drivers are stand-ins here (ct_die, ct_json_str and ct_mpi_version are
+ * native/tools/plain.c itself).
  * --allreduce and --reduce accept only "native".
  */
 #ifndef CT_HEAT_PLAIN_H
@@ -52,30 +53,11 @@ static inline const ct_algo_t *ct_algo_get(int i) {
     return &native;
 }
 
-static inline void ct_json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
 
-static inline void ct_mpi_version(char *buf, size_t len) {
-    char v[MPI_MAX_LIBRARY_VERSION_STRING];
-    int l = 0;
-    MPI_Get_library_version(v, &l);
-    char *nl = strchr(v, '\n');
-    if (nl) *nl = '\0';
-    size_t n = strlen(v);
-    while (n && (v[n - 1] == ' ' || v[n - 1] == ',' || v[n - 1] == '\t')) v[--n] = '\0';
-    snprintf(buf, len, "%s", v);
-}
 
-/* native/tools/die.c, linked into this build too */
+/* native/tools/plain.c, linked into this build too */
+void ct_json_str(FILE *f, const char *s);
+void ct_mpi_version(char *buf, size_t len);
 void ct_die(int rank, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3), noreturn))

@@ -1,0 +1,49 @@
+/* plain.c -- the helpers that need MPI only, not the colltune library: linked by
+ * every program (through ctdriver) and by colltune-heat-plain, which has no
+ * colltune library. ct_die is the one error exit of every program. */
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ct_die(int rank, const char *fmt, ...) {
+    if (rank == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("error: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+        fflush(stderr);
+    }
+    int init = 0, fin = 0;
+    MPI_Initialized(&init);
+    MPI_Finalized(&fin);
+    if (init && !fin) MPI_Finalize();
+    exit(2);
+}
+
+void ct_json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c == '\n') fputs("\\n", f);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+void ct_mpi_version(char *buf, size_t len) {
+    char v[MPI_MAX_LIBRARY_VERSION_STRING];
+    int l = 0;
+    MPI_Get_library_version(v, &l);
+    char *nl = strchr(v, '\n');
+    if (nl) *nl = '\0';
+    /* trim trailing separators some libraries print */
+    size_t n = strlen(v);
+    while (n && (v[n - 1] == ' ' || v[n - 1] == ',' || v[n - 1] == '\t')) v[--n] = '\0';
+    snprintf(buf, len, "%s", v);
+}
