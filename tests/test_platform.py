@@ -1,0 +1,168 @@
+"""colltune.platform: SimGrid platform files, host lists, presets, calibration."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from colltune import platform as P
+from colltune.errors import ColltuneError
+
+
+def _cluster(p: P.Platform) -> ET.Element:
+    text = p.xml()
+    assert text.startswith("<?xml") and '<platform version="4.1">' in text
+    root = ET.fromstring(text.split("\n", 2)[2])  # past the declaration and DOCTYPE
+    clusters = root.findall("./zone/cluster")
+    assert len(clusters) == 1
+    return clusters[0]
+
+
+@pytest.mark.parametrize("name", P.PRESETS)
+def test_presets_give_valid_xml_with_their_hosts_and_cores(name):
+    p = P.resolve(name)
+    c = _cluster(p)
+    lo, hi = (int(x) for x in c.get("radical").split("-"))
+    assert hi - lo + 1 == p.nodes
+    assert int(c.get("core")) == p.sockets * p.cores_per_socket
+    assert c.get("prefix") == "node-"
+    assert c.get("loopback_bw").endswith("Bps") and c.get("loopback_lat").endswith("us")
+    d = p.describe()
+    json.dumps(d)  # JSON-able
+    for key in ("nodes", "sockets", "cores_per_socket", "intra_latency", "intra_bandwidth",
+                "net_latency", "net_bandwidth"):
+        assert d[key]["source"] and d[key]["source"] != "not stated", (name, key)
+
+
+def test_figures_reach_the_xml():
+    p = P.resolve("tapems-16x12")
+    c = _cluster(p)
+    assert float(c.get("bw")[:-3]) == pytest.approx(3.2e9)
+    # node-to-node latency 1.5 us over two links (up to the switch, down from it)
+    assert float(c.get("lat")[:-2]) == pytest.approx(0.75)
+    assert c.get("topology") is None  # flat: SimGrid's default
+    m = _cluster(P.resolve("marconi100"))
+    assert m.get("topology") == "DRAGONFLY" and m.get("topo_parameters") == "4,18;1,1;14,18;18"
+
+
+def test_seq_and_rr_on_16_nodes_of_12():
+    p = P.resolve("tapems-16x12")
+    seq = p.rank_hosts(24, "core", "seq")
+    rr = p.rank_hosts(24, "core", "rr")
+    assert seq == ["node-0"] * 12 + ["node-1"] * 12
+    assert rr == ["node-0", "node-1"] * 12
+    # node mapping spreads over every node; seq and rr agree with one rank a node... 
+    assert p.rank_hosts(16, "node", "seq") == [f"node-{i}" for i in range(16)]
+    # ... and give blocks vs round-robin with two a node
+    assert p.rank_hosts(32, "node", "seq")[:4] == ["node-0", "node-0", "node-1", "node-1"]
+    assert p.rank_hosts(32, "node", "rr")[:4] == ["node-0", "node-1", "node-2", "node-3"]
+    assert p.rank_hosts(8, "core", "seq", nodes=4) == ["node-0", "node-0", "node-1", "node-1",
+                                                      "node-2", "node-2", "node-3", "node-3"]
+    assert p.hostfile(3) == "node-0\nnode-0\nnode-0\n"
+
+
+def test_spread_allocation_crosses_islands():
+    p = P.resolve("marconi100")
+    hosts = p.rank_hosts(512, "core", "seq")
+    nodes = sorted({int(h.split("-")[1]) for h in hosts})
+    assert len(nodes) == 16 and len(hosts) == 512
+    islands = {n // 252 for n in nodes}
+    assert islands == {0, 1, 2, 3}
+
+
+def test_too_many_processes_is_an_error_with_the_numbers():
+    p = P.resolve("tapems-16x12")
+    with pytest.raises(ColltuneError, match=r"193 processes.*16 node\(s\) x 12 cores = 192"):
+        p.rank_hosts(193)
+    assert len(p.rank_hosts(193, oversubscribe=True)) == 193
+    with pytest.raises(ColltuneError, match="mapping 'cores'.*did you mean 'core'"):
+        p.rank_hosts(4, "cores")
+    with pytest.raises(ColltuneError, match="order 'round'.*valid: seq, rr"):
+        p.rank_hosts(4, "core", "round")
+
+
+def test_resolve_errors_list_the_presets(tmp_path):
+    with pytest.raises(ColltuneError, match="did you mean 'tapems-16x12'.*presets: orfeo-thin"):
+        P.resolve("tapems")
+    bad = tmp_path / "p.toml"
+    bad.write_text('name = "x"\nnodes = 4\ntopology = "fat-tree"\ntopo_parameters = "2;2,2;1,2;1,1"\n'
+                   "[intra]\nlatency_us = 1\nbandwidth_GBps = 1\n"
+                   "[network]\nlatency_us = 1\nbandwidth_GBps = 1\n")
+    assert P.resolve(str(bad)).nodes == 4
+    bad.write_text(bad.read_text().replace("nodes = 4", "nodes = 5"))
+    with pytest.raises(ColltuneError, match="has 4 nodes, the description says nodes = 5"):
+        P.resolve(str(bad))
+    bad.write_text(bad.read_text().replace('"fat-tree"', '"fattree"'))
+    with pytest.raises(ColltuneError, match="did you mean 'fat-tree'"):
+        P.resolve(str(bad))
+    bad.write_text('name = "x"\nnodez = 3\n')
+    with pytest.raises(ColltuneError, match="unknown key 'nodez'.*did you mean 'nodes'"):
+        P.resolve(str(bad))
+
+
+def test_topology_parameters_are_checked():
+    assert P.topology_leaves("torus", "4,4,2") == 32
+    assert P.topology_leaves("fat-tree", "2;4,4;1,2;1,2") == 16
+    assert P.topology_leaves("dragonfly", "3,4;4,3;5,1;2") == 120
+    for topo, params in (("torus", "4,x"), ("fat-tree", "2;4;1,2;1,2"), ("dragonfly", "3;4,3;5,1;2"),
+                         ("torus", "")):
+        with pytest.raises(ColltuneError):
+            P.topology_leaves(topo, params)
+
+
+def test_description_round_trips_through_toml():
+    for name in P.PRESETS:
+        p = P.resolve(name)
+        q = P.loads(p.to_toml())
+        assert (q.nodes, q.cores, q.net_latency_us, q.intra_bandwidth_GBps, q.topology,
+                q.topo_parameters, q.allocation) == (p.nodes, p.cores, p.net_latency_us,
+                                                    p.intra_bandwidth_GBps, p.topology,
+                                                    p.topo_parameters, p.allocation)
+        assert dict(q.sources) == dict(p.sources)
+
+
+def _records(alpha=0.5, beta=4.0, bump=None):
+    out = []
+    for k in range(3, 21):
+        m = 2 ** k
+        t = alpha + m / (beta * 1e3)
+        if bump and m in bump:
+            t *= bump[m]
+        out.append({"kind": "pingpong", "size": m, "min_us": t, "median_us": t * 1.1,
+                    "mpi": "test"})
+    return out
+
+
+def test_hockney_fit_recovers_alpha_and_beta_despite_outliers():
+    recs = _records(bump={4096: 5.0, 8192: 8.0})
+    a, b, info = P.fit_hockney([r["size"] for r in recs], [r["min_us"] for r in recs])
+    assert a == pytest.approx(0.5, rel=0.02) and b == pytest.approx(4.0, rel=0.02)
+    assert 8192 in info["downweighted_points"]
+
+
+def test_calibration_factors_reproduce_the_measured_times():
+    recs = _records(bump={1024: 1.5, 65536: 0.8})
+    p = P.calibrated(recs, cores=2, when="2026-01-01T00:00:00Z")
+    assert p.cores == 2 and p.name == "this-machine"
+    lat = dict(p.lat_factors)
+    bw = dict(p.bw_factors)
+
+    def factor(fs, m):  # SimGrid: the entry with the largest bound < m
+        return [f for s, f in sorted(fs.items()) if s < m][-1]
+
+    for r in recs:
+        m = r["size"]
+        sim = p.intra_latency_us * factor(lat, m) + m / (p.intra_bandwidth_GBps * 1e3 * factor(bw, m))
+        assert sim == pytest.approx(r["min_us"], rel=1e-4), m
+    cfg = P.simgrid_cfg(p)
+    assert "--cfg=network/model:raw" in cfg
+    assert any(c.startswith("--cfg=network/latency-factor:0:") for c in cfg)
+    back = P.loads(p.to_toml())
+    assert back.lat_factors == p.lat_factors and back.calibration["date"] == "2026-01-01T00:00:00Z"
+
+
+def test_plain_platforms_have_no_factors():
+    cfg = P.simgrid_cfg(P.resolve("flat"))
+    assert cfg == ["--cfg=network/model:raw", "--cfg=smpi/host-speed:1000000000f"]
