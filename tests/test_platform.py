@@ -166,3 +166,57 @@ def test_calibration_factors_reproduce_the_measured_times():
 def test_plain_platforms_have_no_factors():
     cfg = P.simgrid_cfg(P.resolve("flat"))
     assert cfg == ["--cfg=network/model:raw", "--cfg=smpi/host-speed:1000000000f"]
+
+
+# ------------------------------------------------------------------------------ CLI
+
+
+def _cli(*args):
+    from click.testing import CliRunner
+
+    from colltune.cli import main
+
+    return CliRunner().invoke(main, list(args), standalone_mode=False, catch_exceptions=False)
+
+
+def test_cli_write_gives_the_xml_and_the_host_file(tmp_path):
+    x, h, d = tmp_path / "p.xml", tmp_path / "h.txt", tmp_path / "d.toml"
+    r = _cli("platform", "write", "tapems-16x12", "-o", str(x), "--hostfile", str(h),
+             "--np", "24", "--order", "rr", "--description", str(d))
+    assert r.exit_code == 0, r.output
+    assert x.read_text() == P.resolve("tapems-16x12").xml()
+    assert h.read_text().split() == ["node-0", "node-1"] * 12
+    assert P.load(d).cores == 192
+
+
+def test_cli_show_json_and_list():
+    import io
+    from contextlib import redirect_stdout
+
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        r = _cli("platform", "show", "flat", "--json")
+    assert r.exit_code == 0
+    d = json.loads(buf.getvalue() or r.output)
+    assert d["net_latency"]["value"] == 2.0 and d["nodes"]["value"] == 4096
+
+
+def test_cli_calibrate_from_records(tmp_path):
+    src = tmp_path / "pp.json"
+    src.write_text(json.dumps(_records()))
+    out = tmp_path / "cal.toml"
+    r = _cli("platform", "calibrate", "--from-json", str(src), "-o", str(out), "--hockney")
+    assert r.exit_code == 0, r.output
+    p = P.load(out)
+    assert p.intra_latency_us == pytest.approx(0.5, rel=1e-3)
+    assert p.intra_bandwidth_GBps == pytest.approx(4.0, rel=1e-3)
+    assert p.lat_factors == () and p.calibration["statistic"] == "min"
+
+
+def test_calibration_in_the_cache_replaces_the_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLLTUNE_CACHE", str(tmp_path))
+    assert P.resolve("this-machine").calibration == {}
+    P.calibration_path().parent.mkdir(parents=True)
+    P.calibration_path().write_text(P.calibrated(_records(alpha=0.7), cores=3).to_toml())
+    p = P.resolve("this-machine")
+    assert p.cores == 3 and p.intra_latency_us == pytest.approx(0.7, rel=1e-3)
