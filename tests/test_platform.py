@@ -220,3 +220,141 @@ def test_calibration_in_the_cache_replaces_the_default(tmp_path, monkeypatch):
     P.calibration_path().write_text(P.calibrated(_records(alpha=0.7), cores=3).to_toml())
     p = P.resolve("this-machine")
     assert p.cores == 3 and p.intra_latency_us == pytest.approx(0.7, rel=1e-3)
+
+
+# ------------------------------------------------------------- under SimGrid (SMPI)
+
+HOSTS_C = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+/* Every rank prints its host; rank 0 and the last rank also ping-pong each size
+   given on the command line and rank 0 prints the one-way time (simulated clock). */
+int main(int argc, char **argv) {
+    int rank, np, len;
+    char host[MPI_MAX_PROCESSOR_NAME];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    MPI_Get_processor_name(host, &len);
+    long sum = 0, me = rank;
+    MPI_Allreduce(&me, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (sum != (long)np * (np - 1) / 2) { fprintf(stderr, "bad sum %ld\n", sum); MPI_Abort(MPI_COMM_WORLD, 1); }
+    for (int r = 0; r < np; r++) {
+        if (r == rank) printf("rank %d host %s\n", rank, host);
+        fflush(stdout);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    int peer = np - 1;
+    for (int a = 1; a < argc && np > 1; a++) {
+        long m = atol(argv[a]);
+        char *buf = calloc((size_t)m + 1, 1);
+        const int iters = 10;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        for (int i = 0; i < iters; i++) {
+            if (rank == 0) {
+                MPI_Send(buf, (int)m, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+                MPI_Recv(buf, (int)m, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else if (rank == peer) {
+                MPI_Recv(buf, (int)m, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(buf, (int)m, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+            }
+        }
+        double t = (MPI_Wtime() - t0) / (2.0 * iters);
+        if (rank == 0) printf("size %ld oneway_us %.6f\n", m, t * 1e6);
+        free(buf);
+    }
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def _smpi_bin():
+    from colltune.paths import cache_dir
+
+    return cache_dir() / "mpi" / "smpi" / "bin"
+
+
+needs_simgrid = pytest.mark.skipif(not (_smpi_bin() / "smpicc").exists(),
+                                   reason="SimGrid (smpicc) is not installed in the colltune cache")
+
+
+@pytest.fixture(scope="module")
+def smpi_prog(tmp_path_factory):
+    import subprocess
+
+    d = tmp_path_factory.mktemp("smpi")
+    (d / "hosts.c").write_text(HOSTS_C)
+    res = subprocess.run([str(_smpi_bin() / "smpicc"), "-O1", "-o", str(d / "hosts"),
+                          str(d / "hosts.c")], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    return d / "hosts"
+
+
+def _smpirun(prog, p: P.Platform, np: int, mapping="core", order="seq", args=(), tmp=None,
+             extra_cfg=()):
+    import subprocess
+
+    (tmp / "p.xml").write_text(p.xml())
+    (tmp / "h.txt").write_text(p.hostfile(np, mapping, order))
+    cmd = [str(_smpi_bin() / "smpirun"), "-np", str(np), "-platform", str(tmp / "p.xml"),
+           "-hostfile", str(tmp / "h.txt"), *P.simgrid_cfg(p),
+           "--cfg=smpi/simulate-computation:no", *extra_cfg, str(prog), *map(str, args)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, f"{' '.join(cmd)}\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
+    hosts = {}
+    times = {}
+    for line in res.stdout.splitlines():
+        w = line.split()
+        if w[:1] == ["rank"]:
+            hosts[int(w[1])] = w[3]
+        elif w[:1] == ["size"]:
+            times[int(w[1])] = float(w[3])
+    return [hosts[r] for r in range(np)], times
+
+
+@needs_simgrid
+@pytest.mark.parametrize("name", P.PRESETS)
+def test_simgrid_runs_every_preset_with_its_host_file(name, smpi_prog, tmp_path):
+    p = P.resolve(name)
+    np_ = min(8, p.cores)
+    order = "rr" if p.nodes > 1 else "seq"
+    hosts, _ = _smpirun(smpi_prog, p, np_, "core" if p.nodes == 1 else "node", order,
+                        tmp=tmp_path)
+    expected = p.rank_hosts(np_, "core" if p.nodes == 1 else "node", order)
+    assert hosts == expected
+
+
+@needs_simgrid
+def test_flat_ping_pong_is_hockney(smpi_prog, tmp_path):
+    """Between two nodes of `flat` a one-way message costs alpha + m / beta, and between
+    two ranks of one tapems node the intra-node figures."""
+    p = P.resolve("flat")
+    sizes = (8, 1024, 65536, 1048576)
+    _, t = _smpirun(smpi_prog, p, 2, "core", "seq", sizes, tmp_path)
+    for m in sizes:
+        assert t[m] == pytest.approx(p.net_latency_us + m / (p.net_bandwidth_GBps * 1e3),
+                                     rel=1e-3), m
+    q = P.resolve("tapems-16x12")
+    _, t = _smpirun(smpi_prog, q, 2, "core", "seq", sizes, tmp_path)  # both on node-0
+    for m in sizes:
+        assert t[m] == pytest.approx(q.intra_latency_us + m / (q.intra_bandwidth_GBps * 1e3),
+                                     rel=1e-3), m
+    _, t = _smpirun(smpi_prog, q, 2, "node", "seq", sizes, tmp_path)  # node-0 and node-1
+    for m in sizes:
+        assert t[m] == pytest.approx(q.net_latency_us + m / (q.net_bandwidth_GBps * 1e3),
+                                     rel=1e-3), m
+
+
+@needs_simgrid
+def test_calibrated_factors_are_what_simgrid_applies(smpi_prog, tmp_path):
+    recs = _records(bump={1024: 1.5, 65536: 0.8})
+    p = P.calibrated(recs, cores=2, when="2026-01-01T00:00:00Z")
+    sizes = (8, 1024, 65536, 1048576)
+    _, t = _smpirun(smpi_prog, p, 2, "core", "seq", sizes, tmp_path)
+    want = {r["size"]: r["min_us"] for r in recs}
+    for m in sizes:
+        assert t[m] == pytest.approx(want[m], rel=1e-3), m
