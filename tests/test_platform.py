@@ -358,3 +358,12 @@ def test_calibrated_factors_are_what_simgrid_applies(smpi_prog, tmp_path):
     want = {r["size"]: r["min_us"] for r in recs}
     for m in sizes:
         assert t[m] == pytest.approx(want[m], rel=1e-3), m
+
+
+def test_smpirun_files(tmp_path):
+    p = P.resolve("cloud-8vm")
+    opts = P.smpirun_files(p, 8, tmp_path, "node", "rr")
+    assert opts[0] == "-platform" and opts[2] == "-hostfile"
+    assert open(opts[1]).read() == p.xml()
+    assert open(opts[3]).read().split() == [f"node-{i}" for i in range(8)]
+    assert opts[4:] == P.simgrid_cfg(p)

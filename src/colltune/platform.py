@@ -425,6 +425,23 @@ def _factor_string(fs) -> str:
     return ";".join(f"{s}:{f:.6g}" for s, f in fs)
 
 
+def smpirun_files(platform: Platform, np: int, directory: str | Path, mapping: str = "core",
+                  order: str = "seq", *, nodes: int | None = None,
+                  oversubscribe: bool = False) -> list[str]:
+    """Write the platform file and the host file of `np` ranks into `directory`
+    (atomically) and return the smpirun options that use them:
+    ['-platform', XML, '-hostfile', HOSTS, '--cfg=...', ...]."""
+    from .files import write_atomic
+
+    d = Path(directory)
+    hosts = platform.hostfile(np, mapping, order, nodes=nodes, oversubscribe=oversubscribe)
+    xml_path = d / f"{_xml_id(platform.name)}.xml"
+    host_path = d / f"{_xml_id(platform.name)}-{np}-{mapping}-{order}.hosts"
+    write_atomic(xml_path, platform.xml())
+    write_atomic(host_path, hosts)
+    return ["-platform", str(xml_path), "-hostfile", str(host_path), *simgrid_cfg(platform)]
+
+
 # --------------------------------------------------------------------------- loading
 
 
