@@ -367,3 +367,24 @@ def test_smpirun_files(tmp_path):
     assert open(opts[1]).read() == p.xml()
     assert open(opts[3]).read().split() == [f"node-{i}" for i in range(8)]
     assert opts[4:] == P.simgrid_cfg(p)
+
+
+def _topo(topology, params, nodes):
+    return P.Platform(name=f"t-{topology}", nodes=nodes, sockets=1, cores_per_socket=2,
+                      intra_latency_us=0.5, intra_bandwidth_GBps=5.0, net_latency_us=2.0,
+                      net_bandwidth_GBps=10.0, topology=topology, topo_parameters=params)
+
+
+@needs_simgrid
+@pytest.mark.parametrize("topology,params,nodes", [("fat-tree", "2;4,4;1,2;1,2", 16),
+                                                   ("torus", "4,4", 16),
+                                                   ("dragonfly", "2,1;2,1;2,1;2", 16)])
+def test_simgrid_topologies_nearest_pair_costs_the_network_latency(topology, params, nodes,
+                                                                   smpi_prog, tmp_path):
+    p = _topo(topology, params, nodes)
+    hosts, t = _smpirun(smpi_prog, p, 2, "node", "seq", (8, 65536), tmp_path)
+    assert hosts == ["node-0", "node-1"]
+    for m in (8, 65536):  # node-0 and node-1 are neighbours in each of these
+        assert t[m] == pytest.approx(2.0 + m / 1e4, rel=1e-3), (topology, m)
+    hosts, _ = _smpirun(smpi_prog, p, 2 * nodes, "node", "rr", (), tmp_path)
+    assert hosts == p.rank_hosts(2 * nodes, "node", "rr")
