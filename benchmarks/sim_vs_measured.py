@@ -72,7 +72,7 @@ def simulate(exe: Path, p: plat.Platform, sizes, iterations: int, workdir: Path)
     xml.write_text(p.xml())
     hosts.write_text(p.hostfile(2))
     cmd = [str(smpi_bin() / "smpirun"), "-np", "2", "-platform", str(xml), "-hostfile", str(hosts),
-           *plat.simgrid_cfg(p), "--cfg=smpi/simulate-computation:no",
+           *plat.simgrid_cfg(p), "--cfg=smpi/simulate-computation:no", "--cfg=smpi/wtime:0",
            "--log=root.thres:warning", str(exe), "--sizes", ",".join(map(str, sizes)),
            "--reps", "1", "--iterations", str(iterations), "--warmup", "1"]
     t0 = time.perf_counter()

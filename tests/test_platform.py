@@ -302,7 +302,7 @@ def _smpirun(prog, p: P.Platform, np: int, mapping="core", order="seq", args=(),
     (tmp / "h.txt").write_text(p.hostfile(np, mapping, order))
     cmd = [str(_smpi_bin() / "smpirun"), "-np", str(np), "-platform", str(tmp / "p.xml"),
            "-hostfile", str(tmp / "h.txt"), *P.simgrid_cfg(p),
-           "--cfg=smpi/simulate-computation:no", *extra_cfg, str(prog), *map(str, args)]
+           "--cfg=smpi/simulate-computation:no", "--cfg=smpi/wtime:0", *extra_cfg, str(prog), *map(str, args)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, f"{' '.join(cmd)}\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
     hosts = {}

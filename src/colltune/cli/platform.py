@@ -209,6 +209,12 @@ def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, output, ti
               f"(Hockney fit, median |error| {100 * c['fit_median_abs_rel_error']:.1f}%, "
               f"max {100 * c['fit_max_abs_rel_error']:.1f}%)"
               + ("; piecewise factors for each size" if piecewise else ""), highlight=False)
+    far = [m for m, t in zip(c["sizes"], c["times_us"])
+           if not 0.5 <= t / (c["alpha_us"] + m / (c["beta_GBps"] * 1e3)) <= 2]
+    if far:
+        err.print(f"warning: at {', '.join(map(str, far))} B the measured time is more than 2x "
+                  "off the fit: if the machine was busy, calibrate again when it is quiet "
+                  "(the piecewise factors follow what was measured)", highlight=False)
     if not output:
         out.print("the this-machine preset now uses it (colltune platform show this-machine)",
                   highlight=False)
