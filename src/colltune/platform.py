@@ -47,6 +47,9 @@ ORDERS = ("seq", "rr")
 ALLOCATIONS = ("first", "spread")
 HOST_PREFIX = "node-"
 HOST_SPEED_FLOPS = 1e9  # any fixed value: computation is not what is simulated
+# SMPI adds this many bytes (tag, source, communicator) to every message it simulates
+# (smpi_request.cpp: payload = size + 16) and looks network factors up by that payload.
+SMPI_ENVELOPE_BYTES = 16
 THIS_MACHINE = "this-machine"
 CALIBRATION_FILE = "this-machine.toml"  # in <colltune cache>/platforms/
 
@@ -645,16 +648,19 @@ def fit_hockney(sizes, times_us) -> tuple[float, float, dict]:
     return alpha, 1e-3 / slope, info  # slope in us per byte -> GB/s = 1e-3 / slope
 
 
-def piecewise_factors(sizes, times_us, alpha_us: float, beta_GBps: float):
+def piecewise_factors(sizes, times_us, alpha_us: float, beta_GBps: float,
+                      envelope: int = SMPI_ENVELOPE_BYTES):
     """SimGrid factors that make a simulated one-way time equal the measured one at
-    every measured size: with r = measured / (alpha + m / beta), latency x r and
-    bandwidth x 1/r scale the whole Hockney time by r. Intervals switch half-way
-    (geometrically) between two measured sizes. Returns (lat_factors, bw_factors)."""
+    every measured size. SMPI sends m + `envelope` bytes for an m-byte message and
+    looks its factors up by that payload; with r = measured / (alpha + (m + envelope)
+    / beta), latency x r and bandwidth x 1/r scale the whole simulated time by r.
+    Intervals switch half-way (geometrically) between two measured payloads.
+    Returns (lat_factors, bw_factors)."""
     pts = sorted(zip(sizes, times_us))
     lat, bw = [], []
     for i, (m, t) in enumerate(pts):
-        r = t / (alpha_us + m / (beta_GBps * 1e3))
-        bound = 0 if i == 0 else int(math.sqrt(pts[i - 1][0] * m))
+        r = t / (alpha_us + (m + envelope) / (beta_GBps * 1e3))
+        bound = 0 if i == 0 else int(math.sqrt((pts[i - 1][0] + envelope) * (m + envelope)))
         if lat and bound <= lat[-1][0]:
             continue
         lat.append((bound, round(r, 6)))
