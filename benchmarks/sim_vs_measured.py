@@ -43,7 +43,7 @@ from colltune.p2p import PingpongSpec, run_pingpong
 from colltune.paths import cache_dir, native_dir
 from colltune.units import parse_sizes
 
-out = Console()
+out = Console(width=150)
 
 
 def smpi_bin() -> Path:
