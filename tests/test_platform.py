@@ -391,3 +391,15 @@ def test_simgrid_topologies_nearest_pair_costs_the_network_latency(topology, par
         assert t[m] == pytest.approx(2.0 + (m + 16) / 1e4, rel=1e-4), (topology, m)
     hosts, _ = _smpirun(smpi_prog, p, 2 * nodes, "node", "rr", (), tmp_path)
     assert hosts == p.rank_hosts(2 * nodes, "node", "rr")
+
+
+def test_more_nodes_of_the_same_kind():
+    p = P.resolve("tapems-16x12:nodes=86")
+    assert p.nodes == 86 and p.cores == 1032 and p.name == "tapems-16x12:nodes=86"
+    assert p.net_latency_us == P.resolve("tapems-16x12").net_latency_us
+    assert len(set(p.rank_hosts(1024))) == 86
+    assert "instead of 16" in p.describe()["nodes"]["source"]
+    with pytest.raises(ColltuneError, match="dragonfly"):
+        P.resolve("marconi100:nodes=10")
+    with pytest.raises(ColltuneError, match="whole number"):
+        P.resolve("flat:nodes=x")

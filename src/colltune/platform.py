@@ -244,6 +244,23 @@ class Platform:
         phys = self.node_indices(len(used))
         return [f"{HOST_PREFIX}{phys[i]}" for i in launch.rank_nodes(counts, order)]
 
+    def with_nodes(self, nodes: int) -> "Platform":
+        """The same platform with another number of nodes (flat topology only: the
+        others' node count is their topology's), named NAME:nodes=N."""
+        import dataclasses
+
+        if not isinstance(nodes, int) or nodes < 1:
+            raise PlatformError(f"nodes {nodes!r}: must be an integer >= 1")
+        if self.topology != "flat":
+            raise PlatformError(f"platform '{self.name}' is a {self.topology}: its node count "
+                                f"comes from topo_parameters '{self.topo_parameters}'; write a "
+                                "description file with other parameters instead")
+        src = dict(self.sources)
+        src["nodes"] = (f"{nodes} instead of {self.nodes} (NAME:nodes=N); the preset's: "
+                        + src.get("nodes", "not stated"))
+        base = self.name.split(":nodes=")[0]
+        return dataclasses.replace(self, name=f"{base}:nodes={nodes}", nodes=nodes, sources=src)
+
     def hostfile(self, np: int, mapping: str = "core", order: str = "seq", **kw) -> str:
         """rank_hosts as the text of a hostfile for smpirun -hostfile."""
         return "".join(h + "\n" for h in self.rank_hosts(np, mapping, order, **kw))
@@ -536,7 +553,15 @@ def preset_path(name: str) -> Path:
 
 
 def resolve(spec: str) -> Platform:
-    """A preset name or the path of a description file."""
+    """A preset name or the path of a description file; NAME:nodes=N: the same with N
+    nodes (flat platforms; e.g. tapems-16x12:nodes=86 holds 1024 ranks of 12 a node)."""
+    head, sep, tail = spec.rpartition(":nodes=")
+    if sep and head:
+        try:
+            n = int(tail)
+        except ValueError:
+            raise PlatformError(f"platform '{spec}': ':nodes=' takes a whole number") from None
+        return resolve(head).with_nodes(n)
     if spec in PRESETS:
         return load(preset_path(spec))
     p = Path(spec).expanduser()

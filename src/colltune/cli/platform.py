@@ -22,10 +22,6 @@ class Group(Command, click.Group):
     """A group of commands with the one error path (see _common.Command)."""
 
 
-PLATFORM_HELP = ("A preset (" + ", ".join(plat.PRESETS) + ") or the path of a description "
-                 "file (TOML).")
-
-
 @click.group(name="platform", cls=Group)
 def platform() -> None:
     """Simulated platforms: SimGrid platform files from short descriptions.
@@ -66,7 +62,8 @@ def list_() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the description as JSON "
               "(what simulated results store as provenance).")
 def show(name, as_json) -> None:
-    """Every figure of platform NAME (a preset or a description file) and its source."""
+    """Every figure of platform NAME (a preset, PRESET:nodes=N or a description file)
+    and its source."""
     p = plat.resolve(name)
     d = p.describe()
     if as_json:
