@@ -118,7 +118,11 @@ class RuleSet:
         for c in self.load_classes:
             if c.holds(index):
                 return c.name
-        return self.load_classes[-1].name if self.load_classes else None
+        if not self.load_classes:
+            return None
+        # below the lowest class: the quietest; in a gap or above: the last (as the C reader)
+        return (self.load_classes[0] if index < self.load_classes[0].lo
+                else self.load_classes[-1]).name
 
     def for_load(self, name: str) -> "RuleSet":
         """The rules that apply under one load class, without load fields (for a library
