@@ -489,8 +489,8 @@ def _finish_load(info: dict, records: list[dict], notes: list[str]) -> None:
         notes.append(f"load {level.name}: {level.describe()}{sent} ({bg.launch.command_line})")
     for r in records:
         r["load_level"] = level.name
-        r["probe_us"] = rec.get("median_us")
-        r["probe_p90_us"] = rec.get("p90_us")
+        r["probe_us"] = rec.get("iter_wall_us")  # the load index (docs/workload.md)
+        r["probe_median_us"] = rec.get("median_us")
         r["probe_iterations"] = rec.get("iterations")
 
 

@@ -400,3 +400,46 @@ def summary_text(df: pd.DataFrame) -> str:
     for r in ch.itertuples():
         lines.append(f"  {r.collective} np={r.np} {fmt_size(r.size)}: {r.best_by_level}")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ what the generator does
+
+EFFECT_COLUMNS = ["level", "what", "size", "latency_us", "ratio", "probe_us", "gen_MBps",
+                  "gen_busy"]
+
+
+def effect(build, levels: list[LoadLevel], np: int = 2, sizes=(8, 65536, 1 << 20),
+           bcast_algo: str = "native", probe_iterations: int = PROBE_ITERATIONS,
+           timeout: float = 600) -> pd.DataFrame:
+    """What each level's generator does to a measurement: under every level (the
+    generator running in the background), the probe, an osu_latency-style ping-pong and
+    an OSU-timed Bcast (`bcast_algo`) at `sizes`, with the generator's own send rate;
+    `ratio` is the latency over the first level's (the quiet one, normally)."""
+    from . import bench as bench_mod
+    from . import p2p
+
+    rows = []
+    for level in levels:
+        gen = start_generator(build, level) if not level.quiet else None
+        try:
+            pr = probe(build, np, probe_iterations, timeout=timeout)
+            pp, _ = p2p.run_pingpong(build, p2p.PingpongSpec(np=2, sizes=tuple(sizes), reps=3),
+                                     timeout=timeout)
+            bc, _ = bench_mod.run(build, bench_mod.BenchSpec("bcast", [bcast_algo], np,
+                                                             list(sizes)), timeout=timeout)
+        finally:
+            stats = gen.stop() if gen is not None else None
+        common = {"level": level.name, "probe_us": pr.get("iter_wall_us"),
+                  "gen_MBps": stats.get("rate_MBps") if stats else None,
+                  "gen_busy": stats.get("busy_fraction") if stats else None}
+        for r in pp:
+            rows.append({**common, "what": "pingpong", "size": int(r["size"]),
+                         "latency_us": float(r.get("median_us") or r.get("latency_us"))})
+        for r in bc:
+            rows.append({**common, "what": f"bcast {bcast_algo} np={np}", "size": int(r["size"]),
+                         "latency_us": float(r["median_us"])})
+    df = pd.DataFrame(rows)
+    base = df[df["level"] == levels[0].name].set_index(["what", "size"])["latency_us"]
+    df["ratio"] = [lat / base.get((w, s), math.nan)
+                   for w, s, lat in zip(df["what"], df["size"], df["latency_us"])]
+    return df[EFFECT_COLUMNS]
