@@ -93,6 +93,8 @@ def effect(levels, np_, sizes, algo, fmt, mpi_spec) -> None:
     from .. import workload
 
     names = [x.strip() for x in levels.split(",") if x.strip()]
+    if len(set(names)) != len(names):
+        fail("--levels: a level is named twice")
     for n in names:
         if n not in workload.LEVELS:
             fail(f"--levels: unknown level '{n}'; built in: {', '.join(workload.LEVELS)}")
