@@ -9,10 +9,15 @@ import click
 
 from .. import db as db_mod
 from ..units import fmt_size, parse_size, parse_sizes
-from ._common import MPI_HELP, build_or_fail, check_nps, command, db_option, err, fail, out
+from ._common import (MPI_HELP, Command, build_or_fail, check_nps, command, db_option, err, fail,
+                      out)
 
 
-@click.group(name="load")
+class Group(Command, click.Group):
+    """A group whose errors take the one error path, as every command's."""
+
+
+@click.group(name="load", cls=Group)
 def load() -> None:
     """Background load: the traffic generator, what it does to a measurement, and the
     analysis of studies with load levels (docs/workload.md)."""
