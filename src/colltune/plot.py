@@ -806,8 +806,10 @@ def fig_load_best(best: pd.DataFrame, palette: Palette) -> Figure:
             continue
         sp = getattr(r, "speedup", None)
         txt = r.best + (f"\n×{sp:.2f}" if sp is not None and sp == sp and sp != 1 else "")
+        rgb = to_rgb(palette(r.best))
+        dark = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] < 0.5
         ax.text(sizes.index(r.size), levels.index(r.load_level), txt, ha="center",
-                va="center", fontsize="x-small")
+                va="center", fontsize="x-small", color="white" if dark else "black")
     ax.set_xticks(range(len(sizes)))
     ax.set_xticklabels([fmt_size(int(x)) for x in sizes], fontsize="small")
     ax.set_yticks(range(len(levels)))
@@ -816,7 +818,7 @@ def fig_load_best(best: pd.DataFrame, palette: Palette) -> Figure:
     ax.set_title(f"{coll}: best algorithm per load level (np {', '.join(map(str, nps))})",
                  fontsize="small")
     ax.set_xlabel("size (bytes)")
-    ax.set_ylabel("load level (quietest at the bottom)")
+    ax.set_ylabel("load level (lowest median probe at the bottom)")
     return fig
 
 
