@@ -252,3 +252,16 @@ def test_interposition_applies_the_rule_set_of_the_load_class(ompi_build, tmp_pa
     lines = _pmpi(ompi_build, {"COLLTUNE_RULES": str(f), "COLLTUNE_LOAD_PROBE": "20"})
     probe = [ln for ln in lines if "load index" in ln]
     assert len(probe) == 1 and "probe: 20 iterations" in probe[0] and " ms; MPI_Init)" in probe[0]
+
+
+def test_colltune_run_passes_the_load_settings(tmp_path):
+    f = tmp_path / "load.rules"
+    f.write_text(TWO_CLASSES)
+    env = interpose.settings(rules=f, load_index=42.5, load_probe=0)
+    assert env["COLLTUNE_LOAD_INDEX"] == "42.5" and env["COLLTUNE_LOAD_PROBE"] == "0"
+    plain = tmp_path / "plain.rules"
+    plain.write_text("# colltune-rules 1\nbcast 1 - 0 - binomial -\n")
+    with pytest.raises(interpose.InterposeError, match="load classes"):
+        interpose.settings(rules=plain, load_index=1.0)
+    with pytest.raises(interpose.InterposeError, match=">= 0"):
+        interpose.settings(rules=f, load_index=-1.0)
