@@ -265,3 +265,24 @@ def test_colltune_run_passes_the_load_settings(tmp_path):
         interpose.settings(rules=plain, load_index=1.0)
     with pytest.raises(interpose.InterposeError, match=">= 0"):
         interpose.settings(rules=f, load_index=-1.0)
+
+
+def test_mpi_pcontrol_measures_the_load_again(ompi_build, tmp_path):
+    f = tmp_path / "load.rules"
+    f.write_text(TWO_CLASSES)
+    base = {"COLLTUNE_RULES": str(f), "COLLTUNE_VERBOSE": "1", "COLLTUNE_LOAD_PROBE": "10"}
+    base.update(interpose.preload(ompi_build, {}))
+
+    def run(args, extra=None):
+        ln = launch.prepare(ompi_build.mpi, 2, [str(ompi_build.program("colltune-phases")),
+                                                *args], {**base, **(extra or {})})
+        res = launch.run(ln, timeout=120)
+        assert res.returncode == 0 and "data ok" in res.stdout, res.stderr[-2000:]
+        return [ln for ln in res.stderr.splitlines() if "load index" in ln]
+
+    probes = run(["3", "65536"])
+    assert [("MPI_Init" in p, "MPI_Pcontrol" in p) for p in probes] == \
+        [(True, False), (False, True), (False, True)]
+    assert len(run(["3", "65536", "5"])) == 1  # another level: the library's Pcontrol alone
+    assert len(run(["2", "65536"], {"COLLTUNE_LOAD_PCONTROL": "5"})) == 1
+    assert len(run(["2", "65536", "5"], {"COLLTUNE_LOAD_PCONTROL": "5"})) == 2

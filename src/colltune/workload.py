@@ -372,7 +372,8 @@ def summary_text(df: pd.DataFrame) -> str:
     lines = []
     levels = level_order(d)
     probe = d.groupby("load_level")["probe_us"].agg(["median", "min", "max", "count"])
-    lines.append("probe (median exchange time of 4 KB between random pairs, µs) per load level:")
+    lines.append("probe index (µs per probe iteration: a barrier and 4 KB between random pairs) "
+                 "per load level:")
     for lv in levels:
         r = probe.loc[lv]
         lines.append(f"  {lv:<10} median {r['median']:9.2f}  range {r['min']:.2f}..{r['max']:.2f}"
