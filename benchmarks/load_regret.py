@@ -60,8 +60,8 @@ def main() -> int:
     sid = db_mod.study_id(conn, st.name)
     have = 0 if sid is None else db_mod.latest_round(conn, sid)
     t0 = time.monotonic()
-    todo = 2 if args.fresh else max(0, 2 - have)
-    for i in range(todo):
+    rounds_left = 2 if args.fresh else max(0, 2 - have)
+    for i in range(rounds_left):
         plan = sweep.make_plan(st, b)
         oc = sweep.execute(plan, conn, new_round=have >= 1 or i > 0, progress=False)
         print(f"round {oc.round}: {oc.done} launches stored, {oc.failed} failed, "
