@@ -24,6 +24,14 @@
  * rules file or spec gives one warning on rank 0 and that part is ignored.
  * COLLTUNE_VERBOSE=1 prints each distinct decision once on rank 0;
  * COLLTUNE_PROFILE=file writes calls and times at MPI_Finalize (pmpi_profile.c).
+ *
+ * Load classes (docs/workload.md): a rules file with `# load-class:` lines has rules
+ * that hold under one class of the load index only. The index is measured at
+ * MPI_Init by a shortened probe (pmpi_load.c; COLLTUNE_LOAD_PROBE=N iterations,
+ * default 50; 0: never, the quietest class) and again whenever every rank of
+ * MPI_COMM_WORLD calls MPI_Pcontrol(COLLTUNE_LOAD_PCONTROL) (default level 17).
+ * COLLTUNE_LOAD_INDEX=X sets the index instead of measuring it (tests, or a value
+ * measured elsewhere). COLLTUNE_VERBOSE shows the index, the probe's cost and the class.
  */
 #include "pmpi_internal.h"
 
@@ -47,6 +55,11 @@ static struct {
     ct_pmpi_decision_t forced_store[CT_NCOLL];
     ct_pmpi_decision_t nomatch[CT_NCOLL]; /* the library's own: no rule, no forcing */
     ct_pmpi_rules_t rules;
+    int load_class;        /* index into rules.classes; -1 without classes */
+    double load_index;     /* µs per probe iteration, last measured (or forced) */
+    int load_forced;       /* COLLTUNE_LOAD_INDEX given */
+    int probe_iterations;  /* COLLTUNE_LOAD_PROBE */
+    int pcontrol_level;    /* MPI_Pcontrol level that measures again */
     /* last lookup per collective (a loop calls one size again and again) */
     struct {
         int np;
@@ -73,7 +86,7 @@ static void ccache_init(void);
  * NUL-terminated strings: verbose, profile path, 5 forced specs, rules file name,
  * rules text, read error. */
 enum { B_VERBOSE, B_PROFILE, B_FORCE0, B_RULES_NAME = B_FORCE0 + CT_NCOLL, B_RULES_TEXT,
-       B_RULES_ERR, B_N };
+       B_RULES_ERR, B_LOAD_INDEX, B_LOAD_PROBE, B_PCONTROL, B_N };
 
 static char *read_file(const char *path, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
@@ -135,6 +148,9 @@ static char *make_blob(size_t *len) {
     if (rules && *rules) text = read_file(rules, err, sizeof err);
     s[B_RULES_TEXT] = text ? text : "";
     s[B_RULES_ERR] = err;
+    s[B_LOAD_INDEX] = getenv("COLLTUNE_LOAD_INDEX") ? getenv("COLLTUNE_LOAD_INDEX") : "";
+    s[B_LOAD_PROBE] = getenv("COLLTUNE_LOAD_PROBE") ? getenv("COLLTUNE_LOAD_PROBE") : "";
+    s[B_PCONTROL] = getenv("COLLTUNE_LOAD_PCONTROL") ? getenv("COLLTUNE_LOAD_PCONTROL") : "";
     size_t n = 0;
     for (int i = 0; i < B_N; i++) n += strlen(s[i]) + 1;
     char *blob = malloc(n);
@@ -162,7 +178,51 @@ static int setup_decision(ct_pmpi_decision_t *d, ct_coll_t c, const char *spec,
     d->np_max = -1;
     d->size_min = 0;
     d->size_max = -1;
+    d->load = -1;
     return 0;
+}
+
+/* A whole number from the environment blob; `dflt` when empty, -1 when malformed. */
+static long env_long(const char *v, long dflt, long lo, long hi) {
+    if (!v[0]) return dflt;
+    char *end;
+    long x = strtol(v, &end, 10);
+    return (*end || x < lo || x > hi) ? -1 : x;
+}
+
+/* The load index now (forced or the probe), its class; says so when verbose.
+ * Collective over MPI_COMM_WORLD unless the index is forced or the probe is off. */
+static void measure_load(const char *when) {
+    double ms = 0;
+    const char *how = "COLLTUNE_LOAD_INDEX";
+    if (!st.load_forced) {
+        if (st.probe_iterations == 0) {
+            st.load_class = 0;
+            if (st.verbose)
+                fprintf(stderr, "colltune-pmpi: load probe off (COLLTUNE_LOAD_PROBE=0): class "
+                        "%s, the quietest\n", st.rules.classes[0].name);
+            for (int c = 0; c < CT_NCOLL; c++) st.last[c].d = NULL;
+            return;
+        }
+        st.load_index = ct_pmpi_load_probe(st.probe_iterations, &ms);
+        how = "probe";
+    }
+    st.load_class = ct_pmpi_load_class_of(&st.rules, st.load_index);
+    for (int c = 0; c < CT_NCOLL; c++) st.last[c].d = NULL;
+    if (st.verbose) {
+        const ct_pmpi_load_class_t *lc = &st.rules.classes[st.load_class];
+        char hi[32];
+        if (lc->hi < 0) snprintf(hi, sizeof hi, "-");
+        else snprintf(hi, sizeof hi, "%g", lc->hi);
+        if (st.load_forced)
+            fprintf(stderr, "colltune-pmpi: load index %.3f us (%s; %s) -> class %s [%g, %s)\n",
+                    st.load_index, how, when, lc->name, lc->lo, hi);
+        else
+            fprintf(stderr, "colltune-pmpi: load index %.3f us (probe: %d iterations of 4096 B "
+                    "random-pair exchanges, %.2f ms; %s) -> class %s [%g, %s)\n",
+                    st.load_index, st.probe_iterations, ms, when, lc->name, lc->lo, hi);
+        fflush(stderr);
+    }
 }
 
 /* Called by every rank of MPI_COMM_WORLD right after PMPI_Init/_thread. */
@@ -252,6 +312,39 @@ static void configure(int provided) {
         free(blob);
         return;
     }
+    st.load_class = -1;
+    long iters = env_long(s[B_LOAD_PROBE], 50, 0, 1000000);
+    if (iters < 0) {
+        if (warn)
+            ct_pmpi_warn("COLLTUNE_LOAD_PROBE='%s' ignored: a whole number of iterations "
+                         "0..1000000 (0: never probe); 50 used", s[B_LOAD_PROBE]);
+        iters = 50;
+    }
+    st.probe_iterations = (int)iters;
+    long level = env_long(s[B_PCONTROL], 17, -2147483647L, 2147483647L);
+    if (level == -1 && s[B_PCONTROL][0] && strcmp(s[B_PCONTROL], "-1") != 0) {
+        if (warn)
+            ct_pmpi_warn("COLLTUNE_LOAD_PCONTROL='%s' ignored: a whole number; 17 used",
+                         s[B_PCONTROL]);
+        level = 17;
+    }
+    st.pcontrol_level = (int)level;
+    if (s[B_LOAD_INDEX][0]) {
+        char *end;
+        double x = strtod(s[B_LOAD_INDEX], &end);
+        if (*end || !(x >= 0)) {
+            if (warn)
+                ct_pmpi_warn("COLLTUNE_LOAD_INDEX='%s' ignored: a number >= 0 (microseconds "
+                             "per probe iteration)", s[B_LOAD_INDEX]);
+        } else {
+            st.load_forced = 1;
+            st.load_index = x;
+        }
+    }
+    if (st.rules.nclasses > 0) {
+        st.verbose = s[B_VERBOSE][0] && st.rank == 0;
+        measure_load("MPI_Init");
+    }
     for (int c = 0; c < CT_NCOLL; c++) st.last[c].d = NULL;
     ccache_init();
     st.observe = st.verbose || st.profile;
@@ -267,7 +360,8 @@ static const ct_pmpi_decision_t *decide(ct_coll_t c, int np, long long size) {
     const ct_pmpi_decision_t *d = &st.nomatch[c];
     const ct_pmpi_decision_t *r = st.rules.rules[c];
     for (int i = 0, n = st.rules.nrules[c]; i < n; i++)
-        if (r[i].np_min <= np && (r[i].np_max < 0 || np <= r[i].np_max) &&
+        if ((r[i].load < 0 || r[i].load == st.load_class) && r[i].np_min <= np &&
+            (r[i].np_max < 0 || np <= r[i].np_max) &&
             r[i].size_min <= size && (r[i].size_max < 0 || size <= r[i].size_max)) {
             d = &r[i];
             break;
@@ -325,8 +419,11 @@ static void say(ct_coll_t c, int np, long long size, const ct_pmpi_decision_t *d
         snprintf(cls, sizeof cls, "%lld..%lld B", bucket, bucket ? 2 * bucket - 1 : 0);
     }
     const char *ran = used >= 0 ? ct_algo_get(used)->name : "native";
-    fprintf(stderr, "colltune-pmpi: %s np=%d size %s: %s (%s%s%s)\n", ct_coll_name(c), np, cls,
-            ran, why, detail && *detail ? "; " : "", detail ? detail : "");
+    char under[96] = "";
+    if (d->rule && d->load >= 0 && d->load < st.rules.nclasses)
+        snprintf(under, sizeof under, "; load %s", st.rules.classes[d->load].name);
+    fprintf(stderr, "colltune-pmpi: %s np=%d size %s: %s (%s%s%s%s)\n", ct_coll_name(c), np, cls,
+            ran, why, under, detail && *detail ? "; " : "", detail ? detail : "");
     fflush(stderr);
 }
 
@@ -573,6 +670,15 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) configure(*provided);
     return rc;
+}
+
+/* MPI_Pcontrol(COLLTUNE_LOAD_PCONTROL) on every rank of MPI_COMM_WORLD: measure the
+ * load again and choose the rules of its class; any other level, or no load classes:
+ * the library's MPI_Pcontrol alone. */
+int MPI_Pcontrol(const int level, ...) {
+    if (st.active && st.rules.nclasses > 0 && level == st.pcontrol_level)
+        measure_load("MPI_Pcontrol");
+    return PMPI_Pcontrol(level);
 }
 
 int MPI_Finalize(void) {

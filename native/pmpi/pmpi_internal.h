@@ -30,13 +30,33 @@ typedef struct {
     long long size_min, size_max;
     int id;              /* distinct per decision of this process            */
     int rule;            /* from a rules file line (its ranges are the size class) */
+    int load;            /* load class index (load=NAME), -1: under every load */
 } ct_pmpi_decision_t;
+
+/* A load class of a rules file ('# load-class: NAME MIN MAX'): lo <= index < hi,
+ * hi < 0 no bound; the index is the probe's microseconds per iteration. */
+#define CT_PMPI_MAX_CLASSES 16
+typedef struct {
+    char name[64];
+    double lo, hi;
+} ct_pmpi_load_class_t;
 
 /* A parsed rules file: decisions per collective, first match wins. */
 typedef struct {
     ct_pmpi_decision_t *rules[CT_NCOLL];
     int nrules[CT_NCOLL];
+    ct_pmpi_load_class_t classes[CT_PMPI_MAX_CLASSES];
+    int nclasses;
 } ct_pmpi_rules_t;
+
+/* ---- load (pmpi_load.c) ---------------------------------------------------- */
+/* The shortened probe (colltune-probe's exchange: a barrier, then 4 KB both ways
+ * between random pairs), collective over MPI_COMM_WORLD on a private duplicate:
+ * microseconds per iteration as rank 0 measured them, the same value on every rank
+ * (broadcast); *ms_out: the probe's own wall time in ms. */
+double ct_pmpi_load_probe(int iterations, double *ms_out);
+/* The class holding `index` (the last one when above all), -1 without classes. */
+int ct_pmpi_load_class_of(const ct_pmpi_rules_t *r, double index);
 
 /* Parse colltune's own rules file (text of `name`) into `out`. Returns 0, or -1
  * with a one-line message "name:LINE: problem" in err. `first_id` numbers the

@@ -7,6 +7,12 @@
  *     bcast 2 - 0 8191 binomial -
  *     bcast 2 - 8192 - pipeline segsize=8192
  *
+ * and, from a study with load levels (docs/workload.md), load classes on the probe
+ * index and rules that hold under one class only:
+ *     # load-class: quiet 0 9.5
+ *     # load-class: busy 9.5 -
+ *     bcast 2 - 0 - binomial - load=quiet
+ *
  * The same checks as the Python reader (rules.from_text), plus the ones only
  * the C side can make: the algorithm and its parameters must be valid for this
  * build of the algorithm library (ct_choice_parse). The first problem makes the
@@ -20,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_FIELDS 9
+#define MAX_FIELDS 10
 
 void ct_pmpi_rules_free(ct_pmpi_rules_t *r) {
     for (int c = 0; c < CT_NCOLL; c++) {
@@ -97,6 +103,29 @@ int ct_pmpi_rules_parse(const char *text, const char *name, int first_id,
         if (*s == '#') {
             char *body = s + 1;
             while (isspace((unsigned char)*body)) body++;
+            if (strncmp(body, "load-class:", 11) == 0) {
+                char cname[64], lo_t[64], hi_t[64], tail[2];
+                int got = sscanf(body + 11, " %63s %63s %63s %1s", cname, lo_t, hi_t, tail);
+                char *e1 = NULL, *e2 = NULL;
+                double lo = got >= 3 ? strtod(lo_t, &e1) : -1;
+                double hi = got >= 3 && strcmp(hi_t, "-") != 0 ? strtod(hi_t, &e2) : -1;
+                if (got != 3 || !e1 || *e1 || lo < 0 || (e2 && (*e2 || hi <= lo)))
+                    return fail(err, errlen, name, lineno,
+                                "load-class must be 'NAME MIN MAX' with 0 <= MIN < MAX "
+                                "(MAX '-' for no bound)", out);
+                for (int k = 0; k < out->nclasses; k++)
+                    if (strcmp(out->classes[k].name, cname) == 0) {
+                        snprintf(msg, sizeof msg, "load-class %s defined twice", cname);
+                        return fail(err, errlen, name, lineno, msg, out);
+                    }
+                if (out->nclasses == CT_PMPI_MAX_CLASSES)
+                    return fail(err, errlen, name, lineno, "more than 16 load classes", out);
+                ct_pmpi_load_class_t *lc = &out->classes[out->nclasses++];
+                snprintf(lc->name, sizeof lc->name, "%s", cname);
+                lc->lo = lo;
+                lc->hi = hi;
+                continue;
+            }
             if (strncmp(body, "target:", 7) == 0) {
                 char *t = body + 7;
                 while (isspace((unsigned char)*t)) t++;
@@ -117,11 +146,23 @@ int ct_pmpi_rules_parse(const char *text, const char *name, int first_id,
             if (nf == MAX_FIELDS) break;
             f[nf++] = tok;
         }
+        int load = -1;
+        if ((nf == 8 || nf == 9) && strncmp(f[nf - 1], "load=", 5) == 0) {
+            const char *lname = f[nf - 1] + 5;
+            for (int k = 0; k < out->nclasses; k++)
+                if (strcmp(out->classes[k].name, lname) == 0) load = k;
+            if (load < 0) {
+                snprintf(msg, sizeof msg, "load=%.60s: no such load class defined above (a "
+                         "'# load-class: NAME MIN MAX' line)", lname);
+                return fail(err, errlen, name, lineno, msg, out);
+            }
+            nf--;
+        }
         if (nf != 7 && nf != 8) {
             snprintf(msg, sizeof msg,
                      "expected 7 or 8 fields (COLLECTIVE NP_MIN NP_MAX SIZE_MIN SIZE_MAX "
-                     "ALGORITHM PARAMS [MAPPING]), found %s%d", nf == MAX_FIELDS ? "at least " : "",
-                     nf);
+                     "ALGORITHM PARAMS [MAPPING]) and an optional load=CLASS, found %s%d",
+                     nf == MAX_FIELDS ? "at least " : "", nf + (load >= 0));
             return fail(err, errlen, name, lineno, msg, out);
         }
         ct_coll_t coll;
@@ -177,6 +218,7 @@ int ct_pmpi_rules_parse(const char *text, const char *name, int first_id,
         d.size_max = size_max;
         d.id = id++;
         d.rule = 1;
+        d.load = load;
         /* MAPPING (field 8): the interposition library does not know the job's
          * mapping, so a rule applies whatever mapping it names, as
          * RuleSet.lookup(mapping=None) does */

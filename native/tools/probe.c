@@ -15,7 +15,10 @@
  * permutations is compared across ranks at the end.
  *
  * Output: one JSON object on stdout from rank 0 with the distribution of the
- * exchange times over all ranks and iterations and the load index:
+ * exchange times over all ranks and iterations, `iter_wall_us`: the wall time of
+ * the timed loop on rank 0 divided by the iterations (a barrier and an exchange
+ * each: what studies store as the probe index, docs/workload.md, since it also sees
+ * processes that wait for a core), and the load index:
  *     load_index = median_us / baseline_us   with --baseline-us
  *     load_index = median_us / min_us        without (this run's fastest exchange)
  */
@@ -169,7 +172,9 @@ int main(int argc, char **argv) {
 
     uint64_t state = seed, check = 1469598103934665603ULL; /* FNV-1a over all pairings */
     int partner = -1, bad = 0;
+    double loop_t0 = 0;
     for (long it = -warmup; it < iterations; it++) {
+        if (it == 0) loop_t0 = MPI_Wtime();
         shuffle(perm, nprocs, &state);
         for (int k = 0; k < nprocs; k++) check = (check ^ (uint64_t)perm[k]) * 1099511628211ULL;
         if (size > 0) rbuf[0] = rbuf[size - 1] = 0;
@@ -180,6 +185,8 @@ int main(int argc, char **argv) {
             bad = 1;
         if (it >= 0) mine[it] = t;
     }
+    MPI_Barrier(MPI_COMM_WORLD);
+    double iter_wall_us = (MPI_Wtime() - loop_t0) / (double)iterations * 1e6;
 
     /* all ranks must have drawn the same pairings, and every message must have arrived */
     uint64_t check0 = check;
@@ -226,9 +233,9 @@ int main(int argc, char **argv) {
         printf("{\"kind\": \"probe\", \"np\": %d, \"size\": %ld, \"iterations\": %ld, "
                "\"warmup\": %ld, \"samples\": %ld, \"min_us\": %.3f, \"median_us\": %.3f, "
                "\"mean_us\": %.3f, \"p90_us\": %.3f, \"max_us\": %.3f, "
-               "\"iter_slowest_median_us\": %.3f, \"load_index\": ",
+               "\"iter_slowest_median_us\": %.3f, \"iter_wall_us\": %.3f, \"load_index\": ",
                nprocs, size, iterations, warmup, n, mn, med, sum / (double)n * 1e6, p90, mx,
-               quantile(slowest, iterations, 0.5) * 1e6);
+               quantile(slowest, iterations, 0.5) * 1e6, iter_wall_us);
         if (ref > 0) printf("%.4f", med / ref);
         else fputs("null", stdout);
         printf(", \"load_basis\": \"%s\", \"baseline_us\": ", baseline_us > 0 ? "baseline" : "min");

@@ -15,9 +15,9 @@ from .mpi import MPI
 from .paths import cache_dir, native_dir
 
 PROGRAMS = ("colltune-verify", "colltune-bench", "colltune-selftest", "colltune-pingpong",
-            "colltune-probe", "colltune-heat", "colltune-stream", "colltune-which",
+            "colltune-probe", "colltune-load", "colltune-heat", "colltune-stream", "colltune-which",
             "libcolltune-pmpi.so", "colltune-plaincolls", "colltune-heat-plain",
-            "colltune-callcost", "colltune-osu-latency")
+            "colltune-callcost", "colltune-osu-latency", "colltune-phases")
 
 
 class BuildError(ColltuneError, RuntimeError):

@@ -221,7 +221,15 @@ _V3 = [
     "CREATE INDEX tunings_study ON tunings(study_id, round, target)",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3]
+# v4: the load dimension of a study (docs/workload.md): the load level a point was
+# measured under and the probe's median exchange time (µs) taken right before its launch
+# (the load index of load-aware rules); NULL for points of studies without study.load.
+_V4 = [
+    "ALTER TABLE measurements ADD COLUMN load_level TEXT",
+    "ALTER TABLE measurements ADD COLUMN probe_us REAL",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -583,7 +591,7 @@ MEASUREMENT_COLUMNS = (
     "size", "root", "dtype", "op", "timing", "iterations", "warmup", "rep_min_us", "mean_us",
     "median_us", "p90_us", "p99_us", "rep_max_us", "stddev_us", "valid_reps", "invalid",
     "rank_min_us", "rank_max_us", "window_us", "sleep_us", "time_budget_s", "valid", "fallback",
-    "repetition", "round", "samples", "extra", "align")
+    "repetition", "round", "samples", "extra", "align", "load_level", "probe_us")
 _RECORD_SKIP = {"command", "mpi", "host", "samples_us", "params", "order"}
 # record fields of older colltune versions -> their column now
 _LEGACY_FIELDS = {"min_us": "rep_min_us", "max_us": "rep_max_us"}
@@ -790,7 +798,7 @@ POINT_COLUMNS = (
     "dtype", "op", "timing", "iterations", "warmup", "rep_min_us", "mean_us", "median_us",
     "p90_us", "p99_us", "rep_max_us", "stddev_us", "valid_reps", "invalid", "rank_min_us",
     "rank_max_us", "window_us", "sleep_us", "time_budget_s", "valid", "fallback", "align",
-    "started_at", "command")
+    "load_level", "probe_us", "started_at", "command")
 
 
 def measurements_frame(conn: sqlite3.Connection, *, study=None, collective=None, algorithm=None,

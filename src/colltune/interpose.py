@@ -8,6 +8,10 @@ The library reads (docs/interposition.md):
     COLLTUNE_VERBOSE=1         each distinct decision once, on rank 0
     COLLTUNE_PROFILE=FILE      calls and times per collective, communicator size, size
                                bucket and algorithm, as JSON (read_profile)
+    COLLTUNE_LOAD_INDEX=X      a rules file with load classes: this load index instead of
+                               measuring it (docs/workload.md)
+    COLLTUNE_LOAD_PROBE=N      iterations of the shortened probe (default 50; 0: never)
+    COLLTUNE_LOAD_PCONTROL=L   the MPI_Pcontrol level that measures the load again (17)
 """
 
 from __future__ import annotations
@@ -47,7 +51,8 @@ def library(build) -> Path:
 
 
 def settings(rules: str | Path | None = None, force: dict[str, str] | None = None,
-             verbose: bool = False, profile: str | Path | None = None) -> dict[str, str]:
+             verbose: bool = False, profile: str | Path | None = None,
+             load_index: float | None = None, load_probe: int | None = None) -> dict[str, str]:
     """The COLLTUNE_* variables for these choices (LD_PRELOAD not included). The rules
     file is read here first, so a bad one is an error now rather than a warning at
     every launch; paths are made absolute (the ranks may start elsewhere)."""
@@ -68,6 +73,19 @@ def settings(rules: str | Path | None = None, force: dict[str, str] | None = Non
         env["COLLTUNE_VERBOSE"] = "1"
     if profile is not None:
         env["COLLTUNE_PROFILE"] = str(Path(profile).resolve())
+    if load_index is not None or load_probe is not None:
+        if rules is None or not rules_mod.read(Path(rules).resolve()).load_classes:
+            raise InterposeError("--load-index/--load-probe: only with a rules file that has "
+                                 "load classes (# load-class: lines, docs/workload.md)")
+        if load_index is not None:
+            if not (load_index >= 0 and math.isfinite(load_index)):
+                raise InterposeError(f"load index {load_index}: a number >= 0 (µs per probe "
+                                     "iteration)")
+            env["COLLTUNE_LOAD_INDEX"] = repr(float(load_index))
+        if load_probe is not None:
+            if load_probe < 0:
+                raise InterposeError(f"load probe {load_probe}: iterations >= 0 (0: never)")
+            env["COLLTUNE_LOAD_PROBE"] = str(int(load_probe))
     return env
 
 

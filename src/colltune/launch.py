@@ -338,6 +338,7 @@ class Session:
     placement: Placement | None
     launches: list[Launch] = field(default_factory=list)
     results: list[Result] = field(default_factory=list)
+    background: list["Background"] = field(default_factory=list)  # started inside, stopped at the end
 
 
 _SESSION: contextvars.ContextVar[Session | None] = contextvars.ContextVar("colltune_launch_session",
@@ -354,6 +355,8 @@ def session(placement: Placement | None = None):
         yield s
     finally:
         _SESSION.reset(token)
+        for bg in s.background:  # whatever ran beside the launches ends with the session
+            bg.stop()
 
 
 # ---------------------------------------------------------------------- prepare
@@ -710,3 +713,76 @@ def run_command(argv: list[str], extra_env: dict[str, str]) -> int:
     except BaseException:
         stop(proc)
         raise
+
+
+# ------------------------------------------------------------------ background jobs
+
+
+class Background:
+    """A launch running beside others (the load generator of docs/workload.md): started
+    in a session of its own like every launch, its output kept in memory by reader
+    threads, stopped with `stop` (SIGTERM to the launcher, then SIGKILL to everything
+    left of it, as `stop` above). Started inside a `session`, it is stopped when the
+    session ends, whatever happens in between; `stop` can be called more than once."""
+
+    def __init__(self, launch: Launch):
+        self.launch = launch
+        self.t0 = time.monotonic()
+        self._out: list[str] = []
+        self._err: list[str] = []
+        self.result: Result | None = None
+        self.proc = subprocess.Popen(launch.argv, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, env=launch.env,
+                                     start_new_session=True)
+        self._readers = [threading.Thread(target=self._pump, args=(self.proc.stdout, self._out),
+                                          daemon=True),
+                         threading.Thread(target=self._pump, args=(self.proc.stderr, self._err),
+                                          daemon=True)]
+        for th in self._readers:
+            th.start()
+        s = _SESSION.get()
+        if s is not None:
+            s.launches.append(launch)
+            s.background.append(self)
+
+    @staticmethod
+    def _pump(stream, sink: list[str]) -> None:
+        for line in stream:
+            sink.append(line)
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait(self, timeout: float | None = None) -> Result:
+        """Wait for the job to end by itself (a generator given a duration); stopped
+        when it has not after `timeout` seconds."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        return self.stop()
+
+    def stop(self, grace: float = STOP_GRACE_S) -> Result:
+        if self.result is not None:
+            return self.result
+        ended = self.proc.poll() is not None
+        stop(self.proc, grace)
+        for th in self._readers:
+            th.join(timeout=10)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self.result = Result(self.launch.command_line, self.proc.returncode, "".join(self._out),
+                             "".join(self._err), not ended, self.launch.notes,
+                             time.monotonic() - self.t0)
+        return self.result
+
+
+def start_background(launch: Launch) -> Background:
+    """Start `launch` and return at once; see Background."""
+    try:
+        return Background(launch)
+    except OSError as exc:
+        raise LaunchError(f"{launch.argv[0]}: cannot run: {exc.strerror or exc}") from None

@@ -27,7 +27,7 @@ PINGPONG_FIELDS = ["kind", "np", "participants", "size", "min_us", "median_us", 
                    "max_us", "stddev_us", "bandwidth_MBps", "iterations", "warmup", "reps",
                    "persistent", "align", "mpi", "host", "command"]
 PROBE_FIELDS = ["kind", "np", "size", "iterations", "warmup", "samples", "min_us", "median_us",
-                "mean_us", "p90_us", "max_us", "iter_slowest_median_us", "load_index",
+                "mean_us", "p90_us", "max_us", "iter_slowest_median_us", "iter_wall_us", "load_index",
                 "load_basis", "baseline_us", "seed", "mpi", "host", "command"]
 
 

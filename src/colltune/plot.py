@@ -740,6 +740,88 @@ def fig_surface(df: pd.DataFrame, palette: Palette, algorithm: str | None = None
     return fig
 
 
+def fig_load_correlation(df: pd.DataFrame, palette: Palette, corr: pd.DataFrame | None = None,
+                         np_: int | None = None) -> Figure:
+    """The seed's Fig. 2: every launch's probe value (µs per probe iteration, x) against
+    each algorithm's latency in that launch (y), one panel per size, one colour per
+    algorithm, the marker per load level; the legend gives each algorithm's Pearson r.
+    `df`: points with probe_us, load_level, size, np, algorithm (or label), median_us."""
+    d = df[df["probe_us"].notna()]
+    if d.empty:
+        raise PlotError("no points with a probe value (a study with study.load)")
+    coll = one_collective(d)
+    d, np_ = pick(d, "np", np_, "process count")
+    lab = d["label"] if "label" in d.columns else d["algorithm"]
+    d = d.assign(_label=lab.astype(str))
+    sizes = sorted(d["size"].unique())
+    levels = list(d.groupby("load_level")["probe_us"].median().sort_values().index)
+    markers = dict(zip(levels, "os^Dvx*P"))
+    fig = _mfigure.Figure(figsize=(3.6 * len(sizes) + 1.8, 3.6), dpi=100, layout="constrained")
+    axes = fig.subplots(1, len(sizes), squeeze=False)[0]
+    for ax, size in zip(axes, sizes):
+        g = d[d["size"] == size]
+        for label, h in g.groupby("_label", sort=True):
+            r = None
+            if corr is not None:
+                m = corr[(corr["size"] == size) & (corr["algorithm"] == label)]
+                r = float(m["pearson"].iloc[0]) if len(m) else None
+            first = True
+            for lv, k in h.groupby("load_level"):
+                ax.scatter(k["probe_us"], k["median_us"], s=18, color=palette(label),
+                           marker=markers.get(lv, "o"), alpha=0.8,
+                           label=(f"{label} (r={r:.2f})" if r == r and r is not None
+                                  else label) if first else None)
+                first = False
+        ax.set_title(f"{coll} np={np_}, {fmt_size(int(size))}", fontsize="small")
+        ax.set_xlabel("probe (µs per iteration)", fontsize="small")
+        latency_axis(ax, g["median_us"])
+        ax.legend(fontsize="x-small", loc="upper left")
+    _caption(fig, "markers: load level " + ", ".join(f"{markers[lv]} {lv}" for lv in levels))
+    return fig
+
+
+def fig_load_best(best: pd.DataFrame, palette: Palette) -> Figure:
+    """The best algorithm (with evidence) per size (x) and load level (y, quietest at
+    the bottom) of one collective and process count: colour = the algorithm, text =
+    its speedup over native."""
+    if best.empty:
+        raise PlotError("no best-per-level table")
+    coll = one_collective(best)
+    sizes = sorted(best["size"].unique())
+    levels = list(best.groupby("load_level")["probe_us"].median().sort_values().index)
+    from matplotlib.colors import to_rgb
+
+    img = numpy.ones((len(levels), len(sizes), 3))
+    fig = _mfigure.Figure(figsize=(max(5.0, 1.4 * len(sizes) + 2.5), 1.0 * len(levels) + 1.8),
+                          dpi=100, layout="constrained")
+    ax = fig.add_subplot()
+    for r in best.itertuples(index=False):
+        if r.best is None or r.load_level not in levels:
+            continue
+        i, j = levels.index(r.load_level), sizes.index(r.size)
+        img[i, j] = to_rgb(palette(r.best))
+    ax.imshow(img, aspect="auto", origin="lower", interpolation="nearest")
+    for r in best.itertuples(index=False):
+        if r.best is None or r.load_level not in levels:
+            continue
+        sp = getattr(r, "speedup", None)
+        txt = r.best + (f"\n×{sp:.2f}" if sp is not None and sp == sp and sp != 1 else "")
+        rgb = to_rgb(palette(r.best))
+        dark = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] < 0.5
+        ax.text(sizes.index(r.size), levels.index(r.load_level), txt, ha="center",
+                va="center", fontsize="x-small", color="white" if dark else "black")
+    ax.set_xticks(range(len(sizes)))
+    ax.set_xticklabels([fmt_size(int(x)) for x in sizes], fontsize="small")
+    ax.set_yticks(range(len(levels)))
+    ax.set_yticklabels(levels, fontsize="small")
+    nps = sorted(best["np"].unique())
+    ax.set_title(f"{coll}: best algorithm per load level (np {', '.join(map(str, nps))})",
+                 fontsize="small")
+    ax.set_xlabel("size (bytes)")
+    ax.set_ylabel("load level (lowest median probe at the bottom)")
+    return fig
+
+
 def _caption(fig: Figure, text: str) -> None:
     """A small note under the figure, wrapped to the figure's width."""
     if text:

@@ -651,6 +651,57 @@ def tune_section(df: pd.DataFrame, parts: ReportParts, palette: plotmod.Palette,
     return "".join(out)
 
 
+def load_section(df: pd.DataFrame, parts: ReportParts, palette: plotmod.Palette,
+                 dpi: int = 100) -> str:
+    """A study with load levels (docs/workload.md): the probe per level, the correlation
+    of the probe with every algorithm's latency (the seed's Fig. 2), the best algorithm
+    per load level with evidence and how often it changes. Empty without probe values."""
+    from . import workload
+
+    if "probe_us" not in df.columns or not df["probe_us"].notna().any() or \
+            "load_level" not in df.columns:
+        return ""
+    d = df[df["probe_us"].notna()]
+    if "round" in d.columns and d["round"].notna().any():
+        d = d[d["round"] == d["round"].max()]
+    d = d.assign(label=plotmod._labels(d)) if "label" not in d.columns else d
+    out = ['<h2 id="load">Load: the probe and the best algorithm per load level</h2>',
+           '<p class="note">Every launch ran under one load level (background traffic from '
+           "colltune-load beside it) and the probe (a barrier and 4 KB exchanged between "
+           "random pairs, µs per iteration) ran just before it; its value is stored with "
+           "every point. As in seed 004: the correlation of the probe with each algorithm's "
+           "latency over the launches, and the best algorithm per level (native unless "
+           "faster beyond the noise of the repetitions, evidence.py). "
+           "<code>colltune load analyse</code> prints the same.</p>"]
+    probe = d.groupby(["load_level"])["probe_us"].agg(["median", "min", "max", "count"])
+    probe = probe.loc[workload.level_order(d)].reset_index()
+    out.append(frame_table(probe.rename(columns={"median": "probe median (µs)",
+                                                 "min": "min", "max": "max",
+                                                 "count": "points"})))
+    corr = workload.correlations(d, label="label")
+    out.append('<h3 id="load-correlation">Correlation of the probe with the latency</h3>')
+    out.append(f'<div class="scroll">{frame_table(corr)}</div>')
+    best = workload.best_per_level(d)
+    ch = workload.changes(best)
+    out.append('<h3 id="load-best">Best algorithm per load level</h3>')
+    out.append(f'<p>The best algorithm changes with the load at {int(ch["changes"].sum())} of '
+               f'{len(ch)} points (the fastest median at {int(ch["fastest_changes"].sum())}).'
+               "</p>")
+    cols = ["collective", "np", "size", "load_level", "probe_us", "best", "fastest", "evidence"]
+    out.append(f'<div class="scroll">{frame_table(best[cols])}</div>')
+    grid = []
+    for (coll, np_), g in d.groupby(["collective", "np"], sort=True):
+        _add_figure(parts, grid, "load-correlation", coll,
+                    f"{coll} np={np_}: probe vs latency per algorithm and size (seed 004 Fig. 2)",
+                    lambda g=g: plotmod.fig_load_correlation(g, palette, corr), dpi, wide=True)
+        b = best[(best["collective"] == coll) & (best["np"] == np_)]
+        _add_figure(parts, grid, "load-best", coll,
+                    f"{coll} np={np_}: best algorithm per load level and size",
+                    lambda b=b: plotmod.fig_load_best(b, palette), dpi)
+    out.append('<div class="grid">' + "".join(grid) + "</div>")
+    return "".join(out)
+
+
 def _env_text(v) -> str:
     """The stored environment (JSON object) as NAME=value lines."""
     try:
@@ -824,6 +875,8 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
     tuned = tune_section(df[df["collective"].isin(colls)], parts, palette, dpi,
                          include_oversubscribed) if colls else ""
     body.append(tuned)
+    loaded = load_section(df[df["collective"].isin(colls)], parts, palette, dpi) if colls else ""
+    body.append(loaded)
     if colls:
         body.append('<h2 id="models">Regression models</h2>')
         body += [models_section(df, c, palette, surface_algo) for c in colls]
@@ -834,6 +887,7 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
            + "".join(f'<li><a href="#coll-{esc(c)}">{esc(c)}: figures</a></li>' for c in colls)
            + ('<li><a href="#coll-heat">Heat diffusion</a></li>' if has_heat else "")
            + ('<li><a href="#tune">Rules (colltune tune)</a></li>' if tuned else "")
+           + ('<li><a href="#load">Load</a></li>' if loaded else "")
            + ('<li><a href="#models">Regression models</a></li>' if colls else "")
            + '<li><a href="#cost-model">Cost model</a></li>'
            + '<li><a href="#provenance">Provenance</a></li></ol></nav>')

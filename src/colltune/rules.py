@@ -18,11 +18,25 @@ library in C) is line oriented so that a C reader needs no JSON parser:
 
 `-` as NP_MAX or SIZE_MAX means no upper bound, `-` as PARAMS means none.
 Numbers are plain decimal integers (no 64K suffixes: C reads them with strtoll).
+
+Load classes (docs/workload.md): rules made from a study with a load dimension carry
+a last field `load=CLASS`, and the file defines each class by a range of the load
+index (the probe's median exchange time of 4 KB between random pairs, in µs):
+
+    # load-class: quiet 0 12.5          (NAME MIN MAX: MIN <= index < MAX, '-' no bound)
+    # load-class: busy 12.5 -
+    bcast 2 - 0 - binomial - load=quiet
+    bcast 2 - 0 - linear - load=busy
+
+A rule without `load=` applies under every load, so files without load classes read
+as before; a reader that finds `load=` needs the class defined above it.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,12 +61,15 @@ class Rule:
     algorithm: str  # 'native', a colltune algorithm, 'ompi:NAME' or 'mpich:NAME'
     params: tuple[tuple[str, int | str], ...] = ()  # sorted (key, value) pairs
     mapping: str | None = None  # only where the study varied the mapping
+    load: str | None = None  # load class (LoadClass.name); None: under every load
 
-    def matches(self, collective: str, np: int, size: int, mapping: str | None = None) -> bool:
+    def matches(self, collective: str, np: int, size: int, mapping: str | None = None,
+                load: str | None = None) -> bool:
         return (self.collective == collective
                 and self.np_min <= np and (self.np_max is None or np <= self.np_max)
                 and self.size_min <= size and (self.size_max is None or size <= self.size_max)
-                and (self.mapping is None or mapping is None or self.mapping == mapping))
+                and (self.mapping is None or mapping is None or self.mapping == mapping)
+                and (self.load is None or load is None or self.load == load))
 
     @property
     def params_dict(self) -> dict[str, int | str]:
@@ -70,17 +87,52 @@ def make_params(d: dict | None) -> tuple[tuple[str, int | str], ...]:
     return tuple(sorted((str(k), v) for k, v in (d or {}).items()))
 
 
+@dataclass(frozen=True)
+class LoadClass:
+    """A range of the load index (probe µs): lo <= index < hi (hi None: no bound)."""
+
+    name: str
+    lo: float
+    hi: float | None = None
+
+    def holds(self, index: float) -> bool:
+        return self.lo <= index and (self.hi is None or index < self.hi)
+
+
 @dataclass
 class RuleSet:
     target: str  # one of TARGETS
     rules: list[Rule]
     meta: dict[str, str] = field(default_factory=dict)  # study, created, mpi, policy, ...
+    load_classes: list[LoadClass] = field(default_factory=list)  # quietest first
 
-    def lookup(self, collective: str, np: int, size: int, mapping: str | None = None) -> Rule | None:
+    def lookup(self, collective: str, np: int, size: int, mapping: str | None = None,
+               load: str | None = None) -> Rule | None:
         for r in self.rules:
-            if r.matches(collective, np, size, mapping):
+            if r.matches(collective, np, size, mapping, load):
                 return r
         return None
+
+    def load_class(self, index: float) -> str | None:
+        """The class whose range holds a load index (None without classes)."""
+        for c in self.load_classes:
+            if c.holds(index):
+                return c.name
+        if not self.load_classes:
+            return None
+        # below the lowest class: the quietest; in a gap or above: the last (as the C reader)
+        return (self.load_classes[0] if index < self.load_classes[0].lo
+                else self.load_classes[-1]).name
+
+    def for_load(self, name: str) -> "RuleSet":
+        """The rules that apply under one load class, without load fields (for a library
+        that has no load dimension)."""
+        names = [c.name for c in self.load_classes]
+        if name not in names:
+            raise RulesError(f"no load class '{name}' (classes: {', '.join(names) or 'none'})")
+        rules = [Rule(r.collective, r.np_min, r.np_max, r.size_min, r.size_max, r.algorithm,
+                      r.params, r.mapping) for r in self.rules if r.load in (None, name)]
+        return RuleSet(self.target, rules, {**self.meta, "load class": name})
 
     def collectives(self) -> list[str]:
         return sorted({r.collective for r in self.rules}, key=COLLECTIVES.index)
@@ -98,15 +150,46 @@ def to_text(rs: RuleSet) -> str:
     for k, v in rs.meta.items():
         lines.append(f"# {k}: {' '.join(str(v).split())}")
     lines.append(f"# target: {rs.target}")
-    lines.append("# COLLECTIVE NP_MIN NP_MAX SIZE_MIN SIZE_MAX ALGORITHM PARAMS [MAPPING]")
+    for c in rs.load_classes:
+        lines.append(f"# load-class: {c.name} {_num(c.lo)} "
+                     f"{'-' if c.hi is None else _num(c.hi)}")
+    lines.append("# COLLECTIVE NP_MIN NP_MAX SIZE_MIN SIZE_MAX ALGORITHM PARAMS [MAPPING]"
+                 + (" [load=CLASS]" if rs.load_classes else ""))
     for r in rs.rules:
         params = ",".join(f"{k}={v}" for k, v in r.params) or "-"
         row = [r.collective, str(r.np_min), _bound(r.np_max), str(r.size_min), _bound(r.size_max),
                r.algorithm, params]
         if r.mapping is not None:
             row.append(r.mapping)
+        if r.load is not None:
+            row.append(f"load={r.load}")
         lines.append(" ".join(row))
     return "\n".join(lines) + "\n"
+
+
+def _num(v: float) -> str:
+    return f"{v:.6g}"
+
+
+_CLASS_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_\-]*)\s+(\S+)\s+(\S+)$")
+
+
+def _load_class(body: str, where: str, classes: list[LoadClass]) -> LoadClass:
+    m = _CLASS_RE.match(body)
+    if not m:
+        raise RulesError(f"{where}: load-class must be 'NAME MIN MAX' (MAX '-' for no bound), "
+                         f"found '{body}'")
+    name, lo_t, hi_t = m.groups()
+    try:
+        lo = float(lo_t)
+        hi = None if hi_t == "-" else float(hi_t)
+    except ValueError:
+        raise RulesError(f"{where}: load-class {name}: '{lo_t} {hi_t}' are not numbers") from None
+    if not math.isfinite(lo) or lo < 0 or (hi is not None and (not math.isfinite(hi) or hi <= lo)):
+        raise RulesError(f"{where}: load-class {name}: needs 0 <= MIN < MAX")
+    if any(c.name == name for c in classes):
+        raise RulesError(f"{where}: load-class {name} defined twice")
+    return LoadClass(name, lo, hi)
 
 
 def _int(text: str, what: str, where: str, allow_none: bool = False) -> int | None:
@@ -125,6 +208,7 @@ def from_text(text: str, source: str = "<rules>") -> RuleSet:
                          f"'# {FORMAT_TAG}')")
     meta: dict[str, str] = {}
     rules: list[Rule] = []
+    classes: list[LoadClass] = []
     for i, line in enumerate(lines[1:], start=2):
         where = f"{source}:{i}"
         s = line.strip()
@@ -132,14 +216,25 @@ def from_text(text: str, source: str = "<rules>") -> RuleSet:
             continue
         if s.startswith("#"):
             body = s[1:].strip()
+            if body.startswith("load-class:"):
+                classes.append(_load_class(body[len("load-class:"):].strip(), where, classes))
+                continue
             if ":" in body and not body.startswith("COLLECTIVE"):
                 k, v = body.split(":", 1)
                 meta[k.strip()] = v.strip()
             continue
         f = s.split()
+        load = None
+        if len(f) in (8, 9) and f[-1].startswith("load="):
+            load = f.pop()[len("load="):]
+            if load not in [c.name for c in classes]:
+                raise RulesError(f"{where}: load={load}: no such load class defined above "
+                                 f"(a '# load-class: {load} MIN MAX' line; defined: "
+                                 f"{', '.join(c.name for c in classes) or 'none'})")
         if len(f) not in (7, 8):
             raise RulesError(f"{where}: expected 7 or 8 fields (COLLECTIVE NP_MIN NP_MAX SIZE_MIN "
-                             f"SIZE_MAX ALGORITHM PARAMS [MAPPING]), found {len(f)}")
+                             f"SIZE_MAX ALGORITHM PARAMS [MAPPING]) and an optional load=CLASS, "
+                             f"found {len(f) + (load is not None)}")
         coll = f[0]
         if coll not in COLLECTIVES:
             raise RulesError(f"{where}: unknown collective '{coll}' (valid: {', '.join(COLLECTIVES)})")
@@ -161,11 +256,11 @@ def from_text(text: str, source: str = "<rules>") -> RuleSet:
                 k, v = kv.split("=", 1)
                 params[k] = int(v) if v.isdigit() else v
         rules.append(Rule(coll, np_min, np_max, size_min, size_max, f[5], make_params(params),
-                          f[7] if len(f) == 8 else None))
+                          f[7] if len(f) == 8 else None, load))
     target = meta.pop("target", "colltune")
     if target not in TARGETS:
         raise RulesError(f"{source}: unknown target '{target}' (valid: {', '.join(TARGETS)})")
-    return RuleSet(target, rules, meta)
+    return RuleSet(target, rules, meta, classes)
 
 
 def read(path: str | Path) -> RuleSet:
@@ -182,4 +277,6 @@ def to_json(rs: RuleSet) -> str:
                        "rules": [{"collective": r.collective, "np_min": r.np_min, "np_max": r.np_max,
                                   "size_min": r.size_min, "size_max": r.size_max,
                                   "algorithm": r.algorithm, "params": r.params_dict,
-                                  "mapping": r.mapping} for r in rs.rules]}, indent=2)
+                                  "mapping": r.mapping, "load": r.load} for r in rs.rules],
+                       "load_classes": [{"name": c.name, "min": c.lo, "max": c.hi}
+                                        for c in rs.load_classes]}, indent=2)

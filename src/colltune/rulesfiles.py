@@ -194,6 +194,12 @@ def export(ruleset: RuleSet, to: str, path: str | Path, mpi) -> list[str]:
     path = Path(path)
     if to not in ("openmpi", "mpich"):
         raise RulesError(f"--to {to}: valid: openmpi, mpich")
+    if any(r.load is not None for r in ruleset.rules):
+        names = ", ".join(c.name for c in ruleset.load_classes)
+        raise RulesError(f"the rules have load classes ({names}), which {to} has no way to "
+                         "measure or choose between: export the rules of one class (Python: "
+                         "RuleSet.for_load(NAME)), or use the interposition library, which "
+                         "measures the load (docs/workload.md)")
     if mpi is None or mpi.kind != to:
         have = getattr(mpi, "name", "no MPI library")
         raise RulesError(f"exporting for {FORMAT_NAMES[to].split(' ')[0] if to == 'mpich' else 'Open MPI'} "

@@ -74,6 +74,12 @@ KEYS: dict[str, tuple[str, Any]] = {
     "timeout": ("seconds > 0 per launch", 900.0),
     "max_processes": ("whole number or 'cores', '2*cores': drop larger process counts", None),
     "env": ("table of environment variables for every launch", {}),
+    "load": ("list of load levels, e.g. [\"none\", \"light\", \"heavy\"]: background traffic "
+             "(colltune-load) during each launch, the probe before it (docs/workload.md)", []),
+    "load_levels": ("table NAME -> {pattern, np, size, window, duty, period_ms}: levels of "
+                    "study.load beyond the built-in none, light, medium, heavy", {}),
+    "probe_iterations": ("whole number >= 1: iterations of the probe before each launch of a "
+                         "study with study.load", 300),
     "heat": ("table for the collective 'heat' (the heat-diffusion application): grids "
              "['RxC', ...], decomps ['rows', '2d'], iterations (number, or table 'RxC' -> "
              "number)", {}),
@@ -129,6 +135,9 @@ class Study:
     max_processes: int | str | None = None
     env: dict[str, str] = field(default_factory=dict)
     heat: dict[str, Any] = field(default_factory=dict)  # grids, decomps, iterations
+    load: list[str] = field(default_factory=list)  # load levels; [] no load dimension
+    load_levels: dict[str, dict] = field(default_factory=dict)  # level -> its definition
+    probe_iterations: int = 300
     sbatch: dict[str, Any] = field(default_factory=dict)
     source: str = ""  # file path or preset:NAME
     text: str = ""  # the TOML as written
@@ -381,6 +390,14 @@ def loads(text: str, source: str = "<string>", base_dir: Path | None = None) -> 
                          "study.collectives")
     if "description" in st:
         s.description = _want("study.description", st["description"], str, "a string")
+    if "load_levels" in st and "load" not in st:
+        raise StudyError("study.load_levels: defines levels, but study.load names none to use")
+    if "load" in st:
+        s.load, s.load_levels = _parse_load(st["load"], st.get("load_levels", {}))
+        if HEAT in colls:
+            raise StudyError("study.load: not available with the collective 'heat'")
+    if "probe_iterations" in st:
+        s.probe_iterations = _int("study.probe_iterations", st["probe_iterations"], 1)
     if "repetitions" in st:
         s.repetitions = _int("study.repetitions", st["repetitions"], 1)
     if "mapping" in st:
@@ -465,6 +482,34 @@ def loads(text: str, source: str = "<string>", base_dir: Path | None = None) -> 
                 _want(f"sbatch.{k}", v, str, SBATCH_KEYS[k])
         s.sbatch = dict(sb)
     return s
+
+
+def _parse_load(v: Any, levels_raw: Any) -> tuple[list[str], dict[str, dict]]:
+    """study.load and study.load_levels, checked: the level names and every level's
+    definition (built-in or the study's own), as plain data."""
+    from . import workload
+
+    names = [v] if isinstance(v, str) else v
+    _want("study.load", names, list, "a list of load level names")
+    if not names:
+        raise StudyError("study.load: empty list; give the levels, e.g. [\"none\", \"heavy\"]")
+    for i, n in enumerate(names):
+        _want(f"study.load[{i}]", n, str, "a load level name")
+    if len(set(names)) != len(names):
+        raise StudyError("study.load: a level is named twice")
+    _want("study.load_levels", levels_raw, dict, "a table NAME -> level definition")
+    try:
+        defined = {n: workload.parse_level(f"study.load_levels.{n}", n, t)
+                   for n, t in levels_raw.items()}
+        unused = sorted(set(defined) - set(names))
+        if unused:
+            raise StudyError(f"study.load_levels.{unused[0]}: defined but not in study.load")
+        levels = workload.resolve_levels(list(names), defined)
+    except workload.LoadError as exc:
+        raise StudyError(str(exc)) from None
+    from dataclasses import asdict as _asdict
+
+    return list(names), {n: _asdict(lv) for n, lv in levels.items()}
 
 
 def load(path: str | Path) -> Study:

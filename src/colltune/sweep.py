@@ -56,13 +56,15 @@ class Unit:
     algos: tuple[str, ...]  # what the driver runs (--algo)
     library_spec: str | None  # the MPI library's algorithm this launch forces
     key: str  # identity within the study (the resume key)
+    load: str | None = None  # load level (study.load), None: no load dimension
 
     @property
     def label(self) -> str:
         what = self.library_spec or (",".join(self.algos) if len(self.algos) <= 3
                                      else f"{len(self.algos)} algorithms")
         return (f"{self.collective} np={self.np} {self.mapping}/{self.order} "
-                f"rep {self.repetition} [{what}]")
+                f"rep {self.repetition}" + (f" load {self.load}" if self.load else "")
+                + f" [{what}]")
 
 
 @dataclass
@@ -110,7 +112,7 @@ def bench_spec(study: Study, unit: Unit) -> bench_mod.BenchSpec:
 
 
 def _unit_key(study: Study, build, coll, np, mapping, order, rep, algos, lib,
-              hosts=None) -> str:
+              hosts=None, load=None) -> str:
     ident = {
         "collective": coll, "np": np, "mapping": mapping, "order": order, "repetition": rep,
         "algos": list(algos), "library": lib, "sizes": study.sizes,
@@ -125,9 +127,14 @@ def _unit_key(study: Study, build, coll, np, mapping, order, rep, algos, lib,
         ident["host"] = socket.gethostname()
     elif hosts is not None:  # hostfile: the hosts it lists
         ident["hosts"] = hosts
+    if load is not None:  # only then: the keys of studies without load stay as they were
+        ident["load"] = load
+        ident["load_level"] = study.load_levels.get(load)
+        ident["probe_iterations"] = study.probe_iterations
     digest = hashlib.sha1(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
     group = lib or "ours"
-    return f"{coll}/np{np}/{mapping}-{order}/rep{rep}/{group}#{digest}"
+    where = f"/load-{load}" if load is not None else ""
+    return f"{coll}/np{np}/{mapping}-{order}/rep{rep}{where}/{group}#{digest}"
 
 
 def _capacity(study: Study) -> tuple[int, str | None]:
@@ -193,10 +200,19 @@ def make_plan(study: Study, build, *, seed: int | None = None,
                             lib_envs[(coll, spec)] = lib.lib_env(build.mpi, coll, spec)
                             groups.append((("native",), spec))
                         for algos, spec in groups:
-                            key = _unit_key(study, build, coll, np, mapping, order, rep, algos,
-                                            spec, hosts)
-                            units.append(Unit(coll, np, mapping, order, rep, algos, spec, key))
+                            for level in (study.load or [None]):
+                                key = _unit_key(study, build, coll, np, mapping, order, rep,
+                                                algos, spec, hosts, level)
+                                units.append(Unit(coll, np, mapping, order, rep, algos, spec,
+                                                  key, level))
     notes += sorted(skipped)
+    if study.load and study.launcher == "local":
+        busy = [n for n in study.load if study.load_levels[n].get("np")]
+        if busy:
+            gen = max(study.load_levels[n]["np"] for n in busy)
+            notes.append(f"load levels {', '.join(busy)}: the generator's {gen} processes run on "
+                         f"this machine's {launch.cores()} cores beside the measured ones; they "
+                         "take CPU time as much as they load shared memory (docs/workload.md)")
     if study.launcher == "local":
         if "rr" in study.order:
             notes.append("order 'rr' is the same as 'seq' on one node (launcher 'local')")
@@ -252,7 +268,8 @@ def _fmt_eta(seconds: float) -> str:
 # name, the points of a round would mix two studies.
 DEFINING_KEYS = ("collectives", "algorithms", "sizes", "processes", "repetitions", "mapping",
                  "order", "iterations", "warmup", "timing", "reps_per_launch", "sleep_us",
-                 "time_budget", "root", "dtype", "op", "heat", "max_processes", "env")
+                 "time_budget", "root", "dtype", "op", "heat", "max_processes", "env", "load",
+                 "load_levels", "probe_iterations")
 
 
 def definition_changes(conn, study: Study) -> tuple[list[str], int]:
@@ -386,13 +403,18 @@ def _run_unit(plan: Plan, conn, unit: Unit, run_id: int, study_id: int, rnd: int
     err_text = None
     records: list[dict] = []
     notes: list[str] = []
+    load_info: dict | None = None
     with launch.session(plan.placement(unit)) as sess:
         try:
+            if unit.load is not None:  # the generator (if any) and the probe first
+                load_info = _start_load(plan, unit)
             if unit.collective == HEAT:
                 records, notes = _run_heat(plan, unit, env)
             else:
                 kwargs = {"extra_env": env} if env else {}
                 records, notes = bench_mod.run(plan.build, spec, timeout=study.timeout, **kwargs)
+            if load_info is not None:
+                _finish_load(load_info, records, notes)
         except (bench_mod.BenchError, launch.LaunchError, OSError, ValueError,
                 RuntimeError) as exc:
             err_text = str(exc) or type(exc).__name__
@@ -434,6 +456,42 @@ def _run_unit(plan: Plan, conn, unit: Unit, run_id: int, study_id: int, rnd: int
         oc.last, oc.last_s = f"FAILED: {first[:200]}", seconds
         log(f"[red]launch failed[/] {escape(unit.label)}: {escape(first[:300])}", highlight=False)
     return command
+
+
+def _start_load(plan: Plan, unit: Unit) -> dict:
+    """A launch of a study with load levels: the level's generator started in the
+    background (it runs until the launch session ends), then the probe; what they were
+    and what the probe measured."""
+    from . import workload
+
+    level = workload.LoadLevel(**plan.study.load_levels[unit.load])
+    bg = None
+    if not level.quiet:
+        bg = workload.start_generator(plan.build, level, plan.placement(unit))
+    rec = workload.probe(plan.build, unit.np, plan.study.probe_iterations,
+                         timeout=plan.study.timeout)
+    return {"level": level, "background": bg, "probe": rec}
+
+
+def _finish_load(info: dict, records: list[dict], notes: list[str]) -> None:
+    """Stop the generator, check it ran all along, put the probe on every record."""
+    from . import workload
+
+    bg, level, rec = info["background"], info["level"], info["probe"]
+    if bg is not None:
+        if not bg.running():
+            res = bg.bg.stop()
+            raise workload.LoadError("the load generator ended before the measurement did: "
+                                     + launch.failure_message("colltune-load", res))
+        stats = bg.stop()
+        sent = (f"; it sent {stats['bytes'] / 1e6:.0f} MB in {stats['elapsed_s']:.1f} s, busy "
+                f"{stats['busy_fraction']:.0%}" if stats else "")
+        notes.append(f"load {level.name}: {level.describe()}{sent} ({bg.launch.command_line})")
+    for r in records:
+        r["load_level"] = level.name
+        r["probe_us"] = rec.get("iter_wall_us")  # the load index (docs/workload.md)
+        r["probe_median_us"] = rec.get("median_us")
+        r["probe_iterations"] = rec.get("iterations")
 
 
 def _run_heat(plan: Plan, unit: Unit, env: dict[str, str]) -> tuple[list[dict], list[str]]:

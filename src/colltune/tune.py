@@ -117,7 +117,8 @@ def load_frame(conn, study: str, round: int | None = None) -> tuple[pd.DataFrame
     df = pd.read_sql_query(
         "SELECT s.name AS study, m.run_id, m.unit_id, m.round, m.repetition, m.collective, "
         "m.algorithm, m.spec, m.params, m.np, m.nodes, m.ppn, m.mapping, m.size, m.median_us, "
-        "m.valid, r.cores, r.mpi_kind, r.mpi_version FROM measurements m "
+        "m.valid, m.load_level, m.probe_us, r.cores, r.mpi_kind, r.mpi_version "
+        "FROM measurements m "
         "JOIN runs r ON m.run_id = r.id JOIN studies s ON r.study_id = s.id "
         "WHERE s.id = ? AND m.round = ? ORDER BY m.id", conn, params=(sid, round))
     return df, round
@@ -156,6 +157,7 @@ class Prepared:
     has_native: bool
     notes: list[str] = field(default_factory=list)  # what the user should know
     excluded_oversubscribed: int = 0                # points left out
+    load_classes: list = field(default_factory=list)  # rules.LoadClass, quietest first
 
 
 def prepare(frame: pd.DataFrame, target: str, collectives=None,
@@ -201,8 +203,23 @@ def prepare(frame: pd.DataFrame, target: str, collectives=None,
                         + f"; run a sweep with {sweep}")
     d = evidence.with_oversubscribed(d)
     mapping = ("mapping" in d.columns and d["mapping"].fillna("").nunique() > 1)
-    keys = ["collective"] + (["mapping"] if mapping else []) + ["np", "size"]
+    loaded = ("load_level" in d.columns and d["load_level"].notna().any()
+              and d["load_level"].dropna().nunique() > 1)
     notes: list[str] = []
+    classes = []
+    if loaded:
+        from . import workload
+
+        unlabelled = d["load_level"].isna() | d["probe_us"].isna()
+        if unlabelled.any():
+            notes.append(f"{int(unlabelled.sum())} measurement(s) without a load level or probe "
+                         "left out: the study's load levels are a decision dimension")
+            d = d[~unlabelled]
+        classes = workload.classes_from_frame(d)
+        notes.append("load classes (probe µs): " + "; ".join(
+            f"{c.name} {c.lo:g}..{'' if c.hi is None else f'{c.hi:g}'}" for c in classes))
+    keys = (["collective"] + (["mapping"] if mapping else [])
+            + (["load_level"] if loaded else []) + ["np", "size"])
     over = d[d["oversubscribed"]]
     n_over = 0
     if len(over):
@@ -244,7 +261,7 @@ def prepare(frame: pd.DataFrame, target: str, collectives=None,
         if no_nat.any():
             notes.append(f"{int(no_nat.sum())} point(s) without native: the fastest median wins "
                          "there and no gain over native is computed")
-    return Prepared(d, keys, target, has_native, notes, n_over)
+    return Prepared(d, keys, target, has_native, notes, n_over, classes)
 
 
 def np_exact(collective: str, algorithm: str) -> int | None:
@@ -318,16 +335,25 @@ def _size_rules(rows: list[tuple[int, str, tuple]]) -> list[tuple[int, int | Non
 
 
 def build_rules(ch: pd.DataFrame, target: str, keys: list[str],
-                meta: dict | None = None) -> RuleSet:
-    """The decision table from per-point choices (`choices`), by the module's policy."""
+                meta: dict | None = None, load_classes=None) -> RuleSet:
+    """The decision table from per-point choices (`choices`), by the module's policy;
+    with a load dimension (`load_level` in keys), one table per load class."""
     rules: list[Rule] = []
     mapped = "mapping" in keys
-    groups = ["collective", "mapping"] if mapped else ["collective"]
+    loaded = "load_level" in keys
+    groups = ["collective"] + (["mapping"] if mapped else []) + (["load_level"] if loaded else [])
     order = {c: i for i, c in enumerate(COLLECTIVES)}
-    for gkey, g in sorted(ch.groupby(groups, sort=True),
-                          key=lambda kv: (order.get(kv[0][0], 99),) + tuple(kv[0][1:])):
+    lorder = {c.name: i for i, c in enumerate(load_classes or [])}
+
+    def sort_key(kv):
+        k = kv[0]
+        return ((order.get(k[0], 99),) + ((str(k[1]),) if mapped else ())
+                + ((lorder.get(k[-1], 99), str(k[-1])) if loaded else ()))
+
+    for gkey, g in sorted(ch.groupby(groups, sort=True), key=sort_key):
         coll = gkey[0]
         mapping = gkey[1] if mapped else None
+        load = str(gkey[-1]) if loaded else None
         per_np = []
         for np_, h in g.groupby("np", sort=True):
             h = h.sort_values("size")
@@ -358,15 +384,16 @@ def build_rules(ch: pd.DataFrame, target: str, keys: list[str],
                 merged.append([lo, hi, srules])
         for lo, hi, srules in merged:
             for smin, smax, a, prm in srules:
-                rules.append(Rule(coll, lo, hi, smin, smax, a, prm, mapping))
-    return RuleSet(target, rules, dict(meta or {}))
+                rules.append(Rule(coll, lo, hi, smin, smax, a, prm, mapping, load))
+    return RuleSet(target, rules, dict(meta or {}), list(load_classes or []) if loaded else [])
 
 
 def select(frame: pd.DataFrame, target: str, collectives=None,
            include_oversubscribed: bool = False, meta: dict | None = None) -> RuleSet:
     """The rules for `target` from a frame of measurements (module docstring)."""
     p = prepare(frame, target, collectives, include_oversubscribed)
-    return build_rules(choices(p), target, p.keys, {"policy": POLICY, **(meta or {})})
+    return build_rules(choices(p), target, p.keys, {"policy": POLICY, **(meta or {})},
+                       p.load_classes)
 
 
 # ------------------------------------------------------------------ quality
@@ -378,7 +405,8 @@ def evaluate(ch: pd.DataFrame, rs: RuleSet, keys: list[str]) -> pd.DataFrame:
     rows = []
     for r in ch.to_dict("records"):
         meds = r["medians"]
-        rule = rs.lookup(r["collective"], int(r["np"]), int(r["size"]), r.get("mapping"))
+        rule = rs.lookup(r["collective"], int(r["np"]), int(r["size"]), r.get("mapping"),
+                         r.get("load_level"))
         chosen = rule.spec if rule is not None else None
         fastest = min(meds, key=meds.get)
         sel = meds.get(chosen) if chosen is not None else None
@@ -482,6 +510,8 @@ def _at(row, keys: list[str]) -> str:
     parts = [f"np={int(row['np'])}", fmt_size(int(row["size"]))]
     if "mapping" in keys:
         parts.append(str(row["mapping"]))
+    if "load_level" in keys:
+        parts.append(f"load {row['load_level']}")
     return " ".join(parts)
 
 
@@ -534,7 +564,7 @@ def tune(frame: pd.DataFrame, target: str, collectives=None,
     ch = choices(p)
     if ch.empty:
         raise TuneError("no point of the study has a valid measurement to choose from")
-    rs = build_rules(ch, target, p.keys, {"policy": POLICY, **(meta or {})})
+    rs = build_rules(ch, target, p.keys, {"policy": POLICY, **(meta or {})}, p.load_classes)
     points = {"in-sample": evaluate(ch, rs, p.keys)}
     points.update(cross_validate(ch, target, p.keys))
     summary = pd.concat([summarize(points[e], e, p.keys) for e in EVALUATIONS

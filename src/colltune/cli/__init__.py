@@ -19,6 +19,7 @@ from . import (basic, bench, fit, heat, model, p2p, plot, quick, report, results
 from . import interpose as interpose_cli
 from . import platform as platform_cli
 from . import rules as rules_cli
+from . import workload as workload_cli
 
 
 class Main(click.Group):
@@ -58,7 +59,7 @@ for _cmd in (basic.build, basic.info, basic.algorithms, verify.verify, bench.ben
              p2p.pingpong, p2p.probe, heat.heat, heat.stream, fit.fit, model.model, plot.plot,
              report.report, sweep.sweep, results.results, results.export, quick.quick,
              tune.tune, rules_cli.rules, interpose_cli.run, interpose_cli.profile,
-             platform_cli.platform):
+             platform_cli.platform, workload_cli.load):
     main.add_command(_cmd)
 del _cmd
 

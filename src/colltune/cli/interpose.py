@@ -29,11 +29,18 @@ LAUNCHERS = ("mpirun", "mpiexec", "mpiexec.hydra", "prterun", "orterun")
 @click.option("--verbose", is_flag=True, help="Rank 0 prints each distinct decision once.")
 @click.option("--profile", type=click.Path(dir_okay=False),
               help="Write calls and times per collective at MPI_Finalize (colltune profile).")
+@click.option("--load-index", type=float,
+              help="A rules file with load classes: use this load index (µs per probe "
+                   "iteration) instead of measuring it at MPI_Init (docs/workload.md).")
+@click.option("--load-probe", type=int,
+              help="A rules file with load classes: iterations of the probe at MPI_Init and "
+                   "MPI_Pcontrol(17) (default 50; 0: never, the quietest class).")
 @click.option("--mpi", "mpi_spec", help=MPI_HELP + " (the one the program is built with).")
 @click.option("--print-env", is_flag=True,
               help="Print the environment as export lines instead of running anything.")
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED)
-def run(rules, forces, verbose, profile, mpi_spec, print_env, cmd) -> None:
+def run(rules, forces, verbose, profile, load_index, load_probe, mpi_spec, print_env,
+        cmd) -> None:
     """Run an unmodified MPI program with colltune's algorithms inside it.
 
     Sets LD_PRELOAD to libcolltune-pmpi.so of the --mpi build and the COLLTUNE_*
@@ -50,7 +57,8 @@ def run(rules, forces, verbose, profile, mpi_spec, print_env, cmd) -> None:
         force[coll] = spec
     if profile is not None:
         check_writable(profile, "profile")
-    env = interpose.settings(rules=rules, force=force, verbose=verbose, profile=profile)
+    env = interpose.settings(rules=rules, force=force, verbose=verbose, profile=profile,
+                             load_index=load_index, load_probe=load_probe)
     build = build_or_fail(mpi_spec)
     env.update(interpose.preload(build))
     if print_env:

@@ -47,8 +47,9 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
                     f"({len(plan.units) - len(stored & {u.key for u in plan.units})} to run, "
                     f"seed {plan.seed}{', shuffled' if plan.shuffled else ''})",
               title_justify="left")
+    loaded = bool(s.load)
     for col in ("#", "state", "collective", "np", "nodes", "mapping", "order", "rep",
-                "algorithms", "command"):
+                *(("load",) if loaded else ()), "algorithms", "command"):
         t.add_column(col, overflow="fold")
     for i, u in enumerate(plan.units, 1):
         try:
@@ -59,6 +60,7 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
             cmd, nodes = f"({exc})", "?"
         t.add_row(str(i), "stored" if u.key in stored else "to run", u.collective, str(u.np),
                   nodes, u.mapping, u.order, str(u.repetition),
+                  *((u.load or "",) if loaded else ()),
                   u.library_spec or ",".join(u.algos), cmd)
     out.print(t)
     out.print(f"sizes: {', '.join(fmt_size(x) for x in s.sizes)}; processes: "

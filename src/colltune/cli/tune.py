@@ -31,8 +31,12 @@ def _x(v) -> str:
 def rules_table(rs) -> Table:
     t = Table(title=f"rules ({rs.target}): first match wins", title_justify="left")
     mapped = any(r.mapping is not None for r in rs.rules)
-    cols = ["collective", "processes", "sizes", "algorithm", "params"] + (["mapping"] if mapped
-                                                                          else [])
+    loaded = any(r.load is not None for r in rs.rules)
+    cols = (["collective", "processes", "sizes", "algorithm", "params"]
+            + (["mapping"] if mapped else []) + (["load"] if loaded else []))
+    if loaded:
+        t.caption = "load classes (probe µs): " + "; ".join(
+            f"{c.name} {c.lo:g}–{'' if c.hi is None else f'{c.hi:g}'}" for c in rs.load_classes)
     for c in cols:
         t.add_column(c, overflow="fold")
     for r in rs.rules:
@@ -43,6 +47,8 @@ def rules_table(rs) -> Table:
                ",".join(f"{k}={v}" for k, v in r.params) or "-"]
         if mapped:
             row.append(r.mapping or "")
+        if loaded:
+            row.append(r.load or "any")
         t.add_row(*row)
     return t
 
@@ -110,9 +116,14 @@ def quality_table(summary, has_native: bool) -> Table:
 @click.option("--iterations", type=int, help="--measure: timed calls per point (default: the "
               "driver's).")
 @click.option("--mpi", "mpi_spec", help="--measure: " + MPI_HELP)
+@click.option("--load-level", "load_level",
+              help="A study with load levels (study.load): tune from this level's points "
+                   "alone, rules without a load dimension (e.g. 'none': rules of a quiet "
+                   "system). Default: every level, one rule set per load class "
+                   "(docs/workload.md).")
 def tune(db_path, study, round_, target, coll, output, rules_path, profile_path, fmt,
          include_oversubscribed, measure, np_, sizes, algos, budget, reps, iterations,
-         mpi_spec) -> None:
+         mpi_spec, load_level) -> None:
     """The best algorithm (with its parameters) for every collective, process count
     and size of a study, as a rules file; prints the decision table and its quality
     (regret against the fastest measured, gain over native; in-sample and
@@ -171,6 +182,14 @@ def tune(db_path, study, round_, target, coll, output, rules_path, profile_path,
                         "(run colltune sweep first)"))
             study = names[0]
         frame, rnd = tune_mod.load_frame(conn, study, round_)
+        if load_level is not None:
+            levels = sorted({str(x) for x in frame["load_level"].dropna()})
+            if not levels:
+                fail(f"--load-level: study '{study}' has no load levels (study.load)")
+            if load_level not in levels:
+                fail(f"--load-level '{load_level}': not a level of study '{study}'"
+                     f"{did_you_mean(load_level, levels)} (levels: {', '.join(levels)})")
+            frame = frame[frame["load_level"] == load_level]
         if given is not None:
             _evaluate(given, rules_path, frame, study, rnd, colls, include_oversubscribed, fmt,
                       calls)
@@ -181,6 +200,8 @@ def tune(db_path, study, round_, target, coll, output, rules_path, profile_path,
                 "created": db_mod.now(), "colltune": __version__}
         if include_oversubscribed:
             meta["oversubscribed"] = "included"
+        if load_level is not None:
+            meta["load level"] = load_level
         result = tune_mod.tune(frame, target, colls, include_oversubscribed, meta)
         if calls is not None:
             _add_weighted(result.points["in-sample"], calls, result.notes)
