@@ -847,14 +847,6 @@ static void run_remap_family(ct_coll_t coll, const ct_choice_t *base, const int 
         for (int target = CT_REMAP_SEQ; target <= CT_REMAP_AUTO; target++) {
             c.choice = *base;
             c.choice.params.v[CT_P_REMAP] = target;
-            int order = target == CT_REMAP_AUTO ? ct_remap_auto(base->algo) : target;
-            int ident = 1;
-            if (order != CT_REMAP_NONE) {
-                const int *perm;
-                if (ct_comm_remap_order(vc, order, &perm) == MPI_SUCCESS)
-                    for (int r = 0; r < nprocs; r++)
-                        if (perm[r] != r) ident = 0;
-            }
             for (int ri = 0; ri < nroots; ri++) {
                 c.root = roots[ri];
                 for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
@@ -868,8 +860,18 @@ static void run_remap_family(ct_coll_t coll, const ct_choice_t *base, const int 
                                 c.inplace = ip;
                                 run_case(&c);
                                 const ct_dispatch_t *d = ct_last_dispatch();
+                                /* auto: the order of the algorithm that ran (a fallback's) */
+                                int order = target == CT_REMAP_AUTO ? ct_remap_auto(d->used)
+                                                                    : target;
+                                int ident = 1;
+                                const int *perm;
+                                if (order != CT_REMAP_NONE &&
+                                    ct_comm_remap_order(vc, order, &perm) == MPI_SUCCESS)
+                                    for (int r = 0; r < nprocs; r++)
+                                        if (perm[r] != r) ident = 0;
                                 int noncomm = has_reduction(coll) && o == O_NONCOMM;
                                 int want = noncomm || ident ? CT_REMAP_NONE : order;
+                                d = ct_last_dispatch(); /* (ct_comm_remap_order keeps it) */
                                 verdict_t v = { 0, "" };
                                 if (d->remap != want)
                                     verdict(&v, "the dispatcher applied remap order %s, "
