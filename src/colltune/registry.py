@@ -31,7 +31,8 @@ class Algorithm:
             if p["kind"] == "algorithm":
                 out.append(f"{p['name']}={p['default']} ({self.collective} inner {p['name']})")
             elif p["kind"] == "choice":
-                out.append(f"{p['name']}={p['default']} [{'|'.join(p['values'])}]")
+                auto = f"; auto = {p['auto']}" if p.get("auto") else ""
+                out.append(f"{p['name']}={p['default']} ({'|'.join(p['values'])}{auto})")
             else:
                 out.append(f"{p['name']}={p['default']} [{p['min']}..{p['max']}]")
         return ", ".join(out)
