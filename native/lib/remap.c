@@ -5,7 +5,9 @@
  * Placement: the node of every rank of a communicator (shared-memory split, or
  * the virtual nodes of COLLTUNE_NODES), found once per communicator with one
  * Allgather of an int on the library's private duplicate and cached with it
- * (dispatch.c keeps it in the communicator's attribute).
+ * (dispatch.c keeps it in the communicator's attribute). The collectives here
+ * are called by their PMPI names: under the interposition library MPI_Allgather
+ * is colltune's own, which must not re-enter the dispatcher.
  *
  * Remapping (seed 003, Alvarez, Diaz, Rico, TAPEMS 2017): an algorithm runs on a
  * permuted communicator in which rank j is played by communicator rank perm[j].
@@ -204,11 +206,11 @@ int ct_place_build(MPI_Comm dup, int rank, int P, ct_place_t **out) {
         MPI_Comm nc;
         rc = MPI_Comm_split_type(dup, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &nc);
         if (rc == MPI_SUCCESS) {
-            rc = MPI_Allreduce(&rank, &mine, 1, MPI_INT, MPI_MIN, nc);
+            rc = PMPI_Allreduce(&rank, &mine, 1, MPI_INT, MPI_MIN, nc);
             MPI_Comm_free(&nc);
         }
     }
-    if (rc == MPI_SUCCESS) rc = MPI_Allgather(&mine, 1, MPI_INT, key, 1, MPI_INT, dup);
+    if (rc == MPI_SUCCESS) rc = PMPI_Allgather(&mine, 1, MPI_INT, key, 1, MPI_INT, dup);
     if (rc != MPI_SUCCESS) {
         free(key); free(cnt); free(li);
         return place_fail(pl, rc);
