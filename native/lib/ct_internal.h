@@ -145,6 +145,8 @@ typedef struct ct_place {
     int *perm[3], *inv[3]; /* indexed by CT_REMAP_SEQ / CT_REMAP_RR: new -> old, old -> new */
     int ident[3];          /* that order is the communicator's own                */
     MPI_Comm rcomm[3];     /* the permuted communicators, made on first use         */
+    void *scratch;         /* Allgather's remap scratch, kept for the next call     */
+    size_t scratch_bytes;
 } ct_place_t;
 /* collective over dup (one Allgather of an int) */
 int ct_place_build(MPI_Comm dup, int rank, int size, ct_place_t **out);

@@ -558,16 +558,28 @@ int ct_comm_remap_order(MPI_Comm comm, int remap, const int **perm) {
 
 /* Allgather on the permuted communicator: the algorithm gathers new-rank order
  * into a scratch buffer, one local pass puts block j at the caller's rank
- * perm[j]. Costs: P*rcount elements of scratch and one local copy of them. */
+ * perm[j]. Costs: P*rcount elements of scratch (kept with the communicator for
+ * the next call, so repeated calls allocate and fault in nothing) and one local
+ * copy of them. */
 static int allgather_remapped(ct_allgather_fn fn, const ct_params_t *prm, const void *sbuf,
                               int scount, MPI_Datatype sdt, void *rbuf, int rcount,
-                              MPI_Datatype rdt, const comm_info_t *ci, const remap_run_t *rm) {
+                              MPI_Datatype rdt, comm_info_t *ci, const remap_run_t *rm) {
     ct_type_t t;
-    void *raw;
     CT_CHECK(ct_type(rdt, &t));
     const int p = ci->size;
-    char *tmp = ct_tmp_alloc((MPI_Aint)p * rcount, &t, &raw);
-    if (!tmp) return ct_set_error(MPI_ERR_NO_MEM, "allgather: out of memory (remap scratch)");
+    MPI_Aint n = (MPI_Aint)p * rcount;
+    size_t bytes = (size_t)((n - 1) * t.extent + t.true_extent);
+    ct_place_t *pl = ci->pl;
+    if (bytes > pl->scratch_bytes) {
+        free(pl->scratch);
+        pl->scratch_bytes = 0;
+        pl->scratch = malloc(bytes);
+        if (!pl->scratch)
+            return ct_set_error(MPI_ERR_NO_MEM, "allgather: out of memory (remap scratch, "
+                                "%zu bytes)", bytes);
+        pl->scratch_bytes = bytes;
+    }
+    char *tmp = (char *)pl->scratch - t.true_lb;
     if (sbuf == MPI_IN_PLACE) { /* this rank's block, where the caller put it */
         sbuf = ct_elem(rbuf, (MPI_Aint)ci->rank * rcount, &t);
         scount = rcount;
@@ -577,7 +589,6 @@ static int allgather_remapped(ct_allgather_fn fn, const ct_params_t *prm, const 
     for (int j = 0; j < p && rc == MPI_SUCCESS; j++)
         rc = ct_copy(ct_elem(tmp, (MPI_Aint)j * rcount, &t),
                      ct_elem(rbuf, (MPI_Aint)rm->perm[j] * rcount, &t), rcount, rdt);
-    free(raw);
     return rc;
 }
 

@@ -169,6 +169,7 @@ void ct_place_free(ct_place_t *pl, int finalized) {
         free(pl->perm[t]);
         free(pl->inv[t]);
     }
+    free(pl->scratch);
     free(pl->node);
     free(pl);
 }
