@@ -573,7 +573,10 @@ static int allgather_remapped(ct_allgather_fn fn, const ct_params_t *prm, const 
     if (bytes > pl->scratch_bytes) {
         free(pl->scratch);
         pl->scratch_bytes = 0;
-        pl->scratch = malloc(bytes);
+        /* page-aligned as the caller's buffers usually are: single-copy
+         * shared-memory transports are slower into misaligned buffers */
+        size_t page = 4096, alloc = (bytes + page - 1) / page * page;
+        pl->scratch = aligned_alloc(page, alloc);
         if (!pl->scratch)
             return ct_set_error(MPI_ERR_NO_MEM, "allgather: out of memory (remap scratch, "
                                 "%zu bytes)", bytes);
