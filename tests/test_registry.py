@@ -33,7 +33,7 @@ def test_algorithms_json_lists_the_promised_algorithms():
     assert REDUCE <= by["reduce"]
     assert "_broken" not in by["bcast"]  # test-only entry stays hidden
     chain = next(a for a in algos if a["collective"] == "bcast" and a["name"] == "chain")
-    assert {p["name"] for p in chain["params"]} == {"segsize", "fanout"}
+    assert {p["name"] for p in chain["params"]} == {"segsize", "fanout", "remap"}
     rab = next(a for a in algos if a["collective"] == "reduce" and a["name"] == "rabenseifner")
     assert "commutative" in rab["constraints"] and rab["fallback"]
 

@@ -42,8 +42,19 @@ typedef enum {
     CT_P_BCAST,       /* inner Bcast algorithm (registry index) of composites */
     CT_P_REDUCE,      /* inner Reduce algorithm (registry index)              */
     CT_P_GATHER,      /* inner Gather algorithm (registry index)              */
+    CT_P_REMAP,       /* rank remapping (CT_REMAP_*): accepted by every Bcast, Reduce,
+                       * Allgather and Allreduce algorithm, applied by the dispatcher */
     CT_NPARAMS
 } ct_param_id_t;
+
+/* Values of CT_P_REMAP ("remap=none|seq|rr|auto"): the algorithm runs on a
+ * permuted communicator whose rank order is the one it would see if the ranks
+ * were placed sequentially (seq) or round-robin (rr) over the nodes; auto takes
+ * the order that suits the algorithm (none for algorithms without one). */
+enum { CT_REMAP_NONE = 0, CT_REMAP_SEQ = 1, CT_REMAP_RR = 2, CT_REMAP_AUTO = 3 };
+const char *ct_remap_name(long remap); /* "none", "seq", "rr", "auto" */
+/* The order `remap=auto` gives algorithm `algo` (CT_REMAP_NONE, _SEQ or _RR). */
+int ct_remap_auto(int algo);
 
 typedef struct {
     long v[CT_NPARAMS]; /* indexed by ct_param_id_t; only an algorithm's own params are read */
@@ -145,6 +156,8 @@ typedef struct {
     int requested;     /* registry index asked for                 */
     int used;          /* registry index that ran                  */
     char reason[160];  /* why a fallback was taken; "" if none     */
+    int remap;         /* the rank order applied (CT_REMAP_NONE/SEQ/RR): NONE when
+                        * not asked, refused, or the order was already the target */
 } ct_dispatch_t;
 const ct_dispatch_t *ct_last_dispatch(void);
 
@@ -152,6 +165,41 @@ const ct_dispatch_t *ct_last_dispatch(void);
  * ct_last_dispatch() always records it, and this hook lets a driver print it. */
 typedef void (*ct_fallback_hook_t)(const ct_dispatch_t *d);
 void ct_set_fallback_hook(ct_fallback_hook_t hook);
+
+/* ---- placement ------------------------------------------------------------
+ * The node of every rank of an intracommunicator (collective on first use for a
+ * communicator, then cached with it): ranks sharing memory
+ * (MPI_Comm_split_type SHARED) are one node, unless COLLTUNE_NODES declares
+ * virtual nodes over MPI_COMM_WORLD's ranks:
+ *   COLLTUNE_NODES=4          4 nodes; world ranks placed by COLLTUNE_NODE_ORDER=seq
+ *                             (default: contiguous blocks, sizes differing by at most
+ *                             one) or rr (world rank r on node r mod 4)
+ *   COLLTUNE_NODES=0,0,1,1,2  the node of each world rank, one entry per rank
+ * Nodes are numbered by first appearance in the communicator's rank order. */
+enum { CT_PLACE_SEQ = 1, CT_PLACE_RR = 2 }; /* kind bits; neither = irregular */
+typedef struct {
+    int size;        /* P                                                      */
+    int nodes;       /* M                                                      */
+    int max_per_node;/* Q (the largest node; P == M*Q when regular)            */
+    int regular;     /* every node has the same number of ranks                */
+    int kind;        /* CT_PLACE_SEQ | CT_PLACE_RR bits (both when M == 1 or M == P) */
+    const int *node; /* node of each rank (size entries), owned by the library */
+} ct_placement_t;
+int ct_comm_placement(MPI_Comm comm, ct_placement_t *out);
+/* "seq", "rr", "seq+rr" or "irregular" */
+const char *ct_placement_kind_name(int kind);
+/* The rank order a remap gives (CT_REMAP_SEQ or CT_REMAP_RR): perm[j] is the
+ * communicator rank that plays rank j (size entries, owned by the library). */
+int ct_comm_remap_order(MPI_Comm comm, int remap, const int **perm);
+
+/* ---- traffic accounting ------------------------------------------------------
+ * While enabled, every point-to-point send an algorithm of the library makes
+ * (MPI_Send, MPI_Isend, MPI_Sendrecv and their variants) adds its bytes and one
+ * message to bytes[w] and msgs[w], w = the destination's rank in MPI_COMM_WORLD
+ * (arrays of MPI_COMM_WORLD's size, owned by the caller). Disabled (NULL): one
+ * predictable branch per send. */
+void ct_traffic_enable(long long *bytes, long long *msgs);
+void ct_traffic_disable(void);
 
 /* Message of the last error on this process ("" if none). */
 const char *ct_last_error(void);

@@ -119,13 +119,13 @@ static int ag_end(ag_t *g, int rc) {
  * places it in rbuf afterwards; any other step places it first. */
 static int xchg(ag_t *g, int sfirst, int scnt, int dst, int rfirst, int rcnt, int src) {
     if (g->own_pending && sfirst == g->r && scnt == 1) {
-        CT_CHECK(MPI_Sendrecv(g->sbuf, g->scount, g->sdt, dst, CT_TAG_ALLGATHER,
+        CT_CHECK(ct_sendrecv(g->sbuf, g->scount, g->sdt, dst, CT_TAG_ALLGATHER,
                               blk_at(g, rfirst), rcnt * g->b.per, g->b.dt, src,
                               CT_TAG_ALLGATHER, g->comm, MPI_STATUS_IGNORE));
         return ag_place_own(g);
     }
     CT_CHECK(ag_place_own(g));
-    return MPI_Sendrecv(blk_at(g, sfirst), scnt * g->b.per, g->b.dt, dst, CT_TAG_ALLGATHER,
+    return ct_sendrecv(blk_at(g, sfirst), scnt * g->b.per, g->b.dt, dst, CT_TAG_ALLGATHER,
                         blk_at(g, rfirst), rcnt * g->b.per, g->b.dt, src, CT_TAG_ALLGATHER,
                         g->comm, MPI_STATUS_IGNORE);
 }
@@ -157,7 +157,7 @@ static int xchg_runs(ag_t *g, int sn, int *sfirst, int *slen, int dst, int rn,
     CT_CHECK(ag_place_own(g));
     if (dst != MPI_PROC_NULL) TRY(runs_type(g, sn, sfirst, slen, &st));
     if (src != MPI_PROC_NULL) TRY(runs_type(g, rn, rfirst, rlen, &rt));
-    TRY(MPI_Sendrecv(g->rbuf, dst != MPI_PROC_NULL, dst != MPI_PROC_NULL ? st : g->b.dt, dst,
+    TRY(ct_sendrecv(g->rbuf, dst != MPI_PROC_NULL, dst != MPI_PROC_NULL ? st : g->b.dt, dst,
                      CT_TAG_ALLGATHER, g->rbuf, src != MPI_PROC_NULL,
                      src != MPI_PROC_NULL ? rt : g->b.dt, src, CT_TAG_ALLGATHER, g->comm,
                      MPI_STATUS_IGNORE));
@@ -197,8 +197,8 @@ static int fold_in(ag_t *g, const fold_t *f) {
     if (g->r >= 2 * f->rem) return MPI_SUCCESS;
     if (f->v < 0) { /* the partner's first action is this receive: no deadlock */
         if (g->own_pending) /* from sbuf; the partner sends all blocks back at the end */
-            return MPI_Send(g->sbuf, g->scount, g->sdt, g->r + 1, CT_TAG_ALLGATHER, g->comm);
-        return MPI_Send(blk_at(g, g->r), g->b.per, g->b.dt, g->r + 1, CT_TAG_ALLGATHER,
+            return ct_send(g->sbuf, g->scount, g->sdt, g->r + 1, CT_TAG_ALLGATHER, g->comm);
+        return ct_send(blk_at(g, g->r), g->b.per, g->b.dt, g->r + 1, CT_TAG_ALLGATHER,
                         g->comm);
     }
     CT_CHECK(ag_place_own(g));
@@ -245,9 +245,9 @@ int ct_allgather_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rb
     for (int i = 1; i < g.np; i++) { /* my block from sbuf, or from rbuf when in place */
         int dst = (g.r + i) % g.np;
         if (g.own_pending)
-            TRY(MPI_Isend(sbuf, scount, sdt, dst, CT_TAG_ALLGATHER, comm, &req[n]));
+            TRY(ct_isend(sbuf, scount, sdt, dst, CT_TAG_ALLGATHER, comm, &req[n]));
         else
-            TRY(MPI_Isend(blk_at(&g, g.r), g.b.per, g.b.dt, dst, CT_TAG_ALLGATHER, comm,
+            TRY(ct_isend(blk_at(&g, g.r), g.b.per, g.b.dt, dst, CT_TAG_ALLGATHER, comm,
                           &req[n]));
         n++;
     }
@@ -404,7 +404,7 @@ int ct_allgather_bruck(const void *sbuf, int scount, MPI_Datatype sdt, void *rbu
     if (!tmp) return ag_end(&g, ct_set_error(MPI_ERR_NO_MEM, "allgather/bruck: out of memory"));
     int d = 1;
     if (g.own_pending) { /* step 1 sends my block straight from sbuf (see ag_begin) */
-        TRY(MPI_Sendrecv(sbuf, scount, sdt, (r - 1 + np) % np, CT_TAG_ALLGATHER,
+        TRY(ct_sendrecv(sbuf, scount, sdt, (r - 1 + np) % np, CT_TAG_ALLGATHER,
                          tmp + g.b.ext, per, g.b.dt, (r + 1) % np, CT_TAG_ALLGATHER, comm,
                          MPI_STATUS_IGNORE));
         TRY(ct_copy_sig(sbuf, scount, sdt, tmp, per, g.b.dt));
@@ -414,7 +414,7 @@ int ct_allgather_bruck(const void *sbuf, int scount, MPI_Datatype sdt, void *rbu
     }
     for (; d < np; d <<= 1) {
         int cnt = d < np - d ? d : np - d;
-        TRY(MPI_Sendrecv(tmp, cnt * per, g.b.dt, (r - d + np) % np, CT_TAG_ALLGATHER,
+        TRY(ct_sendrecv(tmp, cnt * per, g.b.dt, (r - d + np) % np, CT_TAG_ALLGATHER,
                          tmp + (MPI_Aint)d * g.b.ext, cnt * per, g.b.dt, (r + d) % np,
                          CT_TAG_ALLGATHER, comm, MPI_STATUS_IGNORE));
     }

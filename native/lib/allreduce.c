@@ -69,7 +69,7 @@ static int fold_in(void *rbuf, void *tmp, int count, MPI_Datatype dt, MPI_Op op,
                    int rem, MPI_Comm comm) {
     if (rank >= 2 * rem) return MPI_SUCCESS;
     if (rank % 2 == 0)
-        return MPI_Send(rbuf, count, dt, rank + 1, CT_TAG_ALLREDUCE, comm);
+        return ct_send(rbuf, count, dt, rank + 1, CT_TAG_ALLREDUCE, comm);
     CT_CHECK(MPI_Recv(tmp, count, dt, rank - 1, CT_TAG_ALLREDUCE, comm, MPI_STATUS_IGNORE));
     return combine(tmp, rbuf, count, dt, op);
 }
@@ -79,7 +79,7 @@ static int fold_out(void *rbuf, int count, MPI_Datatype dt, int rank, int rem,
                     MPI_Comm comm) {
     if (rank >= 2 * rem) return MPI_SUCCESS;
     if (rank % 2)
-        return MPI_Send(rbuf, count, dt, rank - 1, CT_TAG_ALLREDUCE + 1, comm);
+        return ct_send(rbuf, count, dt, rank - 1, CT_TAG_ALLREDUCE + 1, comm);
     return MPI_Recv(rbuf, count, dt, rank + 1, CT_TAG_ALLREDUCE + 1, comm, MPI_STATUS_IGNORE);
 }
 
@@ -163,7 +163,7 @@ int ct_allreduce_recursive_doubling(const void *sbuf, void *rbuf, int count,
         void *cur = rbuf, *other = tmp; /* cur holds the partial result */
         for (int mask = 1; mask < pof2; mask <<= 1) {
             int newpeer = newrank ^ mask, peer = fold_oldrank(newpeer, rem);
-            TRY(MPI_Sendrecv(cur, count, dt, peer, CT_TAG_ALLREDUCE, other, count, dt, peer,
+            TRY(ct_sendrecv(cur, count, dt, peer, CT_TAG_ALLREDUCE, other, count, dt, peer,
                              CT_TAG_ALLREDUCE, comm, MPI_STATUS_IGNORE));
             if (newpeer < newrank) {
                 TRY(combine(other, cur, count, dt, op)); /* cur = peer op cur */
@@ -239,7 +239,7 @@ static int ring_allreduce(const char *name, const void *sbuf, void *rbuf, int co
     for (int ph = 0; ph < nphases; ph++) {
         int rb = BLK(rank - 1); /* block received in step 0 */
         TRY(MPI_Irecv(inbuf[0], SEG_LEN(rb), dt, prev, CT_TAG_ALLREDUCE, comm, &req[0]));
-        TRY(MPI_Send(ct_elem(rbuf, SEG_START(rank), &t), SEG_LEN(rank), dt, next,
+        TRY(ct_send(ct_elem(rbuf, SEG_START(rank), &t), SEG_LEN(rank), dt, next,
                      CT_TAG_ALLREDUCE, comm));
         for (int k = 0; k < size - 1; k++) {
             int cur = k & 1;
@@ -254,13 +254,13 @@ static int ring_allreduce(const char *name, const void *sbuf, void *rbuf, int co
             TRY(combine(inbuf[cur], mine, SEG_LEN(rb), dt, op));
             /* the block just completed for this step is the next one to pass on */
             if (k + 1 < size - 1)
-                TRY(MPI_Send(mine, SEG_LEN(rb), dt, next, CT_TAG_ALLREDUCE, comm));
+                TRY(ct_send(mine, SEG_LEN(rb), dt, next, CT_TAG_ALLREDUCE, comm));
         }
     }
 
     for (int k = 0; k < size - 1; k++) {
         int sb = BLK(rank + 1 - k), rb = BLK(rank - k);
-        TRY(MPI_Sendrecv(ct_elem(rbuf, ct_block_start(count, size, sb), &t),
+        TRY(ct_sendrecv(ct_elem(rbuf, ct_block_start(count, size, sb), &t),
                          ct_block_count(count, size, sb), dt, next, CT_TAG_ALLREDUCE + 1,
                          ct_elem(rbuf, ct_block_start(count, size, rb), &t),
                          ct_block_count(count, size, rb), dt, prev, CT_TAG_ALLREDUCE + 1, comm,
@@ -343,7 +343,7 @@ int ct_allreduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datat
             int send_lo = newrank < newpeer ? mid : lo, send_hi = newrank < newpeer ? hi : mid;
             win_lo[rounds] = lo;
             win_hi[rounds] = hi;
-            TRY(MPI_Sendrecv(ct_elem(rbuf, E(send_lo), &t), E(send_hi) - E(send_lo), dt, peer,
+            TRY(ct_sendrecv(ct_elem(rbuf, E(send_lo), &t), E(send_hi) - E(send_lo), dt, peer,
                              CT_TAG_ALLREDUCE + 2, tmp, E(keep_hi) - E(keep_lo), dt, peer,
                              CT_TAG_ALLREDUCE + 2, comm, MPI_STATUS_IGNORE));
             TRY(combine(tmp, ct_elem(rbuf, E(keep_lo), &t), E(keep_hi) - E(keep_lo), dt, op));
@@ -357,7 +357,7 @@ int ct_allreduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datat
             /* the other half of the window of round j is the partner's */
             int other_lo = lo == win_lo[j] ? hi : win_lo[j];
             int other_hi = lo == win_lo[j] ? win_hi[j] : lo;
-            TRY(MPI_Sendrecv(ct_elem(rbuf, E(lo), &t), E(hi) - E(lo), dt, peer,
+            TRY(ct_sendrecv(ct_elem(rbuf, E(lo), &t), E(hi) - E(lo), dt, peer,
                              CT_TAG_ALLREDUCE + 3, ct_elem(rbuf, E(other_lo), &t),
                              E(other_hi) - E(other_lo), dt, peer, CT_TAG_ALLREDUCE + 3, comm,
                              MPI_STATUS_IGNORE));
@@ -412,7 +412,7 @@ int ct_allreduce_allgather_reduce(const void *sbuf, void *rbuf, int count, MPI_D
     for (int d = 1; d < size; d <<= 1) {
         int n = d < size - d ? d : size - d;
         int to = (rank - d + size) % size, from = (rank + d) % size;
-        TRY(MPI_Sendrecv(SLOT(0), n, vec, to, CT_TAG_ALLREDUCE, SLOT(d), n, vec, from,
+        TRY(ct_sendrecv(SLOT(0), n, vec, to, CT_TAG_ALLREDUCE, SLOT(d), n, vec, from,
                          CT_TAG_ALLREDUCE, comm, MPI_STATUS_IGNORE));
     }
     /* x(i) is in slot (i - rank) mod p; acc = x(i) op acc, from the right */

@@ -209,7 +209,7 @@ static int tree_pipeline(const msg_t *m, const tree_t *tr, const MPI_Aint *coff,
                 off = coff[i] + first;
                 k = (int)(part - first < se ? part - first : se);
             }
-            rc = MPI_Isend(unit_at(m, off), k, m->dt, tr->child[i], tag, comm, &sreq[i]);
+            rc = ct_isend(unit_at(m, off), k, m->dt, tr->child[i], tag, comm, &sreq[i]);
         }
     }
     if (rc == MPI_SUCCESS) rc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
@@ -241,7 +241,7 @@ static int post_bytes(int send, char *p, MPI_Aint n, int peer, int tag, MPI_Comm
                       MPI_Request *req) {
     for (MPI_Aint i = 0, k = npieces(n); i < k; i++) {
         MPI_Aint off = i * CT_PIECE, len = n - off < CT_PIECE ? n - off : CT_PIECE;
-        CT_CHECK(send ? MPI_Isend(p + off, (int)len, MPI_BYTE, peer, tag, comm, &req[i])
+        CT_CHECK(send ? ct_isend(p + off, (int)len, MPI_BYTE, peer, tag, comm, &req[i])
                       : MPI_Irecv(p + off, (int)len, MPI_BYTE, peer, tag, comm, &req[i]));
     }
     return MPI_SUCCESS;
@@ -254,10 +254,10 @@ static int xfer_bytes(const char *sp, MPI_Aint sn, int dest, char *rp, MPI_Aint 
     if (sn <= CT_PIECE && rn <= CT_PIECE) {
         if (src == MPI_PROC_NULL)
             return dest == MPI_PROC_NULL ? MPI_SUCCESS
-                                         : MPI_Send(sp, (int)sn, MPI_BYTE, dest, tag, comm);
+                                         : ct_send(sp, (int)sn, MPI_BYTE, dest, tag, comm);
         if (dest == MPI_PROC_NULL)
             return MPI_Recv(rp, (int)rn, MPI_BYTE, src, tag, comm, MPI_STATUS_IGNORE);
-        return MPI_Sendrecv(sp, (int)sn, MPI_BYTE, dest, tag, rp, (int)rn, MPI_BYTE, src, tag,
+        return ct_sendrecv(sp, (int)sn, MPI_BYTE, dest, tag, rp, (int)rn, MPI_BYTE, src, tag,
                             comm, MPI_STATUS_IGNORE);
     }
     const MPI_Aint nr = npieces(rn), ns = npieces(sn);
@@ -290,7 +290,7 @@ int ct_bcast_linear(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm co
     if (rank != root)
         return MPI_Recv(buf, count, dt, root, CT_TAG_BCAST, comm, MPI_STATUS_IGNORE);
     for (int v = 1; v < np; v++)
-        CT_CHECK(MPI_Send(buf, count, dt, real_rank(v, root, np), CT_TAG_BCAST, comm));
+        CT_CHECK(ct_send(buf, count, dt, real_rank(v, root, np), CT_TAG_BCAST, comm));
     return MPI_SUCCESS;
 }
 
@@ -310,7 +310,7 @@ int ct_bcast_linear_nb(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm
                                   "requests", np - 1);
     int rc = MPI_SUCCESS, posted = 0; /* req[i] goes to relative rank i+1 */
     while (posted < np - 1) {
-        rc = MPI_Isend(buf, count, dt, real_rank(posted + 1, root, np), CT_TAG_BCAST, comm,
+        rc = ct_isend(buf, count, dt, real_rank(posted + 1, root, np), CT_TAG_BCAST, comm,
                        &req[posted]);
         if (rc != MPI_SUCCESS) break;
         posted++;

@@ -109,6 +109,50 @@ static inline int ct_pow2_floor(int n) {
     return r;
 }
 
+/* ---- traffic accounting (ct_traffic_enable) ----------------------------------
+ * Algorithms send only through these: a plain MPI call when accounting is off
+ * (one well-predicted branch), the bytes and one message per destination world
+ * rank added first when it is on. */
+extern long long *ct_traffic_bytes_, *ct_traffic_msgs_;
+void ct_traffic_add(int count, MPI_Datatype dt, int dest, MPI_Comm comm);
+#if defined(__GNUC__)
+#define CT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define CT_UNLIKELY(x) (x)
+#endif
+static inline int ct_send(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+                          MPI_Comm comm) {
+    if (CT_UNLIKELY(ct_traffic_bytes_ != NULL)) ct_traffic_add(count, dt, dest, comm);
+    return MPI_Send(buf, count, dt, dest, tag, comm);
+}
+static inline int ct_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+                           MPI_Comm comm, MPI_Request *req) {
+    if (CT_UNLIKELY(ct_traffic_bytes_ != NULL)) ct_traffic_add(count, dt, dest, comm);
+    return MPI_Isend(buf, count, dt, dest, tag, comm, req);
+}
+static inline int ct_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest,
+                              int stag, void *rbuf, int rcount, MPI_Datatype rdt, int src,
+                              int rtag, MPI_Comm comm, MPI_Status *st) {
+    if (CT_UNLIKELY(ct_traffic_bytes_ != NULL)) ct_traffic_add(scount, sdt, dest, comm);
+    return MPI_Sendrecv(sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm,
+                        st);
+}
+
+/* ---- placement and remapping (remap.c) ---------------------------------------- */
+typedef struct ct_place {
+    ct_placement_t pub;
+    int *node;
+    int *perm[3], *inv[3]; /* indexed by CT_REMAP_SEQ / CT_REMAP_RR: new -> old, old -> new */
+    int ident[3];          /* that order is the communicator's own                */
+    MPI_Comm rcomm[3];     /* the permuted communicators, made on first use         */
+    void *scratch;         /* Allgather's remap scratch, kept for the next call     */
+    size_t scratch_bytes;
+} ct_place_t;
+/* collective over dup (one Allgather of an int) */
+int ct_place_build(MPI_Comm dup, int rank, int size, ct_place_t **out);
+int ct_place_comm(ct_place_t *pl, MPI_Comm dup, int rank, int target, MPI_Comm *out);
+void ct_place_free(ct_place_t *pl, int finalized);
+
 /* Inner algorithms of composite algorithms (e.g. Allreduce reduce_bcast):
  * run registry entry `algo` with its default parameters on an already private
  * communicator, applying its declared fallback if needed. */

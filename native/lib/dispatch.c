@@ -37,7 +37,19 @@ static const struct {
     { "bcast", "inner Bcast algorithm" },
     { "reduce", "inner Reduce algorithm" },
     { "gather", "inner Gather algorithm" },
+    { "remap", "rank remapping: none, seq (run as if ranks were placed sequentially over the nodes), rr (as if round-robin), auto (the order that suits the algorithm)" },
 };
+
+static const char *remap_names[] = { "none", "seq", "rr", "auto" };
+const char *ct_remap_name(long remap) {
+    return remap >= 0 && remap <= CT_REMAP_AUTO ? remap_names[remap] : "?";
+}
+/* remap applies to the collectives whose result does not depend on a rank
+ * order the layer cannot restore (Gather is not among them) */
+static int remap_allowed(ct_coll_t coll) {
+    return coll == CT_BCAST || coll == CT_REDUCE || coll == CT_ALLGATHER ||
+           coll == CT_ALLREDUCE;
+}
 
 const char *ct_param_name(ct_param_id_t id) {
     return (id >= 0 && id < CT_NPARAMS) ? param_info[id].name : "?";
@@ -120,6 +132,13 @@ int ct_choice_check(const ct_choice_t *c) {
     if (!a)
         return ct_set_error(MPI_ERR_ARG, "invalid algorithm choice (index %d)",
                             c ? c->algo : -1);
+    long rm = c->params.v[CT_P_REMAP];
+    if (rm < CT_REMAP_NONE || rm > CT_REMAP_AUTO)
+        return ct_set_error(MPI_ERR_ARG, "%s/%s: remap=%ld is invalid; valid: none, seq, rr, auto",
+                            ct_coll_name(a->coll), a->name, rm);
+    if (rm != CT_REMAP_NONE && !remap_allowed(a->coll))
+        return ct_set_error(MPI_ERR_ARG, "%s/%s: remap applies to bcast, reduce, allgather and "
+                            "allreduce algorithms only", ct_coll_name(a->coll), a->name);
     for (int j = 0; j < a->nparams; j++)
         CT_CHECK(check_value(a, &a->params[j], c->params.v[a->params[j].id]));
     return MPI_SUCCESS;
@@ -157,6 +176,16 @@ int ct_choice_parse(ct_coll_t coll, const char *spec, ct_choice_t *out) {
                                 ct_coll_name(coll), a->name, kv);
         *eq = '\0';
         const char *key = kv, *val = eq + 1;
+        if (strcmp(key, "remap") == 0 && remap_allowed(coll)) {
+            long rm = -1;
+            for (int k = 0; k <= CT_REMAP_AUTO; k++)
+                if (strcmp(val, remap_names[k]) == 0) rm = k;
+            if (rm < 0)
+                return ct_set_error(MPI_ERR_ARG, "%s/%s: remap='%s' is invalid; valid: none, "
+                                    "seq, rr, auto", ct_coll_name(coll), a->name, val);
+            out->params.v[CT_P_REMAP] = rm;
+            continue;
+        }
         int id = -1;
         for (int p = 0; p < CT_NPARAMS; p++)
             if (strcmp(key, ct_param_name((ct_param_id_t)p)) == 0) id = p;
@@ -169,9 +198,11 @@ int ct_choice_parse(ct_coll_t coll, const char *spec, ct_choice_t *out) {
                                  ct_param_name(a->params[j].id));
                 if (w > 0 && (size_t)w < sizeof valid - used) used += (size_t)w;
             }
+            if (remap_allowed(coll))
+                snprintf(valid + used, sizeof valid - used, "%sremap", used ? ", " : "");
             return ct_set_error(MPI_ERR_ARG, "%s/%s has no parameter '%s'; valid: %s",
                                 ct_coll_name(coll), a->name, key,
-                                a->nparams ? valid : "(none)");
+                                valid[0] ? valid : "(none)");
         }
         long v;
         if (is_inner(ps->id)) {
@@ -223,6 +254,9 @@ void ct_choice_format(const ct_choice_t *c, char *buf, size_t len) {
         if (w < 0 || (size_t)w >= len - used) return;
         used += (size_t)w;
     }
+    if (c->params.v[CT_P_REMAP] != CT_REMAP_NONE)
+        snprintf(buf + used, len - used, "%sremap=%s", a->nparams ? "," : ":",
+                 ct_remap_name(c->params.v[CT_P_REMAP]));
 }
 
 /* ---- per-communicator facts and the private communicator ----------------
@@ -238,6 +272,7 @@ void ct_choice_format(const ct_choice_t *c, char *buf, size_t len) {
 typedef struct {
     MPI_Comm dup; /* MPI_COMM_NULL until an algorithm of ours first needs it */
     int size, rank;
+    ct_place_t *pl; /* placement and remapped communicators, made on first use */
 } comm_info_t;
 
 #define CCACHE 8
@@ -257,6 +292,7 @@ static int info_delete(MPI_Comm comm, int key, void *val, void *extra) {
         }
     int finalized = 0;
     MPI_Finalized(&finalized);
+    ct_place_free(ci->pl, finalized);
     if (!finalized && ci->dup != MPI_COMM_NULL) MPI_Comm_free(&ci->dup);
     free(ci);
     return MPI_SUCCESS;
@@ -290,6 +326,7 @@ static int comm_info_slow(ct_coll_t coll, MPI_Comm comm, comm_info_t **out) {
         ci = malloc(sizeof *ci);
         if (!ci) return ct_set_error(MPI_ERR_NO_MEM, "out of memory");
         ci->dup = MPI_COMM_NULL;
+        ci->pl = NULL;
         int rc = MPI_Comm_size(comm, &ci->size);
         if (rc == MPI_SUCCESS) rc = MPI_Comm_rank(comm, &ci->rank);
         if (rc == MPI_SUCCESS) rc = MPI_Comm_set_attr(comm, info_key, ci);
@@ -371,7 +408,7 @@ static struct {
 } checked[CT_NCOLL];
 
 static inline int same_choice(const ct_choice_t *x, const ct_choice_t *y, const ct_algo_t *a) {
-    if (x->algo != y->algo) return 0;
+    if (x->algo != y->algo || x->params.v[CT_P_REMAP] != y->params.v[CT_P_REMAP]) return 0;
     for (int j = 0; j < a->nparams; j++)
         if (x->params.v[a->params[j].id] != y->params.v[a->params[j].id]) return 0;
     return 1;
@@ -418,6 +455,7 @@ static int resolve_fallback(const ct_choice_t *c, ct_coll_t coll, int p, int cou
                      last.reason, a->fallback);
         snprintf(last.reason, sizeof last.reason, "%s: %s", chain, why);
         CT_CHECK(ct_choice_default(f, fb));
+        fb->params.v[CT_P_REMAP] = c->params.v[CT_P_REMAP];
         /* carry over parameters the fallback shares (e.g. segsize) */
         const ct_algo_t *fa = ct_algo_get(f);
         for (int j = 0; j < fa->nparams; j++)
@@ -444,8 +482,117 @@ static int resolve(const ct_choice_t *c, ct_coll_t coll, int p, int count, MPI_O
     *ra = a;
     last.requested = last.used = c->algo;
     last.reason[0] = '\0';
+    last.remap = CT_REMAP_NONE;
     const char *why = violated(a, p, count, op);
     return why ? resolve_fallback(c, coll, p, count, op, fb, run, ra, a, why) : MPI_SUCCESS;
+}
+
+/* ---- rank remapping ---------------------------------------------------------
+ * remap=seq|rr|auto runs the algorithm on a cached permuted communicator (see
+ * remap.c); the root of Bcast/Reduce is translated, Allgather's blocks land
+ * in a scratch buffer that one local copy puts in the caller's rank order.
+ * Reductions whose op is not commutative keep the communicator's order: the
+ * remap is refused and reported like a fallback. */
+typedef struct {
+    MPI_Comm comm;          /* MPI_COMM_NULL: no remap for this call */
+    const int *perm, *inv;
+} remap_run_t;
+
+static int placement_of(MPI_Comm comm, comm_info_t *ci, MPI_Comm *dup) {
+    CT_CHECK(shadow_comm(comm, ci, dup));
+    if (!ci->pl) CT_CHECK(ct_place_build(*dup, ci->rank, ci->size, &ci->pl));
+    return MPI_SUCCESS;
+}
+
+static int remap_slow(ct_coll_t coll, const ct_choice_t *run, MPI_Op op, MPI_Comm comm,
+                      comm_info_t *ci, remap_run_t *rm) {
+    long asked = run->params.v[CT_P_REMAP];
+    int target = asked == CT_REMAP_AUTO ? ct_remap_auto(run->algo) : (int)asked;
+    if (target == CT_REMAP_NONE || ci->size < 2) return MPI_SUCCESS;
+    if ((coll == CT_REDUCE || coll == CT_ALLREDUCE) && !op_commutes(op)) {
+        size_t used = strlen(last.reason);
+        snprintf(last.reason + used, sizeof last.reason - used,
+                 "%s%s/%s: remap=%s not applied: the op is not commutative (rank order kept)",
+                 used ? "; " : "", ct_coll_name(coll), ct_algo_get(run->algo)->name,
+                 ct_remap_name(asked));
+        if (hook) hook(&last);
+        return MPI_SUCCESS;
+    }
+    MPI_Comm dup;
+    CT_CHECK(placement_of(comm, ci, &dup));
+    if (ci->pl->ident[target]) return MPI_SUCCESS; /* already in that order */
+    CT_CHECK(ct_place_comm(ci->pl, dup, ci->rank, target, &rm->comm));
+    rm->perm = ci->pl->perm[target];
+    rm->inv = ci->pl->inv[target];
+    last.remap = target;
+    return MPI_SUCCESS;
+}
+
+static inline int remap_of(ct_coll_t coll, const ct_choice_t *run, MPI_Op op, MPI_Comm comm,
+                           comm_info_t *ci, remap_run_t *rm) {
+    rm->comm = MPI_COMM_NULL;
+    if (run->params.v[CT_P_REMAP] == CT_REMAP_NONE) return MPI_SUCCESS;
+    return remap_slow(coll, run, op, comm, ci, rm);
+}
+
+int ct_comm_placement(MPI_Comm comm, ct_placement_t *out) {
+    comm_info_t *ci;
+    MPI_Comm dup;
+    CT_CHECK(comm_info(CT_ALLGATHER, comm, &ci));
+    CT_CHECK(placement_of(comm, ci, &dup));
+    *out = ci->pl->pub;
+    return MPI_SUCCESS;
+}
+
+int ct_comm_remap_order(MPI_Comm comm, int remap, const int **perm) {
+    comm_info_t *ci;
+    MPI_Comm dup;
+    if (remap != CT_REMAP_SEQ && remap != CT_REMAP_RR)
+        return ct_set_error(MPI_ERR_ARG, "remap order %d: valid: seq (%d), rr (%d)", remap,
+                            CT_REMAP_SEQ, CT_REMAP_RR);
+    CT_CHECK(comm_info(CT_ALLGATHER, comm, &ci));
+    CT_CHECK(placement_of(comm, ci, &dup));
+    *perm = ci->pl->perm[remap];
+    return MPI_SUCCESS;
+}
+
+/* Allgather on the permuted communicator: the algorithm gathers new-rank order
+ * into a scratch buffer, one local pass puts block j at the caller's rank
+ * perm[j]. Costs: P*rcount elements of scratch (kept with the communicator for
+ * the next call, so repeated calls allocate and fault in nothing) and one local
+ * copy of them. */
+static int allgather_remapped(ct_allgather_fn fn, const ct_params_t *prm, const void *sbuf,
+                              int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                              MPI_Datatype rdt, comm_info_t *ci, const remap_run_t *rm) {
+    ct_type_t t;
+    CT_CHECK(ct_type(rdt, &t));
+    const int p = ci->size;
+    MPI_Aint n = (MPI_Aint)p * rcount;
+    size_t bytes = (size_t)((n - 1) * t.extent + t.true_extent);
+    ct_place_t *pl = ci->pl;
+    if (bytes > pl->scratch_bytes) {
+        free(pl->scratch);
+        pl->scratch_bytes = 0;
+        /* page-aligned as the caller's buffers usually are: single-copy
+         * shared-memory transports are slower into misaligned buffers */
+        size_t page = 4096, alloc = (bytes + page - 1) / page * page;
+        pl->scratch = aligned_alloc(page, alloc);
+        if (!pl->scratch)
+            return ct_set_error(MPI_ERR_NO_MEM, "allgather: out of memory (remap scratch, "
+                                "%zu bytes)", bytes);
+        pl->scratch_bytes = bytes;
+    }
+    char *tmp = (char *)pl->scratch - t.true_lb;
+    if (sbuf == MPI_IN_PLACE) { /* this rank's block, where the caller put it */
+        sbuf = ct_elem(rbuf, (MPI_Aint)ci->rank * rcount, &t);
+        scount = rcount;
+        sdt = rdt;
+    }
+    int rc = fn(sbuf, scount, sdt, tmp, rcount, rdt, rm->comm, prm);
+    for (int j = 0; j < p && rc == MPI_SUCCESS; j++)
+        rc = ct_copy(ct_elem(tmp, (MPI_Aint)j * rcount, &t),
+                     ct_elem(rbuf, (MPI_Aint)rm->perm[j] * rcount, &t), rcount, rdt);
+    return rc;
 }
 
 /* registry index of each collective's `native` entry (no strcmp per call) */
@@ -475,6 +622,10 @@ int ct_bcast(const ct_choice_t *c, void *buf, int count, MPI_Datatype dt, int ro
     TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
     ct_bcast_fn fn = ra->fn.bcast;
+    remap_run_t rm;
+    CT_CHECK(remap_of(CT_BCAST, run, MPI_OP_NULL, comm, ci, &rm));
+    if (rm.comm != MPI_COMM_NULL)
+        return fn(buf, count, dt, rm.inv[root], rm.comm, &run->params);
     if (is_native(run, CT_BCAST)) return fn(buf, count, dt, root, comm, &run->params);
     MPI_Comm pc;
     CT_CHECK(shadow_comm(comm, ci, &pc));
@@ -499,6 +650,10 @@ int ct_reduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count, MPI
     TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
     ct_reduce_fn fn = ra->fn.reduce;
+    remap_run_t rm;
+    CT_CHECK(remap_of(CT_REDUCE, run, op, comm, ci, &rm));
+    if (rm.comm != MPI_COMM_NULL)
+        return fn(sbuf, rbuf, count, dt, op, rm.inv[root], rm.comm, &run->params);
     if (is_native(run, CT_REDUCE))
         return fn(sbuf, rbuf, count, dt, op, root, comm, &run->params);
     MPI_Comm pc;
@@ -557,6 +712,11 @@ int ct_allgather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatyp
     TYPE_SIZE(rdt, &size);
     if (rcount == 0 || size == 0) return MPI_SUCCESS;
     ct_allgather_fn fn = ra->fn.allgather;
+    remap_run_t rm;
+    CT_CHECK(remap_of(CT_ALLGATHER, run, MPI_OP_NULL, comm, ci, &rm));
+    if (rm.comm != MPI_COMM_NULL)
+        return allgather_remapped(fn, &run->params, sbuf, scount, sdt, rbuf, rcount, rdt, ci,
+                                  &rm);
     if (is_native(run, CT_ALLGATHER))
         return fn(sbuf, scount, sdt, rbuf, rcount, rdt, comm, &run->params);
     MPI_Comm pc;
@@ -577,6 +737,9 @@ int ct_allreduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count,
     TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
     ct_allreduce_fn fn = ra->fn.allreduce;
+    remap_run_t rm;
+    CT_CHECK(remap_of(CT_ALLREDUCE, run, op, comm, ci, &rm));
+    if (rm.comm != MPI_COMM_NULL) return fn(sbuf, rbuf, count, dt, op, rm.comm, &run->params);
     if (is_native(run, CT_ALLREDUCE)) return fn(sbuf, rbuf, count, dt, op, comm, &run->params);
     MPI_Comm pc;
     CT_CHECK(shadow_comm(comm, ci, &pc));

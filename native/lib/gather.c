@@ -75,7 +75,7 @@ int ct_gather_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
     int np, r, rc = MPI_SUCCESS, n = 0;
     CT_CHECK(MPI_Comm_size(comm, &np));
     CT_CHECK(MPI_Comm_rank(comm, &r));
-    if (r != root) return MPI_Send(sbuf, scount, sdt, root, CT_TAG_GATHER, comm);
+    if (r != root) return ct_send(sbuf, scount, sdt, root, CT_TAG_GATHER, comm);
 
     ct_type_t rt;
     CT_CHECK(ct_type(rdt, &rt));
@@ -138,7 +138,7 @@ static int binomial_nonroot(const void *sbuf, int scount, MPI_Datatype sdt, int 
     const int low = v & -v; /* the round in which I send to my parent */
     const int size = low < np - v ? low : np - v;
     const int parent = (v - low + root) % np;
-    if (size == 1) return MPI_Send(sbuf, scount, sdt, parent, CT_TAG_GATHER, comm);
+    if (size == 1) return ct_send(sbuf, scount, sdt, parent, CT_TAG_GATHER, comm);
 
     int rc = MPI_SUCCESS, n = 0;
     MPI_Request req[32];
@@ -158,7 +158,7 @@ static int binomial_nonroot(const void *sbuf, int scount, MPI_Datatype sdt, int 
     }
     TRY(ct_copy(sbuf, tmp, scount, sdt));
     TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
-    TRY(MPI_Send(tmp, size * b.per, b.dt, parent, CT_TAG_GATHER, comm));
+    TRY(ct_send(tmp, size * b.per, b.dt, parent, CT_TAG_GATHER, comm));
 out:
     free(raw);
     blk_free(&b);

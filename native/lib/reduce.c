@@ -61,7 +61,7 @@ int ct_reduce_linear(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, M
     CT_CHECK(MPI_Comm_rank(comm, &rank));
     const void *in = input_of(sbuf, rbuf);
 
-    if (rank != root) return MPI_Send(in, count, dt, root, CT_TAG_REDUCE, comm);
+    if (rank != root) return ct_send(in, count, dt, root, CT_TAG_REDUCE, comm);
     if (np == 1) return ct_copy(in, rbuf, count, dt);
 
     ct_type_t t;
@@ -159,7 +159,7 @@ static int tree_reduce(const void *in, void *acc, int count, MPI_Datatype dt, MP
             int off = (int)(s * segel), n = count - off < segel ? count - off : segel;
             MPI_Request *r = &sreq[s % SEND_DEPTH];
             TRY(MPI_Wait(r, MPI_STATUS_IGNORE));
-            TRY(MPI_Isend(ct_elem(in, off, &t), n, dt, tr->parent, CT_TAG_REDUCE, comm, r));
+            TRY(ct_isend(ct_elem(in, off, &t), n, dt, tr->parent, CT_TAG_REDUCE, comm, r));
         }
         goto out;
     }
@@ -197,7 +197,7 @@ static int tree_reduce(const void *in, void *acc, int count, MPI_Datatype dt, MP
         if (c == tr->nchild - 1 && tr->parent >= 0) {
             MPI_Request *r = &sreq[s % SEND_DEPTH];
             TRY(MPI_Wait(r, MPI_STATUS_IGNORE));
-            TRY(MPI_Isend(a, n, dt, tr->parent, CT_TAG_REDUCE, comm, r));
+            TRY(ct_isend(a, n, dt, tr->parent, CT_TAG_REDUCE, comm, r));
         }
     }
 out:
@@ -370,7 +370,7 @@ int ct_reduce_in_order_binary(const void *sbuf, void *rbuf, int count, MPI_Datat
     if (rc == MPI_SUCCESS) rc = tree_reduce(in, acc, count, dt, op, &tr, CT_SEGSIZE(p), 1, comm);
     /* the root's own sends (possibly from rbuf) are complete here */
     if (rc == MPI_SUCCESS && rank == top)
-        rc = MPI_Send(acc, count, dt, root, CT_TAG_REDUCE + 1, comm);
+        rc = ct_send(acc, count, dt, root, CT_TAG_REDUCE + 1, comm);
     if (rc == MPI_SUCCESS && rank == root)
         rc = MPI_Recv(rbuf, count, dt, top, CT_TAG_REDUCE + 1, comm, MPI_STATUS_IGNORE);
     free(raw);
@@ -405,7 +405,7 @@ int ct_reduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datatype
     const int v = (rank - root + np) % np;
 #define REAL(vr) (((vr) + root) % np)
     if (v < 2 * rem && v % 2 == 1) /* folded into v-1 */
-        return MPI_Send(in, count, dt, REAL(v - 1), CT_TAG_REDUCE, comm);
+        return ct_send(in, count, dt, REAL(v - 1), CT_TAG_REDUCE, comm);
 
     ct_type_t t;
     CT_CHECK(ct_type(dt, &t));
@@ -435,7 +435,7 @@ int ct_reduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datatype
         if (w & d) { klo = mid; khi = hi; slo = lo; shi = mid; }
         else       { klo = lo; khi = mid; slo = mid; shi = hi; }
         int kn = BSTART(khi) - BSTART(klo), sn = BSTART(shi) - BSTART(slo);
-        TRY(MPI_Sendrecv(ct_elem(acc, BSTART(slo), &t), sn, dt, WREAL(w ^ d), CT_TAG_REDUCE,
+        TRY(ct_sendrecv(ct_elem(acc, BSTART(slo), &t), sn, dt, WREAL(w ^ d), CT_TAG_REDUCE,
                          tmp, kn, dt, WREAL(w ^ d), CT_TAG_REDUCE, comm, MPI_STATUS_IGNORE));
         if (kn > 0) TRY(MPI_Reduce_local(tmp, ct_elem(acc, BSTART(klo), &t), kn, dt, op));
         lo = klo;
@@ -445,7 +445,7 @@ int ct_reduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datatype
     /* 3. binomial gather of the blocks towards w = 0; this rank owns [w, hi) */
     for (int d = 1; d < pof2; d *= 2) {
         if (w & d) {
-            TRY(MPI_Send(ct_elem(acc, BSTART(w), &t), BSTART(hi) - BSTART(w), dt,
+            TRY(ct_send(ct_elem(acc, BSTART(w), &t), BSTART(hi) - BSTART(w), dt,
                          WREAL(w - d), CT_TAG_REDUCE, comm));
             break;
         }

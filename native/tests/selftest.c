@@ -238,6 +238,28 @@ int main(int argc, char **argv) {
     EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "unknown reduce algorithm 'nope'"),
            "inner algorithm message: %s", ct_last_error());
 
+    /* remap: the dispatcher's parameter on every Bcast/Reduce/Allgather/Allreduce
+     * algorithm, formatted only when set, refused on Gather and with bad values */
+    rc = ct_choice_parse(CT_ALLGATHER, "ring:remap=rr", &c);
+    EXPECT(rc == MPI_SUCCESS && c.params.v[CT_P_REMAP] == CT_REMAP_RR, "remap=rr: %s",
+           ct_last_error());
+    ct_choice_format(&c, buf, sizeof buf);
+    EXPECT(!strcmp(buf, "ring:remap=rr"), "remap format gave %s", buf);
+    rc = ct_choice_parse(CT_BCAST, "chain:remap=auto,segsize=1k", &c);
+    ct_choice_format(&c, buf, sizeof buf);
+    EXPECT(rc == MPI_SUCCESS && !strcmp(buf, "chain:segsize=1024,fanout=4,remap=auto"),
+           "remap with params gave %s (%s)", buf, ct_last_error());
+    rc = ct_choice_parse(CT_ALLREDUCE, "ring:remap=sideways", &c);
+    EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "none, seq, rr, auto"),
+           "bad remap message: %s", ct_last_error());
+    rc = ct_choice_parse(CT_GATHER, "linear:remap=seq", &c);
+    EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "no parameter 'remap'"),
+           "gather remap message: %s", ct_last_error());
+    EXPECT(ct_remap_auto(ct_algo_find(CT_ALLGATHER, "recursive_doubling")) == CT_REMAP_RR &&
+               ct_remap_auto(ct_algo_find(CT_ALLGATHER, "ring")) == CT_REMAP_SEQ &&
+               ct_remap_auto(ct_algo_find(CT_BCAST, "linear")) == CT_REMAP_NONE,
+           "remap=auto table");
+
     /* a hand-made choice out of range is refused by the dispatcher too */
     ct_choice_parse(CT_BCAST, "knomial", &c);
     c.params.v[CT_P_RADIX] = 0;

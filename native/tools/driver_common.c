@@ -41,6 +41,13 @@ void ct_print_registry_json(FILE *f, int include_hidden) {
             ct_json_str(f, ct_param_help(ps->id));
             fputc('}', f);
         }
+        if (a->coll != CT_GATHER) { /* the dispatcher's own parameter, on every algorithm */
+            fprintf(f, "%s{\"name\": \"remap\", \"kind\": \"choice\", \"default\": \"none\", "
+                    "\"values\": [\"none\", \"seq\", \"rr\", \"auto\"], \"auto\": \"%s\", "
+                    "\"help\": ", a->nparams ? ", " : "", ct_remap_name(ct_remap_auto(i)));
+            ct_json_str(f, ct_param_help(CT_P_REMAP));
+            fputc('}', f);
+        }
         fprintf(f, "], \"constraints\": [");
         int k = 0;
         for (size_t c = 0; c < sizeof constraint_names / sizeof constraint_names[0]; c++)

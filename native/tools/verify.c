@@ -595,8 +595,10 @@ static void run_inter(vcase_t *c) {
 /* ---- the matrix ----------------------------------------------------------- */
 static int quick;
 /* case families to run (--family): the main matrix and the four below */
-enum { F_MAIN = 1, F_MIXED = 2, F_GARBAGE = 4, F_SELF = 8, F_INTER = 16, F_ALL = 31 };
-static const char *family_names[] = { "main", "mixed", "garbage", "self", "inter" };
+enum { F_MAIN = 1, F_MIXED = 2, F_GARBAGE = 4, F_SELF = 8, F_INTER = 16, F_REMAP = 32,
+       F_ALL = 63 };
+static const char *family_names[] = { "main", "mixed", "garbage", "self", "inter", "remap" };
+#define NFAMILIES 6
 static unsigned families = F_ALL;
 static int large_count = (1 << 17) + 3;
 
@@ -769,6 +771,130 @@ static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const
     }
 }
 
+/* ---- family "remap": the algorithm on a permuted communicator ---------------
+ * For each virtual placement (COLLTUNE_NODES as the user set it, or: 2 and 3
+ * nodes placed seq and rr, and two irregular placements, node (r/2) mod 2 and
+ * (r/2) mod 3), a fresh duplicate of the world (placement is cached per
+ * communicator) checks the detected nodes, then runs remap=seq, rr and auto
+ * over roots, counts 1, 7, 1000, int and strided vector, sum and the
+ * non-commutative op, in place or not; the dispatcher must report the remap
+ * it applied (none where the placement already has the target order, and for
+ * a non-commutative op). */
+typedef struct {
+    const char *nodes, *order; /* environment values; nodes NULL: a list made here */
+    int list_mod;              /* list: node (r/2) mod list_mod */
+} layout_t;
+
+static int expected_node(const layout_t *l, int r) {
+    if (!l->nodes) return (r / 2) % l->list_mod;
+    int m = atoi(l->nodes);
+    if (m > nprocs) m = nprocs;
+    if (!strcmp(l->order, "rr")) return r % m;
+    int n = 0;
+    while (n + 1 < m && (n + 1) * (nprocs / m) + (n + 1 < nprocs % m ? n + 1 : nprocs % m) <= r)
+        n++;
+    return n;
+}
+
+static void run_remap_family(ct_coll_t coll, const ct_choice_t *base, const int *roots,
+                             int nroots) {
+    if (coll == CT_GATHER) return;
+    static const layout_t builtin[] = { { "2", "seq", 0 }, { "2", "rr", 0 }, { "3", "seq", 0 },
+                                        { "3", "rr", 0 },  { NULL, NULL, 2 }, { NULL, NULL, 3 } };
+    const char *user = getenv("COLLTUNE_NODES");
+    int nl = user && *user ? 1 : (int)(sizeof builtin / sizeof builtin[0]);
+    for (int li = 0; li < nl; li++) {
+        const layout_t *l = &builtin[li];
+        char list[4096];
+        if (!(user && *user)) {
+            if (l->nodes) {
+                setenv("COLLTUNE_NODES", l->nodes, 1);
+                setenv("COLLTUNE_NODE_ORDER", l->order, 1);
+            } else {
+                size_t used = 0;
+                list[0] = '\0';
+                for (int r = 0; r < nprocs && used + 16 < sizeof list; r++)
+                    used += (size_t)snprintf(list + used, sizeof list - used, "%s%d",
+                                             r ? "," : "", (r / 2) % l->list_mod);
+                setenv("COLLTUNE_NODES", nprocs == 1 ? "1" : list, 1);
+                unsetenv("COLLTUNE_NODE_ORDER");
+            }
+        }
+        MPI_Comm vc;
+        MPI_Comm_dup(MPI_COMM_WORLD, &vc);
+        MPI_Comm_set_errhandler(vc, MPI_ERRORS_RETURN);
+        vcase_t c = { coll, *base, 0, 0, T_INT, O_SUM, 0, vc, 0, "remap", "" };
+        {   /* the detected placement */
+            verdict_t v = { 0, "" };
+            ct_placement_t pl;
+            int rc = ct_comm_placement(vc, &pl);
+            check_rc(&v, rc);
+            if (rc == MPI_SUCCESS && !(user && *user))
+                for (int r = 0; r < nprocs; r++)
+                    if (pl.node[r] != expected_node(l, r)) {
+                        verdict(&v, "placement %s%s%s: rank %d detected on node %d, expected %d",
+                                l->nodes ? l->nodes : "list", l->order ? " " : "",
+                                l->order ? l->order : "", r, pl.node[r], expected_node(l, r));
+                        break;
+                    }
+            snprintf(c.tdesc, sizeof c.tdesc, "placement");
+            c.count = 0;
+            report(&c, &v);
+            c.tdesc[0] = '\0';
+        }
+        static const int counts[] = { 1, 7, 1000 };
+        static const int tlist[] = { T_INT, T_VEC };
+        for (int target = CT_REMAP_SEQ; target <= CT_REMAP_AUTO; target++) {
+            c.choice = *base;
+            c.choice.params.v[CT_P_REMAP] = target;
+            for (int ri = 0; ri < nroots; ri++) {
+                c.root = roots[ri];
+                for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+                    c.count = counts[k];
+                    for (int ti = 0; ti < 2; ti++) {
+                        c.t = tlist[ti];
+                        for (int o = 0; o < (has_reduction(coll) ? NOPS : 1); o++) {
+                            if (o != O_SUM && o != O_NONCOMM) continue;
+                            c.o = o;
+                            for (int ip = 0; ip < (has_inplace(coll) ? 2 : 1); ip++) {
+                                c.inplace = ip;
+                                run_case(&c);
+                                const ct_dispatch_t *d = ct_last_dispatch();
+                                /* auto: the order of the algorithm that ran (a fallback's) */
+                                int order = target == CT_REMAP_AUTO ? ct_remap_auto(d->used)
+                                                                    : target;
+                                int ident = 1;
+                                const int *perm;
+                                if (order != CT_REMAP_NONE &&
+                                    ct_comm_remap_order(vc, order, &perm) == MPI_SUCCESS)
+                                    for (int r = 0; r < nprocs; r++)
+                                        if (perm[r] != r) ident = 0;
+                                int noncomm = has_reduction(coll) && o == O_NONCOMM;
+                                int want = noncomm || ident ? CT_REMAP_NONE : order;
+                                d = ct_last_dispatch(); /* (ct_comm_remap_order keeps it) */
+                                verdict_t v = { 0, "" };
+                                if (d->remap != want)
+                                    verdict(&v, "the dispatcher applied remap order %s, "
+                                            "expected %s", ct_remap_name(d->remap),
+                                            ct_remap_name(want));
+                                if (noncomm && !ident && !strstr(d->reason, "not commutative"))
+                                    verdict(&v, "a refused remap was not reported: '%s'",
+                                            d->reason);
+                                report(&c, &v);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        MPI_Comm_free(&vc);
+    }
+    if (!(user && *user)) {
+        unsetenv("COLLTUNE_NODES");
+        unsetenv("COLLTUNE_NODE_ORDER");
+    }
+}
+
 /* Run the matrix for one algorithm. */
 static void verify_algo(int algo) {
     const ct_algo_t *a = ct_algo_get(algo);
@@ -847,6 +973,7 @@ static void verify_algo(int algo) {
         }
     }
     run_families(coll, var, nvar, roots, nroots);
+    if (families & F_REMAP) run_remap_family(coll, &var[0], roots, nroots);
     double secs = MPI_Wtime() - t0;
     if (rank == 0) {
         printf("{\"event\": \"algo\", \"collective\": \"%s\", \"algorithm\": ", ct_coll_name(coll));
@@ -876,7 +1003,9 @@ static void usage(void) {
            "  --family LIST  case families (default all): main (the matrix above), mixed\n"
            "                 (different datatypes of one type signature per rank), garbage\n"
            "                 (ignored arguments filled with garbage), self (MPI_COMM_SELF),\n"
-           "                 inter (intercommunicators must get MPI_ERR_COMM at once)\n");
+           "                 inter (intercommunicators must get MPI_ERR_COMM at once), remap\n"
+           "                 (remap=seq, rr and auto on virtual nodes: 2 and 3 nodes placed seq\n"
+           "                 and rr, two irregular placements; only $COLLTUNE_NODES if set)\n");
 }
 
 int main(int argc, char **argv) {
@@ -909,12 +1038,12 @@ int main(int argc, char **argv) {
             families = 0;
             for (int k = 0; k < nf; k++) {
                 unsigned bit = 0;
-                for (int f = 0; f < 5; f++)
+                for (int f = 0; f < NFAMILIES; f++)
                     if (!strcmp(fl[k], family_names[f])) bit = 1u << f;
                 if (!strcmp(fl[k], "all")) bit = F_ALL;
                 if (!bit)
                     ct_die(rank, "unknown case family '%s'; valid: main, mixed, garbage, self, "
-                           "inter, all", fl[k]);
+                           "inter, remap, all", fl[k]);
                 families |= bit;
             }
             ct_free_list(fl, nf);

@@ -17,7 +17,8 @@ from .paths import cache_dir, native_dir
 PROGRAMS = ("colltune-verify", "colltune-bench", "colltune-selftest", "colltune-pingpong",
             "colltune-probe", "colltune-load", "colltune-heat", "colltune-stream", "colltune-which",
             "libcolltune-pmpi.so", "colltune-plaincolls", "colltune-heat-plain",
-            "colltune-callcost", "colltune-osu-latency", "colltune-phases")
+            "colltune-callcost", "colltune-osu-latency", "colltune-phases",
+            "colltune-traffic-count")
 
 
 class BuildError(ColltuneError, RuntimeError):

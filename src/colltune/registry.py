@@ -30,6 +30,9 @@ class Algorithm:
         for p in self.params:
             if p["kind"] == "algorithm":
                 out.append(f"{p['name']}={p['default']} ({self.collective} inner {p['name']})")
+            elif p["kind"] == "choice":
+                auto = f"; auto = {p['auto']}" if p.get("auto") else ""
+                out.append(f"{p['name']}={p['default']} ({'|'.join(p['values'])}{auto})")
             else:
                 out.append(f"{p['name']}={p['default']} [{p['min']}..{p['max']}]")
         return ", ".join(out)

@@ -14,7 +14,7 @@ from . import launch
 from .build import Build
 
 DEFAULT_NPS = (1, 2, 3, 4, 5, 7, 8, 13, 16)
-FAMILIES = ("main", "mixed", "garbage", "self", "inter")
+FAMILIES = ("main", "mixed", "garbage", "self", "inter", "remap")
 
 
 @dataclass
@@ -74,7 +74,7 @@ def run(build: Build, nps: list[int], collectives: list[str], algos: list[str] |
         progress: Callable[[RunOutcome], None] | None = None,
         families: list[str] | None = None) -> Report:
     """Run colltune-verify at each process count. families: case families
-    (main, mixed, garbage, self, inter; default all)."""
+    (main, mixed, garbage, self, inter, remap; default all)."""
     report = Report()
     for np in nps:
         prog = [str(build.program("colltune-verify")), "--coll", ",".join(collectives)]

@@ -16,6 +16,7 @@ from .. import __version__
 from ._common import err, fail
 from . import (basic, bench, fit, heat, model, p2p, plot, quick, report, results, sweep, tune,
                verify)
+from . import traffic as traffic_cli
 from . import interpose as interpose_cli
 from . import platform as platform_cli
 from . import rules as rules_cli
@@ -59,7 +60,7 @@ for _cmd in (basic.build, basic.info, basic.algorithms, verify.verify, bench.ben
              p2p.pingpong, p2p.probe, heat.heat, heat.stream, fit.fit, model.model, plot.plot,
              report.report, sweep.sweep, results.results, results.export, quick.quick,
              tune.tune, rules_cli.rules, interpose_cli.run, interpose_cli.profile,
-             platform_cli.platform, workload_cli.load):
+             platform_cli.platform, workload_cli.load, traffic_cli.traffic):
     main.add_command(_cmd)
 del _cmd
 
