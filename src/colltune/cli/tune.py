@@ -110,9 +110,12 @@ def quality_table(summary, has_native: bool) -> Table:
 @click.option("--iterations", type=int, help="--measure: timed calls per point (default: the "
               "driver's).")
 @click.option("--mpi", "mpi_spec", help="--measure: " + MPI_HELP)
+@click.option("--include-simulated", is_flag=True,
+              help="Make rules from simulated points too (SimGrid, --mpi smpi); by default "
+                   "they are never mixed with measurements.")
 def tune(db_path, study, round_, target, coll, output, rules_path, profile_path, fmt,
          include_oversubscribed, measure, np_, sizes, algos, budget, reps, iterations,
-         mpi_spec) -> None:
+         mpi_spec, include_simulated=False) -> None:
     """The best algorithm (with its parameters) for every collective, process count
     and size of a study, as a rules file; prints the decision table and its quality
     (regret against the fastest measured, gain over native; in-sample and
@@ -170,7 +173,7 @@ def tune(db_path, study, round_, target, coll, output, rules_path, profile_path,
                      + (f"the studies {', '.join(names)}" if names else "no study "
                         "(run colltune sweep first)"))
             study = names[0]
-        frame, rnd = tune_mod.load_frame(conn, study, round_)
+        frame, rnd = tune_mod.load_frame(conn, study, round_, include_simulated)
         if given is not None:
             _evaluate(given, rules_path, frame, study, rnd, colls, include_oversubscribed, fmt,
                       calls)
