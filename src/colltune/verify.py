@@ -15,6 +15,7 @@ from .build import Build
 
 DEFAULT_NPS = (1, 2, 3, 4, 5, 7, 8, 13, 16)
 FAMILIES = ("main", "mixed", "garbage", "self", "inter")
+SMPI_UNSUPPORTED_FAMILIES = ("inter",)  # MPI_Intercomm_create is not in SMPI
 
 
 @dataclass
@@ -74,8 +75,18 @@ def run(build: Build, nps: list[int], collectives: list[str], algos: list[str] |
         progress: Callable[[RunOutcome], None] | None = None,
         families: list[str] | None = None) -> Report:
     """Run colltune-verify at each process count. families: case families
-    (main, mixed, garbage, self, inter; default all)."""
+    (main, mixed, garbage, self, inter; default all; under SimGrid's SMPI all but
+    inter: SMPI does not implement MPI_Intercomm_create)."""
     report = Report()
+    if families is None and getattr(build.mpi, "simulated", False):
+        families = [f for f in FAMILIES if f not in SMPI_UNSUPPORTED_FAMILIES]
+    elif families and getattr(build.mpi, "simulated", False):
+        bad = [f for f in families if f in SMPI_UNSUPPORTED_FAMILIES]
+        if bad:
+            from .errors import ColltuneError
+
+            raise ColltuneError(f"family {', '.join(bad)}: SimGrid's SMPI does not implement "
+                                "MPI_Intercomm_create (inter-communicators)")
     for np in nps:
         prog = [str(build.program("colltune-verify")), "--coll", ",".join(collectives)]
         if algos:
