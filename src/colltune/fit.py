@@ -168,14 +168,6 @@ def load_measurements(db_path: str | Path, study: str | None = None, *,
     if joined_runs and "study" in df.columns:
         # runs outside any study: `colltune bench --db` (db.py names them so too)
         df["study"] = df["study"].astype(object).where(df["study"].notna(), "(bench)")
-    if "simulated" in df.columns:
-        sim = pd.to_numeric(df["simulated"], errors="coerce").fillna(0).astype(bool)
-        if only_simulated:
-            df = df[sim]
-        elif not include_simulated:
-            df = df[~sim]
-    elif only_simulated:
-        df = df.iloc[0:0]
     if study is not None:
         if "study" not in df.columns:
             raise FitError(f"{path} records no studies: drop --study")
@@ -185,6 +177,14 @@ def load_measurements(db_path: str | Path, study: str | None = None, *,
             raise FitError(f"no measurements of study '{study}' in {path}; studies: "
                            f"{', '.join(known) or 'none'}")
         df = df[sel]
+    if "simulated" in df.columns:  # after the study's check: a simulated study exists
+        sim = pd.to_numeric(df["simulated"], errors="coerce").fillna(0).astype(bool)
+        if only_simulated:
+            df = df[sim]
+        elif not include_simulated:
+            df = df[~sim]
+    elif only_simulated:
+        df = df.iloc[0:0]
     df = filter_eq(df, **filters)
     return normalise(df.reset_index(drop=True))
 
@@ -742,6 +742,13 @@ def load_selection(db_path, study, coll, algo, mapping, nps, sizes,
                            only_simulated=only_simulated)
     df = select(df, collective=coll, algorithm=algo, mapping=mapping, nps=np_sel,
                 sizes=size_sel)
+    if df.empty and not allow_empty and not include_simulated and not only_simulated:
+        sim = select(load_measurements(db_path, study=study, only_simulated=True),
+                     collective=coll, algorithm=algo, mapping=mapping, nps=np_sel,
+                     sizes=size_sel)
+        if not sim.empty:
+            raise FitError(f"the selection holds no measurements, only {len(sim)} simulated "
+                           "points (--include-simulated uses them)")
     if df.empty and not allow_empty:
         raise FitError("the selection holds no measurements")
     return df

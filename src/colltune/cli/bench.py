@@ -133,7 +133,8 @@ def emit_records(records: list[dict], fmt: str, output: str | None, title: str,
             if timing == "osu":  # the table an OSU user compares with
                 osu_shown = True
                 aligns = {r.get("align") for r in recs}
-                buf = ("plain malloc" if aligns == {1} else
+                buf = ("SMPI shared buffers" if all(r.get("shared_buffers") for r in recs) else
+                       "plain malloc" if aligns == {1} else
                        f"{aligns.pop()}-byte aligned buffers" if len(aligns) == 1 and
                        None not in aligns else "buffers: see align")
                 out.print(osu_table(recs, f"{c}, {np} processes{mark}, OSU table ({title}; osu "

@@ -68,7 +68,7 @@ def report(db_path, study, coll, algo, mapping, np_range, size_range, include_si
             gamma = float(gamma_opt)
         except ValueError:
             fail(f"--gamma '{gamma_opt}': measure, db, auto or a number (s/byte)")
-    runs = load_runs(db_path, study, df)
+    runs = load_runs(db_path, study, df if not df.empty else sim)
     build = algos = None
     if algorithms_json is not None:
         try:
