@@ -266,3 +266,15 @@ def test_simulated_times_are_deterministic(smpi_build, tmp_path, monkeypatch):
     # 64 KiB costs more than 8 B on the simulated network
     t = {(r["spec"], r["size"]): r["median_us"] for r in a}
     assert t[(a[0]["spec"], 65536)] > t[(a[0]["spec"], 8)]
+
+
+def test_the_report_shows_simulated_points_in_a_section_of_their_own(tmp_path):
+    from colltune.report import build_report
+
+    path = _db_with_both(tmp_path)
+    measured = load_measurements(path)
+    sim = load_measurements(path, only_simulated=True)
+    text, parts = build_report(measured.iloc[0:0], db_path=path, simulated=sim)
+    assert "Simulated (SimGrid 4.1, platform tapems-16x12) &mdash; not measurements" in text
+    assert "np 1024" in text and any(f.kind == "simulated" for f in parts.figures)
+    assert 'id="summary"' not in text  # nothing simulated in the measured sections
