@@ -133,6 +133,17 @@ def install(kind: str, quiet: bool = True) -> Path:
     return bindir
 
 
+def names_simulator(spec: str | None) -> bool:
+    """Whether an --mpi value names SimGrid's SMPI (checked before anything is built)."""
+    spec = spec or os.environ.get("COLLTUNE_MPI") or "openmpi"
+    if spec == SIMULATED:
+        return True
+    if spec in KINDS:
+        return False
+    path = Path(spec).expanduser()
+    return any((d / "smpicc").exists() for d in (path / "bin", path, path.parent))
+
+
 def _say(text: str) -> None:
     print(f"colltune: {text}", file=sys.stderr, flush=True)
 

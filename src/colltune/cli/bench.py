@@ -375,9 +375,12 @@ def bench(mpi_spec, platform_spec, coll, algos, nps, sizes, iterations, warmup, 
     if db_path is not None:
         db_path = db_path_or_default(db_path)
         db_mod.check_writable(db_path)
+    from .. import mpi as mpi_mod
+
+    check_nps(np_list, oversubscribe=oversubscribe, force=force,
+              simulated=mpi_mod.names_simulator(mpi_spec))  # before anything is built
     b = build_or_fail(mpi_spec)
     plat = resolve_platform(platform_spec, b.mpi)
-    check_nps(np_list, oversubscribe=oversubscribe, force=force, simulated=b.mpi.simulated)
     if reps is None:
         reps = bench_mod.SIM_REPS if b.mpi.simulated else 3
     specs_list = bench_mod.split_specs(algos)
