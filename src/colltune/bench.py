@@ -40,7 +40,7 @@ class BenchSpec:
 
 # Under simulation (SimGrid SMPI, computation not simulated) the time of a call is
 # deterministic: every iteration gives the same number, so a few suffice.
-SIM_ITERATIONS = 3
+SIM_ITERATIONS = 2
 SIM_WARMUP = 1
 SIM_REPS = 1
 
