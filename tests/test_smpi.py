@@ -156,7 +156,7 @@ def test_simulated_points_are_never_mixed_into_measurements(tmp_path):
     assert sorted(both["median_us"]) == [2.0, 10.0]
     assert list(only["median_us"]) == [2.0] and list(only["platform"]) == ["tapems-16x12"]
     assert run[0] == 1 and run[1] == "tapems-16x12" and run[3].startswith("SimGrid 4.1")
-    assert json.loads(run[2])["nodes"] == 16
+    assert json.loads(run[2])["nodes"]["value"] == 16
     # 1024 simulated processes on this machine are not "oversubscribed"
     from colltune.evidence import oversubscribed
 

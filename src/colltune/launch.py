@@ -454,18 +454,35 @@ def _prepare_smpi(mpi: MPI, np: int, program: list[str], extra_env: dict[str, st
     if p is not None and p.launcher != "local":
         raise LaunchError(f"launcher '{p.launcher}' with --mpi smpi: a simulation runs here, "
                           "on the simulated platform (use launcher 'local')")
+    notes = []
+    cores = getattr(plat, "cores", None)
+    per = getattr(plat, "cores_per_node", None)
+    if (cores is not None and per and np > cores and getattr(plat, "topology", "") == "flat"
+            and hasattr(plat, "with_nodes")):
+        # more ranks than the platform has cores: more nodes of the same kind (a flat
+        # cluster grows without changing what a node or a link is)
+        grown = plat.with_nodes(-(-np // per))
+        notes.append(f"{np} processes on platform '{plat.name}' ({cores} cores): simulated on "
+                     f"'{grown.name}', {grown.nodes} nodes of the same kind")
+        plat = grown
     hosts = plat.rank_hosts(np, mapping, order)
     xml = _content_file("platform", ".xml", plat.xml())
     hostfile = _content_file("hosts", ".txt", "\n".join(hosts) + "\n")
     argv = [str(mpi.launcher), "-np", str(np), "-platform", str(xml), "-hostfile",
             str(hostfile)]
+    from . import platform as platform_mod
+
+    # the platform's own settings (its network model, host speed), then ours
+    plat_cfg = (platform_mod.simgrid_cfg(plat) if hasattr(platform_mod, "simgrid_cfg")
+                else [])
+    argv += list(plat_cfg)
     argv += [f"--cfg={c}" for c in (*SMPI_CFG, *sim.cfg)]
     argv += [f"--log={c}" for c in SMPI_LOG]
     per_node: dict[str, int] = {}
     for h in hosts:
         per_node[h] = per_node.get(h, 0) + 1
-    notes = [f"simulated on platform '{plat.name}' (SimGrid {mpi.version}), mapping "
-             f"{mapping}, order {order}: {len(per_node)} node(s)"]
+    notes.insert(0, f"simulated on platform '{plat.name}' (SimGrid {mpi.version}), mapping "
+                    f"{mapping}, order {order}: {len(per_node)} node(s)")
     env = mpi.env()
     if extra_env:
         env.update(extra_env)

@@ -17,6 +17,7 @@ from ._common import err, fail
 from . import (basic, bench, fit, heat, model, p2p, plot, quick, report, results, sweep, tune,
                verify)
 from . import interpose as interpose_cli
+from . import platform as platform_cli
 from . import rules as rules_cli
 
 
@@ -56,7 +57,8 @@ def main() -> None:
 for _cmd in (basic.build, basic.info, basic.algorithms, verify.verify, bench.bench,
              p2p.pingpong, p2p.probe, heat.heat, heat.stream, fit.fit, model.model, plot.plot,
              report.report, sweep.sweep, results.results, results.export, quick.quick,
-             tune.tune, rules_cli.rules, interpose_cli.run, interpose_cli.profile):
+             tune.tune, rules_cli.rules, interpose_cli.run, interpose_cli.profile,
+             platform_cli.platform):
     main.add_command(_cmd)
 del _cmd
 

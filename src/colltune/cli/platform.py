@@ -1,0 +1,217 @@
+"""`colltune platform`: simulated platforms (SimGrid platform files) from descriptions.
+The work is in colltune.platform; see docs/simulation-platforms.md."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from .. import platform as plat
+from ..files import check_writable
+from ..p2p import P2PError, PingpongSpec, run_pingpong
+from ..units import parse_sizes
+from ._common import (MPI_HELP, Command, build_or_fail, check_nps, command, err, fail, out,
+                      write_or_keep)
+
+
+class Group(Command, click.Group):
+    """A group of commands with the one error path (see _common.Command)."""
+
+
+@click.group(name="platform", cls=Group)
+def platform() -> None:
+    """Simulated platforms: SimGrid platform files from short descriptions.
+
+    A platform is nodes x sockets x cores with intra-node and network latency and
+    bandwidth and a topology (flat switch, fat-tree, dragonfly, torus). list shows
+    the presets, show every figure and its source, write the SimGrid XML (and a
+    host file for a process count), calibrate measures this machine for the
+    `this-machine` preset. See docs/simulation-platforms.md.
+    """
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+@platform.command(name="list", cls=Command)
+def list_() -> None:
+    """The presets, one line each."""
+    t = Table(title="platform presets (colltune platform show NAME for figures and sources)",
+              title_justify="left")
+    for col in ("name", "nodes", "sockets x cores", "topology", "intra µs", "intra GB/s",
+                "network µs", "network GB/s"):
+        t.add_column(col, justify="left" if col in ("name", "topology") else "right")
+    for name in plat.PRESETS:
+        p = plat.resolve(name)
+        t.add_row(name, str(p.nodes), f"{p.sockets} x {p.cores_per_socket}", p.topology,
+                  _fmt(p.intra_latency_us), _fmt(p.intra_bandwidth_GBps),
+                  _fmt(p.net_latency_us), _fmt(p.net_bandwidth_GBps))
+    out.print(t)
+    cal = plat.calibration_path()
+    out.print(f"this-machine: {'calibrated, ' + str(cal) if cal.is_file() else 'default figures (not calibrated here: colltune platform calibrate)'}",
+              highlight=False)
+
+
+@platform.command(cls=Command)
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the description as JSON "
+              "(what simulated results store as provenance).")
+def show(name, as_json) -> None:
+    """Every figure of platform NAME (a preset, PRESET:nodes=N or a description file)
+    and its source."""
+    p = plat.resolve(name)
+    d = p.describe()
+    if as_json:
+        click.echo(json.dumps(d, indent=2))
+        return
+    out.print(f"[bold]{escape(p.name)}[/]: {escape(p.about)}", highlight=False)
+    out.print(f"from {escape(p.origin)}", highlight=False)
+    t = Table(title_justify="left", show_lines=False)
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    t.add_column("source")
+    rows = [("nodes", "nodes", ""), ("sockets", "sockets", ""),
+            ("cores a socket", "cores_per_socket", ""),
+            ("intra-node latency", "intra_latency", "µs"),
+            ("intra-node bandwidth", "intra_bandwidth", "GB/s"),
+            ("network latency (nearest nodes)", "net_latency", "µs"),
+            ("network bandwidth", "net_bandwidth", "GB/s"),
+            ("topology", "topology", ""), ("allocation", "allocation", "")]
+    if d.get("switch_bandwidth"):
+        rows.insert(7, ("switch backbone", "switch_bandwidth", "GB/s"))
+    for label, key, unit in rows:
+        f = d[key]
+        v = f["value"]
+        text = f"{v}" + (f" {unit}" if unit else "")
+        if key == "topology" and p.topo_parameters:
+            text += f" {p.topo_parameters}"
+        t.add_row(label, escape(text), escape(f["source"]))
+    for k, v in d.get("other_sources", {}).items():
+        t.add_row(escape(k), "", escape(v))
+    out.print(t)
+    sg = d["simgrid"]
+    out.print(f"SimGrid: hosts {sg['hosts']} ({p.cores_per_node} cores each, {p.cores} in all); "
+              f"link latency {sg['link_latency_us']:.4g} µs, {sg['links_between_nearest_nodes']} "
+              "link(s) between the nearest nodes; ranks of one node use its loopback link",
+              highlight=False)
+    out.print("smpirun options: " + " ".join(sg["cfg"]), highlight=False)
+    if p.calibration:
+        c = p.calibration
+        out.print(f"calibrated {c.get('date')} on {c.get('host')} ({c.get('mpi', '')}): "
+                  f"alpha {c.get('alpha_us', 0):.4g} µs, beta {c.get('beta_GBps', 0):.4g} GB/s, "
+                  f"Hockney fit median |error| {100 * c.get('fit_median_abs_rel_error', 0):.1f}%"
+                  + ("; piecewise factors reproduce each measured size" if c.get("piecewise")
+                     else ""), highlight=False)
+
+
+@platform.command(cls=Command)
+@click.argument("name")
+@click.option("-o", "--output", required=True, help="The SimGrid platform file (XML) to write.")
+@click.option("--hostfile", help="Also write the smpirun host file: the host of each rank, "
+              "one line a rank (needs --np).")
+@click.option("--np", "np", type=click.IntRange(min=1), help="Processes of the host file.")
+@click.option("--mapping", default="core", show_default=True,
+              type=click.Choice(plat.MAPPINGS),
+              help="core: fill the cores of a node, then the next node; socket: alternate "
+                   "the sockets of a node (one host: as core); node: spread over the nodes.")
+@click.option("--order", default="seq", show_default=True, type=click.Choice(plat.ORDERS),
+              help="Rank order across nodes: seq: a block of ranks a node; rr: round-robin.")
+@click.option("--nodes", type=click.IntRange(min=1),
+              help="Nodes to use (default: the fewest that hold --np; node mapping: all).")
+@click.option("--oversubscribe", is_flag=True,
+              help="Allow more processes than the platform's cores (several ranks a core).")
+@click.option("--description", "desc_out", help="Also write the description (TOML) here.")
+def write(name, output, hostfile, np, mapping, order, nodes, oversubscribe, desc_out) -> None:
+    """Write the SimGrid platform file of NAME (and optionally a host file)."""
+    if hostfile and np is None:
+        fail("--hostfile needs --np (the processes it places)")
+    if np is not None and not hostfile:
+        fail("--np is for --hostfile: add --hostfile FILE")
+    for path, what in ((output, "-o/--output"), (hostfile, "--hostfile"),
+                       (desc_out, "--description")):
+        if path:
+            check_writable(path, what)
+    p = plat.resolve(name)
+    hosts = p.hostfile(np, mapping, order, nodes=nodes, oversubscribe=oversubscribe) \
+        if hostfile else None
+    write_or_keep(Path(output), p.xml(), "platform.xml")
+    msg = f"wrote {output}: {p.nodes} host(s), {p.cores} cores"
+    if hostfile:
+        write_or_keep(Path(hostfile), hosts, "hostfile")
+        used = len(set(hosts.split()))
+        msg += f"; {hostfile}: {np} ranks on {used} node(s) ({mapping}, {order})"
+    if desc_out:
+        write_or_keep(Path(desc_out), p.to_toml(), "platform.toml")
+        msg += f"; {desc_out}: the description"
+    err.print(msg, highlight=False)
+    err.print("smpirun options: " + " ".join(plat.simgrid_cfg(p)), highlight=False)
+
+
+@platform.command(cls=Command)
+@click.option("--mpi", "mpi_spec", help=MPI_HELP)
+@click.option("--sizes", default="8:1M", show_default=True,
+              help="Ping-pong sizes in bytes: list (8,64K,1M) or power-of-two range.")
+@click.option("--reps", default=11, show_default=True, type=click.IntRange(min=1),
+              help="Repetitions of each size.")
+@click.option("--statistic", default="min", show_default=True,
+              type=click.Choice(["min", "median"]),
+              help="Time of a size to calibrate on: min (least disturbed by other load) or "
+                   "median of the repetitions.")
+@click.option("--piecewise/--hockney", default=True, show_default=True,
+              help="Piecewise factors so that the simulated ping-pong follows the measured "
+                   "one size by size, or the plain Hockney fit alone.")
+@click.option("--from-json", "from_json", type=click.Path(exists=True, dir_okay=False),
+              help="Calibrate from records of `colltune pingpong --format json` instead of "
+                   "running the ping-pong.")
+@click.option("-o", "--output", help="Where to write the description (default: the colltune "
+              "cache, where the this-machine preset reads it).")
+@click.option("--timeout", default=600.0, show_default=True, help="Seconds before giving up.")
+def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, output, timeout) -> None:
+    """Measure this machine (2-process ping-pong) and write the this-machine platform."""
+    target = Path(output) if output else plat.calibration_path()
+    check_writable(target, "-o/--output" if output else "the calibration file")
+    if from_json:
+        try:
+            records = json.loads(Path(from_json).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            fail(f"--from-json {from_json}: {exc}")
+        if not isinstance(records, list):
+            fail(f"--from-json {from_json}: expected a list of ping-pong records")
+        command_line = f"records of {from_json}"
+    else:
+        try:
+            size_list = parse_sizes(sizes)
+        except ValueError as exc:
+            fail(str(exc))
+        check_nps([2])
+        b = build_or_fail(mpi_spec)
+        err.print(f"ping-pong, 2 processes, {len(size_list)} sizes x {reps} repetitions "
+                  f"({b.mpi.banner}) ...", highlight=False)
+        try:
+            records, notes = run_pingpong(b, PingpongSpec(2, tuple(size_list), reps=reps),
+                                          timeout=timeout)
+        except P2PError as exc:
+            fail(str(exc))
+        command_line = records[0].get("command", "")
+    p = plat.calibrated(records, statistic=statistic, piecewise=piecewise,
+                        command=command_line)
+    write_or_keep(target, p.to_toml(), "this-machine.toml")
+    c = p.calibration
+    out.print(f"wrote {target}: alpha {c['alpha_us']:.4g} µs, beta {c['beta_GBps']:.4g} GB/s "
+              f"(Hockney fit, median |error| {100 * c['fit_median_abs_rel_error']:.1f}%, "
+              f"max {100 * c['fit_max_abs_rel_error']:.1f}%)"
+              + ("; piecewise factors for each size" if piecewise else ""), highlight=False)
+    far = [m for m, t in zip(c["sizes"], c["times_us"])
+           if not 0.5 <= t / (c["alpha_us"] + m / (c["beta_GBps"] * 1e3)) <= 2]
+    if far:
+        err.print(f"warning: at {', '.join(map(str, far))} B the measured time is more than 2x "
+                  "off the fit: if the machine was busy, calibrate again when it is quiet "
+                  "(the piecewise factors follow what was measured)", highlight=False)
+    if not output:
+        out.print("the this-machine preset now uses it (colltune platform show this-machine)",
+                  highlight=False)
