@@ -81,6 +81,9 @@ def run(build: Build, nps: list[int], collectives: list[str], algos: list[str] |
     (main, mixed, garbage, self, inter; default all; under SimGrid's SMPI all but
     inter and mixed, see SMPI_UNSUPPORTED_FAMILIES)."""
     report = Report()
+    if getattr(build.mpi, "simulated", False) and families is not None \
+            and set(families) == set(FAMILIES):  # "all" (the command's default)
+        families = None
     if families is None and getattr(build.mpi, "simulated", False):
         families = [f for f in FAMILIES if f not in SMPI_UNSUPPORTED_FAMILIES]
     elif families and getattr(build.mpi, "simulated", False):
