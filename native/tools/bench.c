@@ -101,6 +101,7 @@ static double budget_s;       /* --time-budget, 0 if none */
 static int reps = 3;
 static long warmup_opt = -1;
 static long align = -1;        /* --align: buffer alignment in bytes, 1 = plain malloc */
+static int shared_bufs;        /* --shared-buffers (SMPI only): SMPI_SHARED_MALLOC */
 
 /* clocks (window) */
 static double clk_offset;     /* this rank's clock minus rank 0's */
@@ -111,7 +112,8 @@ static void usage(void) {
     printf("usage: colltune-bench --coll C --algo LIST [--sizes LIST] [--iterations N]\n"
            "                      [--warmup N] [--reps R] [--root R] [--dtype T] [--op O]\n"
            "                      [--timing osu|window] [--sleep US] [--time-budget S]\n"
-           "                      [--align BYTES] [--validate] [--raw] [--trace]\n\n"
+           "                      [--align BYTES] [--validate] [--raw] [--trace]\n"
+           "                      [--shared-buffers]\n\n"
            "  --coll        bcast | reduce | gather | allgather | allreduce\n"
            "  --algo        comma-separated algorithm specs, e.g. native,binomial,chain:fanout=2\n"
            "  --sizes       message sizes in bytes (default 8,65536,1048576); for gather and\n"
@@ -133,6 +135,10 @@ static void usage(void) {
            "                0 or 1: plain malloc\n"
            "  --validate    after timing a point, compare one call on rank-dependent data\n"
            "                with the MPI library's collective; exit 1 if any differs\n"
+           "  --shared-buffers  (SimGrid SMPI only) message buffers from SMPI_SHARED_MALLOC:\n"
+           "                every rank's buffer is the same memory, so thousands of\n"
+           "                simulated ranks fit; timing only, the data is not meaningful\n"
+           "                (not with --validate)\n"
            "  --raw         add the per-repetition (osu) or per-sample (window) times\n"
            "  --trace       print the buffer addresses (\"buffers ...\") and the order of the\n"
            "                timed loops (\"trace size=... rep=... algo=...\") on stderr\n");
@@ -531,9 +537,23 @@ static void print_record(const point_t *p, candidate_t *c, long size, const char
 
 /* ---- main ----------------------------------------------------------------- */
 
+static void free_buf(char *p) {
+    if (!p) return;
+#ifdef SMPI_SHARED_FREE
+    if (shared_bufs) {
+        SMPI_SHARED_FREE(p);
+        return;
+    }
+#endif
+    free(p);
+}
+
 /* A message buffer: at a multiple of `align` bytes (posix_memalign), or plain
  * malloc when align is 1. NULL when out of memory. */
 static char *alloc_buf(size_t n) {
+#ifdef SMPI_SHARED_MALLOC
+    if (shared_bufs) return SMPI_SHARED_MALLOC(n);
+#endif
     if (align <= 1) return malloc(n);
     void *p = NULL;
     size_t a = (size_t)align < sizeof(void *) ? sizeof(void *) : (size_t)align;
@@ -577,6 +597,15 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--trace")) {
             trace = 1;
             continue;
+        }
+        if (!strcmp(a, "--shared-buffers")) {
+#ifdef SMPI_SHARED_MALLOC
+            shared_bufs = 1;
+            continue;
+#else
+            ct_die(rank, "--shared-buffers: only in a build for SimGrid's SMPI "
+                         "(colltune build --mpi smpi)");
+#endif
         }
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) ct_die(rank, "%s needs a value (see --help)", a);
@@ -626,6 +655,9 @@ int main(int argc, char **argv) {
         ct_die(rank, "--root %d: must be a rank of the %d processes", root, nprocs);
     if (budget_s > 0 && iterations > 0)
         ct_die(rank, "--time-budget and --iterations exclude each other");
+    if (shared_bufs && validate)
+        ct_die(rank, "--shared-buffers and --validate exclude each other (shared buffers "
+                     "hold no meaningful data)");
     if (sleep_s > 10) ct_die(rank, "--sleep %.0f us: at most 10 s", sleep_s * 1e6);
     if (align < 0) { /* not given: the page size, as OSU's buffers */
         long pg = sysconf(_SC_PAGESIZE);
@@ -796,9 +828,9 @@ int main(int argc, char **argv) {
     for (int k = 0; k < ncand; k++) free(cand[k].samples);
     free(cand);
     free(sizes);
-    free(sbuf);
-    free(rbuf);
-    free(ref);
+    free_buf(sbuf);
+    free_buf(rbuf);
+    free_buf(ref);
     ct_free_list(specs, ncand);
     ct_free_list(sizes_s, nsizes);
     MPI_Finalize();

@@ -1072,7 +1072,9 @@ int main(int argc, char **argv) {
     MPI_Type_commit(&lay_dt[L_PAIR]);
     MPI_Type_contiguous(0, MPI_INT, &lay_dt[L_EMPTY]);
     MPI_Type_commit(&lay_dt[L_EMPTY]);
-    if (nprocs >= 2) { /* low half and high half of the world */
+    /* low half and high half of the world; only when the family runs (SimGrid's SMPI
+     * has no MPI_Intercomm_create, and aborts on it) */
+    if (nprocs >= 2 && (families & F_INTER)) {
         MPI_Comm local;
         inter_low = rank < nprocs / 2;
         MPI_Comm_split(MPI_COMM_WORLD, inter_low, rank, &local);

@@ -34,6 +34,41 @@ class BenchSpec:
     raw: bool = False                 # records carry "samples_us"
     align: int | None = None          # buffer alignment in bytes; None: the page size
                                       # (the driver's default, as OSU); 0 or 1: plain malloc
+    shared_buffers: bool | None = None  # SMPI only: SMPI_SHARED_MALLOC buffers (timing
+                                        # only); None: on for simulated runs without validate
+
+
+# Under simulation (SimGrid SMPI, computation not simulated) the time of a call is
+# deterministic: every iteration gives the same number, so a few suffice.
+SIM_ITERATIONS = 2
+SIM_WARMUP = 1
+SIM_REPS = 1
+
+
+def for_simulation(spec: BenchSpec) -> BenchSpec:
+    """The spec as a simulated launch runs it: OSU timing (the window method busy-waits
+    on the clock, which a simulation does not advance), few iterations unless given,
+    shared message buffers unless validating. BenchError for what a simulation cannot
+    do."""
+    import dataclasses
+
+    if spec.timing == "window":
+        raise BenchError("--timing window is not available under simulation (--mpi smpi): "
+                         "it waits on the clock; simulated runs time as osu")
+    if spec.time_budget is not None:
+        raise BenchError("a time budget is not available under simulation (--mpi smpi): "
+                         "simulated times do not depend on wall time; give iterations")
+    if spec.sleep_us:
+        raise BenchError("sleep between calls is not available under simulation (--mpi smpi)")
+    shared = spec.shared_buffers
+    if shared is None:
+        shared = not spec.validate
+    if shared and spec.validate:
+        raise BenchError("shared buffers hold no meaningful data: not with validate")
+    return dataclasses.replace(
+        spec, timing="osu", shared_buffers=shared,
+        iterations=spec.iterations if spec.iterations is not None else SIM_ITERATIONS,
+        warmup=spec.warmup if spec.warmup is not None else SIM_WARMUP)
 
 
 def split_specs(text: str) -> list[str]:
@@ -87,6 +122,11 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
     collective does not raise: its record has "valid": false (see
     `validation_failures`), and the caller decides how to exit.
     """
+    if build.mpi.simulated:
+        spec = for_simulation(spec)
+    elif spec.shared_buffers:
+        raise BenchError("shared buffers (SMPI_SHARED_MALLOC) exist only under simulation "
+                         "(--mpi smpi)")
     prog = [str(build.program("colltune-bench")), "--coll", spec.collective,
             "--algo", ",".join(spec.algos), "--sizes", ",".join(map(str, spec.sizes)),
             "--reps", str(spec.reps), "--root", str(spec.root), "--dtype", spec.dtype,
@@ -108,7 +148,20 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
         prog += ["--raw"]
     if spec.align is not None:
         prog += ["--align", str(spec.align)]
+    if spec.shared_buffers:
+        prog += ["--shared-buffers"]
     ln = launch.prepare(build.mpi, spec.np, prog, extra_env=extra_env)
+    sim = launch.current_simulation() if build.mpi.simulated else None
+
+    def _mark(rec: dict) -> None:
+        """Simulated records say so, and where (the database keeps them apart)."""
+        if sim is not None:
+            rec["simulated"] = True
+            rec["platform"] = sim.platform.name
+            rec["simulator"] = build.mpi.banner
+            rec["shared_buffers"] = bool(spec.shared_buffers)
+            rec["nodes"], rec["ppn"] = ln.nodes, ln.ppn
+
     def line(text: str) -> None:
         if on_record is not None and text.startswith("{"):
             try:
@@ -116,6 +169,7 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
             except json.JSONDecodeError:
                 return
             rec["command"] = ln.command_line
+            _mark(rec)
             on_record(rec)
 
     res = launch.run(ln, timeout=timeout, on_stdout=line)
@@ -126,6 +180,7 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
         if line.startswith("{"):
             rec = json.loads(line)
             rec["command"] = res.command
+            _mark(rec)
             records.append(rec)
     if res.returncode != 0:
         # colltune-bench exits 1 after a complete run in which --validate found

@@ -553,8 +553,10 @@ def load_pingpong_from_db(db_path) -> pd.DataFrame | None:
         if "measurements" in tables:
             cols = [r[1] for r in con.execute('PRAGMA table_info("measurements")')]
             if "collective" in cols:
+                sim = " AND simulated = 0" if "simulated" in cols else ""  # measured only
                 df = pd.read_sql_query(
-                    "SELECT * FROM measurements WHERE collective IN ('pingpong', 'p2p')", con)
+                    "SELECT * FROM measurements WHERE collective IN ('pingpong', 'p2p')" + sim,
+                    con)
                 if len(df):
                     return df
     except (sqlite3.Error, pd.errors.DatabaseError):

@@ -229,7 +229,19 @@ _V4 = [
     "ALTER TABLE measurements ADD COLUMN probe_us REAL",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4]
+# v5: simulated points (SimGrid SMPI, `--mpi smpi`): the run says on which platform
+# (its name and description, JSON) and with which simulator; every point carries the
+# flag, so that no reader mixes simulated points into measurements unless asked
+# (`--include-simulated`).
+_V5 = [
+    "ALTER TABLE runs ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE runs ADD COLUMN platform TEXT",
+    "ALTER TABLE runs ADD COLUMN platform_description TEXT",
+    "ALTER TABLE runs ADD COLUMN simulator TEXT",
+    "ALTER TABLE measurements ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -497,9 +509,11 @@ def store_run(conn: sqlite3.Connection, *, kind: str = "sweep", study_id: int | 
               seed: int | None = None, shuffled: bool | None = None, round: int | None = None,
               units_planned: int | None = None, units_skipped: int | None = None,
               env: dict[str, str] | None = None, notes: list[str] | None = None,
-              status: str = "running") -> int:
+              status: str = "running", platform=None) -> int:
     """Start a run (status 'running'); returns its id. Host, CPU, cores, colltune
-    version and git revision are filled in here; `mpi` is an mpi.MPI."""
+    version and git revision are filled in here; `mpi` is an mpi.MPI. A simulated
+    run (`mpi.simulated`) records its `platform` (colltune.platform.Platform): name,
+    description and the simulator's version."""
     from . import __version__
 
     h = host_info()
@@ -522,6 +536,13 @@ def store_run(conn: sqlite3.Connection, *, kind: str = "sweep", study_id: int | 
              if definition is not None else None, seed,
              None if shuffled is None else int(shuffled), units_planned, units_skipped,
              os.getpid(), now(), json.dumps(notes or [])))
+        if getattr(mpi, "simulated", False):
+            conn.execute(
+                "UPDATE runs SET simulated = 1, platform = ?, platform_description = ?, "
+                "simulator = ? WHERE id = ?",
+                (getattr(platform, "name", None),
+                 json.dumps(platform.describe(), sort_keys=True, default=str)
+                 if platform is not None else None, mpi.banner, cur.lastrowid))
         return cur.lastrowid
 
 
@@ -591,7 +612,7 @@ MEASUREMENT_COLUMNS = (
     "size", "root", "dtype", "op", "timing", "iterations", "warmup", "rep_min_us", "mean_us",
     "median_us", "p90_us", "p99_us", "rep_max_us", "stddev_us", "valid_reps", "invalid",
     "rank_min_us", "rank_max_us", "window_us", "sleep_us", "time_budget_s", "valid", "fallback",
-    "repetition", "round", "samples", "extra", "align", "load_level", "probe_us")
+    "repetition", "round", "samples", "extra", "align", "load_level", "probe_us", "simulated")
 _RECORD_SKIP = {"command", "mpi", "host", "samples_us", "params", "order"}
 # record fields of older colltune versions -> their column now
 _LEGACY_FIELDS = {"min_us": "rep_min_us", "max_us": "rep_max_us"}
@@ -612,6 +633,7 @@ def _measurement_row(rec: dict, defaults: dict) -> tuple:
     row["samples"] = json.dumps(samples) if samples is not None else None
     if isinstance(row["valid"], bool):
         row["valid"] = int(row["valid"])
+    row["simulated"] = 1 if row["simulated"] else 0
     extra = {k: v for k, v in rec.items()
              if k not in MEASUREMENT_COLUMNS and k not in _RECORD_SKIP}
     row["extra"] = json.dumps(extra, sort_keys=True, default=str) if extra else None
@@ -691,7 +713,8 @@ def store_failure(conn: sqlite3.Connection, *, run_id: int, study_id: int | None
 
 
 def store_bench(records: list[dict], *, mpi, path: str | Path | None = None,
-                argv: list[str] | None = None, notes: list[str] | None = None) -> int:
+                argv: list[str] | None = None, notes: list[str] | None = None,
+                platform=None) -> int:
     """What `colltune bench --db PATH` does: one run (kind 'bench') with its records.
 
     Local launches with the library's default placement: nodes 1, ppn = np.
@@ -702,10 +725,11 @@ def store_bench(records: list[dict], *, mpi, path: str | Path | None = None,
         command = records[0].get("command") if records else None
         run_id = store_run(conn, kind="bench", mpi=mpi, launcher="local",
                            launcher_command=command, command_line=argv or sys.argv,
-                           notes=notes)
+                           notes=notes, platform=platform)
         with transaction(conn):
             for r in records:
-                store_measurements(conn, run_id, [r], nodes=1, ppn=r.get("np"))
+                store_measurements(conn, run_id, [r], nodes=r.get("nodes", 1),
+                                   ppn=r.get("ppn", r.get("np")))
             conn.execute("UPDATE runs SET status = 'done', finished_at = ?, units_done = ? "
                          "WHERE id = ?", (now(), len({r.get('np') for r in records}), run_id))
         return run_id
@@ -798,12 +822,13 @@ POINT_COLUMNS = (
     "dtype", "op", "timing", "iterations", "warmup", "rep_min_us", "mean_us", "median_us",
     "p90_us", "p99_us", "rep_max_us", "stddev_us", "valid_reps", "invalid", "rank_min_us",
     "rank_max_us", "window_us", "sleep_us", "time_budget_s", "valid", "fallback", "align",
-    "load_level", "probe_us", "started_at", "command")
+    "load_level", "probe_us", "simulated", "started_at", "command")
 
 
 def measurements_frame(conn: sqlite3.Connection, *, study=None, collective=None, algorithm=None,
                        np=None, size=None, mapping=None, rank_order=None, run_id=None,
-                       round=None, host=None, samples: bool = False):
+                       round=None, host=None, samples: bool = False,
+                       include_simulated: bool = False, only_simulated: bool = False):
     """Points as a pandas DataFrame, one row per stored measurement, with the study
     name, host and MPI of their run and the command of their launch. Every filter
     takes a value or a list, whose items may be (low, high) tuples: inclusive ranges
@@ -811,7 +836,11 @@ def measurements_frame(conn: sqlite3.Connection, *, study=None, collective=None,
     `algorithm` matches the algorithm name or the spec as written. `cores` is the
     run's (evidence.oversubscribed compares it with `ppn`); `unit_id` the launch's, so
     that evidence.py pairs only algorithms measured in the same launch (the MPI
-    library's algorithms run in launches of their own: compared unpaired)."""
+    library's algorithms run in launches of their own: compared unpaired).
+
+    Simulated points (SimGrid SMPI) are left out unless `include_simulated`;
+    `only_simulated` selects them alone. `platform` and `simulator` say where a
+    simulated point was simulated."""
     import pandas as pd
 
     filters = {"m.collective": collective, "m.np": np, "m.size": size, "m.mapping": mapping,
@@ -833,12 +862,16 @@ def measurements_frame(conn: sqlite3.Connection, *, study=None, collective=None,
         marks = ", ".join("?" * len(algos))
         extra.append(f"(m.algorithm IN ({marks}) OR m.spec IN ({marks}))")
         args += algos + algos
+    if only_simulated:
+        extra.append("m.simulated = 1")
+    elif not include_simulated:
+        extra.append("m.simulated = 0")
     if extra:
         where = (where + " AND " if where else " WHERE ") + " AND ".join(extra)
     cols = ["s.name AS study", "m.run_id", "m.round", "r.host", "r.mpi_kind", "r.mpi_version"]
     cols += [f"m.{c}" for c in POINT_COLUMNS[6:-2]]
     cols += ["r.started_at", "COALESCE(u.command, r.launcher_command) AS command",
-             "r.cores", "m.unit_id"]
+             "r.cores", "m.unit_id", "r.platform", "r.simulator"]
     if samples:
         cols.append("m.samples")
     q = (f"SELECT {', '.join(cols)} FROM measurements m JOIN runs r ON m.run_id = r.id "
@@ -860,6 +893,8 @@ def summary_frame(points):
         return points
     keys = ["study", "mpi_kind", "collective", "spec", "np", "nodes", "mapping", "rank_order",
             "size"]
+    if "platform" in points.columns:  # simulated points: one group per platform
+        keys.insert(2, "platform")
     from .evidence import oversubscribed
 
     df = points.copy()

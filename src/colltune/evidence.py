@@ -61,9 +61,12 @@ def oversubscribed(df: pd.DataFrame) -> pd.Series:
 
     Processes per node: `ppn`, else `np` when the run used one node (`nodes` 1 or
     unknown); cores: `cores` (the run's, as the database records it). False where
-    either is unknown. The one test of "oversubscribed" every module uses."""
+    either is unknown; False for simulated points (SimGrid: no cores are shared).
+    The one test of "oversubscribed" every module uses."""
     if "cores" not in df.columns:
         return pd.Series(False, index=df.index)
+    simulated = (pd.to_numeric(df["simulated"], errors="coerce").fillna(0).astype(bool)
+                 if "simulated" in df.columns else pd.Series(False, index=df.index))
     cores = pd.to_numeric(df["cores"], errors="coerce")
     ppn = (pd.to_numeric(df["ppn"], errors="coerce") if "ppn" in df.columns
            else pd.Series(np.nan, index=df.index))
@@ -72,7 +75,7 @@ def oversubscribed(df: pd.DataFrame) -> pd.Series:
                  else pd.Series(np.nan, index=df.index))
         one_node = nodes.isna() | (nodes == 1)
         ppn = ppn.where(ppn.notna() | ~one_node, pd.to_numeric(df["np"], errors="coerce"))
-    return (ppn > cores).fillna(False).astype(bool)
+    return ((ppn > cores) & ~simulated).fillna(False).astype(bool)
 
 
 def with_oversubscribed(df: pd.DataFrame) -> pd.DataFrame:

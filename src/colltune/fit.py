@@ -101,7 +101,9 @@ def _key(columns: list[str], *candidates: str) -> str | None:
     return None
 
 
-def load_measurements(db_path: str | Path, study: str | None = None, **filters) -> pd.DataFrame:
+def load_measurements(db_path: str | Path, study: str | None = None, *,
+                      include_simulated: bool = False, only_simulated: bool = False,
+                      **filters) -> pd.DataFrame:
     """The `measurements` table of a results database as a DataFrame.
 
     Joins `runs` (on `run_id`) and `studies` (on `study_id`) when the database has
@@ -112,6 +114,8 @@ def load_measurements(db_path: str | Path, study: str | None = None, **filters) 
     are read. `study` selects one study by name (or id); every other keyword is an
     equality filter on a column (a list/tuple/set means "any of"); `None` values are
     ignored. Raises FitError when the file, the table or a filtered column is missing.
+    Simulated points (SimGrid SMPI, column `simulated`) are left out unless
+    `include_simulated`; `only_simulated` keeps them alone.
     """
     path = Path(db_path)
     if not path.is_file():
@@ -173,6 +177,14 @@ def load_measurements(db_path: str | Path, study: str | None = None, **filters) 
             raise FitError(f"no measurements of study '{study}' in {path}; studies: "
                            f"{', '.join(known) or 'none'}")
         df = df[sel]
+    if "simulated" in df.columns:  # after the study's check: a simulated study exists
+        sim = pd.to_numeric(df["simulated"], errors="coerce").fillna(0).astype(bool)
+        if only_simulated:
+            df = df[sim]
+        elif not include_simulated:
+            df = df[~sim]
+    elif only_simulated:
+        df = df.iloc[0:0]
     df = filter_eq(df, **filters)
     return normalise(df.reset_index(drop=True))
 
@@ -715,7 +727,9 @@ def default_db() -> Path:
     return default_path()
 
 
-def load_selection(db_path, study, coll, algo, mapping, nps, sizes) -> pd.DataFrame:
+def load_selection(db_path, study, coll, algo, mapping, nps, sizes,
+                   include_simulated: bool = False, only_simulated: bool = False,
+                   allow_empty: bool = False) -> pd.DataFrame:
     """Measurements of a database selection, as the commands' options give it: `nps`
     and `sizes` as --np and --size take them (units.parse_selection: '2,4', '2:8',
     '8,64K:1M', open ends)."""
@@ -724,9 +738,17 @@ def load_selection(db_path, study, coll, algo, mapping, nps, sizes) -> pd.DataFr
         size_sel = parse_selection(sizes, "--size", sizes=True)
     except ValueError as exc:
         raise FitError(str(exc)) from None
-    df = load_measurements(db_path, study=study)
+    df = load_measurements(db_path, study=study, include_simulated=include_simulated,
+                           only_simulated=only_simulated)
     df = select(df, collective=coll, algorithm=algo, mapping=mapping, nps=np_sel,
                 sizes=size_sel)
-    if df.empty:
+    if df.empty and not allow_empty and not include_simulated and not only_simulated:
+        sim = select(load_measurements(db_path, study=study, only_simulated=True),
+                     collective=coll, algorithm=algo, mapping=mapping, nps=np_sel,
+                     sizes=size_sel)
+        if not sim.empty:
+            raise FitError(f"the selection holds no measurements, only {len(sim)} simulated "
+                           "points (--include-simulated uses them)")
+    if df.empty and not allow_empty:
         raise FitError("the selection holds no measurements")
     return df

@@ -25,6 +25,14 @@ launcher and every rank, whatever process group they made) on a timeout, an
 exception, Ctrl-C or SIGTERM: no process of a launch outlives it. The policy for
 process counts (`check_process_counts`) is applied by the commands before launching.
 
+SimGrid's SMPI (`--mpi smpi`): the programs run on a simulated platform, one
+`smpirun -platform FILE -hostfile FILE -np N` (see `Simulation`): the platform's
+SimGrid XML and a hostfile with the host of every rank (`Platform.rank_hosts` of the
+mapping and order) are written into the colltune cache, named by their content. The
+platform comes from `simulate(...)` (the commands' `--platform`), else the preset
+`flat`. Computation is not simulated (`smpi/simulate-computation:no`): the time of a
+collective is its communication on the simulated network, deterministic.
+
 A sweep runs library code that calls `prepare` without knowing about placement
 (bench.run); it sets the placement for a block of code with `session(...)`, which
 also collects every Launch prepared and every Result run in it.
@@ -131,6 +139,9 @@ def cores() -> int:
 # measurement means anything there, and a typo (--np 100000) would start a
 # process storm the machine cannot stop quickly.
 MAX_PER_CORE = 16
+# Simulated processes (SMPI) are threads of one simulation; beyond this many a point
+# takes minutes and gigabytes (docs/simulation.md)
+MAX_SIMULATED = 8192
 
 
 def capacity(placement: Placement | None = None) -> tuple[int, str]:
@@ -144,7 +155,7 @@ def capacity(placement: Placement | None = None) -> tuple[int, str]:
 def check_process_counts(nps, *, oversubscribe: bool = False, force: bool = False,
                          timing: bool = True, placement: Placement | None = None,
                          oversubscribe_flag: str = "--oversubscribe",
-                         force_flag: str = "--force") -> list[str]:
+                         force_flag: str = "--force", simulated: bool = False) -> list[str]:
     """The policy for process counts, applied before anything is launched.
 
     - More than MAX_PER_CORE processes per core (slot) is refused unless `force`.
@@ -154,8 +165,17 @@ def check_process_counts(nps, *, oversubscribe: bool = False, force: bool = Fals
       oversubscribed (the database knows: ppn > cores).
     - Correctness runs (`timing=False`, verify) may share cores.
 
+    - Simulated launches (SimGrid SMPI, `simulated`) have no cores to share: every
+      count is allowed up to MAX_SIMULATED (more needs `force`).
+
     Returns notes for the oversubscribed counts; raises LaunchError saying why and
     which flag overrides."""
+    if simulated:
+        big = [np for np in nps if np > MAX_SIMULATED]
+        if big and not force:
+            raise LaunchError(f"{max(big)} simulated processes: more than {MAX_SIMULATED} "
+                              f"(memory and time of one simulation); add {force_flag} to try")
+        return []
     have, unit = capacity(placement)
     notes = []
     for np in sorted(set(nps)):
@@ -359,6 +379,120 @@ def session(placement: Placement | None = None):
             bg.stop()
 
 
+# ------------------------------------------------------------------- simulation
+
+# SimGrid configuration of every simulated launch (docs/simulation.md):
+SMPI_CFG = (
+    # the time between MPI calls (copies, reductions, the driver's own code) is not
+    # charged: results are deterministic and independent of this machine's load
+    "smpi/simulate-computation:no",
+    # MPI_Wtime itself costs no simulated time (its default cost of 10 ns per call
+    # would be charged to the timed loops)
+    "smpi/wtime:0",
+)
+SMPI_LOG = ("root.thres:warning",)  # SimGrid's informational lines off (stderr)
+DEFAULT_PLATFORM = "flat"
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """What a simulated launch runs on: a platform (colltune.platform.Platform) and
+    extra SimGrid `--cfg` settings."""
+
+    platform: object
+    cfg: tuple[str, ...] = ()
+
+
+_SIMULATION: contextvars.ContextVar[Simulation | None] = contextvars.ContextVar(
+    "colltune_simulation", default=None)
+
+
+@contextmanager
+def simulate(platform, cfg: tuple[str, ...] = ()):
+    """Inside, simulated launches (`--mpi smpi`) run on `platform` (a Platform or a
+    spec for colltune.platform.resolve)."""
+    if isinstance(platform, str):
+        from .platform import resolve
+
+        platform = resolve(platform)
+    token = _SIMULATION.set(Simulation(platform, tuple(cfg)))
+    try:
+        yield
+    finally:
+        _SIMULATION.reset(token)
+
+
+def current_simulation() -> Simulation:
+    """The simulation launches prepared now would use (the default platform outside
+    `simulate`)."""
+    sim = _SIMULATION.get()
+    if sim is None:
+        from .platform import resolve
+
+        sim = Simulation(resolve(DEFAULT_PLATFORM))
+    return sim
+
+
+def _content_file(kind: str, suffix: str, text: str) -> Path:
+    """A file under the colltune cache named by its content (written once, atomically)."""
+    import hashlib
+
+    from .files import write_atomic
+    from .paths import cache_dir
+
+    digest = hashlib.sha1(text.encode()).hexdigest()[:16]
+    path = cache_dir() / "smpi-files" / f"{kind}-{digest}{suffix}"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text)
+    return path
+
+
+def _prepare_smpi(mpi: MPI, np: int, program: list[str], extra_env: dict[str, str] | None,
+                  p: Placement | None) -> Launch:
+    sim = current_simulation()
+    plat = sim.platform
+    mapping = (p.mapping if p is not None and p.mapping else "core")
+    order = p.order if p is not None else "seq"
+    if p is not None and p.launcher != "local":
+        raise LaunchError(f"launcher '{p.launcher}' with --mpi smpi: a simulation runs here, "
+                          "on the simulated platform (use launcher 'local')")
+    notes = []
+    cores = getattr(plat, "cores", None)
+    per = getattr(plat, "cores_per_node", None)
+    if (cores is not None and per and np > cores and getattr(plat, "topology", "") == "flat"
+            and hasattr(plat, "with_nodes")):
+        # more ranks than the platform has cores: more nodes of the same kind (a flat
+        # cluster grows without changing what a node or a link is)
+        grown = plat.with_nodes(-(-np // per))
+        notes.append(f"{np} processes on platform '{plat.name}' ({cores} cores): simulated on "
+                     f"'{grown.name}', {grown.nodes} nodes of the same kind")
+        plat = grown
+    hosts = plat.rank_hosts(np, mapping, order)
+    xml = _content_file("platform", ".xml", plat.xml())
+    hostfile = _content_file("hosts", ".txt", "\n".join(hosts) + "\n")
+    argv = [str(mpi.launcher), "-np", str(np), "-platform", str(xml), "-hostfile",
+            str(hostfile)]
+    from . import platform as platform_mod
+
+    # the platform's own settings (its network model, host speed), then ours
+    plat_cfg = (platform_mod.simgrid_cfg(plat) if hasattr(platform_mod, "simgrid_cfg")
+                else [])
+    argv += list(plat_cfg)
+    argv += [f"--cfg={c}" for c in (*SMPI_CFG, *sim.cfg)]
+    argv += [f"--log={c}" for c in SMPI_LOG]
+    per_node: dict[str, int] = {}
+    for h in hosts:
+        per_node[h] = per_node.get(h, 0) + 1
+    notes.insert(0, f"simulated on platform '{plat.name}' (SimGrid {mpi.version}), mapping "
+                    f"{mapping}, order {order}: {len(per_node)} node(s)")
+    env = mpi.env()
+    if extra_env:
+        env.update(extra_env)
+    return Launch(argv + program, env, notes, nodes=len(per_node), ppn=max(per_node.values()),
+                  placement=p, extra_env=dict(extra_env or {}))
+
+
 # ---------------------------------------------------------------------- prepare
 
 
@@ -374,7 +508,9 @@ def prepare(mpi: MPI, np: int, program: list[str], extra_env: dict[str, str] | N
     s = _SESSION.get()
     if placement is None and s is not None:
         placement = s.placement
-    if placement is None:
+    if getattr(mpi, "simulated", False):
+        ln = _prepare_smpi(mpi, np, program, extra_env, placement)
+    elif placement is None:
         ln = _prepare_default(mpi, np, program, extra_env)
     else:
         ln = _prepare_placed(mpi, np, program, extra_env, placement)

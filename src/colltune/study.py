@@ -61,7 +61,10 @@ KEYS: dict[str, tuple[str, Any]] = {
     "time_budget": ("seconds > 0 per point and algorithm (replaces iterations)", None),
     "raw": ("true/false: store per-repetition samples", False),
     "validate": ("true/false: check each point against the library's collective", False),
-    "mpi": ("'openmpi', 'mpich' or a path to an MPI library", "openmpi"),
+    "mpi": ("'openmpi', 'mpich', 'smpi' (SimGrid simulation) or a path to an MPI library",
+            "openmpi"),
+    "platform": ("simulated platform for mpi = 'smpi': a preset name or a description "
+                 "file (colltune.platform); default 'flat'", None),
     "launcher": ("'local', 'hostfile' or 'slurm'", "local"),
     "hostfile": ("path of a hostfile (launcher = 'hostfile'), relative to the study file", None),
     "nodes": ("whole number >= 1: nodes to spread over (hostfile, slurm)", None),
@@ -122,6 +125,7 @@ class Study:
     raw: bool = False
     validate: bool = False
     mpi: str = "openmpi"
+    platform: str | None = None
     launcher: str = "local"
     hostfile: str | None = None
     nodes: int | None = None
@@ -423,6 +427,9 @@ def loads(text: str, source: str = "<string>", base_dir: Path | None = None) -> 
             setattr(s, k, _want(f"study.{k}", st[k], bool, "true or false"))
     if "mpi" in st:
         s.mpi = _want("study.mpi", st["mpi"], str, "'openmpi', 'mpich' or a path")
+    if "platform" in st:
+        s.platform = _want("study.platform", st["platform"], str,
+                           "a platform preset name or a description file")
     if "launcher" in st:
         s.launcher = _choice("study.launcher", st["launcher"], LAUNCHERS)
     if "hostfile" in st:

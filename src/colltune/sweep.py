@@ -18,6 +18,7 @@ the running launch, keeps what is stored and marks the run 'interrupted'.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import inspect
@@ -78,6 +79,7 @@ class Plan:
     shuffled: bool
     notes: list[str] = field(default_factory=list)
     lib_envs: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    platform: object = None  # platform.Platform of a simulated study (--mpi smpi)
 
     def placement(self, unit: Unit) -> launch.Placement:
         s = self.study
@@ -112,7 +114,7 @@ def bench_spec(study: Study, unit: Unit) -> bench_mod.BenchSpec:
 
 
 def _unit_key(study: Study, build, coll, np, mapping, order, rep, algos, lib,
-              hosts=None, load=None) -> str:
+              hosts=None, load=None, platform=None) -> str:
     ident = {
         "collective": coll, "np": np, "mapping": mapping, "order": order, "repetition": rep,
         "algos": list(algos), "library": lib, "sizes": study.sizes,
@@ -123,7 +125,10 @@ def _unit_key(study: Study, build, coll, np, mapping, order, rep, algos, lib,
         "mpi": f"{build.mpi.kind}-{build.mpi.version}", "launcher": study.launcher,
         "nodes": study.nodes, "bind": study.bind,
     }
-    if study.launcher == "local":
+    if platform is not None:  # simulated: the platform, not this host, defines the point
+        ident["platform"] = platform.name
+        ident["platform_xml"] = hashlib.sha1(platform.xml().encode()).hexdigest()[:16]
+    elif study.launcher == "local":
         ident["host"] = socket.gethostname()
     elif hosts is not None:  # hostfile: the hosts it lists
         ident["hosts"] = hosts
@@ -157,9 +162,37 @@ def make_plan(study: Study, build, *, seed: int | None = None,
     algorithms = resolve_algorithms(study, build)
     for coll in study.collectives:  # unsupported options fail here, not at the first launch
         if coll != HEAT:
-            bench_spec(study, Unit(coll, 1, "core", "seq", 1, ("native",), None, ""))
+            spec = bench_spec(study, Unit(coll, 1, "core", "seq", 1, ("native",), None, ""))
+            if build.mpi.simulated:
+                try:
+                    bench_mod.for_simulation(spec)
+                except bench_mod.BenchError as exc:
+                    raise StudyError(f"study '{study.name}' under simulation: {exc}") from None
     notes: list[str] = []
-    slots, note = _capacity(study)
+    platform = None
+    repetitions = study.repetitions
+    if build.mpi.simulated:
+        from .platform import resolve
+
+        if study.launcher != "local":
+            raise StudyError(f"study.launcher '{study.launcher}': a simulation (--mpi smpi) runs "
+                             "here on its simulated platform; use launcher 'local'")
+        if study.load:
+            raise StudyError(f"study.load ({', '.join(study.load)}): load levels are measured "
+                             "with the generator beside a local launch; simulated load is not "
+                             "built yet (docs/workload.md); remove study.load or run it without "
+                             "--mpi smpi")
+        platform = resolve(study.platform or launch.DEFAULT_PLATFORM)
+        slots = platform.nodes * platform.cores_per_node
+        note = None
+        if repetitions > 1:
+            notes.append(f"simulated (platform '{platform.name}'): times are deterministic, "
+                         f"1 repetition instead of {repetitions}")
+            repetitions = 1
+        if HEAT in study.collectives:
+            notes.append("the heat application is not simulated: its launches are left out")
+    else:
+        slots, note = _capacity(study)
     if note:
         notes.append(note)
     processes, note = study.scaled_processes(slots)
@@ -180,10 +213,16 @@ def make_plan(study: Study, build, *, seed: int | None = None,
         hosts = [list(h) for h in launch.parse_hostfile(study.hostfile).hosts]
     units: list[Unit] = []
     skipped: set[str] = set()
-    for rep in range(1, study.repetitions + 1):
+    for rep in range(1, repetitions + 1):
         for coll in study.collectives:
+            if platform is not None and coll == HEAT:
+                continue
             ours = tuple(a for a in algorithms[coll] if not is_lib_spec(a))
             libs = [a for a in algorithms[coll] if is_lib_spec(a)]
+            if platform is not None and libs:
+                skipped.add("the MPI libraries' own algorithms (ompi:, mpich:) are not "
+                            "simulated: left out")
+                libs = []
             for np in processes:
                 for mapping in study.mapping:
                     for order in study.order:
@@ -202,18 +241,18 @@ def make_plan(study: Study, build, *, seed: int | None = None,
                         for algos, spec in groups:
                             for level in (study.load or [None]):
                                 key = _unit_key(study, build, coll, np, mapping, order, rep,
-                                                algos, spec, hosts, level)
+                                                algos, spec, hosts, level, platform)
                                 units.append(Unit(coll, np, mapping, order, rep, algos, spec,
                                                   key, level))
     notes += sorted(skipped)
-    if study.load and study.launcher == "local":
+    if study.load and study.launcher == "local" and platform is None:
         busy = [n for n in study.load if study.load_levels[n].get("np")]
         if busy:
             gen = max(study.load_levels[n]["np"] for n in busy)
             notes.append(f"load levels {', '.join(busy)}: the generator's {gen} processes run on "
                          f"this machine's {launch.cores()} cores beside the measured ones; they "
                          "take CPU time as much as they load shared memory (docs/workload.md)")
-    if study.launcher == "local":
+    if study.launcher == "local" and platform is None:
         if "rr" in study.order:
             notes.append("order 'rr' is the same as 'seq' on one node (launcher 'local')")
         if "node" in study.mapping:
@@ -223,7 +262,8 @@ def make_plan(study: Study, build, *, seed: int | None = None,
     shuffled = study.shuffle if shuffle is None else shuffle
     if shuffled:
         random.Random(seed).shuffle(units)
-    return Plan(study, build, algorithms, processes, units, seed, shuffled, notes, lib_envs)
+    return Plan(study, build, algorithms, processes, units, seed, shuffled, notes, lib_envs,
+                platform)
 
 
 # ------------------------------------------------------------------- running
@@ -337,7 +377,7 @@ def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool 
         command_line=argv or sys.argv, definition=study.definition(), seed=plan.seed,
         shuffled=plan.shuffled, round=rnd, units_planned=len(plan.units),
         units_skipped=len(plan.units) - len(pending), env={**os.environ, **study.env},
-        notes=plan.notes)
+        notes=plan.notes, platform=plan.platform)
     oc = Outcome(run_id, "running", len(plan.units), len(plan.units) - len(pending), round=rnd)
     for n in plan.notes:
         console.print(f"note: {n}", highlight=False, markup=False)
@@ -404,7 +444,9 @@ def _run_unit(plan: Plan, conn, unit: Unit, run_id: int, study_id: int, rnd: int
     records: list[dict] = []
     notes: list[str] = []
     load_info: dict | None = None
-    with launch.session(plan.placement(unit)) as sess:
+    sim = (launch.simulate(plan.platform) if plan.platform is not None
+           else contextlib.nullcontext())
+    with sim, launch.session(plan.placement(unit)) as sess:
         try:
             if unit.load is not None:  # the generator (if any) and the probe first
                 load_info = _start_load(plan, unit)

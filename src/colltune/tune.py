@@ -90,7 +90,8 @@ def check_target(target: str) -> str:
 # ------------------------------------------------------------------ loading
 
 
-def load_frame(conn, study: str, round: int | None = None) -> tuple[pd.DataFrame, int]:
+def load_frame(conn, study: str, round: int | None = None,
+               include_simulated: bool = False) -> tuple[pd.DataFrame, int]:
     """The measurements of one round of a study (default: the latest), one row per
     stored measurement, with the launch (`unit_id`) each came from. TuneError when
     the study is unknown or has nothing stored."""
@@ -103,10 +104,18 @@ def load_frame(conn, study: str, round: int | None = None) -> tuple[pd.DataFrame
                         + (f" (studies: {', '.join(names)})" if names and not hint
                            else "" if names else " (it holds no study: run colltune sweep)"))
     sid = db.study_id(conn, study)
+    # simulated points (SimGrid) make no rules unless asked: never mixed with measurements
+    sim = "" if include_simulated else " AND m.simulated = 0"
     rounds = [r[0] for r in conn.execute(
         "SELECT DISTINCT m.round FROM measurements m JOIN runs r ON m.run_id = r.id "
-        "WHERE r.study_id = ? AND m.round IS NOT NULL ORDER BY m.round", (sid,))]
+        f"WHERE r.study_id = ? AND m.round IS NOT NULL{sim} ORDER BY m.round", (sid,))]
     if not rounds:
+        n_sim = conn.execute(
+            "SELECT COUNT(*) FROM measurements m JOIN runs r ON m.run_id = r.id "
+            "WHERE r.study_id = ? AND m.simulated = 1", (sid,)).fetchone()[0]
+        if n_sim and not include_simulated:
+            raise TuneError(f"study '{study}' has only simulated points ({n_sim}): rules from "
+                            "a simulation need --include-simulated")
         raise TuneError(f"study '{study}' has no measurements stored (run colltune sweep "
                         f"first)")
     if round is None:
@@ -120,7 +129,7 @@ def load_frame(conn, study: str, round: int | None = None) -> tuple[pd.DataFrame
         "m.valid, m.load_level, m.probe_us, r.cores, r.mpi_kind, r.mpi_version "
         "FROM measurements m "
         "JOIN runs r ON m.run_id = r.id JOIN studies s ON r.study_id = s.id "
-        "WHERE s.id = ? AND m.round = ? ORDER BY m.id", conn, params=(sid, round))
+        f"WHERE s.id = ? AND m.round = ?{sim} ORDER BY m.id", conn, params=(sid, round))
     return df, round
 
 

@@ -20,7 +20,26 @@ from ..launch import MAX_PER_CORE, Terminated, check_process_counts, interrupt_o
 out = stdout_console()
 err = Console(stderr=True, soft_wrap=True)  # messages stay one line each (grep, logs)
 
-MPI_HELP = "MPI library: openmpi (default), mpich, or a path to a prefix/bin dir/mpicc"
+MPI_HELP = ("MPI library: openmpi (default), mpich, smpi (SimGrid 4.1 simulation, installed on "
+            "first use; see --platform), or a path to a prefix/bin dir/mpicc")
+PLATFORM_HELP = ("Simulated platform for --mpi smpi: a preset (tapems-16x12, orfeo-thin, "
+                 "cloud-8vm, marconi100, this-machine, flat) or a platform description file; "
+                 "default flat. Simulated points are stored apart from measurements.")
+INCLUDE_SIMULATED_HELP = ("Also use simulated points (SimGrid, --mpi smpi); by default they are "
+                          "never mixed with measurements.")
+
+
+def resolve_platform(spec: str | None, mpi) -> object | None:
+    """The Platform of --platform for a simulated MPI (default: launch.DEFAULT_PLATFORM);
+    an `error:` line when --platform is given for a real MPI."""
+    from .. import launch
+    from ..platform import resolve
+
+    if not getattr(mpi, "simulated", False):
+        if spec:
+            fail("--platform is for simulation: add --mpi smpi")
+        return None
+    return resolve(spec or launch.DEFAULT_PLATFORM)
 
 
 def fail(msg: str, code: int = 2) -> None:
@@ -102,6 +121,9 @@ SELECT_OPTIONS = [
     click.option("--mapping", help="Only these mappings: core, socket, node (comma-separated)."),
     click.option("--np", "--np-range", "np_range", cls=QuietAliases, help=NP_HELP),
     click.option("--size", "--size-range", "size_range", cls=QuietAliases, help=SIZE_HELP),
+    click.option("--include-simulated", is_flag=True,
+                 help="Also use simulated points (SimGrid, --mpi smpi); by default they are "
+                      "never mixed with measurements."),
 ]
 
 
@@ -135,11 +157,11 @@ def oversubscribe_options(f):
 
 
 def check_nps(nps, oversubscribe: bool = False, force: bool = False, timing: bool = True,
-              placement=None) -> list[str]:
+              placement=None, simulated: bool = False) -> list[str]:
     """The process-count policy (launch.check_process_counts) before any launch; the
     notes are printed."""
     notes = check_process_counts(nps, oversubscribe=oversubscribe, force=force, timing=timing,
-                                 placement=placement)
+                                 placement=placement, simulated=simulated)
     for n in notes:
         err.print(f"note: {n}", highlight=False)
     return notes

@@ -19,8 +19,9 @@ from .. import db as db_mod
 from .. import launch, libalgos, registry
 from ..files import check_writable, save_fallback, write_atomic
 from ..units import fmt_size, parse_ints, parse_sizes
-from ._common import (MPI_HELP, build_or_fail, check_nps, command, db_path_or_default, err,
-                      fail, out, oversubscribe_options)
+from ._common import (MPI_HELP, PLATFORM_HELP, build_or_fail, check_nps, command,
+                      db_path_or_default, err, fail, out, oversubscribe_options,
+                      resolve_platform)
 
 
 def _bench_cell(r: dict | None, base: dict | None, is_base: bool) -> str:
@@ -99,7 +100,8 @@ CSV_FIELDS = ["collective", "algorithm", "params", "spec", "np", "size", "dtype"
               "iterations", "warmup", "timing", "rep_min_us", "mean_us", "median_us", "p90_us",
               "p99_us", "rep_max_us", "stddev_us", "valid_reps", "invalid", "rank_min_us",
               "rank_max_us", "window_us", "sleep_us", "align", "time_budget_s", "valid",
-              "fallback", "library", "launches", "mpi", "host", "command"]
+              "fallback", "library", "launches", "mpi", "host", "simulated", "platform",
+              "command"]
 
 
 OVER_MARK = "†"
@@ -131,7 +133,8 @@ def emit_records(records: list[dict], fmt: str, output: str | None, title: str,
             if timing == "osu":  # the table an OSU user compares with
                 osu_shown = True
                 aligns = {r.get("align") for r in recs}
-                buf = ("plain malloc" if aligns == {1} else
+                buf = ("SMPI shared buffers" if all(r.get("shared_buffers") for r in recs) else
+                       "plain malloc" if aligns == {1} else
                        f"{aligns.pop()}-byte aligned buffers" if len(aligns) == 1 and
                        None not in aligns else "buffers: see align")
                 out.print(osu_table(recs, f"{c}, {np} processes{mark}, OSU table ({title}; osu "
@@ -302,6 +305,7 @@ def _save_elsewhere(records: list[dict], why: str) -> None:
 
 @command()
 @click.option("--mpi", "mpi_spec", help=MPI_HELP)
+@click.option("--platform", "platform_spec", help=PLATFORM_HELP)
 @click.option("--coll", required=True, type=click.Choice(registry.COLLECTIVES),
               help="Collective to benchmark.")
 @click.option("--algo", "algos", default="native", show_default=True,
@@ -311,9 +315,13 @@ def _save_elsewhere(records: list[dict], why: str) -> None:
 @click.option("--np", "nps", default="2", show_default=True, help="Process counts.")
 @click.option("--sizes", default="1:1M", show_default=True,
               help="Bytes: list (8,64K,1M) or power-of-two range (1:1M).")
-@click.option("--iterations", type=int, help="Timed calls per point (default 1000, 100 > 8K).")
-@click.option("--warmup", type=int, help="Untimed calls first (default iterations/10).")
-@click.option("--reps", default=3, show_default=True, help="Repetitions, interleaved.")
+@click.option("--iterations", type=int, help="Timed calls per point (default 1000, 100 > 8K; "
+              "simulated: 3).")
+@click.option("--warmup", type=int, help="Untimed calls first (default iterations/10; "
+              "simulated: 1).")
+@click.option("--reps", type=click.IntRange(min=1),
+              help="Repetitions, interleaved (default 3; simulated: 1, the times are "
+                   "deterministic).")
 @click.option("--root", default=0, show_default=True)
 @click.option("--dtype", default="char", show_default=True,
               type=click.Choice(["char", "int", "float", "double"]))
@@ -343,7 +351,7 @@ def _save_elsewhere(records: list[dict], why: str) -> None:
               help="Also store the records in this results database (--db alone: "
                    "$COLLTUNE_DB, else ./colltune.db).")
 @oversubscribe_options
-def bench(mpi_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dtype, op, timing,
+def bench(mpi_spec, platform_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dtype, op, timing,
           sleep_us, time_budget, validate, raw, align, fmt, output, db_path, oversubscribe,
           force) -> None:
     """Latency of algorithms, interleaved in one launch per process count.
@@ -367,8 +375,14 @@ def bench(mpi_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dty
     if db_path is not None:
         db_path = db_path_or_default(db_path)
         db_mod.check_writable(db_path)
-    check_nps(np_list, oversubscribe=oversubscribe, force=force)
+    from .. import mpi as mpi_mod
+
+    check_nps(np_list, oversubscribe=oversubscribe, force=force,
+              simulated=mpi_mod.names_simulator(mpi_spec))  # before anything is built
     b = build_or_fail(mpi_spec)
+    plat = resolve_platform(platform_spec, b.mpi)
+    if reps is None:
+        reps = bench_mod.SIM_REPS if b.mpi.simulated else 3
     specs_list = bench_mod.split_specs(algos)
     try:
         specs_list = libalgos.expand_algos(b, coll, specs_list)  # all / ours / ompi:all ...
@@ -383,25 +397,41 @@ def bench(mpi_spec, coll, algos, nps, sizes, iterations, warmup, reps, root, dty
                                  time_budget=time_budget, validate=validate, raw=raw,
                                  align=align)
              for np in np_list]
+    if plat is not None:
+        try:
+            specs = [bench_mod.for_simulation(s) for s in specs]
+        except bench_mod.BenchError as exc:
+            fail(str(exc))
+        err.print(f"simulating on platform '{plat.name}' with {b.mpi.banner}: simulated "
+                  "times, not measurements", highlight=False)
     _warn_large(coll, size_list, np_list, validate, len(specs_list), reps, iterations)
     records: list[dict] = []
     interrupted = None
     try:
-        _run_bench(b, specs, records)
+        if plat is not None:
+            with launch.simulate(plat):
+                _run_bench(b, specs, records)
+        else:
+            _run_bench(b, specs, records)
     except KeyboardInterrupt as exc:
         interrupted = exc
         err.print(f"[yellow]interrupted[/]: keeping the {len(records)} points measured so far",
                   highlight=False)
     if records:
         try:
-            emit_records(records, fmt, output, b.mpi.banner, cores=launch.cores())
+            if plat is None:
+                emit_records(records, fmt, output, b.mpi.banner, cores=launch.cores())
+            else:  # no cores to share in a simulation
+                emit_records(records, fmt, output, f"SIMULATED with {b.mpi.banner} on platform "
+                             f"'{plat.name}', not measurements")
         except OSError as exc:
             _save_elsewhere(records, f"cannot write {output}: {exc}")
             sys.exit(2)
         if db_path is not None:
             try:
                 run_id = db_mod.store_bench(records, mpi=b.mpi, path=db_path, argv=sys.argv,
-                                            notes=["interrupted"] if interrupted else None)
+                                            notes=["interrupted"] if interrupted else None,
+                                            platform=plat)
             except (db_mod.DBError, sqlite3.Error, OSError) as exc:
                 _save_elsewhere(records, f"cannot store in {db_path}: {exc}")
                 sys.exit(2)

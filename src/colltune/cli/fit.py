@@ -26,15 +26,16 @@ from ._common import command, fail, out, select_options
               help="Statistic used as latency.")
 @click.option("--by", help="Fit each model per group of these columns, e.g. algorithm,mapping.")
 @click.option("--json", "as_json", is_flag=True, help="Everything machine-readable.")
-def fit(db_path, study, coll, algo, mapping, np_range, size_range, formulas, models, stat, by,
-        as_json) -> None:
+def fit(db_path, study, coll, algo, mapping, np_range, size_range, include_simulated,
+        formulas, models, stat, by, as_json) -> None:
     """Regression models (OLS) of latency over a selection of measurements.
 
     Without --formula/--model it fits the seed report's two models:
     latency ~ 0 + processes + size, and log2_latency ~ 0 + processes + log2_size.
     """
     try:
-        df = load_selection(db_path, study, coll, algo, mapping, np_range, size_range)
+        df = load_selection(db_path, study, coll, algo, mapping, np_range, size_range,
+                            include_simulated)
         chosen: list[tuple[str, str]] = [resolve_formula(f) for f in formulas]
         names = list(models) or ([] if formulas else ["seed"])
         for name in names:

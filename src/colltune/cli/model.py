@@ -35,14 +35,15 @@ from ._common import command, build_or_fail, fail, out, select_options
 @click.option("--include-oversubscribed", is_flag=True,
               help="Also compare points measured with more processes than cores (left out "
                    "by default: the formulas assume a core per process).")
-def model(db_path, study, coll, algo, mapping, np_range, size_range, pingpong_json, measure_np,
-          alpha, beta, gamma_opt, mpi_spec, algorithms_json, points, as_json,
+def model(db_path, study, coll, algo, mapping, np_range, size_range, include_simulated,
+          pingpong_json, measure_np, alpha, beta, gamma_opt, mpi_spec, algorithms_json, points, as_json,
           include_oversubscribed) -> None:
     """Hockney α–β–γ fitted on this machine; every algorithm's cost formula against the
     measurements: error per point and collective, and the model's choice against the
     measured best."""
     try:
-        df = load_selection(db_path, study, coll, algo, mapping, np_range, size_range)
+        df = load_selection(db_path, study, coll, algo, mapping, np_range, size_range,
+                            include_simulated)
     except FitError as exc:
         fail(str(exc))
     gamma = None

@@ -23,8 +23,8 @@ from ._common import command, fail, out, select_options
               help="Algorithm the speedup and best-map compare with.")
 @click.option("--dpi", default=120, show_default=True, type=click.IntRange(50, 600))
 @click.option("--mpi", "mpi_spec", help="MPI library whose registry orders the colours.")
-def plot(db_path, study, coll, algo, mapping, np_range, size_range, kind, output,
-         surface_algo, band, baseline, dpi, mpi_spec) -> None:
+def plot(db_path, study, coll, algo, mapping, np_range, size_range, include_simulated,
+         kind, output, surface_algo, band, baseline, dpi, mpi_spec) -> None:
     """Draw one figure of a study (PNG, PDF or SVG).
 
     A figure at one size (vs-processes, mapping) is drawn at the largest size of the
@@ -36,7 +36,7 @@ def plot(db_path, study, coll, algo, mapping, np_range, size_range, kind, output
         mapping_one = mapping if mapping and "," not in mapping else None
         df = load_selection(db_path, study, coll, algo,
                             mapping if kind == "mapping" else mapping_one,
-                            np_range, size_range)
+                            np_range, size_range, include_simulated)
         palette = Palette(algorithm_order(mpi_spec))
         mappings = [m.strip() for m in mapping.split(",")] if mapping else None
         if kind == "mapping":

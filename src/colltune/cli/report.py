@@ -39,21 +39,28 @@ from ._common import command, err, fail, select_options, write_or_keep
 @click.option("--include-oversubscribed", is_flag=True,
               help="Also draw conclusions (best algorithm, speedup) from points measured with "
                    "more processes than cores (marked †; left out by default).")
-def report(db_path, study, coll, algo, mapping, np_range, size_range, output, pingpong_json,
+def report(db_path, study, coll, algo, mapping, np_range, size_range, include_simulated, output,
+           pingpong_json,
            measure, alpha, beta, gamma_opt, surface_algo, dpi, mpi_spec,
            algorithms_json, include_oversubscribed=False) -> None:
     """One self-contained HTML report of a study: provenance, figures, models, best
     algorithms, cost model. Prints the path of the file. --coll, --algo, --mapping,
     --np and --size narrow what it covers."""
     check_writable(output, "-o/--output")
+    # simulated points (SimGrid) always get a section of their own, never mixed in
+    # (--include-simulated changes nothing here)
     try:
         if any(x is not None for x in (coll, algo, mapping, np_range, size_range)):
-            df = load_selection(db_path, study, coll, algo, mapping, np_range, size_range)
+            df = load_selection(db_path, study, coll, algo, mapping, np_range, size_range,
+                                allow_empty=True)
+            sim = load_selection(db_path, study, coll, algo, mapping, np_range, size_range,
+                                 only_simulated=True, allow_empty=True)
         else:
             df = load_measurements(db_path, study=study)
+            sim = load_measurements(db_path, study=study, only_simulated=True)
     except FitError as exc:
         fail(str(exc))
-    if df.empty:
+    if df.empty and sim.empty:
         fail("no measurements to report")
     gamma = None
     if gamma_opt not in ("auto", "measure", "db"):
@@ -61,7 +68,7 @@ def report(db_path, study, coll, algo, mapping, np_range, size_range, output, pi
             gamma = float(gamma_opt)
         except ValueError:
             fail(f"--gamma '{gamma_opt}': measure, db, auto or a number (s/byte)")
-    runs = load_runs(db_path, study, df)
+    runs = load_runs(db_path, study, df if not df.empty else sim)
     build = algos = None
     if algorithms_json is not None:
         try:
@@ -84,12 +91,14 @@ def report(db_path, study, coll, algo, mapping, np_range, size_range, output, pi
         measure = (pingpong_json is None and (alpha is None or beta is None)
                    and build is not None and os.uname().nodename in hosts
                    and load_pingpong_from_db(db_path) is None)
-    if (df["collective"] == "heat").all():
+    if df.empty or (df["collective"] == "heat").all():
         measure = False  # no collective to model
     err.print("building the report" + (" (measuring α, β, γ first)" if measure else ""),
               highlight=False)
     coll_df = df[df["collective"] != "heat"]
-    if coll_df.empty:  # a study of the heat application only: no collective cost model
+    if df.empty:
+        model, note = None, "only simulated points"
+    elif coll_df.empty:  # a study of the heat application only: no collective cost model
         model, note = None, "no collective measurements in this study"
     else:
         model, note = compute_model(coll_df, db_path=db_path, algos=algos, build=build,
@@ -99,7 +108,8 @@ def report(db_path, study, coll, algo, mapping, np_range, size_range, output, pi
     palette = plotmod.Palette(plotmod.algorithm_order(mpi_spec))
     text, parts = build_report(df, runs=runs, db_path=db_path, study=study, palette=palette,
                                include_oversubscribed=include_oversubscribed,
-                               model=model, model_note=note, dpi=dpi, surface_algo=surface_algo)
+                               model=model, model_note=note, dpi=dpi, surface_algo=surface_algo,
+                               simulated=sim)
     path = Path(output)
     write_or_keep(path, text, "report.html")
     err.print(f"{len(parts.figures)} figures, {len(text) / 1e6:.1f} MB", highlight=False)

@@ -37,6 +37,9 @@ FILTER_OPTIONS = [
     click.option("--order", help="seq, rr."),
     click.option("--run", "run_id", help="Run id(s)."),
     click.option("--round", "rnd", help="Round(s) of a study."),
+    click.option("--include-simulated", is_flag=True,
+                 help="Also list simulated points (SimGrid, --mpi smpi; column platform); "
+                      "by default they are never mixed with measurements."),
 ]
 
 
@@ -55,7 +58,8 @@ def _with_filters(f):
 @click.option("--format", "fmt", default="table", show_default=True,
               type=click.Choice(["table", "csv", "json"]))
 @click.option("--limit", default=200, show_default=True, help="Rows in a table (0: all).")
-def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd, every, runs,
+def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
+            include_simulated, every, runs,
             failures, fmt, limit) -> None:
     """Studies in the results database, or their points.
 
@@ -100,10 +104,15 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
                                        "points", "last_status", "last_run", "description"],
                   limit)
             return
-        pts = db_mod.measurements_frame(conn, **f)
+        pts = db_mod.measurements_frame(conn, include_simulated=include_simulated, **f)
         if pts.empty:
-            err.print("no points match", highlight=False)
+            hidden = db_mod.measurements_frame(conn, only_simulated=True, **f)
+            err.print("no points match" + (f" ({len(hidden)} simulated points do: "
+                                           "--include-simulated lists them)"
+                                           if not include_simulated and len(hidden) else ""),
+                      highlight=False)
             return
+        sim_cols = ["platform"] if include_simulated else []
         from ..evidence import OVER_LEGEND, OVER_MARK, oversubscribed
 
         pts["oversubscribed"] = oversubscribed(pts).to_numpy()
@@ -117,7 +126,7 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
             _emit(pts, fmt, "measurements", ["study", "run_id", "collective", "spec", "np",
                                              "mapping", "rank_order", "repetition", "size",
                                              "median_us", "rep_min_us", "rep_max_us", "valid_reps",
-                                             "fallback"], limit)
+                                             "fallback", *sim_cols], limit)
             return
         df = db_mod.summary_frame(pts)
         if fmt == "table":
@@ -127,7 +136,7 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
         _emit(df, fmt, "points: median over repetitions (µs); spread = (max - min) / median "
                        "of the repetitions' medians",
               ["study", "collective", "spec", "np", "nodes", "mapping", "rank_order", "size",
-               "reps", "median_us", "rep_min_us", "spread"], limit)
+               "reps", "median_us", "rep_min_us", "spread", *sim_cols], limit)
     finally:
         conn.close()
 
@@ -141,8 +150,8 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
 @click.option("--summary", is_flag=True, help="The median over repetitions per point instead "
               "of every measurement.")
 @click.option("--samples", is_flag=True, help="Include the raw samples (JSON) where stored.")
-def export(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd, fmt, output,
-           summary, samples) -> None:
+def export(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
+           include_simulated, fmt, output, summary, samples) -> None:
     """Write points of the results database as CSV or Parquet.
 
     One row per measurement with its study, run, host, MPI library, placement and
@@ -152,7 +161,8 @@ def export(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd, 
     f = filters(study, coll, algo, nps, sizes, mapping, order, run_id, rnd)
     conn = open_results(db_path)
     try:
-        df = db_mod.measurements_frame(conn, samples=samples, **f)
+        df = db_mod.measurements_frame(conn, samples=samples,
+                                       include_simulated=include_simulated, **f)
     finally:
         conn.close()
     if summary:

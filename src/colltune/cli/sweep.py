@@ -16,8 +16,8 @@ from ..files import write_atomic
 from ..study import Study, StudyError, fmt_ints, load, load_preset, preset_names
 from ..sweep import Plan, definition_changes, execute, make_plan, sbatch_script
 from ..units import fmt_size, parse_ints
-from ._common import (build_or_fail, command, db_option, db_path_or_default, err, fail, out,
-                      oversubscribe_options)
+from ._common import (PLATFORM_HELP, build_or_fail, command, db_option, db_path_or_default,
+                      err, fail, out, oversubscribe_options)
 
 
 def _load(study_file: str | None, preset: str | None) -> Study:
@@ -74,7 +74,9 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
 @click.option("--preset", help="Run a built-in study: " + ", ".join(preset_names()) + ".")
 @db_option()
 @click.option("--mpi", "mpi_spec", help="MPI library (overrides the study's `mpi`): openmpi, "
-              "mpich, or a path to a prefix/bin dir/mpicc.")
+              "mpich, smpi (SimGrid simulation), or a path to a prefix/bin dir/mpicc.")
+@click.option("--platform", "platform_spec", help=PLATFORM_HELP + " Overrides the study's "
+              "`platform`.")
 @click.option("--launcher", type=click.Choice(launch.LAUNCHERS),
               help="Override the study's launcher.")
 @click.option("--hostfile", type=click.Path(dir_okay=False),
@@ -100,7 +102,7 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
               "cores need --oversubscribe, are marked so and draw no conclusion.")
 @oversubscribe_options
 @click.option("--list-presets", is_flag=True, help="List the built-in studies and exit.")
-def sweep(study_file, preset, db_path, mpi_spec, launcher, hostfile, dry_run, sbatch_file,
+def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfile, dry_run, sbatch_file,
           shuffle, seed, new_round, retry_failed, name, merge_changed, oversubscribe, force,
           list_presets, nps=None) -> None:
     """Run a study (TOML file or --preset) into the results database.
@@ -148,10 +150,18 @@ def sweep(study_file, preset, db_path, mpi_spec, launcher, hostfile, dry_run, sb
     b = build_or_fail(mpi_spec or study.mpi)
     if mpi_spec:
         study = dataclasses.replace(study, mpi=mpi_spec)
+    if platform_spec:
+        if not b.mpi.simulated:
+            fail("--platform is for simulation: add --mpi smpi")
+        study = dataclasses.replace(study, platform=platform_spec)
     try:
         plan = make_plan(study, b, seed=seed, shuffle=shuffle)
     except (StudyError, launch.LaunchError) as exc:
         fail(str(exc))
+    if dry_run and plan.platform is not None:
+        with launch.simulate(plan.platform):
+            _dry_run(plan, dbp)
+        return
     if dry_run:
         _dry_run(plan, dbp)
         return
@@ -161,7 +171,7 @@ def sweep(study_file, preset, db_path, mpi_spec, launcher, hostfile, dry_run, sb
     for np_, placement in sorted({(u.np, plan.placement(u)) for u in plan.units},
                                  key=lambda x: x[0]):
         launch.check_process_counts([np_], oversubscribe=oversubscribe, force=force,
-                                    placement=placement)
+                                    placement=placement, simulated=b.mpi.simulated)
     conn = db_mod.open_db(dbp)
     try:
         changes, rnd = definition_changes(conn, study)
@@ -179,7 +189,9 @@ def sweep(study_file, preset, db_path, mpi_spec, launcher, hostfile, dry_run, sb
                   + "; ".join(changes) + ")" + (f": measuring round {rnd + 1}" if new_round
                                                 else ": adding to that round as asked"),
                   highlight=False)
-    err.print(f"sweep '{study.name}' on {b.mpi.banner}: {len(plan.units)} launches "
+    where = (f"{b.mpi.banner}, SIMULATED on platform '{plan.platform.name}'"
+             if plan.platform is not None else b.mpi.banner)
+    err.print(f"sweep '{study.name}' on {where}: {len(plan.units)} launches "
               f"({', '.join(study.collectives)}; np {fmt_ints(plan.processes)}; "
               f"{len(study.sizes)} sizes; {study.repetitions} repetitions; seed {plan.seed}) "
               f"into {dbp}", highlight=False)

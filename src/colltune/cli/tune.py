@@ -121,9 +121,12 @@ def quality_table(summary, has_native: bool) -> Table:
                    "alone, rules without a load dimension (e.g. 'none': rules of a quiet "
                    "system). Default: every level, one rule set per load class "
                    "(docs/workload.md).")
+@click.option("--include-simulated", is_flag=True,
+              help="Make rules from simulated points too (SimGrid, --mpi smpi); by default "
+                   "they are never mixed with measurements.")
 def tune(db_path, study, round_, target, coll, output, rules_path, profile_path, fmt,
          include_oversubscribed, measure, np_, sizes, algos, budget, reps, iterations,
-         mpi_spec, load_level) -> None:
+         mpi_spec, load_level, include_simulated=False) -> None:
     """The best algorithm (with its parameters) for every collective, process count
     and size of a study, as a rules file; prints the decision table and its quality
     (regret against the fastest measured, gain over native; in-sample and
@@ -181,7 +184,7 @@ def tune(db_path, study, round_, target, coll, output, rules_path, profile_path,
                      + (f"the studies {', '.join(names)}" if names else "no study "
                         "(run colltune sweep first)"))
             study = names[0]
-        frame, rnd = tune_mod.load_frame(conn, study, round_)
+        frame, rnd = tune_mod.load_frame(conn, study, round_, include_simulated)
         if load_level is not None:
             levels = sorted({str(x) for x in frame["load_level"].dropna()})
             if not levels:

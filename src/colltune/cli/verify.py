@@ -29,7 +29,8 @@ from ._common import MPI_HELP, build_or_fail, command, err, fail, out
                    "mixed (different datatypes of equal type signature on different ranks), "
                    "garbage (ignored arguments filled with garbage), self (MPI_COMM_SELF), "
                    "inter (intercommunicators get one clear error), remap (remap=seq, rr, auto "
-                   "on virtual nodes: regular, uneven and irregular placements).")
+                   "on virtual nodes: regular, uneven and irregular placements). Under --mpi smpi "
+                   "all but mixed and inter (SimGrid's SMPI supports neither).")
 @click.option("--timeout", default=1200.0, show_default=True,
               help="Seconds per launch before it counts as a hang.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Wall seconds per simulated point under SimGrid's SMPI, against the process count.
+
+One launch per (collective, algorithm, process count), each simulating every size
+(one point = one algorithm at one size: the driver's warm-up call and timed calls,
+as `colltune sweep --preset scale` runs them). Prints the wall time of each launch
+divided by its points, with the simulated latency next to it, so that the cost of
+a 1024-process point can be read per algorithm. Goal (issue 16): one 1024-process
+point in at most 20 s of wall time on a 2-core machine.
+
+    .venv/bin/python benchmarks/sim_speed.py --np 64,256,1024 --sizes 8,1M
+    .venv/bin/python benchmarks/sim_speed.py --coll bcast --algo pipeline,binomial --np 1024
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from colltune import bench as bench_mod
+from colltune import launch, registry
+from colltune import mpi as mpi_mod
+from colltune.build import build as do_build
+from colltune.platform import resolve
+from colltune.units import fmt_size, parse_ints, parse_sizes
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--coll", default="bcast,allreduce")
+    ap.add_argument("--algo", default="all", help="algorithms (default: every one, and native)")
+    ap.add_argument("--np", default="64,128,256,512,1024")
+    ap.add_argument("--sizes", default="8,1K,64K,1M")
+    ap.add_argument("--platform", default="tapems-16x12")
+    ap.add_argument("--iterations", type=int, default=bench_mod.SIM_ITERATIONS)
+    ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument("-o", "--output", help="write the rows here as JSON")
+    args = ap.parse_args()
+    console = Console(width=max(Console().width, 120))
+    b = do_build(mpi_mod.find("smpi"))
+    plat = resolve(args.platform)
+    sizes = parse_sizes(args.sizes)
+    nps = parse_ints(args.np, "--np")
+    rows = []
+    load = os.getloadavg()[0]
+    console.print(f"{b.mpi.banner}, platform {plat.name}; load average at start {load:.2f} "
+                  f"on {os.cpu_count()} cores", highlight=False)
+    for coll in args.coll.split(","):
+        names = (registry.names(b, coll) if args.algo == "all" else args.algo.split(","))
+        for algo in names:
+            for np in nps:
+                spec = bench_mod.BenchSpec(coll, [algo], np, sizes, args.iterations, reps=1)
+                t0 = time.monotonic()
+                try:
+                    with launch.simulate(plat):
+                        recs, _ = bench_mod.run(b, spec, timeout=args.timeout)
+                    err = None
+                except bench_mod.BenchError as exc:
+                    recs, err = [], str(exc).splitlines()[0][:120]
+                wall = time.monotonic() - t0
+                row = {"collective": coll, "algorithm": algo, "np": np, "wall_s": wall,
+                       "points": len(sizes), "s_per_point": wall / len(sizes),
+                       "simulated_us": {r["size"]: r["median_us"] for r in recs},
+                       "error": err, "load": os.getloadavg()[0]}
+                rows.append(row)
+                console.print(f"{coll} {algo} np={np}: {wall:.1f} s for {len(sizes)} points "
+                              f"({row['s_per_point']:.2f} s/point)" + (f" FAILED: {err}"
+                                                                      if err else ""),
+                              highlight=False)
+    t = Table(title=f"wall seconds per simulated point ({plat.name}, sizes "
+                    f"{', '.join(fmt_size(s) for s in sizes)}, {args.iterations} timed calls "
+                    "+ 1 warm-up per point)", title_justify="left")
+    t.add_column("collective")
+    t.add_column("algorithm")
+    for np in nps:
+        t.add_column(f"np {np}", justify="right")
+    keys = list(dict.fromkeys((r["collective"], r["algorithm"]) for r in rows))
+    by = {(r["collective"], r["algorithm"], r["np"]): r for r in rows}
+    for coll, algo in keys:
+        cells = []
+        for np in nps:
+            r = by.get((coll, algo, np))
+            cells.append("" if r is None else "failed" if r["error"] else
+                         f"{r['s_per_point']:.2f}")
+        t.add_row(coll, algo, *cells)
+    console.print(t)
+    worst = max((r for r in rows if r["np"] == max(nps) and not r["error"]),
+                key=lambda r: r["s_per_point"], default=None)
+    if worst:
+        console.print(f"slowest at np {max(nps)}: {worst['collective']} {worst['algorithm']} "
+                      f"{worst['s_per_point']:.2f} s/point", highlight=False)
+    if args.output:
+        with open(args.output, "w") as f:
+            json.dump(rows, f, indent=2)
+    return 1 if any(r["error"] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
