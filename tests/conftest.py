@@ -27,6 +27,18 @@ def mpich_build():
     return build(mpi_mod.find("mpich"))
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `slow` run only with COLLTUNE_SLOW_TESTS=1 (CI keeps under its time
+    limit; the same checks at smaller process counts always run)."""
+    if os.environ.get("COLLTUNE_SLOW_TESTS") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow (oversubscribed 16 ranks on this machine): "
+                                   "set COLLTUNE_SLOW_TESTS=1 to run it")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
 def colltune(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
     """Run the colltune command as a user would."""
     exe = Path(sys.executable).parent / "colltune"

@@ -10,7 +10,7 @@ from colltune import verify
 from conftest import colltune
 
 COLLS = ["bcast", "reduce", "gather", "allgather", "allreduce"]
-OMPI_NPS = [1, 2, 3, 4, 5, 7, 8, 13, 16]
+OMPI_NPS = [1, 2, 3, 4, 5, 7, 8, 13, pytest.param(16, marks=pytest.mark.slow)]
 MPICH_NPS = [1, 2, 3, 4, 5, 7]  # 8 = another power of two; Open MPI covers up to 16
 
 

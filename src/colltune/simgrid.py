@@ -39,8 +39,9 @@ CMAKE_FLAGS = (
     "-Denable_java=OFF", "-DCMAKE_BUILD_TYPE=Release",
 )
 # what SMPI needs at run time: the library, the program smpirun starts (smpimain
-# loads the MPI program), and the replay main (installed by the same install script)
-TARGETS = ("simgrid", "smpimain", "smpireplaymain")
+# loads the MPI program), the replay main and graphicator (both installed by the same
+# install script: `cmake --install` fails if they were not built)
+TARGETS = ("simgrid", "smpimain", "smpireplaymain", "graphicator")
 
 
 class SimGridError(ColltuneError, RuntimeError):
