@@ -32,6 +32,7 @@
  */
 #include "bench_stats.h"
 #include "driver_common.h"
+#include "loadtraffic.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -47,7 +48,7 @@ static const char *timing_names[] = { "osu", "window" };
 
 /* window method */
 #define SYNC_ROUNDS 10          /* ping-pongs per rank and clock synchronisation   */
-#define SYNC_TAG 7301           /* on MPI_COMM_WORLD; algorithms use their own comm */
+#define SYNC_TAG 7301           /* on `world`; algorithms use their own comm */
 #define WIN_BATCH_MAX 1000      /* samples per schedule                             */
 #define WIN_FIRST_BATCH 10      /* first schedule of a block: short, to adapt early */
 #define WIN_BATCH_SECONDS 0.1   /* longer schedules are split (clocks re-synced)    */
@@ -64,6 +65,8 @@ static const char *timing_names[] = { "osu", "window" };
 #define ITER_CAP_WINDOW 1000000L /* window keeps every sample on rank 0             */
 
 static int rank, nprocs;
+/* the measured processes: MPI_COMM_WORLD, or without the generator ranks (--load-ranks) */
+static MPI_Comm world; /* set after MPI_Init (under SMPI MPI_COMM_WORLD is a call) */
 
 typedef struct {
     ct_choice_t choice;
@@ -113,7 +116,9 @@ static void usage(void) {
            "                      [--warmup N] [--reps R] [--root R] [--dtype T] [--op O]\n"
            "                      [--timing osu|window] [--sleep US] [--time-budget S]\n"
            "                      [--align BYTES] [--validate] [--raw] [--trace]\n"
-           "                      [--shared-buffers]\n\n"
+           "                      [--shared-buffers] [--load-ranks K [--load-pattern P]\n"
+           "                      [--load-size B] [--load-window W] [--load-seed S]]\n"
+           "                      [--probe-iterations N [--probe-size B]]\n\n"
            "  --coll        bcast | reduce | gather | allgather | allreduce\n"
            "  --algo        comma-separated algorithm specs, e.g. native,binomial,chain:fanout=2\n"
            "  --sizes       message sizes in bytes (default 8,65536,1048576); for gather and\n"
@@ -141,40 +146,52 @@ static void usage(void) {
            "                (not with --validate)\n"
            "  --raw         add the per-repetition (osu) or per-sample (window) times\n"
            "  --trace       print the buffer addresses (\"buffers ...\") and the order of the\n"
-           "                timed loops (\"trace size=... rep=... algo=...\") on stderr\n");
+           "                timed loops (\"trace size=... rep=... algo=...\") on stderr\n"
+           "  --load-ranks  the last K ranks of MPI_COMM_WORLD are a load generator (as\n"
+           "                colltune-load, without a duty cycle): they exchange traffic among\n"
+           "                themselves until the measured ranks (the others) are done; for a\n"
+           "                generator inside the same simulation (docs/workload.md)\n"
+           "  --load-pattern pairs | alltoall | hot (default pairs)\n"
+           "  --load-size   bytes per generator message (default 1048576)\n"
+           "  --load-window generator messages per partner in flight at once (default 4)\n"
+           "  --load-seed   seed of the generator's random pairings (default 1)\n"
+           "  --probe-iterations  before the points, the probe (colltune-probe's loop: a\n"
+           "                barrier and --probe-size bytes between random pairs) on the\n"
+           "                measured ranks; prints {\"kind\": \"probe\", ...} (default 0: none)\n"
+           "  --probe-size  bytes per probe exchange (default 4096)\n");
 }
 
 /* The MPI library's own collective, called directly (what `native` times). */
 static int run_mpi(const point_t *p) {
     switch (p->coll) {
-    case CT_BCAST: return MPI_Bcast(p->sbuf, p->count, p->dt, p->root, MPI_COMM_WORLD);
+    case CT_BCAST: return MPI_Bcast(p->sbuf, p->count, p->dt, p->root, world);
     case CT_REDUCE:
-        return MPI_Reduce(p->sbuf, p->rbuf, p->count, p->dt, p->op, p->root, MPI_COMM_WORLD);
+        return MPI_Reduce(p->sbuf, p->rbuf, p->count, p->dt, p->op, p->root, world);
     case CT_GATHER:
         return MPI_Gather(p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt, p->root,
-                          MPI_COMM_WORLD);
+                          world);
     case CT_ALLGATHER:
         return MPI_Allgather(p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt,
-                             MPI_COMM_WORLD);
+                             world);
     case CT_ALLREDUCE:
-        return MPI_Allreduce(p->sbuf, p->rbuf, p->count, p->dt, p->op, MPI_COMM_WORLD);
+        return MPI_Allreduce(p->sbuf, p->rbuf, p->count, p->dt, p->op, world);
     default: return MPI_ERR_ARG;
     }
 }
 
 static int run_choice(const point_t *p, const ct_choice_t *c) {
     switch (p->coll) {
-    case CT_BCAST: return ct_bcast(c, p->sbuf, p->count, p->dt, p->root, MPI_COMM_WORLD);
+    case CT_BCAST: return ct_bcast(c, p->sbuf, p->count, p->dt, p->root, world);
     case CT_REDUCE:
-        return ct_reduce(c, p->sbuf, p->rbuf, p->count, p->dt, p->op, p->root, MPI_COMM_WORLD);
+        return ct_reduce(c, p->sbuf, p->rbuf, p->count, p->dt, p->op, p->root, world);
     case CT_GATHER:
         return ct_gather(c, p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt, p->root,
-                         MPI_COMM_WORLD);
+                         world);
     case CT_ALLGATHER:
         return ct_allgather(c, p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt,
-                            MPI_COMM_WORLD);
+                            world);
     case CT_ALLREDUCE:
-        return ct_allreduce(c, p->sbuf, p->rbuf, p->count, p->dt, p->op, MPI_COMM_WORLD);
+        return ct_allreduce(c, p->sbuf, p->rbuf, p->count, p->dt, p->op, world);
     default: return MPI_ERR_ARG;
     }
 }
@@ -232,19 +249,19 @@ static void note_fallback(candidate_t *c) {
 static void osu_block(const point_t *p, candidate_t *c) {
     int rc = MPI_SUCCESS;
     double busy = 0;
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(world);
     for (long it = 0; it < c->iters && rc == MPI_SUCCESS; it++) {
         double t0 = MPI_Wtime();
         rc = run_once(p, c);
         busy += MPI_Wtime() - t0;
         pause_for(sleep_s);
-        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Barrier(world);
     }
     check_rc(rc, c);
     double mine = busy / (double)c->iters, sum;
     c->busy += busy;
     c->nbusy += c->iters;
-    MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, world);
     if (rank == 0) add_sample(c, sum / nprocs);
 }
 
@@ -255,12 +272,12 @@ static double osu_calibrate(const point_t *p, candidate_t *c) {
     double per = 0;
     for (long n = 1;; n *= 2) {
         int rc = MPI_SUCCESS, more = 0;
-        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Barrier(world);
         double t0 = MPI_Wtime();
         for (long it = 0; it < n && rc == MPI_SUCCESS; it++) {
             rc = run_once(p, c);
             pause_for(sleep_s);
-            MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Barrier(world);
         }
         double el = MPI_Wtime() - t0;
         check_rc(rc, c);
@@ -268,7 +285,7 @@ static double osu_calibrate(const point_t *p, candidate_t *c) {
             per = el / (double)n;
             more = el < target && n < (1L << 24);
         }
-        MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        MPI_Bcast(&more, 1, MPI_INT, 0, world);
         if (!more) break;
     }
     return per;
@@ -291,8 +308,8 @@ static void clock_sync(void) {
             double t0[SYNC_ROUNDS], tr[SYNC_ROUNDS], t1[SYNC_ROUNDS], rtt, off;
             for (int k = 0; k < SYNC_ROUNDS; k++) {
                 t0[k] = MPI_Wtime();
-                MPI_Send(&t0[k], 1, MPI_DOUBLE, r, SYNC_TAG, MPI_COMM_WORLD);
-                MPI_Recv(&tr[k], 1, MPI_DOUBLE, r, SYNC_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(&t0[k], 1, MPI_DOUBLE, r, SYNC_TAG, world);
+                MPI_Recv(&tr[k], 1, MPI_DOUBLE, r, SYNC_TAG, world, MPI_STATUS_IGNORE);
                 t1[k] = MPI_Wtime();
             }
             ct_clock_offset(t0, tr, t1, SYNC_ROUNDS, &off, &rtt);
@@ -302,12 +319,12 @@ static void clock_sync(void) {
     } else {
         for (int k = 0; k < SYNC_ROUNDS; k++) {
             double ping, t;
-            MPI_Recv(&ping, 1, MPI_DOUBLE, 0, SYNC_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(&ping, 1, MPI_DOUBLE, 0, SYNC_TAG, world, MPI_STATUS_IGNORE);
             t = MPI_Wtime();
-            MPI_Send(&t, 1, MPI_DOUBLE, 0, SYNC_TAG, MPI_COMM_WORLD);
+            MPI_Send(&t, 1, MPI_DOUBLE, 0, SYNC_TAG, world);
         }
     }
-    MPI_Scatter(offs, 1, MPI_DOUBLE, &clk_offset, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Scatter(offs, 1, MPI_DOUBLE, &clk_offset, 1, MPI_DOUBLE, 0, world);
     free(offs);
 }
 
@@ -317,7 +334,7 @@ static void window_estimate(const point_t *p, candidate_t *c) {
     double d[WIN_EST_CALLS], t_call = 0;
     int rc = MPI_SUCCESS;
     for (int j = 0; j < WIN_EST_CALLS; j++) {
-        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Barrier(world);
         double t0 = MPI_Wtime();
         rc = run_once(p, c);
         d[j] = MPI_Wtime() - t0;
@@ -327,7 +344,7 @@ static void window_estimate(const point_t *p, candidate_t *c) {
     double med = 0;
     ct_stats_t st;
     if (ct_stats_compute(d, WIN_EST_CALLS, &st) == 0) med = st.median;
-    MPI_Reduce(&med, &t_call, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&med, &t_call, 1, MPI_DOUBLE, MPI_MAX, 0, world);
     if (rank == 0) {
         double w = 2 * t_call + 2 * clk_err;
         c->w = w < WIN_MIN_S ? WIN_MIN_S : w > WIN_MAX_S ? WIN_MAX_S : w;
@@ -361,7 +378,7 @@ static void window_block(const point_t *p, candidate_t *c, double deadline) {
             sched[1] = spacing;
             sched[2] = (double)n;
         }
-        MPI_Bcast(sched, 3, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        MPI_Bcast(sched, 3, MPI_DOUBLE, 0, world);
         int n = (int)sched[2], rc = MPI_SUCCESS;
         if (n == 0) break;
         for (int k = 0; k < n; k++) {
@@ -378,8 +395,8 @@ static void window_block(const point_t *p, candidate_t *c, double deadline) {
             le[k] = gnow();
             check_rc(rc, c);
         }
-        MPI_Allreduce(late, late_all, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-        MPI_Reduce(le, le_max, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Allreduce(late, late_all, n, MPI_INT, MPI_MAX, world);
+        MPI_Reduce(le, le_max, n, MPI_DOUBLE, MPI_MAX, 0, world);
         int bad = 0;
         for (int k = 0; k < n; k++) {
             if (late_all[k]) {
@@ -438,8 +455,8 @@ static int validate_point(const point_t *p, candidate_t *c, char *ref, long size
         if (rank == p->root) fill_values(p->sbuf, p->count, p->dt, rank, kind);
         else memset(p->sbuf, 0x5a, bytes);
         memcpy(ref, p->sbuf, bytes);
-        rc = ct_bcast(&c->choice, p->sbuf, p->count, p->dt, p->root, MPI_COMM_WORLD);
-        rrc = MPI_Bcast(ref, p->count, p->dt, p->root, MPI_COMM_WORLD);
+        rc = ct_bcast(&c->choice, p->sbuf, p->count, p->dt, p->root, world);
+        rrc = MPI_Bcast(ref, p->count, p->dt, p->root, world);
         ok = memcmp(p->sbuf, ref, bytes) == 0;
     } else {
         fill_values(p->sbuf, p->count, p->dt, rank, kind);
@@ -448,17 +465,17 @@ static int validate_point(const point_t *p, candidate_t *c, char *ref, long size
         rc = run_choice(p, &c->choice);
         switch (p->coll) {
         case CT_REDUCE:
-            rrc = MPI_Reduce(p->sbuf, ref, p->count, p->dt, p->op, p->root, MPI_COMM_WORLD);
+            rrc = MPI_Reduce(p->sbuf, ref, p->count, p->dt, p->op, p->root, world);
             break;
         case CT_GATHER:
             rrc = MPI_Gather(p->sbuf, p->count, p->dt, ref, p->count, p->dt, p->root,
-                             MPI_COMM_WORLD);
+                             world);
             break;
         case CT_ALLGATHER:
-            rrc = MPI_Allgather(p->sbuf, p->count, p->dt, ref, p->count, p->dt, MPI_COMM_WORLD);
+            rrc = MPI_Allgather(p->sbuf, p->count, p->dt, ref, p->count, p->dt, world);
             break;
         default:
-            rrc = MPI_Allreduce(p->sbuf, ref, p->count, p->dt, p->op, MPI_COMM_WORLD);
+            rrc = MPI_Allreduce(p->sbuf, ref, p->count, p->dt, p->op, world);
             break;
         }
         int rooted = p->coll == CT_REDUCE || p->coll == CT_GATHER;
@@ -466,8 +483,8 @@ static int validate_point(const point_t *p, candidate_t *c, char *ref, long size
     }
     if (rc != MPI_SUCCESS || rrc != MPI_SUCCESS) ok = 0;
     int first_bad = ok ? INT_MAX : rank, nbad = !ok, all_first, all_bad;
-    MPI_Allreduce(&first_bad, &all_first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(&nbad, &all_bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&first_bad, &all_first, 1, MPI_INT, MPI_MIN, world);
+    MPI_Allreduce(&nbad, &all_bad, 1, MPI_INT, MPI_SUM, world);
     if (all_bad && rank == 0) {
         fprintf(stderr, "validation failed: %s %s, size %ld B, %d processes: result differs "
                         "from %s on %d process(es), first rank %d%s%s\n",
@@ -569,6 +586,15 @@ static double parse_seconds(const char *opt, const char *v, double scale) {
     return x * scale;
 }
 
+static long parse_count(const char *opt, const char *v, long lo, long hi) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || errno || x < lo || x > hi)
+        ct_die(rank, "%s '%s': must be a whole number in %ld..%ld", opt, v, lo, hi);
+    return x;
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -579,11 +605,15 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    world = MPI_COMM_WORLD;
 
     const char *coll_name = NULL, *algo_list = NULL, *size_list = "8,65536,1048576";
     const char *dtype_name = "char", *op_name = "sum", *timing_name = "osu";
     long iterations = -1;
     int root = 0, validate = 0, raw = 0, trace = 0;
+    long load_ranks = 0, load_size = 1048576, load_window = 4, probe_iters = 0, probe_size = 4096;
+    int load_pattern = CT_LOAD_PAIRS;
+    unsigned long long load_seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--validate")) {
@@ -629,6 +659,20 @@ int main(int argc, char **argv) {
                              "(bytes; 0 or 1: plain malloc)", v);
             if (align == 0) align = 1;
         }
+        else if (!strcmp(a, "--load-ranks")) load_ranks = parse_count(a, v, 0, nprocs - 1);
+        else if (!strcmp(a, "--load-size")) load_size = parse_count(a, v, 0, INT_MAX);
+        else if (!strcmp(a, "--load-window")) load_window = parse_count(a, v, 1, 1024);
+        else if (!strcmp(a, "--probe-iterations")) probe_iters = parse_count(a, v, 0, 10000000L);
+        else if (!strcmp(a, "--probe-size")) probe_size = parse_count(a, v, 0, INT_MAX);
+        else if (!strcmp(a, "--load-pattern")) {
+            load_pattern = ct_load_pattern(v);
+            if (load_pattern < 0) ct_die(rank, "--load-pattern '%s': valid: pairs, alltoall, hot", v);
+        } else if (!strcmp(a, "--load-seed")) {
+            char *end;
+            errno = 0;
+            if (v[0] == '-' || (load_seed = strtoull(v, &end, 10), end == v || *end || errno))
+                ct_die(rank, "--load-seed '%s': must be a whole number >= 0", v);
+        }
         else if (!strcmp(a, "--sleep")) sleep_s = parse_seconds(a, v, 1e-6);
         else if (!strcmp(a, "--time-budget")) {
             budget_s = parse_seconds(a, v, 1);
@@ -636,6 +680,60 @@ int main(int argc, char **argv) {
         }
         else ct_die(rank, "unknown argument '%s' (see --help)", a);
         i++;
+    }
+    MPI_Comm stop_comm = MPI_COMM_NULL;
+    if (load_ranks > 0) {
+        /* the last load_ranks ranks generate traffic until the measured ones are done:
+         * a nonblocking barrier over all ranks on a duplicate of MPI_COMM_WORLD, which
+         * the generator ranks post first and the measured ranks enter at the end */
+        if (load_ranks < 2)
+            ct_die(rank, "--load-ranks %ld: the generator needs at least 2 ranks", load_ranks);
+        int is_gen = rank >= nprocs - load_ranks, wsize = nprocs;
+        MPI_Comm_dup(MPI_COMM_WORLD, &stop_comm);
+        MPI_Comm_split(MPI_COMM_WORLD, is_gen, rank, &world);
+        MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
+        if (is_gen) {
+            MPI_Request stop;
+            MPI_Ibarrier(stop_comm, &stop);
+            ct_load_t gen;
+            if (ct_load_init(&gen, world, load_pattern, load_size, load_window,
+                             (uint64_t)load_seed))
+                ct_die(rank, "out of memory for the load generator");
+            long long rounds = 0, tot[2] = { 0, 0 };
+            double t0 = MPI_Wtime();
+            ct_load_serve(&gen, &stop, &rounds);
+            double elapsed = MPI_Wtime() - t0;
+            long long mine[2] = { gen.msgs, gen.sent };
+            MPI_Reduce(mine, tot, 2, MPI_LONG_LONG, MPI_SUM, 0, world);
+            if (gen.rank == 0) {
+                printf("{\"kind\": \"load\", \"np\": %ld, \"measured_np\": %ld, \"pattern\": "
+                       "\"%s\", \"size\": %ld, \"window\": %ld, \"seed\": %llu, \"rounds\": "
+                       "%lld, \"messages\": %lld, \"bytes\": %lld, \"elapsed_s\": %.6f, "
+                       "\"rate_MBps\": %.3f}\n",
+                       load_ranks, wsize - load_ranks, ct_load_pattern_names[load_pattern],
+                       load_size, load_window, load_seed, rounds, tot[0], tot[1], elapsed,
+                       elapsed > 0 ? (double)tot[1] / elapsed / 1e6 : 0);
+                fflush(stdout);
+            }
+            ct_load_free(&gen);
+            MPI_Comm_free(&world);
+            MPI_Comm_free(&stop_comm);
+            MPI_Finalize();
+            return 0;
+        }
+        MPI_Comm_rank(world, &rank);
+        MPI_Comm_size(world, &nprocs);
+    }
+    if (probe_iters > 0) {
+        if (nprocs < 2) ct_die(rank, "--probe-iterations: the probe needs 2 measured ranks");
+        double wall = 0, med = 0;
+        ct_probe_loop(world, probe_size, probe_iters, 10, 0x5eed0004ULL, &wall, &med);
+        if (rank == 0) {
+            printf("{\"kind\": \"probe\", \"np\": %d, \"size\": %ld, \"iterations\": %ld, "
+                   "\"iter_wall_us\": %.4f, \"median_us\": %.4f}\n",
+                   nprocs, probe_size, probe_iters, wall * 1e6, med * 1e6);
+            fflush(stdout);
+        }
     }
     ct_coll_t coll;
     if (!coll_name) ct_die(rank, "--coll is required (bcast, reduce, gather, allgather, allreduce)");
@@ -707,9 +805,9 @@ int main(int argc, char **argv) {
     char *sbuf = alloc_buf(per ? per : 1), *rbuf = alloc_buf(tot ? tot : 1);
     char *ref = validate ? alloc_buf(vref ? vref : 1) : NULL;
     int have = sbuf && rbuf && (!validate || ref), all_have = 0, nmissing = 0;
-    MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, world);
     int missing = !have;
-    MPI_Allreduce(&missing, &nmissing, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&missing, &nmissing, 1, MPI_INT, MPI_SUM, world);
     if (!all_have) {
         char parts[160];
         if (coll == CT_BCAST) snprintf(parts, sizeof parts, "buffer %zu", per);
@@ -733,9 +831,9 @@ int main(int argc, char **argv) {
 
     if (timing == TIMING_WINDOW) {
         /* first clock estimate (for the first window) and the barrier time */
-        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Barrier(world);
         double t0 = MPI_Wtime();
-        for (int i = 0; i < 10; i++) MPI_Barrier(MPI_COMM_WORLD);
+        for (int i = 0; i < 10; i++) MPI_Barrier(world);
         t_barrier = (MPI_Wtime() - t0) / 10;
         clock_sync();
     }
@@ -777,7 +875,7 @@ int main(int argc, char **argv) {
                         c->iters = ct_budget_iterations(
                             budget_s, per_call, reps, warmup_opt,
                             timing == TIMING_WINDOW ? ITER_CAP_WINDOW : ITER_CAP_OSU);
-                    MPI_Bcast(&c->iters, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+                    MPI_Bcast(&c->iters, 1, MPI_LONG, 0, world);
                     c->warm = warmup_opt >= 0 ? warmup_opt : c->iters / 10;
                 }
                 /* rank 0's end of this repetition's share of a time budget */
@@ -787,7 +885,7 @@ int main(int argc, char **argv) {
                  * call), window back to back */
                 for (long it = 0; it < c->warm && rc == MPI_SUCCESS; it++) {
                     rc = run_once(&p, c);
-                    if (timing == TIMING_OSU) MPI_Barrier(MPI_COMM_WORLD);
+                    if (timing == TIMING_OSU) MPI_Barrier(world);
                 }
                 check_rc(rc, c);
                 if (timing == TIMING_WINDOW) window_block(&p, c, deadline);
@@ -802,14 +900,14 @@ int main(int argc, char **argv) {
                 /* OSU's Min/Max Latency: a process's mean time per call over all
                  * its timed calls, smallest and largest over processes */
                 double mine = c->nbusy ? c->busy / (double)c->nbusy : NAN;
-                MPI_Reduce(&mine, &rmin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
-                MPI_Reduce(&mine, &rmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+                MPI_Reduce(&mine, &rmin, 1, MPI_DOUBLE, MPI_MIN, 0, world);
+                MPI_Reduce(&mine, &rmax, 1, MPI_DOUBLE, MPI_MAX, 0, world);
             } else {
                 /* per process: mean duration of its own calls in valid samples */
                 double mine = c->ln ? c->lsum / (double)c->ln : NAN, lo = mine, hi = mine;
                 if (!c->ln) lo = INFINITY, hi = -INFINITY;
-                MPI_Reduce(&lo, &rmin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
-                MPI_Reduce(&hi, &rmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+                MPI_Reduce(&lo, &rmin, 1, MPI_DOUBLE, MPI_MIN, 0, world);
+                MPI_Reduce(&hi, &rmax, 1, MPI_DOUBLE, MPI_MAX, 0, world);
             }
             if (validate) {
                 c->valid = validate_point(&p, c, ref, sizes[s]);
@@ -833,6 +931,13 @@ int main(int argc, char **argv) {
     free_buf(ref);
     ct_free_list(specs, ncand);
     ct_free_list(sizes_s, nsizes);
+    if (stop_comm != MPI_COMM_NULL) { /* the generator ranks stop after this */
+        MPI_Request stop;
+        MPI_Ibarrier(stop_comm, &stop);
+        MPI_Wait(&stop, MPI_STATUS_IGNORE);
+        MPI_Comm_free(&world);
+        MPI_Comm_free(&stop_comm);
+    }
     MPI_Finalize();
     return nfailed ? 1 : 0;
 }

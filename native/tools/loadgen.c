@@ -24,6 +24,7 @@
  * by all processes, the time spent, the share of it spent sending and the send rate.
  */
 #include "driver_common.h"
+#include "loadtraffic.h"
 
 #include <limits.h>
 #include <math.h>
@@ -35,9 +36,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TAG_LOAD 4713
-enum { P_PAIRS, P_ALLTOALL, P_HOT };
-static const char *const pattern_names[] = { "pairs", "alltoall", "hot" };
 enum { CMD_GO, CMD_SLEEP, CMD_STOP };
 
 static int rank, nprocs;
@@ -46,31 +44,6 @@ static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig) {
     (void)sig;
     stop_requested = 1;
-}
-
-static uint64_t next_u64(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static uint64_t below(uint64_t *state, uint64_t n) {
-    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-    uint64_t x;
-    do x = next_u64(state);
-    while (x >= limit);
-    return x % n;
-}
-
-static void shuffle(int *perm, int n, uint64_t *state) {
-    for (int i = 0; i < n; i++) perm[i] = i;
-    for (int i = n - 1; i > 0; i--) {
-        int j = (int)below(state, (uint64_t)i + 1);
-        int t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
 }
 
 static void usage(void) {
@@ -123,7 +96,7 @@ int main(int argc, char **argv) {
     signal(SIGTERM, on_signal);
     signal(SIGINT, on_signal);
 
-    int pattern = P_PAIRS;
+    int pattern = CT_LOAD_PAIRS;
     long size = 65536, window = 4;
     double duty = 1.0, period = 0.05, duration = 0;
     int have_seed = 0;
@@ -135,11 +108,8 @@ int main(int argc, char **argv) {
         if (!v) ct_die(rank, "%s needs a value (see --help)", a);
         if (!strcmp(a, "--stop-file")) stop_file = v;
         else if (!strcmp(a, "--pattern")) {
-            int k;
-            for (k = 0; k < 3; k++)
-                if (!strcmp(v, pattern_names[k])) break;
-            if (k == 3) ct_die(rank, "--pattern '%s': valid: pairs, alltoall, hot", v);
-            pattern = k;
+            pattern = ct_load_pattern(v);
+            if (pattern < 0) ct_die(rank, "--pattern '%s': valid: pairs, alltoall, hot", v);
         } else if (!strcmp(a, "--size")) size = parse_long(a, v, 0, INT_MAX);
         else if (!strcmp(a, "--window")) window = parse_long(a, v, 1, 1024);
         else if (!strcmp(a, "--duty")) {
@@ -162,22 +132,15 @@ int main(int argc, char **argv) {
     uint64_t seed = (uint64_t)seed_arg;
     if (!have_seed && rank == 0) {
         uint64_t mix = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
-        seed = next_u64(&mix) >> 1;
+        seed = ct_rng_next(&mix) >> 1;
     }
     MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
 
-    int peers = pattern == P_PAIRS ? 1 : nprocs - 1;
-    size_t nreq = (size_t)2 * (size_t)peers * (size_t)window;
-    size_t bytes = (size_t)(size ? size : 1);
-    char *sbuf = malloc(bytes), *rbuf = malloc(bytes * (size_t)peers * (size_t)window);
-    char ack = 1, acks[1024];
-    MPI_Request *req = malloc(nreq * sizeof *req);
-    int *perm = malloc((size_t)nprocs * sizeof *perm);
-    if (!sbuf || !rbuf || !req || !perm) ct_die(rank, "out of memory");
-    memset(sbuf, rank + 1, bytes);
+    ct_load_t gen;
+    if (ct_load_init(&gen, MPI_COMM_WORLD, pattern, size, window, seed))
+        ct_die(rank, "out of memory");
 
-    uint64_t state = seed;
-    long long rounds = 0, msgs = 0, sent = 0;
+    long long rounds = 0;
     double t0 = MPI_Wtime(), period_start = t0, busy = 0;
     for (;;) {
         int cmd = CMD_GO;
@@ -202,54 +165,7 @@ int main(int argc, char **argv) {
             continue;
         }
         double r0 = MPI_Wtime();
-        int n = 0;
-        if (pattern == P_PAIRS) {
-            shuffle(perm, nprocs, &state);
-            int pos = 0;
-            while (perm[pos] != rank) pos++;
-            int ppos = pos ^ 1;
-            if (ppos < nprocs) {
-                int partner = perm[ppos];
-                for (long w = 0; w < window; w++) {
-                    MPI_Irecv(rbuf + (size_t)w * bytes, (int)size, MPI_BYTE, partner, TAG_LOAD,
-                              MPI_COMM_WORLD, &req[n++]);
-                    MPI_Isend(sbuf, (int)size, MPI_BYTE, partner, TAG_LOAD, MPI_COMM_WORLD,
-                              &req[n++]);
-                }
-                msgs += window;
-                sent += window * size;
-            }
-        } else if (pattern == P_ALLTOALL) {
-            int k = 0;
-            for (int d = 1; d < nprocs; d++) {
-                int to = (rank + d) % nprocs, from = (rank - d + nprocs) % nprocs;
-                for (long w = 0; w < window; w++, k++) {
-                    MPI_Irecv(rbuf + (size_t)k * bytes, (int)size, MPI_BYTE, from, TAG_LOAD,
-                              MPI_COMM_WORLD, &req[n++]);
-                    MPI_Isend(sbuf, (int)size, MPI_BYTE, to, TAG_LOAD, MPI_COMM_WORLD, &req[n++]);
-                }
-            }
-            msgs += (long long)(nprocs - 1) * window;
-            sent += (long long)(nprocs - 1) * window * size;
-        } else if (rank == 0) { /* hot: incast to rank 0, one-byte answers */
-            int k = 0;
-            for (int from = 1; from < nprocs; from++)
-                for (long w = 0; w < window; w++, k++) {
-                    MPI_Irecv(rbuf + (size_t)k * bytes, (int)size, MPI_BYTE, from, TAG_LOAD,
-                              MPI_COMM_WORLD, &req[n++]);
-                    MPI_Isend(&ack, 1, MPI_BYTE, from, TAG_LOAD, MPI_COMM_WORLD, &req[n++]);
-                }
-            msgs += (long long)(nprocs - 1) * window;
-            sent += (long long)(nprocs - 1) * window;
-        } else {
-            for (long w = 0; w < window; w++) {
-                MPI_Irecv(&acks[w], 1, MPI_BYTE, 0, TAG_LOAD, MPI_COMM_WORLD, &req[n++]);
-                MPI_Isend(sbuf, (int)size, MPI_BYTE, 0, TAG_LOAD, MPI_COMM_WORLD, &req[n++]);
-            }
-            msgs += window;
-            sent += window * size;
-        }
-        MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+        ct_load_round(&gen);
         busy += MPI_Wtime() - r0;
         if (rounds++ == 0 && rank == 0) {
             printf("{\"kind\": \"load-ready\"}\n");
@@ -257,7 +173,7 @@ int main(int argc, char **argv) {
         }
     }
     double elapsed = MPI_Wtime() - t0;
-    long long tot[2] = { msgs, sent }, all[2] = { 0, 0 };
+    long long tot[2] = { gen.msgs, gen.sent }, all[2] = { 0, 0 };
     MPI_Reduce(tot, all, 2, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     double busy_max = 0;
     MPI_Reduce(&busy, &busy_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -268,17 +184,14 @@ int main(int argc, char **argv) {
                "\"window\": %ld, \"duty\": %.4f, \"period_ms\": %.3f, \"duration_s\": %.3f, "
                "\"elapsed_s\": %.3f, \"rounds\": %lld, \"messages\": %lld, \"bytes\": %lld, "
                "\"busy_fraction\": %.4f, \"rate_MBps\": %.3f, \"seed\": %llu, \"mpi\": ",
-               nprocs, pattern_names[pattern], size, window, duty, period * 1e3, duration,
+               nprocs, ct_load_pattern_names[pattern], size, window, duty, period * 1e3, duration,
                elapsed, rounds, all[0], all[1], elapsed > 0 ? busy_max / elapsed : 0,
                elapsed > 0 ? (double)all[1] / elapsed / 1e6 : 0, (unsigned long long)seed);
         ct_json_str(stdout, ver);
         printf("}\n");
         fflush(stdout);
     }
-    free(sbuf);
-    free(rbuf);
-    free(req);
-    free(perm);
+    ct_load_free(&gen);
     MPI_Finalize();
     return 0;
 }

@@ -15,6 +15,32 @@ class BenchError(ColltuneError, RuntimeError):
     pass
 
 
+@dataclass(frozen=True)
+class SimLoad:
+    """A load generator inside a simulated launch (docs/workload.md): `np` extra ranks
+    at the end of MPI_COMM_WORLD, one a node on other nodes of the platform, exchange
+    traffic (`pattern`, `size` x `window` in flight, pairings from `seed`) until the
+    measured ranks are done; `np` 0: none. The probe (`probe_iterations` of a barrier
+    and `probe_size` bytes between random pairs) runs on the measured ranks first."""
+
+    np: int = 0
+    pattern: str = "pairs"
+    size: int = 1 << 20
+    window: int = 4
+    seed: int = 1
+    probe_iterations: int = 300
+    probe_size: int = 4096
+
+    def args(self) -> list[str]:
+        out = ["--probe-iterations", str(self.probe_iterations), "--probe-size",
+               str(self.probe_size)]
+        if self.np:
+            out += ["--load-ranks", str(self.np), "--load-pattern", self.pattern, "--load-size",
+                    str(self.size), "--load-window", str(self.window), "--load-seed",
+                    str(self.seed)]
+        return out
+
+
 @dataclass
 class BenchSpec:
     collective: str
@@ -36,6 +62,7 @@ class BenchSpec:
                                       # (the driver's default, as OSU); 0 or 1: plain malloc
     shared_buffers: bool | None = None  # SMPI only: SMPI_SHARED_MALLOC buffers (timing
                                         # only); None: on for simulated runs without validate
+    load: SimLoad | None = None       # SMPI only: generator ranks and the probe in the launch
 
 
 # Under simulation (SimGrid SMPI, computation not simulated) the time of a call is
@@ -127,6 +154,9 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
     elif spec.shared_buffers:
         raise BenchError("shared buffers (SMPI_SHARED_MALLOC) exist only under simulation "
                          "(--mpi smpi)")
+    elif spec.load is not None:
+        raise BenchError("load-generator ranks inside the measured launch are for simulation "
+                         "(--mpi smpi); locally the generator runs beside it (colltune load)")
     prog = [str(build.program("colltune-bench")), "--coll", spec.collective,
             "--algo", ",".join(spec.algos), "--sizes", ",".join(map(str, spec.sizes)),
             "--reps", str(spec.reps), "--root", str(spec.root), "--dtype", spec.dtype,
@@ -150,8 +180,14 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
         prog += ["--align", str(spec.align)]
     if spec.shared_buffers:
         prog += ["--shared-buffers"]
-    ln = launch.prepare(build.mpi, spec.np, prog, extra_env=extra_env)
+    load_np = 0
+    if spec.load is not None:
+        prog += spec.load.args()
+        load_np = spec.load.np
+    ln = launch.prepare(build.mpi, spec.np + load_np, prog, extra_env=extra_env,
+                        **({"load_np": load_np} if load_np else {}))
     sim = launch.current_simulation() if build.mpi.simulated else None
+    extras: dict[str, dict] = {}  # the probe's and the generator's lines (spec.load)
 
     def _mark(rec: dict) -> None:
         """Simulated records say so, and where (the database keeps them apart)."""
@@ -161,12 +197,22 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
             rec["simulator"] = build.mpi.banner
             rec["shared_buffers"] = bool(spec.shared_buffers)
             rec["nodes"], rec["ppn"] = ln.nodes, ln.ppn
+            if load_np:  # nodes and ppn of the measured ranks, not the generator's
+                rec["nodes"] = max(1, ln.nodes - load_np)
+        probe = extras.get("probe")
+        if probe is not None:
+            rec["probe_us"] = probe.get("iter_wall_us")
+            rec["probe_median_us"] = probe.get("median_us")
+            rec["probe_iterations"] = probe.get("iterations")
 
     def line(text: str) -> None:
         if on_record is not None and text.startswith("{"):
             try:
                 rec = json.loads(text)
             except json.JSONDecodeError:
+                return
+            if rec.get("kind") in ("probe", "load"):
+                extras[rec["kind"]] = rec
                 return
             rec["command"] = ln.command_line
             _mark(rec)
@@ -179,6 +225,14 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
     for line in res.stdout.splitlines():
         if line.startswith("{"):
             rec = json.loads(line)
+            if rec.get("kind") in ("probe", "load"):
+                extras[rec["kind"]] = rec
+                continue
+    for line in res.stdout.splitlines():
+        if line.startswith("{"):
+            rec = json.loads(line)
+            if rec.get("kind") in ("probe", "load"):
+                continue
             rec["command"] = res.command
             _mark(rec)
             records.append(rec)
@@ -189,4 +243,20 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
         if spec.validate and res.returncode == 1 and complete and validation_failures(records):
             return records, res.notes
         raise BenchError(launch.failure_message("benchmark", res))
-    return records, res.notes
+    notes = list(res.notes)
+    if spec.load is not None:
+        if "probe" not in extras:
+            raise BenchError("the benchmark printed no probe result (--probe-iterations): "
+                             + res.command)
+        gen = extras.get("load")
+        if spec.load.np and gen is None:
+            raise BenchError("the load-generator ranks printed no statistics: " + res.command)
+        if gen is not None:
+            for r in records:
+                r["load_generator"] = gen
+            notes.append(f"load generator inside the simulation: {gen['np']} ranks, "
+                         f"{gen['pattern']} {gen['size']} B x {gen['window']}, seed "
+                         f"{gen['seed']}: {gen['rounds']} rounds, {gen['bytes'] / 1e9:.2f} GB "
+                         f"in {gen['elapsed_s'] * 1e3:.3f} ms simulated "
+                         f"({gen['rate_MBps'] / 1e3:.1f} GB/s)")
+    return records, notes

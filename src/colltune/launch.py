@@ -449,7 +449,7 @@ def _content_file(kind: str, suffix: str, text: str) -> Path:
 
 
 def _prepare_smpi(mpi: MPI, np: int, program: list[str], extra_env: dict[str, str] | None,
-                  p: Placement | None) -> Launch:
+                  p: Placement | None, load_np: int = 0) -> Launch:
     sim = current_simulation()
     plat = sim.platform
     mapping = (p.mapping if p is not None and p.mapping else "core")
@@ -468,7 +468,11 @@ def _prepare_smpi(mpi: MPI, np: int, program: list[str], extra_env: dict[str, st
         notes.append(f"{np} processes on platform '{plat.name}' ({cores} cores): simulated on "
                      f"'{grown.name}', {grown.nodes} nodes of the same kind")
         plat = grown
-    hosts = plat.rank_hosts(np, mapping, order)
+    hosts = plat.rank_hosts(np - load_np, mapping, order)
+    if load_np:  # the last ranks: a load generator on other nodes (docs/workload.md)
+        hosts += plat.load_hosts(hosts, load_np)
+        notes.append(f"ranks {np - load_np}..{np - 1}: load generator, one a node on "
+                     f"{load_np} other node(s)")
     xml = _content_file("platform", ".xml", plat.xml())
     hostfile = _content_file("hosts", ".txt", "\n".join(hosts) + "\n")
     argv = [str(mpi.launcher), "-np", str(np), "-platform", str(xml), "-hostfile",
@@ -497,11 +501,13 @@ def _prepare_smpi(mpi: MPI, np: int, program: list[str], extra_env: dict[str, st
 
 
 def prepare(mpi: MPI, np: int, program: list[str], extra_env: dict[str, str] | None = None, *,
-            placement: Placement | None = None) -> Launch:
+            placement: Placement | None = None, load_np: int = 0) -> Launch:
     """Command line and environment to run `program` on `np` processes.
 
     Without a placement (and outside a `session` with one), `np` local processes
-    with the library's default placement, as always.
+    with the library's default placement, as always. `load_np` (simulation only): the
+    last load_np of the np ranks are a load generator, placed on nodes of the platform
+    that the others do not use (Platform.load_hosts).
     """
     if np < 1:
         raise ValueError(f"process count {np} must be at least 1")
@@ -509,7 +515,10 @@ def prepare(mpi: MPI, np: int, program: list[str], extra_env: dict[str, str] | N
     if placement is None and s is not None:
         placement = s.placement
     if getattr(mpi, "simulated", False):
-        ln = _prepare_smpi(mpi, np, program, extra_env, placement)
+        ln = _prepare_smpi(mpi, np, program, extra_env, placement, load_np)
+    elif load_np:
+        raise LaunchError("load-generator ranks inside the measured launch are for simulation "
+                          "(--mpi smpi); locally colltune-load runs as a job of its own")
     elif placement is None:
         ln = _prepare_default(mpi, np, program, extra_env)
     else:

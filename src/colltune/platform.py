@@ -244,6 +244,22 @@ class Platform:
         phys = self.node_indices(len(used))
         return [f"{HOST_PREFIX}{phys[i]}" for i in launch.rank_nodes(counts, order)]
 
+    def load_hosts(self, measured: list[str], count: int) -> list[str]:
+        """Hosts of `count` load-generator ranks beside a job on the hosts `measured`
+        (docs/workload.md): one a node, on nodes the job does not use, evenly spaced
+        over the rest of the machine (with `spread` allocation, in the same islands and
+        on the same leaf switches as the job's nodes; with `first`, the next nodes)."""
+        if count < 0:
+            raise PlatformError(f"load ranks {count}: must be >= 0")
+        used = set(measured)
+        free = [h for h in self.hosts if h not in used]
+        if count > len(free):
+            raise PlatformError(f"{count} load-generator ranks need as many nodes besides the "
+                                f"job's {len(used)}; platform '{self.name}' has {len(free)} more")
+        if self.allocation == "first" or count <= 1:
+            return free[:count]
+        return [free[(i * len(free)) // count] for i in range(count)]
+
     def with_nodes(self, nodes: int) -> "Platform":
         """The same platform with another number of nodes (flat topology only: the
         others' node count is their topology's), named NAME:nodes=N."""

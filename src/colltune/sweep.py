@@ -178,14 +178,21 @@ def make_plan(study: Study, build, *, seed: int | None = None,
             raise StudyError(f"study.launcher '{study.launcher}': a simulation (--mpi smpi) runs "
                              "here on its simulated platform; use launcher 'local'")
         if study.load:
-            raise StudyError(f"study.load ({', '.join(study.load)}): load levels are measured "
-                             "with the generator beside a local launch; simulated load is not "
-                             "built yet (docs/workload.md); remove study.load or run it without "
-                             "--mpi smpi")
+            from . import workload
+
+            try:
+                for n in study.load:
+                    workload.sim_level(workload.LoadLevel(**study.load_levels[n]))
+            except workload.LoadError as exc:
+                raise StudyError(f"study.load under simulation: {exc}") from None
         platform = resolve(study.platform or launch.DEFAULT_PLATFORM)
         slots = platform.nodes * platform.cores_per_node
         note = None
-        if repetitions > 1:
+        if repetitions > 1 and study.load:
+            notes.append(f"simulated (platform '{platform.name}') with load: {repetitions} "
+                         "repetitions kept, each launch's generator draws other pairings "
+                         "(the times differ by the load, not by noise)")
+        elif repetitions > 1:
             notes.append(f"simulated (platform '{platform.name}'): times are deterministic, "
                          f"1 repetition instead of {repetitions}")
             repetitions = 1
@@ -444,11 +451,23 @@ def _run_unit(plan: Plan, conn, unit: Unit, run_id: int, study_id: int, rnd: int
     records: list[dict] = []
     notes: list[str] = []
     load_info: dict | None = None
-    sim = (launch.simulate(plan.platform) if plan.platform is not None
+    sim_cfg: tuple[str, ...] = ()
+    if plan.platform is not None and unit.load is not None:
+        from . import workload
+
+        # the generator and the probe run inside the measured launch (docs/workload.md)
+        spec = dataclasses.replace(spec, load=workload.sim_load(
+            workload.LoadLevel(**study.load_levels[unit.load]), unit.key, rnd,
+            study.probe_iterations))
+        sim_cfg = workload.SIM_CFG
+    sim = (launch.simulate(plan.platform, sim_cfg) if plan.platform is not None
            else contextlib.nullcontext())
     with sim, launch.session(plan.placement(unit)) as sess:
         try:
-            if unit.load is not None:  # the generator (if any) and the probe first
+            if unit.load is not None and plan.platform is not None:
+                load_info = {"level": workload.LoadLevel(**study.load_levels[unit.load]),
+                             "background": None, "probe": None}
+            elif unit.load is not None:  # the generator (if any) and the probe first
                 load_info = _start_load(plan, unit)
             if unit.collective == HEAT:
                 records, notes = _run_heat(plan, unit, env)
@@ -529,6 +548,10 @@ def _finish_load(info: dict, records: list[dict], notes: list[str]) -> None:
         sent = (f"; it sent {stats['bytes'] / 1e6:.0f} MB in {stats['elapsed_s']:.1f} s, busy "
                 f"{stats['busy_fraction']:.0%}" if stats else "")
         notes.append(f"load {level.name}: {level.describe()}{sent} ({bg.launch.command_line})")
+    if rec is None:  # simulated: the probe ran inside the launch (bench.SimLoad)
+        for r in records:
+            r["load_level"] = level.name
+        return
     for r in records:
         r["load_level"] = level.name
         r["probe_us"] = rec.get("iter_wall_us")  # the load index (docs/workload.md)

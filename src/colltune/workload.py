@@ -262,6 +262,51 @@ def probe(build, np: int, iterations: int = PROBE_ITERATIONS, size: int = PROBE_
     return rec
 
 
+# ------------------------------------------------------------------ simulation
+
+# SimGrid settings of a simulated launch with load (added to launch.SMPI_CFG): MPI_Test,
+# which the generator's rank 0 calls once a round to see whether the measured ranks are
+# done, costs no simulated time (SMPI's default injects 100 µs into every call, which
+# would put a pause into every round of the generator)
+SIM_CFG = ("smpi/test:0",)
+
+
+def sim_level(level: LoadLevel) -> LoadLevel:
+    """The level as a simulation runs it, checked: its `np` generator ranks run inside
+    the measured launch, one a node on other nodes of the platform, continuously (a duty
+    cycle would wait on the wall clock, which a simulation without simulated
+    computation does not advance: the intensity is the message size and the messages
+    in flight)."""
+    if not level.quiet and level.duty < 1:
+        raise LoadError(f"level '{level.name}': duty {level.duty:g}: a simulated generator "
+                        "sends continuously (duty 1); set its intensity with size, window "
+                        "and np")
+    return level
+
+
+def sim_seed(key: str, round_: int) -> int:
+    """The generator's seed of one launch: from its unit key and round, so that every
+    launch, and the same launch in another round, draws other pairings (the load
+    changes between runs although the simulation is deterministic)."""
+    import hashlib
+
+    return int(hashlib.sha1(f"{key}#{round_}".encode()).hexdigest()[:12], 16)
+
+
+def sim_load(level: LoadLevel, key: str, round_: int,
+             probe_iterations: int = PROBE_ITERATIONS):
+    """bench.SimLoad of a simulated launch under `level` (np 0 for `none`: the probe
+    alone)."""
+    from .bench import SimLoad
+
+    sim_level(level)
+    if level.quiet:
+        return SimLoad(np=0, probe_iterations=probe_iterations, probe_size=PROBE_SIZE)
+    return SimLoad(np=level.np, pattern=level.pattern, size=level.size, window=level.window,
+                   seed=sim_seed(key, round_), probe_iterations=probe_iterations,
+                   probe_size=PROBE_SIZE)
+
+
 # ------------------------------------------------------------------ analysis
 
 CORR_COLUMNS = ["collective", "np", "size", "algorithm", "launches", "pearson", "spearman",

@@ -136,8 +136,11 @@ def levels() -> None:
 @click.option("--round", "round_", type=int, help="Its round (default: the latest).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="text, or JSON (correlations, best per level, changes).")
+@click.option("--include-simulated", is_flag=True,
+              help="Analyse simulated points (SimGrid, --mpi smpi): a simulated load study "
+                   "(docs/workload.md); by default they are left out.")
 @db_option()
-def analyse(study, round_, fmt, db_path) -> None:
+def analyse(study, round_, fmt, include_simulated, db_path) -> None:
     """The seed's analysis of a study with load levels: correlation of the probe with
     every algorithm's latency (Pearson, Spearman), the best algorithm per load level
     with evidence, and how often it changes with the load."""
@@ -146,7 +149,8 @@ def analyse(study, round_, fmt, db_path) -> None:
 
     conn = db_mod.open_reader(db_path)
     try:
-        frame, rnd = tune_mod.load_frame(conn, study, round_)
+        frame, rnd = tune_mod.load_frame(conn, study, round_,
+                                         include_simulated=include_simulated)
     finally:
         conn.close()
     frame = frame.assign(label=frame["algorithm"])
