@@ -468,7 +468,9 @@ def _prepare_smpi(mpi: MPI, np: int, program: list[str], extra_env: dict[str, st
         notes.append(f"{np} processes on platform '{plat.name}' ({cores} cores): simulated on "
                      f"'{grown.name}', {grown.nodes} nodes of the same kind")
         plat = grown
-    hosts = plat.rank_hosts(np - load_np, mapping, order)
+    nodes = p.nodes if p is not None else None
+    hosts = plat.rank_hosts(np - load_np, mapping, order,
+                            **({"nodes": nodes} if nodes and nodes <= plat.nodes else {}))
     if load_np:  # the last ranks: a load generator on other nodes (docs/workload.md)
         hosts += plat.load_hosts(hosts, load_np)
         notes.append(f"ranks {np - load_np}..{np - 1}: load generator, one a node on "

@@ -67,7 +67,8 @@ KEYS: dict[str, tuple[str, Any]] = {
                  "file (colltune.platform); default 'flat'", None),
     "launcher": ("'local', 'hostfile' or 'slurm'", "local"),
     "hostfile": ("path of a hostfile (launcher = 'hostfile'), relative to the study file", None),
-    "nodes": ("whole number >= 1: nodes to spread over (hostfile, slurm)", None),
+    "nodes": ("whole number >= 1: nodes to spread over (hostfile, slurm; the simulated "
+              "platform's nodes under mpi = 'smpi')", None),
     "bind": ("true/false: bind processes to cores when mapping", True),
     "root": ("whole number >= 0", 0),
     "dtype": ("'char', 'int', 'float' or 'double'", "char"),
