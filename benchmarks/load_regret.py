@@ -20,6 +20,12 @@
 
     .venv/bin/python benchmarks/load_regret.py                     # ~5 minutes on 2 cores
     .venv/bin/python benchmarks/load_regret.py --db load.db --reps 6 --json load_regret.json
+    .venv/bin/python benchmarks/load_regret.py --preset seed004-sim --db sim.db   # simulated
+
+A simulated study (`seed004-sim`, mpi = "smpi") is deterministic: its held-out round
+differs from the training round by the load alone (every launch's generator draws its
+pairings from a seed of its own, unit key and round), not by noise; `default` is then
+SMPI's own MPI_Bcast (what `native` runs under SimGrid).
 
 A database that already holds the study's rounds is reused (`--fresh` measures again).
 """
@@ -47,7 +53,7 @@ def main() -> int:
     ap.add_argument("--preset", default="load-local", help="the study (a preset name)")
     ap.add_argument("--db", default="load_regret.db", help="results database")
     ap.add_argument("--reps", type=int, help="repetitions per round (default: the study's)")
-    ap.add_argument("--mpi", default="openmpi")
+    ap.add_argument("--mpi", help="MPI library (default: the study's `mpi`, else openmpi)")
     ap.add_argument("--fresh", action="store_true", help="measure both rounds again")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
@@ -55,7 +61,8 @@ def main() -> int:
     st = study_mod.load_preset(args.preset)
     if args.reps:
         st.repetitions = args.reps
-    b = build_for(args.mpi)
+    b = build_for(args.mpi or st.mpi or "openmpi")
+    sim = bool(b.mpi.simulated)
     conn = db_mod.open_db(args.db)
     sid = db_mod.study_id(conn, st.name)
     have = 0 if sid is None else db_mod.latest_round(conn, sid)
@@ -69,8 +76,8 @@ def main() -> int:
         if oc.status != "done":
             return 130
     last = db_mod.latest_round(conn, db_mod.study_id(conn, st.name))
-    train, _ = tune.load_frame(conn, st.name, last - 1)
-    test, _ = tune.load_frame(conn, st.name, last)
+    train, _ = tune.load_frame(conn, st.name, last - 1, include_simulated=sim)
+    test, _ = tune.load_frame(conn, st.name, last, include_simulated=sim)
     conn.close()
 
     per, rs = workload.held_out_regret(train, test)
@@ -103,7 +110,7 @@ def main() -> int:
               f"unaware {g['load-unaware (quiet):pick'].iloc[0]:<22} fastest "
               f"{g['fastest'].value_counts().to_dict()}")
     if args.json:
-        out = {"study": st.name, "classes": [c.__dict__ for c in rs["aware"].load_classes],
+        out = {"study": st.name, "simulated": sim, "classes": [c.__dict__ for c in rs["aware"].load_classes],
                "correlations": json.loads(corr.to_json(orient="records")),
                "per_size": json.loads(workload.regret_summary(per, ["size"]).to_json(
                    orient="records")),
