@@ -82,6 +82,9 @@ KEYS: dict[str, tuple[str, Any]] = {
              "(colltune-load) during each launch, the probe before it (docs/workload.md)", []),
     "load_levels": ("table NAME -> {pattern, np, size, window, duty, period_ms}: levels of "
                     "study.load beyond the built-in none, light, medium, heavy", {}),
+    "probe_size": ("bytes each probe partner sends per iteration (default 4096, the seed's "
+                   "4 KB; a simulation's flow model has no queueing delay, so a simulated "
+                   "probe needs enough bytes to feel shared bandwidth)", 4096),
     "probe_iterations": ("whole number >= 1: iterations of the probe before each launch of a "
                          "study with study.load", 300),
     "heat": ("table for the collective 'heat' (the heat-diffusion application): grids "
@@ -143,6 +146,7 @@ class Study:
     load: list[str] = field(default_factory=list)  # load levels; [] no load dimension
     load_levels: dict[str, dict] = field(default_factory=dict)  # level -> its definition
     probe_iterations: int = 300
+    probe_size: int = 4096
     sbatch: dict[str, Any] = field(default_factory=dict)
     source: str = ""  # file path or preset:NAME
     text: str = ""  # the TOML as written
@@ -403,6 +407,16 @@ def loads(text: str, source: str = "<string>", base_dir: Path | None = None) -> 
             raise StudyError("study.load: not available with the collective 'heat'")
     if "probe_iterations" in st:
         s.probe_iterations = _int("study.probe_iterations", st["probe_iterations"], 1)
+    if "probe_size" in st:
+        v = st["probe_size"]
+        if isinstance(v, str):
+            from .units import parse_size
+
+            try:
+                v = parse_size(v)
+            except ValueError as exc:
+                raise StudyError(f"study.probe_size: {exc}") from None
+        s.probe_size = _int("study.probe_size", v, 0)
     if "repetitions" in st:
         s.repetitions = _int("study.repetitions", st["repetitions"], 1)
     if "mapping" in st:

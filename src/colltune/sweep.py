@@ -136,10 +136,18 @@ def _unit_key(study: Study, build, coll, np, mapping, order, rep, algos, lib,
         ident["load"] = load
         ident["load_level"] = study.load_levels.get(load)
         ident["probe_iterations"] = study.probe_iterations
+        if study.probe_size != workload_probe_size():  # keys of the default stay as they were
+            ident["probe_size"] = study.probe_size
     digest = hashlib.sha1(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
     group = lib or "ours"
     where = f"/load-{load}" if load is not None else ""
     return f"{coll}/np{np}/{mapping}-{order}/rep{rep}{where}/{group}#{digest}"
+
+
+def workload_probe_size() -> int:
+    from .workload import PROBE_SIZE
+
+    return PROBE_SIZE
 
 
 def _capacity(study: Study) -> tuple[int, str | None]:
@@ -316,7 +324,7 @@ def _fmt_eta(seconds: float) -> str:
 DEFINING_KEYS = ("collectives", "algorithms", "sizes", "processes", "repetitions", "mapping",
                  "order", "iterations", "warmup", "timing", "reps_per_launch", "sleep_us",
                  "time_budget", "root", "dtype", "op", "heat", "max_processes", "env", "load",
-                 "load_levels", "probe_iterations")
+                 "load_levels", "probe_iterations", "probe_size")
 
 
 def definition_changes(conn, study: Study) -> tuple[list[str], int]:
@@ -458,7 +466,7 @@ def _run_unit(plan: Plan, conn, unit: Unit, run_id: int, study_id: int, rnd: int
         # the generator and the probe run inside the measured launch (docs/workload.md)
         spec = dataclasses.replace(spec, load=workload.sim_load(
             workload.LoadLevel(**study.load_levels[unit.load]), unit.key, rnd,
-            study.probe_iterations))
+            study.probe_iterations, study.probe_size))
         sim_cfg = workload.SIM_CFG
     sim = (launch.simulate(plan.platform, sim_cfg) if plan.platform is not None
            else contextlib.nullcontext())
@@ -529,7 +537,7 @@ def _start_load(plan: Plan, unit: Unit) -> dict:
     bg = None
     if not level.quiet:
         bg = workload.start_generator(plan.build, level, plan.placement(unit))
-    rec = workload.probe(plan.build, unit.np, plan.study.probe_iterations,
+    rec = workload.probe(plan.build, unit.np, plan.study.probe_iterations, plan.study.probe_size,
                          timeout=plan.study.timeout)
     return {"level": level, "background": bg, "probe": rec}
 

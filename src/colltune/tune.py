@@ -126,7 +126,7 @@ def load_frame(conn, study: str, round: int | None = None,
     df = pd.read_sql_query(
         "SELECT s.name AS study, m.run_id, m.unit_id, m.round, m.repetition, m.collective, "
         "m.algorithm, m.spec, m.params, m.np, m.nodes, m.ppn, m.mapping, m.size, m.median_us, "
-        "m.valid, m.load_level, m.probe_us, r.cores, r.mpi_kind, r.mpi_version "
+        "m.valid, m.load_level, m.probe_us, m.simulated, r.cores, r.mpi_kind, r.mpi_version "
         "FROM measurements m "
         "JOIN runs r ON m.run_id = r.id JOIN studies s ON r.study_id = s.id "
         f"WHERE s.id = ? AND m.round = ?{sim} ORDER BY m.id", conn, params=(sid, round))

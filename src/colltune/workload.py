@@ -294,17 +294,17 @@ def sim_seed(key: str, round_: int) -> int:
 
 
 def sim_load(level: LoadLevel, key: str, round_: int,
-             probe_iterations: int = PROBE_ITERATIONS):
+             probe_iterations: int = PROBE_ITERATIONS, probe_size: int = PROBE_SIZE):
     """bench.SimLoad of a simulated launch under `level` (np 0 for `none`: the probe
     alone)."""
     from .bench import SimLoad
 
     sim_level(level)
     if level.quiet:
-        return SimLoad(np=0, probe_iterations=probe_iterations, probe_size=PROBE_SIZE)
+        return SimLoad(np=0, probe_iterations=probe_iterations, probe_size=probe_size)
     return SimLoad(np=level.np, pattern=level.pattern, size=level.size, window=level.window,
                    seed=sim_seed(key, round_), probe_iterations=probe_iterations,
-                   probe_size=PROBE_SIZE)
+                   probe_size=probe_size)
 
 
 # ------------------------------------------------------------------ analysis
