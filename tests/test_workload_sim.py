@@ -176,3 +176,23 @@ def test_a_simulated_load_study_is_stored_with_levels_and_probe(tmp_path, smpi_b
     assert lat[("binomial", 1 << 20, "heavy")] > lat[("binomial", 1 << 20, "none")]
     notes = " ".join(r[0] for r in c.execute("SELECT notes FROM units"))
     assert "load generator inside the simulation" in notes
+
+
+def test_probe_size_is_a_study_key_and_part_of_the_launch_key(tmp_path):
+    st = _study(tmp_path, HEAVY, 'probe_size = "64K"')
+    assert st.probe_size == 65536
+    assert _study(tmp_path, HEAVY).probe_size == workload.PROBE_SIZE
+    with pytest.raises(study_mod.StudyError, match="probe_size"):
+        _study(tmp_path, HEAVY, 'probe_size = "lots"')
+    unit = sweep.Unit("bcast", 4, "node", "seq", 1, ("native",), None, "", "heavy")
+
+    class _Mpi:
+        kind, version = "smpi", "4.1"
+
+    class _Build:
+        mpi = _Mpi()
+
+    keys = {sweep._unit_key(s, _Build(), "bcast", 4, "node", "seq", 1, unit.algos, None,
+                            load="heavy")
+            for s in (st, _study(tmp_path, HEAVY))}
+    assert len(keys) == 2
