@@ -683,8 +683,9 @@ def load_section(df: pd.DataFrame, parts: ReportParts, palette: plotmod.Palette,
                '<p class="note">Every simulated launch ran under one load level: generator '
                "ranks inside the same simulation, on other nodes of the platform, exchanging "
                "large messages between random pairs (a seed of their own per launch, so the "
-               "load differs between launches), and the probe (a barrier and 4 KB exchanged "
-               "between random pairs of the measured ranks, simulated µs per iteration) ran "
+               "load differs between launches), and the probe (a barrier and the study's "
+               "probe_size exchanged between random pairs of the measured ranks, simulated µs "
+               "per iteration) ran "
                "first in the launch. The simulation is deterministic: the launches of one "
                "level differ by the generator's pairings, not by noise. "
                "<code>colltune load analyse --include-simulated</code> prints the same.</p>"]

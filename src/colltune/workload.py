@@ -417,7 +417,8 @@ def summary_text(df: pd.DataFrame) -> str:
     lines = []
     levels = level_order(d)
     probe = d.groupby("load_level")["probe_us"].agg(["median", "min", "max", "count"])
-    lines.append("probe index (µs per probe iteration: a barrier and 4 KB between random pairs) "
+    lines.append("probe index (µs per probe iteration: a barrier and an exchange between random "
+                 "pairs, 4 KB unless the study's probe_size says otherwise) "
                  "per load level:")
     for lv in levels:
         r = probe.loc[lv]
