@@ -139,4 +139,6 @@ def test_the_remap_preset_plans_one_launch_per_collective_count_and_order(smpi_b
     assert res.returncode == 0, res.stderr[-2000:]
     out = " ".join(res.stdout.split())
     assert "12 launches" in out  # 3 collectives x 2 process counts x 2 orders
-    assert "tapems-16x12" in out
+    assert "processes: 128, 192" in out and "sizes: 1K, 4K, 16K, 64K, 256K, 1M" in out
+    # every launch on all 16 nodes: 8 (P = 128) or 12 (P = 192) per node
+    assert res.stdout.count("16x8") == 6 and res.stdout.count("16x12") == 6

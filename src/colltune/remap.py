@@ -83,7 +83,7 @@ def remap_effect(points: pd.DataFrame) -> pd.DataFrame:
     of one point (repetitions) are reduced to their median.
 
     Columns: `us_seq`, `us_rr`, `us_seq>rr`, `us_rr>seq`, `bw_*` the same as bandwidth,
-    `best` (seq or rr, the faster plain order; ties: seq), `worst_us` (the other plain
+    `best` (seq or rr, the faster plain order; ties: seq; None without both), `worst_us` (the other plain
     order), `remapped_us` (the worst order remapped to the best), `speedup`
     (worst_us / remapped_us), `overhead` (remapped_us / best plain - 1), `identity_us`
     and `identity_overhead` (the best order run with a remap to itself: the layer when
@@ -125,8 +125,7 @@ def remap_effect(points: pd.DataFrame) -> pd.DataFrame:
     seq, rr = out["us_seq"], out["us_rr"]
     best_rr = rr < seq  # NaN compares False: seq when rr is missing
     out["best"] = best_rr.map({True: "rr", False: "seq"})
-    out.loc[seq.isna() & rr.isna(), "best"] = None
-    out.loc[seq.isna() & rr.notna(), "best"] = "rr"
+    out.loc[seq.isna() | rr.isna(), "best"] = None  # one order alone decides nothing
     out["worst_us"] = rr.where(~best_rr & seq.notna(), seq)
     out.loc[seq.isna() | rr.isna(), "worst_us"] = float("nan")
     best_us = seq.where(~best_rr & seq.notna(), rr)
