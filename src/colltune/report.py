@@ -1077,10 +1077,14 @@ def remap_section(sim: pd.DataFrame | None, parts: ReportParts, palette: plotmod
             fig, axes = plt.subplots(1, cols, figsize=(3.2 * cols, 3.2), squeeze=False)
             for ax, (coll, algo) in zip(axes[0], algos[:cols]):
                 h = g[(g["collective"] == coll) & (g["algorithm"] == algo)].sort_values("size")
-                for p, style in (("seq", "-"), ("rr", "-"), ("seq>rr", "--"), ("rr>seq", "--")):
+                # the remapped lines lie on the order they turn into: dashed, other marks
+                for p, style, mark, color in (("seq", "-", "o", "tab:blue"),
+                                              ("rr", "-", "s", "tab:orange"),
+                                              ("seq>rr", "--", "x", "tab:red"),
+                                              ("rr>seq", "--", "+", "tab:cyan")):
                     if h[f"bw_{p}"].notna().any():
-                        ax.plot(h["size"], h[f"bw_{p}"], style, marker="o", ms=3, lw=1,
-                                label=p, color=palette(p))
+                        ax.plot(h["size"], h[f"bw_{p}"], style, marker=mark, ms=5, lw=1,
+                                label=p, color=color)
                 ax.set_xscale("log", base=2)
                 ax.set_yscale("log")
                 ax.set_title(f"{coll} {algo}", fontsize=9)
