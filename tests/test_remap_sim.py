@@ -16,12 +16,14 @@ ALGOS = {"allgather": ["recursive_doubling", "ring", "neighbor_exchange"],
          "bcast": ["binomial"], "allreduce": ["ring"]}
 
 
-def test_the_remap_preset_is_the_seeds_experiment():
-    s = load_preset("remap")
-    assert s.mpi == "smpi" and s.platform == "tapems-16x12"
-    assert s.processes == [128, 192]  # 8 and 12 per node on the 16 nodes
+@pytest.mark.parametrize("name, np_, largest", [("remap", 128, 1 << 20),
+                                                 ("remap192", 192, 256 << 10)])
+def test_the_remap_presets_are_the_seeds_experiment(name, np_, largest):
+    s = load_preset(name)
+    assert s.name == name and s.mpi == "smpi" and s.platform == "tapems-16x12"
+    assert s.processes == [np_]  # 8 and 12 per node on the 16 nodes
     assert list(s.mapping) == ["node"] and list(s.order) == ["seq", "rr"]
-    assert s.sizes[0] == 1024 and s.sizes[-1] == 1 << 20
+    assert s.sizes[0] == 1024 and s.sizes[-1] == largest
     for coll, bases in ALGOS.items():
         specs = s.algorithms[coll]
         assert sorted({base_spec(x) for x in specs}) == sorted(bases)
@@ -131,14 +133,17 @@ def smpi_build():
     return build(mpi_mod.find("smpi"))
 
 
-def test_the_remap_preset_plans_one_launch_per_collective_count_and_order(smpi_build, tmp_path):
+@pytest.mark.parametrize("name, np_, per_node, sizes", [
+    ("remap", 128, 8, "1K, 4K, 16K, 64K, 256K, 1M"), ("remap192", 192, 12, "1K, 16K, 64K, 256K")])
+def test_the_remap_presets_plan_one_launch_per_collective_and_order(smpi_build, tmp_path, name,
+                                                                    np_, per_node, sizes):
     from conftest import colltune
 
-    res = colltune("sweep", "--preset", "remap", "--mpi", "smpi", "--dry-run", "--db",
+    res = colltune("sweep", "--preset", name, "--mpi", "smpi", "--dry-run", "--db",
                    str(tmp_path / "x.db"))
     assert res.returncode == 0, res.stderr[-2000:]
     out = " ".join(res.stdout.split())
-    assert "12 launches" in out  # 3 collectives x 2 process counts x 2 orders
-    assert "processes: 128, 192" in out and "sizes: 1K, 4K, 16K, 64K, 256K, 1M" in out
-    # every launch on all 16 nodes: 8 (P = 128) or 12 (P = 192) per node
-    assert res.stdout.count("16x8") == 6 and res.stdout.count("16x12") == 6
+    assert "6 launches" in out  # 3 collectives x 2 orders
+    assert f"processes: {np_};" in out and f"sizes: {sizes};" in out
+    # every launch on all 16 nodes, per_node processes each
+    assert res.stdout.count(f"16x{per_node} ") == 6
