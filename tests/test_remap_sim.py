@@ -101,6 +101,12 @@ def test_remap_effect_derives_speedup_and_overhead():
     assert b["us_rr>seq"] == 50.0
 
 
+def test_one_order_alone_decides_nothing():
+    eff = remap_effect(_frame().query("rank_order == 'seq'"))
+    assert eff["best"].isna().all() and eff["speedup"].isna().all()
+    assert eff["identity_overhead"].isna().all()
+
+
 def test_remap_effect_names_missing_columns():
     with pytest.raises(ValueError, match="rank_order"):
         remap_effect(pd.DataFrame({"collective": ["bcast"], "spec": ["x"], "np": [2],

@@ -134,6 +134,7 @@ def remap_effect(points: pd.DataFrame) -> pd.DataFrame:
     out["overhead"] = out["remapped_us"] / best_us - 1.0
     out["identity_us"] = out["ident_seq"].where(~best_rr, out["ident_rr"])
     out["identity_overhead"] = out["identity_us"] / best_us - 1.0
+    out.loc[out["best"].isna(), ["identity_us", "identity_overhead"]] = float("nan")
     for p in PLACEMENTS:
         out[f"bw_{p}"] = out["size"].astype(float) / out[f"us_{p}"]
     out = out.drop(columns=["ident_seq", "ident_rr"])
