@@ -191,6 +191,13 @@ const char *ct_placement_kind_name(int kind);
 /* The rank order a remap gives (CT_REMAP_SEQ or CT_REMAP_RR): perm[j] is the
  * communicator rank that plays rank j (size entries, owned by the library). */
 int ct_comm_remap_order(MPI_Comm comm, int remap, const int **perm);
+/* Timing runs under SimGrid's SMPI only: while on, the scratch of a remapped
+ * Allgather (P*count elements per rank) comes from SMPI_SHARED_MALLOC, one
+ * memory for all simulated ranks, so its data is meaningless (as the shared
+ * message buffers' of `colltune-bench --shared-buffers` are) and large points
+ * fit in memory. Scratch allocated before the switch is replaced at the next
+ * call. Returns MPI_ERR_ARG when on != 0 in a build that is not for SMPI. */
+int ct_remap_shared_scratch(int on);
 
 /* ---- traffic accounting ------------------------------------------------------
  * While enabled, every point-to-point send an algorithm of the library makes

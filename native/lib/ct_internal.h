@@ -147,7 +147,10 @@ typedef struct ct_place {
     MPI_Comm rcomm[3];     /* the permuted communicators, made on first use         */
     void *scratch;         /* Allgather's remap scratch, kept for the next call     */
     size_t scratch_bytes;
+    int scratch_shared;    /* scratch from SMPI_SHARED_MALLOC (ct_remap_shared_scratch) */
 } ct_place_t;
+/* frees pl->scratch as it was allocated */
+void ct_place_scratch_free(ct_place_t *pl);
 /* collective over dup (one Allgather of an int) */
 int ct_place_build(MPI_Comm dup, int rank, int size, ct_place_t **out);
 int ct_place_comm(ct_place_t *pl, MPI_Comm dup, int rank, int target, MPI_Comm *out);

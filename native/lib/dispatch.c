@@ -556,6 +556,35 @@ int ct_comm_remap_order(MPI_Comm comm, int remap, const int **perm) {
     return MPI_SUCCESS;
 }
 
+/* ct_remap_shared_scratch: per process (SMPI privatises it per simulated rank) */
+static int shared_scratch;
+
+int ct_remap_shared_scratch(int on) {
+#ifdef SMPI_SHARED_MALLOC
+    shared_scratch = on != 0;
+    return MPI_SUCCESS;
+#else
+    if (on)
+        return ct_set_error(MPI_ERR_ARG, "shared remap scratch: only in a build for SimGrid's "
+                            "SMPI");
+    shared_scratch = 0;
+    return MPI_SUCCESS;
+#endif
+}
+
+void ct_place_scratch_free(ct_place_t *pl) {
+#ifdef SMPI_SHARED_FREE
+    if (pl->scratch && pl->scratch_shared) {
+        SMPI_SHARED_FREE(pl->scratch);
+        pl->scratch = NULL;
+    }
+#endif
+    free(pl->scratch);
+    pl->scratch = NULL;
+    pl->scratch_bytes = 0;
+    pl->scratch_shared = 0;
+}
+
 /* Allgather on the permuted communicator: the algorithm gathers new-rank order
  * into a scratch buffer, one local pass puts block j at the caller's rank
  * perm[j]. Costs: P*rcount elements of scratch (kept with the communicator for
@@ -570,13 +599,18 @@ static int allgather_remapped(ct_allgather_fn fn, const ct_params_t *prm, const 
     MPI_Aint n = (MPI_Aint)p * rcount;
     size_t bytes = (size_t)((n - 1) * t.extent + t.true_extent);
     ct_place_t *pl = ci->pl;
-    if (bytes > pl->scratch_bytes) {
-        free(pl->scratch);
-        pl->scratch_bytes = 0;
+    if (bytes > pl->scratch_bytes || pl->scratch_shared != shared_scratch) {
+        ct_place_scratch_free(pl);
         /* page-aligned as the caller's buffers usually are: single-copy
          * shared-memory transports are slower into misaligned buffers */
         size_t page = 4096, alloc = (bytes + page - 1) / page * page;
-        pl->scratch = aligned_alloc(page, alloc);
+#ifdef SMPI_SHARED_MALLOC
+        if (shared_scratch) { /* timing runs only: mapped pages, one memory for all ranks */
+            pl->scratch = SMPI_SHARED_MALLOC(alloc);
+            pl->scratch_shared = pl->scratch != NULL;
+        } else
+#endif
+            pl->scratch = aligned_alloc(page, alloc);
         if (!pl->scratch)
             return ct_set_error(MPI_ERR_NO_MEM, "allgather: out of memory (remap scratch, "
                                 "%zu bytes)", bytes);

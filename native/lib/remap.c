@@ -169,7 +169,7 @@ void ct_place_free(ct_place_t *pl, int finalized) {
         free(pl->perm[t]);
         free(pl->inv[t]);
     }
-    free(pl->scratch);
+    ct_place_scratch_free(pl);
     free(pl->node);
     free(pl);
 }

@@ -259,6 +259,16 @@ int main(int argc, char **argv) {
                ct_remap_auto(ct_algo_find(CT_ALLGATHER, "ring")) == CT_REMAP_SEQ &&
                ct_remap_auto(ct_algo_find(CT_BCAST, "linear")) == CT_REMAP_NONE,
            "remap=auto table");
+    /* the shared remap scratch is for SMPI timing runs only */
+#ifdef SMPI_SHARED_MALLOC
+    EXPECT(ct_remap_shared_scratch(1) == MPI_SUCCESS && ct_remap_shared_scratch(0) == MPI_SUCCESS,
+           "shared remap scratch under SMPI: %s", ct_last_error());
+#else
+    rc = ct_remap_shared_scratch(1);
+    EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "SMPI"),
+           "shared remap scratch outside SMPI: %d %s", rc, ct_last_error());
+    EXPECT(ct_remap_shared_scratch(0) == MPI_SUCCESS, "shared remap scratch off");
+#endif
 
     /* a hand-made choice out of range is refused by the dispatcher too */
     ct_choice_parse(CT_BCAST, "knomial", &c);

@@ -143,7 +143,7 @@ static void usage(void) {
            "  --shared-buffers  (SimGrid SMPI only) message buffers from SMPI_SHARED_MALLOC:\n"
            "                every rank's buffer is the same memory, so thousands of\n"
            "                simulated ranks fit; timing only, the data is not meaningful\n"
-           "                (not with --validate)\n"
+           "                (not with --validate); the remapped Allgather's scratch too\n"
            "  --raw         add the per-repetition (osu) or per-sample (window) times\n"
            "  --trace       print the buffer addresses (\"buffers ...\") and the order of the\n"
            "                timed loops (\"trace size=... rep=... algo=...\") on stderr\n"
@@ -630,7 +630,7 @@ int main(int argc, char **argv) {
         }
         if (!strcmp(a, "--shared-buffers")) {
 #ifdef SMPI_SHARED_MALLOC
-            shared_bufs = 1;
+            shared_bufs = 1; /* and the remap layer's Allgather scratch: after MPI_Init */
             continue;
 #else
             ct_die(rank, "--shared-buffers: only in a build for SimGrid's SMPI "
@@ -756,6 +756,8 @@ int main(int argc, char **argv) {
     if (shared_bufs && validate)
         ct_die(rank, "--shared-buffers and --validate exclude each other (shared buffers "
                      "hold no meaningful data)");
+    if (shared_bufs && ct_remap_shared_scratch(1) != MPI_SUCCESS)
+        ct_die(rank, "--shared-buffers: %s", ct_last_error());
     if (sleep_s > 10) ct_die(rank, "--sleep %.0f us: at most 10 s", sleep_s * 1e6);
     if (align < 0) { /* not given: the page size, as OSU's buffers */
         long pg = sysconf(_SC_PAGESIZE);

@@ -901,6 +901,7 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
         body.append('<h2 id="models">Regression models</h2>')
         body += [models_section(df, c, palette, surface_algo) for c in colls]
     sim_html = simulated_section(simulated, parts, palette, dpi) if simulated is not None else ""
+    sim_html += remap_section(simulated, parts, palette, dpi) if sim_html else ""
     body.append(sim_html)
     if len(df):
         body.append(cost_section(model, model_note))
@@ -1013,6 +1014,112 @@ def simulated_section(sim: pd.DataFrame, parts: ReportParts, palette: plotmod.Pa
                         f"{platform} ({sim_name}; not measurements)", make, dpi, wide=True)
         if "probe_us" in g.columns and g["probe_us"].notna().any():
             out.append(load_section(g, parts, palette, dpi, platform=str(platform)))
+    return "".join(out)
+
+
+REMAP_NOTE = ("Rank remapping (docs/remapping.md), simulated: per algorithm, the ranks "
+              "placed in sequential (seq) or round-robin (rr) order across the nodes, plain "
+              "or remapped (seq>rr: placed seq, run with remap=rr; rr>seq the other way). "
+              "Bandwidth: size per process / simulated time (MB/s). Speedup: the "
+              "unfavourable placement plain / the same remapped to the favourable order. "
+              "Overhead: that remapped time / the favourable placement plain, minus 1. "
+              "Identity: the favourable placement run with a remap to its own order (the "
+              "layer with nothing to do).")
+
+
+def _pct(v) -> str:
+    return "" if v is None or pd.isna(v) else f"{100 * v:+.1f}%"
+
+
+def _x(v) -> str:
+    return "" if v is None or pd.isna(v) else f"{v:.2f}\u00d7"
+
+
+def remap_section(sim: pd.DataFrame | None, parts: ReportParts, palette: plotmod.Palette,
+                  dpi: int = 100) -> str:
+    """Simulated points of remapped algorithms (`remap=` specs): per platform and process
+    count, the speedup of remapping and its overhead at every size (remap.remap_effect),
+    a bandwidth table per algorithm and a figure. Empty without remapped points."""
+    from .remap import remap_effect, remap_of
+
+    if sim is None or sim.empty or "rank_order" not in sim.columns:
+        return ""
+    spec = sim["spec"] if "spec" in sim.columns else sim["algorithm"]
+    params = sim["params"] if "params" in sim.columns else [None] * len(sim)
+    if all(remap_of(s, p) == "none" for s, p in zip(spec, params)):
+        return ""
+    eff = remap_effect(sim)
+    if "platform" not in eff.columns:
+        eff["platform"] = ""
+    eff = eff[eff["us_seq"].notna() & eff["us_rr"].notna()]
+    if eff.empty:
+        return ""
+    out = ['<h3 id="simulated-remap">Rank remapping (simulated) &mdash; not measurements</h3>',
+           f'<p class="note">{esc(REMAP_NOTE)}</p>']
+    for (platform, n), g in eff.groupby(["platform", "np"], sort=True):
+        out.append(f"<h4>Speedup of remapping and its overhead: {int(n)} processes, platform "
+                   f"{esc(platform or 'unknown')}</h4>")
+        sizes = sorted(g["size"].unique())
+        rows = []
+        for (coll, algo), h in g.groupby(["collective", "algorithm"], sort=True):
+            h = h.set_index("size")
+            best = h["best"].iloc[-1]
+            cells = [coll, algo, best]
+            for size in sizes:
+                r = h.loc[size] if size in h.index else None
+                cells.append("" if r is None else
+                             f"{_x(r['speedup'])} / {_pct(r['overhead'])}".strip(" /"))
+            rows.append(cells)
+        out.append(html_table(["collective", "algorithm", "favourable (largest size)"]
+                              + [fmt_size(int(s)) for s in sizes], rows,
+                              set(range(3, 3 + len(sizes)))))
+        out.append('<p class="note">Each cell: speedup of remapping the unfavourable '
+                   "placement / overhead of the remapped run over the favourable placement.</p>")
+        for (coll, algo), h in g.groupby(["collective", "algorithm"], sort=True):
+            rows = []
+            for _, r in h.sort_values("size").iterrows():
+                rows.append([fmt_size(int(r["size"]))]
+                            + [("" if pd.isna(r[f"bw_{p}"]) else f"{r[f'bw_{p}']:.1f}")
+                               for p in ("seq", "rr", "seq>rr", "rr>seq")]
+                            + [r["best"] or "", _x(r["speedup"]), _pct(r["overhead"]),
+                               _pct(r["identity_overhead"])])
+            out.append(f"<h5>{esc(coll)} {esc(algo)}, {int(n)} processes: bandwidth (MB/s) "
+                       "per placement</h5>")
+            out.append(html_table(["size", "seq", "rr", "seq>rr", "rr>seq", "favourable",
+                                   "speedup", "overhead", "identity"], rows,
+                                  {1, 2, 3, 4, 6, 7, 8}))
+
+        def make(g=g, n=n, platform=platform):
+            import matplotlib.pyplot as plt
+
+            algos = list(g.groupby(["collective", "algorithm"], sort=True).groups)
+            cols = min(len(algos), 5)
+            fig, axes = plt.subplots(1, cols, figsize=(3.2 * cols, 3.2), squeeze=False)
+            for ax, (coll, algo) in zip(axes[0], algos[:cols]):
+                h = g[(g["collective"] == coll) & (g["algorithm"] == algo)].sort_values("size")
+                # the remapped lines lie on the order they turn into: dashed, other marks
+                for p, style, mark, color in (("seq", "-", "o", "tab:blue"),
+                                              ("rr", "-", "s", "tab:orange"),
+                                              ("seq>rr", "--", "x", "tab:red"),
+                                              ("rr>seq", "--", "+", "tab:cyan")):
+                    if h[f"bw_{p}"].notna().any():
+                        ax.plot(h["size"], h[f"bw_{p}"], style, marker=mark, ms=5, lw=1,
+                                label=p, color=color)
+                ax.set_xscale("log", base=2)
+                ax.set_yscale("log")
+                ax.set_title(f"{coll} {algo}", fontsize=9)
+                ax.set_xlabel("bytes per process")
+                ax.grid(alpha=0.3)
+            axes[0][0].set_ylabel("simulated bandwidth (MB/s)")
+            axes[0][-1].legend(fontsize=6)
+            fig.suptitle(f"SIMULATED remapping, {int(n)} processes on {platform} "
+                         "(not measurements)", fontsize=9)
+            fig.tight_layout()
+            return fig
+
+        _add_figure(parts, out, "simulated", "remap",
+                    f"rank remapping: simulated bandwidth per placement, {int(n)} processes, "
+                    f"platform {platform} (not measurements)", make, dpi, wide=True)
     return "".join(out)
 
 
