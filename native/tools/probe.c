@@ -23,6 +23,7 @@
  *     load_index = median_us / min_us        without (this run's fastest exchange)
  */
 #include "driver_common.h"
+#include "loadtraffic.h"
 
 #include <limits.h>
 #include <math.h>
@@ -47,33 +48,6 @@ static double quantile(const double *sorted, long n, double q) {
     long lo = (long)floor(pos);
     long hi = lo + 1 < n ? lo + 1 : lo;
     return sorted[lo] + (pos - (double)lo) * (sorted[hi] - sorted[lo]);
-}
-
-/* splitmix64: small, well-mixed and identical on every platform. */
-static uint64_t next_u64(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, n) without modulo bias. */
-static uint64_t below(uint64_t *state, uint64_t n) {
-    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-    uint64_t x;
-    do x = next_u64(state);
-    while (x >= limit);
-    return x % n;
-}
-
-static void shuffle(int *perm, int n, uint64_t *state) {
-    for (int i = 0; i < n; i++) perm[i] = i;
-    for (int i = n - 1; i > 0; i--) {
-        int j = (int)below(state, (uint64_t)i + 1);
-        int t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
 }
 
 static unsigned char pattern(int src, long i) { return (unsigned char)(src * 31 + i * 7 + 1); }
@@ -160,7 +134,7 @@ int main(int argc, char **argv) {
         /* reported in the output, so a run can be repeated with --seed */
         uint64_t mix = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20) ^
                        (uint64_t)(MPI_Wtime() * 1e9);
-        seed = next_u64(&mix) >> 1;
+        seed = ct_rng_next(&mix) >> 1;
     }
     MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
 
@@ -175,7 +149,7 @@ int main(int argc, char **argv) {
     double loop_t0 = 0;
     for (long it = -warmup; it < iterations; it++) {
         if (it == 0) loop_t0 = MPI_Wtime();
-        shuffle(perm, nprocs, &state);
+        ct_rng_shuffle(perm, nprocs, &state);
         for (int k = 0; k < nprocs; k++) check = (check ^ (uint64_t)perm[k]) * 1099511628211ULL;
         if (size > 0) rbuf[0] = rbuf[size - 1] = 0;
         double t = exchange(perm, sbuf, rbuf, (int)size, &partner);
