@@ -35,4 +35,7 @@ void ct_die(int rank, const char *fmt, ...)
 #endif
     ;
 
+/* A whole number option value in lo..hi, or ct_die naming the option and the range. */
+long ct_parse_long(int rank, const char *opt, const char *v, long lo, long hi);
+
 #endif

@@ -60,14 +60,6 @@ static void usage(void) {
            "  --stop-file  stop cleanly once this file exists (rank 0 looks every round)\n");
 }
 
-static long parse_long(const char *opt, const char *v, long lo, long hi) {
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end || x < lo || x > hi)
-        ct_die(rank, "%s '%s': must be a whole number in %ld..%ld", opt, v, lo, hi);
-    return x;
-}
-
 static double parse_double(const char *opt, const char *v, double lo, double hi) {
     char *end;
     double x = strtod(v, &end);
@@ -110,8 +102,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--pattern")) {
             pattern = ct_load_pattern(v);
             if (pattern < 0) ct_die(rank, "--pattern '%s': valid: pairs, alltoall, hot", v);
-        } else if (!strcmp(a, "--size")) size = parse_long(a, v, 0, INT_MAX);
-        else if (!strcmp(a, "--window")) window = parse_long(a, v, 1, 1024);
+        } else if (!strcmp(a, "--size")) size = ct_parse_long(rank, a, v, 0, INT_MAX);
+        else if (!strcmp(a, "--window")) window = ct_parse_long(rank, a, v, 1, 1024);
         else if (!strcmp(a, "--duty")) {
             duty = parse_double(a, v, 0, 1);
             if (!(duty > 0)) ct_die(rank, "--duty '%s': must be above 0 (at most 1)", v);

@@ -47,3 +47,11 @@ void ct_mpi_version(char *buf, size_t len) {
     while (n && (v[n - 1] == ' ' || v[n - 1] == ',' || v[n - 1] == '\t')) v[--n] = '\0';
     snprintf(buf, len, "%s", v);
 }
+
+long ct_parse_long(int rank, const char *opt, const char *v, long lo, long hi) {
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || x < lo || x > hi)
+        ct_die(rank, "%s '%s': must be a whole number in %ld..%ld", opt, v, lo, hi);
+    return x;
+}

@@ -63,14 +63,6 @@ static void usage(void) {
            "                 median divided by it (default: divided by this run's minimum)\n");
 }
 
-static long parse_long(const char *opt, const char *v, long lo, long hi) {
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end || x < lo || x > hi)
-        ct_die(rank, "%s '%s': must be a whole number in %ld..%ld", opt, v, lo, hi);
-    return x;
-}
-
 /* One iteration's exchange; returns this rank's exchange time, or -1 if it sat out. */
 static double exchange(const int *perm, char *sbuf, char *rbuf, int size, int *partner_out) {
     int pos = 0;
@@ -110,9 +102,9 @@ int main(int argc, char **argv) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) ct_die(rank, "%s needs a value (see --help)", a);
-        if (!strcmp(a, "--size")) size = parse_long(a, v, 0, INT_MAX);
-        else if (!strcmp(a, "--iterations")) iterations = parse_long(a, v, 1, 100000000L);
-        else if (!strcmp(a, "--warmup")) warmup = parse_long(a, v, 0, 100000000L);
+        if (!strcmp(a, "--size")) size = ct_parse_long(rank, a, v, 0, INT_MAX);
+        else if (!strcmp(a, "--iterations")) iterations = ct_parse_long(rank, a, v, 1, 100000000L);
+        else if (!strcmp(a, "--warmup")) warmup = ct_parse_long(rank, a, v, 0, 100000000L);
         else if (!strcmp(a, "--seed")) {
             char *end;
             if (v[0] == '-' || (seed_arg = strtoull(v, &end, 10), end == v || *end))
