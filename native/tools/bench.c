@@ -586,21 +586,11 @@ static double parse_seconds(const char *opt, const char *v, double scale) {
     return x * scale;
 }
 
-static long parse_count(const char *opt, const char *v, long lo, long hi) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end || errno || x < lo || x > hi)
-        ct_die(rank, "%s '%s': must be a whole number in %ld..%ld", opt, v, lo, hi);
-    return x;
-}
-
 int main(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage();
-            return 0;
-        }
+    if (ct_help_asked(argc, argv)) {
+        usage();
+        return 0;
+    }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
@@ -659,11 +649,11 @@ int main(int argc, char **argv) {
                              "(bytes; 0 or 1: plain malloc)", v);
             if (align == 0) align = 1;
         }
-        else if (!strcmp(a, "--load-ranks")) load_ranks = parse_count(a, v, 0, nprocs - 1);
-        else if (!strcmp(a, "--load-size")) load_size = parse_count(a, v, 0, INT_MAX);
-        else if (!strcmp(a, "--load-window")) load_window = parse_count(a, v, 1, 1024);
-        else if (!strcmp(a, "--probe-iterations")) probe_iters = parse_count(a, v, 0, 10000000L);
-        else if (!strcmp(a, "--probe-size")) probe_size = parse_count(a, v, 0, INT_MAX);
+        else if (!strcmp(a, "--load-ranks")) load_ranks = ct_parse_long(rank, a, v, 0, nprocs - 1);
+        else if (!strcmp(a, "--load-size")) load_size = ct_parse_long(rank, a, v, 0, INT_MAX);
+        else if (!strcmp(a, "--load-window")) load_window = ct_parse_long(rank, a, v, 1, 1024);
+        else if (!strcmp(a, "--probe-iterations")) probe_iters = ct_parse_long(rank, a, v, 0, 10000000L);
+        else if (!strcmp(a, "--probe-size")) probe_size = ct_parse_long(rank, a, v, 0, INT_MAX);
         else if (!strcmp(a, "--load-pattern")) {
             load_pattern = ct_load_pattern(v);
             if (load_pattern < 0) ct_die(rank, "--load-pattern '%s': valid: pairs, alltoall, hot", v);

@@ -38,4 +38,7 @@ void ct_die(int rank, const char *fmt, ...)
 /* A whole number option value in lo..hi, or ct_die naming the option and the range. */
 long ct_parse_long(int rank, const char *opt, const char *v, long lo, long hi);
 
+/* Whether --help or -h is among the arguments (checked before MPI_Init). */
+int ct_help_asked(int argc, char **argv);
+
 #endif

@@ -1,6 +1,7 @@
 /* plain.c -- the helpers that need MPI only, not the colltune library: linked by
  * every program (through ctdriver) and by colltune-heat-plain, which has no
  * colltune library. ct_die is the one error exit of every program. */
+#include <errno.h>
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -50,8 +51,15 @@ void ct_mpi_version(char *buf, size_t len) {
 
 long ct_parse_long(int rank, const char *opt, const char *v, long lo, long hi) {
     char *end;
+    errno = 0;
     long x = strtol(v, &end, 10);
-    if (end == v || *end || x < lo || x > hi)
+    if (end == v || *end || errno || x < lo || x > hi)
         ct_die(rank, "%s '%s': must be a whole number in %ld..%ld", opt, v, lo, hi);
     return x;
+}
+
+int ct_help_asked(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+    return 0;
 }

@@ -113,15 +113,6 @@ static void usage(void) {
         "                     pgm: P5, maxval 65535, round(T/100*65535) clamped\n");
 }
 
-static long parse_long(const char *opt, const char *v, long lo, long hi) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end || errno || x < lo || x > hi)
-        ct_die(rank, "%s '%s': must be a whole number in %ld..%ld", opt, v, lo, hi);
-    return x;
-}
-
 static double parse_double(const char *opt, const char *v) {
     char *end;
     double x = strtod(v, &end);
@@ -143,12 +134,12 @@ static void parse_args(int argc, char **argv, opts_t *o) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) ct_die(rank, "%s needs a value (see --help)", a);
-        if (!strcmp(a, "--rows")) o->rows = parse_long(a, v, 1, MAX_EDGE);
-        else if (!strcmp(a, "--cols")) o->cols = parse_long(a, v, 1, MAX_EDGE);
-        else if (!strcmp(a, "--iterations")) o->iterations = parse_long(a, v, 0, LONG_MAX);
+        if (!strcmp(a, "--rows")) o->rows = ct_parse_long(rank, a, v, 1, MAX_EDGE);
+        else if (!strcmp(a, "--cols")) o->cols = ct_parse_long(rank, a, v, 1, MAX_EDGE);
+        else if (!strcmp(a, "--iterations")) o->iterations = ct_parse_long(rank, a, v, 0, LONG_MAX);
         else if (!strcmp(a, "--threshold")) o->threshold = parse_double(a, v);
         else if (!strcmp(a, "--report-interval"))
-            o->report_interval = parse_long(a, v, 0, LONG_MAX);
+            o->report_interval = ct_parse_long(rank, a, v, 0, LONG_MAX);
         else if (!strcmp(a, "--decomp")) decomp = v;
         else if (!strcmp(a, "--pgrid")) pgrid = v;
         else if (!strcmp(a, "--variant")) variant = v;
@@ -496,11 +487,10 @@ static void json_opt_str(const char *key, const char *v) {
 }
 
 int main(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage();
-            return 0;
-        }
+    if (ct_help_asked(argc, argv)) {
+        usage();
+        return 0;
+    }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);

@@ -63,5 +63,7 @@ void ct_die(int rank, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn))
 #endif
     ;
+long ct_parse_long(int rank, const char *opt, const char *v, long lo, long hi);
+int ct_help_asked(int argc, char **argv);
 
 #endif /* CT_HEAT_PLAIN_H */

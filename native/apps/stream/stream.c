@@ -32,15 +32,6 @@ static void usage(void) {
            "  --reps      timed repetitions, the best is reported (default 10)\n");
 }
 
-static long parse_long(const char *opt, const char *v, long lo, long hi) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end || errno || x < lo || x > hi)
-        ct_die(rank, "%s '%s': must be a whole number in %ld..%ld", opt, v, lo, hi);
-    return x;
-}
-
 /* kept out of line so that every repetition really runs the loop */
 __attribute__((noinline)) static void triad(double *restrict a, const double *restrict b,
                                             const double *restrict c, double s, long n) {
@@ -48,11 +39,10 @@ __attribute__((noinline)) static void triad(double *restrict a, const double *re
 }
 
 int main(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage();
-            return 0;
-        }
+    if (ct_help_asked(argc, argv)) {
+        usage();
+        return 0;
+    }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
@@ -62,8 +52,8 @@ int main(int argc, char **argv) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) ct_die(rank, "%s needs a value (see --help)", a);
-        if (!strcmp(a, "--elements")) n = parse_long(a, v, 1, 1L << 34);
-        else if (!strcmp(a, "--reps")) reps = parse_long(a, v, 1, 100000);
+        if (!strcmp(a, "--elements")) n = ct_parse_long(rank, a, v, 1, 1L << 34);
+        else if (!strcmp(a, "--reps")) reps = ct_parse_long(rank, a, v, 1, 100000);
         else ct_die(rank, "unknown argument '%s' (see --help)", a);
         i++;
     }
