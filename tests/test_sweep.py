@@ -575,3 +575,35 @@ def test_failure_message_prefers_error_lines_and_hints_known_launcher_errors():
     msg = launch.failure_message("benchmark", pmix)
     assert msg.startswith("benchmark failed (1): srun: error:")
     assert "hint:" in msg and "libpmix-dev" in msg
+
+
+def test_a_launch_whose_launcher_failed_to_start_is_tried_again(tmp_path, monkeypatch):
+    """The PMIx listener failure seen in CI: tried again, with a note; a program's own
+    failure, or one after it wrote output, is not."""
+    monkeypatch.setattr(launch, "_RETRY_PAUSE_S", 0.0)
+    count = tmp_path / "tries"
+    script = tmp_path / "flaky.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"echo x >> {count}\n"
+        f"if [ $(wc -l < {count}) -lt 3 ]; then\n"
+        "  echo \"The PMIx server's listener thread failed to start. We cannot\" >&2\n"
+        "  exit 213\n"
+        "fi\n"
+        "echo ok\n")
+    script.chmod(0o755)
+    res = launch.run(launch.Launch([str(script)], dict(os.environ)))
+    assert res.returncode == 0 and res.stdout == "ok\n"
+    assert count.read_text().count("x") == 3
+    assert sum("tried again" in n for n in res.notes) == 2
+
+    count.write_text("")  # fails more often than it is tried: the last failure stands
+    script.write_text(script.read_text().replace("-lt 3", "-lt 9"))
+    res = launch.run(launch.Launch([str(script)], dict(os.environ)))
+    assert res.returncode == 213 and count.read_text().count("x") == 1 + launch.LAUNCH_RETRIES
+
+    count.write_text("")  # output before the failure: the program ran, not tried again
+    script.write_text(script.read_text().replace("  exit 213", "  echo partial; exit 213"))
+    res = launch.run(launch.Launch([str(script)], dict(os.environ)))
+    assert res.returncode == 213 and count.read_text().count("x") == 1
+    assert not launch.transient_failure(launch.Result("x", 1, "", "error: bad size", False, []))

@@ -768,14 +768,49 @@ def interrupt_on_term():
             signal.signal(sig, handler)
 
 
+# Launcher failures that happen before any rank starts and that go away on a second
+# try: Open MPI's PMIx server sometimes fails to start its listener thread (seen in CI
+# on a quiet machine, also reported by other projects' CI; the launch printed nothing
+# else). Such a launch is tried again, at most LAUNCH_RETRIES more times.
+_TRANSIENT = (
+    "The PMIx server's listener thread failed to start",
+)
+LAUNCH_RETRIES = 2
+_RETRY_PAUSE_S = 1.0
+
+
+def transient_failure(res: Result) -> bool:
+    """Whether `res` is a launcher failure of `_TRANSIENT` before the program wrote a
+    line: worth trying again."""
+    return (res.returncode != 0 and not res.timed_out and not res.stdout.strip()
+            and any(t in res.stderr for t in _TRANSIENT))
+
+
 def run(launch: Launch, timeout: float | None = None,
         on_stdout: Callable[[str], None] | None = None) -> Result:
     """Run a launch to completion and return its output.
 
     `on_stdout` is called with each line of standard output as it comes (in this
     thread). On a timeout, an exception, Ctrl-C or SIGTERM the whole launch is
-    stopped (see `stop`): no process of it outlives this call.
+    stopped (see `stop`): no process of it outlives this call. A launch whose
+    launcher failed to start in one of the known transient ways (`_TRANSIENT`) is
+    tried again, with a note in the result saying so.
     """
+    retried: list[str] = []
+    for attempt in range(LAUNCH_RETRIES + 1):
+        res = _run_once(launch, timeout, on_stdout)
+        if attempt == LAUNCH_RETRIES or not transient_failure(res):
+            break
+        first = next(t for t in _TRANSIENT if t in res.stderr)
+        retried.append(f"launch tried again: the launcher failed to start ({first})")
+        time.sleep(_RETRY_PAUSE_S)
+    if retried:
+        res.notes = list(res.notes) + retried
+    return res
+
+
+def _run_once(launch: Launch, timeout: float | None,
+              on_stdout: Callable[[str], None] | None) -> Result:
     t0 = time.monotonic()
     proc = subprocess.Popen(launch.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=launch.env, start_new_session=True)
