@@ -359,3 +359,27 @@ def test_usage_errors_come_out_the_same_way():
         assert res.returncode == 2, res.stderr
         lines = res.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and what in lines[0], lines
+
+
+def test_installs_and_builds_into_the_cache_wait_for_each_other(tmp_path, capfd, monkeypatch):
+    """Two commands on a fresh machine must not install or build into the same cache
+    directory together: the second waits for the first's lock, saying so."""
+    from colltune import paths
+
+    monkeypatch.setenv("COLLTUNE_CACHE", str(tmp_path))
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import time, sys\nfrom colltune.paths import cache_lock\n"
+         "with cache_lock('mpi-x', 'x'):\n    print('held', flush=True)\n    time.sleep(1.5)\n"],
+        stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+    assert holder.stdout.readline().strip() == "held"
+    t0 = time.monotonic()
+    with paths.cache_lock("mpi-x", "installing x"):
+        waited = time.monotonic() - t0
+    holder.wait(timeout=30)
+    assert waited > 0.5
+    assert "waiting for another colltune command to finish installing x" in capfd.readouterr().err
+    t0 = time.monotonic()
+    with paths.cache_lock("mpi-x", "installing x"):  # free now: no wait, no message
+        pass
+    assert time.monotonic() - t0 < 0.5 and "waiting" not in capfd.readouterr().err

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .errors import ColltuneError
 from .mpi import MPI
-from .paths import cache_dir, native_dir
+from .paths import cache_dir, cache_lock, native_dir
 
 PROGRAMS = ("colltune-verify", "colltune-bench", "colltune-selftest", "colltune-pingpong",
             "colltune-probe", "colltune-load", "colltune-heat", "colltune-stream", "colltune-which",
@@ -57,8 +57,13 @@ def _sources_stamp(src: Path) -> float:
 
 def build(mpi: MPI, force: bool = False, verbose: bool = False) -> Build:
     """Configure (once) and build (incrementally) the native part for `mpi`."""
-    src = native_dir()
     out = build_dir(mpi)
+    with cache_lock(f"build-{out.name}", f"building into {out}"):
+        return _build_locked(mpi, out, force, verbose)
+
+
+def _build_locked(mpi: MPI, out: Path, force: bool, verbose: bool) -> Build:
+    src = native_dir()
     stamp = out / "colltune-build.json"
     if force:
         shutil.rmtree(out, ignore_errors=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ColltuneError
-from .paths import cache_dir
+from .paths import cache_dir, cache_lock
 
 KINDS = ("openmpi", "mpich")
 SIMULATED = "smpi"  # SimGrid's SMPI: runs MPI programs on a simulated platform
@@ -117,6 +117,14 @@ def install(kind: str, quiet: bool = True) -> Path:
     prefix = _side_prefix(kind)
     bindir = prefix / "bin"
     if (bindir / "mpicc").exists():
+        return bindir
+    with cache_lock(f"mpi-{kind}", f"installing {kind}"):
+        return _install_locked(kind, prefix, quiet)
+
+
+def _install_locked(kind: str, prefix: Path, quiet: bool) -> Path:
+    bindir = prefix / "bin"
+    if (bindir / "mpicc").exists():  # another command installed it while we waited
         return bindir
     tmp = prefix.with_name(prefix.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -29,3 +32,24 @@ def cache_dir() -> Path:
     base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "colltune"
     base.mkdir(parents=True, exist_ok=True)
     return base
+
+
+@contextmanager
+def cache_lock(name: str, what: str):
+    """Hold the cache's lock `name` (a file under cache_dir()/locks) while installing or
+    building into the cache, so that two colltune commands started at once (two sweeps
+    on a fresh machine, parallel test runs) do not write the same directory together.
+    The second one waits, saying for what, and then finds the work done."""
+    d = cache_dir() / "locks"
+    d.mkdir(exist_ok=True)
+    with open(d / f"{name}.lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"colltune: waiting for another colltune command to finish {what}",
+                  file=sys.stderr, flush=True)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import ColltuneError
-from .paths import cache_dir
+from .paths import cache_dir, cache_lock
 
 VERSION = "4.1"
 STAMP = ".colltune-installed"
@@ -138,8 +138,14 @@ def install(progress: Callable[[int, int, str], None] | None = None,
     where = prefix()
     if installed_version(where) == VERSION:
         return where / "bin"
-    say = say or (lambda text: None)
     check_prerequisites()
+    with cache_lock("mpi-smpi", f"installing SimGrid {VERSION}"):
+        if installed_version(where) == VERSION:  # installed while we waited
+            return where / "bin"
+        return _install_locked(where, progress, say or (lambda text: None), jobs)
+
+
+def _install_locked(where: Path, progress, say, jobs) -> Path:
     if where.exists():
         say(f"removing an incomplete SimGrid install at {where}")
         shutil.rmtree(where)
