@@ -796,28 +796,42 @@ static int expected_node(const layout_t *l, int r) {
     return n;
 }
 
+/* Whether the user set COLLTUNE_NODES: read in main before MPI_Init, because the
+ * family changes the variable, and under SimGrid's SMPI every rank is a thread of
+ * one process sharing one environment (a rank reading it later would see another
+ * rank's layout). For the same reason the ranks change the variable only between
+ * two barriers, and read it (ct_comm_placement) only outside them. */
+static int user_nodes;
+
+static void set_layout_env(const char *nodes, const char *order) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (nodes) setenv("COLLTUNE_NODES", nodes, 1);
+    else unsetenv("COLLTUNE_NODES");
+    if (order) setenv("COLLTUNE_NODE_ORDER", order, 1);
+    else unsetenv("COLLTUNE_NODE_ORDER");
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static void run_remap_family(ct_coll_t coll, const ct_choice_t *base, const int *roots,
                              int nroots) {
     if (coll == CT_GATHER) return;
     static const layout_t builtin[] = { { "2", "seq", 0 }, { "2", "rr", 0 }, { "3", "seq", 0 },
                                         { "3", "rr", 0 },  { NULL, NULL, 2 }, { NULL, NULL, 3 } };
-    const char *user = getenv("COLLTUNE_NODES");
-    int nl = user && *user ? 1 : (int)(sizeof builtin / sizeof builtin[0]);
+    int user = user_nodes;
+    int nl = user ? 1 : (int)(sizeof builtin / sizeof builtin[0]);
     for (int li = 0; li < nl; li++) {
         const layout_t *l = &builtin[li];
         char list[4096];
-        if (!(user && *user)) {
+        if (!user) {
             if (l->nodes) {
-                setenv("COLLTUNE_NODES", l->nodes, 1);
-                setenv("COLLTUNE_NODE_ORDER", l->order, 1);
+                set_layout_env(l->nodes, l->order);
             } else {
                 size_t used = 0;
                 list[0] = '\0';
                 for (int r = 0; r < nprocs && used + 16 < sizeof list; r++)
                     used += (size_t)snprintf(list + used, sizeof list - used, "%s%d",
                                              r ? "," : "", (r / 2) % l->list_mod);
-                setenv("COLLTUNE_NODES", nprocs == 1 ? "1" : list, 1);
-                unsetenv("COLLTUNE_NODE_ORDER");
+                set_layout_env(nprocs == 1 ? "1" : list, NULL);
             }
         }
         MPI_Comm vc;
@@ -829,7 +843,7 @@ static void run_remap_family(ct_coll_t coll, const ct_choice_t *base, const int 
             ct_placement_t pl;
             int rc = ct_comm_placement(vc, &pl);
             check_rc(&v, rc);
-            if (rc == MPI_SUCCESS && !(user && *user))
+            if (rc == MPI_SUCCESS && !user)
                 for (int r = 0; r < nprocs; r++)
                     if (pl.node[r] != expected_node(l, r)) {
                         verdict(&v, "placement %s%s%s: rank %d detected on node %d, expected %d",
@@ -889,10 +903,7 @@ static void run_remap_family(ct_coll_t coll, const ct_choice_t *base, const int 
         }
         MPI_Comm_free(&vc);
     }
-    if (!(user && *user)) {
-        unsetenv("COLLTUNE_NODES");
-        unsetenv("COLLTUNE_NODE_ORDER");
-    }
+    if (!user) set_layout_env(NULL, NULL);
 }
 
 /* Run the matrix for one algorithm. */
@@ -1023,6 +1034,8 @@ int main(int argc, char **argv) {
             return 0;
         }
     }
+    const char *nodes_env = getenv("COLLTUNE_NODES"); /* before any rank changes it */
+    user_nodes = nodes_env && *nodes_env;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
