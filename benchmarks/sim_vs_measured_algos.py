@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Simulated vs measured latency of every algorithm at 2 processes on this machine.
+
+1. A ping-pong here (2 processes) calibrates `this-machine` (piecewise factors, as
+   `colltune platform calibrate` writes it).
+2. Every colltune algorithm of each collective (and `native`), 2 processes, sizes
+   8 B .. 1 MiB, measured with colltune-bench here (OSU timing: the loop the simulation
+   runs), `--reps` repetitions, median of the per-repetition times.
+3. The same colltune-bench compiled with smpicc, run under SMPI on the calibrated
+   platform (deterministic: 1 warm-up and 2 timed calls suffice).
+4. Per algorithm and size: measured, simulated and simulated / measured; per
+   algorithm the geometric mean and range of the ratios.
+
+What the simulation does not charge (docs/simulation.md): the time between MPI calls,
+that is local copies and the computation of reductions (smpi/simulate-computation:no),
+and the MPI library's own collective in SMPI is SMPI's, not Open MPI's. Expect
+reductions at large sizes, and `native`, to differ for those reasons.
+
+    .venv/bin/python benchmarks/sim_vs_measured_algos.py
+    .venv/bin/python benchmarks/sim_vs_measured_algos.py --colls bcast,allreduce \\
+        --sizes 8,64,1K,8K,64K,1M --reps 5 -o sim_vs_measured_algos.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from colltune import bench, launch, registry
+from colltune import mpi as mpi_mod
+from colltune import platform as plat
+from colltune.build import build as do_build
+from colltune.p2p import PingpongSpec, run_pingpong
+from colltune.units import fmt_size, parse_sizes
+
+out = Console(width=160)
+
+
+def load_avg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def run_bench(b, coll: str, algos: list[str], sizes: list[int], reps: int,
+              iterations: int | None) -> dict[tuple[str, int], dict]:
+    spec = bench.BenchSpec(coll, algos, 2, sizes, reps=reps, timing="osu",
+                           iterations=iterations)
+    recs, _ = bench.run(b, spec)
+    return {(r["spec"], int(r["size"])): r for r in recs}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mpi", help="MPI library of the measured runs (default openmpi)")
+    ap.add_argument("--colls", default="bcast,allreduce,reduce,allgather",
+                    help="collectives, comma-separated")
+    ap.add_argument("--sizes", default="8,64,1K,8K,64K,1M", help="message sizes")
+    ap.add_argument("--reps", type=int, default=5, help="measured repetitions per point")
+    ap.add_argument("--iterations", type=int, help="measured iterations per repetition "
+                    "(default: the driver's, by size)")
+    ap.add_argument("-o", "--output", help="write every figure here (JSON)")
+    args = ap.parse_args()
+    sizes = parse_sizes(args.sizes)
+    colls = [c.strip() for c in args.colls.split(",") if c.strip()]
+    loads = {"before": load_avg()}
+    measured_build = do_build(mpi_mod.find(args.mpi))
+    smpi_build = do_build(mpi_mod.find("smpi"))
+
+    out.print("ping-pong (calibration of this-machine) ...")
+    pp, _ = run_pingpong(measured_build, PingpongSpec(2, tuple(parse_sizes("8:1M")), reps=11))
+    platform = plat.calibrated(pp, statistic="min", piecewise=True)
+    cal = platform.calibration
+
+    rows: list[dict] = []
+    walls: dict[str, float] = {}
+    for coll in colls:
+        algos = [a for a in registry.names(measured_build, coll)] + ["native"]
+        out.print(f"{coll}: {len(algos)} algorithms x {len(sizes)} sizes, measured ...")
+        meas = run_bench(measured_build, coll, algos, sizes, args.reps, args.iterations)
+        out.print(f"{coll}: simulated on this-machine ...")
+        t0 = time.perf_counter()
+        with launch.simulate(platform):
+            sim = run_bench(smpi_build, coll, algos, sizes, 1, None)
+        walls[coll] = time.perf_counter() - t0
+        for (spec, size), m in sorted(meas.items(), key=lambda kv: (algos.index(kv[0][0])
+                                                                    if kv[0][0] in algos else 99,
+                                                                    kv[0][1])):
+            s = sim.get((spec, size))
+            if s is None:
+                continue
+            rows.append({"collective": coll, "algorithm": spec, "size": size,
+                         "measured_us": float(m["median_us"]),
+                         "measured_min_us": float(m["rep_min_us"]),
+                         "simulated_us": float(s["median_us"]),
+                         "ratio": float(s["median_us"]) / float(m["median_us"])})
+    loads["after"] = load_avg()
+
+    for coll in colls:
+        t = Table(title=f"{coll}, 2 processes: simulated (this-machine, calibrated) / measured "
+                        "(median of repetitions)", title_justify="left")
+        t.add_column("algorithm")
+        for m in sizes:
+            t.add_column(fmt_size(m), justify="right")
+        t.add_column("geo. mean", justify="right")
+        by_algo: dict[str, dict[int, float]] = {}
+        for r in rows:
+            if r["collective"] == coll:
+                by_algo.setdefault(r["algorithm"], {})[r["size"]] = r["ratio"]
+        for algo, rs in by_algo.items():
+            g = math.exp(statistics.fmean(math.log(x) for x in rs.values()))
+            t.add_row(algo, *[f"{rs[m]:.2f}" if m in rs else "-" for m in sizes], f"{g:.2f}")
+        out.print(t)
+    logs = [abs(math.log(r["ratio"])) for r in rows]
+    if rows:
+        within = sum(1 for r in rows if 0.8 <= r["ratio"] <= 1.25) / len(rows)
+        out.print(f"all {len(rows)} points: geometric mean of simulated/measured "
+                  f"{math.exp(statistics.fmean(math.log(r['ratio']) for r in rows)):.2f}, "
+                  f"median deviation {100 * (math.exp(statistics.median(logs)) - 1):.0f}%, "
+                  f"{100 * within:.0f}% within 0.8-1.25", highlight=False)
+    out.print(f"calibration: alpha {cal['alpha_us']:.3f} µs, beta {cal['beta_GBps']:.3f} GB/s "
+              f"(piecewise factors on top); simulation wall "
+              + ", ".join(f"{c} {w:.1f} s" for c, w in walls.items())
+              + f"; load average {loads['before']} before, {loads['after']} after", highlight=False)
+    if args.output:
+        Path(args.output).write_text(json.dumps({
+            "rows": rows, "calibration": cal, "load": loads, "simulation_wall_s": walls,
+            "mpi": measured_build.mpi.banner, "simulator": smpi_build.mpi.banner,
+            "sizes": sizes, "reps": args.reps}, indent=2) + "\n")
+        out.print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
