@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,13 @@ from colltune.build import build
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
+
+# A test run started in the background by a shell without job control (`cmd &` in a
+# script, nohup) inherits SIGINT ignored, and so would every command the tests start:
+# the tests that send Ctrl-C to colltune would see it ignored. Ctrl-C is restored here,
+# so that the commands start with its default, as from a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
