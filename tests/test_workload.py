@@ -286,3 +286,38 @@ def test_mpi_pcontrol_measures_the_load_again(ompi_build, tmp_path):
     assert len(run(["3", "65536", "5"])) == 1  # another level: the library's Pcontrol alone
     assert len(run(["2", "65536"], {"COLLTUNE_LOAD_PCONTROL": "5"})) == 1
     assert len(run(["2", "65536", "5"], {"COLLTUNE_LOAD_PCONTROL": "5"})) == 2
+
+
+def test_a_generator_whose_launcher_failed_to_start_is_started_again(tmp_path, monkeypatch):
+    """The launcher flake `launch.run` retries (Open MPI's PMIx listener) is retried for
+    the background generator too; any other early end is an error at once."""
+    import os
+
+    count = tmp_path / "tries"
+    script = tmp_path / "gen.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"echo x >> {count}\n"
+        f"if [ $(wc -l < {count}) -lt 2 ]; then\n"
+        "  echo \"The PMIx server's listener thread failed to start. We cannot\" >&2\n"
+        "  exit 213\n"
+        "fi\n"
+        "echo '{\"kind\": \"load-ready\"}'\n"
+        "while [ ! -e \"$1\" ]; do sleep 0.05; done\n"
+        "echo '{\"kind\": \"load\", \"bytes\": 1, \"elapsed_s\": 1, \"busy_fraction\": 0.5}'\n")
+    script.chmod(0o755)
+
+    def fake_launch(build, level, duration=0.0, placement=None, stop_file=None):
+        return launch.Launch([str(script), stop_file], dict(os.environ))
+
+    monkeypatch.setattr(workload, "generator_launch", fake_launch)
+    level = workload.LoadLevel("heavy", np=2)
+    gen = workload.Generator(None, level, start_timeout=20)
+    assert gen.running() and count.read_text().count("x") == 2
+    assert gen.stop(grace=10)["busy_fraction"] == 0.5
+
+    count.write_text("")
+    script.write_text(script.read_text().replace("PMIx server's listener thread", "something"))
+    with pytest.raises(workload.LoadError, match="ended before sending"):
+        workload.Generator(None, level, start_timeout=20)
+    assert count.read_text().count("x") == 1

@@ -196,20 +196,26 @@ class Generator:
         fd, self.stop_file = tempfile.mkstemp(prefix="colltune-load-stop-")
         os.close(fd)
         os.unlink(self.stop_file)  # its appearance is the signal
-        self.bg = launch.start_background(generator_launch(build, level, 0.0, placement,
-                                                           self.stop_file))
-        self.launch = self.bg.launch
         self.stats: dict | None = None
-        deadline = time.monotonic() + start_timeout
-        while not any('"load-ready"' in line for line in list(self.bg._out)):
-            if not self.bg.running():
-                res = self.bg.stop()
-                raise LoadError("the load generator ended before sending: "
-                                + launch.failure_message("colltune-load", res))
-            if time.monotonic() > deadline:
-                self.bg.stop()
-                raise LoadError(f"the load generator sent nothing within {start_timeout:.0f} s")
-            time.sleep(0.02)
+        for attempt in range(launch.LAUNCH_RETRIES + 1):
+            self.bg = launch.start_background(generator_launch(build, level, 0.0, placement,
+                                                               self.stop_file))
+            self.launch = self.bg.launch
+            deadline = time.monotonic() + start_timeout
+            while not any('"load-ready"' in line for line in list(self.bg._out)):
+                if not self.bg.running():
+                    res = self.bg.stop()
+                    if attempt < launch.LAUNCH_RETRIES and launch.transient_failure(res):
+                        break  # the launcher failed to start (launch._TRANSIENT): again
+                    raise LoadError("the load generator ended before sending: "
+                                    + launch.failure_message("colltune-load", res))
+                if time.monotonic() > deadline:
+                    self.bg.stop()
+                    raise LoadError(f"the load generator sent nothing within "
+                                    f"{start_timeout:.0f} s")
+                time.sleep(0.02)
+            else:
+                return
 
     def running(self) -> bool:
         return self.bg.running()
