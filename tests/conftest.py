@@ -35,6 +35,20 @@ def mpich_build():
     return build(mpi_mod.find("mpich"))
 
 
+@pytest.fixture(scope="session")
+def smpi_build():
+    """The native part built with SimGrid's smpicc; SimGrid is installed into the
+    colltune cache on first use (.ci/run does that before the tests), skipped where
+    it cannot be built (no C++ compiler, no Boost headers)."""
+    from colltune import simgrid
+
+    try:
+        simgrid.check_prerequisites()
+    except simgrid.SimGridError as exc:
+        pytest.skip(f"SimGrid cannot be installed here: {exc}")
+    return build(mpi_mod.find("smpi"))
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked `slow` run only with COLLTUNE_SLOW_TESTS=1 (CI keeps under its time
     limit; the same checks at smaller process counts always run)."""

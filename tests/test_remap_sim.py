@@ -8,7 +8,6 @@ import math
 import pandas as pd
 import pytest
 
-from colltune import simgrid
 from colltune.remap import base_spec, placement_label, remap_effect, remap_of
 from colltune.study import load_preset
 
@@ -127,16 +126,6 @@ def test_the_report_has_a_simulated_remap_section():
     plain = sim[~sim["spec"].str.contains("remap")]
     text, _ = build_report(measured, simulated=plain)
     assert 'id="simulated-remap"' not in text
-
-
-@pytest.fixture(scope="module")
-def smpi_build():
-    from colltune import mpi as mpi_mod
-    from colltune.build import build
-
-    if simgrid.installed_version() is None:
-        pytest.skip("SimGrid is not installed (colltune build --mpi smpi)")
-    return build(mpi_mod.find("smpi"))
 
 
 @pytest.mark.parametrize("name, np_, per_node, sizes", [

@@ -228,18 +228,6 @@ def test_a_version_3_database_gets_the_simulation_columns(tmp_path, monkeypatch)
 # ------------------------------------------------- with SimGrid installed
 
 
-@pytest.fixture(scope="module")
-def smpi_build():
-    from colltune import mpi as mpi_mod
-    from colltune.build import build
-
-    try:
-        simgrid.check_prerequisites()
-    except simgrid.SimGridError as exc:
-        pytest.skip(f"SimGrid cannot be installed here: {exc}")
-    return build(mpi_mod.find("smpi"))
-
-
 def test_every_algorithm_is_correct_under_smpi(smpi_build):
     from colltune import verify
 

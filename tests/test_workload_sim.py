@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from colltune import db as db_mod
-from colltune import launch, simgrid
+from colltune import launch
 from colltune import study as study_mod
 from colltune import sweep, workload
 from colltune.bench import BenchSpec, SimLoad
@@ -118,18 +118,6 @@ def test_a_duty_cycle_is_refused_under_simulation(tmp_path, smpi_build):
     st = _study(tmp_path, HEAVY.replace("duty = 1.0", "duty = 0.5"))
     with pytest.raises(study_mod.StudyError, match="sends continuously"):
         sweep.make_plan(st, smpi_build)
-
-
-@pytest.fixture(scope="module")
-def smpi_build():
-    from colltune import mpi as mpi_mod
-    from colltune.build import build
-
-    try:
-        simgrid.check_prerequisites()
-    except simgrid.SimGridError as exc:
-        pytest.skip(f"SimGrid cannot be installed here: {exc}")
-    return build(mpi_mod.find("smpi"))
 
 
 def test_generator_ranks_slow_a_simulated_bcast(tmp_path, smpi_build):

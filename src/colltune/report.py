@@ -944,6 +944,15 @@ SIM_NOTE = ("Times simulated by SimGrid's SMPI: colltune's own algorithm code ra
             "from measurements: no summary, model or rule above uses them.")
 
 
+def _loglog(ax, title: str, xlabel: str) -> None:
+    """Log-log axes of the simulated figures: base-2 x, a small title, a light grid."""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel(xlabel)
+    ax.grid(alpha=0.3)
+
+
 def simulated_section(sim: pd.DataFrame, parts: ReportParts, palette: plotmod.Palette,
                       dpi: int = 100) -> str:
     """Simulated points, apart: per simulator and platform, per collective and size, the
@@ -998,11 +1007,7 @@ def simulated_section(sim: pd.DataFrame, parts: ReportParts, palette: plotmod.Pa
                         h = h.groupby("np")["median_us"].median()
                         ax.plot(h.index, h.values, marker="o", ms=3, lw=1, label=str(algo),
                                 color=palette(str(algo)))
-                    ax.set_xscale("log", base=2)
-                    ax.set_yscale("log")
-                    ax.set_title(f"{coll} {fmt_size(int(size))}", fontsize=9)
-                    ax.set_xlabel("processes")
-                    ax.grid(alpha=0.3)
+                    _loglog(ax, f"{coll} {fmt_size(int(size))}", "processes")
                 axes[0][0].set_ylabel("simulated latency (µs)")
                 axes[0][-1].legend(fontsize=6)
                 fig.suptitle(f"SIMULATED on {platform} (not measurements)", fontsize=9)
@@ -1105,11 +1110,7 @@ def remap_section(sim: pd.DataFrame | None, parts: ReportParts, palette: plotmod
                     if h[f"bw_{p}"].notna().any():
                         ax.plot(h["size"], h[f"bw_{p}"], style, marker=mark, ms=5, lw=1,
                                 label=p, color=color)
-                ax.set_xscale("log", base=2)
-                ax.set_yscale("log")
-                ax.set_title(f"{coll} {algo}", fontsize=9)
-                ax.set_xlabel("bytes per process")
-                ax.grid(alpha=0.3)
+                _loglog(ax, f"{coll} {algo}", "bytes per process")
             axes[0][0].set_ylabel("simulated bandwidth (MB/s)")
             axes[0][-1].legend(fontsize=6)
             fig.suptitle(f"SIMULATED remapping, {int(n)} processes on {platform} "
