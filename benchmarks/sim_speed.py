@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 
@@ -31,6 +32,13 @@ from colltune.platform import resolve
 from colltune.units import fmt_size, parse_ints, parse_sizes
 
 
+def _children_cpu() -> float:
+    """User + system CPU seconds of the finished child processes (the simulations):
+    on a shared machine the wall time follows the load, the CPU time much less."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--coll", default="bcast,allreduce")
@@ -38,7 +46,12 @@ def main() -> int:
     ap.add_argument("--np", default="64,128,256,512,1024")
     ap.add_argument("--sizes", default="8,1K,64K,1M")
     ap.add_argument("--platform", default="tapems-16x12")
-    ap.add_argument("--iterations", type=int, default=bench_mod.SIM_ITERATIONS)
+    ap.add_argument("--iterations", type=int, default=bench_mod.SIM_ITERATIONS,
+                    help="timed calls per point (default %(default)s)")
+    ap.add_argument("--warmup-every-point", action="store_true",
+                    help="a warm-up call before every point, as simulated points were taken "
+                         "before (default: none; each algorithm's communicators are made "
+                         "before its first point)")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("-o", "--output", help="write the rows here as JSON")
     args = ap.parse_args()
@@ -55,8 +68,13 @@ def main() -> int:
         names = (registry.names(b, coll) if args.algo == "all" else args.algo.split(","))
         for algo in names:
             for np in nps:
-                spec = bench_mod.BenchSpec(coll, [algo], np, sizes, args.iterations, reps=1)
+                old = args.warmup_every_point
+                spec = bench_mod.BenchSpec(coll, [algo], np, sizes, args.iterations, reps=1,
+                                           warmup=1 if old else None,
+                                           warmup_once=False if old else None,
+                                           prepare=False if old else None)
                 t0 = time.monotonic()
+                c0 = _children_cpu()
                 try:
                     with launch.simulate(plat):
                         recs, _ = bench_mod.run(b, spec, timeout=args.timeout)
@@ -64,18 +82,24 @@ def main() -> int:
                 except bench_mod.BenchError as exc:
                     recs, err = [], str(exc).splitlines()[0][:120]
                 wall = time.monotonic() - t0
+                cpu = _children_cpu() - c0
                 row = {"collective": coll, "algorithm": algo, "np": np, "wall_s": wall,
+                       "cpu_s": cpu, "cpu_s_per_point": cpu / len(sizes),
                        "points": len(sizes), "s_per_point": wall / len(sizes),
                        "simulated_us": {r["size"]: r["median_us"] for r in recs},
                        "error": err, "load": os.getloadavg()[0]}
                 rows.append(row)
                 console.print(f"{coll} {algo} np={np}: {wall:.1f} s for {len(sizes)} points "
-                              f"({row['s_per_point']:.2f} s/point)" + (f" FAILED: {err}"
+                              f"({row['s_per_point']:.2f} s/point; CPU {cpu:.1f} s, "
+                              f"{row['cpu_s_per_point']:.2f} s/point)" + (f" FAILED: {err}"
                                                                       if err else ""),
                               highlight=False)
+    warm = ("1 warm-up call per point" if args.warmup_every_point
+            else "no warm-up call, communicators prepared")
     t = Table(title=f"wall seconds per simulated point ({plat.name}, sizes "
-                    f"{', '.join(fmt_size(s) for s in sizes)}, {args.iterations} timed calls "
-                    "+ 1 warm-up per point)", title_justify="left")
+                    f"{', '.join(fmt_size(s) for s in sizes)}, {args.iterations} timed call(s) "
+                    f"per point, {warm}; CPU seconds of the simulation in brackets)",
+                    title_justify="left")
     t.add_column("collective")
     t.add_column("algorithm")
     for np in nps:
@@ -87,7 +111,7 @@ def main() -> int:
         for np in nps:
             r = by.get((coll, algo, np))
             cells.append("" if r is None else "failed" if r["error"] else
-                         f"{r['s_per_point']:.2f}")
+                         f"{r['s_per_point']:.2f} ({r['cpu_s_per_point']:.2f})")
         t.add_row(coll, algo, *cells)
     console.print(t)
     worst = max((r for r in rows if r["np"] == max(nps) and not r["error"]),

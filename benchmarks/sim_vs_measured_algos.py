@@ -7,7 +7,7 @@
    8 B .. 1 MiB, measured with colltune-bench here (OSU timing: the loop the simulation
    runs), `--reps` repetitions, median of the per-repetition times.
 3. The same colltune-bench compiled with smpicc, run under SMPI on the calibrated
-   platform (deterministic: 1 warm-up and 2 timed calls suffice).
+   platform (deterministic: the simulation defaults, one timed call a point).
 4. Per algorithm and size: measured, simulated and simulated / measured; per
    algorithm the geometric mean and range of the ratios.
 

@@ -89,8 +89,12 @@ def test_simulated_process_counts_need_no_cores():
 def test_simulated_bench_specs_use_few_iterations_and_refuse_what_cannot_be_simulated():
     spec = bench_mod.BenchSpec("bcast", ["binomial"], 64, [8])
     sim = bench_mod.for_simulation(spec)
-    assert (sim.iterations, sim.warmup, sim.timing, sim.shared_buffers) == (
-        bench_mod.SIM_ITERATIONS, bench_mod.SIM_WARMUP, "osu", True)
+    assert (sim.iterations, sim.warmup, sim.timing, sim.shared_buffers, sim.warmup_once,
+            sim.prepare) == (bench_mod.SIM_ITERATIONS, bench_mod.SIM_WARMUP, "osu", True, True,
+                             True)
+    assert not spec.warmup_once and not spec.prepare  # measurements warm up every point
+    assert bench_mod.for_simulation(bench_mod.BenchSpec("bcast", ["x"], 2, [8],
+                                                        warmup_once=False)).warmup_once is False
     assert bench_mod.for_simulation(bench_mod.BenchSpec("bcast", ["x"], 2, [8], iterations=7,
                                                         validate=True)).shared_buffers is False
     for bad in (dict(timing="window"), dict(time_budget=1.0), dict(sleep_us=5.0)):
@@ -276,6 +280,33 @@ def test_simulated_times_are_deterministic(smpi_build):
     # 64 KiB costs more than 8 B on the simulated network
     t = {(r["spec"], r["size"]): r["median_us"] for r in a}
     assert t[(a[0]["spec"], 65536)] > t[(a[0]["spec"], 8)]
+
+
+def test_prepared_communicators_make_warm_up_calls_unneeded(smpi_build):
+    """The simulation's defaults (no warm-up call, each algorithm's communicators made
+    before its first point, one timed call) give every call the time of a later call,
+    and the time a warm-up before every point gives; without --prepare the launch's
+    first call of an algorithm is slower (it makes the private duplicate, and for a
+    remap the permuted communicator: messages the simulation charges)."""
+    algos = ["pipeline", "binomial:remap=rr", "native"]
+    plat = resolve("tapems-16x12")
+    place = launch.Placement(mapping="node", order="seq", nodes=2)
+
+    def run(**kw):
+        spec = bench_mod.BenchSpec("bcast", algos, 6, [8, 65536], reps=2, raw=True, **kw)
+        with launch.simulate(plat), launch.session(place):
+            recs, _ = bench_mod.run(smpi_build, spec, timeout=300)
+        return {(r["spec"], r["size"]): r["samples_us"] for r in recs}
+
+    new = run(iterations=1)
+    old = run(iterations=2, warmup=1, warmup_once=False, prepare=False)
+    cold = run(iterations=1, warmup=0, prepare=False)
+    for key, (first, second) in new.items():
+        assert first == pytest.approx(second, rel=1e-3), key
+        assert first == pytest.approx(old[key][0], rel=1e-3), key
+    for algo in algos[:2]:  # the launch's first call of ours makes communicators
+        first, second = cold[(algo, 8)]
+        assert first > second * 1.001, (algo, first, second)
 
 
 def test_the_report_shows_simulated_points_in_a_section_of_their_own(tmp_path):

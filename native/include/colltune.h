@@ -191,6 +191,13 @@ const char *ct_placement_kind_name(int kind);
 /* The rank order a remap gives (CT_REMAP_SEQ or CT_REMAP_RR): perm[j] is the
  * communicator rank that plays rank j (size entries, owned by the library). */
 int ct_comm_remap_order(MPI_Comm comm, int remap, const int **perm);
+/* Collective over comm: makes now what the first call of choice c with this
+ * count and op would make on comm (the private duplicate, and for a remap the
+ * placement and the permuted communicator), so that the first call costs what
+ * every later one does. For simulations, where that is the only first-call
+ * effect (colltune-bench --prepare). op: MPI_OP_NULL for Bcast, Gather and
+ * Allgather. */
+int ct_comm_prepare(const ct_choice_t *c, MPI_Comm comm, int count, MPI_Op op);
 /* Timing runs under SimGrid's SMPI only: while on, the scratch of a remapped
  * Allgather (P*count elements per rank) comes from SMPI_SHARED_MALLOC, one
  * memory for all simulated ranks, so its data is meaningless (as the shared

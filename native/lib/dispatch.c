@@ -640,6 +640,23 @@ static int is_native(const ct_choice_t *c, ct_coll_t coll) {
  * predefined types (util.c) */
 #define TYPE_SIZE(dt, size) CT_CHECK(ct_type_size((dt), (size)))
 
+int ct_comm_prepare(const ct_choice_t *c, MPI_Comm comm, int count, MPI_Op op) {
+    ct_choice_t fb;
+    const ct_choice_t *run;
+    const ct_algo_t *a, *ra;
+    comm_info_t *ci;
+    remap_run_t rm;
+    MPI_Comm pc;
+    if (!c || !(a = ct_algo_get(c->algo)))
+        return ct_set_error(MPI_ERR_ARG, "prepare: no valid algorithm choice");
+    CT_CHECK(comm_info(a->coll, comm, &ci));
+    /* the algorithm this call would run (a declared fallback included) */
+    CT_CHECK(resolve(c, a->coll, ci->size, count, op, &fb, &run, &ra));
+    CT_CHECK(remap_of(a->coll, run, op, comm, ci, &rm));
+    if (rm.comm != MPI_COMM_NULL || is_native(run, a->coll)) return MPI_SUCCESS;
+    return shadow_comm(comm, ci, &pc);
+}
+
 int ct_bcast(const ct_choice_t *c, void *buf, int count, MPI_Datatype dt, int root,
              MPI_Comm comm) {
     ct_choice_t fb;

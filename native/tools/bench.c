@@ -103,6 +103,8 @@ static double sleep_s;        /* --sleep */
 static double budget_s;       /* --time-budget, 0 if none */
 static int reps = 3;
 static long warmup_opt = -1;
+static int warmup_once;        /* --warmup-once: warm-up calls before a candidate's first point only */
+static int prepare;            /* --prepare: ct_comm_prepare before a candidate's first point */
 static long align = -1;        /* --align: buffer alignment in bytes, 1 = plain malloc */
 static int shared_bufs;        /* --shared-buffers (SMPI only): SMPI_SHARED_MALLOC */
 
@@ -113,7 +115,9 @@ static double t_barrier;      /* rank 0: mean barrier time */
 
 static void usage(void) {
     printf("usage: colltune-bench --coll C --algo LIST [--sizes LIST] [--iterations N]\n"
-           "                      [--warmup N] [--reps R] [--root R] [--dtype T] [--op O]\n"
+           "                      [--warmup N] [--warmup-once] [--prepare] [--reps R]\n"
+           "                      [--root R]\n"
+           "                      [--dtype T] [--op O]\n"
            "                      [--timing osu|window] [--sleep US] [--time-budget S]\n"
            "                      [--align BYTES] [--validate] [--raw] [--trace]\n"
            "                      [--shared-buffers] [--load-ranks K [--load-pattern P]\n"
@@ -126,6 +130,14 @@ static void usage(void) {
            "  --iterations  timed calls (osu) or samples (window) per point and repetition\n"
            "                (default 1000 up to 8 KiB, 100 above)\n"
            "  --warmup      untimed calls first (default iterations/10)\n"
+           "  --warmup-once the warm-up calls only before each algorithm's first point (its\n"
+           "                first size and repetition), not before every point: under\n"
+           "                simulation, where only a first call differs (private\n"
+           "                communicators are made then), the later ones would repeat it\n"
+           "  --prepare     before each algorithm's first point, make what its first call\n"
+           "                would make (ct_comm_prepare: the private duplicate, a remap's\n"
+           "                permuted communicator) instead of a call; with --warmup 0, for\n"
+           "                simulations, where that is the only first-call effect\n"
            "  --reps        repetitions, interleaved across algorithms (default 3)\n"
            "  --dtype       char | int | float | double (default char)\n"
            "  --op          sum | max | min | prod (default sum)\n"
@@ -520,6 +532,8 @@ static void print_record(const point_t *p, candidate_t *c, long size, const char
     printf(", \"np\": %d, \"size\": %ld, \"dtype\": \"%s\", \"op\": \"%s\", \"root\": %d, "
            "\"iterations\": %ld, \"warmup\": %ld, \"timing\": \"%s\"",
            nprocs, size, dtype_name, op_name, p->root, c->iters, c->warm, timing_names[timing]);
+    if (warmup_once) printf(", \"warmup_once\": true");
+    if (prepare) printf(", \"prepared\": true");
     /* over repetitions (osu) or valid samples (window); OSU's min/max over
      * processes are rank_min_us and rank_max_us */
     json_us("rep_min_us", st.min);
@@ -616,6 +630,14 @@ int main(int argc, char **argv) {
         }
         if (!strcmp(a, "--trace")) {
             trace = 1;
+            continue;
+        }
+        if (!strcmp(a, "--warmup-once")) {
+            warmup_once = 1;
+            continue;
+        }
+        if (!strcmp(a, "--prepare")) {
+            prepare = 1;
             continue;
         }
         if (!strcmp(a, "--shared-buffers")) {
@@ -875,7 +897,14 @@ int main(int argc, char **argv) {
                 int rc = MPI_SUCCESS;
                 /* warm-up: osu as OSU's skipped iterations (a barrier after each
                  * call), window back to back */
-                for (long it = 0; it < c->warm && rc == MPI_SUCCESS; it++) {
+                if (prepare && s == 0 && r == 0 && !c->native) {
+                    int reduces = coll == CT_REDUCE || coll == CT_ALLREDUCE;
+                    check_rc(ct_comm_prepare(&c->choice, world, p.count,
+                                             reduces ? op : MPI_OP_NULL), c);
+                    MPI_Barrier(world);
+                }
+                long warm = warmup_once && (s > 0 || r > 0) ? 0 : c->warm;
+                for (long it = 0; it < warm && rc == MPI_SUCCESS; it++) {
                     rc = run_once(&p, c);
                     if (timing == TIMING_OSU) MPI_Barrier(world);
                 }

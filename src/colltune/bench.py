@@ -63,19 +63,32 @@ class BenchSpec:
     shared_buffers: bool | None = None  # SMPI only: SMPI_SHARED_MALLOC buffers (timing
                                         # only); None: on for simulated runs without validate
     load: SimLoad | None = None       # SMPI only: generator ranks and the probe in the launch
+    warmup_once: bool | None = None   # warm-up calls before each algorithm's first point
+                                      # only; None: under simulation (where only a first
+                                      # call differs), not in measurements
+    prepare: bool | None = None       # before each algorithm's first point, what its first
+                                      # call makes (ct_comm_prepare) instead of a warm-up
+                                      # call; None: under simulation only
 
 
 # Under simulation (SimGrid SMPI, computation not simulated) the time of a call is
-# deterministic: every iteration gives the same number, so a few suffice.
-SIM_ITERATIONS = 2
-SIM_WARMUP = 1
+# deterministic: every call of a point gives the same number, to the nanosecond, and
+# only an algorithm's very first call differs (its private communicators are made
+# then: pipeline Bcast 8 B at 64 processes, 14.465 us for the launch's first call,
+# 14.068 for every later one). So no warm-up call: the communicators are made before
+# each algorithm's first point (colltune-bench --prepare), and one timed call per
+# point (docs/simulation.md, "Speed").
+SIM_ITERATIONS = 1
+SIM_WARMUP = 0
 SIM_REPS = 1
 
 
 def for_simulation(spec: BenchSpec) -> BenchSpec:
     """The spec as a simulated launch runs it: OSU timing (the window method busy-waits
-    on the clock, which a simulation does not advance), few iterations unless given,
-    shared message buffers unless validating. BenchError for what a simulation cannot
+    on the clock, which a simulation does not advance), one timed call and no warm-up
+    call unless given (each algorithm's communicators are prepared before its first
+    point; a warm-up asked for runs before that point only), shared message buffers
+    unless validating. BenchError for what a simulation cannot
     do."""
     import dataclasses
 
@@ -94,6 +107,8 @@ def for_simulation(spec: BenchSpec) -> BenchSpec:
         raise BenchError("shared buffers hold no meaningful data: not with validate")
     return dataclasses.replace(
         spec, timing="osu", shared_buffers=shared,
+        warmup_once=spec.warmup_once if spec.warmup_once is not None else True,
+        prepare=spec.prepare if spec.prepare is not None else True,
         iterations=spec.iterations if spec.iterations is not None else SIM_ITERATIONS,
         warmup=spec.warmup if spec.warmup is not None else SIM_WARMUP)
 
@@ -165,6 +180,10 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
         prog += ["--iterations", str(spec.iterations)]
     if spec.warmup is not None:
         prog += ["--warmup", str(spec.warmup)]
+    if spec.warmup_once:
+        prog += ["--warmup-once"]
+    if spec.prepare:
+        prog += ["--prepare"]
     timing = resolve_timing(spec.timing, spec.np)
     if timing != "osu":
         prog += ["--timing", timing]

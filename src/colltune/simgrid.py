@@ -12,7 +12,8 @@ against 1.5 s with 4.1; issue 16), so the 1024-rank points of the `scale` study
 would not be feasible.
 
 Building needs cmake, ninja (or make), a C++17 compiler and the Boost headers
-(Debian: apt-get install libboost-dev); about 30 minutes on 2 cores.
+(Debian: apt-get install libboost-dev); 6 minutes on an idle 2-core machine, up to
+30 under load.
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ def _install_locked(where: Path, progress, say, jobs) -> Path:
     work.mkdir(parents=True)
     log = work / "build.log"
     say(f"installing SimGrid {VERSION} (SMPI) into {where}: pip download of the source, "
-        f"then a build of about 30 minutes on 2 cores (log: {log})")
+        f"then a build of 6 to 30 minutes on 2 cores, as loaded (log: {log})")
     sdist = _download_sdist(work)
     with tarfile.open(sdist) as tar:
         tar.extractall(work, filter="data")

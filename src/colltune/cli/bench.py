@@ -316,9 +316,10 @@ def _save_elsewhere(records: list[dict], why: str) -> None:
 @click.option("--sizes", default="1:1M", show_default=True,
               help="Bytes: list (8,64K,1M) or power-of-two range (1:1M).")
 @click.option("--iterations", type=int, help="Timed calls per point (default 1000, 100 > 8K; "
-              "simulated: 3).")
+              "simulated: 1, the times are deterministic).")
 @click.option("--warmup", type=int, help="Untimed calls first (default iterations/10; "
-              "simulated: 1).")
+              "simulated: 0, each algorithm's communicators are made before its first "
+              "point; a warm-up asked for runs before that point only).")
 @click.option("--reps", type=click.IntRange(min=1),
               help="Repetitions, interleaved (default 3; simulated: 1, the times are "
                    "deterministic).")
