@@ -282,6 +282,23 @@ def test_simulated_times_are_deterministic(smpi_build):
     assert t[(a[0]["spec"], 65536)] > t[(a[0]["spec"], 8)]
 
 
+def test_the_scale_presets_cover_64_to_4096_processes(ompi_build):
+    from colltune import registry
+    from colltune.study import load_preset
+
+    scale, big = load_preset("scale"), load_preset("scale4096")
+    assert scale.processes == [64, 128, 256, 512, 1024] and big.processes == [4096]
+    for s in (scale, big):  # one timed call a point, no warm-up call (prepared instead)
+        assert (s.iterations, s.warmup, s.mpi, s.platform) == (1, 0, "smpi", "tapems-16x12")
+    every = {c: set(registry.names(ompi_build, c)) for c in ("bcast", "allreduce")}
+    assert set(scale.algorithms["bcast"]) == {"ours", "native"}
+    assert every["allreduce"] - set(scale.algorithms["allreduce"]) == {"allgather_reduce"}
+    # at 4096 the algorithms whose messages grow as p^2 are left out, and only they
+    assert every["bcast"] - set(big.algorithms["bcast"]) == {"scatter_ring_allgather"}
+    assert every["allreduce"] - set(big.algorithms["allreduce"]) == {
+        "allgather_reduce", "ring", "segmented_ring"}
+
+
 def test_prepared_communicators_make_warm_up_calls_unneeded(smpi_build):
     """The simulation's defaults (no warm-up call, each algorithm's communicators made
     before its first point, one timed call) give every call the time of a later call,
