@@ -618,28 +618,18 @@ int main(int argc, char **argv) {
     long load_ranks = 0, load_size = 1048576, load_window = 4, probe_iters = 0, probe_size = 4096;
     int load_pattern = CT_LOAD_PAIRS;
     unsigned long long load_seed = 1;
+    /* options without a value */
+    const struct {
+        const char *name;
+        int *on;
+    } flags[] = { { "--validate", &validate }, { "--raw", &raw }, { "--trace", &trace },
+                  { "--warmup-once", &warmup_once }, { "--prepare", &prepare } };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--validate")) {
-            validate = 1;
-            continue;
-        }
-        if (!strcmp(a, "--raw")) {
-            raw = 1;
-            continue;
-        }
-        if (!strcmp(a, "--trace")) {
-            trace = 1;
-            continue;
-        }
-        if (!strcmp(a, "--warmup-once")) {
-            warmup_once = 1;
-            continue;
-        }
-        if (!strcmp(a, "--prepare")) {
-            prepare = 1;
-            continue;
-        }
+        int flag = 0;
+        for (size_t f = 0; f < sizeof flags / sizeof flags[0] && !flag; f++)
+            if (!strcmp(a, flags[f].name)) flag = *flags[f].on = 1;
+        if (flag) continue;
         if (!strcmp(a, "--shared-buffers")) {
 #ifdef SMPI_SHARED_MALLOC
             shared_bufs = 1; /* and the remap layer's Allgather scratch: after MPI_Init */
