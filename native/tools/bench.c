@@ -116,8 +116,7 @@ static double t_barrier;      /* rank 0: mean barrier time */
 static void usage(void) {
     printf("usage: colltune-bench --coll C --algo LIST [--sizes LIST] [--iterations N]\n"
            "                      [--warmup N] [--warmup-once] [--prepare] [--reps R]\n"
-           "                      [--root R]\n"
-           "                      [--dtype T] [--op O]\n"
+           "                      [--root R] [--dtype T] [--op O]\n"
            "                      [--timing osu|window] [--sleep US] [--time-budget S]\n"
            "                      [--align BYTES] [--validate] [--raw] [--trace]\n"
            "                      [--shared-buffers] [--load-ranks K [--load-pattern P]\n"

@@ -88,8 +88,7 @@ def for_simulation(spec: BenchSpec) -> BenchSpec:
     on the clock, which a simulation does not advance), one timed call and no warm-up
     call unless given (each algorithm's communicators are prepared before its first
     point; a warm-up asked for runs before that point only), shared message buffers
-    unless validating. BenchError for what a simulation cannot
-    do."""
+    unless validating. BenchError for what a simulation cannot do."""
     import dataclasses
 
     if spec.timing == "window":
