@@ -2,8 +2,8 @@
 """Wall seconds per simulated point under SimGrid's SMPI, against the process count.
 
 One launch per (collective, algorithm, process count), each simulating every size
-(one point = one algorithm at one size: the driver's warm-up call and timed calls,
-as `colltune sweep --preset scale` runs them). Prints the wall time of each launch
+(one point = one algorithm at one size: its timed call(s), as `colltune sweep --preset
+scale` runs them; the launch's start-up shared among its points). Prints the wall time of each launch
 divided by its points, with the simulated latency next to it, so that the cost of
 a 1024-process point can be read per algorithm. Goal (issue 16): one 1024-process
 point in at most 20 s of wall time on a 2-core machine.
