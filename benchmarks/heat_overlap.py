@@ -27,10 +27,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from colltune import heat as heat_mod
-from colltune import mpi as mpi_mod
-from colltune.build import build as do_build
-from colltune.units import parse_ints
+from colltune.drivers import heat as heat_mod
+from colltune.mpi import libraries as mpi_mod
+from colltune.mpi.build import build as do_build
+from colltune.base.units import parse_ints
 
 VARIANTS = ("blocking", "overlap", "persistent")
 

@@ -40,12 +40,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from colltune import db as db_mod  # noqa: E402
-from colltune import study as study_mod  # noqa: E402
-from colltune import sweep, tune, workload  # noqa: E402
-from colltune.build import build_for  # noqa: E402
-from colltune.files import write_atomic  # noqa: E402
-from colltune.units import fmt_size  # noqa: E402
+from colltune.results import db as db_mod  # noqa: E402
+from colltune.studies import study as study_mod  # noqa: E402
+from colltune.studies import sweep
+from colltune.tuning import tune
+from colltune.drivers import loadgen as workload  # noqa: E402
+from colltune.mpi.build import build_for  # noqa: E402
+from colltune.base.files import write_atomic  # noqa: E402
+from colltune.base.units import fmt_size  # noqa: E402
 
 
 def main() -> int:

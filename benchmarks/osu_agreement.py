@@ -36,12 +36,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from colltune import bench as bench_mod
-from colltune import launch
-from colltune import mpi as mpi_mod
-from colltune.build import build as do_build
-from colltune.files import write_atomic
-from colltune.units import fmt_size, parse_sizes
+from colltune.drivers import bench as bench_mod
+from colltune.mpi import launch
+from colltune.mpi import libraries as mpi_mod
+from colltune.mpi.build import build as do_build
+from colltune.base.files import write_atomic
+from colltune.base.units import fmt_size, parse_sizes
 
 COLLECTIVES = ("bcast", "reduce", "allgather", "allreduce")
 

@@ -24,12 +24,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from colltune import bench as bench_mod
-from colltune import libalgos
-from colltune import mpi as mpi_mod
-from colltune import registry
-from colltune.build import build as do_build
-from colltune.units import fmt_size, parse_sizes
+from colltune.drivers import bench as bench_mod
+from colltune.mpi import libalgos
+from colltune.mpi import libraries as mpi_mod
+from colltune.drivers import registry
+from colltune.mpi.build import build as do_build
+from colltune.base.units import fmt_size, parse_sizes
 
 # (ours, Open MPI's) per collective; same name unless noted
 PAIRS: dict[str, list[tuple[str, str]]] = {

@@ -42,12 +42,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from colltune import bench as bench_mod
-from colltune import interpose, launch
-from colltune import mpi as mpi_mod
-from colltune.build import build as do_build
-from colltune.files import write_atomic
-from colltune.units import fmt_size, parse_sizes
+from colltune.drivers import bench as bench_mod
+from colltune.rules import interpose
+from colltune.mpi import launch
+from colltune.mpi import libraries as mpi_mod
+from colltune.mpi.build import build as do_build
+from colltune.base.files import write_atomic
+from colltune.base.units import fmt_size, parse_sizes
 
 COLLECTIVES = ("bcast", "reduce", "allgather", "allreduce")  # what colltune-osu-style runs
 DEFAULT_ALGOS = {"bcast": "binomial", "reduce": "binomial", "allgather": "ring",
@@ -87,7 +88,7 @@ def callcost(b, coll, np, sizes, calls, reps, env, via="mpi", algo="native") -> 
 
 
 def tight(args, b, colls, algos, sizes, console) -> int:
-    from colltune.build import Build
+    from colltune.mpi.build import Build
     blank = {v: "" for v in ALL_VARS}
     builds = {"": b}
     if args.baseline:

@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 import math
 
-from colltune.fit import load_measurements
-from colltune.remap import remap_effect
-from colltune.units import fmt_size, parse_sizes
+from colltune.analysis.fit import load_measurements
+from colltune.analysis.remap import remap_effect
+from colltune.base.units import fmt_size, parse_sizes
 
 
 def _f(v, fmt="{:.1f}") -> str:

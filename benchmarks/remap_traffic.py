@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from colltune import traffic  # noqa: E402
-from colltune.build import build_for  # noqa: E402
-from colltune.units import parse_size  # noqa: E402
+from colltune.drivers import traffic  # noqa: E402
+from colltune.mpi.build import build_for  # noqa: E402
+from colltune.base.units import parse_size  # noqa: E402
 
 
 def main() -> int:

@@ -31,12 +31,15 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from colltune import bench as bench_mod
-from colltune import costmodel, launch, p2p, registry
-from colltune import mpi as mpi_mod
-from colltune.build import build as do_build
-from colltune.platform import resolve
-from colltune.units import fmt_size, parse_ints, parse_sizes
+from colltune.drivers import bench as bench_mod
+from colltune.analysis import costmodel
+from colltune.mpi import launch
+from colltune.drivers import p2p
+from colltune.drivers import registry
+from colltune.mpi import libraries as mpi_mod
+from colltune.mpi.build import build as do_build
+from colltune.mpi.platforms import resolve
+from colltune.base.units import fmt_size, parse_ints, parse_sizes
 
 
 def main() -> int:

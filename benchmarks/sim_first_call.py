@@ -32,12 +32,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from colltune import bench as bench_mod
-from colltune import launch, registry
-from colltune import mpi as mpi_mod
-from colltune.build import build as do_build
-from colltune.platform import resolve
-from colltune.units import parse_sizes
+from colltune.drivers import bench as bench_mod
+from colltune.mpi import launch
+from colltune.drivers import registry
+from colltune.mpi import libraries as mpi_mod
+from colltune.mpi.build import build as do_build
+from colltune.mpi.platforms import resolve
+from colltune.base.units import parse_sizes
 
 
 def _run(b, coll, algos, np_, sizes, plat, placement, **kw):

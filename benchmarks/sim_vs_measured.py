@@ -36,12 +36,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from colltune import mpi as mpi_mod
-from colltune import platform as plat
-from colltune.build import build as do_build
-from colltune.p2p import PingpongSpec, run_pingpong
-from colltune.paths import cache_dir, native_dir
-from colltune.units import parse_sizes
+from colltune.mpi import libraries as mpi_mod
+from colltune.mpi import platforms as plat
+from colltune.mpi.build import build as do_build
+from colltune.drivers.p2p import PingpongSpec, run_pingpong
+from colltune.base.paths import cache_dir, native_dir
+from colltune.base.units import parse_sizes
 
 out = Console(width=150)
 

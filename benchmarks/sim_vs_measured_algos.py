@@ -34,12 +34,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from colltune import bench, launch, registry
-from colltune import mpi as mpi_mod
-from colltune import platform as plat
-from colltune.build import build as do_build
-from colltune.p2p import PingpongSpec, run_pingpong
-from colltune.units import fmt_size, parse_sizes
+from colltune.drivers import bench
+from colltune.mpi import launch
+from colltune.drivers import registry
+from colltune.mpi import libraries as mpi_mod
+from colltune.mpi import platforms as plat
+from colltune.mpi.build import build as do_build
+from colltune.drivers.p2p import PingpongSpec, run_pingpong
+from colltune.base.units import fmt_size, parse_sizes
 
 out = Console(width=160)
 

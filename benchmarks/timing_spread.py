@@ -29,10 +29,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from colltune import bench as bench_mod
-from colltune import mpi as mpi_mod
-from colltune.build import build as do_build
-from colltune.units import fmt_size, parse_sizes
+from colltune.drivers import bench as bench_mod
+from colltune.mpi import libraries as mpi_mod
+from colltune.mpi.build import build as do_build
+from colltune.base.units import fmt_size, parse_sizes
 
 CASES = {  # collective -> algorithms
     "bcast": ["native", "binomial", "scatter_allgather"],

@@ -42,11 +42,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from colltune import adaptive, libalgos, registry, tune  # noqa: E402
-from colltune import bench as bench_mod  # noqa: E402
-from colltune.build import build_for  # noqa: E402
-from colltune.files import write_atomic  # noqa: E402
-from colltune.units import fmt_size, parse_sizes  # noqa: E402
+from colltune.tuning import adaptive
+from colltune.mpi import libalgos
+from colltune.drivers import registry
+from colltune.tuning import tune  # noqa: E402
+from colltune.drivers import bench as bench_mod  # noqa: E402
+from colltune.mpi.build import build_for  # noqa: E402
+from colltune.base.files import write_atomic  # noqa: E402
+from colltune.base.units import fmt_size, parse_sizes  # noqa: E402
 
 DEFAULT_SIZES = ",".join(str(4 ** i) for i in range(11))  # 1 B .. 1 MiB, x4
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from colltune import mpi as mpi_mod
-from colltune.build import build
+from colltune.mpi import libraries as mpi_mod
+from colltune.mpi.build import build
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -40,7 +40,7 @@ def smpi_build():
     """The native part built with SimGrid's smpicc; SimGrid is installed into the
     colltune cache on first use (.ci/run does that before the tests), skipped where
     it cannot be built (no C++ compiler, no Boost headers)."""
-    from colltune import simgrid
+    from colltune.mpi import simgrid
 
     try:
         simgrid.check_prerequisites()

@@ -14,8 +14,10 @@ import sys
 import numpy as np
 import pytest
 
-from colltune import adaptive, rules, tune
-from colltune.adaptive import AdaptiveError, Grid, Launch
+from colltune.tuning import adaptive
+from colltune.rules import ruleset as rules
+from colltune.tuning import tune
+from colltune.tuning.adaptive import AdaptiveError, Grid, Launch
 
 SIZES = tuple(2 ** i for i in range(0, 21))  # 21 sizes
 
@@ -175,7 +177,7 @@ def test_tune_measure_end_to_end(tmp_path, ompi_build):
                "-o", out)
     assert res.returncode == 2 and "--np" in res.stderr and "--budget" in res.stderr
     # a sweep's study is not overwritten by --measure --study
-    from colltune import db
+    from colltune.results import db
     con = db.open_db(dbp)
     db.upsert_study(con, "mysweep", {"name": "mysweep"})
     con.close()

@@ -60,7 +60,7 @@ def test_bench_table_default():
 # ---- driver options (through bench.run, as cli.py passes them) -------------------------
 
 def _bench(ompi_build, coll, algos, np, sizes, **kw):
-    from colltune import bench as bench_mod
+    from colltune.drivers import bench as bench_mod
 
     spec = bench_mod.BenchSpec(coll, algos, np, sizes, **kw)
     recs, _ = bench_mod.run(ompi_build, spec, timeout=300)
@@ -93,7 +93,7 @@ def test_bench_validate_passes(ompi_build):
 
 def test_bench_validate_catches_a_wrong_result(ompi_build):
     """A deliberately wrong Bcast fails validation; the run still returns every record."""
-    from colltune import bench as bench_mod
+    from colltune.drivers import bench as bench_mod
 
     recs = _bench(ompi_build, "bcast", ["binomial", "_broken"], 3, [64], iterations=2, reps=1,
                   validate=True)
@@ -126,7 +126,7 @@ def test_bench_time_budget_and_sleep(ompi_build):
 
 def test_bench_interleaves_algorithms_within_each_size_and_repetition(ompi_build):
     """Within a size, the timed loops run A B C A B C ..., never A A B B C C."""
-    from colltune import launch
+    from colltune.mpi import launch
 
     prog = [str(ompi_build.program("colltune-bench")), "--coll", "bcast",
             "--algo", "native,binomial,chain", "--sizes", "8,1024", "--reps", "3",
@@ -141,7 +141,8 @@ def test_bench_interleaves_algorithms_within_each_size_and_repetition(ompi_build
 
 
 def test_auto_timing_is_window_only_with_a_core_per_process(monkeypatch):
-    from colltune import bench, launch
+    from colltune.drivers import bench
+    from colltune.mpi import launch
 
     monkeypatch.setattr(launch, "cores", lambda: 4)
     assert bench.resolve_timing("auto", 4) == "window"
@@ -153,7 +154,7 @@ def test_auto_timing_is_window_only_with_a_core_per_process(monkeypatch):
 
 def _buffers(ompi_build, *extra):
     """colltune-bench's buffer addresses (--trace) and its records."""
-    from colltune import launch
+    from colltune.mpi import launch
 
     prog = [str(ompi_build.program("colltune-bench")), "--coll", "allgather", "--algo",
             "native", "--sizes", "8,65536", "--reps", "1", "--iterations", "3", "--trace",
@@ -268,7 +269,7 @@ def test_osu_style_loop_follows_osu_defaults(ompi_build):
     above), page-aligned buffers, Avg between Min and Max over processes."""
     import os
 
-    from colltune import launch
+    from colltune.mpi import launch
 
     for coll in ("bcast", "reduce", "allgather", "allreduce"):
         prog = [str(ompi_build.program("colltune-osu-style")), "--coll", coll, "--sizes",

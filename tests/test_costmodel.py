@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from colltune import costmodel as cm
+from colltune.analysis import costmodel as cm
 
 
 # ---------------------------------------------------------------------------- evaluator
@@ -122,7 +122,7 @@ def test_parse_params():
 
 
 def test_every_registry_formula_evaluates_and_the_documented_example_holds(ompi_build):
-    from colltune import registry
+    from colltune.drivers import registry
 
     algos = cm.algorithm_dicts(registry.algorithms(ompi_build))
     with_cost = [a for a in algos.values() if a["cost"]]

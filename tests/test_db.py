@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from colltune import db
+from colltune.results import db
 from colltune.cli.results import export, results
 
 

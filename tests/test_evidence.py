@@ -3,8 +3,8 @@
 import numpy as np
 import pandas as pd
 
-from colltune import costmodel as cm
-from colltune import evidence as ev
+from colltune.analysis import costmodel as cm
+from colltune.analysis import evidence as ev
 
 
 def test_clear_difference_is_a_winner_with_its_interval():
@@ -115,7 +115,7 @@ def test_commands_measure_honestly_unless_asked_and_mark_oversubscription(ompi_b
     process counts share cores."""
     from conftest import colltune
 
-    from colltune import launch
+    from colltune.mpi import launch
 
     res = colltune("sweep", "--preset", "quick", "--dry-run", "--db", "/nonexistent/x.db")
     assert res.returncode == 0, res.stderr[-2000:]

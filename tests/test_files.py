@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from colltune.files import atomic_path, write_atomic
+from colltune.base.files import atomic_path, write_atomic
 
 
 def _mode(p):

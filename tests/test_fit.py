@@ -10,7 +10,7 @@ import pytest
 import statsmodels.formula.api as smf
 from click.testing import CliRunner
 
-from colltune import fit
+from colltune.analysis import fit
 from colltune.cli.fit import fit as fit_cmd
 
 
@@ -223,7 +223,7 @@ def test_fit_command_json_and_table(tmp_path):
 
 def test_load_measurements_reads_a_colltune_database(tmp_path):
     """The schema of colltune.db (runs, studies, units; params as JSON)."""
-    from colltune import db
+    from colltune.results import db
 
     conn = db.open_db(tmp_path / "c.db")
     sid = db.upsert_study(conn, "quick", {"collectives": ["bcast"]})

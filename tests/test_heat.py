@@ -11,7 +11,7 @@ from array import array
 import pytest
 from click.testing import CliRunner
 
-from colltune import heat
+from colltune.drivers import heat
 from colltune.cli import heat as heat_cmd
 
 MASK = (1 << 64) - 1

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from colltune import db, launch
+from colltune.results import db
+from colltune.mpi import launch
 from conftest import colltune
 
 EXE = str(Path(sys.executable).parent / "colltune")
@@ -153,7 +154,7 @@ def test_unwritable_outputs_fail_before_any_launch(tmp_path):
 
 
 def test_a_failed_write_keeps_the_records_elsewhere(tmp_path, monkeypatch):
-    from colltune import files
+    from colltune.base import files
 
     monkeypatch.setenv("COLLTUNE_CACHE", str(tmp_path / "cache"))
     where = files.save_fallback("bench-records.json", "[1, 2]\n")
@@ -164,7 +165,7 @@ def test_a_failed_write_keeps_the_records_elsewhere(tmp_path, monkeypatch):
 
 def _small_db(path: Path) -> None:
     """A results database with one bench run of 2 algorithms x 3 sizes x np 2, 4."""
-    from colltune.mpi import MPI
+    from colltune.mpi.libraries import MPI
 
     mpi = MPI("openmpi", Path("/x/bin"), Path("/x/bin/mpicc"), Path("/x/bin/mpirun"), "5.0",
               "Open MPI v5.0")
@@ -364,7 +365,7 @@ def test_usage_errors_come_out_the_same_way():
 def test_installs_and_builds_into_the_cache_wait_for_each_other(tmp_path, capfd, monkeypatch):
     """Two commands on a fresh machine must not install or build into the same cache
     directory together: the second waits for the first's lock, saying so."""
-    from colltune import paths
+    from colltune.base import paths
 
     monkeypatch.setenv("COLLTUNE_CACHE", str(tmp_path))
     holder = subprocess.Popen(

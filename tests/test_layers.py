@@ -28,8 +28,8 @@ def _modules() -> list[str]:
 
 def test_the_domain_modules_are_found():
     mods = _modules()
-    for m in ("colltune.report", "colltune.bench", "colltune.sweep", "colltune.fit",
-              "colltune.errors"):
+    for m in ("colltune.output.report", "colltune.drivers.bench", "colltune.studies.sweep", "colltune.analysis.fit",
+              "colltune.base.errors"):
         assert m in mods
     assert not any(m.startswith("colltune.cli") for m in mods)
 
@@ -48,7 +48,7 @@ def test_no_domain_module_imports_click():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == {}, res.stdout
-    res = subprocess.run([sys.executable, "-c", "import sys, colltune.report; "
+    res = subprocess.run([sys.executable, "-c", "import sys, colltune.output.report; "
                           "print('click' in sys.modules)"], capture_output=True, text=True,
                          timeout=120)
     assert res.stdout.strip() == "False", res.stderr

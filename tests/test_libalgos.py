@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from colltune import bench as bench_mod
-from colltune import launch
-from colltune import libalgos as L
-from colltune.mpi import MPI
+from colltune.drivers import bench as bench_mod
+from colltune.mpi import launch
+from colltune.mpi import libalgos as L
+from colltune.mpi.libraries import MPI
 
 FAKE_OMPI = MPI("openmpi", None, None, None, "5.0.11", "Open MPI v5.0.11")  # type: ignore[arg-type]
 FAKE_MPICH = MPI("mpich", None, None, None, "5.0.2", "MPICH 5.0.2")  # type: ignore[arg-type]

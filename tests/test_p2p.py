@@ -8,7 +8,7 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from colltune import p2p
+from colltune.drivers import p2p
 from colltune.cli import p2p as p2p_cmd
 
 PINGPONG_FIELDS = {"kind", "np", "size", "min_us", "median_us", "mean_us", "max_us",

@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from colltune import platform as P
-from colltune.errors import ColltuneError
+from colltune.mpi import platforms as P
+from colltune.base.errors import ColltuneError
 
 
 def _cluster(p: P.Platform) -> ET.Element:
@@ -276,7 +276,7 @@ int main(int argc, char **argv) {
 
 
 def _smpi_bin():
-    from colltune.paths import cache_dir
+    from colltune.base.paths import cache_dir
 
     return cache_dir() / "mpi" / "smpi" / "bin"
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from colltune import plot as pl
+from colltune.output import figures as pl
 from colltune.cli.plot import plot as plot_cmd
 
 

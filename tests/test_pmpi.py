@@ -19,8 +19,10 @@ import subprocess
 
 import pytest
 
-from colltune import interpose, launch, registry
-from colltune.rules import COLLECTIVES
+from colltune.rules import interpose
+from colltune.mpi import launch
+from colltune.drivers import registry
+from colltune.rules.ruleset import COLLECTIVES
 from conftest import colltune
 
 NPS = [2, 3]
@@ -316,7 +318,7 @@ def _heat_demo(build, tmp_path, np):
     MPI_Reduce of the MPI library) under the interposition library and a rules file
     gives the grid of colltune-heat bitwise, stops at the same iteration and reports
     the same minimum and maximum; the verbose lines show our algorithms ran."""
-    from colltune import heat
+    from colltune.drivers import heat
 
     spec = dict(np=np, rows=37, cols=23, iterations=400, threshold=1.0, report_interval=10,
                 seed=3, decomp="2d")
@@ -411,8 +413,8 @@ def test_a_rules_file_written_by_tune_drives_the_interposition_library(ompi_buil
     included) is what the C reader takes: each decision names the tuner's line."""
     import pandas as pd
 
-    from colltune import rules as R
-    from colltune import tune
+    from colltune.rules import ruleset as R
+    from colltune.tuning import tune
 
     rows = []
     for unit in range(5):  # five paired launches: binomial clearly faster at 8 B only

@@ -2,7 +2,7 @@
 
 import json
 
-from colltune import launch
+from colltune.mpi import launch
 from conftest import colltune
 
 BCAST = {"native", "linear", "linear_nb", "chain", "pipeline", "binary", "split_binary",

@@ -7,8 +7,10 @@ import json
 
 import pytest
 
-from colltune import registry, traffic, verify
-from colltune.errors import ColltuneError
+from colltune.drivers import registry
+from colltune.drivers import traffic
+from colltune.drivers import verify
+from colltune.base.errors import ColltuneError
 from conftest import colltune
 
 KIB = 1024
@@ -171,7 +173,8 @@ def test_traffic_cli_json(ompi_build, tmp_path):
 def test_tune_keeps_remap_in_rules_and_the_library_parses_them(ompi_build, tmp_path):
     import pandas as pd
 
-    from colltune import rules, tune
+    from colltune.rules import ruleset as rules
+    from colltune.tuning import tune
 
     rows = []
     for rep in range(5):

@@ -8,8 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from colltune.remap import base_spec, placement_label, remap_effect, remap_of
-from colltune.study import load_preset
+from colltune.analysis.remap import base_spec, placement_label, remap_effect, remap_of
+from colltune.studies.study import load_preset
 
 ALGOS = {"allgather": ["recursive_doubling", "ring", "neighbor_exchange"],
          "bcast": ["binomial"], "allreduce": ["ring"]}
@@ -34,7 +34,7 @@ def test_the_remap_presets_are_the_seeds_experiment(name, np_, largest):
 
 
 def test_the_preset_spreads_8_and_12_processes_over_every_node():
-    from colltune.platform import resolve
+    from colltune.mpi.platforms import resolve
 
     plat = resolve("tapems-16x12")
     for n, q in ((128, 8), (192, 12)):
@@ -113,7 +113,7 @@ def test_remap_effect_names_missing_columns():
 
 
 def test_the_report_has_a_simulated_remap_section():
-    from colltune.report import build_report
+    from colltune.output.report import build_report
 
     sim = _frame()
     measured = sim.iloc[0:0]

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from colltune import costmodel as cm
-from colltune import plot as pl
-from colltune import report as rp
+from colltune.analysis import costmodel as cm
+from colltune.output import figures as pl
+from colltune.output import report as rp
 from colltune.cli.report import report as report_cmd
-from colltune.files import write_atomic
+from colltune.base.files import write_atomic
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "report"
 KINDS_EXPECTED = set(pl.KINDS)
@@ -170,7 +170,7 @@ def test_report_tune_section(built):
 
 def test_report_of_a_colltune_database(tmp_path):
     """Provenance from the schema of colltune.db: runs, launches (units), definition."""
-    from colltune import db
+    from colltune.results import db
 
     conn = db.open_db(tmp_path / "c.db")
     sid = db.upsert_study(conn, "quick", {"collectives": ["bcast", "reduce"], "np": [2, 4, 8]})

@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from colltune import export_mpich as em
-from colltune import export_openmpi as eo
-from colltune import rules as R
-from colltune import rulesfiles as rf
-from colltune.build import build
-from colltune.errors import ColltuneError
-from colltune.mpi import find as find_mpi
+from colltune.rules import mpich as em
+from colltune.rules import openmpi as eo
+from colltune.rules import ruleset as R
+from colltune.rules import files as rf
+from colltune.mpi.build import build
+from colltune.base.errors import ColltuneError
+from colltune.mpi.libraries import find as find_mpi
 from conftest import colltune
 
 

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from colltune import bench as bench_mod
-from colltune import db, launch, simgrid
-from colltune.errors import ColltuneError
-from colltune.fit import load_measurements
-from colltune.platform import resolve
+from colltune.drivers import bench as bench_mod
+from colltune.results import db
+from colltune.mpi import launch
+from colltune.mpi import simgrid
+from colltune.base.errors import ColltuneError
+from colltune.analysis.fit import load_measurements
+from colltune.mpi.platforms import resolve
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,7 @@ def test_simulated_points_are_never_mixed_into_measurements(tmp_path):
     assert run[0] == 1 and run[1] == "tapems-16x12" and run[3].startswith("SimGrid 4.1")
     assert json.loads(run[2])["nodes"]["value"] == 16
     # 1024 simulated processes on this machine are not "oversubscribed"
-    from colltune.evidence import oversubscribed
+    from colltune.analysis.evidence import oversubscribed
 
     assert not oversubscribed(both).any()
     # fit/model/plot/report read through load_measurements
@@ -191,7 +193,7 @@ def test_results_and_export_leave_simulated_points_out_unless_asked(tmp_path):
 
 
 def test_tune_makes_no_rules_from_simulated_points_unless_asked(tmp_path):
-    from colltune import tune
+    from colltune.tuning import tune
 
     path = tmp_path / "t.db"
     conn = db.open_db(path)
@@ -233,7 +235,7 @@ def test_a_version_3_database_gets_the_simulation_columns(tmp_path, monkeypatch)
 
 
 def test_every_algorithm_is_correct_under_smpi(smpi_build):
-    from colltune import verify
+    from colltune.drivers import verify
 
     report = verify.run(smpi_build, [3, 4], ["bcast", "reduce", "gather", "allgather",
                                               "allreduce"], None, quick=True, timeout=600,
@@ -255,7 +257,7 @@ def test_every_algorithm_is_correct_under_smpi(smpi_build):
 def test_the_remap_family_runs_under_smpi(smpi_build):
     """The remap family changes COLLTUNE_NODES per layout; under SMPI the ranks share one
     environment, and a rank reading another's layout made the launch deadlock at np 4."""
-    from colltune import verify
+    from colltune.drivers import verify
 
     report = verify.run(smpi_build, [3, 4], ["bcast", "reduce", "allgather", "allreduce"],
                         None, quick=True, timeout=600, families=["remap"])
@@ -283,8 +285,8 @@ def test_simulated_times_are_deterministic(smpi_build):
 
 
 def test_the_scale_presets_cover_64_to_4096_processes(ompi_build):
-    from colltune import registry
-    from colltune.study import load_preset
+    from colltune.drivers import registry
+    from colltune.studies.study import load_preset
 
     scale, big = load_preset("scale"), load_preset("scale4096")
     assert scale.processes == [64, 128, 256, 512, 1024] and big.processes == [4096]
@@ -327,7 +329,7 @@ def test_prepared_communicators_make_warm_up_calls_unneeded(smpi_build):
 
 
 def test_the_report_shows_simulated_points_in_a_section_of_their_own(tmp_path):
-    from colltune.report import build_report
+    from colltune.output.report import build_report
 
     path = _db_with_both(tmp_path)
     measured = load_measurements(path)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from colltune import study as st
-from colltune.study import StudyError
+from colltune.studies import study as st
+from colltune.studies.study import StudyError
 
 SMALLEST = """
 [study]
@@ -152,7 +152,7 @@ def test_algorithm_names_are_checked_against_the_registry(ompi_build):
 
 
 def test_library_algorithms_are_checked(ompi_build):
-    pytest.importorskip("colltune.libalgos")
+    pytest.importorskip("colltune.mpi.libalgos")
     s = st.loads(SMALLEST.replace('"linear"', '"ompi:chain:segsize=8K"'))
     assert "ompi:chain:segsize=8K" in st.resolve_algorithms(s, ompi_build)["bcast"]
     s = st.loads(SMALLEST.replace('"linear"', '"mpich:binomial"'))

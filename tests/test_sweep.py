@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from colltune import launch
-from colltune.launch import Placement
+from colltune.mpi import launch
+from colltune.mpi.launch import Placement
 
 TINY = """
 [study]
@@ -181,7 +181,7 @@ def test_a_timed_out_launch_is_recorded(tmp_path):
 
 
 def test_library_algorithms_run_in_launches_of_their_own(tmp_path, ompi_build):
-    pytest.importorskip("colltune.libalgos")
+    pytest.importorskip("colltune.mpi.libalgos")
     f = tmp_path / "s.toml"
     f.write_text(TINY.replace('"native"]', '"native", "ompi:binomial"]').replace(
         "processes = [2, 3]", "processes = [2]").replace("repetitions = 2", "repetitions = 1"))
@@ -224,7 +224,7 @@ def test_dry_run_and_sbatch_script(tmp_path):
 
 
 def _mpi(kind):
-    from colltune.mpi import MPI
+    from colltune.mpi.libraries import MPI
 
     launcher = Path("/x/bin/mpirun" if kind == "openmpi" else "/x/bin/mpiexec")
     return MPI(kind, Path("/x/bin"), Path("/x/bin/mpicc"), launcher, "5", kind)
@@ -504,7 +504,10 @@ def test_heat_study_end_to_end_with_report_section(tmp_path, ompi_build):
     speedup and efficiency table."""
     from click.testing import CliRunner
 
-    from colltune import db, report, study as study_mod, sweep as sweep_mod
+    from colltune.results import db
+    from colltune.output import report
+    from colltune.studies import study as study_mod
+    from colltune.studies import sweep as sweep_mod
     from colltune.cli.report import report as report_cmd
 
     st = study_mod.loads(HEAT_STUDY)
@@ -549,7 +552,7 @@ def test_heat_study_end_to_end_with_report_section(tmp_path, ompi_build):
 
 
 def test_heat_study_errors_name_the_key():
-    from colltune import study as study_mod
+    from colltune.studies import study as study_mod
 
     with pytest.raises(study_mod.StudyError, match=r"study.heat.grids\[0\]"):
         study_mod.loads(HEAT_STUDY.replace('"40x30"', '"40by30"'))

@@ -13,9 +13,10 @@ import sys
 import pandas as pd
 import pytest
 
-from colltune import rules, tune
-from colltune.rules import Rule
-from colltune.tune import TuneError
+from colltune.rules import ruleset as rules
+from colltune.tuning import tune
+from colltune.rules.ruleset import Rule
+from colltune.tuning.tune import TuneError
 
 NOISE = (1.00, 1.02, 0.98, 1.01, 0.99)  # per launch: shared by every algorithm of it
 

@@ -6,7 +6,7 @@ A test per process count, so a failure names np; verify itself names the case.
 
 import pytest
 
-from colltune import verify
+from colltune.drivers import verify
 from conftest import colltune
 
 COLLS = ["bcast", "reduce", "gather", "allgather", "allreduce"]

@@ -13,9 +13,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from colltune import db as db_mod
-from colltune import interpose, launch, rules, rulesfiles, study, sweep, tune, workload
-from colltune.study import StudyError
+from colltune.results import db as db_mod
+from colltune.rules import interpose
+from colltune.mpi import launch
+from colltune.rules import ruleset as rules
+from colltune.rules import files as rulesfiles
+from colltune.studies import study
+from colltune.studies import sweep
+from colltune.tuning import tune
+from colltune.drivers import loadgen as workload
+from colltune.studies.study import StudyError
 
 TWO_CLASSES = """# colltune-rules 1
 # target: colltune

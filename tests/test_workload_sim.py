@@ -10,13 +10,14 @@ import textwrap
 
 import pytest
 
-from colltune import db as db_mod
-from colltune import launch
-from colltune import study as study_mod
-from colltune import sweep, workload
-from colltune.bench import BenchSpec, SimLoad
-from colltune.platform import PlatformError, resolve
-from colltune.platform import loads as platform_loads
+from colltune.results import db as db_mod
+from colltune.mpi import launch
+from colltune.studies import study as study_mod
+from colltune.studies import sweep
+from colltune.drivers import loadgen as workload
+from colltune.drivers.bench import BenchSpec, SimLoad
+from colltune.mpi.platforms import PlatformError, resolve
+from colltune.mpi.platforms import loads as platform_loads
 
 # 16 nodes of 2 cores behind one switch whose backbone (10 GB/s) every pair of nodes
 # shares: traffic between any two other nodes competes with the measured ranks' own
@@ -71,7 +72,7 @@ def test_simulated_levels_send_continuously_and_draw_seeds_per_launch():
 
 
 def test_local_bench_refuses_generator_ranks():
-    from colltune import bench
+    from colltune.drivers import bench
 
     class _Mpi:
         simulated = False
@@ -121,7 +122,7 @@ def test_a_duty_cycle_is_refused_under_simulation(tmp_path, smpi_build):
 
 
 def test_generator_ranks_slow_a_simulated_bcast(tmp_path, smpi_build):
-    from colltune import bench
+    from colltune.drivers import bench
 
     plat = tmp_path / "switched.toml"
     plat.write_text(SWITCHED)

@@ -9,13 +9,13 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from .. import db as db_mod
-from ..build import Build, build_for
-from ..console import stdout_console
-from ..errors import ColltuneError
-from ..files import save_fallback, write_atomic
-from ..fit import default_db
-from ..launch import MAX_PER_CORE, Terminated, check_process_counts, interrupt_on_term
+from colltune.results import db as db_mod
+from colltune.mpi.build import Build, build_for
+from colltune.base.console import stdout_console
+from colltune.base.errors import ColltuneError
+from colltune.base.files import save_fallback, write_atomic
+from colltune.analysis.fit import default_db
+from colltune.mpi.launch import MAX_PER_CORE, Terminated, check_process_counts, interrupt_on_term
 
 out = stdout_console()
 err = Console(stderr=True, soft_wrap=True)  # messages stay one line each (grep, logs)
@@ -32,8 +32,8 @@ INCLUDE_SIMULATED_HELP = ("Also use simulated points (SimGrid, --mpi smpi); by d
 def resolve_platform(spec: str | None, mpi) -> object | None:
     """The Platform of --platform for a simulated MPI (default: launch.DEFAULT_PLATFORM);
     an `error:` line when --platform is given for a real MPI."""
-    from .. import launch
-    from ..platform import resolve
+    from colltune.mpi import launch
+    from colltune.mpi.platforms import resolve
 
     if not getattr(mpi, "simulated", False):
         if spec:

@@ -9,8 +9,9 @@ import click
 from rich.table import Table
 
 from .. import __version__
-from .. import launch, registry
-from ..errors import did_you_mean
+from colltune.mpi import launch
+from colltune.drivers import registry
+from colltune.base.errors import did_you_mean
 from ._common import command, MPI_HELP, build_or_fail, fail, out
 
 

@@ -14,11 +14,13 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from .. import bench as bench_mod
-from .. import db as db_mod
-from .. import launch, libalgos, registry
-from ..files import check_writable, save_fallback, write_atomic
-from ..units import fmt_size, parse_ints, parse_sizes
+from colltune.drivers import bench as bench_mod
+from colltune.results import db as db_mod
+from colltune.mpi import launch
+from colltune.mpi import libalgos
+from colltune.drivers import registry
+from colltune.base.files import check_writable, save_fallback, write_atomic
+from colltune.base.units import fmt_size, parse_ints, parse_sizes
 from ._common import (MPI_HELP, PLATFORM_HELP, build_or_fail, check_nps, command,
                       db_path_or_default, err, fail, out, oversubscribe_options,
                       resolve_platform)
@@ -376,7 +378,7 @@ def bench(mpi_spec, platform_spec, coll, algos, nps, sizes, iterations, warmup, 
     if db_path is not None:
         db_path = db_path_or_default(db_path)
         db_mod.check_writable(db_path)
-    from .. import mpi as mpi_mod
+    from colltune.mpi import libraries as mpi_mod
 
     check_nps(np_list, oversubscribe=oversubscribe, force=force,
               simulated=mpi_mod.names_simulator(mpi_spec))  # before anything is built

@@ -6,9 +6,8 @@ import json
 
 import click
 
-from ..fit import (SEED_MODELS, STATS, FitError, describe_selection, fit_selection, fits_to_json,
-                   load_selection, print_result, resolve_formula)
-from ..units import fmt_size
+from colltune.analysis.fit import SEED_MODELS, STATS, FitError, describe_selection, fit_selection, fits_to_json, load_selection, print_result, resolve_formula
+from colltune.base.units import fmt_size
 from ._common import command, fail, out, select_options
 
 

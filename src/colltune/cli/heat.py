@@ -6,11 +6,9 @@ import json
 
 import click
 
-from ..heat import (DECOMPS, OUTPUT_FORMATS, VARIANTS, HeatError, HeatSpec, StreamSpec,
-                    _check_spec, heat_table, reports_table, run_heat, run_stream, stream_table,
-                    with_bound)
-from ..units import parse_size
-from ..files import check_writable
+from colltune.drivers.heat import DECOMPS, OUTPUT_FORMATS, VARIANTS, HeatError, HeatSpec, StreamSpec, _check_spec, heat_table, reports_table, run_heat, run_stream, stream_table, with_bound
+from colltune.base.units import parse_size
+from colltune.base.files import check_writable
 from ._common import (MPI_HELP, build_or_fail, check_nps, command, err, fail, out,
                       oversubscribe_options)
 

@@ -13,9 +13,9 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from .. import interpose
-from ..files import check_writable
-from ..launch import run_command
+from colltune.rules import interpose
+from colltune.base.files import check_writable
+from colltune.mpi.launch import run_command
 from ._common import MPI_HELP, build_or_fail, command, fail, out
 
 LAUNCHERS = ("mpirun", "mpiexec", "mpiexec.hydra", "prterun", "orterun")

@@ -7,10 +7,9 @@ import json
 
 import click
 
-from .. import registry
-from ..costmodel import (CostModelError, algorithm_dicts, load_pingpong_from_db, model_json,
-                         print_model, resolve_params, run_model)
-from ..fit import FitError, load_selection
+from colltune.drivers import registry
+from colltune.analysis.costmodel import CostModelError, algorithm_dicts, load_pingpong_from_db, model_json, print_model, resolve_params, run_model
+from colltune.analysis.fit import FitError, load_selection
 from ._common import command, build_or_fail, fail, out, select_options
 
 

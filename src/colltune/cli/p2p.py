@@ -6,10 +6,9 @@ from pathlib import Path
 
 import click
 
-from ..files import check_writable
-from ..p2p import (MODES, PINGPONG_FIELDS, PROBE_FIELDS, P2PError, PingpongSpec, ProbeSpec,
-                   _check_np, _render, pingpong_table, probe_table, run_pingpong, run_probe)
-from ..units import parse_size, parse_sizes
+from colltune.base.files import check_writable
+from colltune.drivers.p2p import MODES, PINGPONG_FIELDS, PROBE_FIELDS, P2PError, PingpongSpec, ProbeSpec, _check_np, _render, pingpong_table, probe_table, run_pingpong, run_probe
+from colltune.base.units import parse_size, parse_sizes
 from ._common import (MPI_HELP, build_or_fail, check_nps, command, err, fail, out,
                       oversubscribe_options, write_or_keep)
 

@@ -10,10 +10,10 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from .. import platform as plat
-from ..files import check_writable
-from ..p2p import P2PError, PingpongSpec, run_pingpong
-from ..units import parse_sizes
+from colltune.mpi import platforms as plat
+from colltune.base.files import check_writable
+from colltune.drivers.p2p import P2PError, PingpongSpec, run_pingpong
+from colltune.base.units import parse_sizes
 from ._common import (MPI_HELP, Command, build_or_fail, check_nps, command, err, fail, out,
                       write_or_keep)
 

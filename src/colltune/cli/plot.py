@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ..fit import FitError, load_selection
-from ..plot import (BANDS, KINDS, Palette, PlotError, algorithm_order, fig_mapping, make_figure,
-                    save_figure)
-from ..files import check_writable
+from colltune.analysis.fit import FitError, load_selection
+from colltune.output.figures import BANDS, KINDS, Palette, PlotError, algorithm_order, fig_mapping, make_figure, save_figure
+from colltune.base.files import check_writable
 from ._common import command, fail, out, select_options
 
 

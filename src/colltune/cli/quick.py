@@ -9,12 +9,12 @@ import click
 
 from rich.table import Table
 
-from .. import db as db_mod
-from .. import registry
-from ..files import check_writable
-from ..study import load_preset
-from ..sweep import definition_changes
-from ..units import fmt_size, parse_ints
+from colltune.results import db as db_mod
+from colltune.drivers import registry
+from colltune.base.files import check_writable
+from colltune.studies.study import load_preset
+from colltune.studies.sweep import definition_changes
+from colltune.base.units import fmt_size, parse_ints
 from ._common import MPI_HELP, build_or_fail, command, db_option, db_path_or_default, err, fail, out
 from .bench import emit_records
 from .report import report as report_cmd
@@ -78,7 +78,7 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
     b = build_or_fail(mpi_spec)
     order = {c: {n: i for i, n in enumerate(["native"] + registry.names(b, c))}
              for c in set(agg["collective"])}
-    from ..evidence import versus_baseline
+    from colltune.analysis.evidence import versus_baseline
 
     ver = versus_baseline(df, ["collective", "np", "size"], label="spec",
                           include_oversubscribed=include_oversubscribed)
@@ -101,8 +101,8 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
 
 def best_table(df, include_oversubscribed: bool = False) -> Table:
     """What to use per (collective, processes, size), by how much, and the evidence."""
-    from .. import plot as plot_mod
-    from ..evidence import OVER_MARK
+    from colltune.output import figures as plot_mod
+    from colltune.analysis.evidence import OVER_MARK
 
     tab = plot_mod.best_table(df, include_oversubscribed=include_oversubscribed)
     t = Table(title="what to use (native unless another is faster beyond the noise)",

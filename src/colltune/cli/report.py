@@ -7,13 +7,13 @@ from pathlib import Path
 
 import click
 
-from .. import plot as plotmod
-from .. import registry
-from ..build import build_for
-from ..costmodel import algorithm_dicts, load_pingpong_from_db
-from ..files import check_writable
-from ..fit import FitError, load_measurements, load_selection
-from ..report import build_report, compute_model, load_runs
+from colltune.output import figures as plotmod
+from colltune.drivers import registry
+from colltune.mpi.build import build_for
+from colltune.analysis.costmodel import algorithm_dicts, load_pingpong_from_db
+from colltune.base.files import check_writable
+from colltune.analysis.fit import FitError, load_measurements, load_selection
+from colltune.output.report import build_report, compute_model, load_runs
 from ._common import command, err, fail, select_options, write_or_keep
 
 

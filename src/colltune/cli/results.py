@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from .. import db as db_mod
-from ..files import check_writable
-from ..results import filters, frame_table, open_results, write_frame_atomic
-from ..units import fmt_size
+from colltune.results import db as db_mod
+from colltune.base.files import check_writable
+from colltune.results.export import filters, frame_table, open_results, write_frame_atomic
+from colltune.base.units import fmt_size
 from ._common import NP_HELP, SIZE_HELP, command, db_option, err, fail, out
 
 
@@ -113,7 +113,7 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
                       highlight=False)
             return
         sim_cols = ["platform"] if include_simulated else []
-        from ..evidence import OVER_LEGEND, OVER_MARK, oversubscribed
+        from colltune.analysis.evidence import OVER_LEGEND, OVER_MARK, oversubscribed
 
         pts["oversubscribed"] = oversubscribed(pts).to_numpy()
         if fmt == "table" and pts["oversubscribed"].any():
@@ -168,7 +168,7 @@ def export(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
     if summary:
         df = db_mod.summary_frame(df)
     else:
-        from ..evidence import oversubscribed
+        from colltune.analysis.evidence import oversubscribed
 
         df["oversubscribed"] = oversubscribed(df).to_numpy()
     path = Path(output)

@@ -9,12 +9,12 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from .. import mpi as mpi_mod
-from .. import rules as rules_mod
-from .. import rulesfiles as rf
-from ..errors import ColltuneError
-from ..files import check_writable
-from ..units import parse_sizes
+from colltune.mpi import libraries as mpi_mod
+from colltune.rules import ruleset as rules_mod
+from colltune.rules import files as rf
+from colltune.base.errors import ColltuneError
+from colltune.base.files import check_writable
+from colltune.base.units import parse_sizes
 from ._common import MPI_HELP, Command, build_or_fail, check_nps, command, err, fail, out
 
 

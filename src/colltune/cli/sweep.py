@@ -10,12 +10,12 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from .. import db as db_mod
-from .. import launch
-from ..files import write_atomic
-from ..study import Study, StudyError, fmt_ints, load, load_preset, preset_names
-from ..sweep import Plan, definition_changes, execute, make_plan, sbatch_script
-from ..units import fmt_size, parse_ints
+from colltune.results import db as db_mod
+from colltune.mpi import launch
+from colltune.base.files import write_atomic
+from colltune.studies.study import Study, StudyError, fmt_ints, load, load_preset, preset_names
+from colltune.studies.sweep import Plan, definition_changes, execute, make_plan, sbatch_script
+from colltune.base.units import fmt_size, parse_ints
 from ._common import (PLATFORM_HELP, build_or_fail, command, db_option, db_path_or_default,
                       err, fail, out, oversubscribe_options)
 

@@ -7,11 +7,11 @@ import json
 import click
 from rich.table import Table
 
-from .. import registry
-from .. import traffic as traffic_mod
-from ..errors import ColltuneError
-from ..files import check_writable
-from ..units import parse_sizes
+from colltune.drivers import registry
+from colltune.drivers import traffic as traffic_mod
+from colltune.base.errors import ColltuneError
+from colltune.base.files import check_writable
+from colltune.base.units import parse_sizes
 from ._common import MPI_HELP, SIZE_HELP, build_or_fail, command, fail, out, write_or_keep
 
 

@@ -12,11 +12,11 @@ import pandas as pd
 from rich.table import Table
 
 from .. import __version__
-from .. import db as db_mod
-from .. import rules as rules_mod
-from ..files import check_writable
-from ..rules import COLLECTIVES, TARGETS
-from ..units import fmt_size
+from colltune.results import db as db_mod
+from colltune.rules import ruleset as rules_mod
+from colltune.base.files import check_writable
+from colltune.rules.ruleset import COLLECTIVES, TARGETS
+from colltune.base.units import fmt_size
 from ._common import MPI_HELP, command, db_option, err, fail, out, write_or_keep
 
 EVAL_SHORT = {"in-sample": "in-sample", "leave-one-size-out": "CV size",
@@ -132,12 +132,12 @@ def tune(db_path, study, round_, target, coll, output, rules_path, profile_path,
     (regret against the fastest measured, gain over native; in-sample and
     cross-validated) and stores both in the database. With --measure it measures
     adaptively first (--budget). docs/tuning.md."""
-    from .. import tune as tune_mod
-    from ..errors import did_you_mean
+    from colltune.tuning import tune as tune_mod
+    from colltune.base.errors import did_you_mean
 
     calls = None
     if profile_path is not None:
-        from .. import interpose
+        from colltune.rules import interpose
 
         calls = interpose.read_profile(profile_path).calls()
     if measure:
@@ -250,7 +250,7 @@ def _add_weighted(points, calls, notes: list[str]) -> None:
 def _evaluate(rs, path, frame, study, rnd, colls, include_oversubscribed, fmt,
               calls=None) -> None:
     """--rules FILE: the quality of a given rules file on the study's points."""
-    from .. import tune as tune_mod
+    from colltune.tuning import tune as tune_mod
 
     for n in tune_mod.rules_notes(rs, frame):
         err.print(f"note: {n}", highlight=False)
@@ -274,12 +274,13 @@ def _evaluate(rs, path, frame, study, rnd, colls, include_oversubscribed, fmt,
 def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budget, reps,
              iterations, mpi_spec, rules_path, round_) -> None:
     """--measure: the adaptive loop (colltune.adaptive), stored as a study, then rules."""
-    from .. import adaptive
-    from .. import bench as bench_mod
-    from .. import libalgos, registry
-    from .. import tune as tune_mod
-    from ..errors import ColltuneError, did_you_mean
-    from ..units import parse_sizes
+    from colltune.tuning import adaptive
+    from colltune.drivers import bench as bench_mod
+    from colltune.mpi import libalgos
+    from colltune.drivers import registry
+    from colltune.tuning import tune as tune_mod
+    from colltune.base.errors import ColltuneError, did_you_mean
+    from colltune.base.units import parse_sizes
     from ._common import build_or_fail, check_nps
     from .bench import BenchProgress
 

@@ -8,11 +8,11 @@ import sys
 import click
 from rich.table import Table
 
-from .. import registry
-from .. import verify as verify_mod
-from ..units import parse_ints
-from ..errors import did_you_mean
-from ..launch import MAX_PER_CORE, check_process_counts
+from colltune.drivers import registry
+from colltune.drivers import verify as verify_mod
+from colltune.base.units import parse_ints
+from colltune.base.errors import did_you_mean
+from colltune.mpi.launch import MAX_PER_CORE, check_process_counts
 from ._common import MPI_HELP, build_or_fail, command, err, fail, out
 
 

@@ -1,0 +1,179 @@
+"""Point-to-point measurements: ping-pong / ring latency and bandwidth, the network probe.
+
+Launches `colltune-pingpong` and `colltune-probe` (native/tools/pingpong.c, probe.c)
+and formats their JSON records. The commands `pingpong` and `probe` are in
+cli/p2p.py. See docs/point-to-point.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.table import Table
+
+from colltune.mpi import launch
+from colltune.mpi.build import Build
+from colltune.base.errors import ColltuneError
+from colltune.base.units import fmt_size
+
+MODES = ("pingpong", "ring")
+
+PINGPONG_FIELDS = ["kind", "np", "participants", "size", "min_us", "median_us", "mean_us",
+                   "max_us", "stddev_us", "bandwidth_MBps", "iterations", "warmup", "reps",
+                   "persistent", "align", "mpi", "host", "command"]
+PROBE_FIELDS = ["kind", "np", "size", "iterations", "warmup", "samples", "min_us", "median_us",
+                "mean_us", "p90_us", "max_us", "iter_slowest_median_us", "iter_wall_us", "load_index",
+                "load_basis", "baseline_us", "seed", "mpi", "host", "command"]
+
+
+class P2PError(ColltuneError, RuntimeError):
+    """A point-to-point measurement could not run or its output made no sense."""
+
+
+@dataclass
+class PingpongSpec:
+    np: int = 2
+    sizes: tuple[int, ...] = (8, 4096, 65536, 1048576)
+    mode: str = "pingpong"
+    iterations: int | None = None
+    warmup: int | None = None
+    reps: int = 5
+    persistent: bool = False          # MPI_Send/MPI_Recv, as osu_latency; True: persistent
+    align: int | None = None          # buffer alignment; None: the page size (as OSU)
+
+
+@dataclass
+class ProbeSpec:
+    np: int = 4
+    size: int = 4096
+    iterations: int = 1000
+    warmup: int | None = None
+    seed: int | None = None
+    baseline_us: float | None = None
+
+
+def _check_np(what: str, np: int) -> None:
+    if np < 2:
+        why = {"pingpong": "rank 0 sends to rank 1 and waits for the reply",
+               "ring": "the token goes from each rank to the next and back to rank 0",
+               "probe": "processes are paired up to exchange messages"}[what]
+        raise P2PError(f"{what} needs at least 2 processes ({why}); --np {np} given")
+
+
+def _program(build: Build, name: str) -> str:
+    path = build.program(name)
+    if not path.exists():
+        raise P2PError(f"{path} is missing: this build predates it; run `colltune build --force`")
+    return str(path)
+
+
+def _launch(build: Build, np: int, prog: list[str], timeout: float) -> tuple[list[dict], list[str]]:
+    res = launch.run(launch.prepare(build.mpi, np, prog), timeout=timeout)
+    name = Path(prog[0]).name
+    if res.timed_out:
+        raise P2PError(f"{name} timed out after {timeout:.0f} s: {res.command}")
+    if res.returncode != 0:
+        raise P2PError(launch.failure_message(name, res))
+    records = []
+    host = os.uname().nodename
+    for line in res.stdout.splitlines():
+        if line.startswith("{"):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise P2PError(f"{name} printed a malformed record: {line!r} ({exc})") from exc
+            rec["host"] = host
+            rec["command"] = res.command
+            records.append(rec)
+    if not records:
+        raise P2PError(f"{name} printed no records: {res.command}\n{res.stderr.strip()[-2000:]}")
+    return records, res.notes
+
+
+def run_pingpong(build: Build, spec: PingpongSpec, timeout: float = 600) -> tuple[list[dict], list[str]]:
+    """One launch of colltune-pingpong; its records (one per size) and the launcher's notes."""
+    if spec.mode not in MODES:
+        raise P2PError(f"mode '{spec.mode}': valid: {', '.join(MODES)}")
+    _check_np(spec.mode, spec.np)
+    if not spec.sizes:
+        raise P2PError("no sizes given")
+    prog = [_program(build, "colltune-pingpong"), "--mode", spec.mode,
+            "--sizes", ",".join(map(str, spec.sizes)), "--reps", str(spec.reps),
+            "--persistent", "1" if spec.persistent else "0"]
+    if spec.iterations is not None:
+        prog += ["--iterations", str(spec.iterations)]
+    if spec.warmup is not None:
+        prog += ["--warmup", str(spec.warmup)]
+    if spec.align is not None:
+        prog += ["--align", str(spec.align)]
+    return _launch(build, spec.np, prog, timeout)
+
+
+def run_probe(build: Build, spec: ProbeSpec, timeout: float = 600) -> tuple[dict, list[str]]:
+    """One launch of colltune-probe; its single record and the launcher's notes."""
+    _check_np("probe", spec.np)
+    prog = [_program(build, "colltune-probe"), "--size", str(spec.size),
+            "--iterations", str(spec.iterations)]
+    if spec.warmup is not None:
+        prog += ["--warmup", str(spec.warmup)]
+    if spec.seed is not None:
+        prog += ["--seed", str(spec.seed)]
+    if spec.baseline_us is not None:
+        prog += ["--baseline-us", repr(float(spec.baseline_us))]
+    records, notes = _launch(build, spec.np, prog, timeout)
+    return records[0], notes
+
+
+# ---------------------------------------------------------------------------- output
+
+def pingpong_table(records: list[dict], title: str) -> Table:
+    t = Table(title=title, title_justify="left")
+    t.add_column("size", justify="right")
+    for col in ("min µs", "median µs", "mean µs", "max µs", "stddev µs", "MB/s"):
+        t.add_column(col, justify="right")
+    t.add_column("transfers")
+    for r in records:
+        t.add_row(fmt_size(r["size"]), f"{r['min_us']:.2f}", f"{r['median_us']:.2f}",
+                  f"{r['mean_us']:.2f}", f"{r['max_us']:.2f}", f"{r['stddev_us']:.2f}",
+                  f"{r['bandwidth_MBps']:.1f}",
+                  "persistent" if r.get("persistent") else "MPI_Send/MPI_Recv")
+    return t
+
+
+def probe_table(rec: dict, title: str) -> Table:
+    t = Table(title=title, title_justify="left")
+    cols = ("np", "size", "iterations", "min µs", "median µs", "p90 µs", "max µs",
+            "load index", "seed")
+    for col in cols:
+        t.add_column(col, justify="right")
+    li = rec.get("load_index")
+    basis = "baseline" if rec.get("load_basis") == "baseline" else "min"
+    t.add_row(str(rec["np"]), fmt_size(rec["size"]), str(rec["iterations"]),
+              f"{rec['min_us']:.2f}", f"{rec['median_us']:.2f}", f"{rec['p90_us']:.2f}",
+              f"{rec['max_us']:.2f}", "n/a" if li is None else f"{li:.2f} (/{basis})",
+              str(rec["seed"]))
+    return t
+
+
+def _csv_cell(v):
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return v
+
+
+def _render(records: list[dict], fmt: str, fields: list[str]) -> str:
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for r in records:
+            w.writerow({k: _csv_cell(r.get(k)) for k in fields})
+        return buf.getvalue()
+    return json.dumps(records, indent=2) + "\n"

@@ -1,0 +1,89 @@
+"""The algorithm table, as the native library describes itself (one source of truth)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from functools import lru_cache
+
+from colltune.mpi.build import Build
+from colltune.base.errors import ColltuneError, did_you_mean
+
+COLLECTIVES = ("bcast", "reduce", "gather", "allgather", "allreduce")
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str
+    collective: str
+    params: tuple[dict, ...]
+    constraints: tuple[str, ...]
+    fallback: str | None
+    cost: str | None
+    summary: str
+    ompi_name: str | None
+    hidden: bool
+
+    def param_text(self) -> str:
+        out = []
+        for p in self.params:
+            if p["kind"] == "algorithm":
+                out.append(f"{p['name']}={p['default']} ({self.collective} inner {p['name']})")
+            elif p["kind"] == "choice":
+                auto = f"; auto = {p['auto']}" if p.get("auto") else ""
+                out.append(f"{p['name']}={p['default']} ({'|'.join(p['values'])}{auto})")
+            else:
+                out.append(f"{p['name']}={p['default']} [{p['min']}..{p['max']}]")
+        return ", ".join(out)
+
+
+@lru_cache(maxsize=8)
+def _load(program: str, hidden: bool, prefix: tuple[str, ...] = ()) -> tuple[Algorithm, ...]:
+    cmd = [*prefix, program, "--list-json"] + (["--hidden"] if hidden else [])
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120).stdout
+    data = json.loads(out[out.index("{"):])
+    return tuple(
+        Algorithm(a["name"], a["collective"], tuple(a["params"]), tuple(a["constraints"]),
+                  a["fallback"], a["cost"], a["summary"], a["ompi_name"], a["hidden"])
+        for a in data["algorithms"]
+    )
+
+
+def algorithms(build: Build, hidden: bool = False) -> tuple[Algorithm, ...]:
+    program = str(build.program("colltune-verify"))
+    if getattr(build.mpi, "simulated", False):
+        # SMPI's programs are shared objects that only smpirun can start (one simulated
+        # process; the default platform)
+        from colltune.mpi import launch
+
+        with launch.session(None):
+            ln = launch.prepare(build.mpi, 1, [])
+        return _load(program, hidden, tuple(ln.argv))
+    return _load(program, hidden)
+
+
+def names(build: Build, collective: str) -> list[str]:
+    return [a.name for a in algorithms(build) if a.collective == collective]
+
+
+def check_specs(build: Build, collective: str, specs: list[str], what: str = "--algo") -> None:
+    """Names and parameter names of colltune algorithm specs, before anything runs
+    (values and ranges: the native parser). Raises ColltuneError naming the closest
+    valid name and every valid one."""
+    reg = {a.name: a for a in algorithms(build, hidden=True) if a.collective == collective}
+    visible = names(build, collective)
+    for spec in specs:
+        name, _, params = spec.partition(":")
+        if name not in reg:
+            raise ColltuneError(f"{what}: unknown {collective} algorithm '{name}'"
+                                f"{did_you_mean(name, visible)}; valid: {', '.join(visible)}")
+        known = [p["name"] for p in reg[name].params]
+        for item in filter(None, (x.strip() for x in params.split(","))):
+            k, eq, v = item.partition("=")
+            if not eq or not k.strip() or not v.strip():
+                raise ColltuneError(f"{what}: '{spec}': parameter '{item}' is not key=value")
+            if k.strip() not in known:
+                raise ColltuneError(f"{what}: '{spec}': {collective}/{name} has no parameter "
+                                    f"'{k.strip()}'{did_you_mean(k.strip(), known)}; valid: "
+                                    f"{', '.join(known) or 'none'}")

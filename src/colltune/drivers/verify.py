@@ -1,0 +1,132 @@
+"""The correctness matrix: each algorithm against the MPI library's own collective.
+
+One launch of colltune-verify per process count runs every case; its JSON lines
+are collected here into a report.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Callable
+
+from colltune.mpi import launch
+from colltune.mpi.build import Build
+
+DEFAULT_NPS = (1, 2, 3, 4, 5, 7, 8, 13, 16)
+FAMILIES = ("main", "mixed", "garbage", "self", "inter", "remap")
+# Under SimGrid's SMPI: no MPI_Intercomm_create (inter); different derived datatypes of
+# one type signature on sender and receiver are not matched by SMPI's datatype engine
+# (mixed: a plain MPI_Send/MPI_Recv, bcast/linear, fails the same way)
+SMPI_UNSUPPORTED_FAMILIES = ("inter", "mixed")
+
+
+@dataclass
+class RunOutcome:
+    np: int
+    command: str
+    algos: list[dict] = field(default_factory=list)
+    failures: list[dict] = field(default_factory=list)
+    summary: dict | None = None
+    error: str | None = None  # crash or timeout, with the case running at the time
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.failures and self.summary is not None \
+            and self.summary["failed"] == 0
+
+
+@dataclass
+class Report:
+    runs: list[RunOutcome] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.runs)
+
+    @property
+    def cases(self) -> int:
+        return sum(r.summary["cases"] for r in self.runs if r.summary)
+
+    def failure_lines(self) -> list[str]:
+        lines = []
+        for r in self.runs:
+            if r.error:
+                lines.append(f"np={r.np}: {r.error}")
+            for f in r.failures:
+                fam = f.get("family", "main")
+                lines.append(
+                    f"FAIL {f['collective']}/{f['spec']} np={f['np']} "
+                    + (f"[{fam}{', MPI_COMM_SELF' if f.get('comm') == 'self' else ''}] "
+                       if fam != "main" else "")
+                    + f"root={f['root']} "
+                    f"count={f['count']} type={f['type']} op={f['op']} "
+                    f"in_place={'yes' if f['in_place'] else 'no'} (rank {f['rank']}): "
+                    f"{f['message']}"
+                )
+        return lines
+
+
+def _last_started(stderr: str) -> str:
+    started = [l for l in stderr.splitlines() if l.startswith("verify: ")]
+    return started[-1][len("verify: "):].rstrip(" .") if started else "start-up"
+
+
+def run(build: Build, nps: list[int], collectives: list[str], algos: list[str] | None,
+        quick: bool = False, timeout: float = 1200,
+        progress: Callable[[RunOutcome], None] | None = None,
+        families: list[str] | None = None) -> Report:
+    """Run colltune-verify at each process count. families: case families
+    (main, mixed, garbage, self, inter, remap; default all; under SimGrid's SMPI all but
+    inter and mixed, see SMPI_UNSUPPORTED_FAMILIES)."""
+    report = Report()
+    if getattr(build.mpi, "simulated", False) and families is not None \
+            and set(families) == set(FAMILIES):  # "all" (the command's default)
+        families = None
+    if families is None and getattr(build.mpi, "simulated", False):
+        families = [f for f in FAMILIES if f not in SMPI_UNSUPPORTED_FAMILIES]
+    elif families and getattr(build.mpi, "simulated", False):
+        bad = [f for f in families if f in SMPI_UNSUPPORTED_FAMILIES]
+        if bad:
+            from colltune.base.errors import ColltuneError
+
+            raise ColltuneError(f"family {', '.join(bad)}: not under SimGrid's SMPI (it has no "
+                                "inter-communicators, and does not match different derived "
+                                "datatypes of one type signature)")
+    for np in nps:
+        prog = [str(build.program("colltune-verify")), "--coll", ",".join(collectives)]
+        if algos:
+            prog += ["--algo", ",".join(algos)]
+        if quick:
+            prog.append("--quick")
+        if families:
+            prog += ["--family", ",".join(families)]
+        ln = launch.prepare(build.mpi, np, prog)
+        res = launch.run(ln, timeout=timeout)
+        out = RunOutcome(np, res.command, notes=res.notes)
+        for line in res.stdout.splitlines():
+            if not line.startswith("{"):
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            ev = rec.get("event")
+            if ev == "algo":
+                out.algos.append(rec)
+            elif ev == "fail":
+                out.failures.append(rec)
+            elif ev == "summary":
+                out.summary = rec
+        if res.timed_out:
+            out.error = (f"timed out after {timeout:.0f} s (hang?) while running "
+                         f"{_last_started(res.stderr)}")
+        elif out.summary is None:
+            tail = "\n".join(res.stderr.strip().splitlines()[-15:])
+            out.error = (f"exited with status {res.returncode} while running "
+                         f"{_last_started(res.stderr)}:\n{tail}")
+        report.runs.append(out)
+        if progress:
+            progress(out)
+    return report

@@ -1,0 +1,975 @@
+"""The one place that launches MPI programs.
+
+Adds `--oversubscribe` (Open MPI) when more processes than cores are asked for
+and `--allow-run-as-root` (Open MPI) when running as root, only then, and says
+so in the notes it returns; under MPICH, oversubscription turns on yielding
+progress so that waiting processes give their core away.
+
+Placement (studies, `colltune sweep`): a `Placement` says which launcher to use
+(`local` mpirun/mpiexec, `hostfile` mpirun/mpiexec over the hosts of a hostfile,
+`slurm` srun inside an allocation), how processes are mapped (`core`: consecutive
+cores of a node, `socket`: alternating sockets of a node, `node`: spread over the
+nodes) and how ranks are ordered across nodes (`seq`: block, `rr`: round-robin).
+`prepare` translates it into each launcher's own options:
+
+  Open MPI 5 (prterun):  core: --map-by core, socket: --map-by package,
+      node: --map-by node (hosts h:n with even n); seq: --rank-by slot,
+      rr: --rank-by node (on more than one node); --bind-to core
+  MPICH (hydra):  core/node: -map-by core, socket: -map-by socket, -bind-to core;
+      hosts h:n (seq fills them in order), rr: -rankmap 0,1,0,1,... (node of each rank)
+  Slurm (srun):  --distribution=<seq: block | rr: cyclic>:<core: block | socket:
+      cyclic>, node: -N M --ntasks-per-node=Q; --cpu-bind=cores
+
+`run` starts each launch in a session of its own and stops the whole session (the
+launcher and every rank, whatever process group they made) on a timeout, an
+exception, Ctrl-C or SIGTERM: no process of a launch outlives it. The policy for
+process counts (`check_process_counts`) is applied by the commands before launching.
+
+SimGrid's SMPI (`--mpi smpi`): the programs run on a simulated platform, one
+`smpirun -platform FILE -hostfile FILE -np N` (see `Simulation`): the platform's
+SimGrid XML and a hostfile with the host of every rank (`Platform.rank_hosts` of the
+mapping and order) are written into the colltune cache, named by their content. The
+platform comes from `simulate(...)` (the commands' `--platform`), else the preset
+`flat`. Computation is not simulated (`smpi/simulate-computation:no`): the time of a
+collective is its communication on the simulated network, deterministic.
+
+A sweep runs library code that calls `prepare` without knowing about placement
+(bench.run); it sets the placement for a block of code with `session(...)`, which
+also collects every Launch prepared and every Result run in it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import queue
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from colltune.base.errors import ColltuneError
+from colltune.mpi.libraries import MPI
+
+LAUNCHERS = ("local", "hostfile", "slurm")
+MAPPINGS = ("core", "socket", "node")
+ORDERS = ("seq", "rr")
+
+
+class LaunchError(ColltuneError, ValueError):
+    """A placement cannot be launched as asked (no allocation, bad hostfile, ...)."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the processes of a launch go; see the module docstring."""
+
+    launcher: str = "local"
+    mapping: str | None = None  # None: the library's default placement (no options)
+    order: str = "seq"
+    hostfile: str | None = None  # launcher "hostfile"
+    nodes: int | None = None  # nodes to use; default: fewest that hold np (core, socket),
+    #                           as many as there are (node)
+    bind: bool = True  # bind each process to a core (not when oversubscribed)
+    srun_mpi: str | None = None  # srun --mpi=...; default pmix (Open MPI), pmi2 (MPICH)
+
+    def __post_init__(self) -> None:
+        if self.launcher not in LAUNCHERS:
+            raise LaunchError(f"launcher '{self.launcher}': valid: {', '.join(LAUNCHERS)}")
+        if self.mapping is not None and self.mapping not in MAPPINGS:
+            raise LaunchError(f"mapping '{self.mapping}': valid: {', '.join(MAPPINGS)}")
+        if self.order not in ORDERS:
+            raise LaunchError(f"order '{self.order}': valid: {', '.join(ORDERS)}")
+        if self.launcher == "hostfile" and not self.hostfile:
+            raise LaunchError("launcher 'hostfile' needs a hostfile")
+        if self.nodes is not None and self.nodes < 1:
+            raise LaunchError(f"nodes {self.nodes}: must be at least 1")
+
+
+@dataclass
+class Launch:
+    argv: list[str]
+    env: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+    nodes: int = 1  # nodes the processes are on
+    ppn: int | None = None  # processes on the fullest node
+    placement: Placement | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)  # what the caller added
+
+    @property
+    def command_line(self) -> str:
+        return " ".join(self.argv)
+
+    @property
+    def shell_command(self) -> str:
+        """The command as a shell would take it, forced variables first."""
+        pre = [f"{k}={shlex.quote(v)}" for k, v in sorted(self.extra_env.items())]
+        return " ".join(pre + [shlex.join(self.argv)])
+
+
+@dataclass
+class Result:
+    command: str
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool
+    notes: list[str]
+    seconds: float = 0.0
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+# ------------------------------------------------------------ process counts
+
+# More processes than this many per core (or slot) are refused without force: no
+# measurement means anything there, and a typo (--np 100000) would start a
+# process storm the machine cannot stop quickly.
+MAX_PER_CORE = 16
+# Simulated processes (SMPI) are threads of one simulation; beyond this many a point
+# takes minutes and gigabytes (docs/simulation.md)
+MAX_SIMULATED = 8192
+
+
+def capacity(placement: Placement | None = None) -> tuple[int, str]:
+    """(processes that get a core each, what they are called): the local cores, or the
+    slots of the hostfile or Slurm allocation of `placement`."""
+    if placement is None or placement.launcher == "local":
+        return cores(), "cores"
+    return allocation(placement).slots, "slots"
+
+
+def check_process_counts(nps, *, oversubscribe: bool = False, force: bool = False,
+                         timing: bool = True, placement: Placement | None = None,
+                         oversubscribe_flag: str = "--oversubscribe",
+                         force_flag: str = "--force", simulated: bool = False) -> list[str]:
+    """The policy for process counts, applied before anything is launched.
+
+    - More than MAX_PER_CORE processes per core (slot) is refused unless `force`.
+    - A measurement of time (`timing`) with more processes than cores (slots) is
+      refused unless `oversubscribe` (or `force`): processes would share cores and
+      the times would measure the scheduler. The points are then recorded as
+      oversubscribed (the database knows: ppn > cores).
+    - Correctness runs (`timing=False`, verify) may share cores.
+
+    - Simulated launches (SimGrid SMPI, `simulated`) have no cores to share: every
+      count is allowed up to MAX_SIMULATED (more needs `force`).
+
+    Returns notes for the oversubscribed counts; raises LaunchError saying why and
+    which flag overrides."""
+    if simulated:
+        big = [np for np in nps if np > MAX_SIMULATED]
+        if big and not force:
+            raise LaunchError(f"{max(big)} simulated processes: more than {MAX_SIMULATED} "
+                              f"(memory and time of one simulation); add {force_flag} to try")
+        return []
+    have, unit = capacity(placement)
+    notes = []
+    for np in sorted(set(nps)):
+        if np > MAX_PER_CORE * have and not force:
+            raise LaunchError(f"{np} processes on {have} {unit} is more than {MAX_PER_CORE} "
+                              f"per {unit[:-1]}: this machine cannot run it honestly; add "
+                              f"{force_flag} to launch it anyway")
+        if np > have:
+            if timing and not (oversubscribe or force):
+                raise LaunchError(f"{np} processes on {have} {unit}: processes would share "
+                                  f"{unit} and the times would measure the OS scheduler; add "
+                                  f"{oversubscribe_flag} to measure anyway (the points are "
+                                  "marked oversubscribed)")
+            notes.append(f"{np} processes on {have} {unit}: oversubscribed" +
+                         (", times not representative" if timing else ""))
+    return notes
+
+
+# ------------------------------------------------------------------ allocations
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """The nodes a launcher may use: (host, slots) in order, and where they came from."""
+
+    hosts: tuple[tuple[str, int], ...]
+    source: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def slots(self) -> int:
+        return sum(s for _, s in self.hosts)
+
+
+_HOST_RE = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)(?::(\d+))?((?:\s+\w+\s*=\s*\d+)*)\s*$")
+
+
+def parse_hostfile(path: str | Path, default_slots: int | None = None) -> Allocation:
+    """Hosts of an Open MPI (`host slots=4`) or MPICH (`host:4`) hostfile.
+
+    A host listed without a slot count gets `default_slots` (this machine's
+    cores when not given, noted); a host listed twice adds up.
+    """
+    p = Path(path).expanduser()
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise LaunchError(f"hostfile {p}: {exc.strerror or exc}") from exc
+    hosts: dict[str, int] = {}
+    guessed = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = _HOST_RE.match(line)
+        if not m:
+            raise LaunchError(f"hostfile {p}, line {lineno}: '{raw.strip()}' is not "
+                              "'host', 'host slots=N' or 'host:N'")
+        host, colon, rest = m.group(1), m.group(2), m.group(3) or ""
+        kv = dict((k.strip(), int(v)) for k, v in re.findall(r"(\w+)\s*=\s*(\d+)", rest))
+        unknown = set(kv) - {"slots", "max_slots", "max-slots"}
+        if unknown:
+            raise LaunchError(f"hostfile {p}, line {lineno}: unknown field(s) "
+                              f"{', '.join(sorted(unknown))}; valid: slots, max_slots")
+        n = int(colon) if colon else kv.get("slots")
+        if n is None:
+            n = default_slots or cores()
+            guessed.append(host)
+        if n < 1:
+            raise LaunchError(f"hostfile {p}, line {lineno}: {host} has {n} slots")
+        hosts[host] = hosts.get(host, 0) + n
+    if not hosts:
+        raise LaunchError(f"hostfile {p} lists no hosts")
+    notes = ()
+    if guessed:
+        notes = (f"hostfile {p}: no slot count for {', '.join(guessed)}; assumed "
+                 f"{default_slots or cores()} (this machine's cores)",)
+    return Allocation(tuple(hosts.items()), f"hostfile {p}", notes)
+
+
+def _expand_slurm_counts(text: str) -> list[int]:
+    """SLURM_JOB_CPUS_PER_NODE '4(x2),2' -> [4, 4, 2]."""
+    out: list[int] = []
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)(?:\(x(\d+)\))?\s*", part)
+        if not m:
+            raise LaunchError(f"cannot read SLURM_JOB_CPUS_PER_NODE='{text}'")
+        out += [int(m.group(1))] * int(m.group(2) or 1)
+    return out
+
+
+def slurm_allocation(env: dict[str, str] | None = None) -> Allocation:
+    """The nodes of the Slurm allocation this process runs in."""
+    env = dict(os.environ) if env is None else env
+    job = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID")
+    if not job:
+        raise LaunchError("launcher 'slurm' runs inside a Slurm allocation (salloc or sbatch); "
+                          "outside one, write a batch script with `colltune sweep --emit-sbatch`")
+    nodelist = env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST") or ""
+    hosts: list[str] = []
+    if nodelist and shutil.which("scontrol"):
+        res = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
+                             text=True, timeout=60, env=env)
+        hosts = res.stdout.split() if res.returncode == 0 else []
+    nnodes = int(env.get("SLURM_JOB_NUM_NODES") or env.get("SLURM_NNODES") or len(hosts) or 1)
+    if not hosts:
+        hosts = [f"node{i}" for i in range(nnodes)]
+    per = env.get("SLURM_JOB_CPUS_PER_NODE")
+    if per:
+        counts = _expand_slurm_counts(per)
+    else:
+        counts = [int(env.get("SLURM_CPUS_ON_NODE") or cores())] * nnodes
+    if len(counts) < len(hosts):
+        counts += [counts[-1]] * (len(hosts) - len(counts))
+    return Allocation(tuple(zip(hosts, counts)), f"slurm job {job}")
+
+
+def allocation(placement: Placement) -> Allocation:
+    if placement.launcher == "hostfile":
+        return parse_hostfile(placement.hostfile)  # type: ignore[arg-type]
+    if placement.launcher == "slurm":
+        return slurm_allocation()
+    return Allocation(((socket.gethostname(), cores()),), "local")
+
+
+def layout(np: int, placement: Placement, alloc: Allocation) -> list[tuple[str, int, int]]:
+    """(host, processes, slots) of each node used, in node order.
+
+    core/socket: the fewest nodes that hold np, filled in order, unless `nodes` is
+    given; node: spread over `nodes` (default: all, at most np) as evenly as possible.
+    """
+    hosts = list(alloc.hosts)
+    if placement.nodes is not None and placement.nodes > len(hosts):
+        raise LaunchError(f"{placement.nodes} nodes asked for; {alloc.source} has {len(hosts)}")
+    spread = placement.mapping == "node" or placement.nodes is not None
+    if spread:
+        m = min(np, placement.nodes or len(hosts))
+        base, extra = divmod(np, m)
+        return [(h, base + (i < extra), s) for i, (h, s) in enumerate(hosts[:m])]
+    out, left = [], np
+    for h, s in hosts:
+        if left <= 0:
+            break
+        out.append((h, min(s, left), s))
+        left -= s
+    if left > 0:  # more processes than slots: spread the rest over all nodes in turn
+        out = [(h, n, s) for h, n, s in out]
+        i = 0
+        while left > 0:
+            h, n, s = out[i % len(out)]
+            out[i % len(out)] = (h, n + 1, s)
+            left -= 1
+            i += 1
+    return out
+
+
+def rank_nodes(counts: list[int], order: str) -> list[int]:
+    """The node (index) of each rank, for `counts` processes per node: blocks (seq) or
+    round-robin over the nodes that still have room (rr)."""
+    if order == "seq":
+        return [i for i, c in enumerate(counts) for _ in range(c)]
+    left = list(counts)
+    out: list[int] = []
+    i = 0
+    while len(out) < sum(counts):
+        if left[i % len(left)] > 0:
+            out.append(i % len(left))
+            left[i % len(left)] -= 1
+        i += 1
+    return out
+
+
+# ---------------------------------------------------------------------- sessions
+
+
+@dataclass
+class Session:
+    """Placement for the launches prepared inside `session(...)`, and what ran."""
+
+    placement: Placement | None
+    launches: list[Launch] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)
+    background: list["Background"] = field(default_factory=list)  # started inside, stopped at the end
+
+
+_SESSION: contextvars.ContextVar[Session | None] = contextvars.ContextVar("colltune_launch_session",
+                                                                          default=None)
+
+
+@contextmanager
+def session(placement: Placement | None = None):
+    """`with session(p) as s:` launches prepared inside use placement p (unless given
+    their own) and are collected in s.launches / s.results."""
+    s = Session(placement)
+    token = _SESSION.set(s)
+    try:
+        yield s
+    finally:
+        _SESSION.reset(token)
+        for bg in s.background:  # whatever ran beside the launches ends with the session
+            bg.stop()
+
+
+# ------------------------------------------------------------------- simulation
+
+# SimGrid configuration of every simulated launch (docs/simulation.md):
+SMPI_CFG = (
+    # the time between MPI calls (copies, reductions, the driver's own code) is not
+    # charged: results are deterministic and independent of this machine's load
+    "smpi/simulate-computation:no",
+    # MPI_Wtime itself costs no simulated time (its default cost of 10 ns per call
+    # would be charged to the timed loops)
+    "smpi/wtime:0",
+    # SMPI_SHARED_MALLOC (--shared-buffers) maps one file over a buffer block by block,
+    # one mapping per block: with 1 MiB blocks (SimGrid's default) 128 ranks holding
+    # 2 x 128 x 2 MiB of Allgather buffers pass Linux's 65 530 mappings per process
+    # (vm.max_map_count); 16 MiB blocks take 16 times fewer (the file: 16 MiB)
+    "smpi/shared-malloc-blocksize:16777216",
+)
+SMPI_LOG = ("root.thres:warning",)  # SimGrid's informational lines off (stderr)
+DEFAULT_PLATFORM = "flat"
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """What a simulated launch runs on: a platform (colltune.platform.Platform) and
+    extra SimGrid `--cfg` settings."""
+
+    platform: object
+    cfg: tuple[str, ...] = ()
+
+
+_SIMULATION: contextvars.ContextVar[Simulation | None] = contextvars.ContextVar(
+    "colltune_simulation", default=None)
+
+
+@contextmanager
+def simulate(platform, cfg: tuple[str, ...] = ()):
+    """Inside, simulated launches (`--mpi smpi`) run on `platform` (a Platform or a
+    spec for colltune.platform.resolve)."""
+    if isinstance(platform, str):
+        from colltune.mpi.platforms import resolve
+
+        platform = resolve(platform)
+    token = _SIMULATION.set(Simulation(platform, tuple(cfg)))
+    try:
+        yield
+    finally:
+        _SIMULATION.reset(token)
+
+
+def current_simulation() -> Simulation:
+    """The simulation launches prepared now would use (the default platform outside
+    `simulate`)."""
+    sim = _SIMULATION.get()
+    if sim is None:
+        from colltune.mpi.platforms import resolve
+
+        sim = Simulation(resolve(DEFAULT_PLATFORM))
+    return sim
+
+
+def _content_file(kind: str, suffix: str, text: str) -> Path:
+    """A file under the colltune cache named by its content (written once, atomically)."""
+    import hashlib
+
+    from colltune.base.files import write_atomic
+    from colltune.base.paths import cache_dir
+
+    digest = hashlib.sha1(text.encode()).hexdigest()[:16]
+    path = cache_dir() / "smpi-files" / f"{kind}-{digest}{suffix}"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text)
+    return path
+
+
+def _prepare_smpi(mpi: MPI, np: int, program: list[str], extra_env: dict[str, str] | None,
+                  p: Placement | None, load_np: int = 0) -> Launch:
+    sim = current_simulation()
+    plat = sim.platform
+    mapping = (p.mapping if p is not None and p.mapping else "core")
+    order = p.order if p is not None else "seq"
+    if p is not None and p.launcher != "local":
+        raise LaunchError(f"launcher '{p.launcher}' with --mpi smpi: a simulation runs here, "
+                          "on the simulated platform (use launcher 'local')")
+    notes = []
+    cores = getattr(plat, "cores", None)
+    per = getattr(plat, "cores_per_node", None)
+    if (cores is not None and per and np > cores and getattr(plat, "topology", "") == "flat"
+            and hasattr(plat, "with_nodes")):
+        # more ranks than the platform has cores: more nodes of the same kind (a flat
+        # cluster grows without changing what a node or a link is)
+        grown = plat.with_nodes(-(-np // per))
+        notes.append(f"{np} processes on platform '{plat.name}' ({cores} cores): simulated on "
+                     f"'{grown.name}', {grown.nodes} nodes of the same kind")
+        plat = grown
+    nodes = p.nodes if p is not None else None
+    hosts = plat.rank_hosts(np - load_np, mapping, order,
+                            **({"nodes": nodes} if nodes and nodes <= plat.nodes else {}))
+    if load_np:  # the last ranks: a load generator on other nodes (docs/workload.md)
+        hosts += plat.load_hosts(hosts, load_np)
+        notes.append(f"ranks {np - load_np}..{np - 1}: load generator, one a node on "
+                     f"{load_np} other node(s)")
+    xml = _content_file("platform", ".xml", plat.xml())
+    hostfile = _content_file("hosts", ".txt", "\n".join(hosts) + "\n")
+    argv = [str(mpi.launcher), "-np", str(np), "-platform", str(xml), "-hostfile",
+            str(hostfile)]
+    from colltune.mpi import platforms as platform_mod
+
+    # the platform's own settings (its network model, host speed), then ours
+    plat_cfg = (platform_mod.simgrid_cfg(plat) if hasattr(platform_mod, "simgrid_cfg")
+                else [])
+    argv += list(plat_cfg)
+    argv += [f"--cfg={c}" for c in (*SMPI_CFG, *sim.cfg)]
+    argv += [f"--log={c}" for c in SMPI_LOG]
+    per_node: dict[str, int] = {}
+    for h in hosts:
+        per_node[h] = per_node.get(h, 0) + 1
+    notes.insert(0, f"simulated on platform '{plat.name}' (SimGrid {mpi.version}), mapping "
+                    f"{mapping}, order {order}: {len(per_node)} node(s)")
+    env = mpi.env()
+    if extra_env:
+        env.update(extra_env)
+    return Launch(argv + program, env, notes, nodes=len(per_node), ppn=max(per_node.values()),
+                  placement=p, extra_env=dict(extra_env or {}))
+
+
+# ---------------------------------------------------------------------- prepare
+
+
+def prepare(mpi: MPI, np: int, program: list[str], extra_env: dict[str, str] | None = None, *,
+            placement: Placement | None = None, load_np: int = 0) -> Launch:
+    """Command line and environment to run `program` on `np` processes.
+
+    Without a placement (and outside a `session` with one), `np` local processes
+    with the library's default placement, as always. `load_np` (simulation only): the
+    last load_np of the np ranks are a load generator, placed on nodes of the platform
+    that the others do not use (Platform.load_hosts).
+    """
+    if np < 1:
+        raise ValueError(f"process count {np} must be at least 1")
+    s = _SESSION.get()
+    if placement is None and s is not None:
+        placement = s.placement
+    if getattr(mpi, "simulated", False):
+        ln = _prepare_smpi(mpi, np, program, extra_env, placement, load_np)
+    elif load_np:
+        raise LaunchError("load-generator ranks inside the measured launch are for simulation "
+                          "(--mpi smpi); locally colltune-load runs as a job of its own")
+    elif placement is None:
+        ln = _prepare_default(mpi, np, program, extra_env)
+    else:
+        ln = _prepare_placed(mpi, np, program, extra_env, placement)
+    if s is not None:
+        s.launches.append(ln)
+    return ln
+
+
+def _prepare_default(mpi: MPI, np: int, program: list[str],
+                     extra_env: dict[str, str] | None) -> Launch:
+    env = mpi.env()
+    notes: list[str] = []
+    over = np > cores()
+    if mpi.kind == "mpich":
+        argv = [str(mpi.launcher), "-n", str(np)]
+        if over:
+            env.setdefault("MPIR_CVAR_CH4_PROGRESS_THROTTLE", "1")
+            env.setdefault("MPIR_CVAR_ENABLE_HEAVY_YIELD", "1")
+            notes.append(f"{np} processes on {cores()} cores: MPICH progress set to yield")
+    else:
+        argv = [str(mpi.launcher), "-np", str(np)]
+        if mpi.kind == "openmpi":
+            if os.geteuid() == 0:
+                argv.append("--allow-run-as-root")
+                notes.append("running as root: added --allow-run-as-root")
+            if over:
+                argv.append("--oversubscribe")
+                notes.append(f"{np} processes on {cores()} cores: added --oversubscribe")
+    if extra_env:
+        env.update(extra_env)
+    return Launch(argv + program, env, notes, nodes=1, ppn=np, extra_env=dict(extra_env or {}))
+
+
+def _prepare_placed(mpi: MPI, np: int, program: list[str], extra_env: dict[str, str] | None,
+                    p: Placement) -> Launch:
+    alloc = allocation(p)
+    used = layout(np, p, alloc)
+    nodes = len(used)
+    ppn = max(n for _, n, _ in used)
+    over = any(n > s for _, n, s in used)
+    env = mpi.env()
+    notes = list(alloc.notes)
+    where = "cores" if p.launcher == "local" else "slots"
+    over_text = f"{np} processes on {sum(s for _, _, s in used)} {where}"
+    bind = p.bind and p.mapping is not None and not over
+    if p.mapping is not None and p.bind and over:
+        notes.append(f"{over_text}: processes not bound to cores")
+    if p.launcher == "slurm":
+        argv = _srun(mpi, np, p, used, ppn, bind, over, notes, over_text)
+    elif mpi.kind == "mpich":
+        argv = _hydra(mpi, np, p, used, bind, over, env, notes, over_text)
+    else:
+        argv = _mpirun(mpi, np, p, used, bind, over, notes, over_text)
+    if extra_env:
+        env.update(extra_env)
+    return Launch(argv + program, env, notes, nodes=nodes, ppn=ppn, placement=p,
+                  extra_env=dict(extra_env or {}))
+
+
+def _mpirun(mpi, np, p, used, bind, over, notes, over_text) -> list[str]:
+    argv = [str(mpi.launcher), "-np", str(np)]
+    if mpi.kind != "openmpi":  # unknown MPI: no options we cannot vouch for
+        if p.mapping is not None or p.launcher != "local":
+            notes.append(f"{mpi.banner}: mapping options left out (only Open MPI and MPICH "
+                         "are translated)")
+        return argv
+    if os.geteuid() == 0:
+        argv.append("--allow-run-as-root")
+        notes.append("running as root: added --allow-run-as-root")
+    if p.launcher == "hostfile":
+        argv += ["--host", ",".join(f"{h}:{n}" for h, n, _ in used)]
+    if over:
+        argv.append("--oversubscribe")
+        notes.append(f"{over_text}: added --oversubscribe")
+    if p.mapping is not None:
+        argv += ["--map-by", {"core": "core", "socket": "package", "node": "node"}[p.mapping]]
+        if len(used) > 1:
+            argv += ["--rank-by", {"seq": "slot", "rr": "node"}[p.order]]
+        argv += ["--bind-to", "core" if bind else "none"]
+    return argv
+
+
+def _hydra(mpi, np, p, used, bind, over, env, notes, over_text) -> list[str]:
+    argv = [str(mpi.launcher), "-n", str(np)]
+    if p.launcher == "hostfile":
+        argv += ["-hosts", ",".join(f"{h}:{n}" for h, n, _ in used)]
+        if len(used) > 1 and p.order == "rr":  # rank r on node r mod M (with room)
+            argv += ["-rankmap", ",".join(map(str, rank_nodes([n for _, n, _ in used], "rr")))]
+    if over:
+        env.setdefault("MPIR_CVAR_CH4_PROGRESS_THROTTLE", "1")
+        env.setdefault("MPIR_CVAR_ENABLE_HEAVY_YIELD", "1")
+        notes.append(f"{over_text}: MPICH progress set to yield")
+    if p.mapping is not None and bind:
+        argv += ["-bind-to", "core", "-map-by", "socket" if p.mapping == "socket" else "core"]
+    return argv
+
+
+def _srun(mpi, np, p, used, ppn, bind, over, notes, over_text) -> list[str]:
+    srun = shutil.which("srun") or "srun"
+    argv = [srun, "-n", str(np), "-N", str(len(used))]
+    if p.mapping == "node" or p.nodes is not None:
+        argv.append(f"--ntasks-per-node={ppn}")
+    kind = p.srun_mpi or {"openmpi": "pmix", "mpich": "pmi2"}.get(mpi.kind)
+    if kind:
+        argv.append(f"--mpi={kind}")
+    first = {"seq": "block", "rr": "cyclic"}[p.order]
+    second = "cyclic" if p.mapping == "socket" else "block"
+    argv.append(f"--distribution={first}:{second}")
+    if p.mapping is not None:
+        argv.append(f"--cpu-bind={'cores' if bind else 'none'}")
+    if over:
+        argv.append("--overcommit")
+        notes.append(f"{over_text}: added --overcommit")
+    argv.append("--kill-on-bad-exit=1")
+    return argv
+
+
+# -------------------------------------------------------------------------- run
+
+# Launcher errors whose text does not say what to do, and what to do.
+_HINTS = (
+    ("can not load PMIx library",
+     "Slurm's mpi/pmix plugin loads libpmix.so by its unversioned name; install the "
+     "PMIx development package (Debian: apt-get install libpmix-dev)"),
+    ("There are not enough slots available",
+     "more processes than slots: give the hosts more slots or run with fewer processes"),
+)
+
+
+def failure_message(name: str, res: Result) -> str:
+    """What to tell the user when a launch exits non-zero: the program's own `error:`
+    lines if it wrote any, else the tail of its error output, plus a hint for known
+    launcher errors."""
+    err = res.stderr.strip()
+    msg = "\n".join(l[len("error:"):].strip() for l in err.splitlines()
+                    if l.startswith("error:"))
+    if not msg:
+        msg = f"{name} failed ({res.returncode}): {err[-2000:]}"
+    hints = [h for needle, h in _HINTS if needle in err]
+    return msg + "".join(f"\nhint: {h}" for h in hints)
+
+
+# A launch runs in a session of its own (start_new_session): the launcher leads it,
+# and everything it starts stays in it, even processes that make a process group of
+# their own (Open MPI's prterun puts every rank in its own group) or that outlive
+# the launcher. Stopping a launch stops the whole session.
+
+STOP_GRACE_S = 3.0  # after SIGTERM to the launcher, before SIGKILL to everything left
+
+
+def _session_members(sid: int) -> list[int]:
+    """Live (not zombie) processes of session `sid`, from /proc; [] where there is none."""
+    pids = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return pids
+    for d in entries:
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if len(fields) > 3 and fields[0] != "Z" and int(fields[3]) == sid:
+            pids.append(int(d))
+    return pids
+
+
+def _signal_all(pids, sig) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def stop(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:
+    """Stop a launch and everything it started: SIGTERM to the launcher (Open MPI and
+    MPICH then stop their ranks and clean up), SIGKILL after `grace` seconds to every
+    process still in the launch's session, then reap the launcher."""
+    sid = proc.pid  # start_new_session: the launcher leads its session
+    if proc.poll() is None:
+        try:
+            os.kill(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not _session_members(sid):
+            break
+        time.sleep(0.05)
+    left = _session_members(sid)
+    if proc.poll() is None:
+        left.append(proc.pid)
+    _signal_all(left, signal.SIGKILL)
+    try:
+        os.killpg(sid, signal.SIGKILL)  # where /proc is not there
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover - unkillable
+        pass
+    deadline = time.monotonic() + 5  # orphans reparented to init take a moment to go
+    while _session_members(sid) and time.monotonic() < deadline:
+        _signal_all(_session_members(sid), signal.SIGKILL)
+        time.sleep(0.05)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived (scancel, kill, a closed terminal): handled as Ctrl-C,
+    so that every launch is stopped and what is measured is kept."""
+
+
+@contextmanager
+def interrupt_on_term():
+    """Inside, SIGTERM and SIGHUP raise Terminated (a KeyboardInterrupt) in the main
+    thread instead of ending Python on the spot; elsewhere it does nothing."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum, frame):
+        raise Terminated(signal.Signals(signum).name)
+
+    previous = {}
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            previous[sig] = signal.signal(sig, _raise)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+# Launcher failures that happen before any rank starts and that go away on a second
+# try: Open MPI's PMIx server sometimes fails to start its listener thread (seen in CI
+# on a quiet machine, also reported by other projects' CI; the launch printed nothing
+# else). Such a launch is tried again, at most LAUNCH_RETRIES more times.
+_TRANSIENT = (
+    "The PMIx server's listener thread failed to start",
+)
+LAUNCH_RETRIES = 2
+_RETRY_PAUSE_S = 1.0
+
+
+def transient_failure(res: Result) -> bool:
+    """Whether `res` is a launcher failure of `_TRANSIENT` before the program wrote a
+    line: worth trying again."""
+    return (res.returncode != 0 and not res.timed_out and not res.stdout.strip()
+            and any(t in res.stderr for t in _TRANSIENT))
+
+
+def run(launch: Launch, timeout: float | None = None,
+        on_stdout: Callable[[str], None] | None = None) -> Result:
+    """Run a launch to completion and return its output.
+
+    `on_stdout` is called with each line of standard output as it comes (in this
+    thread). On a timeout, an exception, Ctrl-C or SIGTERM the whole launch is
+    stopped (see `stop`): no process of it outlives this call. A launch whose
+    launcher failed to start in one of the known transient ways (`_TRANSIENT`) is
+    tried again, with a note in the result saying so.
+    """
+    retried: list[str] = []
+    for attempt in range(LAUNCH_RETRIES + 1):
+        res = _run_once(launch, timeout, on_stdout)
+        if attempt == LAUNCH_RETRIES or not transient_failure(res):
+            break
+        first = next(t for t in _TRANSIENT if t in res.stderr)
+        retried.append(f"launch tried again: the launcher failed to start ({first})")
+        time.sleep(_RETRY_PAUSE_S)
+    if retried:
+        res.notes = list(res.notes) + retried
+    return res
+
+
+def _run_once(launch: Launch, timeout: float | None,
+              on_stdout: Callable[[str], None] | None) -> Result:
+    t0 = time.monotonic()
+    proc = subprocess.Popen(launch.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=launch.env, start_new_session=True)
+    lines: queue.Queue = queue.Queue()
+    out_lines: list[str] = []
+    err_chunks: list[str] = []
+
+    def pump_out():
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    def pump_err():
+        err_chunks.append(proc.stderr.read())
+
+    readers = [threading.Thread(target=pump_out, daemon=True),
+               threading.Thread(target=pump_err, daemon=True)]
+    for th in readers:
+        th.start()
+    timed_out = False
+    deadline = None if timeout is None else t0 + timeout
+    try:
+        with interrupt_on_term():
+            eof = False
+            while not eof:
+                wait = 0.2 if deadline is None else max(0.0, min(0.2, deadline - time.monotonic()))
+                try:
+                    line = lines.get(timeout=wait)
+                except queue.Empty:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        timed_out = True
+                        stop(proc)
+                        break
+                    continue
+                if line is None:
+                    eof = True
+                    continue
+                out_lines.append(line)
+                if on_stdout is not None:
+                    on_stdout(line.rstrip("\n"))
+            while proc.poll() is None:
+                if deadline is not None and time.monotonic() >= deadline:
+                    timed_out = True
+                    stop(proc)
+                    break
+                time.sleep(0.05)
+    except BaseException:
+        stop(proc)
+        raise
+    finally:
+        for th in readers:
+            th.join(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+    while True:  # what came after a timeout
+        try:
+            line = lines.get_nowait()
+        except queue.Empty:
+            break
+        if line is not None:
+            out_lines.append(line)
+    res = Result(launch.command_line, proc.returncode, "".join(out_lines), "".join(err_chunks),
+                 timed_out, launch.notes, time.monotonic() - t0)
+    s = _SESSION.get()
+    if s is not None:
+        s.results.append(res)
+    return res
+
+
+def run_command(argv: list[str], extra_env: dict[str, str]) -> int:
+    """Run a user's command line (`mpirun -np 4 ./app`, `srun ./app`) with `extra_env`
+    added to the environment, its output straight to the terminal. It runs in a
+    session of its own, stopped as a launch is (see `stop`) on Ctrl-C or SIGTERM.
+    Returns its exit status."""
+    env = dict(os.environ)
+    env.update(extra_env)
+    try:
+        proc = subprocess.Popen(argv, env=env, start_new_session=True)
+    except OSError as exc:
+        raise LaunchError(f"{argv[0]}: cannot run: {exc.strerror or exc}") from None
+    try:
+        with interrupt_on_term():
+            return proc.wait()
+    except BaseException:
+        stop(proc)
+        raise
+
+
+# ------------------------------------------------------------------ background jobs
+
+
+class Background:
+    """A launch running beside others (the load generator of docs/workload.md): started
+    in a session of its own like every launch, its output kept in memory by reader
+    threads, stopped with `stop` (SIGTERM to the launcher, then SIGKILL to everything
+    left of it, as `stop` above). Started inside a `session`, it is stopped when the
+    session ends, whatever happens in between; `stop` can be called more than once."""
+
+    def __init__(self, launch: Launch):
+        self.launch = launch
+        self.t0 = time.monotonic()
+        self._out: list[str] = []
+        self._err: list[str] = []
+        self.result: Result | None = None
+        self.proc = subprocess.Popen(launch.argv, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, env=launch.env,
+                                     start_new_session=True)
+        self._readers = [threading.Thread(target=self._pump, args=(self.proc.stdout, self._out),
+                                          daemon=True),
+                         threading.Thread(target=self._pump, args=(self.proc.stderr, self._err),
+                                          daemon=True)]
+        for th in self._readers:
+            th.start()
+        s = _SESSION.get()
+        if s is not None:
+            s.launches.append(launch)
+            s.background.append(self)
+
+    @staticmethod
+    def _pump(stream, sink: list[str]) -> None:
+        for line in stream:
+            sink.append(line)
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait(self, timeout: float | None = None) -> Result:
+        """Wait for the job to end by itself (a generator given a duration); stopped
+        when it has not after `timeout` seconds."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        return self.stop()
+
+    def stop(self, grace: float = STOP_GRACE_S) -> Result:
+        if self.result is not None:
+            return self.result
+        ended = self.proc.poll() is not None
+        stop(self.proc, grace)
+        for th in self._readers:
+            th.join(timeout=10)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self.result = Result(self.launch.command_line, self.proc.returncode, "".join(self._out),
+                             "".join(self._err), not ended, self.launch.notes,
+                             time.monotonic() - self.t0)
+        return self.result
+
+
+def start_background(launch: Launch) -> Background:
+    """Start `launch` and return at once; see Background."""
+    try:
+        return Background(launch)
+    except OSError as exc:
+        raise LaunchError(f"{launch.argv[0]}: cannot run: {exc.strerror or exc}") from None

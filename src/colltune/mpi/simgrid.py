@@ -1,0 +1,196 @@
+"""SimGrid's SMPI: install it on first use, describe it.
+
+`--mpi smpi` is SimGrid 4.1's SMPI, built from the PyPI `simgrid` source
+distribution into `<cache>/mpi/smpi` (the installation prefix is baked into
+`smpicc` and `smpirun`, so it is built straight at that prefix). A complete
+install is marked by the stamp file `.colltune-installed` holding the version;
+a prefix without it is a half-done install: removed and done again.
+
+Why 4.1 and not Debian's `libsimgrid-dev` (3.32): 3.32 is pathologically slow on
+many outstanding small messages (a pipelined Bcast at 256 ranks took 195 s there
+against 1.5 s with 4.1; issue 16), so the 1024-rank points of the `scale` study
+would not be feasible.
+
+Building needs cmake, ninja (or make), a C++17 compiler and the Boost headers
+(Debian: apt-get install libboost-dev); 6 minutes on an idle 2-core machine, up to
+30 under load.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from colltune.base.errors import ColltuneError
+from colltune.base.paths import cache_dir, cache_lock
+
+VERSION = "4.1"
+STAMP = ".colltune-installed"
+
+CMAKE_FLAGS = (
+    "-Denable_python=OFF", "-Denable_model-checking=OFF", "-Denable_lto=OFF",
+    "-Denable_fortran=OFF", "-Denable_sthread=OFF", "-Denable_documentation=OFF",
+    "-Denable_java=OFF", "-DCMAKE_BUILD_TYPE=Release",
+)
+# what SMPI needs at run time: the library, the program smpirun starts (smpimain
+# loads the MPI program), the replay main and graphicator (both installed by the same
+# install script: `cmake --install` fails if they were not built)
+TARGETS = ("simgrid", "smpimain", "smpireplaymain", "graphicator")
+
+
+class SimGridError(ColltuneError, RuntimeError):
+    """SimGrid could not be installed or is not usable."""
+
+
+def prefix() -> Path:
+    return cache_dir() / "mpi" / "smpi"
+
+
+def installed_version(where: Path | None = None) -> str | None:
+    """The version of the complete install at `where` (default: the cache), or None."""
+    where = where or prefix()
+    stamp = where / STAMP
+    if not stamp.is_file() or not (where / "bin" / "smpicc").exists():
+        return None
+    return stamp.read_text().strip() or None
+
+
+def _missing_tools() -> list[str]:
+    missing = []
+    if not shutil.which("cmake"):
+        missing.append("cmake (Debian: apt-get install cmake)")
+    if not (shutil.which("ninja") or shutil.which("make")):
+        missing.append("ninja or make (Debian: apt-get install ninja-build)")
+    if not (shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")):
+        missing.append("a C++17 compiler (Debian: apt-get install g++)")
+    return missing
+
+
+def boost_headers() -> bool:
+    """Whether the C++ compiler finds the Boost headers SimGrid needs."""
+    cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+    if not cxx:
+        return False
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "b.cpp"
+        src.write_text("#include <boost/version.hpp>\n#include <boost/intrusive/list.hpp>\n"
+                       "int main() { return BOOST_VERSION > 0 ? 0 : 1; }\n")
+        res = subprocess.run([cxx, "-fsyntax-only", str(src)], capture_output=True, text=True)
+        return res.returncode == 0
+
+
+def check_prerequisites() -> None:
+    """Raise SimGridError naming everything missing for the build."""
+    missing = _missing_tools()
+    if not boost_headers():
+        missing.append("the Boost C++ headers (Debian: apt-get install libboost-dev)")
+    if missing:
+        raise SimGridError(f"SimGrid {VERSION} (--mpi smpi) is built from source on first use "
+                           "and needs: " + "; ".join(missing))
+
+
+def _download_sdist(dest: Path) -> Path:
+    cmd = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "-q",
+           "--no-deps", "--no-binary", ":all:", "-d", str(dest), f"simgrid=={VERSION}"]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    found = sorted(dest.glob(f"simgrid-{VERSION}*.tar.gz"))
+    if res.returncode != 0 or not found:
+        raise SimGridError(f"pip could not download the simgrid=={VERSION} source distribution: "
+                           f"{(res.stderr or res.stdout).strip()[-1500:]}")
+    return found[0]
+
+
+_STEP = re.compile(r"^\[(\d+)/(\d+)\]")
+
+
+def _run_logged(cmd: list[str], cwd: Path, log: Path,
+                progress: Callable[[int, int, str], None] | None) -> None:
+    """Run a build step, its output appended to `log`; ninja's [n/N] lines go to
+    `progress(n, N, line)`. Raises SimGridError with the log's tail on failure."""
+    with open(log, "a") as fh:
+        fh.write(f"$ {' '.join(cmd)}\n")
+        fh.flush()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            fh.write(line)
+            m = _STEP.match(line)
+            if m and progress is not None:
+                progress(int(m.group(1)), int(m.group(2)), line.strip())
+        rc = proc.wait()
+    if rc != 0:
+        tail = "".join(log.read_text().splitlines(keepends=True)[-40:])
+        raise SimGridError(f"building SimGrid failed ({' '.join(cmd[:2])}..., log {log}):\n{tail}")
+
+
+def install(progress: Callable[[int, int, str], None] | None = None,
+            say: Callable[[str], None] | None = None, jobs: int | None = None) -> Path:
+    """Install SimGrid VERSION into prefix() unless complete there; returns its bin dir.
+
+    `progress(n, total, line)` gets ninja's steps; `say` gets one line per phase."""
+    where = prefix()
+    if installed_version(where) == VERSION:
+        return where / "bin"
+    check_prerequisites()
+    with cache_lock("mpi-smpi", f"installing SimGrid {VERSION}"):
+        if installed_version(where) == VERSION:  # installed while we waited
+            return where / "bin"
+        return _install_locked(where, progress, say or (lambda text: None), jobs)
+
+
+def _install_locked(where: Path, progress, say, jobs) -> Path:
+    if where.exists():
+        say(f"removing an incomplete SimGrid install at {where}")
+        shutil.rmtree(where)
+    work = cache_dir() / "mpi" / "smpi-build"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    log = work / "build.log"
+    say(f"installing SimGrid {VERSION} (SMPI) into {where}: pip download of the source, "
+        f"then a build of 6 to 30 minutes on 2 cores, as loaded (log: {log})")
+    sdist = _download_sdist(work)
+    with tarfile.open(sdist) as tar:
+        tar.extractall(work, filter="data")
+    src = next(p for p in work.iterdir() if p.is_dir() and p.name.startswith("simgrid-"))
+    bdir = src / "build"
+    bdir.mkdir()
+    ninja = shutil.which("ninja")
+    gen = ["-G", "Ninja"] if ninja else []
+    jobs = jobs or os.cpu_count() or 2
+    say("configuring (cmake)")
+    _run_logged(["cmake", *gen, f"-DCMAKE_INSTALL_PREFIX={where}", *CMAKE_FLAGS, ".."],
+                bdir, log, None)
+    say(f"compiling ({jobs} jobs)")
+    tool = [ninja] if ninja else ["make"]
+    _run_logged([*tool, f"-j{jobs}", *TARGETS], bdir, log, progress)
+    say("installing")
+    # not `ninja install`: that builds the default target first (every example)
+    _run_logged(["cmake", "--install", "."], bdir, log, None)
+    if not (where / "bin" / "smpicc").exists() or not (where / "bin" / "smpirun").exists():
+        raise SimGridError(f"SimGrid installed into {where} but smpicc/smpirun are missing "
+                           f"(log {log})")
+    (where / STAMP).write_text(VERSION + "\n")
+    shutil.rmtree(work, ignore_errors=True)
+    return where / "bin"
+
+
+def version_of(bindir: Path) -> str:
+    """SimGrid version of the install whose bin dir is `bindir` (stamp, else smpicc)."""
+    v = installed_version(bindir.parent)
+    if v:
+        return v
+    try:
+        out = subprocess.run([str(bindir / "smpicc"), "--version"], capture_output=True,
+                             text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    m = re.search(r"(\d+\.\d+(?:\.\d+)?)", out.stdout + out.stderr)
+    return m.group(1) if m else "unknown"

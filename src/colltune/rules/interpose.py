@@ -1,0 +1,194 @@
+"""The interposition library (`libcolltune-pmpi.so`) from Python: the environment that
+runs an unmodified MPI program under it, and the profile it writes at MPI_Finalize.
+
+The library reads (docs/interposition.md):
+
+    COLLTUNE_RULES=FILE        colltune's own rules file (rules.py), first matching line
+    COLLTUNE_<COLL>=SPEC       one algorithm forced for a collective (BCAST, REDUCE, ...)
+    COLLTUNE_VERBOSE=1         each distinct decision once, on rank 0
+    COLLTUNE_PROFILE=FILE      calls and times per collective, communicator size, size
+                               bucket and algorithm, as JSON (read_profile)
+    COLLTUNE_LOAD_INDEX=X      a rules file with load classes: this load index instead of
+                               measuring it (docs/workload.md)
+    COLLTUNE_LOAD_PROBE=N      iterations of the shortened probe (default 50; 0: never)
+    COLLTUNE_LOAD_PCONTROL=L   the MPI_Pcontrol level that measures the load again (17)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from colltune.rules import ruleset as rules_mod
+from colltune.base.errors import ColltuneError
+
+LIBRARY = "libcolltune-pmpi.so"
+COLLECTIVES = rules_mod.COLLECTIVES
+PROFILE_FORMAT = "colltune-profile 1"
+
+
+class InterposeError(ColltuneError):
+    """A setting of the interposition library or a profile that cannot be used."""
+
+
+def force_variable(coll: str) -> str:
+    """`COLLTUNE_BCAST` for bcast: the variable that forces one algorithm."""
+    if coll not in COLLECTIVES:
+        raise InterposeError(f"unknown collective '{coll}'; valid: {', '.join(COLLECTIVES)}")
+    return f"COLLTUNE_{coll.upper()}"
+
+
+def library(build) -> Path:
+    """The interposition library of a native build."""
+    lib = build.dir / LIBRARY
+    if not lib.exists():
+        raise InterposeError(f"{LIBRARY} is missing from the native build in {build.dir}; "
+                             "run colltune build")
+    return lib
+
+
+def settings(rules: str | Path | None = None, force: dict[str, str] | None = None,
+             verbose: bool = False, profile: str | Path | None = None,
+             load_index: float | None = None, load_probe: int | None = None) -> dict[str, str]:
+    """The COLLTUNE_* variables for these choices (LD_PRELOAD not included). The rules
+    file is read here first, so a bad one is an error now rather than a warning at
+    every launch; paths are made absolute (the ranks may start elsewhere)."""
+    env: dict[str, str] = {}
+    if rules is not None:
+        path = Path(rules).resolve()
+        rs = rules_mod.read(path)  # RulesError naming FILE:LINE
+        if rs.target != "colltune":
+            raise InterposeError(f"{path}: target '{rs.target}': its algorithms are the MPI "
+                                 "library's; the interposition library runs colltune's "
+                                 "(export this file with colltune rules export instead)")
+        env["COLLTUNE_RULES"] = str(path)
+    for coll, spec in (force or {}).items():
+        if not spec:
+            raise InterposeError(f"empty algorithm for {coll}")
+        env[force_variable(coll)] = spec
+    if verbose:
+        env["COLLTUNE_VERBOSE"] = "1"
+    if profile is not None:
+        env["COLLTUNE_PROFILE"] = str(Path(profile).resolve())
+    if load_index is not None or load_probe is not None:
+        if rules is None or not rules_mod.read(Path(rules).resolve()).load_classes:
+            raise InterposeError("--load-index/--load-probe: only with a rules file that has "
+                                 "load classes (# load-class: lines, docs/workload.md)")
+        if load_index is not None:
+            if not (load_index >= 0 and math.isfinite(load_index)):
+                raise InterposeError(f"load index {load_index}: a number >= 0 (µs per probe "
+                                     "iteration)")
+            env["COLLTUNE_LOAD_INDEX"] = repr(float(load_index))
+        if load_probe is not None:
+            if load_probe < 0:
+                raise InterposeError(f"load probe {load_probe}: iterations >= 0 (0: never)")
+            env["COLLTUNE_LOAD_PROBE"] = str(int(load_probe))
+    return env
+
+
+def preload(build, base: dict[str, str] | None = None) -> dict[str, str]:
+    """`LD_PRELOAD` with the interposition library in front of what `base` preloads."""
+    lib = str(library(build))
+    pre = (base if base is not None else os.environ).get("LD_PRELOAD")
+    return {"LD_PRELOAD": f"{lib}:{pre}" if pre else lib}
+
+
+def launcher_options(mpi_kind: str, names: list[str]) -> list[str]:
+    """Launcher options that pass these variables to every rank on every node: Open MPI
+    `-x NAME`, MPICH (hydra) `-genvlist a,b`; [] for another library (its launcher's own
+    way, or the inherited environment on one node)."""
+    if not names:
+        return []
+    if mpi_kind == "openmpi":
+        return [opt for n in names for opt in ("-x", n)]
+    if mpi_kind == "mpich":
+        return ["-genvlist", ",".join(names)]
+    return []
+
+
+# --------------------------------------------------------------------------- profile
+
+
+@dataclass(frozen=True)
+class ProfileEntry:
+    collective: str
+    np: int
+    size_min: int  # colltune size (bytes; per process for gather/allgather), bucket start
+    size_max: int
+    algorithm: str  # what ran
+    spec: str  # what was asked for
+    source: str  # COLLTUNE_<COLL>, FILE:LINE of the rule, or "no rule"
+    calls: int
+    ranks: int
+    total_s: float
+    mean_s: float
+    max_rank_total_s: float
+
+
+@dataclass(frozen=True)
+class Profile:
+    np_world: int
+    entries: list[ProfileEntry]
+    dropped: int = 0
+
+    def sizes(self, collective: str) -> dict[int, int]:
+        """Calls per size bucket (bucket start) of one collective, over every
+        communicator: the sizes an application really uses."""
+        out: dict[int, int] = {}
+        for e in self.entries:
+            if e.collective == collective:
+                out[e.size_min] = out.get(e.size_min, 0) + e.calls
+        return dict(sorted(out.items()))
+
+
+    def calls(self) -> list[tuple[str, int, int, int]]:
+        """(collective, communicator size, size, calls) per entry, the size being the
+        geometric centre of the entry's bucket (its start for bucket 0): what
+        `colltune tune --profile` weighs its quality figures with."""
+        return [(e.collective, e.np,
+                 math.isqrt(e.size_min * (e.size_max + 1)) if e.size_min > 0 else e.size_min,
+                 e.calls) for e in self.entries]
+
+
+_FIELDS = {"collective": str, "np": int, "size_min": int, "size_max": int, "algorithm": str,
+           "spec": str, "source": str, "calls": int, "ranks": int, "total_s": (int, float),
+           "mean_s": (int, float), "max_rank_total_s": (int, float)}
+
+
+def parse_profile(text: str, source: str = "<profile>") -> Profile:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InterposeError(f"{source}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(doc, dict) or doc.get("format") != PROFILE_FORMAT:
+        raise InterposeError(f"{source}: not a colltune profile (no \"format\": "
+                             f"\"{PROFILE_FORMAT}\")")
+    entries = []
+    raw = doc.get("entries")
+    if not isinstance(raw, list):
+        raise InterposeError(f"{source}: \"entries\" is not a list")
+    for i, e in enumerate(raw):
+        if not isinstance(e, dict):
+            raise InterposeError(f"{source}: entry {i} is not an object")
+        for k, t in _FIELDS.items():
+            if not isinstance(e.get(k), t) or isinstance(e.get(k), bool):
+                raise InterposeError(f"{source}: entry {i}: \"{k}\" is missing or not "
+                                     f"{'a number' if t is not str else 'a string'}")
+        if e["collective"] not in COLLECTIVES:
+            raise InterposeError(f"{source}: entry {i}: unknown collective '{e['collective']}'")
+        entries.append(ProfileEntry(**{k: float(e[k]) if k.endswith("_s") else e[k]
+                                       for k in _FIELDS}))
+    entries.sort(key=lambda e: (COLLECTIVES.index(e.collective), e.np, e.size_min, e.algorithm))
+    return Profile(int(doc.get("np_world", 0)), entries, int(doc.get("dropped", 0)))
+
+
+def read_profile(path: str | Path) -> Profile:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise InterposeError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    return parse_profile(text, str(p))

@@ -1,0 +1,528 @@
+"""Open MPI `coll/tuned` dynamic rules files: write one from a RuleSet, read one back,
+and check one for the mistakes Open MPI ignores without a word.
+
+The classic format (every 4.x/5.x reads it; `rule-file-version-2` as the very first
+characters of the file adds a MAXREQ column from 5.0.7 on):
+
+    NCOLLECTIVES
+      COLL_ID  NCOMMSIZES
+        COMMSIZE  NMSGRULES
+          MSGBYTES  ALG  FANINOUT  SEGSIZE  [MAXREQ]
+
+Whitespace-separated integers read with C `%li` (`#` starts a comment to the end of
+the line, any other non-digit character is skipped silently, so `1K` reads as 1 and
+shifts every later number). Lookup: the last comm-size entry with COMMSIZE <= the
+communicator size (else the first), then the last message rule with MSGBYTES <= the
+byte count; ALG 0 means Open MPI's fixed decision rules. The byte count is the
+message for bcast/reduce/allreduce and type size x count x communicator size for
+gather/allgather: colltune's per-process sizes are multiplied out here, per
+communicator size.
+
+Silent failures (the file is ignored, exit 0): a first MSGBYTES other than 0, a
+truncated file, a missing file; an unknown algorithm number aborts the first call.
+`check` finds each of them; `to_text` refuses to write a file with any of them.
+Algorithm numbers come from the installed library's `ompi_info`, never from a table.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from colltune.mpi import libalgos
+from colltune.rules.ruleset import COLLECTIVES, Rule, RulesError, RuleSet
+
+# collective ids: the COLLTYPE enum of Open MPI's coll_base_functions.h (stable since 1.x)
+COLL_IDS = {"allgather": 0, "allreduce": 2, "bcast": 7, "gather": 9, "reduce": 11}
+ID_COLLS = {v: k for k, v in COLL_IDS.items()}
+COLLCOUNT = 22  # ids 0..21 are collectives Open MPI knows (ids of ones we do not write pass)
+PER_PROCESS = ("gather", "allgather")  # byte count = per-process size x comm size
+VERSION2_SINCE = (5, 0, 7)
+RADIX_MCA = "coll_tuned_bcast_algorithm_knomial_radix"  # knomial's radix: not in the file
+EXACT_UP_TO = 64  # gather/allgather: one entry per process count up to here, then
+POW2_UP_TO = 1 << 20  # one per power of two (thresholds exact there)
+
+
+def comm_blocks(b: int, end: int | None, per_process: bool) -> tuple[list[tuple[int, int | None]], bool]:
+    """Entries (first np, last np or None = no bound) that stand for the process counts
+    [b, end]. A per-process collective's byte thresholds depend on the process count:
+    they are written exact for each count up to EXACT_UP_TO (and b+EXACT_UP_TO-1), then
+    exact at the entry's first count, one entry per power of two. The flag says whether
+    some counts get thresholds that are not exact."""
+    if not per_process:
+        return [(b, end)], False
+    starts = []
+    n = b
+    exact_to = max(b + EXACT_UP_TO - 1, EXACT_UP_TO)
+    while n <= exact_to and (end is None or n <= end):
+        starts.append(n)
+        n += 1
+    inexact = end is None or n <= end
+    if inexact:
+        starts.append(n)
+        p = 1 << n.bit_length()  # the next power of two above n
+        while p <= POW2_UP_TO and (end is None or p <= end):
+            starts.append(p)
+            p <<= 1
+    blocks = [(a, starts[i + 1] - 1 if i + 1 < len(starts) else end)
+              for i, a in enumerate(starts)]
+    return blocks, inexact
+
+
+def inexact_note(coll: str, lib: str) -> str:
+    return (f"{coll}: {lib} compares the bytes of all processes, so colltune's per-process "
+            f"thresholds are written exact for each process count up to {EXACT_UP_TO} and at "
+            f"the powers of two above; in between they are those of the power of two below")
+MAXINT = 2**31 - 1
+
+_NUMBER = re.compile(r"^(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)$")
+
+
+@dataclass
+class MsgRule:
+    line: int
+    msgbytes: int
+    alg: int
+    faninout: int
+    segsize: int
+    maxreq: int | None = None
+
+
+@dataclass
+class CommEntry:
+    line: int
+    comm_size: int
+    rules: list[MsgRule] = field(default_factory=list)
+
+
+@dataclass
+class CollEntry:
+    line: int
+    coll_id: int
+    comms: list[CommEntry] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return ID_COLLS.get(self.coll_id, f"collective id {self.coll_id}")
+
+
+@dataclass
+class ParsedFile:
+    version: int
+    colls: list[CollEntry]
+    problems: list[tuple[int, str]]  # (line, problem)
+    trailing: list[tuple[int, str]] = field(default_factory=list)  # numbers after the end
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    out = []
+    for part in version.split("."):
+        m = re.match(r"\d+", part)
+        out.append(int(m.group()) if m else 0)
+    return tuple(out)
+
+
+def supports_version2(version: str) -> bool:
+    return version_tuple(version)[:3] >= VERSION2_SINCE
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _tokens(text: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]], int]:
+    """(line, token) of every token outside comments; problems; the header version."""
+    toks: list[tuple[int, str]] = []
+    problems: list[tuple[int, str]] = []
+    version = 1
+    body = text
+    m = re.match(r"rule-file-version-(\d+)", text)
+    if m:
+        version = int(m.group(1))
+        body = " " * m.end() + text[m.end():]
+        if version not in (1, 2):
+            problems.append((1, f"rule-file-version-{version}: Open MPI 5.0.x reads versions 1 "
+                                f"and 2 only"))
+    for i, line in enumerate(body.splitlines(), start=1):
+        line = line.split("#", 1)[0]
+        for t in line.split():
+            if i > 1 or not m:
+                if t.startswith("rule-file-version"):
+                    problems.append((i, f"'{t}' must be the very first characters of the file; "
+                                        f"here Open MPI skips the letters and reads the number "
+                                        f"as a count"))
+                    continue
+            toks.append((i, t))
+    return toks, problems, version
+
+
+def parse(text: str) -> ParsedFile:
+    """Parse a classic (or version 2) rules file the way Open MPI reads it, collecting
+    every problem (line, text) instead of stopping at the first."""
+    toks, problems, version = _tokens(text)
+    pos = 0
+    last_line = max((ln for ln, _ in toks), default=1)
+
+    def nxt(what: str) -> int | None:
+        nonlocal pos
+        if pos >= len(toks):
+            problems.append((last_line, f"the file ends where {what} was expected (truncated: "
+                                        f"Open MPI ignores the whole file without a word)"))
+            return None
+        ln, t = toks[pos]
+        pos += 1
+        if not _NUMBER.match(t):
+            lead = re.match(r"\d+", t)
+            problems.append((ln, f"{what} '{t}' is not a plain integer"
+                                 + (f" (Open MPI reads {int(lead.group())} and silently skips "
+                                    f"'{t[lead.end():]}', shifting every later number)"
+                                    if lead else " (Open MPI skips it silently)")))
+            return None
+        if len(t) > 1 and t[0] == "0" and t[1] not in "xX":
+            return int(t, 8)  # C %li: a leading zero means octal
+        return int(t, 0)
+
+    def line_of_prev() -> int:
+        return toks[pos - 1][0] if pos else 1
+
+    colls: list[CollEntry] = []
+    ncol = nxt("the number of collectives")
+    if ncol is None:
+        return ParsedFile(version, colls, problems)
+    if ncol > COLLCOUNT:
+        problems.append((line_of_prev(), f"{ncol} collectives: Open MPI knows {COLLCOUNT}"))
+    seen_ids: dict[int, int] = {}
+    for _ in range(ncol):
+        cid = nxt("a collective id")
+        if cid is None:
+            break
+        cl = line_of_prev()
+        if cid >= COLLCOUNT:
+            problems.append((cl, f"collective id {cid} is not one Open MPI knows (0..{COLLCOUNT - 1})"))
+        if cid in seen_ids:
+            problems.append((cl, f"collective id {cid} already given on line {seen_ids[cid]}"))
+        seen_ids[cid] = cl
+        ce = CollEntry(cl, cid)
+        colls.append(ce)
+        ncomm = nxt("the number of comm sizes")
+        if ncomm is None:
+            break
+        prev_cs = -1
+        stop = False
+        for _c in range(ncomm):
+            cs = nxt("a comm size")
+            if cs is None:
+                stop = True
+                break
+            csl = line_of_prev()
+            if cs <= prev_cs:
+                problems.append((csl, f"comm size {cs} does not increase (previous {prev_cs}): "
+                                      f"Open MPI takes the last entry <= the communicator size"))
+            prev_cs = cs
+            entry = CommEntry(csl, cs)
+            ce.comms.append(entry)
+            nmsg = nxt("the number of message rules")
+            if nmsg is None:
+                stop = True
+                break
+            if nmsg < 1:
+                problems.append((csl, f"comm size {cs} has {nmsg} message rules (at least 1)"))
+            prev_mb = -1
+            for k in range(nmsg):
+                vals = []
+                names = ["MSGBYTES", "ALG", "FANINOUT", "SEGSIZE"] + (["MAXREQ"] if version == 2 else [])
+                for nm in names:
+                    v = nxt(nm)
+                    if v is None:
+                        stop = True
+                        break
+                    vals.append(v)
+                if stop:
+                    break
+                ml = toks[pos - len(names)][0]
+                mr = MsgRule(ml, vals[0], vals[1], vals[2], vals[3], vals[4] if version == 2 else None)
+                if k == 0 and mr.msgbytes != 0:
+                    problems.append((ml, f"the first message rule of comm size {cs} starts at "
+                                         f"{mr.msgbytes}, not 0 (Open MPI ignores the whole file "
+                                         f"without a word)"))
+                if mr.msgbytes <= prev_mb:
+                    problems.append((ml, f"MSGBYTES {mr.msgbytes} does not increase (previous "
+                                         f"{prev_mb})"))
+                prev_mb = mr.msgbytes
+                if mr.segsize > MAXINT or mr.faninout > MAXINT:
+                    problems.append((ml, "FANINOUT/SEGSIZE above 2^31-1"))
+                entry.rules.append(mr)
+            if stop:
+                break
+        if stop:
+            break
+    trailing = toks[pos:]
+    return ParsedFile(version, colls, problems, trailing)
+
+
+# ------------------------------------------------------------------------ the library
+
+
+@dataclass(frozen=True)
+class Installed:
+    """What the installed Open MPI says about itself (from ompi_info)."""
+
+    version: str
+    algorithms: dict[str, dict[int, str]]  # collective -> {number: name}, 0 included
+    defaults: dict[str, str]  # MCA parameter -> default value
+
+    @classmethod
+    def of(cls, mpi) -> "Installed":
+        if getattr(mpi, "kind", None) != "openmpi":
+            raise RulesError(f"the Open MPI rules file needs Open MPI; --mpi gives "
+                             f"{getattr(mpi, 'name', mpi)} (colltune build --mpi openmpi)")
+        try:
+            enums, _params = libalgos.ompi_info_algorithms(mpi)
+            text = libalgos._ompi_info(str(mpi.bindir))
+        except (OSError, RuntimeError) as exc:
+            raise RulesError(f"cannot ask Open MPI about its algorithms (ompi_info): {exc}") from None
+        defaults = {}
+        for line in text.splitlines():
+            m = re.match(r"^mca:coll:tuned:param:(coll_tuned_\w+):value:(.*)$", line)
+            if m:
+                defaults[m.group(1)] = m.group(2)
+        if not enums:
+            raise RulesError(f"ompi_info of Open MPI {mpi.version} lists no coll_tuned "
+                             f"algorithms: is coll/tuned built?")
+        return cls(mpi.version, enums, defaults)
+
+    def number(self, collective: str, lib_name: str) -> int | None:
+        for n, name in self.algorithms.get(collective, {}).items():
+            if name == lib_name and n != 0:
+                return n
+        return None
+
+    def name(self, collective: str, number: int) -> str | None:
+        return self.algorithms.get(collective, {}).get(number)
+
+    def valid(self, collective: str) -> str:
+        return ", ".join(f"{n} {nm}" for n, nm in sorted(self.algorithms.get(collective, {}).items()))
+
+
+def check(text: str, installed: Installed | None = None) -> list[tuple[int, str]]:
+    """Every problem of a rules file, as (line, problem); empty when Open MPI would read
+    it as written. With `installed`, algorithm numbers are checked against it."""
+    pf = parse(text)
+    problems = list(pf.problems)
+    for ln, t in pf.trailing:
+        problems.append((ln, f"'{t}' after the last rule the counts announce (a count is wrong; "
+                             f"Open MPI ignores the rest)"))
+        break
+    if pf.version == 2 and installed is not None and not supports_version2(installed.version):
+        problems.append((1, f"rule-file-version-2 is read from Open MPI 5.0.7 on; the installed "
+                            f"{installed.version} reads the header as numbers"))
+    for ce in pf.colls:
+        coll = ID_COLLS.get(ce.coll_id)
+        for entry in ce.comms:
+            for mr in entry.rules:
+                if mr.alg < 0:
+                    problems.append((mr.line, f"algorithm {mr.alg} is negative"))
+                elif installed is not None and coll is not None and mr.alg != 0:
+                    if installed.name(coll, mr.alg) is None:
+                        problems.append((mr.line, f"{coll} algorithm {mr.alg} does not exist in "
+                                                  f"Open MPI {installed.version} (the first call "
+                                                  f"aborts with MPI_ERR_ARG); valid: "
+                                                  f"{installed.valid(coll)}"))
+    return sorted(problems)
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+@dataclass
+class Export:
+    text: str
+    mca: dict[str, str]  # MCA parameters the file needs besides itself
+    notes: list[str]
+
+
+def _breakpoints(rules: list[Rule], lo_attr: str, hi_attr: str, start: int) -> list[int]:
+    pts = {start}
+    for r in rules:
+        pts.add(getattr(r, lo_attr))
+        hi = getattr(r, hi_attr)
+        if hi is not None:
+            pts.add(hi + 1)
+    return sorted(p for p in pts if p >= start)
+
+
+def _param(r: Rule, key: str) -> int | None:
+    v = r.params_dict.get(key)
+    if v is None:
+        return None
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        raise RulesError(f"{r.collective} rule {r.spec}: {key}={v} is not a whole number") from None
+
+
+def to_text(rs: RuleSet, installed: Installed) -> Export:
+    """The rules file for `rs` (target openmpi), with the MCA parameters it needs.
+    Raises RulesError (naming the rule) for anything Open MPI would ignore or abort on."""
+    if rs.target not in ("openmpi",):
+        raise RulesError(f"this rule set targets {rs.target}; an Open MPI rules file needs "
+                         f"target openmpi (algorithms ompi:NAME or native)")
+    notes: list[str] = []
+    mca: dict[str, str] = {}
+    if any(r.mapping for r in rs.rules):
+        notes.append("rules that differ by mapping cannot be told apart by Open MPI (it sees "
+                     "the communicator size only): the first rule of each range is written")
+    want_v2 = False
+    resolved: dict[int, tuple[int, int, int, int | None]] = {}  # id(rule) -> alg, fan, seg, maxreq
+    for r in rs.rules:
+        if r.algorithm == "native":
+            resolved[id(r)] = (0, 0, 0, None)
+            continue
+        if not r.algorithm.startswith("ompi:"):
+            raise RulesError(f"{r.collective} rule {r.spec}: not an Open MPI algorithm "
+                             f"(ompi:NAME or native)")
+        spec = r.spec
+        try:
+            algo, values = libalgos.resolve("openmpi", r.collective, spec)
+        except ValueError as exc:
+            raise RulesError(f"{r.collective} rule {spec}: {exc}") from None
+        num = installed.number(r.collective, algo.lib_name)
+        if num is None:
+            raise RulesError(f"{r.collective} rule {spec}: Open MPI {installed.version} has no "
+                             f"{r.collective} algorithm '{algo.lib_name}' (ompi_info lists "
+                             f"{installed.valid(r.collective)})")
+        seg = int(values.get("segsize", installed.defaults.get(
+            f"coll_tuned_{r.collective}_algorithm_segmentsize", "0") or 0))
+        fan = 0
+        if algo.lib_name == "chain":
+            fan = int(values.get("fanout", installed.defaults.get(
+                f"coll_tuned_{r.collective}_algorithm_chain_fanout", "4") or 4))
+        if "radix" in values:
+            key = RADIX_MCA
+            if mca.get(key, values["radix"]) != values["radix"]:
+                raise RulesError(f"knomial rules with radix {mca[key]} and {values['radix']}: the "
+                                 f"file cannot carry the radix (Open MPI reads it from {key} for "
+                                 f"every knomial call); use one radix")
+            mca[key] = values["radix"]
+        maxreq = None
+        if "max_requests" in values:
+            maxreq = int(values["max_requests"])
+            want_v2 = True
+        resolved[id(r)] = (num, fan, seg, maxreq)
+    if want_v2 and not supports_version2(installed.version):
+        raise RulesError(f"max_requests in a rules file needs rule-file-version-2 (Open MPI "
+                         f"5.0.7 on); the installed version is {installed.version}")
+    version = 2 if want_v2 else 1
+    lines: list[str] = []
+    if version == 2:
+        lines.append("rule-file-version-2")
+    lines.append(f"# Open MPI coll/tuned dynamic rules written by colltune for Open MPI "
+                 f"{installed.version}")
+    for k in ("study", "created", "mpi"):
+        if k in rs.meta:
+            lines.append(f"# {k}: {' '.join(rs.meta[k].split())}")
+    for k, v in mca.items():  # read back by `colltune rules verify` (a comment to Open MPI)
+        lines.append(f"# mca: {k} {v}")
+    colls = rs.collectives()
+    lines.append(f"{len(colls)}  # collectives")
+    for coll in colls:
+        crules = [r for r in rs.rules if r.collective == coll]
+        nps = _breakpoints(crules, "np_min", "np_max", 1)
+        blocks: list[tuple[int, int]] = []  # (comm size, np the sizes are exact at)
+        inexact = False
+        for i, b in enumerate(nps):
+            end = nps[i + 1] - 1 if i + 1 < len(nps) else None
+            bl, inx = comm_blocks(b, end, coll in PER_PROCESS)
+            blocks += [(first, first) for first, _last in bl]
+            inexact |= inx
+        noted = False
+        entries = []
+        for cs, n_at in blocks:
+            here = [r for r in crules if r.np_min <= cs and (r.np_max is None or cs <= r.np_max)]
+            sizes = _breakpoints(here, "size_min", "size_max", 0)
+            msg: list[tuple[int, tuple]] = []
+            for s in sizes:
+                r = rs.lookup(coll, cs, s)
+                choice = resolved[id(r)] if r is not None else (0, 0, 0, None)
+                nbytes = s * (n_at if coll in PER_PROCESS else 1)
+                if msg and msg[-1][1] == choice:
+                    continue
+                msg.append((nbytes, choice))
+            entries.append((cs, msg))
+            if inexact and len(msg) > 1 and not noted:
+                notes.append(inexact_note(coll, "Open MPI"))
+                noted = True
+        # merge consecutive comm sizes with the same message rules
+        merged: list[tuple[int, list]] = []
+        for cs, msg in entries:
+            if merged and merged[-1][1] == msg:
+                continue
+            merged.append((cs, msg))
+        lines.append(f"{COLL_IDS[coll]} {len(merged)}  # {coll}")
+        for cs, msg in merged:
+            lines.append(f"  {cs} {len(msg)}  # comm size {cs} and up")
+            for nbytes, (alg, fan, seg, maxreq) in msg:
+                name = installed.name(coll, alg) if alg else "fixed rules"
+                row = f"    {nbytes} {alg} {fan} {seg}"
+                if version == 2:
+                    row += f" {maxreq or 0}"
+                lines.append(f"{row}  # from {nbytes} B: {name}")
+    text = "\n".join(lines) + "\n"
+    problems = check(text, installed)
+    if problems:  # a bug of ours, never a file Open MPI would ignore
+        raise RulesError("refusing to write an Open MPI rules file Open MPI would not read as "
+                         "meant: " + "; ".join(f"line {ln}: {p}" for ln, p in problems))
+    return Export(text, mca, notes)
+
+
+def usage(path: str, mca: dict[str, str] | None = None) -> list[str]:
+    """The mpirun line that makes Open MPI use the file, and the same as variables."""
+    extra = "".join(f" --mca {k} {v}" for k, v in (mca or {}).items())
+    return [
+        f"mpirun --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename "
+        f"{path}{extra} ...",
+        "# across nodes add --mca coll ^han (coll/han outranks coll/tuned on communicators "
+        "that span nodes, and then the file is not consulted)",
+        "# or: export OMPI_MCA_coll_tuned_use_dynamic_rules=1 "
+        f"OMPI_MCA_coll_tuned_dynamic_rules_filename={path}"
+        + "".join(f" OMPI_MCA_{k}={v}" for k, v in (mca or {}).items()),
+    ]
+
+
+def rows(pf: ParsedFile, installed: Installed | None = None) -> list[dict]:
+    """Rows for a readable table: collective, comm sizes, bytes, algorithm."""
+    rows = []
+    for ce in pf.colls:
+        coll = ID_COLLS.get(ce.coll_id, f"id {ce.coll_id}")
+        for j, entry in enumerate(ce.comms):
+            np_hi = ce.comms[j + 1].comm_size - 1 if j + 1 < len(ce.comms) else None
+            for k, mr in enumerate(entry.rules):
+                hi = entry.rules[k + 1].msgbytes - 1 if k + 1 < len(entry.rules) else None
+                if mr.alg == 0:
+                    name = "fixed rules (0)"
+                else:
+                    nm = installed.name(coll, mr.alg) if installed else None
+                    name = f"{nm} ({mr.alg})" if nm else f"algorithm {mr.alg}"
+                rows.append({"line": mr.line, "collective": coll, "np_min": entry.comm_size,
+                             "np_max": np_hi, "bytes_min": mr.msgbytes, "bytes_max": hi,
+                             "algorithm": name, "faninout": mr.faninout, "segsize": mr.segsize,
+                             "maxreq": mr.maxreq})
+    return rows
+
+
+def looks_like(text: str) -> bool:
+    body = re.sub(r"#[^\n]*", "", text)
+    return bool(body.strip()) and (text.startswith("rule-file-version")
+                                   or re.fullmatch(r"[\s0-9xXa-fA-F+-]*", body) is not None
+                                   or bool(re.match(r"\s*\d", body)))
+
+
+__all__ = ["COLL_IDS", "Installed", "parse", "check", "to_text", "usage", "rows",
+           "COLLECTIVES"]
+
+
+def mca_lines(text: str) -> dict[str, str]:
+    """The MCA parameters a file written by colltune says it needs (`# mca: KEY VALUE`)."""
+    out = {}
+    for m in re.finditer(r"^# mca: (coll_tuned_\w+) (\S+)$", text, re.M):
+        out[m.group(1)] = m.group(2)
+    return out

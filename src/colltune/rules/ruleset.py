@@ -1,0 +1,282 @@
+"""Decision tables: which algorithm to run for (collective, processes, size).
+
+A `RuleSet` is what `colltune tune` produces and what every exporter reads
+(Open MPI's coll/tuned rules file, MPICH's selection JSON, colltune's own rules
+file for the interposition library). It is library-neutral: sizes are
+colltune's sizes (bytes of the message for bcast/reduce/allreduce, bytes *per
+process* for gather/allgather: docs/database.md), ranges are inclusive, and a
+lookup takes the first rule that matches.
+
+colltune's own rules file (read back by `read_text`, and by the interposition
+library in C) is line oriented so that a C reader needs no JSON parser:
+
+    # colltune-rules 1
+    # target: colltune            (comment lines '# key: value' carry the metadata)
+    # COLLECTIVE NP_MIN NP_MAX SIZE_MIN SIZE_MAX ALGORITHM PARAMS
+    bcast      2 -  0     8191 binomial  -
+    bcast      2 -  8192  -    pipeline  segsize=8192,fanout=1
+
+`-` as NP_MAX or SIZE_MAX means no upper bound, `-` as PARAMS means none.
+Numbers are plain decimal integers (no 64K suffixes: C reads them with strtoll).
+
+Load classes (docs/workload.md): rules made from a study with a load dimension carry
+a last field `load=CLASS`, and the file defines each class by a range of the load
+index (the probe's median exchange time of 4 KB between random pairs, in µs):
+
+    # load-class: quiet 0 12.5          (NAME MIN MAX: MIN <= index < MAX, '-' no bound)
+    # load-class: busy 12.5 -
+    bcast 2 - 0 - binomial - load=quiet
+    bcast 2 - 0 - linear - load=busy
+
+A rule without `load=` applies under every load, so files without load classes read
+as before; a reader that finds `load=` needs the class defined above it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from colltune.base.errors import ColltuneError
+
+FORMAT_TAG = "colltune-rules 1"
+COLLECTIVES = ("bcast", "reduce", "gather", "allgather", "allreduce")
+TARGETS = ("colltune", "openmpi", "mpich")
+
+
+class RulesError(ColltuneError):
+    """A rules file or rule set that cannot be used; the message names the line."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    collective: str
+    np_min: int  # inclusive
+    np_max: int | None  # inclusive; None: no upper bound
+    size_min: int  # bytes, inclusive (colltune's size, see the module doc)
+    size_max: int | None  # inclusive; None: no upper bound
+    algorithm: str  # 'native', a colltune algorithm, 'ompi:NAME' or 'mpich:NAME'
+    params: tuple[tuple[str, int | str], ...] = ()  # sorted (key, value) pairs
+    mapping: str | None = None  # only where the study varied the mapping
+    load: str | None = None  # load class (LoadClass.name); None: under every load
+
+    def matches(self, collective: str, np: int, size: int, mapping: str | None = None,
+                load: str | None = None) -> bool:
+        return (self.collective == collective
+                and self.np_min <= np and (self.np_max is None or np <= self.np_max)
+                and self.size_min <= size and (self.size_max is None or size <= self.size_max)
+                and (self.mapping is None or mapping is None or self.mapping == mapping)
+                and (self.load is None or load is None or self.load == load))
+
+    @property
+    def params_dict(self) -> dict[str, int | str]:
+        return dict(self.params)
+
+    @property
+    def spec(self) -> str:
+        """The algorithm as colltune writes a spec: `pipeline:segsize=8192`."""
+        if not self.params:
+            return self.algorithm
+        return self.algorithm + ":" + ",".join(f"{k}={v}" for k, v in self.params)
+
+
+def make_params(d: dict | None) -> tuple[tuple[str, int | str], ...]:
+    return tuple(sorted((str(k), v) for k, v in (d or {}).items()))
+
+
+@dataclass(frozen=True)
+class LoadClass:
+    """A range of the load index (probe µs): lo <= index < hi (hi None: no bound)."""
+
+    name: str
+    lo: float
+    hi: float | None = None
+
+    def holds(self, index: float) -> bool:
+        return self.lo <= index and (self.hi is None or index < self.hi)
+
+
+@dataclass
+class RuleSet:
+    target: str  # one of TARGETS
+    rules: list[Rule]
+    meta: dict[str, str] = field(default_factory=dict)  # study, created, mpi, policy, ...
+    load_classes: list[LoadClass] = field(default_factory=list)  # quietest first
+
+    def lookup(self, collective: str, np: int, size: int, mapping: str | None = None,
+               load: str | None = None) -> Rule | None:
+        for r in self.rules:
+            if r.matches(collective, np, size, mapping, load):
+                return r
+        return None
+
+    def load_class(self, index: float) -> str | None:
+        """The class whose range holds a load index (None without classes)."""
+        for c in self.load_classes:
+            if c.holds(index):
+                return c.name
+        if not self.load_classes:
+            return None
+        # below the lowest class: the quietest; in a gap or above: the last (as the C reader)
+        return (self.load_classes[0] if index < self.load_classes[0].lo
+                else self.load_classes[-1]).name
+
+    def for_load(self, name: str) -> "RuleSet":
+        """The rules that apply under one load class, without load fields (for a library
+        that has no load dimension)."""
+        names = [c.name for c in self.load_classes]
+        if name not in names:
+            raise RulesError(f"no load class '{name}' (classes: {', '.join(names) or 'none'})")
+        rules = [Rule(r.collective, r.np_min, r.np_max, r.size_min, r.size_max, r.algorithm,
+                      r.params, r.mapping) for r in self.rules if r.load in (None, name)]
+        return RuleSet(self.target, rules, {**self.meta, "load class": name})
+
+    def collectives(self) -> list[str]:
+        return sorted({r.collective for r in self.rules}, key=COLLECTIVES.index)
+
+
+# --------------------------------------------------------------------------- own text format
+
+
+def _bound(v: int | None) -> str:
+    return "-" if v is None else str(int(v))
+
+
+def to_text(rs: RuleSet) -> str:
+    lines = [f"# {FORMAT_TAG}"]
+    for k, v in rs.meta.items():
+        lines.append(f"# {k}: {' '.join(str(v).split())}")
+    lines.append(f"# target: {rs.target}")
+    for c in rs.load_classes:
+        lines.append(f"# load-class: {c.name} {_num(c.lo)} "
+                     f"{'-' if c.hi is None else _num(c.hi)}")
+    lines.append("# COLLECTIVE NP_MIN NP_MAX SIZE_MIN SIZE_MAX ALGORITHM PARAMS [MAPPING]"
+                 + (" [load=CLASS]" if rs.load_classes else ""))
+    for r in rs.rules:
+        params = ",".join(f"{k}={v}" for k, v in r.params) or "-"
+        row = [r.collective, str(r.np_min), _bound(r.np_max), str(r.size_min), _bound(r.size_max),
+               r.algorithm, params]
+        if r.mapping is not None:
+            row.append(r.mapping)
+        if r.load is not None:
+            row.append(f"load={r.load}")
+        lines.append(" ".join(row))
+    return "\n".join(lines) + "\n"
+
+
+def _num(v: float) -> str:
+    return f"{v:.6g}"
+
+
+_CLASS_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_\-]*)\s+(\S+)\s+(\S+)$")
+
+
+def _load_class(body: str, where: str, classes: list[LoadClass]) -> LoadClass:
+    m = _CLASS_RE.match(body)
+    if not m:
+        raise RulesError(f"{where}: load-class must be 'NAME MIN MAX' (MAX '-' for no bound), "
+                         f"found '{body}'")
+    name, lo_t, hi_t = m.groups()
+    try:
+        lo = float(lo_t)
+        hi = None if hi_t == "-" else float(hi_t)
+    except ValueError:
+        raise RulesError(f"{where}: load-class {name}: '{lo_t} {hi_t}' are not numbers") from None
+    if not math.isfinite(lo) or lo < 0 or (hi is not None and (not math.isfinite(hi) or hi <= lo)):
+        raise RulesError(f"{where}: load-class {name}: needs 0 <= MIN < MAX")
+    if any(c.name == name for c in classes):
+        raise RulesError(f"{where}: load-class {name} defined twice")
+    return LoadClass(name, lo, hi)
+
+
+def _int(text: str, what: str, where: str, allow_none: bool = False) -> int | None:
+    if allow_none and text == "-":
+        return None
+    if not text.isdigit():
+        raise RulesError(f"{where}: {what} '{text}' is not a non-negative decimal integer"
+                         + (" or '-'" if allow_none else ""))
+    return int(text)
+
+
+def from_text(text: str, source: str = "<rules>") -> RuleSet:
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != f"# {FORMAT_TAG}":
+        raise RulesError(f"{source}:1: not a colltune rules file (the first line must be "
+                         f"'# {FORMAT_TAG}')")
+    meta: dict[str, str] = {}
+    rules: list[Rule] = []
+    classes: list[LoadClass] = []
+    for i, line in enumerate(lines[1:], start=2):
+        where = f"{source}:{i}"
+        s = line.strip()
+        if not s:
+            continue
+        if s.startswith("#"):
+            body = s[1:].strip()
+            if body.startswith("load-class:"):
+                classes.append(_load_class(body[len("load-class:"):].strip(), where, classes))
+                continue
+            if ":" in body and not body.startswith("COLLECTIVE"):
+                k, v = body.split(":", 1)
+                meta[k.strip()] = v.strip()
+            continue
+        f = s.split()
+        load = None
+        if len(f) in (8, 9) and f[-1].startswith("load="):
+            load = f.pop()[len("load="):]
+            if load not in [c.name for c in classes]:
+                raise RulesError(f"{where}: load={load}: no such load class defined above "
+                                 f"(a '# load-class: {load} MIN MAX' line; defined: "
+                                 f"{', '.join(c.name for c in classes) or 'none'})")
+        if len(f) not in (7, 8):
+            raise RulesError(f"{where}: expected 7 or 8 fields (COLLECTIVE NP_MIN NP_MAX SIZE_MIN "
+                             f"SIZE_MAX ALGORITHM PARAMS [MAPPING]) and an optional load=CLASS, "
+                             f"found {len(f) + (load is not None)}")
+        coll = f[0]
+        if coll not in COLLECTIVES:
+            raise RulesError(f"{where}: unknown collective '{coll}' (valid: {', '.join(COLLECTIVES)})")
+        np_min = _int(f[1], "NP_MIN", where)
+        np_max = _int(f[2], "NP_MAX", where, allow_none=True)
+        size_min = _int(f[3], "SIZE_MIN", where)
+        size_max = _int(f[4], "SIZE_MAX", where, allow_none=True)
+        if np_min < 1:
+            raise RulesError(f"{where}: NP_MIN must be at least 1")
+        if np_max is not None and np_max < np_min:
+            raise RulesError(f"{where}: NP_MAX {np_max} is below NP_MIN {np_min}")
+        if size_max is not None and size_max < size_min:
+            raise RulesError(f"{where}: SIZE_MAX {size_max} is below SIZE_MIN {size_min}")
+        params: dict[str, int | str] = {}
+        if f[6] != "-":
+            for kv in f[6].split(","):
+                if "=" not in kv or not kv.split("=", 1)[0]:
+                    raise RulesError(f"{where}: parameter '{kv}' is not KEY=VALUE")
+                k, v = kv.split("=", 1)
+                params[k] = int(v) if v.isdigit() else v
+        rules.append(Rule(coll, np_min, np_max, size_min, size_max, f[5], make_params(params),
+                          f[7] if len(f) == 8 else None, load))
+    target = meta.pop("target", "colltune")
+    if target not in TARGETS:
+        raise RulesError(f"{source}: unknown target '{target}' (valid: {', '.join(TARGETS)})")
+    return RuleSet(target, rules, meta, classes)
+
+
+def read(path: str | Path) -> RuleSet:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise RulesError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    return from_text(text, str(p))
+
+
+def to_json(rs: RuleSet) -> str:
+    return json.dumps({"format": FORMAT_TAG, "target": rs.target, "meta": rs.meta,
+                       "rules": [{"collective": r.collective, "np_min": r.np_min, "np_max": r.np_max,
+                                  "size_min": r.size_min, "size_max": r.size_max,
+                                  "algorithm": r.algorithm, "params": r.params_dict,
+                                  "mapping": r.mapping, "load": r.load} for r in rs.rules],
+                       "load_classes": [{"name": c.name, "min": c.lo, "max": c.hi}
+                                        for c in rs.load_classes]}, indent=2)

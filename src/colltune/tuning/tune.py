@@ -1,0 +1,633 @@
+"""`colltune tune`: from a study's measurements, the rules (a `rules.RuleSet`) that
+say which algorithm to run for every (collective, processes, size[, mapping]), and
+how good those rules are.
+
+The choice at a measured point (`choices`)
+    Candidates are the target's (`CANDIDATES`): `colltune` picks among colltune's
+    algorithms and `native`, `openmpi` among `ompi:*` and `native`, `mpich` among
+    `mpich:*` and `native` (`native` there means "the library's own decision": an
+    exporter writes the library's default for it). Every setting of an algorithm's
+    parameters measured is a candidate of its own. The decision is
+    `evidence.best_of_point` over the repetitions (one stored measurement per
+    launch): `native` unless a candidate is faster than it beyond the spread of the
+    repetitions (paired over launches where they shared them, else unpaired; at
+    least a 3 % gain and a 95 % interval above 1). A study without `native` has no
+    default: the fastest median wins, and the gain over native is not computed.
+    Oversubscribed points (evidence.oversubscribed) are left out unless asked for.
+
+Rules from the choices (`build_rules`): the interpolation policy
+    Sizes: at a measured process count, the measured sizes s1 < s2 < ... split at
+    their geometric midpoints (floor(sqrt(s_i * s_i+1)); the arithmetic one next to
+    size 0): each measured choice covers the sizes closer to its size on a log
+    scale; the smallest size's choice extends down to 0 bytes, the largest's to no
+    upper bound. Process counts: the rules of a measured count P cover P up to the
+    next measured count - 1, the largest extends to no upper bound, counts below the
+    smallest take the smallest's rules (NP_MIN 1), as Open MPI's rules file looks up
+    communicator sizes (the last entry not above the size). A library algorithm that
+    runs at one process count only (Open MPI's two_proc allgather) is chosen for that
+    count alone; the counts around it get the best of the other candidates. Adjacent
+    size ranges with the same algorithm and parameters are merged, and so are adjacent
+    process ranges whose size rules are the same.
+
+Quality (`quality`, `cross_validate`)
+    At every measured point: regret = the rules' choice's median latency / the
+    fastest measured median (1 = the rules pick the fastest; 1.10 = 10 % slower than
+    what was measurable), and the gain over native = native's median / the choice's
+    (> 1: the rules beat the library's default). Per collective: the geometric mean
+    and the worst point. Cross-validated: the rules are built again without one
+    measured size (every process count), evaluated at the left-out size; the same
+    leaving one process count out. The in-sample regret of a point is above 1 only
+    where a tie kept native or the fastest's advantage was within the noise; the
+    cross-validated regret says how well the interpolation between measured points
+    predicts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from colltune.analysis import evidence
+from colltune.base.errors import ColltuneError, did_you_mean
+from colltune.rules.ruleset import COLLECTIVES, TARGETS, Rule, RuleSet, make_params
+
+BASELINE = "native"
+LIBRARY_PREFIX = {"openmpi": "ompi:", "mpich": "mpich:"}
+LIBRARY_LABEL = {"colltune": "colltune's algorithms", "openmpi": "Open MPI's algorithms (ompi:*)",
+                 "mpich": "MPICH's algorithms (mpich:*)"}
+MPI_KIND = {"openmpi": "openmpi", "mpich": "mpich"}
+POLICY = ("native unless faster beyond the spread of the repetitions (evidence.py); sizes split "
+          "at geometric midpoints, ends extend to 0 and no bound; a process count's rules "
+          "cover it up to the next measured count, the largest to no bound")
+EVALUATIONS = ("in-sample", "leave-one-size-out", "leave-one-np-out", "rules file")
+
+
+class TuneError(ColltuneError):
+    """No rules can be made from what was asked; the message says why and what to do."""
+
+
+def is_candidate(algorithm: str, target: str) -> bool:
+    """Whether `algorithm` (a measurement's algorithm name) is a candidate of `target`."""
+    a = str(algorithm)
+    if a == BASELINE:
+        return True
+    if target == "colltune":
+        return not a.startswith(("ompi:", "mpich:"))
+    return a.startswith(LIBRARY_PREFIX[target])
+
+
+def check_target(target: str) -> str:
+    if target not in TARGETS:
+        raise TuneError(f"unknown target '{target}'{did_you_mean(target, TARGETS)} "
+                        f"(valid: {', '.join(TARGETS)})")
+    return target
+
+
+# ------------------------------------------------------------------ loading
+
+
+def load_frame(conn, study: str, round: int | None = None,
+               include_simulated: bool = False) -> tuple[pd.DataFrame, int]:
+    """The measurements of one round of a study (default: the latest), one row per
+    stored measurement, with the launch (`unit_id`) each came from. TuneError when
+    the study is unknown or has nothing stored."""
+    from colltune.results import db
+
+    names = [r[0] for r in conn.execute("SELECT name FROM studies ORDER BY name")]
+    if study not in names:
+        hint = did_you_mean(study, names)
+        raise TuneError(f"no study '{study}' in the database{hint}"
+                        + (f" (studies: {', '.join(names)})" if names and not hint
+                           else "" if names else " (it holds no study: run colltune sweep)"))
+    sid = db.study_id(conn, study)
+    # simulated points (SimGrid) make no rules unless asked: never mixed with measurements
+    sim = "" if include_simulated else " AND m.simulated = 0"
+    rounds = [r[0] for r in conn.execute(
+        "SELECT DISTINCT m.round FROM measurements m JOIN runs r ON m.run_id = r.id "
+        f"WHERE r.study_id = ? AND m.round IS NOT NULL{sim} ORDER BY m.round", (sid,))]
+    if not rounds:
+        n_sim = conn.execute(
+            "SELECT COUNT(*) FROM measurements m JOIN runs r ON m.run_id = r.id "
+            "WHERE r.study_id = ? AND m.simulated = 1", (sid,)).fetchone()[0]
+        if n_sim and not include_simulated:
+            raise TuneError(f"study '{study}' has only simulated points ({n_sim}): rules from "
+                            "a simulation need --include-simulated")
+        raise TuneError(f"study '{study}' has no measurements stored (run colltune sweep "
+                        f"first)")
+    if round is None:
+        round = rounds[-1]
+    elif round not in rounds:
+        raise TuneError(f"study '{study}' has no round {round} (rounds with measurements: "
+                        f"{', '.join(map(str, rounds))})")
+    df = pd.read_sql_query(
+        "SELECT s.name AS study, m.run_id, m.unit_id, m.round, m.repetition, m.collective, "
+        "m.algorithm, m.spec, m.params, m.np, m.nodes, m.ppn, m.mapping, m.size, m.median_us, "
+        "m.valid, m.load_level, m.probe_us, m.simulated, r.cores, r.mpi_kind, r.mpi_version "
+        "FROM measurements m "
+        "JOIN runs r ON m.run_id = r.id JOIN studies s ON r.study_id = s.id "
+        f"WHERE s.id = ? AND m.round = ?{sim} ORDER BY m.id", conn, params=(sid, round))
+    return df, round
+
+
+# ------------------------------------------------------------------ choices
+
+
+def _params_of(v) -> tuple:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ()
+    if isinstance(v, dict):
+        return make_params(v)
+    text = str(v).strip()
+    if text.startswith("{"):
+        try:
+            return make_params(json.loads(text))
+        except ValueError:
+            pass
+    from colltune.results.db import parse_params
+
+    return make_params(parse_params(text))
+
+
+def _label(algorithm: str, params: tuple) -> str:
+    return Rule("bcast", 1, None, 0, None, algorithm, params).spec
+
+
+@dataclass
+class Prepared:
+    """The candidates' rows of a frame, ready for decisions."""
+
+    frame: pd.DataFrame          # one row per measurement: keys, label, median_us, launch keys
+    keys: list[str]              # collective, [mapping,] np, size
+    target: str
+    has_native: bool
+    notes: list[str] = field(default_factory=list)  # what the user should know
+    excluded_oversubscribed: int = 0                # points left out
+    load_classes: list = field(default_factory=list)  # rules.LoadClass, quietest first
+
+
+def prepare(frame: pd.DataFrame, target: str, collectives=None,
+            include_oversubscribed: bool = False) -> Prepared:
+    """Keep the target's candidates with a valid latency; TuneError when nothing is left."""
+    check_target(target)
+    if frame is None or frame.empty:
+        raise TuneError("the study has no measurements (run colltune sweep first)")
+    d = frame.copy()
+    if collectives:
+        known = sorted(set(d["collective"]))
+        for c in collectives:
+            if c not in known:
+                raise TuneError(f"the study did not measure '{c}'{did_you_mean(c, known)} "
+                                f"(it measured: {', '.join(known)})")
+        d = d[d["collective"].isin(list(collectives))]
+    d = d[d["collective"].isin(COLLECTIVES)]
+    if d.empty:
+        raise TuneError("the study measured no collective a rules file covers "
+                        f"({', '.join(COLLECTIVES)})")
+    if target in MPI_KIND and "mpi_kind" in d.columns:
+        kinds = sorted({str(k) for k in d["mpi_kind"].dropna()})
+        if kinds and MPI_KIND[target] not in kinds:
+            raise TuneError(f"--target {target}: the study was measured with "
+                            f"{', '.join(kinds)}, not {target}; its rules need a study measured "
+                            f"with {target} (colltune sweep --mpi {target} with "
+                            f"algorithms = [\"{LIBRARY_PREFIX[target]}all\", \"native\"])")
+    lat = pd.to_numeric(d["median_us"], errors="coerce")
+    ok = lat.notna() & (lat > 0)
+    if "valid" in d.columns:
+        ok &= pd.to_numeric(d["valid"], errors="coerce").fillna(1) != 0
+    d = d[ok].assign(median_us=lat[ok])
+    cand = d["algorithm"].map(lambda a: is_candidate(a, target))
+    d = d[cand]
+    others = set(d["algorithm"]) - {BASELINE}
+    if not others:
+        sweep = {"colltune": 'algorithms = ["ours", "native"]',
+                 "openmpi": 'algorithms = ["ompi:all", "native"] (under Open MPI)',
+                 "mpich": 'algorithms = ["mpich:all", "native"] (under MPICH)'}[target]
+        raise TuneError(f"--target {target}: the study has no measurements of "
+                        f"{LIBRARY_LABEL[target]}"
+                        + (" (only native)" if len(d) else "")
+                        + f"; run a sweep with {sweep}")
+    d = evidence.with_oversubscribed(d)
+    mapping = ("mapping" in d.columns and d["mapping"].fillna("").nunique() > 1)
+    loaded = ("load_level" in d.columns and d["load_level"].notna().any()
+              and d["load_level"].dropna().nunique() > 1)
+    notes: list[str] = []
+    classes = []
+    if loaded:
+        from colltune.drivers import loadgen as workload
+
+        unlabelled = d["load_level"].isna() | d["probe_us"].isna()
+        if unlabelled.any():
+            notes.append(f"{int(unlabelled.sum())} measurement(s) without a load level or probe "
+                         "left out: the study's load levels are a decision dimension")
+            d = d[~unlabelled]
+        classes = workload.classes_from_frame(d)
+        notes.append("load classes (probe µs): " + "; ".join(
+            f"{c.name} {c.lo:g}..{'' if c.hi is None else f'{c.hi:g}'}" for c in classes))
+    keys = (["collective"] + (["mapping"] if mapping else [])
+            + (["load_level"] if loaded else []) + ["np", "size"])
+    over = d[d["oversubscribed"]]
+    n_over = 0
+    if len(over):
+        pts = over.drop_duplicates(keys)
+        n_over = len(pts)
+        nps = sorted({int(x) for x in pts["np"]})
+        if include_oversubscribed:
+            notes.append(f"{n_over} oversubscribed point(s) (np {', '.join(map(str, nps))}) "
+                         "kept as asked: their choices rest on time-sliced processes")
+        else:
+            d = d[~d["oversubscribed"]]
+            notes.append(f"{n_over} oversubscribed point(s) (np {', '.join(map(str, nps))}: "
+                         "more processes than cores) left out: they drive no choice "
+                         "(--include-oversubscribed keeps them)")
+            if d.empty:
+                raise TuneError("every point of the study is oversubscribed; nothing to tune "
+                                "from (--include-oversubscribed uses them anyway)")
+    d = d.assign(param_key=d["params"].map(_params_of) if "params" in d.columns
+                 else [()] * len(d))
+    d["label"] = [_label(a, p) for a, p in zip(d["algorithm"], d["param_key"])]
+    for c in ("np", "size"):
+        d[c] = d[c].astype(int)
+    if mapping:
+        d["mapping"] = d["mapping"].fillna("").astype(str)
+    has_native = bool((d["algorithm"] == BASELINE).any())
+    if not has_native:
+        notes.append("the study has no native (the library's default): no gain over native "
+                     "to report, regret only; the fastest median wins each point")
+    # candidates missing at some points
+    per_point = d.groupby(keys)["label"].nunique()
+    per_coll = d.groupby("collective")["label"].nunique()
+    short = [k for k, n in per_point.items() if n < per_coll[k[0]]]
+    if short:
+        ex = short[0]
+        notes.append(f"at {len(short)} of {len(per_point)} point(s) some candidates were not "
+                     f"measured (e.g. {', '.join(map(str, ex))}): chosen among those measured")
+    if has_native:
+        no_nat = d.groupby(keys)["algorithm"].apply(lambda s: BASELINE not in set(s))
+        if no_nat.any():
+            notes.append(f"{int(no_nat.sum())} point(s) without native: the fastest median wins "
+                         "there and no gain over native is computed")
+    return Prepared(d, keys, target, has_native, notes, n_over, classes)
+
+
+def np_exact(collective: str, algorithm: str) -> int | None:
+    """The only process count a library algorithm runs at (Open MPI's two_proc
+    allgather: 2), where the library errors at any other; None for the rest."""
+    a = str(algorithm)
+    if not a.startswith(("ompi:", "mpich:")):
+        return None  # colltune's algorithms fall back by themselves (registry)
+    try:
+        from colltune.mpi import libalgos
+
+        library, name = a.split(":", 1)
+        return libalgos.find(library, collective, name).np_exact
+    except (ImportError, ValueError):
+        return None
+
+
+def choices(p: Prepared) -> pd.DataFrame:
+    """One row per measured point: keys, the chosen label (with algorithm and
+    params), the evidence, the median of every candidate (dict label -> µs), and
+    `general`: the choice among the candidates that run at every process count (the
+    same label unless the choice runs at this count only), for the counts the point's
+    rules extend to."""
+    d = p.frame
+    best = evidence.best_per_point(d, p.keys, label="label", value="median_us",
+                                   baseline=BASELINE, include_oversubscribed=True)
+    restricted = {lab for lab, c, a in zip(d["label"], d["collective"], d["algorithm"])
+                  if np_exact(c, a) is not None}
+    if restricted:
+        gen = evidence.best_per_point(d[~d["label"].isin(restricted)], p.keys, label="label",
+                                      value="median_us", baseline=BASELINE,
+                                      include_oversubscribed=True)
+        best = best.merge(gen[p.keys + ["best"]].rename(columns={"best": "general"}),
+                          on=p.keys, how="left")
+        best["general"] = best["general"].where(best["general"].notna(), best["best"])
+    else:
+        best["general"] = best["best"]
+    meds = {k if isinstance(k, tuple) else (k,): g.groupby("label")["median_us"].median().to_dict()
+            for k, g in d.groupby(p.keys, sort=True)}
+    info = d.drop_duplicates("label").set_index("label")
+    best = best[best["best"].notna()].copy()
+    for col, src in (("algorithm", "best"), ("general_algorithm", "general")):
+        best[col] = [info.loc[b, "algorithm"] for b in best[src]]
+    for col, src in (("params", "best"), ("general_params", "general")):
+        best[col] = [info.loc[b, "param_key"] for b in best[src]]
+    best["medians"] = [meds[tuple(r)] for r in best[p.keys].itertuples(index=False, name=None)]
+    return best.reset_index(drop=True)
+
+
+# ------------------------------------------------------------------ rules
+
+
+def size_split(lo: int, hi: int) -> int:
+    """The last size that belongs to `lo`'s choice between measured sizes lo < hi:
+    the geometric midpoint (arithmetic next to 0), at least lo, below hi."""
+    mid = math.isqrt(lo * hi) if lo > 0 else (lo + hi) // 2
+    return max(lo, min(mid, hi - 1))
+
+
+def _size_rules(rows: list[tuple[int, str, tuple]]) -> list[tuple[int, int | None, str, tuple]]:
+    """[(size, algorithm, params)] sorted by size -> merged [(min, max, algorithm, params)]."""
+    out: list[list] = []
+    for i, (s, a, prm) in enumerate(rows):
+        lo = 0 if i == 0 else size_split(rows[i - 1][0], s) + 1
+        hi = None if i == len(rows) - 1 else size_split(s, rows[i + 1][0])
+        if out and out[-1][2] == a and out[-1][3] == prm:
+            out[-1][1] = hi
+        else:
+            out.append([lo, hi, a, prm])
+    return [tuple(x) for x in out]
+
+
+def build_rules(ch: pd.DataFrame, target: str, keys: list[str],
+                meta: dict | None = None, load_classes=None) -> RuleSet:
+    """The decision table from per-point choices (`choices`), by the module's policy;
+    with a load dimension (`load_level` in keys), one table per load class."""
+    rules: list[Rule] = []
+    mapped = "mapping" in keys
+    loaded = "load_level" in keys
+    groups = ["collective"] + (["mapping"] if mapped else []) + (["load_level"] if loaded else [])
+    order = {c: i for i, c in enumerate(COLLECTIVES)}
+    lorder = {c.name: i for i, c in enumerate(load_classes or [])}
+
+    def sort_key(kv):
+        k = kv[0]
+        return ((order.get(k[0], 99),) + ((str(k[1]),) if mapped else ())
+                + ((lorder.get(k[-1], 99), str(k[-1])) if loaded else ()))
+
+    for gkey, g in sorted(ch.groupby(groups, sort=True), key=sort_key):
+        coll = gkey[0]
+        mapping = gkey[1] if mapped else None
+        load = str(gkey[-1]) if loaded else None
+        per_np = []
+        for np_, h in g.groupby("np", sort=True):
+            h = h.sort_values("size")
+            exact = _size_rules(list(zip(h["size"].astype(int), h["algorithm"], h["params"])))
+            general = exact
+            if "general_algorithm" in h.columns:
+                general = _size_rules(list(zip(h["size"].astype(int), h["general_algorithm"],
+                                               h["general_params"])))
+            per_np.append((int(np_), exact, general))
+        spans: list[tuple[int, int | None, list]] = []  # (np_min, np_max, size rules)
+        for i, (np_, exact, general) in enumerate(per_np):
+            lo = 1 if i == 0 else np_
+            hi = None if i == len(per_np) - 1 else per_np[i + 1][0] - 1
+            if exact == general:
+                spans.append((lo, hi, exact))
+                continue
+            # a choice that runs at this count only: the others get the general choice
+            if lo < np_:
+                spans.append((lo, np_ - 1, general))
+            spans.append((np_, np_, exact))
+            if hi is None or hi > np_:
+                spans.append((np_ + 1, hi, general))
+        merged: list[list] = []  # [np_min, np_max, size rules]
+        for lo, hi, srules in spans:
+            if merged and merged[-1][2] == srules:
+                merged[-1][1] = hi
+            else:
+                merged.append([lo, hi, srules])
+        for lo, hi, srules in merged:
+            for smin, smax, a, prm in srules:
+                rules.append(Rule(coll, lo, hi, smin, smax, a, prm, mapping, load))
+    return RuleSet(target, rules, dict(meta or {}), list(load_classes or []) if loaded else [])
+
+
+def select(frame: pd.DataFrame, target: str, collectives=None,
+           include_oversubscribed: bool = False, meta: dict | None = None) -> RuleSet:
+    """The rules for `target` from a frame of measurements (module docstring)."""
+    p = prepare(frame, target, collectives, include_oversubscribed)
+    return build_rules(choices(p), target, p.keys, {"policy": POLICY, **(meta or {})},
+                       p.load_classes)
+
+
+# ------------------------------------------------------------------ quality
+
+
+def evaluate(ch: pd.DataFrame, rs: RuleSet, keys: list[str]) -> pd.DataFrame:
+    """Per point of `ch` (choices with medians): what the rules pick there, its
+    regret against the fastest measured median and its gain over native."""
+    rows = []
+    for r in ch.to_dict("records"):
+        meds = r["medians"]
+        rule = rs.lookup(r["collective"], int(r["np"]), int(r["size"]), r.get("mapping"),
+                         r.get("load_level"))
+        chosen = rule.spec if rule is not None else None
+        fastest = min(meds, key=meds.get)
+        sel = meds.get(chosen) if chosen is not None else None
+        nat = meds.get(BASELINE)
+        rows.append({**{k: r[k] for k in keys}, "chosen": chosen, "measured_best": r["best"],
+                     "fastest": fastest, "chosen_us": sel, "fastest_us": meds[fastest],
+                     "native_us": nat,
+                     "regret": sel / meds[fastest] if sel else math.nan,
+                     "gain": nat / sel if sel and nat else math.nan})
+    return pd.DataFrame(rows, columns=keys + ["chosen", "measured_best", "fastest", "chosen_us",
+                                              "fastest_us", "native_us", "regret", "gain"])
+
+
+def _gmean(v: pd.Series) -> float:
+    v = pd.to_numeric(v, errors="coerce").dropna()
+    v = v[v > 0]
+    return float(np.exp(np.log(v).mean())) if len(v) else math.nan
+
+
+def summarize(points: pd.DataFrame, evaluation: str, keys: list[str]) -> pd.DataFrame:
+    """Per collective: points, geometric mean and worst of the regret and the gain."""
+    rows = []
+    for coll, g in points.groupby("collective", sort=False):
+        ok = g[g["regret"].notna()]
+        row = {"collective": coll, "evaluation": evaluation, "points": len(g),
+               "unmeasured": int(g["regret"].isna().sum()),
+               "regret_gmean": _gmean(ok["regret"]), "regret_worst": math.nan,
+               "regret_worst_at": None, "gain_gmean": _gmean(ok["gain"]),
+               "gain_worst": math.nan, "gain_worst_at": None}
+        if len(ok):
+            w = ok.loc[ok["regret"].idxmax()]
+            row.update(regret_worst=float(w["regret"]), regret_worst_at=_at(w, keys))
+        gok = ok[ok["gain"].notna()]
+        if len(gok):
+            w = gok.loc[gok["gain"].idxmin()]
+            row.update(gain_worst=float(w["gain"]), gain_worst_at=_at(w, keys))
+        rows.append(row)
+    rows.sort(key=lambda r: COLLECTIVES.index(r["collective"]))
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+SUMMARY_COLUMNS = ["collective", "evaluation", "points", "unmeasured", "regret_gmean",
+                   "regret_worst", "regret_worst_at", "gain_gmean", "gain_worst",
+                   "gain_worst_at"]
+
+
+def weighted(points: pd.DataFrame, calls, evaluation: str = "profile-weighted") -> pd.DataFrame:
+    """Per collective: the regret and the gain over native weighted by how often an
+    application calls each size (`calls`: (collective, np, size, count) tuples, e.g.
+    from the interposition library's profile, `colltune profile`). Each call counts for
+    the measured point whose rules cover it (the interpolation policy above: the
+    largest measured process count not above it, else the smallest; the measured size
+    whose geometric-midpoint range holds it). Calls of a collective the points do not
+    have are not counted; `points` is the number of measured points that got calls."""
+    rows = []
+    ok = points[points["regret"].notna()]
+    for coll, g in ok.groupby("collective", sort=False):
+        nps, sizes = sorted(set(g["np"])), sorted(set(g["size"]))
+        weight: dict[tuple[int, int], float] = {}
+        n_calls = 0
+        for c, np_, size, count in calls:
+            if c != coll or count <= 0:
+                continue
+            pn = max((n for n in nps if n <= np_), default=nps[0])
+            ps = next((a for a, b in zip(sizes, sizes[1:]) if size <= size_split(a, b)),
+                      sizes[-1])
+            weight[(pn, ps)] = weight.get((pn, ps), 0.0) + count
+            n_calls += count
+        if not n_calls:
+            continue
+        w = np.array([weight.get((int(r.np), int(r.size)), 0.0) for r in g.itertuples()])
+        # a point measured under several mappings shares its calls among them
+        per = g.groupby(["np", "size"])["regret"].transform("size").to_numpy()
+        w = w / per
+        row = {"collective": coll, "evaluation": evaluation, "points": int((w > 0).sum()),
+               "unmeasured": 0, "regret_gmean": _wgmean(g["regret"], w),
+               "regret_worst": math.nan, "regret_worst_at": None,
+               "gain_gmean": _wgmean(g["gain"], w), "gain_worst": math.nan,
+               "gain_worst_at": None, "calls": n_calls}
+        used = g[w > 0]
+        if len(used):
+            row.update(regret_worst=float(used["regret"].max()))
+            if used["gain"].notna().any():
+                row.update(gain_worst=float(used["gain"].min()))
+        rows.append(row)
+    rows.sort(key=lambda r: COLLECTIVES.index(r["collective"]))
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS + ["calls"])
+
+
+def _wgmean(v: pd.Series, w: np.ndarray) -> float:
+    v = pd.to_numeric(v, errors="coerce").to_numpy(dtype=float)
+    keep = np.isfinite(v) & (v > 0) & (w > 0)
+    if not keep.any():
+        return math.nan
+    return float(np.exp(np.average(np.log(v[keep]), weights=w[keep])))
+
+
+def _at(row, keys: list[str]) -> str:
+    from colltune.base.units import fmt_size
+
+    parts = [f"np={int(row['np'])}", fmt_size(int(row["size"]))]
+    if "mapping" in keys:
+        parts.append(str(row["mapping"]))
+    if "load_level" in keys:
+        parts.append(f"load {row['load_level']}")
+    return " ".join(parts)
+
+
+def cross_validate(ch: pd.DataFrame, target: str, keys: list[str]) -> dict[str, pd.DataFrame]:
+    """Leave one size out and leave one process count out (per collective[, mapping]):
+    the rules built without the left-out points, evaluated on them. A collective
+    measured at one size (or one count) has no such evaluation (no rows)."""
+    out = {}
+    for evaluation, col in (("leave-one-size-out", "size"), ("leave-one-np-out", "np")):
+        parts = []
+        for coll, g in ch.groupby("collective", sort=False):
+            values = sorted(set(g[col]))
+            if len(values) < 2:
+                continue
+            for v in values:
+                train, test = g[g[col] != v], g[g[col] == v]
+                rs = build_rules(train, target, keys)
+                parts.append(evaluate(test, rs, keys))
+        out[evaluation] = (pd.concat(parts, ignore_index=True) if parts
+                           else evaluate(ch.iloc[0:0], RuleSet(target, []), keys))
+    return out
+
+
+@dataclass
+class Tuning:
+    """Everything `colltune tune` computes: the rules, the per-point evaluation of
+    each kind, the summary per collective and evaluation, and the notes."""
+
+    rules: RuleSet
+    choices: pd.DataFrame
+    points: dict[str, pd.DataFrame]  # evaluation -> per point
+    summary: pd.DataFrame
+    notes: list[str]
+    keys: list[str]
+    has_native: bool
+
+    def to_dict(self) -> dict:
+        def clean(df: pd.DataFrame) -> list[dict]:
+            return json.loads(df.to_json(orient="records"))
+
+        return {"target": self.rules.target, "has_native": self.has_native,
+                "notes": self.notes, "summary": clean(self.summary),
+                "points": {k: clean(v) for k, v in self.points.items()}}
+
+
+def tune(frame: pd.DataFrame, target: str, collectives=None,
+         include_oversubscribed: bool = False, meta: dict | None = None) -> Tuning:
+    """select + quality in-sample + cross-validation: what `colltune tune` reports."""
+    p = prepare(frame, target, collectives, include_oversubscribed)
+    ch = choices(p)
+    if ch.empty:
+        raise TuneError("no point of the study has a valid measurement to choose from")
+    rs = build_rules(ch, target, p.keys, {"policy": POLICY, **(meta or {})}, p.load_classes)
+    points = {"in-sample": evaluate(ch, rs, p.keys)}
+    points.update(cross_validate(ch, target, p.keys))
+    summary = pd.concat([summarize(points[e], e, p.keys) for e in EVALUATIONS
+                         if e in points and len(points[e])],
+                        ignore_index=True)
+    summary = summary.sort_values(
+        ["collective", "evaluation"], key=lambda s: s.map(
+            {**{c: i for i, c in enumerate(COLLECTIVES)},
+             **{e: i for i, e in enumerate(EVALUATIONS)}}), kind="stable").reset_index(drop=True)
+    notes = list(p.notes)
+    missing = [c for c in sorted(set(ch["collective"]), key=COLLECTIVES.index)
+               if not len(points["leave-one-size-out"])
+               or c not in set(points["leave-one-size-out"]["collective"])]
+    if missing:
+        notes.append(f"no leave-one-size-out figure for {', '.join(missing)}: one size measured")
+    missing = [c for c in sorted(set(ch["collective"]), key=COLLECTIVES.index)
+               if not len(points["leave-one-np-out"])
+               or c not in set(points["leave-one-np-out"]["collective"])]
+    if missing:
+        notes.append(f"no leave-one-np-out figure for {', '.join(missing)}: one process count "
+                     "measured")
+    return Tuning(rs, ch, points, summary, notes, p.keys, p.has_native)
+
+
+def rules_notes(rs: RuleSet, frame: pd.DataFrame) -> list[str]:
+    """What to know before evaluating a rules file against a study: TuneError when its
+    target's library is not the study's; notes when the file was made from another
+    library version or names algorithms the study did not measure."""
+    notes = []
+    studied = sorted({f"{k} {v}" for k, v in zip(frame.get("mpi_kind", []),
+                                                  frame.get("mpi_version", []))
+                      if isinstance(k, str)})
+    kinds = sorted({s.split()[0] for s in studied})
+    if rs.target in MPI_KIND and kinds and MPI_KIND[rs.target] not in kinds:
+        raise TuneError(f"the rules are for {rs.target} (target {rs.target}) but the study was "
+                        f"measured with {', '.join(kinds)}: they cannot be evaluated on it")
+    made = rs.meta.get("mpi")
+    if made and studied and made != "; ".join(studied):
+        notes.append(f"the rules were made from measurements with {made}, the study was "
+                     f"measured with {'; '.join(studied)}: library algorithms may be numbered "
+                     "or named differently in another version")
+    measured = set(frame["algorithm"].astype(str)) if len(frame) else set()
+    unknown = sorted({r.algorithm for r in rs.rules} - measured)
+    if unknown:
+        notes.append(f"the rules name algorithms the study did not measure "
+                     f"({', '.join(unknown)}): their points count as unmeasured")
+    return notes
+
+
+def quality(frame: pd.DataFrame, rs: RuleSet, collectives=None,
+            include_oversubscribed: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Any rule set (e.g. one read back from a file) against a frame of measurements:
+    per point and per collective (regret, gain over native)."""
+    p = prepare(frame, rs.target, collectives, include_oversubscribed)
+    ch = choices(p)
+    pts = evaluate(ch, rs, p.keys)
+    return pts, summarize(pts, "rules file", p.keys)
