@@ -1,5 +1,8 @@
-"""The layers are one-way: the command line (colltune.cli) on top, the only code that
-knows click; the domain modules below it work from Python without click."""
+"""The house: src/colltune in role folders, imports one-way down the layer order, no
+cycle between modules, one owner for the database, a light command line.
+
+Every import counts, those inside functions too: a function-level import is a
+dependency all the same, only deferred."""
 
 from __future__ import annotations
 
@@ -12,85 +15,216 @@ from pathlib import Path
 import colltune
 
 PKG = Path(colltune.__file__).resolve().parent
+ROOT = PKG.parents[1]
+
+# lowest first: a module imports from its own folder or from folders before it
+ORDER = ("base", "mpi", "drivers", "results", "studies", "analysis", "rules", "tuning",
+         "output", "cli")
+HEAVY = ("pandas", "numpy", "matplotlib", "statsmodels", "sklearn", "scipy")
+MAX_LINES = 900
 
 
-def _modules() -> list[str]:
-    """Every module of the package outside the command-line layer."""
-    names = []
-    for p in sorted(PKG.rglob("*.py")):
-        rel = p.relative_to(PKG)
-        if rel.parts[0] == "cli" or rel.name == "__main__.py":
-            continue
-        parts = ("colltune",) + rel.with_suffix("").parts
-        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
-    return names
+def _module_name(path: Path) -> str:
+    parts = ("colltune",) + path.relative_to(PKG).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def test_the_domain_modules_are_found():
-    mods = _modules()
-    for m in ("colltune.output.report", "colltune.drivers.bench", "colltune.studies.sweep", "colltune.analysis.fit",
-              "colltune.base.errors"):
-        assert m in mods
-    assert not any(m.startswith("colltune.cli") for m in mods)
+def _all_modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PKG.rglob("*.py"))}
 
 
-def test_no_domain_module_imports_click():
-    """Each module imported alone, in a fresh interpreter: click stays out."""
-    code = ("import importlib, json, sys\n"
-            "bad = {}\n"
-            f"for m in {json.dumps(_modules())}:\n"
-            "    before = set(sys.modules)\n"
-            "    importlib.import_module(m)\n"
-            "    if 'click' in sys.modules:\n"
-            "        bad[m] = sorted(x for x in set(sys.modules) - before if x.startswith('colltune'))\n"
-            "        break\n"
-            "print(json.dumps(bad))\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    assert json.loads(res.stdout) == {}, res.stdout
-    res = subprocess.run([sys.executable, "-c", "import sys, colltune.output.report; "
-                          "print('click' in sys.modules)"], capture_output=True, text=True,
-                         timeout=120)
-    assert res.stdout.strip() == "False", res.stderr
+MODULES = _all_modules()
 
 
-def _imports(path: Path) -> set[str]:
-    """Absolute names of the colltune modules a file imports (relative imports resolved)."""
-    rel = path.relative_to(PKG)
-    pkg = ["colltune", *rel.parts[:-1]]
-    found = set()
+def _imports(path: Path) -> list[tuple[str, int]]:
+    """(absolute colltune module, line) for every import in the file, wherever it stands;
+    `from pkg import mod` counts as an import of the module pkg.mod."""
+    name = _module_name(path)
+    pkg = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
+            found += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = pkg[:len(pkg) - node.level + 1] if node.level else []
             mod = ".".join(base + ([node.module] if node.module else []))
-            found.add(mod)
-            found |= {f"{mod}.{a.name}" for a in node.names}
-    return found
+            for a in node.names:
+                sub = f"{mod}.{a.name}"
+                found.append((sub if sub in MODULES else mod, node.lineno))
+    return [(m, line) for m, line in found if m == "colltune" or m.startswith("colltune.")]
 
 
-def test_no_module_below_the_command_line_imports_it():
-    offenders = {}
-    for p in sorted(PKG.rglob("*.py")):
-        rel = p.relative_to(PKG)
-        if rel.parts[0] == "cli" or rel.name == "__main__.py":
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in ORDER else None
+
+
+def test_every_module_lives_in_a_role_folder():
+    loose = [m for m in MODULES if m not in ("colltune", "colltune.__main__")
+             and _layer(m) is None]
+    assert loose == [], f"modules outside the role folders {ORDER}: {loose}"
+
+
+def test_imports_point_down_the_layer_order():
+    bad = []
+    for mod, path in MODULES.items():
+        mine = _layer(mod)
+        if mine is None:
             continue
-        bad = sorted(m for m in _imports(p)
-                     if m == "colltune.cli" or m.startswith("colltune.cli.") or m == "click"
-                     or m.startswith("click."))
-        if bad:
-            offenders[str(rel)] = bad
-    assert offenders == {}
+        for dep, line in _imports(path):
+            theirs = _layer(dep)
+            if theirs is not None and ORDER.index(theirs) > ORDER.index(mine):
+                bad.append(f"{path.relative_to(PKG)}:{line} ({mine}) imports {dep} ({theirs})")
+    assert bad == [], "imports up the layer order:\n" + "\n".join(bad)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    graph = {}
+    for mod, path in MODULES.items():
+        if path.name == "__init__.py" and not path.read_text().strip():
+            continue
+        graph[mod] = {d for d, _ in _imports(path) if d in MODULES and d != mod
+                      and not (MODULES[d].name == "__init__.py"
+                               and not MODULES[d].read_text().strip())}
+    return graph
+
+
+def test_no_import_cycle():
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_finder_finds_one():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_file_is_longer_than_the_limit():
+    sources = list(PKG.rglob("*.py")) + [p for p in (ROOT / "native").rglob("*")
+                                           if p.suffix in (".c", ".h")]
+    long = {str(p.relative_to(ROOT)): n for p in sources
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}, f"files over {MAX_LINES} lines: {long}"
+
+
+def test_only_the_results_layer_opens_the_database():
+    users = sorted(str(p.relative_to(PKG)) for m, p in MODULES.items()
+                   if any(n == "sqlite3" for n in _third_party(p)) and _layer(m) != "results")
+    assert users == [], f"sqlite3 imported outside colltune/results: {users}"
+
+
+def _third_party(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_only_the_command_line_knows_click():
+    users = sorted(str(p.relative_to(PKG)) for m, p in MODULES.items()
+                   if "click" in _third_party(p) and _layer(m) != "cli")
+    assert users == []
+
+
+def test_the_command_line_starts_without_the_heavy_modules():
+    """`colltune --help` and `colltune algorithms` import no pandas, numpy, matplotlib."""
+    code = ("import sys, colltune.cli\n"
+            "from colltune.cli import main\n"
+            "try:\n"
+            "    main(['--help'], standalone_mode=False)\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})))\n")
+    res = subprocess.run([sys.executable, "-c", "import json\n" + code], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout.strip().splitlines()[-1]) == []
+
+
+def test_no_domain_module_imports_click_even_indirectly():
+    """Each module below the command line imported alone, in a fresh interpreter."""
+    below = [m for m in MODULES if _layer(m) not in (None, "cli")]
+    code = ("import importlib, json, sys\n"
+            "bad = []\n"
+            f"for m in {json.dumps(below)}:\n"
+            "    importlib.import_module(m)\n"
+            "    if 'click' in sys.modules:\n"
+            "        bad.append(m)\n"
+            "        break\n"
+            "print(json.dumps(bad))\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == []
+
+
+def test_no_module_is_named_like_a_standard_library_module():
+    clash = sorted(m for m in MODULES if m.rsplit(".", 1)[-1] in sys.stdlib_module_names
+                   and MODULES[m].name != "__init__.py")
+    assert clash == []
 
 
 def test_the_command_line_is_one_package_with_every_command():
     from colltune.cli import main
+    from colltune.cli._common import Command
 
     assert {"algorithms", "bench", "build", "export", "fit", "heat", "info", "model",
             "pingpong", "plot", "probe", "quick", "report", "results", "stream", "sweep",
             "verify"} <= set(main.commands)
     # every command goes through the one error path
-    from colltune.cli._common import Command
-
     assert all(isinstance(c, Command) for c in main.commands.values())
+
+
+def test_the_architecture_doc_and_the_readme_name_every_module_and_command():
+    """docs/architecture.md names every module (as folder/file.py) and every command;
+    the README's Layout names every role folder."""
+    from colltune.cli import main
+
+    arch = (ROOT / "docs" / "architecture.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    missing = [str(p.relative_to(PKG)) for m, p in MODULES.items()
+               if p.name not in ("__init__.py", "__main__.py")
+               and str(p.relative_to(PKG)) not in arch]
+    missing += [f"package {p.parent.relative_to(PKG)}/" for m, p in MODULES.items()
+                if p.name == "__init__.py" and p.parent != PKG and p.read_text().strip()
+                and f"{p.parent.relative_to(PKG)}/" not in arch]
+    assert missing == [], f"docs/architecture.md does not name: {missing}"
+    commands = [c for c in main.commands if f"`{c}" not in arch and f" {c} " not in arch]
+    assert commands == [], f"docs/architecture.md does not name the commands {commands}"
+    layout = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    folders = [f"src/colltune/{f}/" for f in ORDER if f"src/colltune/{f}/" not in layout]
+    assert folders == [], f"the README's Layout does not name {folders}"

@@ -18,7 +18,7 @@ from . import (basic, bench, fit, heat, model, p2p, plot, quick, report, results
                verify)
 from . import traffic as traffic_cli
 from . import interpose as interpose_cli
-from . import platform as platform_cli
+from . import platforms as platform_cli
 from . import rules as rules_cli
 from . import workload as workload_cli
 
