@@ -8,7 +8,7 @@
    database: round 1.
 2. Held out: the same study again, a new round (round 2): other launches, other
    probe values, the levels in another shuffled order.
-3. Rules from round 1 (workload.held_out_regret): load-aware (`colltune tune`: a rule
+3. Rules from round 1 (tuning.regret.held_out_regret): load-aware (`colltune tune`: a rule
    set per load class, classes split at the geometric midpoints of the levels' median
    probe), load-unaware (tuned on the quiet level alone: `colltune tune --load-level
    none`), default (native everywhere).
@@ -44,7 +44,8 @@ from colltune.results import db as db_mod  # noqa: E402
 from colltune.studies import study as study_mod  # noqa: E402
 from colltune.studies import sweep
 from colltune.tuning import tune
-from colltune.drivers import loadgen as workload  # noqa: E402
+from colltune.analysis import load as load_analysis  # noqa: E402
+from colltune.tuning import regret  # noqa: E402
 from colltune.mpi.build import build_for  # noqa: E402
 from colltune.base.files import write_atomic  # noqa: E402
 from colltune.base.units import fmt_size  # noqa: E402
@@ -82,25 +83,25 @@ def main() -> int:
     test, _ = tune.load_frame(conn, st.name, last, include_simulated=sim)
     conn.close()
 
-    per, rs = workload.held_out_regret(train, test)
+    per, rs = regret.held_out_regret(train, test)
     print(f"study {st.name}: train round {last - 1} ({train['unit_id'].nunique()} launches), "
           f"held out round {last} ({test['unit_id'].nunique()} launches); "
           f"{time.monotonic() - t0:.0f} s")
     print("load classes (probe µs per iteration): " + "; ".join(
         f"{c.name} {c.lo:g}..{'' if c.hi is None else f'{c.hi:g}'}"
         for c in rs["aware"].load_classes))
-    corr = workload.correlations(pd_concat(train, test))
+    corr = load_analysis.correlations(pd_concat(train, test))
     print("\ncorrelation of the probe with each algorithm's latency (both rounds):")
     for r in corr.itertuples():
         print(f"  {fmt_size(r.size):>5} {r.algorithm:<20} n={r.launches:<3} pearson "
               f"{r.pearson:6.3f}  spearman {r.spearman:6.3f}  spread x{r.spread:.2f}")
     print(f"\nheld-out launches classified right by their probe: "
           f"{(per['class'] == per['load_level']).mean():.0%}")
-    pols = workload.REGRET_POLICIES
+    pols = regret.REGRET_POLICIES
     head = f"{'':>14} {'n':>3} " + " ".join(f"{p:>24}" for p in pols)
     for by, title in ((["size"], "per size"), (["load_level"], "per load level"),
                       (["collective"], "overall")):
-        s = workload.regret_summary(per, by)
+        s = regret.regret_summary(per, by)
         print(f"\nregret (geometric mean of pick / fastest in the launch), {title}:")
         print(head)
         for r in s.to_dict("records"):
@@ -114,9 +115,9 @@ def main() -> int:
     if args.json:
         out = {"study": st.name, "simulated": sim, "classes": [c.__dict__ for c in rs["aware"].load_classes],
                "correlations": json.loads(corr.to_json(orient="records")),
-               "per_size": json.loads(workload.regret_summary(per, ["size"]).to_json(
+               "per_size": json.loads(regret.regret_summary(per, ["size"]).to_json(
                    orient="records")),
-               "per_level": json.loads(workload.regret_summary(per, ["load_level"]).to_json(
+               "per_level": json.loads(regret.regret_summary(per, ["load_level"]).to_json(
                    orient="records")),
                "launches": json.loads(per.to_json(orient="records"))}
         write_atomic(Path(args.json), json.dumps(out, indent=2))

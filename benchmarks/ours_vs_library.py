@@ -4,7 +4,7 @@
 For each pair (ours NAME, ompi:NAME) the Open MPI algorithm is forced with our
 default parameters (segment size, fan-out, radix) where Open MPI has the same
 parameter, so both sides run the same schedule. Everything runs through
-colltune.libalgos.run_bench: ours and native share one launch, each ompi:
+colltune.drivers.bench.run_bench: ours and native share one launch, each ompi:
 algorithm has its own, and the launches alternate one repetition at a time.
 
 Prints, per collective, the median latency ratio ours / ompi for each size
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             err.print(f"  {coll}: launch {i + 1}/{n} "
                       f"({launch.library_spec or 'ours'})", highlight=False, end="\r")
 
-        records, notes = libalgos.run_bench(build, spec, progress=progress)
+        records, notes = bench_mod.run_bench(build, spec, progress=progress)
         err.print(" " * 60, end="\r")
         all_records += records
         by = {(r["spec"], r["size"]): r for r in records}

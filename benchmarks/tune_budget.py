@@ -61,7 +61,7 @@ def regret(frame, rs) -> tuple[float, float, str]:
 
 
 def one(build, coll: str, args, first: str) -> dict:
-    cands = libalgos.expand_algos(build, coll, bench_mod.split_specs(args.algo))
+    cands = bench_mod.expand_algos(build, coll, bench_mod.split_specs(args.algo))
     cands = [c for c in cands if not libalgos.is_lib_spec(c)]
     registry.check_specs(build, coll, cands)
     sizes = tuple(sorted(set(parse_sizes(args.sizes))))

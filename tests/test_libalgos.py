@@ -1,4 +1,5 @@
-"""The MPI library's own algorithms as benchmark candidates (colltune.libalgos)."""
+"""The MPI library's own algorithms as benchmark candidates (colltune.mpi.libalgos,
+alternating launches: colltune.drivers.bench.run_bench)."""
 
 from __future__ import annotations
 
@@ -97,7 +98,7 @@ def test_errors(mpi, spec, message):
 
 
 def test_plan_alternates_launches():
-    plan = L.plan_launches(["native", "binomial", "ompi:binomial", "ompi:linear"], 3)
+    plan = bench_mod.plan_launches(["native", "binomial", "ompi:binomial", "ompi:linear"], 3)
     assert [(p.algos, p.library_spec, p.rep) for p in plan[:3]] == [
         (("native", "binomial"), None, 0),
         (("native",), "ompi:binomial", 0),
@@ -106,30 +107,30 @@ def test_plan_alternates_launches():
     assert [p.library_spec for p in plan] == [None, "ompi:binomial", "ompi:linear"] * 3
     assert [p.rep for p in plan] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
     # library algorithms only: no launch for ours
-    assert [p.library_spec for p in L.plan_launches(["ompi:ring", "ompi:bruck"], 2)] == \
+    assert [p.library_spec for p in bench_mod.plan_launches(["ompi:ring", "ompi:bruck"], 2)] == \
         ["ompi:ring", "ompi:bruck", "ompi:ring", "ompi:bruck"]
     # ours only: one launch doing all repetitions in the driver, as before
-    assert L.plan_launches(["native", "chain"], 5) == \
-        [L.PlannedLaunch(("native", "chain"), None, -1)]
+    assert bench_mod.plan_launches(["native", "chain"], 5) == \
+        [bench_mod.PlannedLaunch(("native", "chain"), None, -1)]
 
 
 def test_summarize_matches_driver_definitions():
-    s = L.summarize([4.0, 1.0, 3.0, 2.0])
+    s = bench_mod.summarize([4.0, 1.0, 3.0, 2.0])
     assert s["rep_min_us"] == 1.0 and s["rep_max_us"] == 4.0 and s["mean_us"] == 2.5
     assert s["median_us"] == 2.5 and s["p90_us"] == 3.7 and s["p99_us"] == 3.97
     assert s["stddev_us"] == pytest.approx(1.291, abs=1e-3) and s["valid_reps"] == 4
-    assert L.summarize([5.0])["stddev_us"] == 0
-    assert L.summarize([]) == {**{f: None for f in L.STAT_FIELDS}, "valid_reps": 0}
+    assert bench_mod.summarize([5.0])["stddev_us"] == 0
+    assert bench_mod.summarize([]) == {**{f: None for f in bench_mod.STAT_FIELDS}, "valid_reps": 0}
 
 
 def test_merge_keeps_launches_without_valid_samples():
     a = _fake_record("ompi:ring", 8, 3.0, invalid=2, valid=True)
     b = _fake_record("ompi:ring", 8, 1.0, invalid=1, valid=False)
     c = dict(_fake_record("ompi:ring", 8, 1.0), median_us=None, rank_min_us=None, invalid=5)
-    (m,) = L.merge_records([a, b, c])
+    (m,) = bench_mod.merge_records([a, b, c])
     assert (m["median_us"], m["valid_reps"], m["invalid"], m["launches"]) == (2.0, 2, 8, 3)
     assert m["valid"] is False and m["rank_min_us"] == pytest.approx((2.7 + 0.9) / 2)
-    (m,) = L.merge_records([c])
+    (m,) = bench_mod.merge_records([c])
     assert m["median_us"] is None and m["valid_reps"] == 0
 
 
@@ -155,7 +156,7 @@ def test_run_bench_alternates_relabels_and_merges():
     build = type("B", (), {"mpi": FAKE_OMPI})()
     spec = bench_mod.BenchSpec("bcast", ["native", "binomial", "ompi:binomial:segsize=4K"], 2,
                                [8, 1024], reps=3)
-    recs, notes = L.run_bench(build, spec, runner=runner)
+    recs, notes = bench_mod.run_bench(build, spec, runner=runner)
     assert notes == ["a note"]
     # warm-up candidate first, then ours together / the library's default forced
     assert [c[0] for c in calls] == [("native", "native", "binomial"), ("native", "native")] * 3
@@ -185,7 +186,7 @@ def test_run_bench_uses_raw_samples_and_skips_two_proc():
     build = type("B", (), {"mpi": FAKE_OMPI})()
     spec = bench_mod.BenchSpec("allgather", ["ring", "ompi:ring", "ompi:two_proc"], 4, [8],
                                reps=2, raw=True)
-    recs, notes = L.run_bench(build, spec, runner=runner, warm_up=False)
+    recs, notes = bench_mod.run_bench(build, spec, runner=runner, warm_up=False)
     assert notes == ["ompi:two_proc skipped at np=4: Open MPI's two_proc needs exactly 2 "
                      "processes"]
     assert [r["spec"] for r in recs] == ["ring", "ompi:ring"]
@@ -199,7 +200,7 @@ def test_run_bench_rejects_bad_specs_before_launching():
     build = type("B", (), {"mpi": FAKE_MPICH})()
     spec = bench_mod.BenchSpec("bcast", ["native", "ompi:binomial"], 2, [8])
     with pytest.raises(ValueError, match="needs Open MPI; this build uses MPICH 5.0.2"):
-        L.run_bench(build, spec, runner=runner)
+        bench_mod.run_bench(build, spec, runner=runner)
 
 
 # ------------------------------------- each ompi: name runs that Open MPI algorithm
@@ -349,7 +350,7 @@ def test_ompi_two_proc_needs_two_processes(ompi_build):
 def test_run_bench_with_ompi_algorithms(ompi_build):
     spec = bench_mod.BenchSpec("bcast", ["native", "binomial", "ompi:binomial", "ompi:linear"],
                                2, [8, 4096], iterations=10, reps=2)
-    recs, notes = L.run_bench(ompi_build, spec)
+    recs, notes = bench_mod.run_bench(ompi_build, spec)
     assert [(r["spec"], r["size"]) for r in recs] == [
         (a, s) for s in (8, 4096) for a in ("native", "binomial", "ompi:binomial", "ompi:linear")]
     for r in recs:
@@ -365,13 +366,13 @@ def test_run_bench_with_ompi_algorithms(ompi_build):
 def test_mpich_point(mpich_build):
     spec = bench_mod.BenchSpec("bcast", ["native", "mpich:binomial"], 2, [1024], iterations=10,
                                reps=1)
-    recs, _ = L.run_bench(mpich_build, spec)
+    recs, _ = bench_mod.run_bench(mpich_build, spec)
     lib = [r for r in recs if r["spec"] == "mpich:binomial"]
     assert len(lib) == 1 and lib[0]["median_us"] > 0 and "MPICH" in lib[0]["mpi"]
     assert lib[0]["library_env"] == {"MPIR_CVAR_DEVICE_COLLECTIVES": "none",
                                      "MPIR_CVAR_BCAST_INTRA_ALGORITHM": "binomial"}
     with pytest.raises(ValueError, match="ompi:binomial needs Open MPI; this build uses MPICH"):
-        L.run_bench(mpich_build, bench_mod.BenchSpec("bcast", ["ompi:binomial"], 2, [8]))
+        bench_mod.run_bench(mpich_build, bench_mod.BenchSpec("bcast", ["ompi:binomial"], 2, [8]))
     # MPICH reads the variable: a value it does not know stops MPI_Init
     prog = [str(mpich_build.program("colltune-bench")), "--coll", "bcast", "--algo", "native",
             "--sizes", "8", "--iterations", "1", "--reps", "1"]

@@ -21,6 +21,7 @@ from colltune.rules import files as rulesfiles
 from colltune.studies import study
 from colltune.studies import sweep
 from colltune.tuning import tune
+from colltune.analysis import load as load_analysis
 from colltune.drivers import loadgen as workload
 from colltune.studies.study import StudyError
 
@@ -149,18 +150,18 @@ def _frame(seed=3):
 
 def test_analysis_correlation_best_per_level_and_changes():
     df = _frame()
-    corr = workload.correlations(df)
+    corr = load_analysis.correlations(df)
     assert set(corr["algorithm"]) == {"native", "a", "b"}
     assert (corr["pearson"] > 0.9).all() and (corr["spearman"] > 0.7).all()
-    assert workload.level_order(df) == ["none", "heavy"]
-    best = workload.best_per_level(df.assign(label=df["algorithm"]))
+    assert load_analysis.level_order(df) == ["none", "heavy"]
+    best = load_analysis.best_per_level(df.assign(label=df["algorithm"]))
     assert list(zip(best["load_level"], best["best"])) == [("none", "a"), ("heavy", "b")]
-    ch = workload.changes(best)
+    ch = load_analysis.changes(best)
     assert ch["changes"].tolist() == [1]
-    classes = workload.classes_from_frame(df)
+    classes = tune.classes_from_frame(df)
     assert [c.name for c in classes] == ["none", "heavy"]
     assert 5 < classes[0].hi < 40 and classes[1].lo == classes[0].hi
-    text = workload.summary_text(df.assign(label=df["algorithm"]))
+    text = load_analysis.summary_text(df.assign(label=df["algorithm"]))
     assert "changes with the load at 1 of 1" in text
 
 
@@ -181,7 +182,7 @@ def test_tune_makes_rules_per_load_class():
 
 def test_without_probe_values_the_analysis_says_why():
     with pytest.raises(workload.LoadError, match="no load dimension"):
-        workload.correlations(_frame().assign(probe_us=math.nan))
+        load_analysis.correlations(_frame().assign(probe_us=math.nan))
 
 
 def test_schema_v4_adds_the_load_columns(tmp_path):

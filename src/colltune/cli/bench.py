@@ -254,8 +254,8 @@ def _run_bench(b, specs: list[bench_mod.BenchSpec], kept: list[dict]) -> None:
                 prog.set(base + n * i / count, label)
 
             try:
-                recs, notes = libalgos.run_bench(b, spec, on_record=on_record,
-                                                 progress=on_launch)
+                recs, notes = bench_mod.run_bench(b, spec, on_record=on_record,
+                                                  progress=on_launch)
             except ValueError as exc:
                 fail(str(exc))
             for r in recs:
@@ -388,7 +388,7 @@ def bench(mpi_spec, platform_spec, coll, algos, nps, sizes, iterations, warmup, 
         reps = bench_mod.SIM_REPS if b.mpi.simulated else 3
     specs_list = bench_mod.split_specs(algos)
     try:
-        specs_list = libalgos.expand_algos(b, coll, specs_list)  # all / ours / ompi:all ...
+        specs_list = bench_mod.expand_algos(b, coll, specs_list)  # all / ours / ompi:all ...
         for s in specs_list:
             if libalgos.is_lib_spec(s):
                 libalgos.lib_env(b.mpi, coll, s)  # validates: library, name, parameters

@@ -315,7 +315,7 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
     check_nps([np_])
     b = build_or_fail(mpi_spec)
     try:
-        cands = libalgos.expand_algos(b, coll, bench_mod.split_specs(algos))
+        cands = bench_mod.expand_algos(b, coll, bench_mod.split_specs(algos))
     except ValueError as exc:
         fail(str(exc))
     registry.check_specs(b, coll, [c for c in cands if not libalgos.is_lib_spec(c)])

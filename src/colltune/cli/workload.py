@@ -145,8 +145,8 @@ def analyse(study, round_, fmt, include_simulated, db_path) -> None:
     """The seed's analysis of a study with load levels: correlation of the probe with
     every algorithm's latency (Pearson, Spearman), the best algorithm per load level
     with evidence, and how often it changes with the load."""
+    from colltune.analysis import load as load_analysis
     from colltune.tuning import tune as tune_mod
-    from colltune.drivers import loadgen as workload
 
     conn = db_mod.open_reader(db_path)
     try:
@@ -156,15 +156,17 @@ def analyse(study, round_, fmt, include_simulated, db_path) -> None:
         conn.close()
     frame = frame.assign(label=frame["algorithm"])
     if fmt == "json":
-        best = workload.best_per_level(frame)
+        best = load_analysis.best_per_level(frame)
+        corr = load_analysis.correlations(frame)
         click.echo(json.dumps({
             "study": study, "round": rnd,
-            "correlations": json.loads(workload.correlations(frame).to_json(orient="records")),
+            "correlations": json.loads(corr.to_json(orient="records")),
             "best_per_level": json.loads(best.to_json(orient="records")),
-            "changes": json.loads(workload.changes(best).to_json(orient="records"))}, indent=2))
+            "changes": json.loads(load_analysis.changes(best).to_json(orient="records"))},
+            indent=2))
         return
     out.print(f"study '{study}' round {rnd}", highlight=False)
-    out.print(workload.summary_text(frame), highlight=False, markup=False)
+    out.print(load_analysis.summary_text(frame), highlight=False, markup=False)
 
 
 for _c in (run_cmd, effect, levels, analyse):

@@ -19,13 +19,12 @@ before (HP2P-like: 1000 iterations of 4 KB exchanges between random pairs) corre
   measured launch, its median exchange time in µs (`probe_us`, the absolute index the
   rules' thresholds are written in) and its ratio to the quiet median of the same
   study (`load_index`; 1 = as quiet as the quietest level measured).
-- **Analysis** (`correlations`, `best_per_level`, `changes`): Pearson and Spearman
-  correlation of the probe with every algorithm's latency (the seed's Fig. 2), the
-  best algorithm per load level with evidence (evidence.best_per_point), and how
-  often the best algorithm changes with the load.
-- **Load classes for rules** (`classes_from_frame`): one class per level, ordered by
-  their median probe, with thresholds at the geometric midpoints between adjacent
-  classes' medians (rules.LoadClass).
+- **What a level's generator does** (`effect`): the probe, a ping-pong and a Bcast
+  under every level.
+
+The analysis of the measurements (correlations, best algorithm per level, load
+classes) is analysis/load.py; the held-out regret of load-aware rules is
+tuning/regret.py.
 """
 
 from __future__ import annotations
@@ -34,12 +33,12 @@ import difflib
 import math
 import re
 from dataclasses import asdict, dataclass
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from colltune.base.errors import ColltuneError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PATTERNS = ("pairs", "alltoall", "hot")
 NONE = "none"
@@ -313,148 +312,6 @@ def sim_load(level: LoadLevel, key: str, round_: int,
                    probe_size=probe_size)
 
 
-# ------------------------------------------------------------------ analysis
-
-CORR_COLUMNS = ["collective", "np", "size", "algorithm", "launches", "pearson", "spearman",
-                "latency_min_us", "latency_max_us", "spread"]
-
-
-def _pearson(x: np.ndarray, y: np.ndarray) -> float:
-    if len(x) < 3 or np.std(x) == 0 or np.std(y) == 0:
-        return math.nan
-    return float(np.corrcoef(x, y)[0, 1])
-
-
-def _spearman(x: np.ndarray, y: np.ndarray) -> float:
-    rx = pd.Series(x).rank().to_numpy()
-    ry = pd.Series(y).rank().to_numpy()
-    return _pearson(rx, ry)
-
-
-def with_load(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows that carry a probe value; LoadError when none does."""
-    if "probe_us" not in df.columns or df["probe_us"].notna().sum() == 0:
-        raise LoadError("the study has no probe values: it has no load dimension (study.load) "
-                        "or was measured before colltune stored them")
-    return df[df["probe_us"].notna()].copy()
-
-
-def correlations(df: pd.DataFrame, label: str = "algorithm") -> pd.DataFrame:
-    """Per collective, process count, size and algorithm: the Pearson and Spearman
-    correlation of the launches' probe_us with the algorithm's median latency (the
-    seed's Fig. 2), with the spread of the latency (max/min over launches)."""
-    d = with_load(df)
-    rows = []
-    for (coll, np_, size, algo), g in d.groupby(["collective", "np", "size", label], sort=True):
-        x = g["probe_us"].to_numpy(dtype=float)
-        y = g["median_us"].to_numpy(dtype=float)
-        ok = np.isfinite(x) & np.isfinite(y)
-        x, y = x[ok], y[ok]
-        rows.append({"collective": coll, "np": int(np_), "size": int(size), "algorithm": algo,
-                     "launches": int(len(x)), "pearson": _pearson(x, y),
-                     "spearman": _spearman(x, y),
-                     "latency_min_us": float(y.min()) if len(y) else math.nan,
-                     "latency_max_us": float(y.max()) if len(y) else math.nan,
-                     "spread": float(y.max() / y.min()) if len(y) and y.min() > 0 else math.nan})
-    return pd.DataFrame(rows, columns=CORR_COLUMNS)
-
-
-def level_order(df: pd.DataFrame) -> list[str]:
-    """The study's load levels from the quietest to the busiest, by median probe."""
-    d = with_load(df)
-    med = d.groupby("load_level")["probe_us"].median().sort_values()
-    return list(med.index)
-
-
-def best_per_level(df: pd.DataFrame, label: str = "label") -> pd.DataFrame:
-    """The best algorithm at every (collective, np, size, load level), with evidence
-    (evidence.best_per_point: native unless another is faster beyond the noise), and
-    the level's median probe."""
-    from colltune.analysis import evidence
-
-    d = with_load(df)
-    if label not in d.columns:
-        d = d.assign(**{label: d["algorithm"]})
-    best = evidence.best_per_point(d, ["collective", "np", "size", "load_level"], label=label)
-    probe_med = d.groupby("load_level")["probe_us"].median()
-    best["probe_us"] = best["load_level"].map(probe_med)
-    order = {lv: i for i, lv in enumerate(level_order(d))}
-    best["_o"] = best["load_level"].map(order)
-    return best.sort_values(["collective", "np", "size", "_o"]).drop(columns="_o") \
-        .reset_index(drop=True)
-
-
-def changes(best: pd.DataFrame) -> pd.DataFrame:
-    """Per (collective, np, size): the best algorithm at each level (quietest first) and
-    whether it changes with the load (by the evidence-backed choice and by the fastest
-    median)."""
-    rows = []
-    for (coll, np_, size), g in best.groupby(["collective", "np", "size"], sort=True):
-        rows.append({"collective": coll, "np": int(np_), "size": int(size),
-                     "best_by_level": " / ".join(f"{lv}: {b}" for lv, b in
-                                                 zip(g["load_level"], g["best"])),
-                     "changes": int(g["best"].nunique() > 1),
-                     "fastest_changes": int(g["fastest"].nunique() > 1)})
-    return pd.DataFrame(rows, columns=["collective", "np", "size", "best_by_level", "changes",
-                                       "fastest_changes"])
-
-
-def classes_from_frame(df: pd.DataFrame) -> list:
-    """rules.LoadClass per level, quietest first: index ranges on probe_us split at the
-    geometric midpoints of adjacent levels' median probes."""
-    from colltune.rules.ruleset import LoadClass
-
-    d = with_load(df)
-    med = d.groupby("load_level")["probe_us"].median().sort_values()
-    names, values = list(med.index), [float(v) for v in med.to_numpy()]
-    out = []
-    for i, n in enumerate(names):
-        lo = 0.0 if i == 0 else round(math.sqrt(values[i - 1] * values[i]), 3)
-        hi = None if i == len(names) - 1 else round(math.sqrt(values[i] * values[i + 1]), 3)
-        out.append(LoadClass(str(n), lo, hi))
-    return out
-
-
-def summary_text(df: pd.DataFrame) -> str:
-    """What `colltune load analyse` prints: correlations, best per level, changes."""
-    from colltune.base.units import fmt_size
-
-    d = with_load(df)
-    lines = []
-    levels = level_order(d)
-    probe = d.groupby("load_level")["probe_us"].agg(["median", "min", "max", "count"])
-    lines.append("probe index (µs per probe iteration: a barrier and an exchange between random "
-                 "pairs, 4 KB unless the study's probe_size says otherwise) "
-                 "per load level:")
-    for lv in levels:
-        r = probe.loc[lv]
-        lines.append(f"  {lv:<10} median {r['median']:9.2f}  range {r['min']:.2f}..{r['max']:.2f}"
-                     f"  ({int(r['count'])} points)")
-    corr = correlations(d)
-    lines.append("")
-    lines.append("correlation of the probe with each algorithm's latency (over launches):")
-    lines.append(f"  {'coll':<9} {'np':>3} {'size':>7} {'algorithm':<22} {'n':>3} "
-                 f"{'pearson':>8} {'spearman':>8} {'spread':>7}")
-    for r in corr.itertuples():
-        lines.append(f"  {r.collective:<9} {r.np:>3} {fmt_size(r.size):>7} {r.algorithm:<22} "
-                     f"{r.launches:>3} {r.pearson:>8.3f} {r.spearman:>8.3f} {r.spread:>7.2f}")
-    best = best_per_level(d)
-    lines.append("")
-    lines.append("best algorithm per load level (native unless faster beyond the noise):")
-    for r in best.itertuples():
-        lines.append(f"  {r.collective:<9} np={r.np:<3} {fmt_size(r.size):>7} "
-                     f"{r.load_level:<8} best {r.best:<22} fastest {r.fastest:<22} "
-                     f"{r.evidence}")
-    ch = changes(best)
-    lines.append("")
-    n = len(ch)
-    lines.append(f"the best algorithm changes with the load at {int(ch['changes'].sum())} of {n} "
-                 f"points (the fastest median at {int(ch['fastest_changes'].sum())} of {n})")
-    for r in ch.itertuples():
-        lines.append(f"  {r.collective} np={r.np} {fmt_size(r.size)}: {r.best_by_level}")
-    return "\n".join(lines)
-
-
 # ------------------------------------------------------------------ what the generator does
 
 EFFECT_COLUMNS = ["level", "what", "size", "latency_us", "ratio", "probe_us", "gen_MBps",
@@ -468,6 +325,8 @@ def effect(build, levels: list[LoadLevel], np: int = 2, sizes=(8, 65536, 1 << 20
     generator running in the background), the probe, an osu_latency-style ping-pong and
     an OSU-timed Bcast (`bcast_algo`) at `sizes`, with the generator's own send rate;
     `ratio` is the latency over the first level's (the quiet one, normally)."""
+    import pandas as pd
+
     from colltune.drivers import bench as bench_mod
     from colltune.drivers import p2p
 
@@ -496,69 +355,3 @@ def effect(build, levels: list[LoadLevel], np: int = 2, sizes=(8, 65536, 1 << 20
     df["ratio"] = [lat / base.get((w, s), math.nan)
                    for w, s, lat in zip(df["what"], df["size"], df["latency_us"])]
     return df[EFFECT_COLUMNS]
-
-
-# ------------------------------------------------------------------ held-out regret
-
-REGRET_POLICIES = ("load-aware", "load-aware (true level)", "load-unaware (quiet)", "default")
-
-
-def held_out_regret(train: pd.DataFrame, test: pd.DataFrame, target: str = "colltune",
-                    quiet: str | None = None) -> tuple[pd.DataFrame, dict]:
-    """Rules made from `train` judged on the launches of `test` (another round).
-
-    load-aware: tune's rules with load classes, the class of each test launch chosen
-    from its own probe value (as the interposition library does); load-aware (true
-    level): the same rules given the level the launch really ran under (what a perfect
-    probe would give); load-unaware: rules tuned on the quiet level alone (`quiet`,
-    default the level with the lowest median probe); default: native (the library's
-    own choice). Regret of a launch and size = the chosen algorithm's latency in that
-    launch / the fastest latency measured in that launch. Returns one row per test
-    launch and size, and the rule sets."""
-    from colltune.tuning import tune as tune_mod
-
-    levels = level_order(train)
-    quiet = quiet or levels[0]
-    aware = tune_mod.select(train, target, include_oversubscribed=True)
-    unaware = tune_mod.select(train[train["load_level"] == quiet], target,
-                              include_oversubscribed=True)
-    p = tune_mod.prepare(with_load(test), target, include_oversubscribed=True)
-    d = p.frame
-    rows = []
-    for (unit, coll, np_, size), g in d.groupby(["unit_id", "collective", "np", "size"]):
-        meds = dict(zip(g["label"], g["median_us"]))
-        fastest = min(meds.values())
-        probe_us = float(g["probe_us"].iloc[0])
-        level = str(g["load_level"].iloc[0])
-        cls = aware.load_class(probe_us)
-        picks = {
-            "load-aware": aware.lookup(coll, int(np_), int(size), load=cls),
-            "load-aware (true level)": aware.lookup(coll, int(np_), int(size), load=level),
-            "load-unaware (quiet)": unaware.lookup(coll, int(np_), int(size)),
-        }
-        row = {"unit_id": unit, "collective": coll, "np": int(np_), "size": int(size),
-               "load_level": level, "probe_us": probe_us, "class": cls,
-               "fastest": min(meds, key=meds.get)}
-        for name, rule in picks.items():
-            spec = rule.spec if rule is not None else "native"
-            row[f"{name}:pick"] = spec
-            row[name] = meds[spec] / fastest if spec in meds else math.nan
-        row["default:pick"] = "native"
-        row["default"] = meds["native"] / fastest if "native" in meds else math.nan
-        rows.append(row)
-    return pd.DataFrame(rows), {"aware": aware, "unaware": unaware}
-
-
-def regret_summary(per: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Geometric mean regret of every policy per group of `by`, with the launches."""
-    out = []
-    for key, g in per.groupby(by, sort=True):
-        key = key if isinstance(key, tuple) else (key,)
-        row = dict(zip(by, key))
-        row["launches"] = len(g)
-        for pol in REGRET_POLICIES:
-            v = g[pol].dropna()
-            v = v[v > 0]
-            row[pol] = float(np.exp(np.log(v).mean())) if len(v) else math.nan
-        out.append(row)
-    return pd.DataFrame(out, columns=by + ["launches", *REGRET_POLICIES])

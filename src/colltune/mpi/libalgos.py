@@ -19,26 +19,20 @@ variables:
 
 The variables are process-wide, so each library algorithm runs in a launch of its
 own (`native` under the forcing environment); colltune's algorithms and `native`
-share one launch and interleave inside the driver. `run_bench` alternates these
-launches (A B C A B C ...) one repetition at a time and merges the records.
+share one launch and interleave inside the driver. drivers.bench.run_bench alternates
+these launches (A B C A B C ...) one repetition at a time and merges the records.
 See docs/library-algorithms.md.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import os
 import re
-import statistics
 import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
-from colltune.drivers import bench as bench_mod
-from colltune.mpi.build import Build
 from colltune.mpi.libraries import MPI
 from colltune.base.units import parse_size
 
@@ -380,28 +374,14 @@ def all_names(mpi: MPI | str, collective: str) -> list[str]:
     return []
 
 
-def expand_algos(build: Build, collective: str, specs: list[str]) -> list[str]:
-    """Expand `all` (ours, native and the library's), `ours`, `ompi:all`, `mpich:all`.
-
-    Other specs pass through; duplicates are dropped, order is kept.
-    """
-    from colltune.drivers import registry  # needs the native build
-
-    out: list[str] = []
-    for s in specs:
-        if s == "all":
-            out += registry.names(build, collective) + all_names(build.mpi, collective)
-        elif s == "ours":
-            out += [n for n in registry.names(build, collective) if n != "native"]
-        elif is_lib_spec(s) and s.split(":", 1)[1] == "all":
-            library = s.split(":", 1)[0]
-            lib_kind, label = _kind_and_label(build.mpi)
-            if LIBRARIES[library] != lib_kind:
-                raise ValueError(f"{s} needs {LIBRARY_NAMES[library]}; this build uses {label}")
-            out += [a.spec for a in algorithms(library, collective) if a.in_all]
-        else:
-            out.append(s)
-    return list(dict.fromkeys(out))
+def library_all(mpi: MPI | str, collective: str, spec: str) -> list[str]:
+    """`ompi:all` or `mpich:all`: the library's algorithm specs for `--algo all`;
+    ValueError when the build's MPI is another library."""
+    library = spec.split(":", 1)[0]
+    lib_kind, label = _kind_and_label(mpi)
+    if LIBRARIES[library] != lib_kind:
+        raise ValueError(f"{spec} needs {LIBRARY_NAMES[library]}; this build uses {label}")
+    return [a.spec for a in algorithms(library, collective) if a.in_all]
 
 
 def skip_reason(mpi: MPI | str, collective: str, spec: str, np: int) -> str | None:
@@ -525,242 +505,3 @@ def table_problems(mpi: MPI, collectives=COLLECTIVES) -> list[str]:
     if mpi.kind == "mpich":
         return mpich_table_problems(mpi, collectives)
     return []
-
-
-# ------------------------------------------------------------------ launch plan
-
-
-@dataclass(frozen=True)
-class PlannedLaunch:
-    """One launch: colltune's algorithms (and native) together, or one library spec."""
-
-    algos: tuple[str, ...]  # what the driver runs (--algo)
-    library_spec: str | None  # the library spec this launch forces, or None
-    rep: int  # repetition this launch belongs to (0-based)
-
-
-def plan_launches(algos: list[str], reps: int) -> list[PlannedLaunch]:
-    """Group ours and `native` into one launch, each library spec into its own, and
-    alternate them A B C A B C ... for `reps` rounds of one repetition each.
-
-    Without library specs there is one launch doing all `reps` repetitions itself
-    (rep = -1), as plain `colltune bench` does.
-    """
-    if reps < 1:
-        raise ValueError(f"reps {reps}: must be at least 1")
-    algos = list(dict.fromkeys(algos))
-    ours = tuple(a for a in algos if not is_lib_spec(a))
-    lib = [a for a in algos if is_lib_spec(a)]
-    if not lib:
-        return [PlannedLaunch(ours, None, -1)] if ours else []
-    round_: list[tuple[tuple[str, ...], str | None]] = []
-    if ours:
-        round_.append((ours, None))
-    round_ += [(("native",), s) for s in lib]
-    return [PlannedLaunch(a, s, r) for r in range(reps) for a, s in round_]
-
-
-# -------------------------------------------------------------------- statistics
-
-
-def _quantile(sorted_v: list[float], q: float) -> float:
-    """Linear interpolation between sorted values (numpy's default method)."""
-    if len(sorted_v) == 1:
-        return sorted_v[0]
-    pos = q * (len(sorted_v) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_v) - 1)
-    return sorted_v[lo] + (pos - lo) * (sorted_v[hi] - sorted_v[lo])
-
-
-STAT_FIELDS = ("rep_min_us", "mean_us", "median_us", "p90_us", "p99_us", "rep_max_us",
-               "stddev_us")
-
-
-def summarize(samples_us: list[float]) -> dict[str, float | int | None]:
-    """min/mean/median/p90/p99/max/stddev (sample, divisor n-1) of per-repetition
-    latencies, as colltune-bench defines them; all None (valid_reps 0) without samples."""
-    if not samples_us:
-        return {**{f: None for f in STAT_FIELDS}, "valid_reps": 0}
-    v = sorted(float(x) for x in samples_us)
-    r3 = lambda x: round(x, 3)  # noqa: E731 - the driver prints 3 decimals
-    return {
-        "rep_min_us": r3(v[0]), "mean_us": r3(statistics.fmean(v)),
-        "median_us": r3(_quantile(v, 0.5)), "p90_us": r3(_quantile(v, 0.9)),
-        "p99_us": r3(_quantile(v, 0.99)), "rep_max_us": r3(v[-1]),
-        "stddev_us": r3(statistics.stdev(v) if len(v) > 1 else 0.0), "valid_reps": len(v),
-    }
-
-
-def _samples(rec: dict) -> list[float]:
-    """Per-repetition samples of one launch's record: the driver's raw samples when it
-    gives them, else its median (exact when the launch ran one repetition)."""
-    raw = rec.get("samples_us")
-    if raw is not None:
-        return [float(x) for x in raw]
-    if rec.get("median_us") is None:  # no valid sample in this launch
-        return []
-    return [float(rec["median_us"])]
-
-
-def merge_records(records: list[dict], order: list[str] | None = None) -> list[dict]:
-    """Merge records of several launches per (collective, spec, np, size).
-
-    Statistics are recomputed over all repetitions; rank extremes (OSU's Min/Max
-    Latency) are averaged over launches, weighted by timed calls; the
-    first launch's other fields are kept. Output is ordered by np, size, then `order`
-    (specs) or first appearance.
-    """
-    groups: dict[tuple, list[dict]] = {}
-    for r in records:
-        groups.setdefault((r["collective"], r["spec"], r["np"], r["size"]), []).append(r)
-    rank = {s: i for i, s in enumerate(order or [])}
-    first_seen = {}
-    for key in groups:
-        first_seen.setdefault(key[1], len(first_seen))
-    merged = []
-    for key, recs in groups.items():
-        out = dict(recs[0])
-        samples = [x for r in recs for x in _samples(r)]
-        out.update(summarize(samples))
-        if any("samples_us" in r for r in recs):
-            out["samples_us"] = samples
-        # OSU's Min/Max Latency (a process's mean call time, smallest and largest over
-        # processes) of the launches together: the launches' figures averaged, weighted
-        # by their timed calls (the per-process means themselves are not in the records)
-        for f in ("rank_min_us", "rank_max_us"):
-            pairs = [(r[f], (r.get("iterations") or 1) * max(r.get("valid_reps") or 1, 1))
-                     for r in recs if r.get(f) is not None]
-            if pairs:
-                out[f] = round(sum(v * w for v, w in pairs) / sum(w for _, w in pairs), 3)
-        fb = [r["fallback"] for r in recs if r.get("fallback")]
-        out["fallback"] = fb[0] if fb else out.get("fallback")
-        if any("invalid" in r for r in recs):  # window timing: discarded samples
-            out["invalid"] = sum(r.get("invalid") or 0 for r in recs)
-        checked = [r["valid"] for r in recs if r.get("valid") is not None]
-        if checked:  # --validate
-            out["valid"] = all(checked)
-        out["launches"] = len(recs)
-        merged.append(out)
-    merged.sort(key=lambda r: (r["np"], r["size"],
-                               rank.get(r["spec"], len(rank) + first_seen[r["spec"]])))
-    return merged
-
-
-# ---------------------------------------------------------------------- running
-
-
-def _relabel(rec: dict, mpi: MPI, collective: str, spec: str, env: dict[str, str]) -> dict:
-    algo, values = resolve(mpi, collective, spec)
-    rec = dict(rec)
-    rec["algorithm"] = algo.spec  # e.g. "ompi:binomial"
-    rec["params"] = ",".join(f"{k}={v}" for k, v in values.items())
-    rec["spec"] = spec
-    rec["library"] = algo.library
-    rec["library_algorithm"] = algo.lib_name
-    rec["library_env"] = dict(env)
-    return rec
-
-
-def _one_rep_spec(spec: bench_mod.BenchSpec, algos: tuple[str, ...]) -> bench_mod.BenchSpec:
-    changes: dict = {"algos": list(algos), "reps": 1}
-    fields = {f.name for f in dataclasses.fields(spec)}
-    if "raw" in fields:
-        changes["raw"] = True  # per-repetition samples, where the driver offers them
-    if "time_budget" in fields and getattr(spec, "time_budget", None):
-        changes["time_budget"] = spec.time_budget / spec.reps  # the budget covers all reps
-    return dataclasses.replace(spec, **changes)
-
-
-Runner = Callable[..., tuple[list[dict], list[str]]]
-
-# Candidate run first in every launch of an alternating plan, its records dropped: the
-# first point of a fresh process pays for connection set-up and first touches (about
-# 4x at 8 B with few warm-up calls), which would otherwise fall on the library's
-# algorithm in every library launch. In a library launch it is the forced algorithm
-# itself, in the launch of ours the library's default.
-WARMUP_CANDIDATE = "native"
-
-
-def _drop_warmup(records: list[dict]) -> list[dict]:
-    """Drop, per size, the first record of the warm-up candidate (it runs first)."""
-    seen: set = set()
-    out = []
-    for r in records:
-        key = (r["collective"], r["np"], r["size"])
-        if r["spec"] == WARMUP_CANDIDATE and key not in seen:
-            seen.add(key)
-            continue
-        out.append(r)
-    return out
-
-
-def run_bench(build: Build, spec: bench_mod.BenchSpec, algos: list[str] | None = None, *,
-              timeout: float = 3600,
-              progress: Callable[[int, int, PlannedLaunch], None] | None = None,
-              runner: Runner | None = None, check_table: bool = True,
-              warm_up: bool = True,
-              on_record: Callable[[dict], None] | None = None) -> tuple[list[dict], list[str]]:
-    """Benchmark colltune's algorithms, `native` and library specs for one BenchSpec.
-
-    `algos` defaults to spec.algos. Without library specs this is one bench.run call.
-    With them, launches alternate (see plan_launches), each doing one repetition, and
-    the records are merged (merge_records). With `warm_up`, every launch of such a
-    plan first runs WARMUP_CANDIDATE, whose records are dropped. Library records carry
-    algorithm="ompi:NAME" (or "mpich:NAME"), spec as given, params, library_env.
-    Raises ValueError for a bad spec, bench.BenchError when a launch fails.
-    `runner` replaces bench.run (tests). `on_record` gets each finished point as it
-    comes when the plan is one launch (alternating launches report through `progress`).
-    """
-    run = runner or bench_mod.run
-    algos = list(dict.fromkeys(algos if algos is not None else spec.algos))
-    mpi = build.mpi
-    notes: list[str] = []
-    envs: dict[str, dict[str, str]] = {}
-    for a in algos:
-        if is_lib_spec(a):
-            envs[a] = lib_env(mpi, spec.collective, a)  # ValueError before anything runs
-    kept = []
-    for a in algos:
-        why = skip_reason(mpi, spec.collective, a, spec.np) if a in envs else None
-        if why:
-            notes.append(why)
-        else:
-            kept.append(a)
-    if envs and check_table and runner is None:
-        problems = table_problems(mpi, (spec.collective,))
-        if problems:
-            raise bench_mod.BenchError(
-                f"colltune's {mpi.name} algorithm table does not match this {mpi.name} "
-                f"{mpi.version}: " + "; ".join(problems))
-    plan = plan_launches(kept, spec.reps)
-    if len(plan) == 1 and plan[0].library_spec is None:
-        if progress:
-            progress(0, 1, plan[0])
-        kw = {"on_record": on_record} if on_record is not None and runner is None else {}
-        recs, n = run(build, dataclasses.replace(spec, algos=list(plan[0].algos)),
-                      timeout=timeout, **kw)
-        return recs, notes + [x for x in n if x not in notes]
-    records: list[dict] = []
-    for i, launch in enumerate(plan):
-        if progress:
-            progress(i, len(plan), launch)
-        sub = _one_rep_spec(spec, ((WARMUP_CANDIDATE,) if warm_up else ()) + launch.algos)
-        if launch.library_spec is None:
-            recs, n = run(build, sub, timeout=timeout)
-        else:
-            env = envs[launch.library_spec]
-            recs, n = run(build, sub, timeout=timeout, extra_env=env)
-        if warm_up:
-            recs = _drop_warmup(recs)
-        if launch.library_spec is not None:
-            recs = [_relabel(r, mpi, spec.collective, launch.library_spec, env) for r in recs]
-        notes += [x for x in n if x not in notes]
-        records += recs
-    merged = merge_records(records, kept)
-    for r in merged:
-        if not getattr(spec, "raw", False):
-            r.pop("samples_us", None)  # asked for by us, not by the caller
-        if getattr(spec, "time_budget", None) and "time_budget_s" in r:
-            r["time_budget_s"] = spec.time_budget
-    return merged, notes

@@ -657,7 +657,7 @@ def load_section(df: pd.DataFrame, parts: ReportParts, palette: plotmod.Palette,
     per load level with evidence and how often it changes. Empty without probe values.
     `platform`: simulated points of that platform (a subsection of the simulated
     section, the generator inside the simulation)."""
-    from colltune.drivers import loadgen as workload
+    from colltune.analysis import load as load_analysis
 
     if "probe_us" not in df.columns or not df["probe_us"].notna().any() or \
             "load_level" not in df.columns:
@@ -690,16 +690,16 @@ def load_section(df: pd.DataFrame, parts: ReportParts, palette: plotmod.Palette,
                "<code>colltune load analyse --include-simulated</code> prints the same.</p>"]
         kind = "sim-load"
     probe = d.groupby(["load_level"])["probe_us"].agg(["median", "min", "max", "count"])
-    probe = probe.loc[workload.level_order(d)].reset_index()
+    probe = probe.loc[load_analysis.level_order(d)].reset_index()
     out.append(frame_table(probe.rename(columns={"median": "probe median (µs)",
                                                  "min": "min", "max": "max",
                                                  "count": "points"})))
-    corr = workload.correlations(d, label="label")
+    corr = load_analysis.correlations(d, label="label")
     h = "h3" if platform is None else "h4"
     out.append(f'<{h} id="{kind}-correlation">Correlation of the probe with the latency</{h}>')
     out.append(f'<div class="scroll">{frame_table(corr)}</div>')
-    best = workload.best_per_level(d)
-    ch = workload.changes(best)
+    best = load_analysis.best_per_level(d)
+    ch = load_analysis.changes(best)
     out.append(f'<{h} id="{kind}-best">Best algorithm per load level</{h}>')
     out.append(f'<p>The best algorithm changes with the load at {int(ch["changes"].sum())} of '
                f'{len(ch)} points (the fastest median at {int(ch["fastest_changes"].sum())}).'

@@ -677,6 +677,7 @@ def resolve_algorithms(study: Study, build) -> dict[str, list[str]]:
     `mpich:all` under MPICH, nothing under another MPI), `ompi:NAME[:k=v]`,
     `mpich:NAME[:k=v]`, `ompi:all`, `mpich:all`.
     """
+    from colltune.drivers import bench as bench_mod
     from colltune.drivers import registry
 
     lib = _libalgos()
@@ -709,7 +710,7 @@ def resolve_algorithms(study: Study, build) -> dict[str, list[str]]:
                 library, _, rest = spec.partition(":")
                 if rest == "all":
                     try:
-                        specs += lib.expand_algos(build, coll, [spec])
+                        specs += bench_mod.expand_algos(build, coll, [spec])
                     except ValueError as exc:
                         raise StudyError(f"{key}: {exc}") from None
                     continue

@@ -528,12 +528,12 @@ def bench_measure(build, grid: Grid, *, iterations: int | None = None,
                                 "algorithms and native (--target colltune)")
 
     def measure(launch: Launch) -> list[dict]:
-        algos = [libalgos.WARMUP_CANDIDATE] + list(launch.algos)
+        algos = [bench_mod.WARMUP_CANDIDATE] + list(launch.algos)
         spec = bench_mod.BenchSpec(grid.collective, algos, grid.np, list(launch.sizes),
                                    iterations=iterations, warmup=warmup, reps=1,
                                    timing=timing, dtype=dtype, op=op)
         recs, _ = bench_mod.run(build, spec, timeout=timeout)
-        recs = libalgos._drop_warmup(recs)
+        recs = bench_mod._drop_warmup(recs)
         out = []
         left = {s: list(launch.algos) for s in launch.sizes}
         for r in recs:

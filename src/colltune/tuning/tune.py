@@ -52,8 +52,9 @@ import numpy as np
 import pandas as pd
 
 from colltune.analysis import evidence
+from colltune.analysis import load as load_analysis
 from colltune.base.errors import ColltuneError, did_you_mean
-from colltune.rules.ruleset import COLLECTIVES, TARGETS, Rule, RuleSet, make_params
+from colltune.rules.ruleset import COLLECTIVES, TARGETS, LoadClass, Rule, RuleSet, make_params
 
 BASELINE = "native"
 LIBRARY_PREFIX = {"openmpi": "ompi:", "mpich": "mpich:"}
@@ -156,6 +157,12 @@ def _label(algorithm: str, params: tuple) -> str:
     return Rule("bcast", 1, None, 0, None, algorithm, params).spec
 
 
+def classes_from_frame(df: pd.DataFrame) -> list[LoadClass]:
+    """rules.LoadClass per level, quietest first: index ranges on probe_us split at the
+    geometric midpoints of adjacent levels' median probes (analysis.load.class_bounds)."""
+    return [LoadClass(name, lo, hi) for name, lo, hi in load_analysis.class_bounds(df)]
+
+
 @dataclass
 class Prepared:
     """The candidates' rows of a frame, ready for decisions."""
@@ -217,14 +224,12 @@ def prepare(frame: pd.DataFrame, target: str, collectives=None,
     notes: list[str] = []
     classes = []
     if loaded:
-        from colltune.drivers import loadgen as workload
-
         unlabelled = d["load_level"].isna() | d["probe_us"].isna()
         if unlabelled.any():
             notes.append(f"{int(unlabelled.sum())} measurement(s) without a load level or probe "
                          "left out: the study's load levels are a decision dimension")
             d = d[~unlabelled]
-        classes = workload.classes_from_frame(d)
+        classes = classes_from_frame(d)
         notes.append("load classes (probe µs): " + "; ".join(
             f"{c.name} {c.lo:g}..{'' if c.hi is None else f'{c.hi:g}'}" for c in classes))
     keys = (["collective"] + (["mapping"] if mapping else [])
