@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from colltune.base.errors import ColltuneError
+from colltune.mpi.placement import Placement
 
 PATTERNS = ("pairs", "alltoall", "hot")
 NONE = "none"
@@ -170,7 +171,7 @@ def generator_launch(build, level: LoadLevel, duration: float = 0.0, placement=N
         raise LoadError(f"{prog} is missing: this build predates it; run `colltune build "
                         "--force`")
     if placement is None:
-        placement = launch.Placement(mapping="core", bind=False)
+        placement = Placement(mapping="core", bind=False)
     else:
         from dataclasses import replace
 
