@@ -38,6 +38,7 @@ from rich.table import Table
 
 from colltune.drivers import bench as bench_mod
 from colltune.mpi import launch
+from colltune.mpi import placement
 from colltune.mpi import libraries as mpi_mod
 from colltune.mpi.build import build as do_build
 from colltune.base.files import write_atomic
@@ -99,7 +100,7 @@ def main() -> int:
     console = Console(width=max(Console().width, 140))
     b = do_build(mpi_mod.find(args.mpi))
     sizes = parse_sizes(args.sizes)
-    oversub = args.np > launch.cores()
+    oversub = args.np > placement.cores()
     ours: dict[tuple, list[float]] = {}
     theirs: dict[tuple, list[float]] = {}
     ratios: dict[tuple, list[float]] = {}

@@ -45,6 +45,7 @@ from rich.table import Table
 from colltune.drivers import bench as bench_mod
 from colltune.rules import interpose
 from colltune.mpi import launch
+from colltune.mpi import placement
 from colltune.mpi import libraries as mpi_mod
 from colltune.mpi.build import build as do_build
 from colltune.base.files import write_atomic
@@ -229,7 +230,7 @@ def main() -> int:
                         got.setdefault((coll, s, who), []).append(us)
             console.print(f"round {rnd + 1}/{args.launches} done", style="dim")
     t = Table(title=f"interposition overhead, np {args.np}"
-                    f"{' (OVERSUBSCRIBED)' if args.np > launch.cores() else ''}, "
+                    f"{' (OVERSUBSCRIBED)' if args.np > placement.cores() else ''}, "
                     f"{b.mpi.banner}, {args.launches} alternating launches; Avg Latency µs "
                     "(median over launches); ratios per round: median [min–max]",
               title_justify="left")

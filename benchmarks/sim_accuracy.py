@@ -34,6 +34,7 @@ from rich.table import Table
 from colltune.drivers import bench as bench_mod
 from colltune.analysis import costmodel
 from colltune.mpi import launch
+from colltune.mpi.placement import Placement
 from colltune.drivers import p2p
 from colltune.drivers import registry
 from colltune.mpi import libraries as mpi_mod
@@ -58,7 +59,7 @@ def main() -> int:
     plat = resolve(args.platform)
     nps = parse_ints(args.np, "--np")
     sizes = parse_sizes(args.sizes)
-    node = launch.Placement(mapping="node")
+    node = Placement(mapping="node")
     with launch.simulate(plat), launch.session(node):
         pp, _ = p2p.run_pingpong(b, p2p.PingpongSpec(
             np=2, sizes=(8, 64, 1024, 8192, 65536, 262144, 1048576, 4194304), reps=1,

@@ -34,6 +34,7 @@ import sys
 
 from colltune.drivers import bench as bench_mod
 from colltune.mpi import launch
+from colltune.mpi.placement import Placement
 from colltune.drivers import registry
 from colltune.mpi import libraries as mpi_mod
 from colltune.mpi.build import build as do_build
@@ -64,7 +65,7 @@ def main() -> int:
     b = do_build(mpi_mod.find("smpi"))
     plat = resolve(args.platform)
     sizes = parse_sizes(args.sizes)
-    place = launch.Placement(mapping="node", order=args.order, nodes=args.nodes)
+    place = Placement(mapping="node", order=args.order, nodes=args.nodes)
     bad = checked = 0
     largest = 0.0
     for coll in args.coll.split(","):

@@ -142,9 +142,9 @@ def test_bench_interleaves_algorithms_within_each_size_and_repetition(ompi_build
 
 def test_auto_timing_is_window_only_with_a_core_per_process(monkeypatch):
     from colltune.drivers import bench
-    from colltune.mpi import launch
+    from colltune.mpi import placement
 
-    monkeypatch.setattr(launch, "cores", lambda: 4)
+    monkeypatch.setattr(placement, "cores", lambda: 4)
     assert bench.resolve_timing("auto", 4) == "window"
     assert bench.resolve_timing("auto", 5) == "osu"  # window busy-waits: needs its own core
     assert bench.resolve_timing("osu", 2) == "osu" and bench.resolve_timing("window", 8) == "window"

@@ -115,11 +115,11 @@ def test_commands_measure_honestly_unless_asked_and_mark_oversubscription(ompi_b
     process counts share cores."""
     from conftest import colltune
 
-    from colltune.mpi import launch
+    from colltune.mpi import placement
 
     res = colltune("sweep", "--preset", "quick", "--dry-run", "--db", "/nonexistent/x.db")
     assert res.returncode == 0, res.stderr[-2000:]
-    cores = launch.cores()
+    cores = placement.cores()
     honest = [p for p in (2, 4, 8, 16, 32, 64, 128, 256) if p <= cores]
     assert f"processes: {', '.join(map(str, honest))}" in res.stdout.replace("\n", " ") or \
         f"processes: {honest[0]}.." in res.stdout

@@ -19,6 +19,7 @@ import pytest
 
 from colltune.results import db
 from colltune.mpi import launch
+from colltune.mpi import placement
 from conftest import colltune
 
 EXE = str(Path(sys.executable).parent / "colltune")
@@ -102,7 +103,7 @@ def test_a_timed_out_launch_leaves_no_rank(ompi_build):
 # ------------------------------------------------------------------ process counts
 
 def test_absurd_process_counts_are_refused_before_anything_runs():
-    n = launch.cores() * launch.MAX_PER_CORE + 1
+    n = placement.cores() * placement.MAX_PER_CORE + 1
     for args in (["bench", "--coll", "bcast", "--np", "100000", "--oversubscribe"],
                  ["verify", "--np", str(n)], ["pingpong", "--np", str(n), "--oversubscribe"],
                  ["heat", "--np", str(n), "--oversubscribe"]):
@@ -115,16 +116,16 @@ def test_absurd_process_counts_are_refused_before_anything_runs():
 
 
 def test_measuring_more_processes_than_cores_needs_the_flag():
-    n = launch.cores() + 1
+    n = placement.cores() + 1
     res = colltune("bench", "--coll", "bcast", "--np", str(n), "--sizes", "8", timeout=60)
     assert res.returncode == 2
     assert res.stderr.count("\n") == 1 and "--oversubscribe" in res.stderr
-    with pytest.raises(launch.LaunchError):
-        launch.check_process_counts([n])
-    notes = launch.check_process_counts([n], oversubscribe=True)
+    with pytest.raises(placement.LaunchError):
+        placement.check_process_counts([n])
+    notes = placement.check_process_counts([n], oversubscribe=True)
     assert notes and "oversubscribed" in notes[0]
-    assert launch.check_process_counts([n], timing=False)  # verify may share cores
-    hosts = launch.Allocation((("a", 64), ("b", 64)), "test")
+    assert placement.check_process_counts([n], timing=False)  # verify may share cores
+    hosts = placement.Allocation((("a", 64), ("b", 64)), "test")
     assert hosts.slots == 128
 
 
@@ -370,7 +371,7 @@ def test_installs_and_builds_into_the_cache_wait_for_each_other(tmp_path, capfd,
     monkeypatch.setenv("COLLTUNE_CACHE", str(tmp_path))
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import time, sys\nfrom colltune.paths import cache_lock\n"
+         "import time, sys\nfrom colltune.base.paths import cache_lock\n"
          "with cache_lock('mpi-x', 'x'):\n    print('held', flush=True)\n    time.sleep(1.5)\n"],
         stdout=subprocess.PIPE, text=True, env=dict(os.environ))
     assert holder.stdout.readline().strip() == "held"

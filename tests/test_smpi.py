@@ -14,6 +14,7 @@ import pytest
 from colltune.drivers import bench as bench_mod
 from colltune.results import db
 from colltune.mpi import launch
+from colltune.mpi import placement
 from colltune.mpi import simgrid
 from colltune.base.errors import ColltuneError
 from colltune.analysis.fit import load_measurements
@@ -60,7 +61,7 @@ def test_a_simulated_launch_is_smpirun_with_platform_hostfile_and_determinism(tm
     plat = resolve("tapems-16x12")
     with launch.simulate(plat):
         ln = launch.prepare(FakeMPI("smpi"), 30, ["prog", "--x"],
-                            placement=launch.Placement(mapping="node", order="seq"))
+                            placement=placement.Placement(mapping="node", order="seq"))
     argv = ln.argv
     assert argv[0].endswith("smpirun") and argv[1:3] == ["-np", "30"]
     xml = Path(argv[argv.index("-platform") + 1])
@@ -81,11 +82,11 @@ def test_a_simulated_launch_is_smpirun_with_platform_hostfile_and_determinism(tm
 
 
 def test_simulated_process_counts_need_no_cores():
-    assert launch.check_process_counts([1024, 4096], simulated=True) == []
-    with pytest.raises(launch.LaunchError, match="--force"):
-        launch.check_process_counts([launch.MAX_SIMULATED + 1], simulated=True)
-    with pytest.raises(launch.LaunchError, match="oversubscribe"):
-        launch.check_process_counts([launch.cores() * 4])
+    assert placement.check_process_counts([1024, 4096], simulated=True) == []
+    with pytest.raises(placement.LaunchError, match="--force"):
+        placement.check_process_counts([placement.MAX_SIMULATED + 1], simulated=True)
+    with pytest.raises(placement.LaunchError, match="oversubscribe"):
+        placement.check_process_counts([placement.cores() * 4])
 
 
 def test_simulated_bench_specs_use_few_iterations_and_refuse_what_cannot_be_simulated():
@@ -309,7 +310,7 @@ def test_prepared_communicators_make_warm_up_calls_unneeded(smpi_build):
     remap the permuted communicator: messages the simulation charges)."""
     algos = ["pipeline", "binomial:remap=rr", "native"]
     plat = resolve("tapems-16x12")
-    place = launch.Placement(mapping="node", order="seq", nodes=2)
+    place = placement.Placement(mapping="node", order="seq", nodes=2)
 
     def run(**kw):
         spec = bench_mod.BenchSpec("bcast", algos, 6, [8, 65536], reps=2, raw=True, **kw)

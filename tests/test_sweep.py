@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from colltune.mpi import launch
-from colltune.mpi.launch import Placement
+from colltune.mpi import placement
+from colltune.mpi.placement import Placement
 
 TINY = """
 [study]
@@ -240,12 +241,12 @@ def hostfile(tmp_path):
 def test_hostfile_parsing(tmp_path):
     p = tmp_path / "h"
     p.write_text("a slots=2 max_slots=4\nb:3\na\n\nc  # comment\n")
-    alloc = launch.parse_hostfile(p, default_slots=8)
+    alloc = placement.parse_hostfile(p, default_slots=8)
     assert alloc.hosts == (("a", 10), ("b", 3), ("c", 8))
     assert "no slot count" in alloc.notes[0]
     p.write_text("a slots=2 flavour=3\n")
-    with pytest.raises(launch.LaunchError, match="line 1: unknown field"):
-        launch.parse_hostfile(p)
+    with pytest.raises(placement.LaunchError, match="line 1: unknown field"):
+        placement.parse_hostfile(p)
 
 
 @pytest.mark.parametrize("mapping, order, want", [
@@ -282,7 +283,7 @@ def test_srun_options(monkeypatch):
     monkeypatch.setenv("SLURM_JOB_NODELIST", "n[1-2]")
     monkeypatch.setenv("SLURM_JOB_NUM_NODES", "2")
     monkeypatch.setenv("SLURM_JOB_CPUS_PER_NODE", "4(x2)")
-    monkeypatch.setattr(launch.shutil, "which", lambda name: None)  # no scontrol, bare srun
+    monkeypatch.setattr(shutil, "which", lambda name: None)  # no scontrol, bare srun
     ln = launch.prepare(_mpi("openmpi"), 6, ["prog"], placement=Placement("slurm", "socket", "rr"))
     assert ln.argv == ["srun", "-n", "6", "-N", "2", "--mpi=pmix", "--distribution=cyclic:cyclic",
                        "--cpu-bind=cores", "--kill-on-bad-exit=1", "prog"]
@@ -293,13 +294,13 @@ def test_srun_options(monkeypatch):
     assert "--overcommit" in ln.argv and "--cpu-bind=none" in ln.argv
     assert "--ntasks-per-node=6" in ln.argv and any("--overcommit" in n for n in ln.notes)
     monkeypatch.delenv("SLURM_JOB_ID")
-    with pytest.raises(launch.LaunchError, match="inside a Slurm allocation"):
+    with pytest.raises(placement.LaunchError, match="inside a Slurm allocation"):
         launch.prepare(_mpi("openmpi"), 2, ["prog"], placement=Placement("slurm", "core"))
 
 
 def test_local_placement_and_default_unchanged():
     mpi = _mpi("openmpi")
-    over = launch.cores() + 1
+    over = placement.cores() + 1
     ln = launch.prepare(mpi, over, ["prog"], placement=Placement("local", "core"))
     assert "--oversubscribe" in ln.argv and ln.argv[ln.argv.index("--bind-to") + 1] == "none"
     assert any("not bound" in n for n in ln.notes) and any("--oversubscribe" in n for n in ln.notes)
@@ -354,11 +355,12 @@ def test_open_mpi_places_ranks_as_asked(ompi_build, hostfile, tmp_path, mapping,
     ln = launch.prepare(ompi_build.mpi, np, ["hostname"],
                         placement=Placement("hostfile", mapping, order, hostfile=hostfile))
     got = _ompi_map(ln, topo)
-    counts = [n for _, n, _ in launch.layout(np, ln.placement, launch.parse_hostfile(hostfile))]
+    alloc = placement.parse_hostfile(hostfile)
+    counts = [n for _, n, _ in placement.layout(np, ln.placement, alloc)]
     # the ranks each node should hold: blocks (seq) or round-robin over nodes (rr), as
-    # launch.rank_nodes says (which MPICH gets as -rankmap)
+    # placement.rank_nodes says (which MPICH gets as -rankmap)
     want: dict[int, list[int]] = {0: [], 1: []}
-    for r, node in enumerate(launch.rank_nodes(counts, order)):
+    for r, node in enumerate(placement.rank_nodes(counts, order)):
         want[node].append(r)
     assert sorted(r for r, _ in got["nodeA0"]) == want[0]
     assert sorted(r for r, _ in got["nodeA1"]) == want[1]

@@ -25,7 +25,8 @@ import re
 
 import pandas as pd
 
-ORDERS = ("seq", "rr")
+from colltune.mpi.placement import ORDERS
+
 PLACEMENTS = ("seq", "rr", "seq>rr", "rr>seq")
 _REMAP_RE = re.compile(r"(?:^|[:,])remap=([a-z]+)")
 

@@ -15,7 +15,9 @@ from colltune.base.console import stdout_console
 from colltune.base.errors import ColltuneError
 from colltune.base.files import save_fallback, write_atomic
 from colltune.analysis.fit import default_db
-from colltune.mpi.launch import MAX_PER_CORE, Terminated, check_process_counts, interrupt_on_term
+from colltune.mpi import launch
+from colltune.mpi.launch import Terminated, interrupt_on_term
+from colltune.mpi.placement import MAX_PER_CORE, check_process_counts
 
 out = stdout_console()
 err = Console(stderr=True, soft_wrap=True)  # messages stay one line each (grep, logs)
@@ -32,7 +34,6 @@ INCLUDE_SIMULATED_HELP = ("Also use simulated points (SimGrid, --mpi smpi); by d
 def resolve_platform(spec: str | None, mpi) -> object | None:
     """The Platform of --platform for a simulated MPI (default: launch.DEFAULT_PLATFORM);
     an `error:` line when --platform is given for a real MPI."""
-    from colltune.mpi import launch
     from colltune.mpi.platforms import resolve
 
     if not getattr(mpi, "simulated", False):
@@ -147,7 +148,7 @@ def db_path_or_default(db_path: str | None):
 
 def oversubscribe_options(f):
     """--oversubscribe and --force, for commands that measure time (see
-    launch.check_process_counts)."""
+    placement.check_process_counts)."""
     f = click.option("--force", is_flag=True,
                      help=f"Launch even more than {MAX_PER_CORE} processes per core.")(f)
     f = click.option("--oversubscribe", is_flag=True,
@@ -158,7 +159,7 @@ def oversubscribe_options(f):
 
 def check_nps(nps, oversubscribe: bool = False, force: bool = False, timing: bool = True,
               placement=None, simulated: bool = False) -> list[str]:
-    """The process-count policy (launch.check_process_counts) before any launch; the
+    """The process-count policy (placement.check_process_counts) before any launch; the
     notes are printed."""
     notes = check_process_counts(nps, oversubscribe=oversubscribe, force=force, timing=timing,
                                  placement=placement, simulated=simulated)

@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from .. import __version__
-from colltune.mpi import launch
+from colltune.mpi import placement
 from colltune.drivers import registry
 from colltune.base.errors import did_you_mean
 from ._common import command, MPI_HELP, build_or_fail, fail, out
@@ -39,7 +39,7 @@ def info(mpi_spec: str | None) -> None:
     t.add_row("launcher", str(b.mpi.launcher))
     t.add_row("compiler", f"{b.mpi.mpicc} ({cc[0] if cc else 'unknown'})")
     t.add_row("build", str(b.dir))
-    t.add_row("cores", str(launch.cores()))
+    t.add_row("cores", str(placement.cores()))
     out.print(t)
 
 

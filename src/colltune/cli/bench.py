@@ -17,6 +17,7 @@ from rich.table import Table
 from colltune.drivers import bench as bench_mod
 from colltune.results import db as db_mod
 from colltune.mpi import launch
+from colltune.mpi import placement
 from colltune.mpi import libalgos
 from colltune.drivers import registry
 from colltune.base.files import check_writable, save_fallback, write_atomic
@@ -423,7 +424,7 @@ def bench(mpi_spec, platform_spec, coll, algos, nps, sizes, iterations, warmup, 
     if records:
         try:
             if plat is None:
-                emit_records(records, fmt, output, b.mpi.banner, cores=launch.cores())
+                emit_records(records, fmt, output, b.mpi.banner, cores=placement.cores())
             else:  # no cores to share in a simulation
                 emit_records(records, fmt, output, f"SIMULATED with {b.mpi.banner} on platform "
                              f"'{plat.name}', not measurements")

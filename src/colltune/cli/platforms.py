@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from colltune.mpi import platforms as plat
+from colltune.mpi.placement import MAPPINGS, ORDERS
 from colltune.base.files import check_writable
 from colltune.drivers.p2p import P2PError, PingpongSpec, run_pingpong
 from colltune.base.units import parse_sizes
@@ -116,10 +117,10 @@ def show(name, as_json) -> None:
               "one line a rank (needs --np).")
 @click.option("--np", "np", type=click.IntRange(min=1), help="Processes of the host file.")
 @click.option("--mapping", default="core", show_default=True,
-              type=click.Choice(plat.MAPPINGS),
+              type=click.Choice(MAPPINGS),
               help="core: fill the cores of a node, then the next node; socket: alternate "
                    "the sockets of a node (one host: as core); node: spread over the nodes.")
-@click.option("--order", default="seq", show_default=True, type=click.Choice(plat.ORDERS),
+@click.option("--order", default="seq", show_default=True, type=click.Choice(ORDERS),
               help="Rank order across nodes: seq: a block of ranks a node; rr: round-robin.")
 @click.option("--nodes", type=click.IntRange(min=1),
               help="Nodes to use (default: the fewest that hold --np; node mapping: all).")

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from colltune.results import db as db_mod
 from colltune.mpi import launch
+from colltune.mpi.placement import LAUNCHERS, LaunchError, check_process_counts, slurm_allocation
 from colltune.base.files import write_atomic
 from colltune.studies.study import Study, StudyError, fmt_ints, load, load_preset, preset_names
 from colltune.studies.sweep import Plan, definition_changes, execute, make_plan, sbatch_script
@@ -56,7 +57,7 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
             ln = launch.prepare(plan.build.mpi, u.np, ["colltune-bench", "..."],
                                 extra_env=plan.env(u) or None, placement=plan.placement(u))
             cmd, nodes = ln.shell_command, f"{ln.nodes}x{ln.ppn}"
-        except launch.LaunchError as exc:
+        except LaunchError as exc:
             cmd, nodes = f"({exc})", "?"
         t.add_row(str(i), "stored" if u.key in stored else "to run", u.collective, str(u.np),
                   nodes, u.mapping, u.order, str(u.repetition),
@@ -77,7 +78,7 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
               "mpich, smpi (SimGrid simulation), or a path to a prefix/bin dir/mpicc.")
 @click.option("--platform", "platform_spec", help=PLATFORM_HELP + " Overrides the study's "
               "`platform`.")
-@click.option("--launcher", type=click.Choice(launch.LAUNCHERS),
+@click.option("--launcher", type=click.Choice(LAUNCHERS),
               help="Override the study's launcher.")
 @click.option("--hostfile", type=click.Path(dir_okay=False),
               help="Hostfile (implies --launcher hostfile).")
@@ -156,7 +157,7 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
         study = dataclasses.replace(study, platform=platform_spec)
     try:
         plan = make_plan(study, b, seed=seed, shuffle=shuffle)
-    except (StudyError, launch.LaunchError) as exc:
+    except (StudyError, LaunchError) as exc:
         fail(str(exc))
     if dry_run and plan.platform is not None:
         with launch.simulate(plan.platform):
@@ -167,11 +168,11 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
         return
     db_mod.check_writable(dbp)  # before anything is launched
     if study.launcher == "slurm":
-        launch.slurm_allocation()
+        slurm_allocation()
     for np_, placement in sorted({(u.np, plan.placement(u)) for u in plan.units},
                                  key=lambda x: x[0]):
-        launch.check_process_counts([np_], oversubscribe=oversubscribe, force=force,
-                                    placement=placement, simulated=b.mpi.simulated)
+        check_process_counts([np_], oversubscribe=oversubscribe, force=force,
+                             placement=placement, simulated=b.mpi.simulated)
     conn = db_mod.open_db(dbp)
     try:
         changes, rnd = definition_changes(conn, study)

@@ -12,7 +12,7 @@ from colltune.drivers import registry
 from colltune.drivers import verify as verify_mod
 from colltune.base.units import parse_ints
 from colltune.base.errors import did_you_mean
-from colltune.mpi.launch import MAX_PER_CORE, check_process_counts
+from colltune.mpi.placement import MAX_PER_CORE, check_process_counts
 from ._common import MPI_HELP, build_or_fail, command, err, fail, out
 
 

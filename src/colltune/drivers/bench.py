@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from colltune.drivers import registry
-from colltune.mpi import launch, libalgos
+from colltune.mpi import launch, libalgos, placement
 from colltune.mpi.build import Build
 from colltune.mpi.libraries import MPI
 from colltune.base.errors import ColltuneError
@@ -144,7 +144,7 @@ def resolve_timing(timing: str, np: int) -> str:
     benchmarks/timing_spread.py, docs/benchmarking.md), else `osu`."""
     if timing != "auto":
         return timing
-    return "window" if np <= launch.cores() else "osu"
+    return "window" if np <= placement.cores() else "osu"
 
 
 def validation_failures(records: list[dict]) -> list[dict]:

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from colltune.base.errors import ColltuneError
+from colltune.mpi.placement import Placement
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -169,7 +170,7 @@ def generator_launch(build, level: LoadLevel, duration: float = 0.0, placement=N
         raise LoadError(f"{prog} is missing: this build predates it; run `colltune build "
                         "--force`")
     if placement is None:
-        placement = launch.Placement(mapping="core", bind=False)
+        placement = Placement(mapping="core", bind=False)
     else:
         from dataclasses import replace
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from colltune.mpi import launch
 from colltune.mpi.build import Build
+from colltune.mpi.placement import ORDERS
 from colltune.base.errors import ColltuneError
 
-ORDERS = ("seq", "rr")
 REMAPS = ("none", "seq", "rr", "auto")
 
 

@@ -40,10 +40,10 @@ from typing import Any, Mapping
 from xml.sax.saxutils import escape, quoteattr
 
 from colltune.base.errors import ColltuneError, did_you_mean
+from colltune.mpi.placement import MAPPINGS, ORDERS, Allocation, Placement, layout, rank_nodes
+from colltune.mpi.placement import cores as local_cores
 
 TOPOLOGIES = ("flat", "fat-tree", "dragonfly", "torus")
-MAPPINGS = ("core", "socket", "node")
-ORDERS = ("seq", "rr")
 ALLOCATIONS = ("first", "spread")
 HOST_PREFIX = "node-"
 HOST_SPEED_FLOPS = 1e9  # any fixed value: computation is not what is simulated
@@ -210,14 +210,12 @@ class Platform:
                    nodes: int | None = None, oversubscribe: bool = False) -> list[str]:
         """The host of every rank, in rank order (the smpirun hostfile, one line a rank).
 
-        As the local launchers place processes (launch.layout, launch.rank_nodes):
+        As the local launchers place processes (placement.layout, placement.rank_nodes):
         `core` and `socket` fill the fewest nodes that hold np (socket alternates the
         sockets of a node, which are one host here), `node` spreads the processes
         evenly over `nodes` nodes (default: all, at most np); `seq` gives each node a
         block of consecutive ranks, `rr` deals the ranks round-robin over the nodes.
         More processes than cores is an error unless `oversubscribe`."""
-        from colltune.mpi import launch
-
         if mapping not in MAPPINGS:
             raise PlatformError(f"mapping '{mapping}'{did_you_mean(mapping, MAPPINGS)}; "
                                 f"valid: {', '.join(MAPPINGS)}")
@@ -236,13 +234,13 @@ class Platform:
                 f"{np} processes on platform '{self.name}': {where} x {self.cores_per_node} "
                 f"cores = {have} cores; use at most {have} processes, a larger platform, or "
                 "oversubscribe explicitly")
-        alloc = launch.Allocation(tuple((h, self.cores_per_node) for h in self.hosts),
-                                  f"platform {self.name}")
-        placement = launch.Placement(mapping=mapping, order=order, nodes=nodes)
-        used = launch.layout(np, placement, alloc)
+        alloc = Allocation(tuple((h, self.cores_per_node) for h in self.hosts),
+                           f"platform {self.name}")
+        placement = Placement(mapping=mapping, order=order, nodes=nodes)
+        used = layout(np, placement, alloc)
         counts = [n for _, n, _ in used]
         phys = self.node_indices(len(used))
-        return [f"{HOST_PREFIX}{phys[i]}" for i in launch.rank_nodes(counts, order)]
+        return [f"{HOST_PREFIX}{phys[i]}" for i in rank_nodes(counts, order)]
 
     def load_hosts(self, measured: list[str], count: int) -> list[str]:
         """Hosts of `count` load-generator ranks beside a job on the hosts `measured`
@@ -523,7 +521,7 @@ def from_dict(data: dict, source: str = "<dict>") -> Platform:
     cps = data.get("cores_per_socket", 1)
     sockets = data.get("sockets", 1)
     if cps == "auto":  # this machine's cores
-        cps = max(1, _local_cores() // (sockets if isinstance(sockets, int) and sockets > 0 else 1))
+        cps = max(1, local_cores() // (sockets if isinstance(sockets, int) and sockets > 0 else 1))
     sources = data.get("sources", {})
     if not isinstance(sources, dict) or not all(isinstance(v, str) for v in sources.values()):
         raise PlatformError(f"{source}: [sources] maps a figure to the text of its source")
@@ -588,12 +586,6 @@ def resolve(spec: str) -> Platform:
 
 
 # ---------------------------------------------------------------------------- helpers
-
-
-def _local_cores() -> int:
-    from colltune.mpi.launch import cores
-
-    return cores()
 
 
 def _is_number(v) -> bool:
@@ -726,7 +718,7 @@ def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool =
     times = [float(r[key]) for r in recs]
     alpha, beta, info = fit_hockney(sizes, times)
     lat_f, bw_f = piecewise_factors(sizes, times, alpha, beta) if piecewise else ((), ())
-    ncores = cores or _local_cores()
+    ncores = cores or local_cores()
     when = when or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     host = local_hostname()
     mpi = recs[0].get("mpi", "")

@@ -37,6 +37,7 @@ from typing import Any, Iterable
 
 from colltune.base.errors import ColltuneError
 from colltune.base.files import can_create_in
+from colltune.mpi.placement import cores
 
 DEFAULT_NAME = "colltune.db"
 DB_HELP = (f"Results database (SQLite file). Default: $COLLTUNE_DB, else ./{DEFAULT_NAME} "
@@ -477,8 +478,6 @@ def git_revision() -> str | None:
 
 
 def host_info() -> dict[str, Any]:
-    from colltune.mpi.launch import cores
-
     return {"host": socket.gethostname(), "cpu_model": cpu_model(), "cores": cores(),
             "cpus": os.cpu_count(), "os": f"{platform.system()} {platform.release()}"}
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from colltune.base.errors import ColltuneError
-from colltune.mpi.launch import LAUNCHERS, MAPPINGS, ORDERS
+from colltune.mpi.placement import LAUNCHERS, MAPPINGS, ORDERS
 from colltune.base.units import parse_size, parse_sizes
 
 COLLECTIVES = ("bcast", "reduce", "gather", "allgather", "allreduce")

@@ -38,6 +38,7 @@ from rich.markup import escape
 from colltune.drivers import bench as bench_mod
 from colltune.results import db as db_mod
 from colltune.mpi import launch
+from colltune.mpi.placement import LaunchError, Placement, capacity, cores, parse_hostfile
 from colltune.studies.study import Study, StudyError, fmt_ints, is_lib_spec
 from colltune.studies.study import HEAT, STREAM, parse_heat_spec, resolve_algorithms
 
@@ -81,9 +82,9 @@ class Plan:
     lib_envs: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     platform: object = None  # platform.Platform of a simulated study (--mpi smpi)
 
-    def placement(self, unit: Unit) -> launch.Placement:
+    def placement(self, unit: Unit) -> Placement:
         s = self.study
-        return launch.Placement(launcher=s.launcher, mapping=unit.mapping, order=unit.order,
+        return Placement(launcher=s.launcher, mapping=unit.mapping, order=unit.order,
                                 hostfile=s.hostfile, nodes=s.nodes, bind=s.bind)
 
     def env(self, unit: Unit) -> dict[str, str]:
@@ -152,14 +153,13 @@ def workload_probe_size() -> int:
 
 def _capacity(study: Study) -> tuple[int, str | None]:
     """Slots the study's launcher has (for max_processes), and a note if guessed."""
-    p = launch.Placement(launcher=study.launcher, hostfile=study.hostfile)
     try:
-        return launch.allocation(p).slots, None
-    except launch.LaunchError:
+        return capacity(Placement(launcher=study.launcher, hostfile=study.hostfile))[0], None
+    except LaunchError:
         if study.launcher != "slurm":
             raise
         nodes = study.nodes or study.sbatch.get("nodes") or 1
-        per = study.sbatch.get("ntasks_per_node") or launch.cores()
+        per = study.sbatch.get("ntasks_per_node") or cores()
         return nodes * per, (f"not inside a Slurm allocation: assumed {nodes} node(s) x {per} "
                              "slots for planning")
 
@@ -225,7 +225,7 @@ def make_plan(study: Study, build, *, seed: int | None = None,
                      "will fail (and be recorded as failed)")
     hosts = None
     if study.launcher == "hostfile":
-        hosts = [list(h) for h in launch.parse_hostfile(study.hostfile).hosts]
+        hosts = [list(h) for h in parse_hostfile(study.hostfile).hosts]
     units: list[Unit] = []
     skipped: set[str] = set()
     for rep in range(1, repetitions + 1):
@@ -265,7 +265,7 @@ def make_plan(study: Study, build, *, seed: int | None = None,
         if busy:
             gen = max(study.load_levels[n]["np"] for n in busy)
             notes.append(f"load levels {', '.join(busy)}: the generator's {gen} processes run on "
-                         f"this machine's {launch.cores()} cores beside the measured ones; they "
+                         f"this machine's {cores()} cores beside the measured ones; they "
                          "take CPU time as much as they load shared memory (docs/workload.md)")
     if study.launcher == "local" and platform is None:
         if "rr" in study.order:
@@ -484,7 +484,7 @@ def _run_unit(plan: Plan, conn, unit: Unit, run_id: int, study_id: int, rnd: int
                 records, notes = bench_mod.run(plan.build, spec, timeout=study.timeout, **kwargs)
             if load_info is not None:
                 _finish_load(load_info, records, notes)
-        except (bench_mod.BenchError, launch.LaunchError, OSError, ValueError,
+        except (bench_mod.BenchError, LaunchError, OSError, ValueError,
                 RuntimeError) as exc:
             err_text = str(exc) or type(exc).__name__
     seconds = time.monotonic() - t0
