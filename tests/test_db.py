@@ -217,3 +217,33 @@ def test_results_and_export_commands(tmp_path):
     assert len(pd.read_parquet(pq)) == 4
     res = runner.invoke(results, ["--db", str(tmp_path / "nothing.db")])
     assert res.exit_code == 2 and "no results database" in res.output
+
+
+def test_the_reader_reads_whole_tables_ping_pong_points_and_one_round(tmp_path):
+    """results.reader: the tables a report needs, the ping-pong points, a study's round;
+    the oversubscribed rule is the one analysis.evidence uses."""
+    from colltune.analysis import evidence
+
+    path = tmp_path / "r.db"
+    pp = [dict(_record("native", size=s), collective="pingpong") for s in (8, 64)]
+    store.store_bench([_record("binomial"), *pp], mpi=None, path=path,
+                      argv=["colltune", "bench"])
+    conn = db.open_db(path)
+    sid = store.upsert_study(conn, "s", {"name": "s"})
+    rid = store.store_run(conn, study_id=sid, round=1)
+    store.store_unit(conn, study_id=sid, run_id=rid, round=1, key="k", collective="bcast",
+                     np=2, nodes=1, ppn=2, mapping="core", rank_order="seq", repetition=1,
+                     algorithms=["binomial"], library_spec=None, command="mpirun", env={},
+                     notes=[], started_at=db.now(), seconds=1.0, records=[_record()])
+    assert reader.study_names(conn) == ["s"] and reader.run_count(conn, sid) == 1
+    assert reader.study_definition(conn, sid) == '{"name": "s"}'
+    assert reader.measured_rounds(conn, sid) == [1] and reader.simulated_count(conn, sid) == 0
+    frame = reader.round_frame(conn, sid, 1)
+    assert len(frame) == 1 and {"unit_id", "cores", "mpi_kind"} <= set(frame.columns)
+    conn.close()
+    tables = reader.read_tables(path, ("runs", "units", "studies", "nosuch"))
+    assert sorted(tables) == ["runs", "studies", "units"] and len(tables["runs"]) == 2
+    assert reader.read_tables(tmp_path / "nothing.db", ("runs",)) == {}
+    assert list(reader.pingpong_points(path)["size"]) == [8, 64]
+    assert reader.pingpong_points(tmp_path / "nothing.db") is None
+    assert evidence.oversubscribed is reader.oversubscribed
