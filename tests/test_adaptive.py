@@ -178,8 +178,9 @@ def test_tune_measure_end_to_end(tmp_path, ompi_build):
     assert res.returncode == 2 and "--np" in res.stderr and "--budget" in res.stderr
     # a sweep's study is not overwritten by --measure --study
     from colltune.results import db
+    from colltune.results import store
     con = db.open_db(dbp)
-    db.upsert_study(con, "mysweep", {"name": "mysweep"})
+    store.upsert_study(con, "mysweep", {"name": "mysweep"})
     con.close()
     res = _cli(*args, "--budget", "60%", "--study", "mysweep")
     assert res.returncode == 2 and "not measured by colltune tune --measure" in res.stderr

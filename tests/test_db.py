@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from colltune.results import db
+from colltune.results import reader, store
 from colltune.cli.results import export, results
 
 
@@ -69,14 +70,14 @@ def test_version_1_database_is_migrated_and_old_records_are_readable(tmp_path):
     c.close()
     conn = db.open_db(path)
     assert db.schema_version(conn) == db.SCHEMA_VERSION >= 2
-    old = db.measurements_frame(conn)
+    old = reader.measurements_frame(conn)
     assert (old["rep_min_us"][0], old["median_us"][0], old["rep_max_us"][0]) == (1.0, 2.0, 3.0)
     assert old["align"].isna().all()  # measured before buffers were aligned
     legacy = _record("binomial", median=5.0)
     legacy["min_us"] = legacy.pop("rep_min_us")
     legacy["max_us"] = legacy.pop("rep_max_us")
-    db.store_measurements(conn, 1, [legacy, _record("chain", median=7.0, align=4096)])
-    pts = db.measurements_frame(conn, algorithm=["binomial", "chain"])
+    store.store_measurements(conn, 1, [legacy, _record("chain", median=7.0, align=4096)])
+    pts = reader.measurements_frame(conn, algorithm=["binomial", "chain"])
     assert list(pts["rep_min_us"]) == [4.5, 6.5] and list(pts["rep_max_us"]) == [5.3, 7.3]
     assert list(pts["align"].fillna(0)) == [0, 4096]
     conn.close()
@@ -113,24 +114,24 @@ def test_default_path_follows_the_environment(monkeypatch, tmp_path):
 
 def test_a_unit_is_stored_whole_or_not_at_all(tmp_path):
     conn = db.open_db(tmp_path / "r.db")
-    sid = db.upsert_study(conn, "s", {"name": "s"})
-    rid = db.store_run(conn, study_id=sid, round=1)
+    sid = store.upsert_study(conn, "s", {"name": "s"})
+    rid = store.store_run(conn, study_id=sid, round=1)
     common = dict(study_id=sid, run_id=rid, round=1, collective="bcast", np=2, nodes=1, ppn=2,
                   mapping="core", rank_order="seq", repetition=1, algorithms=["binomial"],
                   library_spec=None, command="mpirun", env={}, notes=[], started_at=db.now(),
                   seconds=1.0)
     bad = [_record(), {"collective": "bcast"}]  # the second record lacks np/size
     with pytest.raises(ValueError):
-        db.store_unit(conn, key="k1", records=bad, **common)
+        store.store_unit(conn, key="k1", records=bad, **common)
     assert conn.execute("SELECT COUNT(*) FROM units").fetchone()[0] == 0
     assert conn.execute("SELECT COUNT(*) FROM measurements").fetchone()[0] == 0
-    uid = db.store_unit(conn, key="k1", records=[_record(), _record(size=4096)], **common)
+    uid = store.store_unit(conn, key="k1", records=[_record(), _record(size=4096)], **common)
     assert conn.execute("SELECT COUNT(*) FROM measurements WHERE unit_id = ?",
                         (uid,)).fetchone()[0] == 2
     with pytest.raises(sqlite3.IntegrityError):  # the same unit twice: refused, nothing added
-        db.store_unit(conn, key="k1", records=[_record()], **common)
+        store.store_unit(conn, key="k1", records=[_record()], **common)
     assert conn.execute("SELECT COUNT(*) FROM measurements").fetchone()[0] == 2
-    assert db.stored_unit_keys(conn, sid, 1) == {"k1"}
+    assert reader.stored_unit_keys(conn, sid, 1) == {"k1"}
     row = conn.execute("SELECT params, mapping, rank_order, nodes, ppn, repetition, round, extra "
                        "FROM measurements LIMIT 1").fetchone()
     assert row["params"] == '{"segsize": 0}'
@@ -142,9 +143,9 @@ def test_a_unit_is_stored_whole_or_not_at_all(tmp_path):
 
 def test_run_provenance_and_stale_runs(tmp_path):
     conn = db.open_db(tmp_path / "r.db")
-    sid = db.upsert_study(conn, "s")
-    rid = db.store_run(conn, study_id=sid, env={"OMPI_MCA_btl": "self", "HOME": "/root",
-                                                "GITHUB_TOKEN": "x", "MPIR_CVAR_X": "1"})
+    sid = store.upsert_study(conn, "s")
+    rid = store.store_run(conn, study_id=sid, env={"OMPI_MCA_btl": "self", "HOME": "/root",
+                                                   "GITHUB_TOKEN": "x", "MPIR_CVAR_X": "1"})
     r = conn.execute("SELECT * FROM runs WHERE id = ?", (rid,)).fetchone()
     assert r["status"] == "running" and r["host"] and r["cores"] >= 1 and r["cpu_model"]
     assert r["colltune_version"]
@@ -152,7 +153,7 @@ def test_run_provenance_and_stale_runs(tmp_path):
     env = json.loads(r["environment"])
     assert env == {"MPIR_CVAR_X": "1", "OMPI_MCA_btl": "self"}
     conn.execute("UPDATE runs SET pid = 999999999 WHERE id = ?", (rid,))
-    assert db.mark_stale_runs(conn, sid) == [rid]
+    assert store.mark_stale_runs(conn, sid) == [rid]
     assert conn.execute("SELECT status FROM runs WHERE id = ?", (rid,)).fetchone()[0] == "aborted"
     conn.close()
 
@@ -161,16 +162,16 @@ def test_store_bench_and_queries(tmp_path):
     path = tmp_path / "r.db"
     recs = [_record(a, np=n, size=s, median=m) for a, m in (("binomial", 2.0), ("native", 1.0))
             for n in (2, 4) for s in (8, 4096)]
-    rid = db.store_bench(recs, mpi=None, path=path, argv=["colltune", "bench"])
+    rid = store.store_bench(recs, mpi=None, path=path, argv=["colltune", "bench"])
     conn = db.open_db(path, create=False)
     assert conn.execute("SELECT kind, status FROM runs WHERE id = ?", (rid,)).fetchone()[:] == (
         "bench", "done")
-    pts = db.measurements_frame(conn, study="(bench)", algorithm="native", np=[4])
+    pts = reader.measurements_frame(conn, study="(bench)", algorithm="native", np=[4])
     assert len(pts) == 2 and set(pts["size"]) == {8, 4096}
     assert (pts["study"] == "(bench)").all() and (pts["ppn"] == 4).all()
-    summary = db.summary_frame(db.measurements_frame(conn))
+    summary = reader.summary_frame(reader.measurements_frame(conn))
     assert len(summary) == 8 and (summary["reps"] == 1).all()
-    studies = db.studies_frame(conn)
+    studies = reader.studies_frame(conn)
     assert list(studies["study"]) == ["(bench)"] and studies["points"][0] == 8
     conn.close()
 
@@ -178,16 +179,17 @@ def test_store_bench_and_queries(tmp_path):
 def test_results_and_export_commands(tmp_path):
     path = tmp_path / "r.db"
     conn = db.open_db(path)
-    sid = db.upsert_study(conn, "tiny", {"name": "tiny"}, "a test study")
-    rid = db.store_run(conn, study_id=sid, round=1)
+    sid = store.upsert_study(conn, "tiny", {"name": "tiny"}, "a test study")
+    rid = store.store_run(conn, study_id=sid, round=1)
     for rep in (1, 2):
-        db.store_unit(conn, study_id=sid, run_id=rid, round=1, key=f"k{rep}", collective="bcast",
-                      np=2, nodes=1, ppn=2, mapping="core", rank_order="seq", repetition=rep,
-                      algorithms=["binomial", "native"], library_spec=None, command="mpirun",
-                      env={}, notes=[], started_at=db.now(), seconds=1.0,
-                      records=[_record(a, median=m + rep) for a, m in (("binomial", 2.0),
-                                                                        ("native", 1.0))])
-    db.finish_run(conn, rid, "done")
+        store.store_unit(conn, study_id=sid, run_id=rid, round=1, key=f"k{rep}",
+                         collective="bcast", np=2, nodes=1, ppn=2, mapping="core",
+                         rank_order="seq", repetition=rep, algorithms=["binomial", "native"],
+                         library_spec=None, command="mpirun", env={}, notes=[],
+                         started_at=db.now(), seconds=1.0,
+                         records=[_record(a, median=m + rep) for a, m in (("binomial", 2.0),
+                                                                           ("native", 1.0))])
+    store.finish_run(conn, rid, "done")
     conn.close()
     runner = CliRunner()
     res = runner.invoke(results, ["--db", str(path)])
@@ -215,3 +217,33 @@ def test_results_and_export_commands(tmp_path):
     assert len(pd.read_parquet(pq)) == 4
     res = runner.invoke(results, ["--db", str(tmp_path / "nothing.db")])
     assert res.exit_code == 2 and "no results database" in res.output
+
+
+def test_the_reader_reads_whole_tables_ping_pong_points_and_one_round(tmp_path):
+    """results.reader: the tables a report needs, the ping-pong points, a study's round;
+    the oversubscribed rule is the one analysis.evidence uses."""
+    from colltune.analysis import evidence
+
+    path = tmp_path / "r.db"
+    pp = [dict(_record("native", size=s), collective="pingpong") for s in (8, 64)]
+    store.store_bench([_record("binomial"), *pp], mpi=None, path=path,
+                      argv=["colltune", "bench"])
+    conn = db.open_db(path)
+    sid = store.upsert_study(conn, "s", {"name": "s"})
+    rid = store.store_run(conn, study_id=sid, round=1)
+    store.store_unit(conn, study_id=sid, run_id=rid, round=1, key="k", collective="bcast",
+                     np=2, nodes=1, ppn=2, mapping="core", rank_order="seq", repetition=1,
+                     algorithms=["binomial"], library_spec=None, command="mpirun", env={},
+                     notes=[], started_at=db.now(), seconds=1.0, records=[_record()])
+    assert reader.study_names(conn) == ["s"] and reader.run_count(conn, sid) == 1
+    assert reader.study_definition(conn, sid) == '{"name": "s"}'
+    assert reader.measured_rounds(conn, sid) == [1] and reader.simulated_count(conn, sid) == 0
+    frame = reader.round_frame(conn, sid, 1)
+    assert len(frame) == 1 and {"unit_id", "cores", "mpi_kind"} <= set(frame.columns)
+    conn.close()
+    tables = reader.read_tables(path, ("runs", "units", "studies", "nosuch"))
+    assert sorted(tables) == ["runs", "studies", "units"] and len(tables["runs"]) == 2
+    assert reader.read_tables(tmp_path / "nothing.db", ("runs",)) == {}
+    assert list(reader.pingpong_points(path)["size"]) == [8, 64]
+    assert reader.pingpong_points(tmp_path / "nothing.db") is None
+    assert evidence.oversubscribed is reader.oversubscribed

@@ -224,21 +224,22 @@ def test_fit_command_json_and_table(tmp_path):
 def test_load_measurements_reads_a_colltune_database(tmp_path):
     """The schema of colltune.db (runs, studies, units; params as JSON)."""
     from colltune.results import db
+    from colltune.results import store
 
     conn = db.open_db(tmp_path / "c.db")
-    sid = db.upsert_study(conn, "quick", {"collectives": ["bcast"]})
-    rid = db.store_run(conn, study_id=sid, command_line="colltune sweep --preset quick")
+    sid = store.upsert_study(conn, "quick", {"collectives": ["bcast"]})
+    rid = store.store_run(conn, study_id=sid, command_line="colltune sweep --preset quick")
     recs = [dict(collective="bcast", algorithm="chain", params="segsize=8192,fanout=4", np=p,
                  size=s, median_us=1.0 + p + s / 1000, rep_min_us=1.0, rep_max_us=9.0)
             for p in (2, 4) for s in (8, 1024)]
     with db.transaction(conn):
-        db.store_measurements(conn, rid, recs, mapping="core", repetition=0)
+        store.store_measurements(conn, rid, recs, mapping="core", repetition=0)
     conn.close()
     df = fit.load_measurements(tmp_path / "c.db", study="quick")
     assert len(df) == 4 and set(df["study"]) == {"quick"}
     assert set(df["params"]) == {"fanout=4,segsize=8192"}  # JSON back to k=v
     assert "host" in df.columns and "command_line" in df.columns and "samples" not in df.columns
-    db.store_bench(recs[:1], mpi=None, path=tmp_path / "c.db", argv=["colltune", "bench"])
+    store.store_bench(recs[:1], mpi=None, path=tmp_path / "c.db", argv=["colltune", "bench"])
     assert set(fit.load_measurements(tmp_path / "c.db")["study"]) == {"quick", "(bench)"}
     assert len(fit.load_measurements(tmp_path / "c.db", study="(bench)")) == 1
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from colltune.results import db
+from colltune.results import store
 from colltune.mpi import launch
 from colltune.mpi import placement
 from conftest import colltune
@@ -183,7 +184,7 @@ def _small_db(path: Path) -> None:
                              "stddev_us": 0.1, "valid_reps": 3, "invalid": 0,
                              "fallback": None, "mpi": "Open MPI v5.0", "host": "h",
                              "command": "mpirun -np 2 colltune-bench"})
-    db.store_bench(recs, mpi=mpi, path=path, argv=["colltune", "bench"])
+    store.store_bench(recs, mpi=mpi, path=path, argv=["colltune", "bench"])
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA journal_mode = DELETE")  # a copy as one file
     conn.close()

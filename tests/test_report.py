@@ -171,17 +171,18 @@ def test_report_tune_section(built):
 def test_report_of_a_colltune_database(tmp_path):
     """Provenance from the schema of colltune.db: runs, launches (units), definition."""
     from colltune.results import db
+    from colltune.results import store
 
     conn = db.open_db(tmp_path / "c.db")
-    sid = db.upsert_study(conn, "quick", {"collectives": ["bcast", "reduce"], "np": [2, 4, 8]})
-    rid = db.store_run(conn, study_id=sid, command_line="colltune sweep --preset quick",
-                       round=1)
+    sid = store.upsert_study(conn, "quick", {"collectives": ["bcast", "reduce"], "np": [2, 4, 8]})
+    rid = store.store_run(conn, study_id=sid, command_line="colltune sweep --preset quick",
+                          round=1)
     recs = synthetic().drop(columns=["run_id"]).to_dict("records")
-    db.store_unit(conn, study_id=sid, run_id=rid, round=1, key="all", collective="bcast",
-                  np=8, nodes=1, ppn=8, mapping=None, rank_order=None, repetition=None,
-                  algorithms=["native", "linear", "binomial"], library_spec=None,
-                  command="mpirun -np 8 colltune-bench ...", env=None, notes=None,
-                  started_at=db.now(), seconds=1.0, records=recs)
+    store.store_unit(conn, study_id=sid, run_id=rid, round=1, key="all", collective="bcast",
+                     np=8, nodes=1, ppn=8, mapping=None, rank_order=None, repetition=None,
+                     algorithms=["native", "linear", "binomial"], library_spec=None,
+                     command="mpirun -np 8 colltune-bench ...", env=None, notes=None,
+                     started_at=db.now(), seconds=1.0, records=recs)
     conn.close()
     df = rp.load_measurements(tmp_path / "c.db", study="quick")
     prov = rp.load_runs(tmp_path / "c.db", "quick", df)

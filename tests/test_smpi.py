@@ -13,6 +13,7 @@ import pytest
 
 from colltune.drivers import bench as bench_mod
 from colltune.results import db
+from colltune.results import reader, store
 from colltune.mpi import launch
 from colltune.mpi import placement
 from colltune.mpi import simgrid
@@ -141,10 +142,10 @@ def test_missing_boost_is_named(monkeypatch):
 
 def _db_with_both(tmp_path) -> Path:
     path = tmp_path / "r.db"
-    db.store_bench([_record(median=10.0, np=1)], mpi=FakeMPI("openmpi", banner="Open MPI v5"),
-                   path=path)
-    db.store_bench([_record(median=2.0, np=1024, simulated=True, platform="tapems-16x12")],
-                   mpi=FakeMPI("smpi"), path=path, platform=resolve("tapems-16x12"))
+    store.store_bench([_record(median=10.0, np=1)], mpi=FakeMPI("openmpi", banner="Open MPI v5"),
+                      path=path)
+    store.store_bench([_record(median=2.0, np=1024, simulated=True, platform="tapems-16x12")],
+                      mpi=FakeMPI("smpi"), path=path, platform=resolve("tapems-16x12"))
     return path
 
 
@@ -152,9 +153,9 @@ def test_simulated_points_are_never_mixed_into_measurements(tmp_path):
     path = _db_with_both(tmp_path)
     conn = db.open_reader(path)
     try:
-        measured = db.measurements_frame(conn)
-        both = db.measurements_frame(conn, include_simulated=True)
-        only = db.measurements_frame(conn, only_simulated=True)
+        measured = reader.measurements_frame(conn)
+        both = reader.measurements_frame(conn, include_simulated=True)
+        only = reader.measurements_frame(conn, only_simulated=True)
         run = conn.execute("SELECT simulated, platform, platform_description, simulator "
                            "FROM runs WHERE simulated = 1").fetchone()
     finally:
@@ -198,14 +199,14 @@ def test_tune_makes_no_rules_from_simulated_points_unless_asked(tmp_path):
 
     path = tmp_path / "t.db"
     conn = db.open_db(path)
-    sid = db.upsert_study(conn, "sim", {"name": "sim"})
-    run = db.store_run(conn, study_id=sid, mpi=FakeMPI("smpi"), round=1,
-                       platform=resolve("flat"))
-    db.store_unit(conn, study_id=sid, run_id=run, round=1, key="k", collective="bcast", np=64,
-                  nodes=4, ppn=16, mapping="core", rank_order="seq", repetition=1,
-                  algorithms=["binomial"], library_spec=None, command="smpirun", env={},
-                  notes=[], started_at=db.now(), seconds=1.0,
-                  records=[_record(np=64, simulated=True)])
+    sid = store.upsert_study(conn, "sim", {"name": "sim"})
+    run = store.store_run(conn, study_id=sid, mpi=FakeMPI("smpi"), round=1,
+                          platform=resolve("flat"))
+    store.store_unit(conn, study_id=sid, run_id=run, round=1, key="k", collective="bcast", np=64,
+                     nodes=4, ppn=16, mapping="core", rank_order="seq", repetition=1,
+                     algorithms=["binomial"], library_spec=None, command="smpirun", env={},
+                     notes=[], started_at=db.now(), seconds=1.0,
+                     records=[_record(np=64, simulated=True)])
     with pytest.raises(tune.TuneError, match="--include-simulated"):
         tune.load_frame(conn, "sim")
     frame, rnd = tune.load_frame(conn, "sim", include_simulated=True)

@@ -507,6 +507,7 @@ def test_heat_study_end_to_end_with_report_section(tmp_path, ompi_build):
     from click.testing import CliRunner
 
     from colltune.results import db
+    from colltune.results import reader
     from colltune.output import report
     from colltune.studies import study as study_mod
     from colltune.studies import sweep as sweep_mod
@@ -520,7 +521,7 @@ def test_heat_study_end_to_end_with_report_section(tmp_path, ompi_build):
     conn = db.open_db(dbp)
     oc = sweep_mod.execute(plan, conn, progress=False)
     assert oc.status == "done" and oc.done == 18 and oc.failed == 0
-    df = db.measurements_frame(conn, study="heattiny")
+    df = reader.measurements_frame(conn, study="heattiny")
     assert len(df) == 18 and set(df["collective"]) == {"heat"}
     assert set(df["algorithm"]) == {"blocking", "overlap", "stream"}
     assert (df["median_us"] > 0).all()

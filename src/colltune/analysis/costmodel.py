@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from colltune.results.db import open_reader
+from colltune.results import reader
 from colltune.base.errors import ColltuneError
 from colltune.analysis.fit import LazyModule, _json_clean
 from colltune.base.units import fmt_size, parse_sizes
@@ -533,37 +533,9 @@ def gamma_from_measurements(df: pd.DataFrame, min_size: int = 65536) -> Gamma:
 
 
 def load_pingpong_from_db(db_path) -> pd.DataFrame | None:
-    """Ping-pong records stored in the results database, if it keeps any."""
-    import sqlite3
-
-    try:
-        con = open_reader(db_path)
-    except (sqlite3.Error, ColltuneError):
-        return None
-    try:
-        tables = {r[0] for r in con.execute(
-            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-        for name in ("pingpong", "p2p", "pingpong_measurements", "p2p_measurements"):
-            if name in tables:
-                df = pd.read_sql_query(f'SELECT * FROM "{name}"', con)
-                if {"size", "median_us"} <= set(df.columns) and len(df):
-                    if "kind" in df.columns and (df["kind"] == "pingpong").any():
-                        df = df[df["kind"] == "pingpong"]
-                    return df
-        if "measurements" in tables:
-            cols = [r[1] for r in con.execute('PRAGMA table_info("measurements")')]
-            if "collective" in cols:
-                sim = " AND simulated = 0" if "simulated" in cols else ""  # measured only
-                df = pd.read_sql_query(
-                    "SELECT * FROM measurements WHERE collective IN ('pingpong', 'p2p')" + sim,
-                    con)
-                if len(df):
-                    return df
-    except (sqlite3.Error, pd.errors.DatabaseError):
-        return None
-    finally:
-        con.close()
-    return None
+    """Ping-pong records stored in the results database, if it keeps any
+    (results.reader.pingpong_points)."""
+    return reader.pingpong_points(db_path)
 
 
 # ---------------------------------------------------------------------------- predictions

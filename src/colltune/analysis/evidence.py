@@ -41,6 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from colltune.results.reader import oversubscribed  # the one rule, from the stored columns
+
 MIN_REPS = 4
 MIN_PAIRS = 3
 ALPHA = 0.05
@@ -55,28 +57,6 @@ OUTCOMES = ("faster", "slower", "tie", "insufficient")
 
 
 # ------------------------------------------------------------------ oversubscription
-
-def oversubscribed(df: pd.DataFrame) -> pd.Series:
-    """True for rows measured with more processes on a node than the node has cores.
-
-    Processes per node: `ppn`, else `np` when the run used one node (`nodes` 1 or
-    unknown); cores: `cores` (the run's, as the database records it). False where
-    either is unknown; False for simulated points (SimGrid: no cores are shared).
-    The one test of "oversubscribed" every module uses."""
-    if "cores" not in df.columns:
-        return pd.Series(False, index=df.index)
-    simulated = (pd.to_numeric(df["simulated"], errors="coerce").fillna(0).astype(bool)
-                 if "simulated" in df.columns else pd.Series(False, index=df.index))
-    cores = pd.to_numeric(df["cores"], errors="coerce")
-    ppn = (pd.to_numeric(df["ppn"], errors="coerce") if "ppn" in df.columns
-           else pd.Series(np.nan, index=df.index))
-    if "np" in df.columns:
-        nodes = (pd.to_numeric(df["nodes"], errors="coerce") if "nodes" in df.columns
-                 else pd.Series(np.nan, index=df.index))
-        one_node = nodes.isna() | (nodes == 1)
-        ppn = ppn.where(ppn.notna() | ~one_node, pd.to_numeric(df["np"], errors="coerce"))
-    return ((ppn > cores) & ~simulated).fillna(False).astype(bool)
-
 
 def with_oversubscribed(df: pd.DataFrame) -> pd.DataFrame:
     """The frame with a boolean `oversubscribed` column (computed when absent)."""

@@ -32,11 +32,11 @@ from __future__ import annotations
 import json
 import math
 import re
-import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from colltune.results.db import DBError, open_reader
+from colltune.results.db import DBError, default_path
+from colltune.results.reader import read_measurements
 from colltune.base.errors import ColltuneError
 from colltune.base.units import parse_selection, parse_size
 
@@ -70,7 +70,6 @@ SEED_MODELS: dict[str, tuple[str, str]] = {
                  "log2 Latency = β0·Processes + β1·log2 Size, no intercept (seed 000, Table 2)"),
 }
 STATS = ("median_us", "mean_us", "rep_min_us", "rep_max_us", "p90_us", "p99_us")
-HEAVY_COLUMNS = ("samples",)  # raw samples (JSON), not needed by the models
 # columns copied into the model frame when the measurements have them
 EXTRA_COLUMNS = ("collective", "algorithm", "params", "mapping", "order", "nodes", "ppn",
                  "dtype", "op", "root", "timing", "repetition", "run_id", "study")
@@ -90,101 +89,24 @@ class FitError(ColltuneError, RuntimeError):
 
 # ---------------------------------------------------------------------------- loading
 
-def _table_columns(con: sqlite3.Connection, table: str) -> list[str]:
-    return [r[1] for r in con.execute(f'PRAGMA table_info("{table}")')]
-
-
-def _key(columns: list[str], *candidates: str) -> str | None:
-    for c in candidates:
-        if c in columns:
-            return c
-    return None
-
-
 def load_measurements(db_path: str | Path, study: str | None = None, *,
                       include_simulated: bool = False, only_simulated: bool = False,
                       **filters) -> pd.DataFrame:
-    """The `measurements` table of a results database as a DataFrame.
+    """The `measurements` table of a results database as a DataFrame
+    (results.reader.read_measurements: any schema with a `measurements` table, joined
+    with `runs` and `studies` where the file has them), ready for the models.
 
-    Joins `runs` (on `run_id`) and `studies` (on `study_id`) when the database has
-    them, so that each row carries its run's provenance (host, MPI, ...) and its
-    study name in a `study` column. Columns that clash with a measurement column
-    keep the measurement's name and get the table's suffix (`host_run`).
-    Tolerates any schema that has a `measurements` table: only the columns present
-    are read. `study` selects one study by name (or id); every other keyword is an
-    equality filter on a column (a list/tuple/set means "any of"); `None` values are
-    ignored. Raises FitError when the file, the table or a filtered column is missing.
+    `study` selects one study by name (or id); every other keyword is an equality
+    filter on a column (a list/tuple/set means "any of"); `None` values are ignored.
+    Raises FitError when the file, the table or a filtered column is missing.
     Simulated points (SimGrid SMPI, column `simulated`) are left out unless
     `include_simulated`; `only_simulated` keeps them alone.
     """
-    path = Path(db_path)
-    if not path.is_file():
-        raise FitError(f"no results database at {path}")
     try:
-        con = open_reader(path)
-    except (sqlite3.Error, DBError) as exc:
-        raise FitError(str(exc) if isinstance(exc, DBError) else f"cannot open {path}: {exc}") from exc
-    try:
-        try:
-            tables = {r[0] for r in con.execute(
-                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-        except sqlite3.DatabaseError as exc:
-            raise FitError(f"{path} is not an SQLite database: {exc}") from exc
-        if "measurements" not in tables:
-            raise FitError(f"{path} has no 'measurements' table (tables: "
-                           f"{', '.join(sorted(tables)) or 'none'})")
-        joined_runs = False
-        mcols = [c for c in _table_columns(con, "measurements") if c not in HEAVY_COLUMNS]
-        df = pd.read_sql_query(
-            f"SELECT {', '.join(chr(34) + c + chr(34) for c in mcols)} FROM measurements", con)
-        if "runs" in tables and "run_id" in df.columns:
-            rcols = _table_columns(con, "runs")
-            rkey = _key(rcols, "run_id", "id")
-            if rkey:
-                runs = pd.read_sql_query("SELECT * FROM runs", con)
-                runs = runs.rename(columns={c: f"{c}_run" for c in runs.columns
-                                            if c in mcols and c != rkey})
-                if rkey != "run_id":
-                    runs = runs.rename(columns={rkey: "run_id"})
-                df = df.merge(runs, on="run_id", how="left")
-                joined_runs = True
-        if "studies" in tables and "study_id" in df.columns:
-            scols = _table_columns(con, "studies")
-            skey = _key(scols, "study_id", "id")
-            sname = _key(scols, "name", "study", "title")
-            if skey and sname:
-                studies = pd.read_sql_query(
-                    f'SELECT "{skey}" AS study_id, "{sname}" AS study_name FROM studies', con)
-                df = df.merge(studies, on="study_id", how="left")
-                if "study" not in df.columns:
-                    df = df.rename(columns={"study_name": "study"})
-    finally:
-        con.close()
-    if "study" not in df.columns:
-        for alt in ("study_run", "study_name", "study_id"):
-            if alt in df.columns:
-                df["study"] = df[alt]
-                break
-    if joined_runs and "study" in df.columns:
-        # runs outside any study: `colltune bench --db` (db.py names them so too)
-        df["study"] = df["study"].astype(object).where(df["study"].notna(), "(bench)")
-    if study is not None:
-        if "study" not in df.columns:
-            raise FitError(f"{path} records no studies: drop --study")
-        sel = df["study"].astype(str) == str(study)
-        if not sel.any():
-            known = sorted(df["study"].dropna().astype(str).unique())
-            raise FitError(f"no measurements of study '{study}' in {path}; studies: "
-                           f"{', '.join(known) or 'none'}")
-        df = df[sel]
-    if "simulated" in df.columns:  # after the study's check: a simulated study exists
-        sim = pd.to_numeric(df["simulated"], errors="coerce").fillna(0).astype(bool)
-        if only_simulated:
-            df = df[sim]
-        elif not include_simulated:
-            df = df[~sim]
-    elif only_simulated:
-        df = df.iloc[0:0]
+        df = read_measurements(db_path, study, include_simulated=include_simulated,
+                               only_simulated=only_simulated)
+    except DBError as exc:
+        raise FitError(str(exc)) from exc
     df = filter_eq(df, **filters)
     return normalise(df.reset_index(drop=True))
 
@@ -722,8 +644,6 @@ def fits_to_json(results: list[FitResult], selection: dict, stat: str) -> dict:
 
 def default_db() -> Path:
     """The results database the other commands use by default (db.py)."""
-    from colltune.results.db import default_path
-
     return default_path()
 
 

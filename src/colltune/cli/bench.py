@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import os
-import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from rich.table import Table
 
 from colltune.drivers import bench as bench_mod
 from colltune.results import db as db_mod
+from colltune.results import store
 from colltune.mpi import launch
 from colltune.mpi import placement
 from colltune.mpi import libalgos
@@ -433,10 +433,10 @@ def bench(mpi_spec, platform_spec, coll, algos, nps, sizes, iterations, warmup, 
             sys.exit(2)
         if db_path is not None:
             try:
-                run_id = db_mod.store_bench(records, mpi=b.mpi, path=db_path, argv=sys.argv,
-                                            notes=["interrupted"] if interrupted else None,
-                                            platform=plat)
-            except (db_mod.DBError, sqlite3.Error, OSError) as exc:
+                run_id = store.store_bench(records, mpi=b.mpi, path=db_path, argv=sys.argv,
+                                           notes=["interrupted"] if interrupted else None,
+                                           platform=plat)
+            except (db_mod.DBError, db_mod.SQLError, OSError) as exc:
                 _save_elsewhere(records, f"cannot store in {db_path}: {exc}")
                 sys.exit(2)
             err.print(f"stored as run {run_id} in {db_path}", highlight=False)

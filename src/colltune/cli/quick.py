@@ -10,6 +10,7 @@ import click
 from rich.table import Table
 
 from colltune.results import db as db_mod
+from colltune.results import reader
 from colltune.drivers import registry
 from colltune.base.files import check_writable
 from colltune.studies.study import load_preset
@@ -64,7 +65,7 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
         err.print("[yellow]some launches failed; they are listed in the report[/]")
     conn = db_mod.open_reader(db_path, schema=True)
     try:
-        df = db_mod.measurements_frame(conn, study="quick")
+        df = reader.measurements_frame(conn, study="quick")
     finally:
         conn.close()
     if df.empty:

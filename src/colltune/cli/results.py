@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from colltune.results import db as db_mod
+from colltune.results import reader
 from colltune.base.files import check_writable
 from colltune.results.export import filters, frame_table, open_results, write_frame_atomic
 from colltune.base.units import fmt_size
@@ -71,7 +72,7 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
     conn = open_results(db_path)
     try:
         if runs:
-            df = db_mod.runs_frame(conn, study=f["study"])
+            df = reader.runs_frame(conn, study=f["study"])
             if fmt == "table":
                 df["mpi"] = df["mpi_kind"].fillna("") + " " + df["mpi_version"].fillna("")
                 df["git"] = df["git_revision"].fillna("").map(
@@ -86,7 +87,7 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
             _emit(df, fmt, "runs", cols, limit)
             return
         if failures:
-            df = db_mod.failures_frame(conn, study=f["study"])
+            df = reader.failures_frame(conn, study=f["study"])
             if df.empty and fmt == "table":
                 err.print("no failed launches", highlight=False)
                 return
@@ -96,7 +97,7 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
                                                "timed_out", "error"], limit)
             return
         if not any(v for v in f.values()) and not every:
-            df = db_mod.studies_frame(conn)
+            df = reader.studies_frame(conn)
             if df.empty:
                 err.print(f"no results in {db_path or db_mod.default_path()}", highlight=False)
                 return
@@ -104,9 +105,9 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
                                        "points", "last_status", "last_run", "description"],
                   limit)
             return
-        pts = db_mod.measurements_frame(conn, include_simulated=include_simulated, **f)
+        pts = reader.measurements_frame(conn, include_simulated=include_simulated, **f)
         if pts.empty:
-            hidden = db_mod.measurements_frame(conn, only_simulated=True, **f)
+            hidden = reader.measurements_frame(conn, only_simulated=True, **f)
             err.print("no points match" + (f" ({len(hidden)} simulated points do: "
                                            "--include-simulated lists them)"
                                            if not include_simulated and len(hidden) else ""),
@@ -128,7 +129,7 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
                                              "median_us", "rep_min_us", "rep_max_us", "valid_reps",
                                              "fallback", *sim_cols], limit)
             return
-        df = db_mod.summary_frame(pts)
+        df = reader.summary_frame(pts)
         if fmt == "table":
             df["size"] = df["size"].map(fmt_size)
             df["np"] = [f"{n} {OVER_MARK}" if o else str(n)
@@ -161,12 +162,12 @@ def export(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
     f = filters(study, coll, algo, nps, sizes, mapping, order, run_id, rnd)
     conn = open_results(db_path)
     try:
-        df = db_mod.measurements_frame(conn, samples=samples,
+        df = reader.measurements_frame(conn, samples=samples,
                                        include_simulated=include_simulated, **f)
     finally:
         conn.close()
     if summary:
-        df = db_mod.summary_frame(df)
+        df = reader.summary_frame(df)
     else:
         from colltune.analysis.evidence import oversubscribed
 

@@ -11,6 +11,7 @@ import click
 from rich.table import Table
 
 from colltune.results import db as db_mod
+from colltune.results import reader
 from colltune.mpi import launch
 from colltune.mpi.placement import LAUNCHERS, LaunchError, check_process_counts, slurm_allocation
 from colltune.base.files import write_atomic
@@ -36,10 +37,10 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
     if conn_path.exists():
         try:
             conn = db_mod.open_reader(conn_path, schema=True)
-            sid = db_mod.study_id(conn, plan.study.name)
+            sid = reader.study_id(conn, plan.study.name)
             if sid is not None:
-                rnd = db_mod.latest_round(conn, sid)
-                stored = db_mod.stored_unit_keys(conn, sid, rnd)
+                rnd = reader.latest_round(conn, sid)
+                stored = reader.stored_unit_keys(conn, sid, rnd)
             conn.close()
         except db_mod.DBError as exc:
             err.print(f"note: {exc}", highlight=False)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 import sys
 
 import click
@@ -13,6 +12,7 @@ from rich.table import Table
 
 from .. import __version__
 from colltune.results import db as db_mod
+from colltune.results import reader, store
 from colltune.rules import ruleset as rules_mod
 from colltune.base.files import check_writable
 from colltune.rules.ruleset import COLLECTIVES, TARGETS
@@ -178,7 +178,7 @@ def tune(db_path, study, round_, target, coll, output, rules_path, profile_path,
         conn = db_mod.open_db(db_path, create=False)
     try:
         if study is None:
-            names = [r[0] for r in conn.execute("SELECT name FROM studies ORDER BY name")]
+            names = reader.study_names(conn)
             if len(names) != 1:
                 fail("--study is needed: the database holds "
                      + (f"the studies {', '.join(names)}" if names else "no study "
@@ -213,11 +213,11 @@ def tune(db_path, study, round_, target, coll, output, rules_path, profile_path,
         text = rules_mod.to_text(result.rules)
         data = result.to_dict()
         try:
-            db_mod.store_tuning(conn, study=study, round=rnd, target=target, collectives=colls,
-                                include_oversubscribed=include_oversubscribed, rules=text,
-                                summary=data["summary"], points=data["points"],
-                                notes=result.notes, argv=["colltune"] + sys.argv[1:])
-        except sqlite3.Error as exc:
+            store.store_tuning(conn, study=study, round=rnd, target=target, collectives=colls,
+                               include_oversubscribed=include_oversubscribed, rules=text,
+                               summary=data["summary"], points=data["points"],
+                               notes=result.notes, argv=["colltune"] + sys.argv[1:])
+        except db_mod.SQLError as exc:
             fail(f"cannot store the tuning in {db_path}: {exc}; no rules file written")
     finally:
         conn.close()
@@ -331,30 +331,30 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
                   "iterations": iterations}
     conn = db_mod.open_db(db_path)
     try:
-        row = conn.execute("SELECT definition FROM studies WHERE name = ?", (name,)).fetchone()
-        if row is not None and '"adaptive": true' not in (row[0] or ""):
+        old_sid = reader.study_id(conn, name)
+        if old_sid is not None and '"adaptive": true' not in (
+                reader.study_definition(conn, old_sid) or ""):
             conn.close()
             fail(f"--study {name}: the database holds a study of that name that was not "
                  "measured by colltune tune --measure; name another (the default is "
                  f"tune-adaptive-{coll})")
-        sid = db_mod.upsert_study(conn, name, definition,
-                                  f"colltune tune --measure: {coll} np {np_}, adaptive, "
-                                  f"budget {100 * fraction:g}%")
-        has_runs = conn.execute("SELECT COUNT(*) FROM runs WHERE study_id = ?",
-                                (sid,)).fetchone()[0]
-        rnd = db_mod.latest_round(conn, sid) + 1 if has_runs else 1  # each --measure a round
-        run_id = db_mod.store_run(conn, kind="tune-adaptive", study_id=sid, mpi=b.mpi,
-                                  launcher="local", command_line=["colltune"] + sys.argv[1:],
-                                  definition=definition, round=rnd)
+        sid = store.upsert_study(conn, name, definition,
+                                 f"colltune tune --measure: {coll} np {np_}, adaptive, "
+                                 f"budget {100 * fraction:g}%")
+        has_runs = reader.run_count(conn, sid)
+        rnd = reader.latest_round(conn, sid) + 1 if has_runs else 1  # each --measure a round
+        run_id = store.store_run(conn, kind="tune-adaptive", study_id=sid, mpi=b.mpi,
+                                 launcher="local", command_line=["colltune"] + sys.argv[1:],
+                                 definition=definition, round=rnd)
 
         def on_launch(number, launch, recs):
-            db_mod.store_unit(conn, study_id=sid, run_id=run_id, round=rnd,
-                              key=f"adaptive-{number}", collective=coll, np=np_, nodes=1,
-                              ppn=np_, mapping=None, rank_order=None, repetition=number,
-                              algorithms=list(launch.algos), library_spec=None,
-                              command=recs[0].get("command") if recs else None, env=None,
-                              notes=None, started_at=db_mod.now(), seconds=None,
-                              records=recs)
+            store.store_unit(conn, study_id=sid, run_id=run_id, round=rnd,
+                             key=f"adaptive-{number}", collective=coll, np=np_, nodes=1,
+                             ppn=np_, mapping=None, rank_order=None, repetition=number,
+                             algorithms=list(launch.algos), library_spec=None,
+                             command=recs[0].get("command") if recs else None, env=None,
+                             notes=None, started_at=db_mod.now(), seconds=None,
+                             records=recs)
 
         total = adaptive.budget_cells(grid, reps, fraction)
         status = "failed"
@@ -374,7 +374,7 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
                 fail(f"a launch failed: {exc} (the launches before it are stored in study "
                      f"'{name}' round {rnd})")
             finally:
-                db_mod.finish_run(conn, run_id, status if status == "done" else "failed")
+                store.finish_run(conn, run_id, status if status == "done" else "failed")
         mpi = f"{b.mpi.kind} {b.mpi.version}"
         meta = {"study": name, "round": str(rnd), "mpi": mpi, "created": db_mod.now(),
                 "colltune": __version__,
@@ -390,11 +390,11 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
                  f"exhaustive), {len(res.launches)} launches, {res.rounds} rounds; "
                  f"{len(ch) - by_model} of {len(ch)} sizes chosen from measurements, "
                  f"{by_model} from the model ({res.stopped})"]
-        db_mod.store_tuning(conn, study=name, round=rnd, target="colltune", collectives=[coll],
-                            include_oversubscribed=False, rules=text,
-                            summary=json.loads(summary.to_json(orient="records")),
-                            points={"rules file": json.loads(pts.to_json(orient="records"))},
-                            notes=notes, argv=["colltune"] + sys.argv[1:])
+        store.store_tuning(conn, study=name, round=rnd, target="colltune", collectives=[coll],
+                           include_oversubscribed=False, rules=text,
+                           summary=json.loads(summary.to_json(orient="records")),
+                           points={"rules file": json.loads(pts.to_json(orient="records"))},
+                           notes=notes, argv=["colltune"] + sys.argv[1:])
     finally:
         conn.close()
     write_or_keep(output, text, "tune.rules")

@@ -142,7 +142,7 @@ def load_runs(db_path, study: str | None, df: pd.DataFrame) -> Provenance:
 
 def source_revision() -> str:
     """git revision of the colltune source tree, '+dirty' with local changes."""
-    from colltune.results.db import git_revision
+    from colltune.results.provenance import git_revision
 
     return git_revision() or "unknown (not a git checkout)"
 

@@ -26,7 +26,7 @@ def _split(values: tuple[str, ...] | str | None) -> list[str] | None:
 
 
 def filters(study, coll, algo, nps, sizes, mapping, order, run_id, rnd) -> dict:
-    """The command-line filters as `db.measurements_frame` takes them."""
+    """The command-line filters as `reader.measurements_frame` takes them."""
     try:
         return {
             "study": _split(study), "collective": _split(coll), "algorithm": _split(algo),

@@ -37,6 +37,7 @@ from rich.markup import escape
 
 from colltune.drivers import bench as bench_mod
 from colltune.results import db as db_mod
+from colltune.results import reader, store
 from colltune.mpi import launch
 from colltune.mpi.placement import LaunchError, Placement, capacity, cores, parse_hostfile
 from colltune.studies.study import Study, StudyError, fmt_ints, is_lib_spec
@@ -331,15 +332,15 @@ def definition_changes(conn, study: Study) -> tuple[list[str], int]:
     """How the study stored under this name differs from `study` in what defines its
     points, and its latest round holding points ([] when nothing is stored or
     nothing defining changed)."""
-    sid = db_mod.study_id(conn, study.name)
+    sid = reader.study_id(conn, study.name)
     if sid is None:
         return [], 0
-    rnd = db_mod.latest_round(conn, sid)
-    if not db_mod.stored_unit_keys(conn, sid, rnd):
+    rnd = reader.latest_round(conn, sid)
+    if not reader.stored_unit_keys(conn, sid, rnd):
         return [], rnd
-    row = conn.execute("SELECT definition FROM studies WHERE id = ?", (sid,)).fetchone()
+    definition = reader.study_definition(conn, sid)
     try:
-        old = json.loads(row[0]) if row and row[0] else None
+        old = json.loads(definition) if definition else None
     except ValueError:
         old = None
     if not isinstance(old, dict):
@@ -375,19 +376,19 @@ def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool 
     """
     console = console or err
     study, build = plan.study, plan.build
-    study_id = db_mod.upsert_study(conn, study.name, study.definition(), study.description,
-                                   study.source)
-    stale = db_mod.mark_stale_runs(conn, study_id)
+    study_id = store.upsert_study(conn, study.name, study.definition(), study.description,
+                                  study.source)
+    stale = store.mark_stale_runs(conn, study_id)
     if stale:
         console.print(f"earlier run(s) {', '.join(map(str, stale))} of '{study.name}' ended "
                       "without finishing: marked 'aborted'", highlight=False)
-    rnd = db_mod.latest_round(conn, study_id) + (1 if new_round else 0)
-    stored = db_mod.stored_unit_keys(conn, study_id, rnd)
+    rnd = reader.latest_round(conn, study_id) + (1 if new_round else 0)
+    stored = reader.stored_unit_keys(conn, study_id, rnd)
     skip = set(stored)
     if not retry_failed:
-        skip |= db_mod.failed_unit_keys(conn, study_id, rnd)
+        skip |= reader.failed_unit_keys(conn, study_id, rnd)
     pending = [u for u in plan.units if u.key not in skip]
-    run_id = db_mod.store_run(
+    run_id = store.store_run(
         conn, kind="sweep", study_id=study_id, mpi=build.mpi, launcher=study.launcher,
         command_line=argv or sys.argv, definition=study.definition(), seed=plan.seed,
         shuffled=plan.shuffled, round=rnd, units_planned=len(plan.units),
@@ -422,9 +423,7 @@ def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool 
             oc_line = _run_unit(plan, conn, unit, run_id, study_id, rnd, oc, log)
             if first_command is None and oc_line:
                 first_command = oc_line
-                with db_mod.transaction(conn):
-                    conn.execute("UPDATE runs SET launcher_command = ? WHERE id = ?",
-                                 (first_command, run_id))
+                store.set_launcher_command(conn, run_id, first_command)
             if bar:
                 bar.advance(task)
             else:
@@ -441,9 +440,9 @@ def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool 
             bar.stop()
         oc.seconds = time.monotonic() - t_start
         try:
-            db_mod.finish_run(conn, run_id, oc.status if oc.status != "running" else "failed")
+            store.finish_run(conn, run_id, oc.status if oc.status != "running" else "failed")
         except KeyboardInterrupt:  # a second Ctrl-C while closing: try once more
-            db_mod.finish_run(conn, run_id, "interrupted")
+            store.finish_run(conn, run_id, "interrupted")
     return oc
 
 
@@ -500,11 +499,11 @@ def _run_unit(plan: Plan, conn, unit: Unit, run_id: int, study_id: int, rnd: int
         if unit.library_spec:
             records = [_relabel(r, plan, unit, env) for r in records]
         try:
-            db_mod.store_unit(conn, study_id=study_id, run_id=run_id, round=rnd, key=unit.key,
-                              algorithms=list(unit.algos), command=command, env=env,
-                              notes=notes, started_at=started, seconds=seconds,
-                              records=records, **common)
-        except db_mod.sqlite3.IntegrityError:
+            store.store_unit(conn, study_id=study_id, run_id=run_id, round=rnd, key=unit.key,
+                             algorithms=list(unit.algos), command=command, env=env,
+                             notes=notes, started_at=started, seconds=seconds,
+                             records=records, **common)
+        except db_mod.IntegrityError:
             oc.last, oc.last_s = "already stored by another sweep", seconds
             return command
         oc.done += 1
@@ -514,12 +513,12 @@ def _run_unit(plan: Plan, conn, unit: Unit, run_id: int, study_id: int, rnd: int
         oc.last = f"{len(records)} points" + (f", {len(bad)} INVALID" if bad else "")
         oc.last_s = seconds
     else:
-        db_mod.store_failure(conn, run_id=run_id, study_id=study_id, round=rnd, key=unit.key,
-                             algorithms=list(unit.algos), command=command,
-                             returncode=res.returncode if res else None,
-                             timed_out=bool(res and res.timed_out), error=err_text,
-                             stderr=res.stderr if res else "", stdout=res.stdout if res else "",
-                             started_at=started, seconds=seconds, **common)
+        store.store_failure(conn, run_id=run_id, study_id=study_id, round=rnd, key=unit.key,
+                            algorithms=list(unit.algos), command=command,
+                            returncode=res.returncode if res else None,
+                            timed_out=bool(res and res.timed_out), error=err_text,
+                            stderr=res.stderr if res else "", stdout=res.stdout if res else "",
+                            started_at=started, seconds=seconds, **common)
         oc.failed += 1
         first = err_text.strip().splitlines()[0] if err_text.strip() else "failed"
         oc.last, oc.last_s = f"FAILED: {first[:200]}", seconds

@@ -54,6 +54,7 @@ import pandas as pd
 from colltune.analysis import evidence
 from colltune.analysis import load as load_analysis
 from colltune.base.errors import ColltuneError, did_you_mean
+from colltune.results import reader
 from colltune.rules.ruleset import COLLECTIVES, TARGETS, LoadClass, Rule, RuleSet, make_params
 
 BASELINE = "native"
@@ -96,24 +97,17 @@ def load_frame(conn, study: str, round: int | None = None,
     """The measurements of one round of a study (default: the latest), one row per
     stored measurement, with the launch (`unit_id`) each came from. TuneError when
     the study is unknown or has nothing stored."""
-    from colltune.results import db
-
-    names = [r[0] for r in conn.execute("SELECT name FROM studies ORDER BY name")]
+    names = reader.study_names(conn)
     if study not in names:
         hint = did_you_mean(study, names)
         raise TuneError(f"no study '{study}' in the database{hint}"
                         + (f" (studies: {', '.join(names)})" if names and not hint
                            else "" if names else " (it holds no study: run colltune sweep)"))
-    sid = db.study_id(conn, study)
+    sid = reader.study_id(conn, study)
     # simulated points (SimGrid) make no rules unless asked: never mixed with measurements
-    sim = "" if include_simulated else " AND m.simulated = 0"
-    rounds = [r[0] for r in conn.execute(
-        "SELECT DISTINCT m.round FROM measurements m JOIN runs r ON m.run_id = r.id "
-        f"WHERE r.study_id = ? AND m.round IS NOT NULL{sim} ORDER BY m.round", (sid,))]
+    rounds = reader.measured_rounds(conn, sid, include_simulated)
     if not rounds:
-        n_sim = conn.execute(
-            "SELECT COUNT(*) FROM measurements m JOIN runs r ON m.run_id = r.id "
-            "WHERE r.study_id = ? AND m.simulated = 1", (sid,)).fetchone()[0]
+        n_sim = reader.simulated_count(conn, sid)
         if n_sim and not include_simulated:
             raise TuneError(f"study '{study}' has only simulated points ({n_sim}): rules from "
                             "a simulation need --include-simulated")
@@ -124,14 +118,7 @@ def load_frame(conn, study: str, round: int | None = None,
     elif round not in rounds:
         raise TuneError(f"study '{study}' has no round {round} (rounds with measurements: "
                         f"{', '.join(map(str, rounds))})")
-    df = pd.read_sql_query(
-        "SELECT s.name AS study, m.run_id, m.unit_id, m.round, m.repetition, m.collective, "
-        "m.algorithm, m.spec, m.params, m.np, m.nodes, m.ppn, m.mapping, m.size, m.median_us, "
-        "m.valid, m.load_level, m.probe_us, m.simulated, r.cores, r.mpi_kind, r.mpi_version "
-        "FROM measurements m "
-        "JOIN runs r ON m.run_id = r.id JOIN studies s ON r.study_id = s.id "
-        f"WHERE s.id = ? AND m.round = ?{sim} ORDER BY m.id", conn, params=(sid, round))
-    return df, round
+    return reader.round_frame(conn, sid, round, include_simulated), round
 
 
 # ------------------------------------------------------------------ choices
