@@ -8,6 +8,7 @@ from typing import Callable
 
 from colltune.mpi import launch
 from colltune.mpi.build import Build
+from colltune.base.collectives import per_process
 from colltune.base.errors import ColltuneError
 
 
@@ -112,20 +113,6 @@ def for_simulation(spec: BenchSpec) -> BenchSpec:
         warmup=spec.warmup if spec.warmup is not None else SIM_WARMUP)
 
 
-def split_specs(text: str) -> list[str]:
-    """'chain:segsize=8192,fanout=4,binomial' -> ['chain:segsize=8192,fanout=4', 'binomial']:
-    a token with '=' but no ':' continues the previous spec."""
-    specs: list[str] = []
-    for tok in (t.strip() for t in text.split(",")):
-        if not tok:
-            continue
-        if "=" in tok and ":" not in tok and specs:
-            specs[-1] += "," + tok
-        else:
-            specs.append(tok)
-    return specs
-
-
 def resolve_timing(timing: str, np: int) -> str:
     """'auto': `window` when every process has a core of its own here (it busy-waits
     for its start windows, and measured the more reproducible of the two:
@@ -144,7 +131,7 @@ def buffer_bytes(collective: str, size: int, np: int, validate: bool = False) ->
     """Bytes colltune-bench allocates per process for one size (as bench.c does): the
     send buffer, the receive buffer (np x size at every process for (all)gather), and
     with --validate the MPI library's result."""
-    gathered = collective in ("gather", "allgather")
+    gathered = per_process(collective)
     recv = 0 if collective == "bcast" else size * (np if gathered else 1)
     ref = 0 if not validate else (size if collective == "bcast" else recv)
     return size + recv + ref

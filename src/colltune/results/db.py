@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from colltune.base.errors import ColltuneError
+from colltune.base.specs import parse_params
 from colltune.base.files import can_create_in
 
 DEFAULT_NAME = "colltune.db"
@@ -590,23 +591,6 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def parse_params(text: Any) -> dict:
-    """'segsize=8192,fanout=4' -> {"segsize": 8192, "fanout": 4} (numbers as numbers)."""
-    if isinstance(text, dict):
-        return text
-    out: dict[str, Any] = {}
-    for item in filter(None, (x.strip() for x in str(text or "").split(","))):
-        k, _, v = item.partition("=")
-        try:
-            out[k] = int(v)
-        except ValueError:
-            try:
-                out[k] = float(v)
-            except ValueError:
-                out[k] = v
-    return out
-
-
 MEASUREMENT_COLUMNS = (
     "collective", "algorithm", "spec", "params", "np", "nodes", "ppn", "mapping", "rank_order",
     "size", "root", "dtype", "op", "timing", "iterations", "warmup", "rep_min_us", "mean_us",
@@ -628,7 +612,7 @@ def _measurement_row(rec: dict, defaults: dict) -> tuple:
     row = {}
     for c in MEASUREMENT_COLUMNS:
         row[c] = r.get(c)
-    row["params"] = json.dumps(parse_params(rec.get("params")), sort_keys=True)
+    row["params"] = json.dumps(parse_params(rec.get("params"), numbers=True), sort_keys=True)
     samples = rec.get("samples_us")
     row["samples"] = json.dumps(samples) if samples is not None else None
     if isinstance(row["valid"], bool):

@@ -38,7 +38,8 @@ from rich.markup import escape
 from colltune.drivers import bench as bench_mod
 from colltune.results import db as db_mod
 from colltune.mpi import launch
-from colltune.studies.study import Study, StudyError, fmt_ints, is_lib_spec
+from colltune.base.specs import format_params, is_lib_spec
+from colltune.studies.study import Study, StudyError, fmt_ints
 from colltune.studies.study import HEAT, STREAM, parse_heat_spec, resolve_algorithms
 
 err = Console(stderr=True)
@@ -306,7 +307,7 @@ def _relabel(rec: dict, plan: Plan, unit: Unit, env: dict[str, str]) -> dict:
     algo, values = libalgos.resolve(plan.build.mpi, unit.collective, unit.library_spec)
     rec = dict(rec)
     rec["algorithm"] = algo.spec
-    rec["params"] = ",".join(f"{k}={v}" for k, v in values.items())
+    rec["params"] = format_params(values)
     rec["spec"] = unit.library_spec
     rec["library"] = algo.library
     rec["library_algorithm"] = algo.lib_name
