@@ -48,6 +48,7 @@ from colltune.mpi import launch
 from colltune.mpi import placement
 from colltune.mpi import libraries as mpi_mod
 from colltune.mpi.build import build as do_build
+from colltune.base.collectives import COLLECTIVES as ALL_COLLECTIVES
 from colltune.base.files import write_atomic
 from colltune.base.units import fmt_size, parse_sizes
 
@@ -55,7 +56,7 @@ COLLECTIVES = ("bcast", "reduce", "allgather", "allreduce")  # what colltune-osu
 DEFAULT_ALGOS = {"bcast": "binomial", "reduce": "binomial", "allgather": "ring",
                  "allreduce": "recursive_doubling"}
 ALL_VARS = ["COLLTUNE_RULES", "COLLTUNE_VERBOSE", "COLLTUNE_PROFILE",
-            *(interpose.force_variable(c) for c in interpose.COLLECTIVES)]
+            *(interpose.force_variable(c) for c in ALL_COLLECTIVES)]
 
 
 def osu_style(b, coll, np, sizes, iterations, env) -> dict[int, float]:
@@ -98,7 +99,7 @@ def tight(args, b, colls, algos, sizes, console) -> int:
     with tempfile.TemporaryDirectory(prefix="colltune-pmpi-") as d:
         rules = Path(d) / "native.rules"
         rules.write_text("# colltune-rules 1\n# target: colltune\n" + "".join(
-            f"{c} 1 - 0 - native -\n" for c in interpose.COLLECTIVES))
+            f"{c} 1 - 0 - native -\n" for c in ALL_COLLECTIVES))
 
         def cc(bb, c, env, via="mpi", algo="native"):
             return callcost(bb, c, args.np, sizes, calls, args.reps, env, via, algo)
@@ -210,7 +211,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="colltune-pmpi-") as d:
         rules = Path(d) / "native.rules"
         rules.write_text("# colltune-rules 1\n# target: colltune\n" + "".join(
-            f"{c} 1 - 0 - native -\n" for c in interpose.COLLECTIVES))
+            f"{c} 1 - 0 - native -\n" for c in ALL_COLLECTIVES))
         progs = {
             "library": lambda c: osu_style(b, c, args.np, sizes, args.iterations, blank),
             "interposed native": lambda c: osu_style(

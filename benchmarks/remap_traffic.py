@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from colltune.drivers import traffic  # noqa: E402
 from colltune.mpi.build import build_for  # noqa: E402
+from colltune.base.specs import with_remap  # noqa: E402
 from colltune.base.units import parse_size  # noqa: E402
 
 
@@ -47,7 +48,7 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|")
     for order in ("seq", "rr"):
         for remap in (None, "rr" if order == "seq" else "seq"):
-            spec = traffic.with_remap("recursive_doubling", remap)
+            spec = with_remap("recursive_doubling", remap)
             (t,) = traffic.count(b, "allgather", spec, P, [m], nodes=M, order=order)
             want = traffic.loggp_volumes("recursive_doubling", t.remap_applied
                                          if t.remap_applied != "none" else order, M, Q, m)
@@ -65,7 +66,7 @@ def main() -> int:
                                      ("bcast", "binomial", "seq", "rr"),
                                      ("allreduce", "ring", "rr", "seq")):
         for r in (None, remap):
-            (t,) = traffic.count(b, coll, traffic.with_remap(algo, r), P, [m], nodes=M,
+            (t,) = traffic.count(b, coll, with_remap(algo, r), P, [m], nodes=M,
                                  order=order)
             tot = t.total
             print(f"| {coll} {algo} | {order} | {r or 'none'} | {tot['inter_bytes']} "

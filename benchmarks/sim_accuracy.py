@@ -40,6 +40,7 @@ from colltune.drivers import registry
 from colltune.mpi import libraries as mpi_mod
 from colltune.mpi.build import build as do_build
 from colltune.mpi.platforms import resolve
+from colltune.base.specs import parse_params
 from colltune.base.units import fmt_size, parse_ints, parse_sizes
 
 
@@ -81,7 +82,7 @@ def main() -> int:
                 a = algos.get((coll, r["algorithm"]))
                 try:
                     pred = costmodel.predict_seconds(a, np, r["size"], h.alpha, h.beta, 0.0,
-                                                     params=costmodel.parse_params(r.get("params")))
+                                                     params=parse_params(r.get("params")))
                 except (costmodel.FormulaError, TypeError):
                     continue
                 sim = r["rank_max_us"] if args.statistic == "max" else r["median_us"]

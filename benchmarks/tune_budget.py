@@ -43,12 +43,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from colltune.tuning import adaptive
-from colltune.mpi import libalgos
+from colltune.drivers import bench as bench_mod
 from colltune.drivers import registry
 from colltune.tuning import tune  # noqa: E402
-from colltune.drivers import bench as bench_mod  # noqa: E402
 from colltune.mpi.build import build_for  # noqa: E402
 from colltune.base.files import write_atomic  # noqa: E402
+from colltune.base.specs import is_lib_spec, split_specs  # noqa: E402
 from colltune.base.units import fmt_size, parse_sizes  # noqa: E402
 
 DEFAULT_SIZES = ",".join(str(4 ** i) for i in range(11))  # 1 B .. 1 MiB, x4
@@ -61,8 +61,8 @@ def regret(frame, rs) -> tuple[float, float, str]:
 
 
 def one(build, coll: str, args, first: str) -> dict:
-    cands = bench_mod.expand_algos(build, coll, bench_mod.split_specs(args.algo))
-    cands = [c for c in cands if not libalgos.is_lib_spec(c)]
+    cands = bench_mod.expand_algos(build, coll, split_specs(args.algo))
+    cands = [c for c in cands if not is_lib_spec(c)]
     registry.check_specs(build, coll, cands)
     sizes = tuple(sorted(set(parse_sizes(args.sizes))))
     grid = adaptive.Grid(coll, tuple(cands), sizes, args.np, args.np)

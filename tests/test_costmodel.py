@@ -114,13 +114,6 @@ def test_predict_seconds_and_its_domain():
         cm.predict_seconds(BCAST_LINEAR, 2, 0, 1e-6, 1e-9, 0)
 
 
-def test_parse_params():
-    assert cm.parse_params("segsize=8192,fanout=4") == {"segsize": "8192", "fanout": "4"}
-    assert cm.parse_params('{"radix": 3}') == {"radix": "3"}
-    assert cm.parse_params("") == {} and cm.parse_params(None) == {}
-    assert cm.parse_params(float("nan")) == {}
-
-
 def test_every_registry_formula_evaluates_and_the_documented_example_holds(ompi_build):
     from colltune.drivers import registry
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from colltune.base import specs
+from colltune.base.collectives import COLLECTIVES
 from colltune.drivers import bench as bench_mod
 from colltune.mpi import launch
 from colltune.mpi import libalgos as L
@@ -21,7 +23,7 @@ def test_ompi_table_matches_ompi_info(ompi_build):
     """Numbers and names of coll_tuned_<coll>_algorithm, and every MCA parameter the
     specs can set, as this Open MPI's ompi_info reports them."""
     enums, params = L.ompi_info_algorithms(ompi_build.mpi)
-    for coll in L.COLLECTIVES:
+    for coll in COLLECTIVES:
         assert enums[coll][0] == "ignore"
         assert {n: v for n, v in enums[coll].items() if n} == \
             {int(a.selector): a.lib_name for a in L.OMPI[coll]}, coll
@@ -33,7 +35,7 @@ def test_ompi_table_matches_ompi_info(ompi_build):
 @pytest.mark.mpich
 def test_mpich_table_matches_mpivars(mpich_build):
     values, names = L.mpich_cvars(mpich_build.mpi)
-    for coll in L.COLLECTIVES:
+    for coll in COLLECTIVES:
         assert set(values[coll]) - {"auto"} == {a.lib_name for a in L.MPICH[coll]}, coll
     assert "MPIR_CVAR_DEVICE_COLLECTIVES" in names
     assert L.mpich_table_problems(mpich_build.mpi) == []
@@ -43,7 +45,7 @@ def test_mpich_table_matches_mpivars(mpich_build):
 
 
 def test_parse_and_env():
-    assert L.parse_lib_spec("ompi:binomial:segsize=8192,fanout=4") == \
+    assert specs.parse_lib_spec("ompi:binomial:segsize=8192,fanout=4") == \
         ("ompi", "binomial", {"segsize": "8192", "fanout": "4"})
     assert L.lib_env(FAKE_OMPI, "bcast", "ompi:chain:segsize=16K,fanout=2") == {
         "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",

@@ -22,7 +22,7 @@ import pytest
 from colltune.rules import interpose
 from colltune.mpi import launch
 from colltune.drivers import registry
-from colltune.rules.ruleset import COLLECTIVES
+from colltune.base.collectives import COLLECTIVES
 from conftest import colltune
 
 NPS = [2, 3]

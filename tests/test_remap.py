@@ -10,6 +10,7 @@ import pytest
 from colltune.drivers import registry
 from colltune.drivers import traffic
 from colltune.drivers import verify
+from colltune.base import specs
 from colltune.base.errors import ColltuneError
 from conftest import colltune
 
@@ -46,9 +47,9 @@ def test_bad_remap_values_are_refused(ompi_build):
     res = colltune("traffic", "--coll", "gather", "--algo", "linear:remap=seq", "--np", "2")
     assert res.returncode == 2 and "has no parameter 'remap'" in res.stderr
     with pytest.raises(ColltuneError, match="already sets remap"):
-        traffic.with_remap("ring:remap=seq", "rr")
-    assert traffic.with_remap("chain:segsize=8192", "rr") == "chain:segsize=8192,remap=rr"
-    assert traffic.with_remap("ring", "auto") == "ring:remap=auto"
+        specs.with_remap("ring:remap=seq", "rr")
+    assert specs.with_remap("chain:segsize=8192", "rr") == "chain:segsize=8192,remap=rr"
+    assert specs.with_remap("ring", "auto") == "ring:remap=auto"
 
 
 # ---- correctness: the verify family on virtual nodes ------------------------------

@@ -8,7 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from colltune.analysis.remap import base_spec, placement_label, remap_effect, remap_of
+from colltune.analysis.remap import placement_label, remap_effect
+from colltune.base.specs import remap_of, without_remap as base_spec
 from colltune.studies.study import load_preset
 
 ALGOS = {"allgather": ["recursive_doubling", "ring", "neighbor_exchange"],

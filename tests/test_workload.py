@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from colltune.base.collectives import COLLECTIVES
 from colltune.results import db as db_mod
 from colltune.rules import interpose
 from colltune.mpi import launch
@@ -238,7 +239,7 @@ def test_a_study_with_load_stores_the_probe_with_every_point(ompi_build, tmp_pat
 
 def _pmpi(build, env, np=2):
     e = {"COLLTUNE_RULES": "", "COLLTUNE_VERBOSE": "1", "COLLTUNE_LOAD_INDEX": "",
-         "COLLTUNE_LOAD_PROBE": "", **{interpose.force_variable(c): "" for c in rules.COLLECTIVES}}
+         "COLLTUNE_LOAD_PROBE": "", **{interpose.force_variable(c): "" for c in COLLECTIVES}}
     e.update(interpose.preload(build, {}))
     e.update(env)
     res = launch.run(launch.prepare(build.mpi, np, [str(build.program("colltune-plaincolls"))],

@@ -33,13 +33,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from colltune.results import reader
+from colltune.base.collectives import per_process
 from colltune.base.errors import ColltuneError
+from colltune.base.specs import parse_params
 from colltune.analysis.fit import LazyModule, _json_clean
 from colltune.base.units import fmt_size, parse_sizes
 
 VARIABLES = frozenset("abgpnsk")
 ELEM_SIZE = {"char": 1, "byte": 1, "int": 4, "float": 4, "double": 8}
-GATHERING = ("gather", "allgather")  # n = p * size for these (size is per process)
 # relative tolerance of ceil/floor: ratios such as log2(243)/log2(3) come out a hair
 # above the integer in floating point (docs/cost-model.md, pitfalls)
 _ROUND_TOL = 1e-12
@@ -195,28 +196,6 @@ def registry_algorithms(mpi_spec: str | None = None) -> dict[tuple[str, str], di
     return algorithm_dicts(registry.algorithms(build_for(mpi_spec)))
 
 
-def parse_params(text) -> dict[str, str]:
-    """'segsize=8192,fanout=4' -> {'segsize': '8192', 'fanout': '4'}; JSON objects too."""
-    if text is None or (isinstance(text, float) and math.isnan(text)):
-        return {}
-    if isinstance(text, dict):
-        return {str(k): str(v) for k, v in text.items()}
-    text = str(text).strip()
-    if not text:
-        return {}
-    if text.startswith("{"):
-        try:
-            return {str(k): str(v) for k, v in json.loads(text).items()}
-        except (json.JSONDecodeError, AttributeError):
-            return {}
-    out = {}
-    for tok in text.split(","):
-        if "=" in tok:
-            k, v = tok.split("=", 1)
-            out[k.strip()] = v.strip()
-    return out
-
-
 def _int_param(text: str | None, default):
     if text is None:
         return default
@@ -233,7 +212,7 @@ def formula_variables(algo: dict, p: int, size: int, elem: int = 1,
     """p, n, s, k for one point, as docs/cost-model.md defines them."""
     params = params or {}
     defaults = {q["name"]: q.get("default") for q in algo.get("params", [])}
-    n = size * p if algo["collective"] in GATHERING else size
+    n = size * p if per_process(algo["collective"]) else size  # size is per process
     env: dict[str, float] = {"p": float(p), "n": float(n)}
     if "segsize" in defaults:
         seg = _int_param(params.get("segsize"), defaults["segsize"]) or 0

@@ -29,7 +29,6 @@ The two built-in models are the seed 000 report's (see docs/models.md):
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import asdict, dataclass, field
@@ -38,6 +37,7 @@ from pathlib import Path
 from colltune.results.db import DBError, default_path
 from colltune.results.reader import read_measurements
 from colltune.base.errors import ColltuneError
+from colltune.base.specs import params_text
 from colltune.base.units import parse_selection, parse_size
 
 
@@ -125,28 +125,10 @@ def normalise(df: pd.DataFrame) -> pd.DataFrame:
         if c in df.columns:
             df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
     if "params" in df.columns:
-        df["params"] = df["params"].map(canonical_params)
+        df["params"] = df["params"].map(params_text)  # as the benchmark writes them
     if "rank_order" in df.columns and "order" not in df.columns:
         df["order"] = df["rank_order"]
     return df
-
-
-def canonical_params(v) -> str:
-    """Parameters as the benchmark writes them, 'segsize=8192,fanout=4'; the database
-    stores them as a JSON object ('{}' for none)."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return ""
-    if isinstance(v, dict):
-        return ",".join(f"{k}={x}" for k, x in v.items())
-    text = str(v).strip()
-    if text.startswith("{"):
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError:
-            return text
-        if isinstance(obj, dict):
-            return ",".join(f"{k}={x}" for k, x in obj.items())
-    return text
 
 
 def filter_eq(df: pd.DataFrame, **filters) -> pd.DataFrame:

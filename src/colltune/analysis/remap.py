@@ -20,48 +20,12 @@ per process over the time (bytes/µs = MB/s), as in the seed's figures.
 
 from __future__ import annotations
 
-import json
-import re
-
 import pandas as pd
 
+from colltune.base.specs import remap_of, without_remap
 from colltune.mpi.placement import ORDERS
 
 PLACEMENTS = ("seq", "rr", "seq>rr", "rr>seq")
-_REMAP_RE = re.compile(r"(?:^|[:,])remap=([a-z]+)")
-
-
-def remap_of(spec, params=None) -> str:
-    """The remap an algorithm spec asks for ("none" when it has none): `ring:remap=seq`
-    -> "seq". `params` (the database's JSON object or "k=v,..." text) wins over the spec."""
-    if isinstance(params, str) and params.strip():
-        text = params.strip()
-        if text.startswith("{"):
-            try:
-                value = json.loads(text).get("remap")
-            except (ValueError, AttributeError):
-                value = None
-            if value is not None:
-                return str(value)
-        else:
-            m = _REMAP_RE.search(text)
-            if m:
-                return m.group(1)
-    elif isinstance(params, dict) and params.get("remap") is not None:
-        return str(params["remap"])
-    m = _REMAP_RE.search(str(spec or ""))
-    return m.group(1) if m else "none"
-
-
-def base_spec(spec) -> str:
-    """The spec without its remap parameter: `ring:remap=seq` -> `ring`,
-    `chain:segsize=8192,remap=rr` -> `chain:segsize=8192`."""
-    text = str(spec)
-    if ":" not in text:
-        return text
-    name, params = text.split(":", 1)
-    kept = [p for p in params.split(",") if p and not p.startswith("remap=")]
-    return name + (":" + ",".join(kept) if kept else "")
 
 
 def placement_label(order: str, remap: str) -> str | None:
@@ -101,7 +65,7 @@ def remap_effect(points: pd.DataFrame) -> pd.DataFrame:
         spec = spec.astype(object).where(spec.notna(), d["algorithm"])
     params = d["params"] if "params" in d.columns else pd.Series([None] * len(d), index=d.index)
     d["remap"] = [remap_of(s, p) for s, p in zip(spec, params)]
-    d["algorithm"] = [base_spec(s) for s in spec]
+    d["algorithm"] = [without_remap(s) for s in spec]
     d["median_us"] = pd.to_numeric(d["median_us"], errors="coerce")
     d = d[d["median_us"].notna() & (d["median_us"] > 0)]
     d["placement"] = [placement_label(str(o), r) for o, r in zip(d["rank_order"], d["remap"])]

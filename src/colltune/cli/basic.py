@@ -11,6 +11,7 @@ from rich.table import Table
 from .. import __version__
 from colltune.mpi import placement
 from colltune.drivers import registry
+from colltune.base.collectives import COLLECTIVES
 from colltune.base.errors import did_you_mean
 from ._common import command, MPI_HELP, build_or_fail, fail, out
 
@@ -50,11 +51,11 @@ def info(mpi_spec: str | None) -> None:
 def algorithms(colls: str | None, as_json: bool, mpi_spec: str | None) -> None:
     """The table of algorithms: parameters, constraints, fallbacks, cost formulas."""
     b = build_or_fail(mpi_spec)
-    wanted = colls.split(",") if colls else list(registry.COLLECTIVES)
+    wanted = colls.split(",") if colls else list(COLLECTIVES)
     for c in wanted:
-        if c not in registry.COLLECTIVES:
-            fail(f"--coll: unknown collective '{c}'{did_you_mean(c, registry.COLLECTIVES)}; "
-                 f"valid: {', '.join(registry.COLLECTIVES)}")
+        if c not in COLLECTIVES:
+            fail(f"--coll: unknown collective '{c}'{did_you_mean(c, COLLECTIVES)}; "
+                 f"valid: {', '.join(COLLECTIVES)}")
     algos = [a for a in registry.algorithms(b) if a.collective in wanted]
     if as_json:
         click.echo(json.dumps([a.__dict__ for a in algos], indent=2))

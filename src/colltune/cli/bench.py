@@ -20,7 +20,9 @@ from colltune.mpi import launch
 from colltune.mpi import placement
 from colltune.mpi import libalgos
 from colltune.drivers import registry
+from colltune.base.collectives import COLLECTIVES
 from colltune.base.files import check_writable, save_fallback, write_atomic
+from colltune.base.specs import is_lib_spec, split_specs
 from colltune.base.units import fmt_size, parse_ints, parse_sizes
 from ._common import (MPI_HELP, PLATFORM_HELP, build_or_fail, check_nps, command,
                       db_path_or_default, err, fail, out, oversubscribe_options,
@@ -309,7 +311,7 @@ def _save_elsewhere(records: list[dict], why: str) -> None:
 @command()
 @click.option("--mpi", "mpi_spec", help=MPI_HELP)
 @click.option("--platform", "platform_spec", help=PLATFORM_HELP)
-@click.option("--coll", required=True, type=click.Choice(registry.COLLECTIVES),
+@click.option("--coll", required=True, type=click.Choice(COLLECTIVES),
               help="Collective to benchmark.")
 @click.option("--algo", "algos", default="native", show_default=True,
               help="Algorithms, comma-separated, with parameters: native,binomial,chain:fanout=2; "
@@ -387,15 +389,15 @@ def bench(mpi_spec, platform_spec, coll, algos, nps, sizes, iterations, warmup, 
     plat = resolve_platform(platform_spec, b.mpi)
     if reps is None:
         reps = bench_mod.SIM_REPS if b.mpi.simulated else 3
-    specs_list = bench_mod.split_specs(algos)
+    specs_list = split_specs(algos)
     try:
         specs_list = bench_mod.expand_algos(b, coll, specs_list)  # all / ours / ompi:all ...
         for s in specs_list:
-            if libalgos.is_lib_spec(s):
+            if is_lib_spec(s):
                 libalgos.lib_env(b.mpi, coll, s)  # validates: library, name, parameters
     except ValueError as exc:
         fail(str(exc))
-    registry.check_specs(b, coll, [s for s in specs_list if not libalgos.is_lib_spec(s)])
+    registry.check_specs(b, coll, [s for s in specs_list if not is_lib_spec(s)])
     specs = [bench_mod.BenchSpec(coll, specs_list, np, size_list, iterations, warmup, reps,
                                  root, dtype, op, timing=timing, sleep_us=sleep_us,
                                  time_budget=time_budget, validate=validate, raw=raw,

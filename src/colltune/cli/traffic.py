@@ -9,8 +9,10 @@ from rich.table import Table
 
 from colltune.drivers import registry
 from colltune.drivers import traffic as traffic_mod
+from colltune.base.collectives import COLLECTIVES
 from colltune.base.errors import ColltuneError
 from colltune.base.files import check_writable
+from colltune.base.specs import REMAPS, with_remap
 from colltune.base.units import parse_sizes
 from ._common import MPI_HELP, SIZE_HELP, build_or_fail, command, fail, out, write_or_keep
 
@@ -21,7 +23,7 @@ def _kib(n: int) -> str:
 
 @command()
 @click.option("--mpi", "mpi_spec", help=MPI_HELP)
-@click.option("--coll", required=True, type=click.Choice(list(registry.COLLECTIVES)),
+@click.option("--coll", required=True, type=click.Choice(list(COLLECTIVES)),
               help="Collective.")
 @click.option("--algo", "spec", required=True,
               help="One colltune algorithm spec, e.g. recursive_doubling or ring:remap=seq.")
@@ -37,7 +39,7 @@ def _kib(n: int) -> str:
 @click.option("--sizes", default="1K", show_default=True,
               help=SIZE_HELP + " Allgather: bytes per process; Reduce/Allreduce: multiples "
                                "of 4 (ints summed).")
-@click.option("--remap", type=click.Choice(list(traffic_mod.REMAPS)),
+@click.option("--remap", type=click.Choice(list(REMAPS)),
               help="Add remap=... to the algorithm spec.")
 @click.option("--root", default=0, show_default=True, type=click.IntRange(min=0),
               help="Root of Bcast/Reduce.")
@@ -77,7 +79,7 @@ def traffic(mpi_spec, coll, spec, np_, nodes, order, node_list, sizes, remap, ro
         fail(f"--root {root}: valid 0..{np_ - 1}")
     b = build_or_fail(mpi_spec)
     try:
-        full = traffic_mod.with_remap(spec, remap)
+        full = with_remap(spec, remap)
         registry.check_specs(b, coll, [full])
         recs = traffic_mod.count(b, coll, full, np_, size_list, nodes=nodes, order=order,
                                  node_list=nl, root=root, timeout=timeout)

@@ -15,7 +15,9 @@ from colltune.results import db as db_mod
 from colltune.results import reader, store
 from colltune.rules import ruleset as rules_mod
 from colltune.base.files import check_writable
-from colltune.rules.ruleset import COLLECTIVES, TARGETS
+from colltune.base.collectives import COLLECTIVES
+from colltune.base.specs import is_lib_spec, split_specs
+from colltune.rules.ruleset import TARGETS
 from colltune.base.units import fmt_size
 from ._common import MPI_HELP, command, db_option, err, fail, out, write_or_keep
 
@@ -315,10 +317,10 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
     check_nps([np_])
     b = build_or_fail(mpi_spec)
     try:
-        cands = bench_mod.expand_algos(b, coll, bench_mod.split_specs(algos))
+        cands = bench_mod.expand_algos(b, coll, split_specs(algos))
     except ValueError as exc:
         fail(str(exc))
-    registry.check_specs(b, coll, [c for c in cands if not libalgos.is_lib_spec(c)])
+    registry.check_specs(b, coll, [c for c in cands if not is_lib_spec(c)])
     name = study or f"tune-adaptive-{coll}"
     try:
         grid = adaptive.Grid(coll, tuple(cands), tuple(size_list), np_, np_)

@@ -11,6 +11,7 @@ from rich.table import Table
 from colltune.drivers import registry
 from colltune.drivers import verify as verify_mod
 from colltune.base.units import parse_ints
+from colltune.base.collectives import COLLECTIVES
 from colltune.base.errors import did_you_mean
 from colltune.mpi.placement import MAX_PER_CORE, check_process_counts
 from ._common import MPI_HELP, build_or_fail, command, err, fail, out
@@ -20,7 +21,7 @@ from ._common import MPI_HELP, build_or_fail, command, err, fail, out
 @click.option("--mpi", "mpi_spec", help=MPI_HELP)
 @click.option("--np", "nps", default=",".join(map(str, verify_mod.DEFAULT_NPS)),
               show_default=True, help="Process counts, one launch each.")
-@click.option("--coll", "colls", default=",".join(registry.COLLECTIVES), show_default=True,
+@click.option("--coll", "colls", default=",".join(COLLECTIVES), show_default=True,
               help="Collectives to verify.")
 @click.option("--algo", "algos", help="Only these algorithm names (default: all).")
 @click.option("--quick", is_flag=True, help="Skip the large count (2^17+3 elements).")
@@ -57,9 +58,9 @@ def verify(mpi_spec, nps, colls, algos, quick, families, timeout, as_json, force
     b = build_or_fail(mpi_spec)
     coll_list = [c.strip() for c in colls.split(",") if c.strip()]
     for c in coll_list:
-        if c not in registry.COLLECTIVES:
-            fail(f"--coll: unknown collective '{c}'{did_you_mean(c, registry.COLLECTIVES)}; "
-                 f"valid: {', '.join(registry.COLLECTIVES)}")
+        if c not in COLLECTIVES:
+            fail(f"--coll: unknown collective '{c}'{did_you_mean(c, COLLECTIVES)}; "
+                 f"valid: {', '.join(COLLECTIVES)}")
     algo_list = [a.strip() for a in algos.split(",")] if algos else None
     if algo_list:
         known = {a.name for a in registry.algorithms(b, hidden=True) if a.collective in coll_list}

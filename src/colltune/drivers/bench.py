@@ -20,6 +20,7 @@ from colltune.drivers import registry
 from colltune.mpi import launch, libalgos, placement
 from colltune.mpi.build import Build
 from colltune.mpi.libraries import MPI
+from colltune.base.collectives import per_process
 from colltune.base.errors import ColltuneError
 
 
@@ -124,20 +125,6 @@ def for_simulation(spec: BenchSpec) -> BenchSpec:
         warmup=spec.warmup if spec.warmup is not None else SIM_WARMUP)
 
 
-def split_specs(text: str) -> list[str]:
-    """'chain:segsize=8192,fanout=4,binomial' -> ['chain:segsize=8192,fanout=4', 'binomial']:
-    a token with '=' but no ':' continues the previous spec."""
-    specs: list[str] = []
-    for tok in (t.strip() for t in text.split(",")):
-        if not tok:
-            continue
-        if "=" in tok and ":" not in tok and specs:
-            specs[-1] += "," + tok
-        else:
-            specs.append(tok)
-    return specs
-
-
 def resolve_timing(timing: str, np: int) -> str:
     """'auto': `window` when every process has a core of its own here (it busy-waits
     for its start windows, and measured the more reproducible of the two:
@@ -156,7 +143,7 @@ def buffer_bytes(collective: str, size: int, np: int, validate: bool = False) ->
     """Bytes colltune-bench allocates per process for one size (as bench.c does): the
     send buffer, the receive buffer (np x size at every process for (all)gather), and
     with --validate the MPI library's result."""
-    gathered = collective in ("gather", "allgather")
+    gathered = per_process(collective)
     recv = 0 if collective == "bcast" else size * (np if gathered else 1)
     ref = 0 if not validate else (size if collective == "bcast" else recv)
     return size + recv + ref
@@ -530,19 +517,19 @@ def run_bench(build: Build, spec: BenchSpec, algos: list[str] | None = None, *,
                       timeout=timeout, **kw)
         return recs, notes + [x for x in n if x not in notes]
     records: list[dict] = []
-    for i, launch in enumerate(plan):
+    for i, planned in enumerate(plan):
         if progress:
-            progress(i, len(plan), launch)
-        sub = _one_rep_spec(spec, ((WARMUP_CANDIDATE,) if warm_up else ()) + launch.algos)
-        if launch.library_spec is None:
+            progress(i, len(plan), planned)
+        sub = _one_rep_spec(spec, ((WARMUP_CANDIDATE,) if warm_up else ()) + planned.algos)
+        if planned.library_spec is None:
             recs, n = run_one(build, sub, timeout=timeout)
         else:
-            env = envs[launch.library_spec]
+            env = envs[planned.library_spec]
             recs, n = run_one(build, sub, timeout=timeout, extra_env=env)
         if warm_up:
             recs = _drop_warmup(recs)
-        if launch.library_spec is not None:
-            recs = [_relabel(r, mpi, spec.collective, launch.library_spec, env) for r in recs]
+        if planned.library_spec is not None:
+            recs = [_relabel(r, mpi, spec.collective, planned.library_spec, env) for r in recs]
         notes += [x for x in n if x not in notes]
         records += recs
     merged = merge_records(records, kept)

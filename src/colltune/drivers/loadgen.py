@@ -29,13 +29,12 @@ tuning/regret.py.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from colltune.base.errors import ColltuneError
+from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.mpi.placement import Placement
 
 if TYPE_CHECKING:
@@ -93,11 +92,6 @@ LEVEL_KEYS = {"pattern": "'pairs', 'alltoall' or 'hot'", "np": "generator proces
               "period_ms": "length of a duty-cycle period in ms (>= 1)"}
 
 
-def _suggest(word: str, choices) -> str:
-    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def parse_level(key: str, name: str, table: Any) -> LoadLevel:
     """A level written in a study (`[study.load_levels.NAME]`), checked."""
     from colltune.base.units import parse_size
@@ -111,7 +105,7 @@ def parse_level(key: str, name: str, table: Any) -> LoadLevel:
         raise LoadError(f"{key}: expected a table with keys {', '.join(LEVEL_KEYS)}")
     for k in table:
         if k not in LEVEL_KEYS:
-            raise LoadError(f"{key}.{k}: unknown key{_suggest(k, LEVEL_KEYS)}; valid: "
+            raise LoadError(f"{key}.{k}: unknown key{did_you_mean(k, LEVEL_KEYS)}; valid: "
                             f"{', '.join(LEVEL_KEYS)}")
     base = asdict(LEVELS.get(name, LoadLevel(name)))
     base["name"] = name
@@ -120,7 +114,7 @@ def parse_level(key: str, name: str, table: Any) -> LoadLevel:
         if k == "pattern":
             if v not in PATTERNS:
                 raise LoadError(f"{where}: {v!r} is not one of {', '.join(PATTERNS)}"
-                                f"{_suggest(v, PATTERNS)}")
+                                f"{did_you_mean(v, PATTERNS)}")
         elif k == "size":
             try:
                 v = parse_size(str(v)) if not isinstance(v, int) or isinstance(v, bool) else v
@@ -147,7 +141,7 @@ def resolve_levels(names: list[str], defined: dict[str, LoadLevel]) -> dict[str,
     known = {**LEVELS, **defined}
     for i, n in enumerate(names):
         if n not in known:
-            raise LoadError(f"study.load[{i}]: unknown level '{n}'{_suggest(n, known)}; "
+            raise LoadError(f"study.load[{i}]: unknown level '{n}'{did_you_mean(n, known)}; "
                             f"built in: {', '.join(LEVELS)}; others need a "
                             f"[study.load_levels.{n}] table")
         out[n] = known[n]

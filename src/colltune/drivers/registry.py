@@ -9,8 +9,7 @@ from functools import lru_cache
 
 from colltune.mpi.build import Build
 from colltune.base.errors import ColltuneError, did_you_mean
-
-COLLECTIVES = ("bcast", "reduce", "gather", "allgather", "allreduce")
+from colltune.base.specs import SpecError, param_pairs, split_spec
 
 
 @dataclass(frozen=True)
@@ -74,16 +73,27 @@ def check_specs(build: Build, collective: str, specs: list[str], what: str = "--
     reg = {a.name: a for a in algorithms(build, hidden=True) if a.collective == collective}
     visible = names(build, collective)
     for spec in specs:
-        name, _, params = spec.partition(":")
-        if name not in reg:
-            raise ColltuneError(f"{what}: unknown {collective} algorithm '{name}'"
-                                f"{did_you_mean(name, visible)}; valid: {', '.join(visible)}")
-        known = [p["name"] for p in reg[name].params]
-        for item in filter(None, (x.strip() for x in params.split(","))):
-            k, eq, v = item.partition("=")
-            if not eq or not k.strip() or not v.strip():
-                raise ColltuneError(f"{what}: '{spec}': parameter '{item}' is not key=value")
-            if k.strip() not in known:
-                raise ColltuneError(f"{what}: '{spec}': {collective}/{name} has no parameter "
-                                    f"'{k.strip()}'{did_you_mean(k.strip(), known)}; valid: "
-                                    f"{', '.join(known) or 'none'}")
+        check_spec(what, spec, collective, reg, valid=visible)
+
+
+def check_spec(where: str, spec: str, collective: str, table: dict[str, Algorithm | None], *,
+               valid: list[str] | None = None, also: str = "",
+               error: type[ColltuneError] = ColltuneError) -> None:
+    """Name and parameter names of one colltune algorithm spec against `table` (name ->
+    Algorithm, or None for one without parameters). The message starts with `where`, lists
+    `valid` (default: the table's names) and then `also`; raised as `error`."""
+    name, params = split_spec(spec)
+    if name not in table:
+        valid = list(table) if valid is None else valid
+        raise error(f"{where}: unknown {collective} algorithm '{name}'"
+                    f"{did_you_mean(name, valid)}; valid: {', '.join(valid)}{also}")
+    algo = table[name]
+    known = [p["name"] for p in algo.params] if algo is not None else []
+    try:
+        for k, _ in param_pairs(params, f"{where}: '{spec}'"):
+            if k not in known:
+                raise error(f"{where}: '{spec}': {collective}/{name} has no parameter "
+                            f"'{k}'{did_you_mean(k, known)}; valid: "
+                            f"{', '.join(known) or 'none'}")
+    except SpecError as exc:
+        raise error(str(exc)) from None

@@ -21,7 +21,6 @@ from colltune.mpi.build import Build
 from colltune.mpi.placement import ORDERS
 from colltune.base.errors import ColltuneError
 
-REMAPS = ("none", "seq", "rr", "auto")
 
 
 @dataclass(frozen=True)
@@ -75,18 +74,6 @@ def node_env(nodes: int | None = None, order: str = "seq",
     if order not in ORDERS:
         raise ColltuneError(f"--order '{order}': valid: {', '.join(ORDERS)}")
     return {"COLLTUNE_NODES": str(nodes), "COLLTUNE_NODE_ORDER": order}
-
-
-def with_remap(spec: str, remap: str | None) -> str:
-    """`spec` with remap=REMAP added (refused when it already names one)."""
-    if not remap:
-        return spec
-    if remap not in REMAPS:
-        raise ColltuneError(f"--remap '{remap}': valid: {', '.join(REMAPS)}")
-    name, colon, params = spec.partition(":")
-    if any(p.strip().startswith("remap=") for p in params.split(",")):
-        raise ColltuneError(f"'{spec}' already sets remap; drop --remap or the parameter")
-    return f"{spec},remap={remap}" if colon and params else f"{name}:remap={remap}"
 
 
 def count(build: Build, collective: str, spec: str, np: int, sizes: list[int], *,

@@ -34,11 +34,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from colltune.mpi.libraries import MPI
+from colltune.base.collectives import COLLECTIVES
+from colltune.base.specs import format_params, is_lib_spec, parse_lib_spec
 from colltune.base.units import parse_size
 
 LIBRARIES = {"ompi": "openmpi", "mpich": "mpich"}
 LIBRARY_NAMES = {"ompi": "Open MPI", "mpich": "MPICH"}
-COLLECTIVES = ("bcast", "reduce", "gather", "allgather", "allreduce")
 
 
 # --------------------------------------------------------------------------- tables
@@ -245,38 +246,6 @@ TABLES = {"ompi": OMPI, "mpich": MPICH}
 # --------------------------------------------------------------------------- specs
 
 
-def is_lib_spec(spec: str) -> bool:
-    """True for `ompi:...` and `mpich:...` specs."""
-    return spec.split(":", 1)[0] in LIBRARIES
-
-
-def parse_lib_spec(spec: str) -> tuple[str, str, dict[str, str]]:
-    """'ompi:binomial:segsize=8192,fanout=4' -> ('ompi', 'binomial', {...}).
-
-    Values stay strings here; `lib_env` checks names, keys and values.
-    """
-    parts = spec.strip().split(":", 2)
-    if len(parts) < 2 or parts[0] not in LIBRARIES or not parts[1]:
-        raise ValueError(f"'{spec}' is not a library algorithm spec "
-                         "(ompi:NAME[:key=value,...] or mpich:NAME[:key=value,...])")
-    library, name = parts[0], parts[1].strip()
-    params: dict[str, str] = {}
-    if len(parts) == 3 and parts[2].strip():
-        for item in parts[2].split(","):
-            item = item.strip()
-            if not item:
-                continue
-            if "=" not in item:
-                raise ValueError(f"{spec}: parameter '{item}' is not key=value")
-            key, value = (x.strip() for x in item.split("=", 1))
-            if not key or not value:
-                raise ValueError(f"{spec}: parameter '{item}' is not key=value")
-            if key in params:
-                raise ValueError(f"{spec}: parameter '{key}' given twice")
-            params[key] = value
-    return library, name, params
-
-
 def _kind_and_label(mpi: MPI | str) -> tuple[str, str]:
     if isinstance(mpi, MPI):
         return mpi.kind, f"{mpi.name} {mpi.version}"
@@ -362,7 +331,7 @@ def lib_env(mpi: MPI | str, collective: str, spec: str) -> dict[str, str]:
 
 def canonical_params(mpi: MPI | str, collective: str, spec: str) -> str:
     algo, values = resolve(mpi, collective, spec)
-    return ",".join(f"{k}={v}" for k, v in values.items())
+    return format_params(values)
 
 
 def all_names(mpi: MPI | str, collective: str) -> list[str]:

@@ -28,8 +28,10 @@ from io import BytesIO
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from colltune.base.collectives import per_process
 from colltune.base.errors import ColltuneError
 from colltune.base.files import write_atomic
+from colltune.base.specs import algorithm_of
 from colltune.analysis.fit import FitError, LazyModule
 from colltune.base.units import fmt_size
 
@@ -144,11 +146,7 @@ class Palette:
 def _base(label: str) -> str:
     """The algorithm of a series label: 'chain:fanout=2' -> 'chain';
     library specs keep their prefix: 'ompi:binomial' -> 'ompi:binomial'."""
-    label = str(label)
-    if label.startswith(("ompi:", "mpich:")):
-        parts = label.split(":")
-        return ":".join(parts[:2])
-    return label.split(":", 1)[0]
+    return algorithm_of(label)
 
 
 # ---------------------------------------------------------------------------- data
@@ -415,7 +413,7 @@ def fig_vs_size(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapp
     ax = fig.add_subplot()
     over = _lines(ax, stats, "size", palette, band)
     size_axis(ax, stats["size"])
-    ax.set_xlabel("size (bytes" + (" per process)" if coll in ("gather", "allgather") else ")"))
+    ax.set_xlabel("size (bytes" + (" per process)" if per_process(coll) else ")"))
     latency_axis(ax, pd.concat([stats["center"], stats["lo"], stats["hi"]]))
     ax.set_title(f"{coll}: latency vs size, {int(np_)} processes{_mapping_note(d, mapping)}"
                  + (" (oversubscribed)" if over else ""))
@@ -508,7 +506,7 @@ def fig_speedup(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapp
     ax.axhline(1.0, color=NATIVE_COLOUR, linestyle="--", linewidth=1.2,
                label=f"{baseline} (= 1)")
     size_axis(ax, others["size"])
-    ax.set_xlabel("size (bytes" + (" per process)" if coll in ("gather", "allgather") else ")"))
+    ax.set_xlabel("size (bytes" + (" per process)" if per_process(coll) else ")"))
     vals = pd.concat([others["center"], others["lo"], others["hi"]])
     if _spans_decades(vals, 8):
         ax.set_yscale("log", base=2)
@@ -599,7 +597,7 @@ def fig_best_map(df: pd.DataFrame, palette: Palette, mapping=None,
                        fontsize="small")
     ax.set_yticks(range(len(nps)))
     ax.set_yticklabels([str(int(n)) for n in nps], fontsize="small")
-    ax.set_xlabel("size (bytes" + (" per process)" if coll in ("gather", "allgather") else ")"))
+    ax.set_xlabel("size (bytes" + (" per process)" if per_process(coll) else ")"))
     ax.set_ylabel("processes")
     if len(sizes) * len(nps) <= 160:
         for r in tab.itertuples(index=False):
@@ -664,7 +662,7 @@ def fig_decision_map(points: pd.DataFrame, palette: Palette, target: str = "coll
                        fontsize="small")
     ax.set_yticks(range(len(nps)))
     ax.set_yticklabels([str(int(n)) for n in nps], fontsize="small")
-    ax.set_xlabel("size (bytes" + (" per process)" if coll in ("gather", "allgather") else ")"))
+    ax.set_xlabel("size (bytes" + (" per process)" if per_process(coll) else ")"))
     ax.set_ylabel("processes")
     has_gain = d["gain"].notna().any()
     if len(sizes) * len(nps) <= 160:

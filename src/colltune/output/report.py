@@ -44,6 +44,8 @@ from colltune.output import figures as plotmod
 from colltune.results.db import DBError, open_reader
 from colltune.analysis.fit import FitError, LazyModule, SEED_MODELS, fit_formula, load_measurements, model_frame, resolve_formula
 from colltune.studies.study import STREAM
+from colltune.base.collectives import COLLECTIVES
+from colltune.base.specs import remap_of
 from colltune.base.units import fmt_size
 
 pd = LazyModule("pandas")
@@ -640,7 +642,7 @@ def tune_section(df: pd.DataFrame, parts: ReportParts, palette: plotmod.Palette,
                    f"{html_table(cols, rows)}</details>")
         pts = t.points["in-sample"]
         grid = []
-        for c in [c for c in ("bcast", "reduce", "gather", "allgather", "allreduce")
+        for c in [c for c in COLLECTIVES
                   if c in set(pts["collective"])]:
             _add_figure(parts, grid, "decision-map", c,
                         f"{c}: what the rules for {target} choose, with the gain over native",
@@ -880,7 +882,7 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
         runs = Provenance(pd.DataFrame())
     elif isinstance(runs, pd.DataFrame):
         runs = Provenance(runs)
-    colls = [c for c in ("bcast", "reduce", "gather", "allgather", "allreduce")
+    colls = [c for c in COLLECTIVES
              if c in set(df["collective"])]
     # point-to-point records (ping-pong) feed the cost model, not a collective section
     colls += sorted(set(df["collective"].dropna()) - set(colls) - {"heat", "pingpong", "p2p"})
@@ -972,7 +974,7 @@ def simulated_section(sim: pd.DataFrame, parts: ReportParts, palette: plotmod.Pa
         sim_name = str(simulator).replace(" (SMPI)", "")
         out.append(f"<h3>Simulated ({esc(sim_name)}, platform {esc(platform)}) "
                    "&mdash; not measurements</h3>")
-        for coll in [c for c in ("bcast", "reduce", "gather", "allgather", "allreduce")
+        for coll in [c for c in COLLECTIVES
                      if c in set(g["collective"])]:
             gc = g[g["collective"] == coll]
             for size in sorted(gc["size"].unique()):
@@ -1044,7 +1046,7 @@ def remap_section(sim: pd.DataFrame | None, parts: ReportParts, palette: plotmod
     """Simulated points of remapped algorithms (`remap=` specs): per platform and process
     count, the speedup of remapping and its overhead at every size (remap.remap_effect),
     a bandwidth table per algorithm and a figure. Empty without remapped points."""
-    from colltune.analysis.remap import remap_effect, remap_of
+    from colltune.analysis.remap import remap_effect
 
     if sim is None or sim.empty or "rank_order" not in sim.columns:
         return ""

@@ -434,18 +434,3 @@ def transaction(conn: sqlite3.Connection):
     conn.execute("COMMIT")
 
 
-def parse_params(text: Any) -> dict:
-    """'segsize=8192,fanout=4' -> {"segsize": 8192, "fanout": 4} (numbers as numbers)."""
-    if isinstance(text, dict):
-        return text
-    out: dict[str, Any] = {}
-    for item in filter(None, (x.strip() for x in str(text or "").split(","))):
-        k, _, v = item.partition("=")
-        try:
-            out[k] = int(v)
-        except ValueError:
-            try:
-                out[k] = float(v)
-            except ValueError:
-                out[k] = v
-    return out

@@ -16,7 +16,8 @@ from typing import Iterable
 
 from colltune import __version__
 from colltune.results import reader
-from colltune.results.db import now, open_db, parse_params, transaction
+from colltune.base.specs import parse_params
+from colltune.results.db import now, open_db, transaction
 from colltune.results.provenance import git_revision, host_info, mpi_info, relevant_env
 
 def upsert_study(conn: sqlite3.Connection, name: str, definition: dict | None = None,
@@ -149,7 +150,7 @@ def _measurement_row(rec: dict, defaults: dict) -> tuple:
     row = {}
     for c in MEASUREMENT_COLUMNS:
         row[c] = r.get(c)
-    row["params"] = json.dumps(parse_params(rec.get("params")), sort_keys=True)
+    row["params"] = json.dumps(parse_params(rec.get("params"), numbers=True), sort_keys=True)
     samples = rec.get("samples_us")
     row["samples"] = json.dumps(samples) if samples is not None else None
     if isinstance(row["valid"], bool):

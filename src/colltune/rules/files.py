@@ -30,8 +30,10 @@ from colltune.rules import mpich as em
 from colltune.rules import openmpi as eo
 from colltune.mpi import libalgos
 from colltune.rules import ruleset as rules_mod
+from colltune.base.collectives import COLLECTIVES, PER_PROCESS
 from colltune.base.files import write_atomic
-from colltune.rules.ruleset import COLLECTIVES, RulesError, RuleSet
+from colltune.base.specs import is_lib_spec
+from colltune.rules.ruleset import RulesError, RuleSet
 
 FORMATS = ("colltune", "openmpi", "mpich")
 FORMAT_NAMES = {"colltune": "colltune rules file", "openmpi": "Open MPI coll/tuned rules file",
@@ -141,7 +143,7 @@ def check(text: str, kind: str, mpi=None, source: str = "<file>") -> CheckResult
             line = rule_lines[i] if i < len(rule_lines) else 0
             if r.algorithm == "native":
                 continue
-            if libalgos.is_lib_spec(r.algorithm):
+            if is_lib_spec(r.algorithm):
                 lib = r.algorithm.split(":", 1)[0]
                 if rs.target not in ("colltune", libalgos.LIBRARIES[lib]):
                     problems.append((line, f"{r.collective} {r.spec}: a rule set for target "
@@ -233,7 +235,7 @@ class VerifyRow:
 
 def _rep_size(coll: str, nbytes: int, np: int) -> int:
     """A colltune size whose byte count is at least nbytes (the start of a rule)."""
-    s = math.ceil(nbytes / np) if coll in eo.PER_PROCESS else nbytes
+    s = math.ceil(nbytes / np) if coll in PER_PROCESS else nbytes
     s = max(s, 4)
     if coll in ("reduce", "allreduce"):
         s = (s + 3) // 4 * 4
@@ -326,7 +328,7 @@ def _verify_openmpi(text, path, build, np, sizes, collectives, iterations, timeo
         want = sizes or sorted({_rep_size(coll, mr.msgbytes, np) for mr in entry.rules})
 
         def rule_for(size):
-            nbytes = size * (np if coll in eo.PER_PROCESS else 1)
+            nbytes = size * (np if coll in PER_PROCESS else 1)
             chosen = entry.rules[0]
             for mr in entry.rules:
                 if mr.msgbytes <= nbytes:

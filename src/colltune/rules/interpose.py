@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from colltune.rules import ruleset as rules_mod
+from colltune.base.collectives import COLLECTIVES
 from colltune.base.errors import ColltuneError
 
 LIBRARY = "libcolltune-pmpi.so"
-COLLECTIVES = rules_mod.COLLECTIVES
 PROFILE_FORMAT = "colltune-profile 1"
 
 

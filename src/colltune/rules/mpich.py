@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from colltune.base.collectives import PER_PROCESS
 from colltune.mpi import libalgos
 from colltune.rules.openmpi import comm_blocks, inexact_note
 from colltune.rules.ruleset import Rule, RulesError, RuleSet
 
 AVG_OK = ("bcast", "reduce", "allreduce", "alltoall")  # avg_msg_size allowed
-PER_PROCESS = ("gather", "allgather")
 ENV_FILE = "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"
 
 _NUMERIC = re.compile(r"^(comm_size|avg_msg_size|total_msg_size|count|comm_avg_ppn)(<=|<)(\d+)$")

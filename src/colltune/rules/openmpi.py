@@ -30,13 +30,13 @@ import re
 from dataclasses import dataclass, field
 
 from colltune.mpi import libalgos
-from colltune.rules.ruleset import COLLECTIVES, Rule, RulesError, RuleSet
+from colltune.base.collectives import PER_PROCESS
+from colltune.rules.ruleset import Rule, RulesError, RuleSet
 
 # collective ids: the COLLTYPE enum of Open MPI's coll_base_functions.h (stable since 1.x)
 COLL_IDS = {"allgather": 0, "allreduce": 2, "bcast": 7, "gather": 9, "reduce": 11}
 ID_COLLS = {v: k for k, v in COLL_IDS.items()}
 COLLCOUNT = 22  # ids 0..21 are collectives Open MPI knows (ids of ones we do not write pass)
-PER_PROCESS = ("gather", "allgather")  # byte count = per-process size x comm size
 VERSION2_SINCE = (5, 0, 7)
 RADIX_MCA = "coll_tuned_bcast_algorithm_knomial_radix"  # knomial's radix: not in the file
 EXACT_UP_TO = 64  # gather/allgather: one entry per process count up to here, then
@@ -516,8 +516,7 @@ def looks_like(text: str) -> bool:
                                    or bool(re.match(r"\s*\d", body)))
 
 
-__all__ = ["COLL_IDS", "Installed", "parse", "check", "to_text", "usage", "rows",
-           "COLLECTIVES"]
+__all__ = ["COLL_IDS", "Installed", "parse", "check", "to_text", "usage", "rows"]
 
 
 def mca_lines(text: str) -> dict[str, str]:

@@ -40,10 +40,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from colltune.base.collectives import COLLECTIVES
 from colltune.base.errors import ColltuneError
+from colltune.base.specs import format_spec
 
 FORMAT_TAG = "colltune-rules 1"
-COLLECTIVES = ("bcast", "reduce", "gather", "allgather", "allreduce")
 TARGETS = ("colltune", "openmpi", "mpich")
 
 
@@ -78,9 +79,7 @@ class Rule:
     @property
     def spec(self) -> str:
         """The algorithm as colltune writes a spec: `pipeline:segsize=8192`."""
-        if not self.params:
-            return self.algorithm
-        return self.algorithm + ":" + ",".join(f"{k}={v}" for k, v in self.params)
+        return format_spec(self.algorithm, self.params)
 
 
 def make_params(d: dict | None) -> tuple[tuple[str, int | str], ...]:

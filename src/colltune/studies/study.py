@@ -19,7 +19,6 @@ Errors name the key and the problem: "study.sizes[2]: '12Q' is not a size; ...".
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import re
@@ -29,11 +28,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from colltune.base.errors import ColltuneError
+from colltune.base.collectives import COLLECTIVES
+from colltune.base.errors import ColltuneError, did_you_mean
+from colltune.base.specs import is_lib_spec, parse_params, split_spec
 from colltune.mpi.placement import LAUNCHERS, MAPPINGS, ORDERS
 from colltune.base.units import parse_size, parse_sizes
 
-COLLECTIVES = ("bcast", "reduce", "gather", "allgather", "allreduce")
 TIMINGS = ("osu", "window")
 DTYPES = ("char", "int", "float", "double")
 OPS = ("sum", "max", "min", "prod")
@@ -102,11 +102,6 @@ TOP_LEVEL = ("study", "sbatch")
 
 class StudyError(ColltuneError, ValueError):
     """A study file is wrong; the message names the key and the problem."""
-
-
-def _suggest(word: str, choices) -> str:
-    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
 @dataclass
@@ -239,7 +234,8 @@ def _num(key: str, v: Any, minimum: float, strict: bool = False) -> float:
 def _choice(key: str, v: Any, choices) -> str:
     _want(key, v, str, f"one of {', '.join(choices)}")
     if v not in choices:
-        raise StudyError(f"{key}: '{v}' is not one of {', '.join(choices)}{_suggest(v, choices)}")
+        raise StudyError(f"{key}: '{v}' is not one of {', '.join(choices)}"
+                         f"{did_you_mean(v, choices)}")
     return v
 
 
@@ -351,7 +347,8 @@ def loads(text: str, source: str = "<string>", base_dir: Path | None = None) -> 
         raise StudyError(f"{source}: not valid TOML: {exc}") from None
     for k in data:
         if k not in TOP_LEVEL:
-            raise StudyError(f"{k}: unknown table or key at the top level{_suggest(k, TOP_LEVEL)}; "
+            raise StudyError(f"{k}: unknown table or key at the top level"
+                             f"{did_you_mean(k, TOP_LEVEL)}; "
                              "a study file has [study] (and optionally [sbatch])")
     if "study" not in data:
         raise StudyError("study: missing the [study] table")
@@ -359,7 +356,7 @@ def loads(text: str, source: str = "<string>", base_dir: Path | None = None) -> 
     _want("study", st, dict, "a table")
     for k in st:
         if k not in KEYS:
-            raise StudyError(f"study.{k}: unknown key{_suggest(k, KEYS)}; valid keys: "
+            raise StudyError(f"study.{k}: unknown key{did_you_mean(k, KEYS)}; valid keys: "
                              f"{', '.join(KEYS)}")
     heat_only = st.get("collectives") == [HEAT]
     for k in REQUIRED:
@@ -377,7 +374,8 @@ def loads(text: str, source: str = "<string>", base_dir: Path | None = None) -> 
         for c in algos_raw:
             if c not in colls:
                 hint = (f"; it is not in study.collectives ({', '.join(colls)})"
-                        if c in COLLECTIVES else f"; valid: {', '.join(colls)}{_suggest(c, colls)}")
+                        if c in COLLECTIVES
+                        else f"; valid: {', '.join(colls)}{did_you_mean(c, colls)}")
                 raise StudyError(f"study.algorithms.{c}: not a collective of this study{hint}")
         for c in colls:
             if c not in algos_raw:
@@ -490,7 +488,7 @@ def loads(text: str, source: str = "<string>", base_dir: Path | None = None) -> 
         sb = _want("sbatch", data["sbatch"], dict, "a table")
         for k, v in sb.items():
             if k not in SBATCH_KEYS:
-                raise StudyError(f"sbatch.{k}: unknown key{_suggest(k, SBATCH_KEYS)}; valid: "
+                raise StudyError(f"sbatch.{k}: unknown key{did_you_mean(k, SBATCH_KEYS)}; valid: "
                                  f"{', '.join(SBATCH_KEYS)}")
             if k in ("nodes", "ntasks_per_node"):
                 _int(f"sbatch.{k}", v, 1)
@@ -552,7 +550,8 @@ def preset_names() -> list[str]:
 def load_preset(name: str) -> Study:
     names = preset_names()
     if name not in names:
-        raise StudyError(f"no preset '{name}'{_suggest(name, names)}; presets: {', '.join(names)}")
+        raise StudyError(f"no preset '{name}'{did_you_mean(name, names)}; "
+                         f"presets: {', '.join(names)}")
     text = (resources.files("colltune.studies") / "presets" / f"{name}.toml").read_text()
     return loads(text, source=f"preset:{name}")
 
@@ -566,28 +565,6 @@ def _libalgos():
     except ImportError:
         return None
     return libalgos
-
-
-def is_lib_spec(spec: str) -> bool:
-    return spec.split(":", 1)[0] in ("ompi", "mpich")
-
-
-def _check_ours(key: str, spec: str, coll: str, registry_algos: dict[str, Any]) -> None:
-    """Name and parameter names of one of colltune's algorithms (values: the driver)."""
-    name, _, params = spec.partition(":")
-    if name not in registry_algos:
-        valid = list(registry_algos)
-        raise StudyError(f"{key}: unknown {coll} algorithm '{name}'{_suggest(name, valid)}; "
-                         f"valid: {', '.join(valid)}, or ours, all, ompi:NAME, mpich:NAME")
-    algo = registry_algos[name]
-    known = [p["name"] for p in algo.params] if algo is not None else []
-    for item in filter(None, (x.strip() for x in params.split(","))):
-        k, eq, v = item.partition("=")
-        if not eq or not k.strip() or not v.strip():
-            raise StudyError(f"{key}: '{spec}': parameter '{item}' is not key=value")
-        if k.strip() not in known:
-            raise StudyError(f"{key}: '{spec}': {coll}/{name} has no parameter '{k.strip()}'"
-                             f"{_suggest(k.strip(), known)}; valid: {', '.join(known) or 'none'}")
 
 
 HEAT = "heat"  # the heat-diffusion application as a study workload
@@ -616,7 +593,7 @@ def _parse_heat(h: Any, variants: list[str]) -> dict[str, Any]:
     _want("study.heat", h, dict, "a table")
     for k in h:
         if k not in HEAT_KEYS:
-            raise StudyError(f"study.heat.{k}: unknown key{_suggest(k, HEAT_KEYS)}; valid: "
+            raise StudyError(f"study.heat.{k}: unknown key{did_you_mean(k, HEAT_KEYS)}; valid: "
                              f"{', '.join(HEAT_KEYS)}")
     if "grids" not in h:
         raise StudyError(f"study.heat.grids: missing; it is required ({HEAT_KEYS['grids']})")
@@ -626,7 +603,7 @@ def _parse_heat(h: Any, variants: list[str]) -> dict[str, Any]:
     for i, v in enumerate(variants):
         if v not in HEAT_VARIANTS:
             raise StudyError(f"study.algorithms.heat[{i}]: '{v}' is not a heat variant; valid: "
-                             f"{', '.join(HEAT_VARIANTS)}{_suggest(v, HEAT_VARIANTS)}")
+                             f"{', '.join(HEAT_VARIANTS)}{did_you_mean(v, HEAT_VARIANTS)}")
     its = h.get("iterations", 100)
     per: dict[str, int] = {}
     if isinstance(its, dict):
@@ -664,8 +641,8 @@ def heat_specs(study: Study) -> list[str]:
 
 
 def parse_heat_spec(spec: str) -> tuple[str, dict[str, str]]:
-    variant, _, rest = spec.partition(":")
-    return variant, dict(kv.split("=", 1) for kv in rest.split(",") if kv)
+    variant, rest = split_spec(spec)
+    return variant, parse_params(rest)
 
 
 def resolve_algorithms(study: Study, build) -> dict[str, list[str]]:
@@ -707,7 +684,7 @@ def resolve_algorithms(study: Study, build) -> dict[str, list[str]]:
                 if lib is None:
                     raise StudyError(f"{key}: '{spec}': the MPI library's own algorithms need "
                                      "colltune.libalgos, which this colltune does not have")
-                library, _, rest = spec.partition(":")
+                library, rest = split_spec(spec)
                 if rest == "all":
                     try:
                         specs += bench_mod.expand_algos(build, coll, [spec])
@@ -720,7 +697,9 @@ def resolve_algorithms(study: Study, build) -> dict[str, list[str]]:
                     raise StudyError(f"{key}: {exc}") from None
                 specs.append(spec)
             else:
-                _check_ours(key, spec, coll, reg)
+                registry.check_spec(key, spec, coll, reg,
+                                    also=", or ours, all, ompi:NAME, mpich:NAME",
+                                    error=StudyError)
                 specs.append(spec)
         out[coll] = list(dict.fromkeys(specs))
     return out

@@ -40,7 +40,8 @@ from colltune.results import db as db_mod
 from colltune.results import reader, store
 from colltune.mpi import launch
 from colltune.mpi.placement import LaunchError, Placement, capacity, cores, parse_hostfile
-from colltune.studies.study import Study, StudyError, fmt_ints, is_lib_spec
+from colltune.base.specs import format_params, is_lib_spec
+from colltune.studies.study import Study, StudyError, fmt_ints
 from colltune.studies.study import HEAT, STREAM, parse_heat_spec, resolve_algorithms
 
 err = Console(stderr=True)
@@ -307,7 +308,7 @@ def _relabel(rec: dict, plan: Plan, unit: Unit, env: dict[str, str]) -> dict:
     algo, values = libalgos.resolve(plan.build.mpi, unit.collective, unit.library_spec)
     rec = dict(rec)
     rec["algorithm"] = algo.spec
-    rec["params"] = ",".join(f"{k}={v}" for k, v in values.items())
+    rec["params"] = format_params(values)
     rec["spec"] = unit.library_spec
     rec["library"] = algo.library
     rec["library_algorithm"] = algo.lib_name

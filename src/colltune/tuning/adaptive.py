@@ -64,6 +64,7 @@ import numpy as np
 import pandas as pd
 
 from colltune.base.errors import ColltuneError
+from colltune.base.specs import is_lib_spec
 
 BASELINE = "native"
 TIE = 1.03  # native kept where the prediction says it is within 3 % of the best
@@ -522,7 +523,7 @@ def bench_measure(build, grid: Grid, *, iterations: int | None = None,
     from colltune.mpi import libalgos
 
     for c in grid.candidates:
-        if libalgos.is_lib_spec(c):
+        if is_lib_spec(c):
             raise AdaptiveError(f"candidate '{c}': the MPI library's own algorithms need a "
                                 "launch each and are not measured adaptively; use colltune's "
                                 "algorithms and native (--target colltune)")

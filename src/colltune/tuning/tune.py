@@ -55,7 +55,9 @@ from colltune.analysis import evidence
 from colltune.analysis import load as load_analysis
 from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.results import reader
-from colltune.rules.ruleset import COLLECTIVES, TARGETS, LoadClass, Rule, RuleSet, make_params
+from colltune.base.collectives import COLLECTIVES
+from colltune.base.specs import is_lib_spec, parse_params
+from colltune.rules.ruleset import TARGETS, LoadClass, Rule, RuleSet, make_params
 
 BASELINE = "native"
 LIBRARY_PREFIX = {"openmpi": "ompi:", "mpich": "mpich:"}
@@ -78,7 +80,7 @@ def is_candidate(algorithm: str, target: str) -> bool:
     if a == BASELINE:
         return True
     if target == "colltune":
-        return not a.startswith(("ompi:", "mpich:"))
+        return not is_lib_spec(a)
     return a.startswith(LIBRARY_PREFIX[target])
 
 
@@ -122,22 +124,6 @@ def load_frame(conn, study: str, round: int | None = None,
 
 
 # ------------------------------------------------------------------ choices
-
-
-def _params_of(v) -> tuple:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return ()
-    if isinstance(v, dict):
-        return make_params(v)
-    text = str(v).strip()
-    if text.startswith("{"):
-        try:
-            return make_params(json.loads(text))
-        except ValueError:
-            pass
-    from colltune.results.db import parse_params
-
-    return make_params(parse_params(text))
 
 
 def _label(algorithm: str, params: tuple) -> str:
@@ -238,7 +224,8 @@ def prepare(frame: pd.DataFrame, target: str, collectives=None,
             if d.empty:
                 raise TuneError("every point of the study is oversubscribed; nothing to tune "
                                 "from (--include-oversubscribed uses them anyway)")
-    d = d.assign(param_key=d["params"].map(_params_of) if "params" in d.columns
+    d = d.assign(param_key=d["params"].map(lambda v: make_params(parse_params(v, numbers=True)))
+                 if "params" in d.columns
                  else [()] * len(d))
     d["label"] = [_label(a, p) for a, p in zip(d["algorithm"], d["param_key"])]
     for c in ("np", "size"):
@@ -269,7 +256,7 @@ def np_exact(collective: str, algorithm: str) -> int | None:
     """The only process count a library algorithm runs at (Open MPI's two_proc
     allgather: 2), where the library errors at any other; None for the rest."""
     a = str(algorithm)
-    if not a.startswith(("ompi:", "mpich:")):
+    if not is_lib_spec(a):
         return None  # colltune's algorithms fall back by themselves (registry)
     try:
         from colltune.mpi import libalgos

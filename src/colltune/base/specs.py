@@ -1,0 +1,230 @@
+"""Algorithm specs, the one parser and formatter.
+
+colltune's algorithms are written `NAME[:key=value,key=value]` (`chain:segsize=8192,fanout=4`),
+the MPI library's own `ompi:NAME[:key=value,...]` and `mpich:NAME[:key=value,...]`. The
+parameters alone (`segsize=8192,fanout=4`) are what the benchmark records; the database
+stores them as a JSON object. `remap=none|seq|rr|auto` is the parameter that runs an
+algorithm as if the ranks were placed in another order (docs/remapping.md).
+
+Checking names and parameter names against an algorithm table is the caller's business
+(drivers.registry, studies.study, mpi.libalgos); this module only splits and joins.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Iterable, Iterator
+
+from colltune.base.errors import ColltuneError
+
+LIBRARIES = ("ompi", "mpich")  # prefixes of the MPI library's own algorithms
+REMAPS = ("none", "seq", "rr", "auto")  # values of the remap parameter
+
+
+class SpecError(ColltuneError, ValueError):
+    """A spec that cannot be split into a name and key=value parameters."""
+
+
+# --------------------------------------------------------------------------- specs
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """'chain:segsize=8192,fanout=4' -> ('chain', 'segsize=8192,fanout=4'); 'ring' -> ('ring', '')."""
+    name, _, params = str(spec).partition(":")
+    return name, params
+
+
+def algorithm_of(spec: str) -> str:
+    """The algorithm of a spec, without parameters: 'chain:fanout=2' -> 'chain'; library
+    specs keep their prefix: 'ompi:binomial:segsize=8192' -> 'ompi:binomial'."""
+    text = str(spec)
+    if text.startswith(tuple(f"{lib}:" for lib in LIBRARIES)):
+        return ":".join(text.split(":")[:2])
+    return split_spec(text)[0]
+
+
+def param_pairs(text: str, where: str) -> Iterator[tuple[str, str]]:
+    """'segsize=8192, fanout=4' -> ('segsize', '8192'), ('fanout', '4') in order (keys and
+    values stripped, empty items skipped); an item that is not key=value raises
+    SpecError("WHERE: parameter 'ITEM' is not key=value") when the iteration reaches it."""
+    for item in filter(None, (x.strip() for x in str(text).split(","))):
+        k, eq, v = item.partition("=")
+        if not eq or not k.strip() or not v.strip():
+            raise SpecError(f"{where}: parameter '{item}' is not key=value")
+        yield k.strip(), v.strip()
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """'chain:segsize=8192,fanout=4' -> ('chain', {'segsize': '8192', 'fanout': '4'});
+    raises SpecError for a parameter that is not key=value or is given twice."""
+    name, text = split_spec(spec)
+    return name, _unique(param_pairs(text, str(spec)), str(spec))
+
+
+def format_params(params: dict | Iterable[tuple[str, Any]] | None) -> str:
+    """{'segsize': 8192, 'fanout': 4} (or pairs) -> 'segsize=8192,fanout=4'."""
+    items = params.items() if isinstance(params, dict) else (params or ())
+    return ",".join(f"{k}={v}" for k, v in items)
+
+
+def format_spec(name: str, params: dict | Iterable[tuple[str, Any]] | None = None) -> str:
+    """('chain', {'segsize': 8192}) -> 'chain:segsize=8192'; no parameters: the name."""
+    text = format_params(params)
+    return f"{name}:{text}" if text else name
+
+
+def split_specs(text: str) -> list[str]:
+    """'chain:segsize=8192,fanout=4,binomial' -> ['chain:segsize=8192,fanout=4', 'binomial']:
+    a token with '=' but no ':' continues the previous spec."""
+    specs: list[str] = []
+    for tok in (t.strip() for t in text.split(",")):
+        if not tok:
+            continue
+        if "=" in tok and ":" not in tok and specs:
+            specs[-1] += "," + tok
+        else:
+            specs.append(tok)
+    return specs
+
+
+def _unique(pairs: Iterable[tuple[str, str]], where: str) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for key, value in pairs:
+        if key in params:
+            raise SpecError(f"{where}: parameter '{key}' given twice")
+        params[key] = value
+    return params
+
+
+# ------------------------------------------------------------------ library specs
+
+
+def is_lib_spec(spec: str) -> bool:
+    """True for `ompi:...` and `mpich:...` specs."""
+    return str(spec).split(":", 1)[0] in LIBRARIES
+
+
+def parse_lib_spec(spec: str) -> tuple[str, str, dict[str, str]]:
+    """'ompi:binomial:segsize=8192,fanout=4' -> ('ompi', 'binomial', {...}).
+
+    Values stay strings here; `mpi.libalgos.lib_env` checks names, keys and values.
+    """
+    parts = spec.strip().split(":", 2)
+    if len(parts) < 2 or parts[0] not in LIBRARIES or not parts[1]:
+        raise SpecError(f"'{spec}' is not a library algorithm spec "
+                        "(ompi:NAME[:key=value,...] or mpich:NAME[:key=value,...])")
+    library, name = parts[0], parts[1].strip()
+    params = _unique(param_pairs(parts[2], spec), spec) if len(parts) == 3 else {}
+    return library, name, params
+
+
+def format_lib_spec(library: str, name: str, params: dict | None = None) -> str:
+    """('ompi', 'binomial', {'segsize': 8192}) -> 'ompi:binomial:segsize=8192'."""
+    return format_spec(f"{library}:{name}", params)
+
+
+# ------------------------------------------------------------ recorded parameters
+
+
+def is_missing(value: Any) -> bool:
+    """None or NaN (an empty cell of a DataFrame)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _json_object(text: str) -> dict | None:
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _number(v: str) -> Any:
+    try:
+        return int(v)
+    except ValueError:
+        try:
+            return float(v)
+        except ValueError:
+            return v
+
+
+def parse_params(value: Any, *, numbers: bool = False) -> dict:
+    """Parameters as recorded -> a dict. `value`: 'segsize=8192,fanout=4', the database's
+    JSON object text ('{"segsize": 8192}'), a dict, or None/NaN/'' (none).
+
+    numbers=False: keys and values as strings ({'segsize': '8192'}), for formulas and
+    labels. numbers=True: 'k=v' values that read as numbers become int or float
+    ({'segsize': 8192}, what the database stores); a dict and a JSON object keep their
+    values as they are. Items without '=' and JSON that does not parse are skipped.
+    """
+    if is_missing(value):
+        return {}
+    if isinstance(value, dict):
+        obj: dict | None = value
+    else:
+        text = str(value).strip()
+        if not text.startswith("{"):
+            pairs = []
+            for item in filter(None, (x.strip() for x in text.split(","))):
+                k, eq, v = item.partition("=")
+                if eq:
+                    pairs.append((k.strip(), v.strip()))
+            return {k: (_number(v) if numbers else v) for k, v in pairs}
+        obj = _json_object(text)
+        if obj is None:
+            return {}
+    return dict(obj) if numbers else {str(k): str(v) for k, v in obj.items()}
+
+
+def params_text(value: Any) -> str:
+    """Parameters as the benchmark writes them, 'segsize=8192,fanout=4', from any form
+    `parse_params` reads ('' for none); other text passes through stripped."""
+    if is_missing(value):
+        return ""
+    if isinstance(value, dict):
+        return format_params(value)
+    text = str(value).strip()
+    if text.startswith("{"):
+        obj = _json_object(text)
+        if obj is not None:
+            return format_params(obj)
+    return text
+
+
+# ------------------------------------------------------------------------- remap
+
+
+def remap_of(spec: Any, params: Any = None) -> str:
+    """The remap an algorithm spec asks for ("none" when it has none): `ring:remap=seq`
+    -> "seq". `params` (the database's JSON object or "k=v,..." text) wins over the spec."""
+    value = parse_params(params, numbers=True).get("remap") if params is not None else None
+    if value is not None and str(value) != "":
+        return str(value)
+    name, text = split_spec(spec or "")
+    value = parse_params(text).get("remap") if text else None
+    return value if value else "none"
+
+
+def without_remap(spec: Any) -> str:
+    """The spec without its remap parameter: `ring:remap=seq` -> `ring`,
+    `chain:segsize=8192,remap=rr` -> `chain:segsize=8192`."""
+    text = str(spec)
+    if ":" not in text:
+        return text
+    name, params = split_spec(text)
+    kept = [p for p in params.split(",") if p and p.partition("=")[0].strip() != "remap"]
+    return name + (":" + ",".join(kept) if kept else "")
+
+
+def with_remap(spec: str, remap: str | None) -> str:
+    """`spec` with remap=REMAP added (refused when it already names one)."""
+    if not remap:
+        return spec
+    if remap not in REMAPS:
+        raise ColltuneError(f"--remap '{remap}': valid: {', '.join(REMAPS)}")
+    name, params = split_spec(spec)
+    if any(p.strip().startswith("remap=") for p in params.split(",")):
+        raise ColltuneError(f"'{spec}' already sets remap; drop --remap or the parameter")
+    return f"{spec},remap={remap}" if params else f"{name}:remap={remap}"
