@@ -94,3 +94,26 @@ def test_the_command_line_is_one_package_with_every_command():
     from colltune.cli._common import Command
 
     assert all(isinstance(c, Command) for c in main.commands.values())
+
+
+HEAVY = ("pandas", "numpy", "matplotlib", "statsmodels", "sklearn")
+
+
+def test_the_command_line_starts_without_heavy_modules():
+    """`colltune --help`, `colltune algorithms --help` and the like load no pandas, numpy,
+    matplotlib, statsmodels or sklearn: the modules that need them get them on first use
+    (colltune.base.lazy)."""
+    code = ("import contextlib, io, json, sys\n"
+            "import colltune.cli\n"
+            "for args in (['--help'], ['algorithms', '--help'], ['report', '--help'],\n"
+            "             ['tune', '--help'], ['plot', '--help'], ['load', '--help']):\n"
+            "    with contextlib.redirect_stdout(io.StringIO()):\n"
+            "        try:\n"
+            "            colltune.cli.main(args)\n"
+            "        except SystemExit as exc:\n"
+            "            assert exc.code in (0, None), (args, exc.code)\n"
+            f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {list(HEAVY)!r})))\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout.strip().splitlines()[-1]) == [], res.stdout

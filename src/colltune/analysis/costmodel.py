@@ -34,7 +34,8 @@ from pathlib import Path
 
 from colltune.results.db import open_reader
 from colltune.base.errors import ColltuneError
-from colltune.analysis.fit import LazyModule, _json_clean
+from colltune.analysis.fit import _json_clean
+from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size, parse_sizes
 
 VARIABLES = frozenset("abgpnsk")

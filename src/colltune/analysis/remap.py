@@ -23,7 +23,9 @@ from __future__ import annotations
 import json
 import re
 
-import pandas as pd
+from colltune.base.lazy import LazyModule
+
+pd = LazyModule("pandas")
 
 ORDERS = ("seq", "rr")
 PLACEMENTS = ("seq", "rr", "seq>rr", "rr>seq")

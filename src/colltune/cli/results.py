@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from colltune.analysis.evidence import OVER_LEGEND, OVER_MARK, oversubscribed
 from colltune.results import db as db_mod
 from colltune.base.files import check_writable
 from colltune.results.export import filters, frame_table, open_results, write_frame_atomic
@@ -113,8 +114,6 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
                       highlight=False)
             return
         sim_cols = ["platform"] if include_simulated else []
-        from colltune.analysis.evidence import OVER_LEGEND, OVER_MARK, oversubscribed
-
         pts["oversubscribed"] = oversubscribed(pts).to_numpy()
         if fmt == "table" and pts["oversubscribed"].any():
             err.print(OVER_LEGEND, highlight=False)
@@ -168,8 +167,6 @@ def export(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
     if summary:
         df = db_mod.summary_frame(df)
     else:
-        from colltune.analysis.evidence import oversubscribed
-
         df["oversubscribed"] = oversubscribed(df).to_numpy()
     path = Path(output)
     fmt = fmt or ("parquet" if path.suffix.lower() in (".parquet", ".pq") else "csv")

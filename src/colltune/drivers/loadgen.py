@@ -36,10 +36,11 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from colltune.base.errors import ColltuneError
+from colltune.base.lazy import LazyModule
+
+np = LazyModule("numpy")
+pd = LazyModule("pandas")
 
 PATTERNS = ("pairs", "alltoall", "hot")
 NONE = "none"

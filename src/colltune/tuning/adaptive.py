@@ -60,10 +60,11 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
-import pandas as pd
-
 from colltune.base.errors import ColltuneError
+from colltune.base.lazy import LazyModule
+
+np = LazyModule("numpy")
+pd = LazyModule("pandas")
 
 BASELINE = "native"
 TIE = 1.03  # native kept where the prediction says it is within 3 % of the best

@@ -48,12 +48,13 @@ import json
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
-import pandas as pd
-
 from colltune.analysis import evidence
 from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.rules.ruleset import COLLECTIVES, TARGETS, Rule, RuleSet, make_params
+from colltune.base.lazy import LazyModule
+
+np = LazyModule("numpy")
+pd = LazyModule("pandas")
 
 BASELINE = "native"
 LIBRARY_PREFIX = {"openmpi": "ompi:", "mpich": "mpich:"}
