@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from colltune.analysis import costmodel as cm
+from colltune.analysis.fit import load_measurements
 from colltune.output import figures as pl
 from colltune.output import report as rp
 from colltune.cli.report import report as report_cmd
@@ -86,7 +87,7 @@ def built(tmp_path_factory):
     """The report of the synthetic study, built without MPI (formulas given here)."""
     d = tmp_path_factory.mktemp("report")
     db = make_db(d / "study.db")
-    df = rp.load_measurements(db, study="quick")
+    df = load_measurements(db, study="quick")
     params = cm.resolve_params(df, pingpong=pingpong(), gamma=1e-10)
     model = cm.run_model(df, ALGOS, params)
     text, parts = rp.build_report(df, runs=rp.load_runs(db, "quick", df), db_path=db,
@@ -183,7 +184,7 @@ def test_report_of_a_colltune_database(tmp_path):
                   command="mpirun -np 8 colltune-bench ...", env=None, notes=None,
                   started_at=db.now(), seconds=1.0, records=recs)
     conn.close()
-    df = rp.load_measurements(tmp_path / "c.db", study="quick")
+    df = load_measurements(tmp_path / "c.db", study="quick")
     prov = rp.load_runs(tmp_path / "c.db", "quick", df)
     assert list(prov.runs["run_id"]) == [rid] and prov.runs["study"].iloc[0] == "quick"
     assert prov.launches[rid] == ["mpirun -np 8 colltune-bench ..."]
@@ -335,7 +336,7 @@ def test_report_of_sparse_records_pingpong_rows_and_no_native(tmp_path):
     con = sqlite3.connect(db)
     pd.DataFrame(rows).to_sql("measurements", con, index=False)
     con.close()
-    df = rp.load_measurements(db)
+    df = load_measurements(db)
     text, parts = rp.build_report(df, runs=rp.load_runs(db, None, df), db_path=db, model=None,
                                   model_note="none", dpi=50)
     assert 'id="coll-pingpong"' not in text  # point-to-point: the cost model's, not a section
