@@ -203,6 +203,40 @@ def test_report_without_cost_model_says_why(tmp_path):
     assert "The database records no runs" in text
 
 
+def test_report_model_launches_nothing_by_default(tmp_path, monkeypatch):
+    """Without --measure the report launches no MPI: α, β from the ping-pong points stored
+    in the database, γ from the study's Reduce − Bcast; what they cannot give is shown as
+    not measured, with the command that measures it."""
+    def launched(*args, **kwargs):
+        raise AssertionError("the report launched MPI without --measure")
+
+    monkeypatch.setattr(cm, "measure_pingpong", launched)
+    monkeypatch.setattr(cm, "measure_gamma", launched)
+    db = make_db(tmp_path / "s.db")
+    df = load_measurements(db, study="quick")
+    model, note = rp.compute_model(df, db_path=db, algos=ALGOS)
+    assert model is None and "not measured" in note and "`colltune model`" in note
+    con = sqlite3.connect(db)
+    pd.DataFrame([dict(collective="pingpong", algorithm="pingpong", np=2, size=r["size"],
+                       median_us=r["median_us"]) for r in pingpong()]).to_sql(
+        "measurements", con, if_exists="append", index=False)
+    con.commit()
+    con.close()
+    model, note = rp.compute_model(df, db_path=db, algos=ALGOS)
+    assert note is None
+    p = model["params"]
+    assert p.hockney.source == "ping-pong records in the database"
+    assert p.alpha == pytest.approx(1e-6, rel=1e-3) and p.gamma > 0
+    assert p.gamma_info.source.startswith("database:")
+    text, _ = rp.build_report(df, db_path=db, study="quick", model=model, dpi=50)
+    assert "ping-pong records in the database" in text and "Reduce − Bcast" in text
+    bcast = df[df["collective"] == "bcast"]
+    model, note = rp.compute_model(bcast, db_path=db, algos=ALGOS)
+    assert model["params"].gamma == 0 and model["params"].gamma_info.source == "none"
+    text, _ = rp.build_report(bcast, db_path=db, study="quick", model=model, dpi=50)
+    assert "not measured: run `colltune model`" in text
+
+
 def test_report_command(tmp_path, ompi_build):
     db = make_db(tmp_path / "study.db")
     pp = tmp_path / "pp.json"

@@ -135,7 +135,10 @@ def cost_section(model: dict | None, note: str | None) -> str:
              + (f" ({1e-6 / p.beta:,.0f} MB/s)" if p.beta > 0 else ""), "same fit" if h else
              "given"],
             ["γ (reduction per byte)", f"{p.gamma * 1e9:.4g} ns/B",
-             "given" if g is None else g.source + (f", {g.dtype} {g.op}" if g.dtype else "")]]
+             "given" if g is None else g.source + (f", {g.dtype} {g.op}" if g.dtype else "")]
+            if g is None or g.source != "none" else
+            ["γ (reduction per byte)", "not measured: run `colltune model`",
+             "the study's Reduce measurements do not give it; predictions take 0"]]
     if h:
         rows += [["LogGP L + 2o", f"{h.alpha * 1e6:.4g} µs", "= α; L and o not separable "
                   "without an overhead benchmark"],
@@ -195,21 +198,36 @@ def _percent(df: pd.DataFrame) -> pd.DataFrame:
 
 def compute_model(df: pd.DataFrame, *, db_path, algos, build=None, pingpong=None,
                   alpha=None, beta=None, gamma=None, gamma_mode="auto", measure=False):
-    """(model result or None, note): the cost model when α, β can be had."""
+    """(model result or None, note): the cost model when α, β can be had. Nothing is
+    launched unless `measure`: α, β come from ping-pong points (given, or stored in the
+    database), γ from the study's Reduce measurements, else it is shown as not measured."""
     notes: list[str] = []
     if algos is None:
         return None, "no algorithm registry (no MPI build): the cost model needs the formulas"
     if not measure and pingpong is None and (alpha is None or beta is None):
         if cm.load_pingpong_from_db(db_path) is None:
-            return None, ("no ping-pong data: run `colltune report` with --pingpong-json FILE "
-                          "(from `colltune pingpong --format json`) or --measure (on the "
-                          "machine that ran the study)")
+            return None, ("α, β not measured (no ping-pong points in the database): run "
+                          "`colltune model`, or `colltune report --measure` on the machine "
+                          "that ran the study, or give --pingpong-json FILE (from "
+                          "`colltune pingpong --format json`)")
+    ginfo = None
+    if gamma is None and not measure and gamma_mode == "auto":
+        # nothing launched: γ from the study's Reduce measurements, else not measured
+        try:
+            ginfo = cm.gamma_from_measurements(df)
+        except cm.CostModelError as exc:
+            ginfo = cm.Gamma(0.0, "none", notes=[
+                f"γ not measured ({exc}): run `colltune model` to measure it, or "
+                "`colltune report --measure`; the predictions model reductions as free"])
+        gamma = ginfo.gamma
     try:
         params = cm.resolve_params(df, pingpong=pingpong, alpha=alpha, beta=beta, gamma=gamma,
                                    gamma_mode=gamma_mode, build=build if measure else None,
                                    db_path=db_path, notes=notes)
     except Exception as exc:  # noqa: BLE001 - the report goes on without the model
         return None, f"cost model not computed: {exc}"
+    if ginfo is not None:
+        params.gamma_info = ginfo
     result = cm.run_model(df, algos, params)
     result["notes"] = notes + result["model_notes"]
     return result, None
