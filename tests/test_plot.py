@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from colltune.analysis import points
 from colltune.output import figures as pl
 from colltune.cli.plot import plot as plot_cmd
 
@@ -79,9 +80,9 @@ def test_axes_use_size_labels_log_scales_and_bands():
     assert "size 64" in fig.axes[0].get_title()
     # one repetition per point: the band comes from the run's rep_min_us..rep_max_us
     one = d[d["repetition"] == 0]
-    stats = pl.point_stats(pl.prepare(one), ["label", "size"], "minmax")
+    stats = points.point_stats(points.prepare(one), ["label", "size"], "minmax")
     assert (stats["lo"] < stats["center"]).all() and (stats["hi"] > stats["center"]).all()
-    q = pl.point_stats(pl.prepare(d), ["label", "size", "np", "mapping"], "quantile")
+    q = points.point_stats(points.prepare(d), ["label", "size", "np", "mapping"], "quantile")
     assert (q["lo"] <= q["center"]).all() and (q["center"] <= q["hi"]).all()
 
 
@@ -103,7 +104,7 @@ def test_colours_are_fixed_per_algorithm_across_figures():
 
 def test_best_table_and_map():
     d = synthetic(colls=("bcast",), maps=("core",))
-    tab = pl.best_table(d)
+    tab = points.best_table(d)
     assert len(tab) == 3 * 5
     assert {"best", "best_us", "second", "native_us", "speedup"} <= set(tab.columns)
     row = tab[(tab["np"] == 8) & (tab["size"] == 1 << 20)].iloc[0]
@@ -181,7 +182,7 @@ def test_oversubscribed_points_are_hollow_and_left_out_of_conclusions():
     assert any(pl.OVER_LABEL == t.get_text() for t in ax.get_legend().get_texts())
     # the speedup figure compares at the largest honest process count by default
     assert "4 processes" in pl.fig_speedup(d, PALETTE).axes[0].get_title()
-    tab = pl.best_table(d)
+    tab = points.best_table(d)
     over = tab[tab["np"] == 8]
     assert over["oversubscribed"].all() and over["best"].isna().all()
     assert (over["level"] == "oversubscribed").all()
@@ -193,7 +194,7 @@ def test_oversubscribed_points_are_hollow_and_left_out_of_conclusions():
 
 def test_best_map_names_a_winner_only_with_evidence():
     d = synthetic(colls=("bcast",), maps=("core",), reps=5)
-    tab = pl.best_table(d).set_index(["np", "size"])
+    tab = points.best_table(d).set_index(["np", "size"])
     # linear is slow at large sizes, binomial/chain slower everywhere: native kept, and
     # the evidence says whether that is a tie or native's own lead
     assert (tab["best"] == "native").all()
@@ -201,6 +202,6 @@ def test_best_map_names_a_winner_only_with_evidence():
     d2 = d.copy()
     fast = (d2["algorithm"] == "chain") & (d2["size"] == 1 << 20)
     d2.loc[fast, "median_us"] /= 3
-    tab2 = pl.best_table(d2).set_index(["np", "size"])
+    tab2 = points.best_table(d2).set_index(["np", "size"])
     assert (tab2.xs(1 << 20, level="size")["best"] == "chain").all()
     assert "faster than native (95% CI" in tab2.loc[(8, 1 << 20), "evidence"]

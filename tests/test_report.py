@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from colltune.analysis import costmodel as cm
+from colltune.analysis.fit import load_measurements
 from colltune.output import figures as pl
 from colltune.output import report as rp
 from colltune.cli.report import report as report_cmd
@@ -86,7 +87,7 @@ def built(tmp_path_factory):
     """The report of the synthetic study, built without MPI (formulas given here)."""
     d = tmp_path_factory.mktemp("report")
     db = make_db(d / "study.db")
-    df = rp.load_measurements(db, study="quick")
+    df = load_measurements(db, study="quick")
     params = cm.resolve_params(df, pingpong=pingpong(), gamma=1e-10)
     model = cm.run_model(df, ALGOS, params)
     text, parts = rp.build_report(df, runs=rp.load_runs(db, "quick", df), db_path=db,
@@ -184,7 +185,7 @@ def test_report_of_a_colltune_database(tmp_path):
                      command="mpirun -np 8 colltune-bench ...", env=None, notes=None,
                      started_at=db.now(), seconds=1.0, records=recs)
     conn.close()
-    df = rp.load_measurements(tmp_path / "c.db", study="quick")
+    df = load_measurements(tmp_path / "c.db", study="quick")
     prov = rp.load_runs(tmp_path / "c.db", "quick", df)
     assert list(prov.runs["run_id"]) == [rid] and prov.runs["study"].iloc[0] == "quick"
     assert prov.launches[rid] == ["mpirun -np 8 colltune-bench ..."]
@@ -201,6 +202,40 @@ def test_report_without_cost_model_says_why(tmp_path):
                                   model_note="no ping-pong data: give --pingpong-json")
     assert "no ping-pong data: give --pingpong-json" in text
     assert "The database records no runs" in text
+
+
+def test_report_model_launches_nothing_by_default(tmp_path, monkeypatch):
+    """Without --measure the report launches no MPI: α, β from the ping-pong points stored
+    in the database, γ from the study's Reduce − Bcast; what they cannot give is shown as
+    not measured, with the command that measures it."""
+    def launched(*args, **kwargs):
+        raise AssertionError("the report launched MPI without --measure")
+
+    monkeypatch.setattr(cm, "measure_pingpong", launched)
+    monkeypatch.setattr(cm, "measure_gamma", launched)
+    db = make_db(tmp_path / "s.db")
+    df = load_measurements(db, study="quick")
+    model, note = rp.compute_model(df, db_path=db, algos=ALGOS)
+    assert model is None and "not measured" in note and "`colltune model`" in note
+    con = sqlite3.connect(db)
+    pd.DataFrame([dict(collective="pingpong", algorithm="pingpong", np=2, size=r["size"],
+                       median_us=r["median_us"]) for r in pingpong()]).to_sql(
+        "measurements", con, if_exists="append", index=False)
+    con.commit()
+    con.close()
+    model, note = rp.compute_model(df, db_path=db, algos=ALGOS)
+    assert note is None
+    p = model["params"]
+    assert p.hockney.source == "ping-pong records in the database"
+    assert p.alpha == pytest.approx(1e-6, rel=1e-3) and p.gamma > 0
+    assert p.gamma_info.source.startswith("database:")
+    text, _ = rp.build_report(df, db_path=db, study="quick", model=model, dpi=50)
+    assert "ping-pong records in the database" in text and "Reduce − Bcast" in text
+    bcast = df[df["collective"] == "bcast"]
+    model, note = rp.compute_model(bcast, db_path=db, algos=ALGOS)
+    assert model["params"].gamma == 0 and model["params"].gamma_info.source == "none"
+    text, _ = rp.build_report(bcast, db_path=db, study="quick", model=model, dpi=50)
+    assert "not measured: run `colltune model`" in text
 
 
 def test_report_command(tmp_path, ompi_build):
@@ -336,7 +371,7 @@ def test_report_of_sparse_records_pingpong_rows_and_no_native(tmp_path):
     con = sqlite3.connect(db)
     pd.DataFrame(rows).to_sql("measurements", con, index=False)
     con.close()
-    df = rp.load_measurements(db)
+    df = load_measurements(db)
     text, parts = rp.build_report(df, runs=rp.load_runs(db, None, df), db_path=db, model=None,
                                   model_note="none", dpi=50)
     assert 'id="coll-pingpong"' not in text  # point-to-point: the cost model's, not a section

@@ -508,7 +508,7 @@ def test_heat_study_end_to_end_with_report_section(tmp_path, ompi_build):
 
     from colltune.results import db
     from colltune.results import reader
-    from colltune.output import report
+    from colltune.analysis import heat
     from colltune.studies import study as study_mod
     from colltune.studies import sweep as sweep_mod
     from colltune.cli.report import report as report_cmd
@@ -533,14 +533,14 @@ def test_heat_study_end_to_end_with_report_section(tmp_path, ompi_build):
     again = sweep_mod.execute(sweep_mod.make_plan(st, ompi_build, seed=7), conn, progress=False)
     assert again.skipped == 18 and again.done == 0
     conn.close()
-    g = report.heat_scaling(df)
+    g = heat.heat_scaling(df)
     assert "stream" not in set(g["variant"])
     one = g[g["np"] == 1]
     assert (one["speedup"] == 1).all() and (one["efficiency"] == 1).all()
     two = g[g["np"] == 2]
     assert (two["efficiency"] - two["speedup"] / 2).abs().max() < 1e-12
     # the bandwidth bound: STREAM GB/s / 24 B per cell x 8 FLOPs, per process count
-    bw = report.stream_bandwidth(df)
+    bw = heat.stream_bandwidth(df)
     assert set(bw.index) == {1, 2} and (bw > 0).all()
     assert (g["bound_gflops"] - g["np"].map(bw) / 24 * 8).abs().max() < 1e-9
     assert (g["of_bound"] - g["gflops"] / g["bound_gflops"]).abs().max() < 1e-12

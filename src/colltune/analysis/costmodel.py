@@ -36,7 +36,8 @@ from colltune.results import reader
 from colltune.base.collectives import per_process
 from colltune.base.errors import ColltuneError
 from colltune.base.specs import parse_params
-from colltune.analysis.fit import LazyModule, _json_clean
+from colltune.analysis.fit import _json_clean
+from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size, parse_sizes
 
 VARIABLES = frozenset("abgpnsk")

@@ -38,8 +38,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
+from colltune.base.lazy import LazyModule
+
+np = LazyModule("numpy")
+pd = LazyModule("pandas")
 
 from colltune.results.reader import oversubscribed  # the one rule, from the stored columns
 

@@ -38,27 +38,8 @@ from colltune.results.db import DBError, default_path
 from colltune.results.reader import read_measurements
 from colltune.base.errors import ColltuneError
 from colltune.base.specs import params_text
+from colltune.base.lazy import LazyModule
 from colltune.base.units import parse_selection, parse_size
-
-
-class LazyModule:
-    """A module imported on first attribute access: numpy, pandas, statsmodels and
-    matplotlib cost half a second to import, and `colltune --help` should not pay it."""
-
-    def __init__(self, name: str, setup=None):
-        self._name = name
-        self._setup = setup
-        self._mod = None
-
-    def __getattr__(self, attr: str):
-        if self._mod is None:
-            import importlib
-
-            if self._setup is not None:
-                self._setup()
-            self._mod = importlib.import_module(self._name)
-        return getattr(self._mod, attr)
-
 
 numpy = LazyModule("numpy")
 pd = LazyModule("pandas")

@@ -20,7 +20,9 @@ per process over the time (bytes/µs = MB/s), as in the seed's figures.
 
 from __future__ import annotations
 
-import pandas as pd
+from colltune.base.lazy import LazyModule
+
+pd = LazyModule("pandas")
 
 from colltune.base.specs import remap_of, without_remap
 from colltune.mpi.placement import ORDERS

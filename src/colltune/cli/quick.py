@@ -9,6 +9,8 @@ import click
 
 from rich.table import Table
 
+from colltune.analysis.evidence import OVER_MARK, versus_baseline
+from colltune.analysis.points import best_table as best_points
 from colltune.results import db as db_mod
 from colltune.results import reader
 from colltune.drivers import registry
@@ -79,8 +81,6 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
     b = build_or_fail(mpi_spec)
     order = {c: {n: i for i, n in enumerate(["native"] + registry.names(b, c))}
              for c in set(agg["collective"])}
-    from colltune.analysis.evidence import versus_baseline
-
     ver = versus_baseline(df, ["collective", "np", "size"], label="spec",
                           include_oversubscribed=include_oversubscribed)
     verdict = {(r.collective, r.np, r.size, r.spec): r.outcome for r in ver.itertuples()}
@@ -102,10 +102,7 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
 
 def best_table(df, include_oversubscribed: bool = False) -> Table:
     """What to use per (collective, processes, size), by how much, and the evidence."""
-    from colltune.output import figures as plot_mod
-    from colltune.analysis.evidence import OVER_MARK
-
-    tab = plot_mod.best_table(df, include_oversubscribed=include_oversubscribed)
+    tab = best_points(df, include_oversubscribed=include_oversubscribed)
     t = Table(title="what to use (native unless another is faster beyond the noise)",
               title_justify="left")
     for c in ("collective", "np", "size", "use", "evidence", "detail"):

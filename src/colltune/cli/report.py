@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
@@ -10,7 +9,7 @@ import click
 from colltune.output import figures as plotmod
 from colltune.drivers import registry
 from colltune.mpi.build import build_for
-from colltune.analysis.costmodel import algorithm_dicts, load_pingpong_from_db
+from colltune.analysis.costmodel import algorithm_dicts
 from colltune.base.files import check_writable
 from colltune.analysis.fit import FitError, load_measurements, load_selection
 from colltune.output.report import build_report, compute_model, load_runs
@@ -22,9 +21,11 @@ from ._common import command, err, fail, select_options, write_or_keep
 @click.option("-o", "--output", required=True, help="HTML file to write (atomically).")
 @click.option("--pingpong-json", type=click.Path(exists=True, dir_okay=False),
               help="Ping-pong records for the cost model's α, β.")
-@click.option("--measure/--no-measure", default=None,
-              help="Measure α, β (ping-pong, 2 processes) and γ (MPI_Reduce_local) now. "
-                   "Default: when the runs were on this machine and no ping-pong data is given.")
+@click.option("--measure/--no-measure", default=False,
+              help="Measure α, β (ping-pong, 2 processes) and γ (MPI_Reduce_local) now, on "
+                   "this machine (launches MPI). Default: α, β from the ping-pong points in "
+                   "the database, γ from the study's Reduce measurements; what they cannot "
+                   "give is shown as not measured.")
 @click.option("--alpha", type=float, help="α in seconds.")
 @click.option("--beta", type=float, help="β in seconds per byte.")
 @click.option("--gamma", "gamma_opt", default="auto", show_default=True,
@@ -83,14 +84,6 @@ def report(db_path, study, coll, algo, mapping, np_range, size_range, include_si
         except Exception as exc:  # noqa: BLE001 - a report without MPI is still a report
             err.print(f"note: no MPI build ({exc}); the cost model "
                       + ("cannot measure" if algos else "is left out"), highlight=False)
-    if measure is None:
-        hosts = set()
-        for frame in (runs.runs, df):
-            if "host" in frame.columns:
-                hosts |= {str(h) for h in frame["host"].dropna()}
-        measure = (pingpong_json is None and (alpha is None or beta is None)
-                   and build is not None and os.uname().nodename in hosts
-                   and load_pingpong_from_db(db_path) is None)
     if df.empty or (df["collective"] == "heat").all():
         measure = False  # no collective to model
     err.print("building the report" + (" (measuring α, β, γ first)" if measure else ""),

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from colltune.analysis.evidence import OVER_LEGEND, OVER_MARK, oversubscribed
 from colltune.results import db as db_mod
 from colltune.results import reader
 from colltune.base.files import check_writable
@@ -114,8 +115,6 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
                       highlight=False)
             return
         sim_cols = ["platform"] if include_simulated else []
-        from colltune.analysis.evidence import OVER_LEGEND, OVER_MARK, oversubscribed
-
         pts["oversubscribed"] = oversubscribed(pts).to_numpy()
         if fmt == "table" and pts["oversubscribed"].any():
             err.print(OVER_LEGEND, highlight=False)
@@ -169,8 +168,6 @@ def export(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
     if summary:
         df = reader.summary_frame(df)
     else:
-        from colltune.analysis.evidence import oversubscribed
-
         df["oversubscribed"] = oversubscribed(df).to_numpy()
     path = Path(output)
     fmt = fmt or ("parquet" if path.suffix.lower() in (".parquet", ".pq") else "csv")

@@ -7,19 +7,29 @@ import math
 import sys
 
 import click
-import pandas as pd
 from rich.table import Table
 
 from .. import __version__
 from colltune.results import db as db_mod
 from colltune.results import reader, store
+from colltune.rules import interpose
 from colltune.rules import ruleset as rules_mod
+from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.base.files import check_writable
 from colltune.base.collectives import COLLECTIVES
+from colltune.base.lazy import LazyModule
 from colltune.base.specs import is_lib_spec, split_specs
+from colltune.base.units import fmt_size, parse_sizes
+from colltune.drivers import bench as bench_mod
+from colltune.drivers import registry
 from colltune.rules.ruleset import TARGETS
-from colltune.base.units import fmt_size
-from ._common import MPI_HELP, command, db_option, err, fail, out, write_or_keep
+from colltune.tuning import adaptive
+from colltune.tuning import tune as tune_mod
+from ._common import (MPI_HELP, build_or_fail, check_nps, command, db_option, err, fail, out,
+                      write_or_keep)
+from .bench import BenchProgress
+
+pd = LazyModule("pandas")
 
 EVAL_SHORT = {"in-sample": "in-sample", "leave-one-size-out": "CV size",
               "leave-one-np-out": "CV np", "rules file": "rules file",
@@ -134,13 +144,8 @@ def tune(db_path, study, round_, target, coll, output, rules_path, profile_path,
     (regret against the fastest measured, gain over native; in-sample and
     cross-validated) and stores both in the database. With --measure it measures
     adaptively first (--budget). docs/tuning.md."""
-    from colltune.tuning import tune as tune_mod
-    from colltune.base.errors import did_you_mean
-
     calls = None
     if profile_path is not None:
-        from colltune.rules import interpose
-
         calls = interpose.read_profile(profile_path).calls()
     if measure:
         if calls is not None:
@@ -252,8 +257,6 @@ def _add_weighted(points, calls, notes: list[str]) -> None:
 def _evaluate(rs, path, frame, study, rnd, colls, include_oversubscribed, fmt,
               calls=None) -> None:
     """--rules FILE: the quality of a given rules file on the study's points."""
-    from colltune.tuning import tune as tune_mod
-
     for n in tune_mod.rules_notes(rs, frame):
         err.print(f"note: {n}", highlight=False)
     pts, summary = tune_mod.quality(frame, rs, colls, include_oversubscribed)
@@ -276,16 +279,6 @@ def _evaluate(rs, path, frame, study, rnd, colls, include_oversubscribed, fmt,
 def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budget, reps,
              iterations, mpi_spec, rules_path, round_) -> None:
     """--measure: the adaptive loop (colltune.adaptive), stored as a study, then rules."""
-    from colltune.tuning import adaptive
-    from colltune.drivers import bench as bench_mod
-    from colltune.mpi import libalgos
-    from colltune.drivers import registry
-    from colltune.tuning import tune as tune_mod
-    from colltune.base.errors import ColltuneError, did_you_mean
-    from colltune.base.units import parse_sizes
-    from ._common import build_or_fail, check_nps
-    from .bench import BenchProgress
-
     if rules_path is not None or round_ is not None:
         fail("--measure makes rules from new measurements: leave out --rules and --round")
     missing = [o for o, v in (("--coll", coll), ("--np", np_), ("--size", sizes),

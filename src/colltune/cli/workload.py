@@ -7,7 +7,11 @@ import json
 
 import click
 
+from colltune.analysis import load as load_analysis
+from colltune.drivers import loadgen as workload
+from colltune.mpi import launch
 from colltune.results import db as db_mod
+from colltune.tuning import tune as tune_mod
 from colltune.base.units import fmt_size, parse_size, parse_sizes
 from ._common import (MPI_HELP, Command, build_or_fail, check_nps, command, db_option, err, fail,
                       out)
@@ -24,8 +28,6 @@ def load() -> None:
 
 
 def _level(name, pattern, np_, size, window, duty, period_ms):
-    from colltune.drivers import loadgen as workload
-
     if name is not None:
         if name not in workload.LEVELS:
             fail(f"--level '{name}': unknown; built in: {', '.join(workload.LEVELS)}")
@@ -62,9 +64,6 @@ def _level(name, pattern, np_, size, window, duty, period_ms):
 def run_cmd(level, pattern, np_, size, window, duty, period_ms, duration, mpi_spec) -> None:
     """Run the load generator in the foreground (it is what a study's load levels start
     in the background); prints what it sent."""
-    from colltune.mpi import launch
-    from colltune.drivers import loadgen as workload
-
     lv = _level(level, pattern, np_, size, window, duty, period_ms)
     check_nps([lv.np], oversubscribe=True, timing=False)
     b = build_or_fail(mpi_spec)
@@ -96,8 +95,6 @@ def run_cmd(level, pattern, np_, size, window, duty, period_ms, duration, mpi_sp
 def effect(levels, np_, sizes, algo, fmt, mpi_spec) -> None:
     """What the generator does to a measurement on this machine: the probe, a ping-pong
     and a Bcast under each level, with the generator's own send rate."""
-    from colltune.drivers import loadgen as workload
-
     names = [x.strip() for x in levels.split(",") if x.strip()]
     if len(set(names)) != len(names):
         fail("--levels: a level is named twice")
@@ -126,8 +123,6 @@ def effect(levels, np_, sizes, algo, fmt, mpi_spec) -> None:
 @command()
 def levels() -> None:
     """The built-in load levels."""
-    from colltune.drivers import loadgen as workload
-
     for lv in workload.LEVELS.values():
         out.print(f"{lv.name:<8} {lv.describe()}", highlight=False)
 
@@ -145,9 +140,6 @@ def analyse(study, round_, fmt, include_simulated, db_path) -> None:
     """The seed's analysis of a study with load levels: correlation of the probe with
     every algorithm's latency (Pearson, Spearman), the best algorithm per load level
     with evidence, and how often it changes with the load."""
-    from colltune.analysis import load as load_analysis
-    from colltune.tuning import tune as tune_mod
-
     conn = db_mod.open_reader(db_path)
     try:
         frame, rnd = tune_mod.load_frame(conn, study, round_,

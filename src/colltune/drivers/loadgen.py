@@ -32,13 +32,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from colltune.base.errors import ColltuneError, did_you_mean
+from colltune.base.lazy import LazyModule
 from colltune.mpi.placement import Placement
 
-if TYPE_CHECKING:
-    import pandas as pd
+np = LazyModule("numpy")
+pd = LazyModule("pandas")
 
 PATTERNS = ("pairs", "alltoall", "hot")
 NONE = "none"

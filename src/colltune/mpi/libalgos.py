@@ -35,7 +35,7 @@ from pathlib import Path
 
 from colltune.mpi.libraries import MPI
 from colltune.base.collectives import COLLECTIVES
-from colltune.base.specs import format_params, is_lib_spec, parse_lib_spec
+from colltune.base.specs import format_params, parse_lib_spec
 from colltune.base.units import parse_size
 
 LIBRARIES = {"ompi": "openmpi", "mpich": "mpich"}

@@ -32,7 +32,9 @@ from colltune.base.collectives import per_process
 from colltune.base.errors import ColltuneError
 from colltune.base.files import write_atomic
 from colltune.base.specs import algorithm_of
-from colltune.analysis.fit import FitError, LazyModule
+from colltune.analysis.fit import FitError
+from colltune.analysis.points import best_table, honest_np, point_stats, prepare
+from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size
 
 
@@ -150,48 +152,6 @@ def _base(label: str) -> str:
 
 
 # ---------------------------------------------------------------------------- data
-
-def _labels(df: pd.DataFrame) -> pd.Series:
-    """The series name: the algorithm, with its parameters where several settings of
-    one algorithm were measured."""
-    params = df["params"].fillna("").astype(str) if "params" in df.columns else \
-        pd.Series("", index=df.index)
-    multi = df.assign(_p=params).groupby("algorithm")["_p"].transform("nunique") > 1
-    return pd.Series(numpy.where(multi & (params != ""), df["algorithm"].astype(str) + ":"
-                                 + params, df["algorithm"].astype(str)), index=df.index)
-
-
-def prepare(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows with a latency, a series `label` and `oversubscribed` (evidence.py)."""
-    from colltune.analysis.evidence import with_oversubscribed
-
-    d = with_oversubscribed(df.copy())
-    d["label"] = _labels(d)
-    d = d[pd.to_numeric(d["median_us"], errors="coerce").notna()]
-    return d
-
-
-def point_stats(df: pd.DataFrame, by: list[str], band: str = "minmax") -> pd.DataFrame:
-    """center = median over repetitions of median_us, lo/hi = the band, n = repetitions."""
-    g = df.groupby(by, sort=True)["median_us"]
-    out = pd.DataFrame({"center": g.median(), "n": g.size()})
-    out["over"] = (df.groupby(by, sort=True)["oversubscribed"].any()
-                   if "oversubscribed" in df.columns else False)
-    if band == "minmax":
-        out["lo"], out["hi"] = g.min(), g.max()
-    elif band == "quantile":
-        out["lo"], out["hi"] = g.quantile(0.25), g.quantile(0.75)
-    else:
-        out["lo"] = out["hi"] = numpy.nan
-    if band != "none" and {"rep_min_us", "rep_max_us"} <= set(df.columns):
-        single = out["n"] <= 1
-        if single.any():
-            mn = df.groupby(by, sort=True)["rep_min_us"].min()
-            mx = df.groupby(by, sort=True)["rep_max_us"].max()
-            out.loc[single, "lo"] = mn[single]
-            out.loc[single, "hi"] = mx[single]
-    return out.reset_index()
-
 
 def _band_text(df: pd.DataFrame, by: list[str], band: str) -> str:
     if band == "none":
@@ -523,41 +483,6 @@ def fig_speedup(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapp
     return fig
 
 
-def honest_np(d: pd.DataFrame):
-    """The largest process count with points that are not oversubscribed (else the
-    largest): the default of figures that compare algorithms."""
-    if d.empty or "np" not in d.columns:
-        return None
-    ok = d[~d["oversubscribed"].astype(bool)] if "oversubscribed" in d.columns else d
-    return (ok if len(ok) else d)["np"].max()
-
-
-def best_table(df: pd.DataFrame, baseline: str = "native",
-               include_oversubscribed: bool = False) -> pd.DataFrame:
-    """The algorithm to use per (collective, [mapping,] np, size) with its evidence
-    (evidence.best_per_point: the baseline unless another is faster beyond the noise;
-    no conclusion at oversubscribed points), the runner-up by median, and the speedup
-    of the choice over the baseline."""
-    from colltune.analysis.evidence import best_per_point
-
-    d = prepare(df)
-    keys = ["collective"] + (["mapping"] if "mapping" in d.columns
-                             and d["mapping"].nunique() > 1 else []) + ["np", "size"]
-    if d.empty:
-        return pd.DataFrame()
-    tab = best_per_point(d, keys, baseline=baseline,
-                         include_oversubscribed=include_oversubscribed)
-    tab = tab.rename(columns={"baseline_us": f"{baseline}_us"})
-    stats = point_stats(d, keys + ["label"], "none")
-    second, second_us = [], []
-    for key, g in stats.groupby(keys, sort=True):
-        g = g.sort_values("center")
-        second.append(g.iloc[1]["label"] if len(g) > 1 else None)
-        second_us.append(float(g.iloc[1]["center"]) if len(g) > 1 else None)
-    tab["second"], tab["second_us"] = second, second_us
-    return tab
-
-
 def fig_best_map(df: pd.DataFrame, palette: Palette, mapping=None,
                  baseline: str = "native") -> Figure:
     """The algorithm to use at every (processes, size), by evidence (best_table):
@@ -844,6 +769,89 @@ def make_figure(kind: str, df: pd.DataFrame, palette: Palette, *, size=None, np_
     if kind == "surface":
         return fig_surface(df, palette, algorithm, mapping)
     raise PlotError(f"unknown kind '{kind}'; valid: {', '.join(KINDS)}")
+
+
+# ---------------------------------------------------------------------------- simulated, heat
+
+def _loglog(ax, title: str, xlabel: str) -> None:
+    """Log-log axes of the simulated figures: base-2 x, a small title, a light grid."""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel(xlabel)
+    ax.grid(alpha=0.3)
+
+
+def _panels(cols: int, w: float, h: float):
+    """A figure of `cols` panels side by side (no pyplot: nothing global to close)."""
+    fig = _mfigure.Figure(figsize=(w * cols, h))
+    return fig, fig.subplots(1, cols, squeeze=False)
+
+
+def fig_simulated(gc: pd.DataFrame, palette: Palette, coll: str, platform,
+                  label: str = "algorithm") -> Figure:
+    """Simulated latency against processes, one panel per size (the first four), one
+    line per `label` (algorithm or spec): the report's simulated section."""
+    sizes = sorted(gc["size"].unique())
+    cols = min(len(sizes), 4)
+    fig, axes = _panels(cols, 3.6, 3.4)
+    for ax, size in zip(axes[0], sizes[:cols]):
+        gs = gc[gc["size"] == size]
+        for algo, h in gs.groupby(label):
+            h = h.groupby("np")["median_us"].median()
+            ax.plot(h.index, h.values, marker="o", ms=3, lw=1, label=str(algo),
+                    color=palette(str(algo)))
+        _loglog(ax, f"{coll} {fmt_size(int(size))}", "processes")
+    axes[0][0].set_ylabel("simulated latency (µs)")
+    axes[0][-1].legend(fontsize=6)
+    fig.suptitle(f"SIMULATED on {platform} (not measurements)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def fig_remap_bandwidth(g: pd.DataFrame, n: int, platform) -> Figure:
+    """Simulated bandwidth per placement (seq, rr and the two remapped ones) against the
+    size, one panel per (collective, algorithm) (the first five); `g`: rows of
+    remap.remap_effect at one process count."""
+    algos = list(g.groupby(["collective", "algorithm"], sort=True).groups)
+    cols = min(len(algos), 5)
+    fig, axes = _panels(cols, 3.2, 3.2)
+    for ax, (coll, algo) in zip(axes[0], algos[:cols]):
+        h = g[(g["collective"] == coll) & (g["algorithm"] == algo)].sort_values("size")
+        # the remapped lines lie on the order they turn into: dashed, other marks
+        for p, style, mark, color in (("seq", "-", "o", "tab:blue"),
+                                      ("rr", "-", "s", "tab:orange"),
+                                      ("seq>rr", "--", "x", "tab:red"),
+                                      ("rr>seq", "--", "+", "tab:cyan")):
+            if h[f"bw_{p}"].notna().any():
+                ax.plot(h["size"], h[f"bw_{p}"], style, marker=mark, ms=5, lw=1,
+                        label=p, color=color)
+        _loglog(ax, f"{coll} {algo}", "bytes per process")
+    axes[0][0].set_ylabel("simulated bandwidth (MB/s)")
+    axes[0][-1].legend(fontsize=6)
+    fig.suptitle(f"SIMULATED remapping, {int(n)} processes on {platform} "
+                 "(not measurements)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def fig_heat_speedup(g: pd.DataFrame) -> Figure:
+    """Measured speedup of the heat application against processes per grid,
+    decomposition and variant, with the ideal line (`g`: heat.heat_scaling)."""
+    fig = _mfigure.Figure(figsize=(7, 4.5))
+    ax = fig.subplots()
+    top = int(g["np"].max())
+    ax.plot([1, top], [1, top], "k--", lw=1, label="ideal")
+    for (grid, decomp, variant), h in g.groupby(["grid", "decomp", "variant"]):
+        h = h.dropna(subset=["speedup"]).sort_values("np")
+        if len(h):
+            ax.plot(h["np"], h["speedup"], marker="o", label=f"{grid} {decomp} {variant}")
+    ax.set_xlabel("processes")
+    ax.set_ylabel("speedup T(1)/T(p)")
+    ax.set_title("heat diffusion: measured speedup")
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(alpha=0.3)
+    return fig
 
 
 # ---------------------------------------------------------------------------- output

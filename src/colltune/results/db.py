@@ -32,7 +32,6 @@ import sqlite3
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from colltune.base.errors import ColltuneError
 from colltune.base.files import can_create_in

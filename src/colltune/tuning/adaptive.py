@@ -60,11 +60,12 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
-import pandas as pd
-
 from colltune.base.errors import ColltuneError
 from colltune.base.specs import is_lib_spec
+from colltune.base.lazy import LazyModule
+
+np = LazyModule("numpy")
+pd = LazyModule("pandas")
 
 BASELINE = "native"
 TIE = 1.03  # native kept where the prediction says it is within 3 % of the best
@@ -520,7 +521,6 @@ def bench_measure(build, grid: Grid, *, iterations: int | None = None,
     untimed warm-up (its first record per size is dropped, as libalgos does), each
     record labelled with its candidate."""
     from colltune.drivers import bench as bench_mod
-    from colltune.mpi import libalgos
 
     for c in grid.candidates:
         if is_lib_spec(c):

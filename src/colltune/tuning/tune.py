@@ -48,9 +48,6 @@ import json
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
-import pandas as pd
-
 from colltune.analysis import evidence
 from colltune.analysis import load as load_analysis
 from colltune.base.errors import ColltuneError, did_you_mean
@@ -58,6 +55,10 @@ from colltune.results import reader
 from colltune.base.collectives import COLLECTIVES
 from colltune.base.specs import is_lib_spec, parse_params
 from colltune.rules.ruleset import TARGETS, LoadClass, Rule, RuleSet, make_params
+from colltune.base.lazy import LazyModule
+
+np = LazyModule("numpy")
+pd = LazyModule("pandas")
 
 BASELINE = "native"
 LIBRARY_PREFIX = {"openmpi": "ompi:", "mpich": "mpich:"}

@@ -1,0 +1,233 @@
+"""The models: the seed's regression models per collective (fit.py) and the cost model
+(costmodel.py: α, β, γ, prediction errors, the model's choice against the fastest)."""
+
+from __future__ import annotations
+
+from colltune.analysis import costmodel as cm
+from colltune.analysis.fit import FitError, SEED_MODELS, fit_formula, model_frame, resolve_formula
+from colltune.base.lazy import LazyModule
+from colltune.base.units import fmt_size
+from colltune.output import figures as plotmod
+from colltune.output.report.html import esc, frame_table, html_table
+from colltune.output.report.measurements import _point_info, _surface_algo
+
+pd = LazyModule("pandas")
+
+
+def _seed_model_rows(df: pd.DataFrame, groups: list[str]) -> tuple[list[list], list[list]]:
+    """Rows of the linear and of the log seed model, one per group."""
+    lin_rows, log_rows = [], []
+    lin_f, _ = resolve_formula(model="seed-linear")
+    log_f, _ = resolve_formula(model="seed-log")
+    for key, g in df.groupby(groups, sort=True):
+        key = list(key) if isinstance(key, tuple) else [key]
+        frame = model_frame(g)
+        for f, rows in ((lin_f, lin_rows), (log_f, log_rows)):
+            try:
+                r = fit_formula(frame, f)
+            except FitError as exc:
+                rows.append(key + [f"not fitted: {exc}"] + [""] * (5 if f == lin_f else 7))
+                continue
+            c = {x.term: x for x in r.coefs}
+            b0 = c.get("processes")
+            b1 = c.get("size") or c.get("log2_size")
+
+            def cell(b):
+                return f"{b.coef:.4g} ± {b.std_err:.2g}" if b else "dropped (no variation)"
+
+            row = key + [cell(b0), cell(b1)]
+            if f == log_f:
+                row += [f"×{2 ** b0.coef:.4f}" if b0 else "—",
+                        f"×{2 ** b1.coef:.3f}" if b1 else "—"]
+            row += [f"{r.r2:.3f}", f"{r.r2_centered:.3f}", f"{r.aic:.1f}"]
+            if f == log_f:
+                row += [f"{r.aic_latency_scale:.1f}" if r.aic_latency_scale is not None else ""]
+            row += [r.n]
+            rows.append(row)
+    return lin_rows, log_rows
+
+
+def _full_model_html(df: pd.DataFrame, title: str) -> str:
+    out = [f"<h4>{esc(title)}</h4>"]
+    frame = model_frame(df)
+    for name in SEED_MODELS:
+        f, label = resolve_formula(model=name)
+        try:
+            r = fit_formula(frame, f, label)
+        except FitError as exc:
+            out.append(f'<p class="note">{esc(name)}: not fitted: {esc(exc)}</p>')
+            continue
+        r2 = "R²" if r.intercept else "R² (uncentered)"
+        out.append(f"<p><b>{esc(label)}</b><br><code>{esc(r.formula)}</code> — "
+                   f"{r2} {r.r2:.4f}, adj. {r.r2_adj:.4f}, AIC {r.aic:.1f}"
+                   + (f" (latency scale {r.aic_latency_scale:.1f})"
+                      if r.aic_latency_scale is not None else "")
+                   + f", BIC {r.bic:.1f}, n = {r.n}, dependent variable {esc(r.response)}</p>")
+        rows = [[c.term, f"{c.coef:.4g}", f"{c.std_err:.4g}", f"{c.t:.3f}",
+                 "<0.001" if c.p < 0.001 else f"{c.p:.3f}", f"{c.ci_low:.4g}",
+                 f"{c.ci_high:.4g}"] for c in r.coefs]
+        out.append(html_table(["", "coef", "std err", "t", "P>|t|", "[0.025", "0.975]"], rows,
+                              {1, 2, 3, 4, 5, 6}, "coef"))
+        out.append('<ul class="meaning">' + "".join(
+            f"<li><code>{esc(c.term)}</code>: {esc(c.meaning)}</li>" for c in r.coefs)
+            + "".join(f'<li class="note">{esc(n)}</li>' for n in r.notes) + "</ul>")
+    return "".join(out)
+
+
+def models_section(df: pd.DataFrame, coll: str, palette: plotmod.Palette,
+                   surface_algo: str | None = None) -> str:
+    """The regression models of one collective (seed 000's two forms, full tables)."""
+    d = df[df["collective"] == coll]
+    d = d[pd.to_numeric(d["median_us"], errors="coerce").notna()]
+    out = [f'<h3 id="models-{esc(coll)}">{esc(coll)}: regression models (seed 000)</h3>']
+    if d.empty:
+        out.append('<p class="note">no valid measurement</p>')
+        return "".join(out)
+    info = _point_info(d, coll)
+    maps = info["maps"]
+    default_map = d["mapping"].mode().iloc[0] if maps else None
+    mapnote = f", mapping {default_map}" if len(maps) > 1 else ""
+    out.append('<p class="note">Per algorithm' + (" and mapping" if len(maps) > 1 else "")
+               + ": linear <code>latency ~ 0 + processes + size</code> and log "
+               "<code>log2_latency ~ 0 + processes + log2_size</code>, OLS over every "
+               "repetition. ×/process = 2^β0 and ×/doubling = 2^β1 of the log model. R² is "
+               "uncentered (no intercept). The AICs of the two models are not comparable "
+               "(different responses); the log model's AIC on the latency scale is. A term "
+               "that does not vary in the data (one process count, one size) is dropped, "
+               "not fitted.</p>")
+    if len(info["nps"]) == 1:
+        out.append(f'<p class="note">One process count ({info["nps"][0]}): the processes '
+                   "term is dropped from every model.</p>")
+    groups = ["algorithm"] + (["mapping"] if len(maps) > 1 else [])
+    lin_rows, log_rows = _seed_model_rows(d, groups)
+    for rows in (lin_rows, log_rows):
+        rows.sort(key=lambda r: (palette.rank(r[0]), r[0]))
+    cols = groups + ["β0 processes (µs per process)", "β1 size (µs per byte)", "R² (uncentered)",
+                     "R² (centered)", "AIC", "n"]
+    out.append("<p><b>Latency = β0·Processes + β1·Size</b></p>")
+    out.append('<div class="scroll">' + html_table(cols, lin_rows,
+                                                   set(range(len(groups), len(cols)))) + "</div>")
+    cols = groups + ["β0 processes", "β1 log2 size", "×/process", "×/doubling",
+                     "R² (uncentered)", "R² (centered)", "AIC", "AIC (latency scale)", "n"]
+    out.append("<p><b>log2 Latency = β0·Processes + β1·log2 Size</b></p>")
+    out.append('<div class="scroll">' + html_table(cols, log_rows,
+                                                   set(range(len(groups), len(cols)))) + "</div>")
+    salgo = _surface_algo(d, surface_algo)
+    sd = d[d["algorithm"] == salgo]
+    if default_map is not None and len(maps) > 1:
+        sd = sd[sd["mapping"].astype(str) == str(default_map)]
+    out.append(_full_model_html(sd, f"Full tables: {coll}/{salgo}{mapnote}"))
+    return "".join(out)
+
+
+def cost_section(model: dict | None, note: str | None) -> str:
+    out = ['<h2 id="cost-model">Cost model</h2>']
+    if model is None:
+        out.append(f'<p class="note">{esc(note or "not computed")}</p>')
+        return "".join(out)
+    p = model["params"]
+    h = p.hockney
+    g = p.gamma_info
+    rows = [["α (latency)", f"{p.alpha * 1e6:.4g} µs",
+             f"{h.source}; {h.method}; R² {h.r2:.4f}; {h.n} sizes "
+             f"{fmt_size(h.sizes[0])}..{fmt_size(h.sizes[-1])}" if h else "given"],
+            ["β (per byte)", f"{p.beta * 1e9:.4g} ns/B"
+             + (f" ({1e-6 / p.beta:,.0f} MB/s)" if p.beta > 0 else ""), "same fit" if h else
+             "given"],
+            ["γ (reduction per byte)", f"{p.gamma * 1e9:.4g} ns/B",
+             "given" if g is None else g.source + (f", {g.dtype} {g.op}" if g.dtype else "")]
+            if g is None or g.source != "none" else
+            ["γ (reduction per byte)", "not measured: run `colltune model`",
+             "the study's Reduce measurements do not give it; predictions take 0"]]
+    if h:
+        rows += [["LogGP L + 2o", f"{h.alpha * 1e6:.4g} µs", "= α; L and o not separable "
+                  "without an overhead benchmark"],
+                 ["LogGP G", f"{h.beta * 1e9:.4g} ns/B", "= β"],
+                 ["LogGP L, o, g", "not measured", "need overhead and message-rate benchmarks"]]
+    out.append(html_table(["parameter", "value", "source"], rows, cls="kv"))
+    for n in (h.notes if h else []) + (g.notes if g else []) + model.get("notes", []):
+        out.append(f'<p class="note">{esc(n)}</p>')
+    out.append("<h3>Prediction error per collective</h3>"
+               '<p class="note">relative error = (predicted − measured) / measured, per point '
+               "(median over repetitions); formulas from the registry with each point's "
+               "parameters.</p>")
+    names = {"median_abs_rel_error": "median |error|", "median_rel_error": "median error",
+             "within_2x": "share within ×2"}
+    out.append(frame_table(_percent(model["by_collective"]), "err", names))
+    out.append("<h3>Prediction error per algorithm</h3>")
+    out.append(frame_table(_percent(model["by_algorithm"]), "err", names))
+    sel = model["selection"]
+    out.append("<h3>The model's choice against the fastest measured</h3>"
+               '<p class="note">fastest measured: the lowest median, without a test of the '
+               "noise (the summary at the top says which differences are real).</p>")
+    if sel.empty:
+        out.append('<p class="note">nothing to compare</p>')
+    else:
+        ag = sel.dropna(subset=["agree"]).groupby("collective").agg(
+            points=("agree", "size"), model_right=("agree", "sum"),
+            median_slowdown=("slowdown", "median"), worst_slowdown=("slowdown", "max"))
+        out.append(frame_table(ag.reset_index(), "sel", {
+            "model_right": "model picks the fastest modelled",
+            "median_slowdown": "median slowdown of the pick",
+            "worst_slowdown": "worst slowdown"}))
+        keep = [c for c in ("collective", "mapping", "np", "size", "measured_best",
+                            "measured_best_us", "best_modelled", "best_modelled_us",
+                            "model_pick", "ties", "model_pick_measured_us", "slowdown",
+                            "agree")
+                if c in sel.columns]
+        sel = sel.assign(agree=sel["agree"].map({True: "yes", False: "no"}))
+        out.append('<div class="scroll">' + frame_table(sel[keep], "sel", {
+            "np": "processes", "measured_best": "fastest measured (median)",
+            "model_pick": "model pick", "measured_best_us": "its µs",
+            "best_modelled": "fastest modelled", "best_modelled_us": "its µs",
+            "ties": "predicted equal",
+            "model_pick_measured_us": "pick µs (measured)",
+            "slowdown": "pick slower ×"}) + "</div>")
+    return "".join(out)
+
+
+def _percent(df: pd.DataFrame) -> pd.DataFrame:
+    d = df.copy()
+    for c in ("median_abs_rel_error", "within_2x"):
+        if c in d.columns:
+            d[c] = d[c].map(lambda v: f"{v:.0%}")
+    if "median_rel_error" in d.columns:
+        d["median_rel_error"] = d["median_rel_error"].map(lambda v: f"{v:+.0%}")
+    return d
+
+
+def compute_model(df: pd.DataFrame, *, db_path, algos, build=None, pingpong=None,
+                  alpha=None, beta=None, gamma=None, gamma_mode="auto", measure=False):
+    """(model result or None, note): the cost model when α, β can be had. Nothing is
+    launched unless `measure`: α, β come from ping-pong points (given, or stored in the
+    database), γ from the study's Reduce measurements, else it is shown as not measured."""
+    notes: list[str] = []
+    if algos is None:
+        return None, "no algorithm registry (no MPI build): the cost model needs the formulas"
+    if not measure and pingpong is None and (alpha is None or beta is None):
+        if cm.load_pingpong_from_db(db_path) is None:
+            return None, ("α, β not measured (no ping-pong points in the database): run "
+                          "`colltune model`, or `colltune report --measure` on the machine "
+                          "that ran the study, or give --pingpong-json FILE (from "
+                          "`colltune pingpong --format json`)")
+    ginfo = None
+    if gamma is None and not measure and gamma_mode == "auto":
+        # nothing launched: γ from the study's Reduce measurements, else not measured
+        try:
+            ginfo = cm.gamma_from_measurements(df)
+        except cm.CostModelError as exc:
+            ginfo = cm.Gamma(0.0, "none", notes=[
+                f"γ not measured ({exc}): run `colltune model` to measure it, or "
+                "`colltune report --measure`; the predictions model reductions as free"])
+        gamma = ginfo.gamma
+    try:
+        params = cm.resolve_params(df, pingpong=pingpong, alpha=alpha, beta=beta, gamma=gamma,
+                                   gamma_mode=gamma_mode, build=build if measure else None,
+                                   db_path=db_path, notes=notes)
+    except Exception as exc:  # noqa: BLE001 - the report goes on without the model
+        return None, f"cost model not computed: {exc}"
+    if ginfo is not None:
+        params.gamma_info = ginfo
+    result = cm.run_model(df, algos, params)
+    result["notes"] = notes + result["model_notes"]
+    return result, None

@@ -1,0 +1,122 @@
+"""The summary section: per collective, what to use where, by how much, with the
+evidence level (evidence.py); oversubscribed points marked and left out."""
+
+from __future__ import annotations
+
+import math
+
+from colltune.analysis import evidence
+from colltune.analysis.points import best_table
+from colltune.base.lazy import LazyModule
+from colltune.base.units import fmt_size
+from colltune.output.report.html import _fmt, esc, html_table
+
+pd = LazyModule("pandas")
+
+
+def _speedup_text(r: dict, baseline: str = "native") -> str:
+    if r.get("level") == "oversubscribed":
+        return "no conclusion"
+    if r.get("best") == baseline or r.get("speedup") is None:
+        return "—"
+    lo, hi = r.get("ci_low"), r.get("ci_high")
+    ci = (f" (95% CI {lo:.2f}–{hi:.2f})" if lo is not None and hi is not None
+          and math.isfinite(lo) and math.isfinite(hi) else "")
+    return f"×{r['speedup']:.2f} faster{ci}"
+
+
+def collective_summary(d: pd.DataFrame, coll: str, baseline: str = "native",
+                       include_oversubscribed: bool = False) -> tuple[str, str, pd.DataFrame]:
+    """(one sentence, HTML table, the table's frame): what to use where, by how much,
+    with the evidence level; oversubscribed points marked and left out."""
+    tab = best_table(d, baseline, include_oversubscribed)
+    if tab.empty:
+        return "no valid measurement", "", tab
+    recs = tab.astype(object).where(tab.notna(), None).to_dict("records")
+    honest = [r for r in recs if r["level"] != "oversubscribed"]
+    winners = [r for r in honest if r["best"] not in (None, baseline)
+               and r.get("speedup") is not None and r.get("level") == "significant"]
+    parts = []
+    for name in dict.fromkeys(r["best"] for r in winners):
+        where = [r for r in winners if r["best"] == name]
+        pts = "; ".join(f"np {int(r['np'])}, size {fmt_size(int(r['size']))}: "
+                        f"×{r['speedup']:.2f}" for r in where[:6])
+        if len(where) > 6:
+            pts += f"; and {len(where) - 6} more point(s)"
+        parts.append(f"<b>{esc(name)}</b> ({esc(pts)})")
+    levels = pd.Series([r["level"] for r in honest if r["best"] == baseline]).value_counts()
+    kept = sum(1 for r in honest if r["best"] == baseline)
+    why = ", ".join(f"{n} {lvl}" for lvl, n in levels.items() if lvl)
+    if parts:
+        sentence = ("use " + ", ".join(parts) + ": faster than " + esc(baseline)
+                    + " beyond the noise"
+                    + (f"; {esc(baseline)} at the other {kept} point(s) ({esc(why)})"
+                       if kept else ""))
+    elif honest and baseline in set(d["algorithm"]):
+        sentence = (f"use <b>{esc(baseline)}</b> at every measured point: no algorithm is "
+                    f"faster beyond the noise ({esc(why)})")
+    elif honest:
+        sentence = "no baseline measured: the table names the fastest and its evidence"
+    else:
+        sentence = "every point is oversubscribed: no conclusion"
+    nover = len(recs) - len(honest)
+    if nover:
+        sentence += (f"; {nover} oversubscribed point(s) "
+                     f"{esc(evidence.OVER_MARK)} left out")
+    rows = []
+    for r in recs:
+        over = r.get("oversubscribed")
+        mark = f" {evidence.OVER_MARK}" if over else ""
+        rows.append([f"{int(r['np'])}{mark}", fmt_size(int(r["size"]))]
+                    + ([r["mapping"]] if "mapping" in tab.columns else [])
+                    + [r["best"] or "—", _speedup_text(r, baseline), r["level"] or "",
+                       r["evidence"] or "", r["fastest"] or "",
+                       _fmt(r["fastest_us"], "x_us"), _fmt(r.get(f"{baseline}_us"), "x_us")])
+    cols = (["processes", "size"] + (["mapping"] if "mapping" in tab.columns else [])
+            + ["use", "by how much", "evidence", "detail", "fastest measured",
+               "its µs", f"{baseline} µs"])
+    n = len(cols)
+    table = ('<div class="scroll">' + html_table(cols, rows, {0, n - 2, n - 1}, "best")
+             + "</div>")
+    if len(rows) > 30:  # the points where something else than the default is used first
+        keep = [row for row, r in zip(rows, recs) if r["best"] not in (None, baseline)]
+        short = ('<div class="scroll">' + html_table(cols, keep, {0, n - 2, n - 1}, "best")
+                 + "</div>" if keep else
+                 f'<p class="note">{esc(baseline)} at every point (reasons in the table '
+                 "below)</p>")
+        table = (short + f"<details><summary>all {len(rows)} points</summary>{table}"
+                 "</details>")
+    return sentence, table, tab
+
+
+def summary_section(df: pd.DataFrame, colls: list[str],
+                    include_oversubscribed: bool = False) -> str:
+    out = ['<h2 id="summary" class="first">Summary: what to use where</h2>',
+           '<p class="note">Per point (processes, size): <code>native</code>, the MPI '
+           "library's own collective, unless another algorithm is faster beyond the noise of "
+           "the repetitions (separate launches): the 95% confidence interval of its speedup "
+           "over native lies above 1 and the speedup is at least "
+           f"×{1 + evidence.MIN_EFFECT:.2f}. Algorithms measured in the same launches "
+           "(interleaved) are compared paired: the speedup is the geometric mean of the "
+           "per-launch ratios, with the t interval of their logarithms (at least "
+           f"{evidence.MIN_PAIRS} launches). Otherwise unpaired: the ratio of medians with a "
+           "bootstrap interval, and a two-sided Mann–Whitney U test below "
+           f"{evidence.ALPHA:g} (at least {evidence.MIN_REPS} repetitions a side). "
+           "Evidence: <i>significant</i> (the tests passed), <i>within noise</i> (a tie: "
+           "native is kept), <i>insufficient</i> (too few repetitions to tell)."
+" <i>fastest measured</i> is the largest estimate, with no claim attached.</p>"]
+    any_over = False
+    for c in colls:
+        d = df[df["collective"] == c]
+        d = d[pd.to_numeric(d["median_us"], errors="coerce").notna()]
+        if d.empty:
+            out.append(f"<h3>{esc(c)}</h3><p class=\"note\">no valid measurement</p>")
+            continue
+        sentence, table, tab = collective_summary(d, c,
+                                                  include_oversubscribed=include_oversubscribed)
+        any_over |= bool(len(tab)) and bool(tab["oversubscribed"].any())
+        out.append(f'<h3 id="summary-{esc(c)}">{esc(c)}</h3><p class="verdict">{sentence}</p>')
+        out.append(f"<h4>Best algorithm per (processes, size): {esc(c)}</h4>{table}")
+    if any_over:
+        out.append(f'<p class="note over">{esc(evidence.OVER_LEGEND)}</p>')
+    return "".join(out)
