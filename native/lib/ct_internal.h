@@ -109,7 +109,11 @@ static inline int ct_pow2_floor(int n) {
     return r;
 }
 
-/* ---- traffic accounting (ct_traffic_enable) ----------------------------------
+/* ---- choices (choice.c) ------------------------------------------------------ */
+/* How algorithm a declares parameter id; NULL if it has no such parameter. */
+const ct_param_spec_t *ct_param_spec(const ct_algo_t *a, ct_param_id_t id);
+
+/* ---- traffic accounting (traffic.c, ct_traffic_enable) ----------------------
  * Algorithms send only through these: a plain MPI call when accounting is off
  * (one well-predicted branch), the bytes and one message per destination world
  * rank added first when it is on. */
@@ -138,7 +142,7 @@ static inline int ct_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, in
                         st);
 }
 
-/* ---- placement and remapping (remap.c) ---------------------------------------- */
+/* ---- placement and remapping (remap.c; the dispatcher calls in, never back) ---- */
 typedef struct ct_place {
     ct_placement_t pub;
     int *node;
@@ -149,8 +153,10 @@ typedef struct ct_place {
     size_t scratch_bytes;
     int scratch_shared;    /* scratch from SMPI_SHARED_MALLOC (ct_remap_shared_scratch) */
 } ct_place_t;
-/* frees pl->scratch as it was allocated */
-void ct_place_scratch_free(ct_place_t *pl);
+/* Allgather's remap scratch of at least `bytes` (page-aligned, kept in pl for the
+ * next call, from SMPI_SHARED_MALLOC while ct_remap_shared_scratch is on); NULL
+ * when out of memory. */
+void *ct_place_scratch(ct_place_t *pl, size_t bytes);
 /* collective over dup (one Allgather of an int) */
 int ct_place_build(MPI_Comm dup, int rank, int size, ct_place_t **out);
 int ct_place_comm(ct_place_t *pl, MPI_Comm dup, int rank, int target, MPI_Comm *out);

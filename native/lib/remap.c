@@ -1,6 +1,8 @@
 /*
- * remap.c -- placement detection, rank remapping orders, the `remap=auto`
- * table and the traffic counters.
+ * remap.c -- placement detection, rank remapping orders and the permuted
+ * communicators, with the scratch a remapped Allgather keeps per communicator,
+ * and the `remap=auto` table. The dispatcher (dispatch.c) calls in here and
+ * nothing here calls it back.
  *
  * Placement: the node of every rank of a communicator (shared-memory split, or
  * the virtual nodes of COLLTUNE_NODES), found once per communicator with one
@@ -26,33 +28,6 @@
 
 #include <errno.h>
 #include <stdio.h>
-
-/* ---- traffic counters ------------------------------------------------------ */
-long long *ct_traffic_bytes_, *ct_traffic_msgs_;
-
-void ct_traffic_enable(long long *bytes, long long *msgs) {
-    ct_traffic_msgs_ = msgs;
-    ct_traffic_bytes_ = bytes;
-}
-void ct_traffic_disable(void) {
-    ct_traffic_bytes_ = NULL;
-    ct_traffic_msgs_ = NULL;
-}
-
-void ct_traffic_add(int count, MPI_Datatype dt, int dest, MPI_Comm comm) {
-    if (dest == MPI_PROC_NULL || count <= 0 || !ct_traffic_bytes_) return;
-    int size = 0, w = MPI_UNDEFINED;
-    MPI_Group g, wg;
-    if (ct_type_size(dt, &size) != MPI_SUCCESS) return;
-    MPI_Comm_group(comm, &g);
-    MPI_Comm_group(MPI_COMM_WORLD, &wg);
-    MPI_Group_translate_ranks(g, 1, &dest, wg, &w);
-    MPI_Group_free(&g);
-    MPI_Group_free(&wg);
-    if (w == MPI_UNDEFINED || w < 0) return;
-    ct_traffic_bytes_[w] += (long long)count * size;
-    if (ct_traffic_msgs_) ct_traffic_msgs_[w] += 1;
-}
 
 /* ---- remap=auto -------------------------------------------------------------
  * The order under which the algorithm's heavy messages stay inside nodes,
@@ -161,6 +136,56 @@ static int virtual_node(int wr, int W, int *node) {
     return MPI_SUCCESS;
 }
 
+/* ---- Allgather's remap scratch -------------------------------------------------
+ * ct_remap_shared_scratch: per process (SMPI privatises it per simulated rank) */
+static int shared_scratch;
+
+int ct_remap_shared_scratch(int on) {
+#ifdef SMPI_SHARED_MALLOC
+    shared_scratch = on != 0;
+    return MPI_SUCCESS;
+#else
+    if (on)
+        return ct_set_error(MPI_ERR_ARG, "shared remap scratch: only in a build for SimGrid's "
+                            "SMPI");
+    shared_scratch = 0;
+    return MPI_SUCCESS;
+#endif
+}
+
+/* frees pl->scratch as it was allocated */
+static void scratch_free(ct_place_t *pl) {
+#ifdef SMPI_SHARED_FREE
+    if (pl->scratch && pl->scratch_shared) {
+        SMPI_SHARED_FREE(pl->scratch);
+        pl->scratch = NULL;
+    }
+#endif
+    free(pl->scratch);
+    pl->scratch = NULL;
+    pl->scratch_bytes = 0;
+    pl->scratch_shared = 0;
+}
+
+void *ct_place_scratch(ct_place_t *pl, size_t bytes) {
+    if (bytes > pl->scratch_bytes || pl->scratch_shared != shared_scratch) {
+        scratch_free(pl);
+        /* page-aligned as the caller's buffers usually are: single-copy
+         * shared-memory transports are slower into misaligned buffers */
+        size_t page = 4096, alloc = (bytes + page - 1) / page * page;
+#ifdef SMPI_SHARED_MALLOC
+        if (shared_scratch) { /* timing runs only: mapped pages, one memory for all ranks */
+            pl->scratch = SMPI_SHARED_MALLOC(alloc);
+            pl->scratch_shared = pl->scratch != NULL;
+        } else
+#endif
+            pl->scratch = aligned_alloc(page, alloc);
+        if (!pl->scratch) return NULL;
+        pl->scratch_bytes = bytes;
+    }
+    return pl->scratch;
+}
+
 /* ---- placement ----------------------------------------------------------------- */
 void ct_place_free(ct_place_t *pl, int finalized) {
     if (!pl) return;
@@ -169,7 +194,7 @@ void ct_place_free(ct_place_t *pl, int finalized) {
         free(pl->perm[t]);
         free(pl->inv[t]);
     }
-    ct_place_scratch_free(pl);
+    scratch_free(pl);
     free(pl->node);
     free(pl);
 }
