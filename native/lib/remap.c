@@ -1,8 +1,8 @@
 /*
  * remap.c -- placement detection, rank remapping orders and the permuted
- * communicators, with the scratch a remapped Allgather keeps per communicator,
- * and the `remap=auto` table. The dispatcher (dispatch.c) calls in here and
- * nothing here calls it back.
+ * communicators, with the scratch a remapped Allgather keeps per communicator.
+ * (Which order `remap=auto` picks is a column of the registry, registry.c.) The
+ * dispatcher (dispatch.c) calls in here and nothing here calls it back.
  *
  * Placement: the node of every rank of a communicator (shared-memory split, or
  * the virtual nodes of COLLTUNE_NODES), found once per communicator with one
@@ -28,55 +28,6 @@
 
 #include <errno.h>
 #include <stdio.h>
-
-/* ---- remap=auto -------------------------------------------------------------
- * The order under which the algorithm's heavy messages stay inside nodes,
- * from each algorithm's pattern (docs/remapping.md derives each line; the
- * traffic counts of `colltune traffic` show them):
- *  - neighbour patterns (ring, neighbour exchange, chain, pipeline) and
- *    patterns whose large messages go to near ranks (vector halving with
- *    distance doubling, sparbit, recursive halving): seq;
- *  - patterns whose large messages go to far ranks (recursive doubling
- *    allgather, Bruck) and binomial/k-nomial trees built by doubling distances
- *    (their edges v -> v + 2^r cross nodes P - Q times under seq, M - 1 times
- *    under rr): rr;
- *  - the rest (linear, binary trees, recursive-doubling allreduce whose steps
- *    all carry the whole vector): none. */
-static const struct {
-    ct_coll_t coll;
-    const char *name;
-    int order;
-} auto_table[] = {
-    { CT_BCAST, "chain", CT_REMAP_SEQ },
-    { CT_BCAST, "pipeline", CT_REMAP_SEQ },
-    { CT_BCAST, "binomial", CT_REMAP_RR },
-    { CT_BCAST, "knomial", CT_REMAP_RR },
-    { CT_BCAST, "scatter_allgather", CT_REMAP_RR },
-    { CT_BCAST, "scatter_ring_allgather", CT_REMAP_SEQ },
-    { CT_REDUCE, "chain", CT_REMAP_SEQ },
-    { CT_REDUCE, "pipeline", CT_REMAP_SEQ },
-    { CT_REDUCE, "binomial", CT_REMAP_RR },
-    { CT_ALLGATHER, "gather_bcast", CT_REMAP_RR },
-    { CT_ALLGATHER, "ring", CT_REMAP_SEQ },
-    { CT_ALLGATHER, "recursive_doubling", CT_REMAP_RR },
-    { CT_ALLGATHER, "recursive_halving", CT_REMAP_SEQ },
-    { CT_ALLGATHER, "bruck", CT_REMAP_RR },
-    { CT_ALLGATHER, "neighbor_exchange", CT_REMAP_SEQ },
-    { CT_ALLGATHER, "sparbit", CT_REMAP_SEQ },
-    { CT_ALLREDUCE, "reduce_bcast", CT_REMAP_RR },
-    { CT_ALLREDUCE, "ring", CT_REMAP_SEQ },
-    { CT_ALLREDUCE, "segmented_ring", CT_REMAP_SEQ },
-    { CT_ALLREDUCE, "rabenseifner", CT_REMAP_SEQ },
-};
-
-int ct_remap_auto(int algo) {
-    const ct_algo_t *a = ct_algo_get(algo);
-    if (!a) return CT_REMAP_NONE;
-    for (size_t i = 0; i < sizeof auto_table / sizeof auto_table[0]; i++)
-        if (auto_table[i].coll == a->coll && strcmp(auto_table[i].name, a->name) == 0)
-            return auto_table[i].order;
-    return CT_REMAP_NONE;
-}
 
 const char *ct_placement_kind_name(int kind) {
     switch (kind & (CT_PLACE_SEQ | CT_PLACE_RR)) {
