@@ -36,6 +36,14 @@ enum { CT_TAG_BCAST = 100, CT_TAG_REDUCE = 200, CT_TAG_GATHER = 300,
         if (ct_rc_ != MPI_SUCCESS) return ct_rc_;                          \
     } while (0)
 
+/* Run `call` in a function with an `int rc` and a cleanup label `out`: on an MPI
+ * error, jump to `out` with rc set. */
+#define CT_TRY(call)                                                       \
+    do {                                                                   \
+        rc = (call);                                                       \
+        if (rc != MPI_SUCCESS) goto out;                                   \
+    } while (0)
+
 /* Set the message returned by ct_last_error(); returns code. */
 int ct_set_error(int code, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -92,6 +100,26 @@ int ct_unpack_stream(const char *in, void *buf, int count, MPI_Datatype dt, cons
  * count if segsize == 0 or larger than the message, at least 1 otherwise
  * (segments are split at whole elements). */
 int ct_seg_elems(long segsize, int count, const ct_type_t *t);
+
+/* The input of a rank of a reduction: sbuf, or rbuf where sbuf == MPI_IN_PLACE. */
+static inline const void *ct_input_of(const void *sbuf, const void *rbuf) {
+    return sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+}
+
+/* How one block of a Gather/Allgather travels: `per` elements of `dt`, `ext` bytes
+ * apart in memory, so that counts of up to nmax blocks never overflow an int. */
+typedef struct {
+    MPI_Datatype dt;
+    int per;       /* elements of dt per block                                */
+    MPI_Aint ext;  /* bytes from one block to the next                        */
+    int owned;     /* dt was created here (contiguous block type): free it    */
+    ct_type_t t;   /* geometry of the element type (for temporaries)          */
+} ct_blk_t;
+/* Blocks of `count` elements of `dt` in messages of up to `nmax` blocks: the
+ * element type itself when nmax*count fits an int, else a contiguous block type
+ * (counts are then in blocks). */
+int ct_blk_init(ct_blk_t *b, int count, MPI_Datatype dt, int nmax);
+void ct_blk_free(ct_blk_t *b);
 
 /* Split count elements into p nearly equal blocks: block i has
  * ct_block_count(count,p,i) elements starting at ct_block_start(count,p,i). */
