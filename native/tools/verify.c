@@ -1036,9 +1036,7 @@ int main(int argc, char **argv) {
     }
     const char *nodes_env = getenv("COLLTUNE_NODES"); /* before any rank changes it */
     user_nodes = nodes_env && *nodes_env;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    ct_start(&argc, &argv, usage, &rank, &nprocs); /* --help: answered above */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--coll") && i + 1 < argc) coll_list = argv[++i];
