@@ -8,7 +8,6 @@
 
 #include <stdio.h>
 
-
 /* ---- per-communicator facts and the private communicator ----------------
  * One attribute per user communicator holds what never changes for it: its
  * size, this process's rank, and the private duplicate on which colltune's
