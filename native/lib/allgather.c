@@ -8,7 +8,7 @@
  * step -- or finds it there with MPI_IN_PLACE -- and otherwise moves whole
  * blocks of rbuf with the receive type, so derived types with holes or a lower
  * bound work and the holes of rbuf are never written. A block travels as `per` elements of `dt`
- * (blk_t), so counts of up to p blocks never overflow an int. Sets of blocks
+ * (ct_blk_t), so counts of up to p blocks never overflow an int. Sets of blocks
  * that are not contiguous in rbuf travel as one message with an indexed type.
  *
  * Every exchange is an MPI_Sendrecv or non-blocking, so no algorithm relies
@@ -19,55 +19,12 @@
 
 #include <limits.h>
 
-#define TRY(call)                                   \
-    do {                                            \
-        rc = (call);                                \
-        if (rc != MPI_SUCCESS) goto out;            \
-    } while (0)
-
-/* How one block travels: `per` elements of `dt`, `ext` bytes apart in memory. */
-typedef struct {
-    MPI_Datatype dt;
-    int per;       /* elements of dt per block                             */
-    MPI_Aint ext;  /* bytes from one block to the next                     */
-    int owned;     /* dt was created here (contiguous block type): free it */
-    ct_type_t t;   /* geometry of the element type (for temporaries)       */
-} blk_t;
-
-/* Blocks of `count` elements of `dt` in messages of up to `nmax` blocks: the
- * element type itself when nmax*count fits an int, else a contiguous block
- * type (counts are then in blocks). */
-static int blk_init(blk_t *b, int count, MPI_Datatype dt, int nmax) {
-    b->owned = 0;
-    CT_CHECK(ct_type(dt, &b->t));
-    b->ext = (MPI_Aint)count * b->t.extent;
-    if (count <= INT_MAX / (nmax > 0 ? nmax : 1)) {
-        b->dt = dt;
-        b->per = count;
-        return MPI_SUCCESS;
-    }
-    CT_CHECK(MPI_Type_contiguous(count, dt, &b->dt));
-    int rc = MPI_Type_commit(&b->dt);
-    if (rc != MPI_SUCCESS) {
-        MPI_Type_free(&b->dt);
-        return rc;
-    }
-    b->owned = 1;
-    b->per = 1;
-    return MPI_SUCCESS;
-}
-
-static void blk_free(blk_t *b) {
-    if (b->owned) MPI_Type_free(&b->dt);
-    b->owned = 0;
-}
-
 /* State of one call. */
 typedef struct {
     MPI_Comm comm;
     int np, r;
     char *rbuf;
-    blk_t b; /* blocks of rcount x rdt */
+    ct_blk_t b; /* blocks of rcount x rdt */
     /* my own block is still only in sbuf: the first send takes it from there and
      * ag_place_own copies it into rbuf afterwards */
     const void *sbuf;
@@ -103,13 +60,13 @@ static int ag_begin(ag_t *g, const void *sbuf, int scount, MPI_Datatype sdt, voi
     g->own_pending = sbuf != MPI_IN_PLACE;
     CT_CHECK(MPI_Comm_size(comm, &g->np));
     CT_CHECK(MPI_Comm_rank(comm, &g->r));
-    return blk_init(&g->b, rcount, rdt, g->np);
+    return ct_blk_init(&g->b, rcount, rdt, g->np);
 }
 
 /* Finish the call: place my own block if no step did, release the block type. */
 static int ag_end(ag_t *g, int rc) {
     if (rc == MPI_SUCCESS) rc = ag_place_own(g);
-    blk_free(&g->b);
+    ct_blk_free(&g->b);
     return rc;
 }
 
@@ -155,8 +112,8 @@ static int xchg_runs(ag_t *g, int sn, int *sfirst, int *slen, int dst, int rn,
     MPI_Datatype st = MPI_DATATYPE_NULL, rt = MPI_DATATYPE_NULL;
     int rc = MPI_SUCCESS;
     CT_CHECK(ag_place_own(g));
-    if (dst != MPI_PROC_NULL) TRY(runs_type(g, sn, sfirst, slen, &st));
-    if (src != MPI_PROC_NULL) TRY(runs_type(g, rn, rfirst, rlen, &rt));
+    if (dst != MPI_PROC_NULL) CT_TRY(runs_type(g, sn, sfirst, slen, &st));
+    if (src != MPI_PROC_NULL) CT_TRY(runs_type(g, rn, rfirst, rlen, &rt));
 #ifdef SMPI_SHARED_MALLOC
     /* SimGrid's SMPI refuses a Sendrecv whose send and receive buffers start at the
      * same address even when the datatypes select disjoint bytes (legal MPI): the
@@ -164,13 +121,13 @@ static int xchg_runs(ag_t *g, int sn, int *sfirst, int *slen, int dst, int rn,
     {
         MPI_Request req[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
         if (src != MPI_PROC_NULL)
-            TRY(MPI_Irecv(g->rbuf, 1, rt, src, CT_TAG_ALLGATHER, g->comm, &req[0]));
+            CT_TRY(MPI_Irecv(g->rbuf, 1, rt, src, CT_TAG_ALLGATHER, g->comm, &req[0]));
         if (dst != MPI_PROC_NULL)
-            TRY(ct_isend(g->rbuf, 1, st, dst, CT_TAG_ALLGATHER, g->comm, &req[1]));
-        TRY(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
+            CT_TRY(ct_isend(g->rbuf, 1, st, dst, CT_TAG_ALLGATHER, g->comm, &req[1]));
+        CT_TRY(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
     }
 #else
-    TRY(ct_sendrecv(g->rbuf, dst != MPI_PROC_NULL, dst != MPI_PROC_NULL ? st : g->b.dt, dst,
+    CT_TRY(ct_sendrecv(g->rbuf, dst != MPI_PROC_NULL, dst != MPI_PROC_NULL ? st : g->b.dt, dst,
                      CT_TAG_ALLGATHER, g->rbuf, src != MPI_PROC_NULL,
                      src != MPI_PROC_NULL ? rt : g->b.dt, src, CT_TAG_ALLGATHER, g->comm,
                      MPI_STATUS_IGNORE));
@@ -253,20 +210,20 @@ int ct_allgather_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rb
     if (!req) return ag_end(&g, ct_set_error(MPI_ERR_NO_MEM, "allgather/linear: out of memory"));
     for (int i = 1; i < g.np; i++) {
         int src = (g.r - i + g.np) % g.np;
-        TRY(MPI_Irecv(blk_at(&g, src), g.b.per, g.b.dt, src, CT_TAG_ALLGATHER, comm, &req[n]));
+        CT_TRY(MPI_Irecv(blk_at(&g, src), g.b.per, g.b.dt, src, CT_TAG_ALLGATHER, comm, &req[n]));
         n++;
     }
     for (int i = 1; i < g.np; i++) { /* my block from sbuf, or from rbuf when in place */
         int dst = (g.r + i) % g.np;
         if (g.own_pending)
-            TRY(ct_isend(sbuf, scount, sdt, dst, CT_TAG_ALLGATHER, comm, &req[n]));
+            CT_TRY(ct_isend(sbuf, scount, sdt, dst, CT_TAG_ALLGATHER, comm, &req[n]));
         else
-            TRY(ct_isend(blk_at(&g, g.r), g.b.per, g.b.dt, dst, CT_TAG_ALLGATHER, comm,
+            CT_TRY(ct_isend(blk_at(&g, g.r), g.b.per, g.b.dt, dst, CT_TAG_ALLGATHER, comm,
                           &req[n]));
         n++;
     }
-    TRY(ag_place_own(&g)); /* the local copy while the messages are in flight */
-    TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
+    CT_TRY(ag_place_own(&g)); /* the local copy while the messages are in flight */
+    CT_TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
 out:
     free(req);
     return ag_end(&g, rc);
@@ -338,17 +295,17 @@ int ct_allgather_recursive_doubling(const void *sbuf, int scount, MPI_Datatype s
     int rc = MPI_SUCCESS;
     CT_CHECK(ag_begin(&g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
     fold_init(&f, g.np, g.r);
-    TRY(fold_in(&g, &f));
+    CT_TRY(fold_in(&g, &f));
     if (f.v >= 0) {
         for (int d = 1; d < f.q; d <<= 1) {
             int peer = f.v ^ d;
             int mine = f.v & ~(d - 1), theirs = peer & ~(d - 1);
             int s0 = fold_first(&f, mine), s1 = fold_first(&f, mine + d);
             int r0 = fold_first(&f, theirs), r1 = fold_first(&f, theirs + d);
-            TRY(xchg(&g, s0, s1 - s0, fold_rank(&f, peer), r0, r1 - r0, fold_rank(&f, peer)));
+            CT_TRY(xchg(&g, s0, s1 - s0, fold_rank(&f, peer), r0, r1 - r0, fold_rank(&f, peer)));
         }
     }
-    TRY(fold_out(&g, &f));
+    CT_TRY(fold_out(&g, &f));
 out:
     return ag_end(&g, rc);
 }
@@ -375,7 +332,7 @@ int ct_allgather_recursive_halving(const void *sbuf, int scount, MPI_Datatype sd
     if (!buf) return ag_end(&g, ct_set_error(MPI_ERR_NO_MEM, "allgather/recursive_halving: "
                                              "out of memory"));
     int *sfirst = buf, *slen = buf + nmax, *rfirst = buf + 2 * nmax, *rlen = buf + 3 * nmax;
-    TRY(fold_in(&g, &f));
+    CT_TRY(fold_in(&g, &f));
     if (f.v >= 0) {
         for (int d = f.q / 2; d >= 1; d >>= 1) {
             const int n = f.q / (2 * d), peer = f.v ^ d;
@@ -388,12 +345,12 @@ int ct_allgather_recursive_halving(const void *sbuf, int scount, MPI_Datatype sd
                 rlen[t] = fold_nblk(&f, w);
             }
             if (n == 1)
-                TRY(xchg(&g, sfirst[0], slen[0], peer_rank, rfirst[0], rlen[0], peer_rank));
+                CT_TRY(xchg(&g, sfirst[0], slen[0], peer_rank, rfirst[0], rlen[0], peer_rank));
             else
-                TRY(xchg_runs(&g, n, sfirst, slen, peer_rank, n, rfirst, rlen, peer_rank));
+                CT_TRY(xchg_runs(&g, n, sfirst, slen, peer_rank, n, rfirst, rlen, peer_rank));
         }
     }
-    TRY(fold_out(&g, &f));
+    CT_TRY(fold_out(&g, &f));
 out:
     free(buf);
     return ag_end(&g, rc);
@@ -418,23 +375,23 @@ int ct_allgather_bruck(const void *sbuf, int scount, MPI_Datatype sdt, void *rbu
     if (!tmp) return ag_end(&g, ct_set_error(MPI_ERR_NO_MEM, "allgather/bruck: out of memory"));
     int d = 1;
     if (g.own_pending) { /* step 1 sends my block straight from sbuf (see ag_begin) */
-        TRY(ct_sendrecv(sbuf, scount, sdt, (r - 1 + np) % np, CT_TAG_ALLGATHER,
+        CT_TRY(ct_sendrecv(sbuf, scount, sdt, (r - 1 + np) % np, CT_TAG_ALLGATHER,
                          tmp + g.b.ext, per, g.b.dt, (r + 1) % np, CT_TAG_ALLGATHER, comm,
                          MPI_STATUS_IGNORE));
-        TRY(ct_copy_sig(sbuf, scount, sdt, tmp, per, g.b.dt));
+        CT_TRY(ct_copy_sig(sbuf, scount, sdt, tmp, per, g.b.dt));
         d = 2;
     } else {
-        TRY(ct_copy(blk_at(&g, r), tmp, per, g.b.dt));
+        CT_TRY(ct_copy(blk_at(&g, r), tmp, per, g.b.dt));
     }
     for (; d < np; d <<= 1) {
         int cnt = d < np - d ? d : np - d;
-        TRY(ct_sendrecv(tmp, cnt * per, g.b.dt, (r - d + np) % np, CT_TAG_ALLGATHER,
+        CT_TRY(ct_sendrecv(tmp, cnt * per, g.b.dt, (r - d + np) % np, CT_TAG_ALLGATHER,
                          tmp + (MPI_Aint)d * g.b.ext, cnt * per, g.b.dt, (r + d) % np,
                          CT_TAG_ALLGATHER, comm, MPI_STATUS_IGNORE));
     }
     /* slots 1..p-r-1 are blocks r+1..p-1, slots p-r..p-1 are blocks 0..r-1 */
-    TRY(ct_copy(tmp + g.b.ext, blk_at(&g, r + 1), (np - r - 1) * per, g.b.dt));
-    TRY(ct_copy(tmp + (MPI_Aint)(np - r) * g.b.ext, blk_at(&g, 0), r * per, g.b.dt));
+    CT_TRY(ct_copy(tmp + g.b.ext, blk_at(&g, r + 1), (np - r - 1) * per, g.b.dt));
+    CT_TRY(ct_copy(tmp + (MPI_Aint)(np - r) * g.b.ext, blk_at(&g, 0), r * per, g.b.dt));
 out:
     free(raw);
     return ag_end(&g, rc);
@@ -465,12 +422,12 @@ int ct_allgather_neighbor_exchange(const void *sbuf, int scount, MPI_Datatype sd
     /* pairs arrive from the partner's side moving away by 2 blocks per step */
     const int step[2] = { even ? 2 : -2, even ? -2 : 2 };
     int last[2] = { r - r % 2, r - r % 2 }; /* last pair received from each side */
-    TRY(xchg(&g, r, 1, nb[0], nb[0], 1, nb[0]));
+    CT_TRY(xchg(&g, r, 1, nb[0], nb[0], 1, nb[0]));
     int send_from = r - r % 2;
     for (int i = 1; i < np / 2; i++) {
         const int s = i % 2;
         last[s] = (last[s] + step[s] + np) % np;
-        TRY(xchg(&g, send_from, 2, nb[s], last[s], 2, nb[s]));
+        CT_TRY(xchg(&g, send_from, 2, nb[s], last[s], 2, nb[s]));
         send_from = last[s];
     }
 out:
@@ -527,9 +484,9 @@ int ct_allgather_sparbit(const void *sbuf, int scount, MPI_Datatype sdt, void *r
             slen[t] = rlen[t] = 1;
         }
         if (n == 1)
-            TRY(xchg(&g, sfirst[0], 1, to, rfirst[0], 1, from));
+            CT_TRY(xchg(&g, sfirst[0], 1, to, rfirst[0], 1, from));
         else
-            TRY(xchg_runs(&g, n, sfirst, slen, to, n, rfirst, rlen, from));
+            CT_TRY(xchg_runs(&g, n, sfirst, slen, to, n, rfirst, rlen, from));
         k = knext;
     }
 out:

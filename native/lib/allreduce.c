@@ -15,18 +15,6 @@
 
 #include <stdint.h>
 
-/* Jump to `out` (which frees temporaries) on an MPI error. */
-#define TRY(call)                                   \
-    do {                                            \
-        rc = (call);                                \
-        if (rc != MPI_SUCCESS) goto out;            \
-    } while (0)
-
-/* The rank's input vector: sbuf, or rbuf for MPI_IN_PLACE. */
-static const void *input_of(const void *sbuf, const void *rbuf) {
-    return sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-}
-
 /* Copy the input into rbuf (nothing to do for MPI_IN_PLACE). */
 static int input_to_rbuf(const void *sbuf, void *rbuf, int count, MPI_Datatype dt) {
     if (sbuf == MPI_IN_PLACE) return MPI_SUCCESS;
@@ -105,7 +93,7 @@ int ct_allreduce_reduce_bcast(const void *sbuf, void *rbuf, int count, MPI_Datat
     if (rank == 0)
         CT_CHECK(ct_run_reduce(reduce_algo, sbuf, rbuf, count, dt, op, 0, comm));
     else
-        CT_CHECK(ct_run_reduce(reduce_algo, input_of(sbuf, rbuf), NULL, count, dt, op, 0,
+        CT_CHECK(ct_run_reduce(reduce_algo, ct_input_of(sbuf, rbuf), NULL, count, dt, op, 0,
                                comm));
     return ct_run_bcast(bcast_algo, rbuf, count, dt, 0, comm);
 }
@@ -157,26 +145,26 @@ int ct_allreduce_recursive_doubling(const void *sbuf, void *rbuf, int count,
 
     int pof2 = ct_pow2_floor(size), rem = size - pof2;
     int newrank = fold_newrank(rank, rem);
-    TRY(fold_in(rbuf, tmp, count, dt, op, rank, rem, comm));
+    CT_TRY(fold_in(rbuf, tmp, count, dt, op, rank, rem, comm));
 
     if (newrank >= 0) {
         void *cur = rbuf, *other = tmp; /* cur holds the partial result */
         for (int mask = 1; mask < pof2; mask <<= 1) {
             int newpeer = newrank ^ mask, peer = fold_oldrank(newpeer, rem);
-            TRY(ct_sendrecv(cur, count, dt, peer, CT_TAG_ALLREDUCE, other, count, dt, peer,
+            CT_TRY(ct_sendrecv(cur, count, dt, peer, CT_TAG_ALLREDUCE, other, count, dt, peer,
                              CT_TAG_ALLREDUCE, comm, MPI_STATUS_IGNORE));
             if (newpeer < newrank) {
-                TRY(combine(other, cur, count, dt, op)); /* cur = peer op cur */
+                CT_TRY(combine(other, cur, count, dt, op)); /* cur = peer op cur */
             } else {
-                TRY(combine(cur, other, count, dt, op)); /* other = cur op peer */
+                CT_TRY(combine(cur, other, count, dt, op)); /* other = cur op peer */
                 void *swap = cur;
                 cur = other;
                 other = swap;
             }
         }
-        if (cur != rbuf) TRY(ct_copy(cur, rbuf, count, dt));
+        if (cur != rbuf) CT_TRY(ct_copy(cur, rbuf, count, dt));
     }
-    TRY(fold_out(rbuf, count, dt, rank, rem, comm));
+    CT_TRY(fold_out(rbuf, count, dt, rank, rem, comm));
 out:
     free(tmp_raw);
     return rc;
@@ -238,29 +226,29 @@ static int ring_allreduce(const char *name, const void *sbuf, void *rbuf, int co
 
     for (int ph = 0; ph < nphases; ph++) {
         int rb = BLK(rank - 1); /* block received in step 0 */
-        TRY(MPI_Irecv(inbuf[0], SEG_LEN(rb), dt, prev, CT_TAG_ALLREDUCE, comm, &req[0]));
-        TRY(ct_send(ct_elem(rbuf, SEG_START(rank), &t), SEG_LEN(rank), dt, next,
+        CT_TRY(MPI_Irecv(inbuf[0], SEG_LEN(rb), dt, prev, CT_TAG_ALLREDUCE, comm, &req[0]));
+        CT_TRY(ct_send(ct_elem(rbuf, SEG_START(rank), &t), SEG_LEN(rank), dt, next,
                      CT_TAG_ALLREDUCE, comm));
         for (int k = 0; k < size - 1; k++) {
             int cur = k & 1;
             rb = BLK(rank - k - 1);
             if (k + 1 < size - 1) {
                 int rb_next = BLK(rank - k - 2);
-                TRY(MPI_Irecv(inbuf[cur ^ 1], SEG_LEN(rb_next), dt, prev, CT_TAG_ALLREDUCE,
+                CT_TRY(MPI_Irecv(inbuf[cur ^ 1], SEG_LEN(rb_next), dt, prev, CT_TAG_ALLREDUCE,
                               comm, &req[cur ^ 1]));
             }
-            TRY(MPI_Wait(&req[cur], MPI_STATUS_IGNORE));
+            CT_TRY(MPI_Wait(&req[cur], MPI_STATUS_IGNORE));
             char *mine = ct_elem(rbuf, SEG_START(rb), &t);
-            TRY(combine(inbuf[cur], mine, SEG_LEN(rb), dt, op));
+            CT_TRY(combine(inbuf[cur], mine, SEG_LEN(rb), dt, op));
             /* the block just completed for this step is the next one to pass on */
             if (k + 1 < size - 1)
-                TRY(ct_send(mine, SEG_LEN(rb), dt, next, CT_TAG_ALLREDUCE, comm));
+                CT_TRY(ct_send(mine, SEG_LEN(rb), dt, next, CT_TAG_ALLREDUCE, comm));
         }
     }
 
     for (int k = 0; k < size - 1; k++) {
         int sb = BLK(rank + 1 - k), rb = BLK(rank - k);
-        TRY(ct_sendrecv(ct_elem(rbuf, ct_block_start(count, size, sb), &t),
+        CT_TRY(ct_sendrecv(ct_elem(rbuf, ct_block_start(count, size, sb), &t),
                          ct_block_count(count, size, sb), dt, next, CT_TAG_ALLREDUCE + 1,
                          ct_elem(rbuf, ct_block_start(count, size, rb), &t),
                          ct_block_count(count, size, rb), dt, prev, CT_TAG_ALLREDUCE + 1, comm,
@@ -329,7 +317,7 @@ int ct_allreduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datat
 
     const int pof2 = ct_pow2_floor(size), rem = size - pof2;
     const int newrank = fold_newrank(rank, rem);
-    TRY(fold_in(rbuf, tmp, count, dt, op, rank, rem, comm));
+    CT_TRY(fold_in(rbuf, tmp, count, dt, op, rank, rem, comm));
 
 /* first element of block b of pof2 blocks (E(pof2) == count) */
 #define E(b) ct_block_start(count, pof2, (b))
@@ -343,10 +331,10 @@ int ct_allreduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datat
             int send_lo = newrank < newpeer ? mid : lo, send_hi = newrank < newpeer ? hi : mid;
             win_lo[rounds] = lo;
             win_hi[rounds] = hi;
-            TRY(ct_sendrecv(ct_elem(rbuf, E(send_lo), &t), E(send_hi) - E(send_lo), dt, peer,
+            CT_TRY(ct_sendrecv(ct_elem(rbuf, E(send_lo), &t), E(send_hi) - E(send_lo), dt, peer,
                              CT_TAG_ALLREDUCE + 2, tmp, E(keep_hi) - E(keep_lo), dt, peer,
                              CT_TAG_ALLREDUCE + 2, comm, MPI_STATUS_IGNORE));
-            TRY(combine(tmp, ct_elem(rbuf, E(keep_lo), &t), E(keep_hi) - E(keep_lo), dt, op));
+            CT_TRY(combine(tmp, ct_elem(rbuf, E(keep_lo), &t), E(keep_hi) - E(keep_lo), dt, op));
             lo = keep_lo;
             hi = keep_hi;
         }
@@ -357,7 +345,7 @@ int ct_allreduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datat
             /* the other half of the window of round j is the partner's */
             int other_lo = lo == win_lo[j] ? hi : win_lo[j];
             int other_hi = lo == win_lo[j] ? win_hi[j] : lo;
-            TRY(ct_sendrecv(ct_elem(rbuf, E(lo), &t), E(hi) - E(lo), dt, peer,
+            CT_TRY(ct_sendrecv(ct_elem(rbuf, E(lo), &t), E(hi) - E(lo), dt, peer,
                              CT_TAG_ALLREDUCE + 3, ct_elem(rbuf, E(other_lo), &t),
                              E(other_hi) - E(other_lo), dt, peer, CT_TAG_ALLREDUCE + 3, comm,
                              MPI_STATUS_IGNORE));
@@ -366,7 +354,7 @@ int ct_allreduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datat
         }
     }
 #undef E
-    TRY(fold_out(rbuf, count, dt, rank, rem, comm));
+    CT_TRY(fold_out(rbuf, count, dt, rank, rem, comm));
 out:
     free(tmp_raw);
     return rc;
@@ -406,20 +394,20 @@ int ct_allreduce_allgather_reduce(const void *sbuf, void *rbuf, int count, MPI_D
 #define SLOT(j) ct_elem(all, (MPI_Aint)(j) * count, &t)
 
     /* one whole vector as a datatype, so slot counts never overflow an int */
-    TRY(MPI_Type_contiguous(count, dt, &vec));
-    TRY(MPI_Type_commit(&vec));
-    TRY(ct_copy(input_of(sbuf, rbuf), SLOT(0), count, dt));
+    CT_TRY(MPI_Type_contiguous(count, dt, &vec));
+    CT_TRY(MPI_Type_commit(&vec));
+    CT_TRY(ct_copy(ct_input_of(sbuf, rbuf), SLOT(0), count, dt));
     for (int d = 1; d < size; d <<= 1) {
         int n = d < size - d ? d : size - d;
         int to = (rank - d + size) % size, from = (rank + d) % size;
-        TRY(ct_sendrecv(SLOT(0), n, vec, to, CT_TAG_ALLREDUCE, SLOT(d), n, vec, from,
+        CT_TRY(ct_sendrecv(SLOT(0), n, vec, to, CT_TAG_ALLREDUCE, SLOT(d), n, vec, from,
                          CT_TAG_ALLREDUCE, comm, MPI_STATUS_IGNORE));
     }
     /* x(i) is in slot (i - rank) mod p; acc = x(i) op acc, from the right */
     void *acc = SLOT((size - 1 - rank + size) % size);
     for (int i = size - 2; i >= 0; i--)
-        TRY(combine(SLOT((i - rank + size) % size), acc, count, dt, op));
-    TRY(ct_copy(acc, rbuf, count, dt));
+        CT_TRY(combine(SLOT((i - rank + size) % size), acc, count, dt, op));
+    CT_TRY(ct_copy(acc, rbuf, count, dt));
 #undef SLOT
 out:
     if (vec != MPI_DATATYPE_NULL) MPI_Type_free(&vec);

@@ -36,6 +36,14 @@ enum { CT_TAG_BCAST = 100, CT_TAG_REDUCE = 200, CT_TAG_GATHER = 300,
         if (ct_rc_ != MPI_SUCCESS) return ct_rc_;                          \
     } while (0)
 
+/* Run `call` in a function with an `int rc` and a cleanup label `out`: on an MPI
+ * error, jump to `out` with rc set. */
+#define CT_TRY(call)                                                       \
+    do {                                                                   \
+        rc = (call);                                                       \
+        if (rc != MPI_SUCCESS) goto out;                                   \
+    } while (0)
+
 /* Set the message returned by ct_last_error(); returns code. */
 int ct_set_error(int code, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -93,6 +101,26 @@ int ct_unpack_stream(const char *in, void *buf, int count, MPI_Datatype dt, cons
  * (segments are split at whole elements). */
 int ct_seg_elems(long segsize, int count, const ct_type_t *t);
 
+/* The input of a rank of a reduction: sbuf, or rbuf where sbuf == MPI_IN_PLACE. */
+static inline const void *ct_input_of(const void *sbuf, const void *rbuf) {
+    return sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+}
+
+/* How one block of a Gather/Allgather travels: `per` elements of `dt`, `ext` bytes
+ * apart in memory, so that counts of up to nmax blocks never overflow an int. */
+typedef struct {
+    MPI_Datatype dt;
+    int per;       /* elements of dt per block                                */
+    MPI_Aint ext;  /* bytes from one block to the next                        */
+    int owned;     /* dt was created here (contiguous block type): free it    */
+    ct_type_t t;   /* geometry of the element type (for temporaries)          */
+} ct_blk_t;
+/* Blocks of `count` elements of `dt` in messages of up to `nmax` blocks: the
+ * element type itself when nmax*count fits an int, else a contiguous block type
+ * (counts are then in blocks). */
+int ct_blk_init(ct_blk_t *b, int count, MPI_Datatype dt, int nmax);
+void ct_blk_free(ct_blk_t *b);
+
 /* Split count elements into p nearly equal blocks: block i has
  * ct_block_count(count,p,i) elements starting at ct_block_start(count,p,i). */
 static inline int ct_block_count(int count, int p, int i) {
@@ -109,7 +137,11 @@ static inline int ct_pow2_floor(int n) {
     return r;
 }
 
-/* ---- traffic accounting (ct_traffic_enable) ----------------------------------
+/* ---- choices (choice.c) ------------------------------------------------------ */
+/* How algorithm a declares parameter id; NULL if it has no such parameter. */
+const ct_param_spec_t *ct_param_spec(const ct_algo_t *a, ct_param_id_t id);
+
+/* ---- traffic accounting (traffic.c, ct_traffic_enable) ----------------------
  * Algorithms send only through these: a plain MPI call when accounting is off
  * (one well-predicted branch), the bytes and one message per destination world
  * rank added first when it is on. */
@@ -138,7 +170,7 @@ static inline int ct_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, in
                         st);
 }
 
-/* ---- placement and remapping (remap.c) ---------------------------------------- */
+/* ---- placement and remapping (remap.c; the dispatcher calls in, never back) ---- */
 typedef struct ct_place {
     ct_placement_t pub;
     int *node;
@@ -149,8 +181,10 @@ typedef struct ct_place {
     size_t scratch_bytes;
     int scratch_shared;    /* scratch from SMPI_SHARED_MALLOC (ct_remap_shared_scratch) */
 } ct_place_t;
-/* frees pl->scratch as it was allocated */
-void ct_place_scratch_free(ct_place_t *pl);
+/* Allgather's remap scratch of at least `bytes` (page-aligned, kept in pl for the
+ * next call, from SMPI_SHARED_MALLOC while ct_remap_shared_scratch is on); NULL
+ * when out of memory. */
+void *ct_place_scratch(ct_place_t *pl, size_t bytes);
 /* collective over dup (one Allgather of an int) */
 int ct_place_build(MPI_Comm dup, int rank, int size, ct_place_t **out);
 int ct_place_comm(ct_place_t *pl, MPI_Comm dup, int rank, int target, MPI_Comm *out);

@@ -1,263 +1,12 @@
 /*
- * dispatch.c -- parsing of algorithm choices, argument checks, constraint
- * checks with reported fallbacks, and the per-communicator private duplicate
- * on which algorithms run (so their tags never meet user messages).
+ * dispatch.c -- argument checks, constraint checks with reported fallbacks,
+ * rank remapping of a call, and the per-communicator private duplicate on which
+ * algorithms run (so their tags never meet user messages). Parsing and checking
+ * of choices is choice.c's.
  */
 #include "ct_internal.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
-
-static const char *coll_names[CT_NCOLL] = { "bcast", "reduce", "gather", "allgather",
-                                            "allreduce" };
-
-const char *ct_coll_name(ct_coll_t coll) {
-    return (coll >= 0 && coll < CT_NCOLL) ? coll_names[coll] : "?";
-}
-
-int ct_coll_from_name(const char *name, ct_coll_t *out) {
-    for (int c = 0; c < CT_NCOLL; c++)
-        if (name && strcmp(name, coll_names[c]) == 0) {
-            *out = (ct_coll_t)c;
-            return MPI_SUCCESS;
-        }
-    return ct_set_error(MPI_ERR_ARG,
-                        "unknown collective '%s'; valid: bcast, reduce, gather, allgather, "
-                        "allreduce",
-                        name ? name : "(null)");
-}
-
-static const struct {
-    const char *name, *help;
-} param_info[CT_NPARAMS] = {
-    { "segsize", "segment size in bytes (0 = no segmentation; Bcast cuts bytes of the type signature, Reduce/Allreduce whole elements)" },
-    { "fanout", "number of children per tree node / number of chains" },
-    { "radix", "k-nomial tree radix" },
-    { "bcast", "inner Bcast algorithm" },
-    { "reduce", "inner Reduce algorithm" },
-    { "gather", "inner Gather algorithm" },
-    { "remap", "rank remapping: none, seq (run as if ranks were placed sequentially over the nodes), rr (as if round-robin), auto (the order that suits the algorithm)" },
-};
-
-static const char *remap_names[] = { "none", "seq", "rr", "auto" };
-const char *ct_remap_name(long remap) {
-    return remap >= 0 && remap <= CT_REMAP_AUTO ? remap_names[remap] : "?";
-}
-/* remap applies to the collectives whose result does not depend on a rank
- * order the layer cannot restore (Gather is not among them) */
-static int remap_allowed(ct_coll_t coll) {
-    return coll == CT_BCAST || coll == CT_REDUCE || coll == CT_ALLGATHER ||
-           coll == CT_ALLREDUCE;
-}
-
-const char *ct_param_name(ct_param_id_t id) {
-    return (id >= 0 && id < CT_NPARAMS) ? param_info[id].name : "?";
-}
-const char *ct_param_help(ct_param_id_t id) {
-    return (id >= 0 && id < CT_NPARAMS) ? param_info[id].help : "?";
-}
-
-static ct_coll_t inner_coll(ct_param_id_t id) {
-    return id == CT_P_BCAST ? CT_BCAST : id == CT_P_REDUCE ? CT_REDUCE : CT_GATHER;
-}
-static int is_inner(ct_param_id_t id) {
-    return id == CT_P_BCAST || id == CT_P_REDUCE || id == CT_P_GATHER;
-}
-
-/* "linear, chain, ..." of one collective (visible entries only) */
-static void list_names(ct_coll_t coll, int skip_native, char *buf, size_t len) {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < ct_algo_count(); i++) {
-        const ct_algo_t *a = ct_algo_get(i);
-        if (a->coll != coll || (a->constraints & CT_HIDDEN)) continue;
-        if (skip_native && strcmp(a->name, "native") == 0) continue;
-        int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", a->name);
-        if (w < 0 || (size_t)w >= len - used) break;
-        used += (size_t)w;
-    }
-}
-
-int ct_choice_default(int algo, ct_choice_t *out) {
-    const ct_algo_t *a = ct_algo_get(algo);
-    if (!a)
-        return ct_set_error(MPI_ERR_ARG, "algorithm index %d out of range [0, %d)", algo,
-                            ct_algo_count());
-    memset(out, 0, sizeof *out);
-    out->algo = algo;
-    for (int j = 0; j < a->nparams; j++) {
-        const ct_param_spec_t *ps = &a->params[j];
-        if (is_inner(ps->id)) {
-            int inner = ct_algo_find(inner_coll(ps->id), ps->def_algo);
-            if (inner < 0)
-                return ct_set_error(MPI_ERR_INTERN, "registry: %s/%s default %s=%s unknown",
-                                    ct_coll_name(a->coll), a->name, ct_param_name(ps->id),
-                                    ps->def_algo);
-            out->params.v[ps->id] = inner;
-        } else {
-            out->params.v[ps->id] = ps->def;
-        }
-    }
-    return MPI_SUCCESS;
-}
-
-static const ct_param_spec_t *find_spec(const ct_algo_t *a, ct_param_id_t id) {
-    for (int j = 0; j < a->nparams; j++)
-        if (a->params[j].id == id) return &a->params[j];
-    return NULL;
-}
-
-static int check_value(const ct_algo_t *a, const ct_param_spec_t *ps, long v) {
-    if (is_inner(ps->id)) {
-        const ct_algo_t *in = ct_algo_get((int)v);
-        if (!in || in->coll != inner_coll(ps->id) || (in->constraints & CT_HIDDEN)) {
-            char names[512];
-            list_names(inner_coll(ps->id), 0, names, sizeof names);
-            return ct_set_error(MPI_ERR_ARG, "%s/%s: %s must be a %s algorithm; valid: %s",
-                                ct_coll_name(a->coll), a->name, ct_param_name(ps->id),
-                                ct_coll_name(inner_coll(ps->id)), names);
-        }
-        return MPI_SUCCESS;
-    }
-    if (v < ps->min || v > ps->max)
-        return ct_set_error(MPI_ERR_ARG, "%s/%s: %s=%ld is out of range: valid %ld..%ld (%s)",
-                            ct_coll_name(a->coll), a->name, ct_param_name(ps->id), v, ps->min,
-                            ps->max, ct_param_help(ps->id));
-    return MPI_SUCCESS;
-}
-
-int ct_choice_check(const ct_choice_t *c) {
-    const ct_algo_t *a = c ? ct_algo_get(c->algo) : NULL;
-    if (!a)
-        return ct_set_error(MPI_ERR_ARG, "invalid algorithm choice (index %d)",
-                            c ? c->algo : -1);
-    long rm = c->params.v[CT_P_REMAP];
-    if (rm < CT_REMAP_NONE || rm > CT_REMAP_AUTO)
-        return ct_set_error(MPI_ERR_ARG, "%s/%s: remap=%ld is invalid; valid: none, seq, rr, auto",
-                            ct_coll_name(a->coll), a->name, rm);
-    if (rm != CT_REMAP_NONE && !remap_allowed(a->coll))
-        return ct_set_error(MPI_ERR_ARG, "%s/%s: remap applies to bcast, reduce, allgather and "
-                            "allreduce algorithms only", ct_coll_name(a->coll), a->name);
-    for (int j = 0; j < a->nparams; j++)
-        CT_CHECK(check_value(a, &a->params[j], c->params.v[a->params[j].id]));
-    return MPI_SUCCESS;
-}
-
-int ct_choice_parse(ct_coll_t coll, const char *spec, ct_choice_t *out) {
-    char buf[512], names[512];
-    if (coll < 0 || coll >= CT_NCOLL)
-        return ct_set_error(MPI_ERR_ARG, "invalid collective %d", (int)coll);
-    if (!spec || !*spec) {
-        list_names(coll, 0, names, sizeof names);
-        return ct_set_error(MPI_ERR_ARG, "empty %s algorithm name; valid: %s",
-                            ct_coll_name(coll), names);
-    }
-    if (strlen(spec) >= sizeof buf)
-        return ct_set_error(MPI_ERR_ARG, "algorithm spec too long (%zu characters)",
-                            strlen(spec));
-    strcpy(buf, spec);
-    char *colon = strchr(buf, ':');
-    if (colon) *colon = '\0';
-    int algo = ct_algo_find(coll, buf);
-    if (algo < 0) {
-        list_names(coll, 0, names, sizeof names);
-        return ct_set_error(MPI_ERR_ARG, "unknown %s algorithm '%s'; valid: %s",
-                            ct_coll_name(coll), buf, names);
-    }
-    CT_CHECK(ct_choice_default(algo, out));
-    const ct_algo_t *a = ct_algo_get(algo);
-    if (!colon) return MPI_SUCCESS;
-    char *save = NULL;
-    for (char *kv = strtok_r(colon + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(kv, '=');
-        if (!eq)
-            return ct_set_error(MPI_ERR_ARG, "%s/%s: parameter '%s' has no value (use key=value)",
-                                ct_coll_name(coll), a->name, kv);
-        *eq = '\0';
-        const char *key = kv, *val = eq + 1;
-        if (strcmp(key, "remap") == 0 && remap_allowed(coll)) {
-            long rm = -1;
-            for (int k = 0; k <= CT_REMAP_AUTO; k++)
-                if (strcmp(val, remap_names[k]) == 0) rm = k;
-            if (rm < 0)
-                return ct_set_error(MPI_ERR_ARG, "%s/%s: remap='%s' is invalid; valid: none, "
-                                    "seq, rr, auto", ct_coll_name(coll), a->name, val);
-            out->params.v[CT_P_REMAP] = rm;
-            continue;
-        }
-        int id = -1;
-        for (int p = 0; p < CT_NPARAMS; p++)
-            if (strcmp(key, ct_param_name((ct_param_id_t)p)) == 0) id = p;
-        const ct_param_spec_t *ps = id >= 0 ? find_spec(a, (ct_param_id_t)id) : NULL;
-        if (!ps) {
-            char valid[256] = "";
-            size_t used = 0;
-            for (int j = 0; j < a->nparams; j++) {
-                int w = snprintf(valid + used, sizeof valid - used, "%s%s", j ? ", " : "",
-                                 ct_param_name(a->params[j].id));
-                if (w > 0 && (size_t)w < sizeof valid - used) used += (size_t)w;
-            }
-            if (remap_allowed(coll))
-                snprintf(valid + used, sizeof valid - used, "%sremap", used ? ", " : "");
-            return ct_set_error(MPI_ERR_ARG, "%s/%s has no parameter '%s'; valid: %s",
-                                ct_coll_name(coll), a->name, key,
-                                valid[0] ? valid : "(none)");
-        }
-        long v;
-        if (is_inner(ps->id)) {
-            v = ct_algo_find(inner_coll(ps->id), val);
-            if (v < 0 || (ct_algo_get((int)v)->constraints & CT_HIDDEN)) {
-                list_names(inner_coll(ps->id), 0, names, sizeof names);
-                return ct_set_error(MPI_ERR_ARG, "%s/%s: unknown %s algorithm '%s'; valid: %s",
-                                    ct_coll_name(coll), a->name,
-                                    ct_coll_name(inner_coll(ps->id)), val, names);
-            }
-        } else {
-            char *end = NULL;
-            errno = 0;
-            v = strtol(val, &end, 10);
-            /* accept k/K and m/M suffixes for sizes */
-            if (end && (*end == 'k' || *end == 'K')) { v *= 1024; end++; }
-            else if (end && (*end == 'm' || *end == 'M')) { v *= 1024 * 1024; end++; }
-            if (errno || !end || end == val || *end)
-                return ct_set_error(MPI_ERR_ARG, "%s/%s: %s='%s' is not an integer",
-                                    ct_coll_name(coll), a->name, key, val);
-        }
-        CT_CHECK(check_value(a, ps, v));
-        out->params.v[ps->id] = v;
-    }
-    return MPI_SUCCESS;
-}
-
-void ct_choice_format(const ct_choice_t *c, char *buf, size_t len) {
-    const ct_algo_t *a = ct_algo_get(c->algo);
-    if (!len) return;
-    if (!a) {
-        snprintf(buf, len, "?");
-        return;
-    }
-    size_t used = 0;
-    int w = snprintf(buf, len, "%s", a->name);
-    if (w < 0 || (size_t)w >= len) return;
-    used = (size_t)w;
-    for (int j = 0; j < a->nparams; j++) {
-        ct_param_id_t id = a->params[j].id;
-        if (is_inner(id)) {
-            const ct_algo_t *in = ct_algo_get((int)c->params.v[id]);
-            w = snprintf(buf + used, len - used, "%s%s=%s", j ? "," : ":", ct_param_name(id),
-                         in ? in->name : "?");
-        } else {
-            w = snprintf(buf + used, len - used, "%s%s=%ld", j ? "," : ":", ct_param_name(id),
-                         c->params.v[id]);
-        }
-        if (w < 0 || (size_t)w >= len - used) return;
-        used += (size_t)w;
-    }
-    if (c->params.v[CT_P_REMAP] != CT_REMAP_NONE)
-        snprintf(buf + used, len - used, "%sremap=%s", a->nparams ? "," : ":",
-                 ct_remap_name(c->params.v[CT_P_REMAP]));
-}
 
 /* ---- per-communicator facts and the private communicator ----------------
  * One attribute per user communicator holds what never changes for it: its
@@ -459,7 +208,7 @@ static int resolve_fallback(const ct_choice_t *c, ct_coll_t coll, int p, int cou
         /* carry over parameters the fallback shares (e.g. segsize) */
         const ct_algo_t *fa = ct_algo_get(f);
         for (int j = 0; j < fa->nparams; j++)
-            if (find_spec(ct_algo_get(c->algo), fa->params[j].id))
+            if (ct_param_spec(ct_algo_get(c->algo), fa->params[j].id))
                 fb->params.v[fa->params[j].id] = c->params.v[fa->params[j].id];
         *run = fb;
         *ra = fa;
@@ -556,35 +305,6 @@ int ct_comm_remap_order(MPI_Comm comm, int remap, const int **perm) {
     return MPI_SUCCESS;
 }
 
-/* ct_remap_shared_scratch: per process (SMPI privatises it per simulated rank) */
-static int shared_scratch;
-
-int ct_remap_shared_scratch(int on) {
-#ifdef SMPI_SHARED_MALLOC
-    shared_scratch = on != 0;
-    return MPI_SUCCESS;
-#else
-    if (on)
-        return ct_set_error(MPI_ERR_ARG, "shared remap scratch: only in a build for SimGrid's "
-                            "SMPI");
-    shared_scratch = 0;
-    return MPI_SUCCESS;
-#endif
-}
-
-void ct_place_scratch_free(ct_place_t *pl) {
-#ifdef SMPI_SHARED_FREE
-    if (pl->scratch && pl->scratch_shared) {
-        SMPI_SHARED_FREE(pl->scratch);
-        pl->scratch = NULL;
-    }
-#endif
-    free(pl->scratch);
-    pl->scratch = NULL;
-    pl->scratch_bytes = 0;
-    pl->scratch_shared = 0;
-}
-
 /* Allgather on the permuted communicator: the algorithm gathers new-rank order
  * into a scratch buffer, one local pass puts block j at the caller's rank
  * perm[j]. Costs: P*rcount elements of scratch (kept with the communicator for
@@ -598,25 +318,11 @@ static int allgather_remapped(ct_allgather_fn fn, const ct_params_t *prm, const 
     const int p = ci->size;
     MPI_Aint n = (MPI_Aint)p * rcount;
     size_t bytes = (size_t)((n - 1) * t.extent + t.true_extent);
-    ct_place_t *pl = ci->pl;
-    if (bytes > pl->scratch_bytes || pl->scratch_shared != shared_scratch) {
-        ct_place_scratch_free(pl);
-        /* page-aligned as the caller's buffers usually are: single-copy
-         * shared-memory transports are slower into misaligned buffers */
-        size_t page = 4096, alloc = (bytes + page - 1) / page * page;
-#ifdef SMPI_SHARED_MALLOC
-        if (shared_scratch) { /* timing runs only: mapped pages, one memory for all ranks */
-            pl->scratch = SMPI_SHARED_MALLOC(alloc);
-            pl->scratch_shared = pl->scratch != NULL;
-        } else
-#endif
-            pl->scratch = aligned_alloc(page, alloc);
-        if (!pl->scratch)
-            return ct_set_error(MPI_ERR_NO_MEM, "allgather: out of memory (remap scratch, "
-                                "%zu bytes)", bytes);
-        pl->scratch_bytes = bytes;
-    }
-    char *tmp = (char *)pl->scratch - t.true_lb;
+    void *scratch = ct_place_scratch(ci->pl, bytes);
+    if (!scratch)
+        return ct_set_error(MPI_ERR_NO_MEM, "allgather: out of memory (remap scratch, "
+                            "%zu bytes)", bytes);
+    char *tmp = (char *)scratch - t.true_lb;
     if (sbuf == MPI_IN_PLACE) { /* this rank's block, where the caller put it */
         sbuf = ct_elem(rbuf, (MPI_Aint)ci->rank * rcount, &t);
         scount = rcount;

@@ -4,7 +4,7 @@
  * Blocks: rank i's contribution is one "block" -- scount elements of sdt on the
  * sender, rcount elements of rdt at the root (same type signature, possibly a
  * different layout). Block i of the root's rbuf starts at rbuf + i*rcount*extent.
- * A block is sent as `per` elements of `dt` (see blk_t) so that counts of up to
+ * A block is sent as `per` elements of `dt` (see ct_blk_t) so that counts of up to
  * p blocks never overflow an int.
  *
  * Non-root ranks never touch rbuf (it is not significant there); the binomial
@@ -12,51 +12,6 @@
  * their own send type, which has the same signature as the root's blocks.
  */
 #include "ct_internal.h"
-
-#include <limits.h>
-
-#define TRY(call)                                   \
-    do {                                            \
-        rc = (call);                                \
-        if (rc != MPI_SUCCESS) goto out;            \
-    } while (0)
-
-/* How one block travels: `per` elements of `dt`, `ext` bytes apart in memory. */
-typedef struct {
-    MPI_Datatype dt;
-    int per;       /* elements of dt per block                                */
-    MPI_Aint ext;  /* bytes from one block to the next                        */
-    int owned;     /* dt was created here (contiguous block type): free it    */
-    ct_type_t t;   /* geometry of the element type (for temporaries)          */
-} blk_t;
-
-/* Describe blocks of `count` elements of `dt` for messages of up to `nmax`
- * blocks: the element type itself when nmax*count fits an int, else a
- * contiguous block type (then counts are in blocks). */
-static int blk_init(blk_t *b, int count, MPI_Datatype dt, int nmax) {
-    b->owned = 0;
-    CT_CHECK(ct_type(dt, &b->t));
-    b->ext = (MPI_Aint)count * b->t.extent;
-    if (count <= 0 || count <= INT_MAX / (nmax > 0 ? nmax : 1)) {
-        b->dt = dt;
-        b->per = count;
-        return MPI_SUCCESS;
-    }
-    CT_CHECK(MPI_Type_contiguous(count, dt, &b->dt));
-    int rc = MPI_Type_commit(&b->dt);
-    if (rc != MPI_SUCCESS) {
-        MPI_Type_free(&b->dt);
-        return rc;
-    }
-    b->owned = 1;
-    b->per = 1;
-    return MPI_SUCCESS;
-}
-
-static void blk_free(blk_t *b) {
-    if (b->owned) MPI_Type_free(&b->dt);
-    b->owned = 0;
-}
 
 int ct_gather_native(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
                      MPI_Datatype rdt, int root, MPI_Comm comm, const ct_params_t *p) {
@@ -84,13 +39,13 @@ int ct_gather_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
     if (!req) return ct_set_error(MPI_ERR_NO_MEM, "gather/linear: out of memory");
     for (int i = 1; i < np; i++) {
         int src = (root + i) % np;
-        TRY(MPI_Irecv((char *)rbuf + (MPI_Aint)src * bext, rcount, rdt, src, CT_TAG_GATHER,
+        CT_TRY(MPI_Irecv((char *)rbuf + (MPI_Aint)src * bext, rcount, rdt, src, CT_TAG_GATHER,
                       comm, &req[n]));
         n++;
     }
     if (sbuf != MPI_IN_PLACE)
-        TRY(ct_copy_sig(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * bext, rcount, rdt));
-    TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
+        CT_TRY(ct_copy_sig(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * bext, rcount, rdt));
+    CT_TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
 out:
     free(req);
     return rc;
@@ -101,20 +56,20 @@ static int binomial_root(const void *sbuf, int scount, MPI_Datatype sdt, void *r
                          int rcount, MPI_Datatype rdt, int root, int np, MPI_Comm comm) {
     int rc = MPI_SUCCESS, n = 0;
     MPI_Request req[32]; /* one receive per round: log2(INT_MAX) < 32 rounds */
-    blk_t b;
-    CT_CHECK(blk_init(&b, rcount, rdt, np));
+    ct_blk_t b;
+    CT_CHECK(ct_blk_init(&b, rcount, rdt, np));
     for (int mask = 1; mask < np; mask <<= 1) {
         int cnt = mask < np - mask ? mask : np - mask; /* child's subtree size */
         int start = (root + mask) % np;               /* its first block     */
         if (start + cnt <= np) {
-            TRY(MPI_Irecv((char *)rbuf + (MPI_Aint)start * b.ext, cnt * b.per, b.dt, start,
+            CT_TRY(MPI_Irecv((char *)rbuf + (MPI_Aint)start * b.ext, cnt * b.per, b.dt, start,
                           CT_TAG_GATHER, comm, &req[n]));
         } else {
             /* the subtree wraps: blocks start..p-1, then 0..cnt-(p-start)-1 */
             int len[2] = { (np - start) * b.per, (cnt - (np - start)) * b.per };
             int disp[2] = { start * b.per, 0 };
             MPI_Datatype wrap;
-            TRY(MPI_Type_indexed(2, len, disp, b.dt, &wrap));
+            CT_TRY(MPI_Type_indexed(2, len, disp, b.dt, &wrap));
             rc = MPI_Type_commit(&wrap);
             if (rc == MPI_SUCCESS)
                 rc = MPI_Irecv(rbuf, 1, wrap, start, CT_TAG_GATHER, comm, &req[n]);
@@ -124,10 +79,10 @@ static int binomial_root(const void *sbuf, int scount, MPI_Datatype sdt, void *r
         n++;
     }
     if (sbuf != MPI_IN_PLACE)
-        TRY(ct_copy_sig(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * b.ext, rcount, rdt));
-    TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
+        CT_TRY(ct_copy_sig(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * b.ext, rcount, rdt));
+    CT_TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
 out:
-    blk_free(&b);
+    ct_blk_free(&b);
     return rc;
 }
 
@@ -143,8 +98,8 @@ static int binomial_nonroot(const void *sbuf, int scount, MPI_Datatype sdt, int 
     int rc = MPI_SUCCESS, n = 0;
     MPI_Request req[32];
     void *raw = NULL;
-    blk_t b;
-    CT_CHECK(blk_init(&b, scount, sdt, np));
+    ct_blk_t b;
+    CT_CHECK(ct_blk_init(&b, scount, sdt, np));
     char *tmp = ct_tmp_alloc((MPI_Aint)size * scount, &b.t, &raw);
     if (!tmp) {
         rc = ct_set_error(MPI_ERR_NO_MEM, "gather/binomial: out of memory (%d blocks)", size);
@@ -152,16 +107,16 @@ static int binomial_nonroot(const void *sbuf, int scount, MPI_Datatype sdt, int 
     }
     for (int mask = 1; mask < low && v + mask < np; mask <<= 1) {
         int cnt = mask < np - v - mask ? mask : np - v - mask;
-        TRY(MPI_Irecv(tmp + (MPI_Aint)mask * b.ext, cnt * b.per, b.dt, (v + mask + root) % np,
+        CT_TRY(MPI_Irecv(tmp + (MPI_Aint)mask * b.ext, cnt * b.per, b.dt, (v + mask + root) % np,
                       CT_TAG_GATHER, comm, &req[n]));
         n++;
     }
-    TRY(ct_copy(sbuf, tmp, scount, sdt));
-    TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
-    TRY(ct_send(tmp, size * b.per, b.dt, parent, CT_TAG_GATHER, comm));
+    CT_TRY(ct_copy(sbuf, tmp, scount, sdt));
+    CT_TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
+    CT_TRY(ct_send(tmp, size * b.per, b.dt, parent, CT_TAG_GATHER, comm));
 out:
     free(raw);
-    blk_free(&b);
+    ct_blk_free(&b);
     return rc;
 }
 

@@ -24,21 +24,9 @@
 /* sends to the parent that may be in flight at once in the tree engine */
 #define SEND_DEPTH 4
 
-/* Run `call`; on an MPI error jump to the cleanup label `out` with rc set. */
-#define TRY(call)                                                          \
-    do {                                                                   \
-        rc = (call);                                                       \
-        if (rc != MPI_SUCCESS) goto out;                                   \
-    } while (0)
-
 static int no_mem(const char *who) {
     return ct_set_error(MPI_ERR_NO_MEM, "reduce/%s: out of memory for a temporary buffer",
                         who);
-}
-
-/* Input of this rank (see conventions above). */
-static const void *input_of(const void *sbuf, void *rbuf) {
-    return sbuf == MPI_IN_PLACE ? rbuf : sbuf;
 }
 
 int ct_reduce_native(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, const ct_params_t *p) {
@@ -59,7 +47,7 @@ int ct_reduce_linear(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, M
     int np, rank, rc = MPI_SUCCESS;
     CT_CHECK(MPI_Comm_size(comm, &np));
     CT_CHECK(MPI_Comm_rank(comm, &rank));
-    const void *in = input_of(sbuf, rbuf);
+    const void *in = ct_input_of(sbuf, rbuf);
 
     if (rank != root) return ct_send(in, count, dt, root, CT_TAG_REDUCE, comm);
     if (np == 1) return ct_copy(in, rbuf, count, dt);
@@ -74,15 +62,15 @@ int ct_reduce_linear(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, M
     /* The right-most vector goes straight into rbuf. If it is not the root's
      * own and the root's input lives in rbuf (in place), save the input. */
     if (root == np - 1) {
-        TRY(ct_copy(in, rbuf, count, dt));
+        CT_TRY(ct_copy(in, rbuf, count, dt));
     } else {
         if (in == rbuf) {
             void *save = ct_tmp_alloc(count, &t, &raw[2]);
             if (!save) { rc = no_mem("linear"); goto out; }
-            TRY(ct_copy(rbuf, save, count, dt));
+            CT_TRY(ct_copy(rbuf, save, count, dt));
             mine = save;
         }
-        TRY(MPI_Irecv(rbuf, count, dt, np - 1, CT_TAG_REDUCE, comm, &req[1]));
+        CT_TRY(MPI_Irecv(rbuf, count, dt, np - 1, CT_TAG_REDUCE, comm, &req[1]));
     }
     for (int k = 0; k < 2; k++) {
         buf[k] = ct_tmp_alloc(count, &t, &raw[k]);
@@ -93,20 +81,20 @@ int ct_reduce_linear(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, M
      * uses buf[k % 2] and is posted as soon as the (k-2)-th is combined. */
     int next = np - 2, k = 0; /* next rank to post a receive for, its number */
     if (next == root) next--;
-    if (next >= 0) TRY(MPI_Irecv(buf[0], count, dt, next, CT_TAG_REDUCE, comm, &req[0]));
-    TRY(MPI_Wait(&req[1], MPI_STATUS_IGNORE)); /* x(p-1) is in rbuf */
+    if (next >= 0) CT_TRY(MPI_Irecv(buf[0], count, dt, next, CT_TAG_REDUCE, comm, &req[0]));
+    CT_TRY(MPI_Wait(&req[1], MPI_STATUS_IGNORE)); /* x(p-1) is in rbuf */
     for (int i = np - 2; i >= 0; i--) {
         if (i == root) {
-            TRY(MPI_Reduce_local(mine, rbuf, count, dt, op));
+            CT_TRY(MPI_Reduce_local(mine, rbuf, count, dt, op));
             continue;
         }
         int cur = k % 2;
-        TRY(MPI_Wait(&req[cur], MPI_STATUS_IGNORE));
+        CT_TRY(MPI_Wait(&req[cur], MPI_STATUS_IGNORE));
         next--;
         if (next == root) next--;
         if (next >= 0)
-            TRY(MPI_Irecv(buf[1 - cur], count, dt, next, CT_TAG_REDUCE, comm, &req[1 - cur]));
-        TRY(MPI_Reduce_local(buf[cur], rbuf, count, dt, op));
+            CT_TRY(MPI_Irecv(buf[1 - cur], count, dt, next, CT_TAG_REDUCE, comm, &req[1 - cur]));
+        CT_TRY(MPI_Reduce_local(buf[cur], rbuf, count, dt, op));
         k++;
     }
 out:
@@ -158,8 +146,8 @@ static int tree_reduce(const void *in, void *acc, int count, MPI_Datatype dt, MP
         for (long s = 0; s < nseg; s++) {
             int off = (int)(s * segel), n = count - off < segel ? count - off : segel;
             MPI_Request *r = &sreq[s % SEND_DEPTH];
-            TRY(MPI_Wait(r, MPI_STATUS_IGNORE));
-            TRY(ct_isend(ct_elem(in, off, &t), n, dt, tr->parent, CT_TAG_REDUCE, comm, r));
+            CT_TRY(MPI_Wait(r, MPI_STATUS_IGNORE));
+            CT_TRY(ct_isend(ct_elem(in, off, &t), n, dt, tr->parent, CT_TAG_REDUCE, comm, r));
         }
         goto out;
     }
@@ -180,7 +168,7 @@ static int tree_reduce(const void *in, void *acc, int count, MPI_Datatype dt, MP
             int c = (int)(j % tr->nchild);
             int off = (int)(s * segel), n = count - off < segel ? count - off : segel;
             void *dst = (direct && c == 0) ? ct_elem(acc, off, &t) : tmp[j % 2];
-            TRY(MPI_Irecv(dst, n, dt, tr->child[c], CT_TAG_REDUCE, comm, &rreq[j % 2]));
+            CT_TRY(MPI_Irecv(dst, n, dt, tr->child[c], CT_TAG_REDUCE, comm, &rreq[j % 2]));
         }
         if (j == 0) continue;
         long i = j - 1; /* combine item i */
@@ -188,16 +176,16 @@ static int tree_reduce(const void *in, void *acc, int count, MPI_Datatype dt, MP
         int c = (int)(i % tr->nchild);
         int off = (int)(s * segel), n = count - off < segel ? count - off : segel;
         void *a = ct_elem(acc, off, &t);
-        if (c == 0 && !direct && acc != in) TRY(ct_copy(ct_elem(in, off, &t), a, n, dt));
-        TRY(MPI_Wait(&rreq[i % 2], MPI_STATUS_IGNORE));
+        if (c == 0 && !direct && acc != in) CT_TRY(ct_copy(ct_elem(in, off, &t), a, n, dt));
+        CT_TRY(MPI_Wait(&rreq[i % 2], MPI_STATUS_IGNORE));
         if (direct && c == 0)
-            TRY(MPI_Reduce_local(ct_elem(in, off, &t), a, n, dt, op));
+            CT_TRY(MPI_Reduce_local(ct_elem(in, off, &t), a, n, dt, op));
         else
-            TRY(MPI_Reduce_local(tmp[i % 2], a, n, dt, op));
+            CT_TRY(MPI_Reduce_local(tmp[i % 2], a, n, dt, op));
         if (c == tr->nchild - 1 && tr->parent >= 0) {
             MPI_Request *r = &sreq[s % SEND_DEPTH];
-            TRY(MPI_Wait(r, MPI_STATUS_IGNORE));
-            TRY(ct_isend(a, n, dt, tr->parent, CT_TAG_REDUCE, comm, r));
+            CT_TRY(MPI_Wait(r, MPI_STATUS_IGNORE));
+            CT_TRY(ct_isend(a, n, dt, tr->parent, CT_TAG_REDUCE, comm, r));
         }
     }
 out:
@@ -217,7 +205,7 @@ static int reduce_on_tree(const void *sbuf, void *rbuf, int count, MPI_Datatype 
     int rc;
     ct_type_t t;
     void *raw = NULL, *acc = rbuf;
-    const void *in = input_of(sbuf, rbuf);
+    const void *in = ct_input_of(sbuf, rbuf);
     rc = ct_type(dt, &t);
     if (rc == MPI_SUCCESS && tr->parent >= 0 && tr->nchild > 0) {
         acc = ct_tmp_alloc(count, &t, &raw);
@@ -361,7 +349,7 @@ int ct_reduce_in_order_binary(const void *sbuf, void *rbuf, int count, MPI_Datat
      * and forwards it. Every other rank keeps rbuf out of the tree. */
     ct_type_t t;
     void *raw = NULL, *acc = NULL;
-    const void *in = input_of(sbuf, rbuf);
+    const void *in = ct_input_of(sbuf, rbuf);
     rc = ct_type(dt, &t);
     if (rc == MPI_SUCCESS && tr.nchild > 0) {
         acc = ct_tmp_alloc(count, &t, &raw);
@@ -398,7 +386,7 @@ int ct_reduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datatype
     int np, rank, rc = MPI_SUCCESS;
     CT_CHECK(MPI_Comm_size(comm, &np));
     CT_CHECK(MPI_Comm_rank(comm, &rank));
-    const void *in = input_of(sbuf, rbuf);
+    const void *in = ct_input_of(sbuf, rbuf);
     if (np == 1) return rank == root ? ct_copy(in, rbuf, count, dt) : MPI_SUCCESS;
 
     const int pof2 = ct_pow2_floor(np), rem = np - pof2;
@@ -418,11 +406,11 @@ int ct_reduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datatype
         acc = ct_tmp_alloc(count, &t, &raw[1]);
         if (!acc) { rc = no_mem("rabenseifner"); goto out; }
     }
-    TRY(ct_copy(in, acc, count, dt));
+    CT_TRY(ct_copy(in, acc, count, dt));
 
     if (v < 2 * rem) { /* 1. fold the odd neighbour in */
-        TRY(MPI_Recv(tmp, count, dt, REAL(v + 1), CT_TAG_REDUCE, comm, MPI_STATUS_IGNORE));
-        TRY(MPI_Reduce_local(tmp, acc, count, dt, op));
+        CT_TRY(MPI_Recv(tmp, count, dt, REAL(v + 1), CT_TAG_REDUCE, comm, MPI_STATUS_IGNORE));
+        CT_TRY(MPI_Reduce_local(tmp, acc, count, dt, op));
     }
     const int w = v < 2 * rem ? v / 2 : v - rem;
 #define WREAL(x) REAL((x) < rem ? 2 * (x) : (x) + rem)
@@ -435,9 +423,9 @@ int ct_reduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datatype
         if (w & d) { klo = mid; khi = hi; slo = lo; shi = mid; }
         else       { klo = lo; khi = mid; slo = mid; shi = hi; }
         int kn = BSTART(khi) - BSTART(klo), sn = BSTART(shi) - BSTART(slo);
-        TRY(ct_sendrecv(ct_elem(acc, BSTART(slo), &t), sn, dt, WREAL(w ^ d), CT_TAG_REDUCE,
+        CT_TRY(ct_sendrecv(ct_elem(acc, BSTART(slo), &t), sn, dt, WREAL(w ^ d), CT_TAG_REDUCE,
                          tmp, kn, dt, WREAL(w ^ d), CT_TAG_REDUCE, comm, MPI_STATUS_IGNORE));
-        if (kn > 0) TRY(MPI_Reduce_local(tmp, ct_elem(acc, BSTART(klo), &t), kn, dt, op));
+        if (kn > 0) CT_TRY(MPI_Reduce_local(tmp, ct_elem(acc, BSTART(klo), &t), kn, dt, op));
         lo = klo;
         hi = khi;
     }
@@ -445,11 +433,11 @@ int ct_reduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datatype
     /* 3. binomial gather of the blocks towards w = 0; this rank owns [w, hi) */
     for (int d = 1; d < pof2; d *= 2) {
         if (w & d) {
-            TRY(ct_send(ct_elem(acc, BSTART(w), &t), BSTART(hi) - BSTART(w), dt,
+            CT_TRY(ct_send(ct_elem(acc, BSTART(w), &t), BSTART(hi) - BSTART(w), dt,
                          WREAL(w - d), CT_TAG_REDUCE, comm));
             break;
         }
-        TRY(MPI_Recv(ct_elem(acc, BSTART(hi), &t), BSTART(hi + d) - BSTART(hi), dt,
+        CT_TRY(MPI_Recv(ct_elem(acc, BSTART(hi), &t), BSTART(hi + d) - BSTART(hi), dt,
                      WREAL(w + d), CT_TAG_REDUCE, comm, MPI_STATUS_IGNORE));
         hi += d;
     }

@@ -3,9 +3,11 @@
  *
  * Each entry: name, collective, function, tunable parameters (default and
  * valid range), constraints, the fallback taken when a constraint does not
- * hold, the Hockney cost formula and a one-line description. Everything that
- * lists, parses, checks or models algorithms (the CLI, verify, the benchmark,
- * the cost models) reads this table.
+ * hold, the Hockney cost formula, a one-line description, the matching Open MPI
+ * algorithm, and (outside the public ct_algo_t) the rank order `remap=auto`
+ * gives it. Everything that lists, parses, checks or models algorithms (the
+ * CLI, verify, the benchmark, the cost models, the dispatcher's remap layer)
+ * reads this table.
  *
  * Cost formulas: p processes, n bytes (Bcast/Reduce/Allreduce: the vector;
  * Gather/Allgather: the whole gathered result, p blocks), a = alpha (s),
@@ -26,180 +28,249 @@
     "(floor(log2(p)) + 2*(ceil(log2(p)) - floor(log2(p))))*a + ((p-1)/p*n + " \
     "(ceil(log2(p)) - floor(log2(p)))*n)*b"
 
-static const ct_algo_t table[] = {
+/* ---- the remap=auto column ----------------------------------------------------
+ * The order under which the algorithm's heavy messages stay inside nodes,
+ * from each algorithm's pattern (docs/remapping.md derives each line; the
+ * traffic counts of `colltune traffic` show them):
+ *  - neighbour patterns (ring, neighbour exchange, chain, pipeline) and
+ *    patterns whose large messages go to near ranks (vector halving with
+ *    distance doubling, sparbit, recursive halving): seq;
+ *  - patterns whose large messages go to far ranks (recursive doubling
+ *    allgather, Bruck) and binomial/k-nomial trees built by doubling distances
+ *    (their edges v -> v + 2^r cross nodes P - Q times under seq, M - 1 times
+ *    under rr): rr;
+ *  - the rest (linear, binary trees, recursive-doubling allreduce whose steps
+ *    all carry the whole vector): none. */
+#define AUTO_NONE CT_REMAP_NONE
+#define AUTO_SEQ CT_REMAP_SEQ
+#define AUTO_RR CT_REMAP_RR
+
+/* One row: the public description, then the remap=auto order. */
+typedef struct {
+    ct_algo_t a;
+    int remap_auto; /* CT_REMAP_NONE, _SEQ or _RR */
+} entry_t;
+
+static const entry_t table[] = {
     /* ---------------------------------------------------------------- Bcast */
-    { "native", CT_BCAST, { .bcast = ct_bcast_native }, 0, { { 0 } }, 0, NULL, NULL,
+    { { "native", CT_BCAST, { .bcast = ct_bcast_native }, 0, { { 0 } }, 0, NULL, NULL,
       "the MPI library's own MPI_Bcast", NULL },
-    { "linear", CT_BCAST, { .bcast = ct_bcast_linear }, 0, { { 0 } }, 0, NULL,
+      AUTO_NONE },
+    { { "linear", CT_BCAST, { .bcast = ct_bcast_linear }, 0, { { 0 } }, 0, NULL,
       "(p-1)*(a + n*b)",
       "root sends the whole message to every other rank in turn (blocking Send)",
       "basic_linear" },
-    { "linear_nb", CT_BCAST, { .bcast = ct_bcast_linear_nb }, 0, { { 0 } }, 0, NULL,
+      AUTO_NONE },
+    { { "linear_nb", CT_BCAST, { .bcast = ct_bcast_linear_nb }, 0, { { 0 } }, 0, NULL,
       "(p-1)*(a + n*b)",
       "root posts an Isend to every rank and waits for all (the seed's \"simple\")", NULL },
-    { "chain", CT_BCAST, { .bcast = ct_bcast_chain }, 2, { SEG(8192), FAN(4) }, 0, NULL,
+      AUTO_NONE },
+    { { "chain", CT_BCAST, { .bcast = ct_bcast_chain }, 2, { SEG(8192), FAN(4) }, 0, NULL,
       "(min(k,p-1)*" NSEG " + ceil((p-1)/min(k,p-1)) - 1)*(a + s*b)",
       "root feeds k chains of ranks; segments are pipelined down each chain", "chain" },
-    { "pipeline", CT_BCAST, { .bcast = ct_bcast_pipeline }, 1, { SEG(8192) }, 0, NULL,
+      AUTO_SEQ },
+    { { "pipeline", CT_BCAST, { .bcast = ct_bcast_pipeline }, 1, { SEG(8192) }, 0, NULL,
       "(p + " NSEG " - 2)*(a + s*b)",
       "a single chain through all ranks, segments pipelined", "pipeline" },
-    { "binary", CT_BCAST, { .bcast = ct_bcast_binary }, 1, { SEG(8192) }, 0, NULL,
+      AUTO_SEQ },
+    { { "binary", CT_BCAST, { .bcast = ct_bcast_binary }, 1, { SEG(8192) }, 0, NULL,
       "2*max(0, ceil(log2(p+1)) + " NSEG " - 2)*(a + s*b)",
       "segments pipelined down a balanced binary tree", "binary_tree" },
-    { "split_binary", CT_BCAST, { .bcast = ct_bcast_split_binary }, 1, { SEG(8192) }, 0,
+      AUTO_NONE },
+    { { "split_binary", CT_BCAST, { .bcast = ct_bcast_split_binary }, 1, { SEG(8192) }, 0,
       NULL,
       "2*max(0, ceil(log2(p+1)) + ceil(" NSEG "/2) - 2)*(a + s*b) + a + n/2*b",
       "each half of the message goes down one subtree of a binary tree, then "
       "left and right partners swap halves",
       "split_binary_tree" },
-    { "binomial", CT_BCAST, { .bcast = ct_bcast_binomial }, 1, { SEG(0) }, 0, NULL,
+      AUTO_NONE },
+    { { "binomial", CT_BCAST, { .bcast = ct_bcast_binomial }, 1, { SEG(0) }, 0, NULL,
       "ceil(log2(p))*" NSEG "*(a + s*b)",
       "binomial tree: in round r, every rank that has the data sends it 2^r "
       "ranks away (the seed's \"cascade\")",
       "binomial" },
-    { "knomial", CT_BCAST, { .bcast = ct_bcast_knomial }, 2, { RADIX(4), SEG(0) }, 0, NULL,
+      AUTO_RR },
+    { { "knomial", CT_BCAST, { .bcast = ct_bcast_knomial }, 2, { RADIX(4), SEG(0) }, 0, NULL,
       "(k-1)*ceil(log2(p)/log2(k) - 1e-9)*" NSEG "*(a + s*b)",
       "k-nomial tree: every rank with the data sends to k-1 ranks per round", "knomial" },
-    { "scatter_allgather", CT_BCAST, { .bcast = ct_bcast_scatter_allgather }, 0, { { 0 } },
+      AUTO_RR },
+    { { "scatter_allgather", CT_BCAST, { .bcast = ct_bcast_scatter_allgather }, 0, { { 0 } },
       0, NULL, "2*ceil(log2(p))*a + 2*(p-1)/p*n*b",
       "binomial scatter of p blocks, then recursive-doubling allgather",
       "scatter_allgather" },
-    { "scatter_ring_allgather", CT_BCAST, { .bcast = ct_bcast_scatter_ring_allgather }, 0,
+      AUTO_RR },
+    { { "scatter_ring_allgather", CT_BCAST, { .bcast = ct_bcast_scatter_ring_allgather }, 0,
       { { 0 } }, 0, NULL, "(ceil(log2(p)) + p - 1)*a + 2*(p-1)/p*n*b",
       "binomial scatter of p blocks, then ring allgather (van de Geijn)",
       "scatter_allgather_ring" },
-    { "_broken", CT_BCAST, { .bcast = ct_bcast_broken }, 0, { { 0 } }, CT_HIDDEN, NULL,
+      AUTO_SEQ },
+    { { "_broken", CT_BCAST, { .bcast = ct_bcast_broken }, 0, { { 0 } }, CT_HIDDEN, NULL,
       "ceil(log2(p))*(a + n*b)",
       "test-only: a binomial broadcast that corrupts one element on the last rank", NULL },
+      AUTO_NONE },
 
     /* --------------------------------------------------------------- Reduce */
-    { "native", CT_REDUCE, { .reduce = ct_reduce_native }, 0, { { 0 } }, 0, NULL, NULL,
+    { { "native", CT_REDUCE, { .reduce = ct_reduce_native }, 0, { { 0 } }, 0, NULL, NULL,
       "the MPI library's own MPI_Reduce", NULL },
-    { "linear", CT_REDUCE, { .reduce = ct_reduce_linear }, 0, { { 0 } }, 0, NULL,
+      AUTO_NONE },
+    { { "linear", CT_REDUCE, { .reduce = ct_reduce_linear }, 0, { { 0 } }, 0, NULL,
       "(p-1)*(a + n*b + n*g)",
       "root receives every rank's vector and combines them in rank order", "linear" },
-    { "chain", CT_REDUCE, { .reduce = ct_reduce_chain }, 2, { SEG(8192), FAN(4) },
+      AUTO_NONE },
+    { { "chain", CT_REDUCE, { .reduce = ct_reduce_chain }, 2, { SEG(8192), FAN(4) },
       CT_NEED_COMMUTATIVE, "in_order_binary",
       "(min(k,p-1)*" NSEG " + ceil((p-1)/min(k,p-1)) - 1)*(a + s*b + s*g)",
       "k chains of ranks reduce segments towards the root, pipelined", "chain" },
-    { "pipeline", CT_REDUCE, { .reduce = ct_reduce_pipeline }, 1, { SEG(8192) },
+      AUTO_SEQ },
+    { { "pipeline", CT_REDUCE, { .reduce = ct_reduce_pipeline }, 1, { SEG(8192) },
       CT_NEED_COMMUTATIVE, "in_order_binary", "(p + " NSEG " - 2)*(a + s*b + s*g)",
       "one chain through all ranks reduces segments towards the root", "pipeline" },
-    { "binary", CT_REDUCE, { .reduce = ct_reduce_binary }, 1, { SEG(8192) },
+      AUTO_SEQ },
+    { { "binary", CT_REDUCE, { .reduce = ct_reduce_binary }, 1, { SEG(8192) },
       CT_NEED_COMMUTATIVE, "in_order_binary",
       "2*max(0, ceil(log2(p+1)) + " NSEG " - 2)*(a + s*b + s*g)",
       "segments reduced up a balanced binary tree rooted at the root", "binary" },
-    { "binomial", CT_REDUCE, { .reduce = ct_reduce_binomial }, 1, { SEG(0) },
+      AUTO_NONE },
+    { { "binomial", CT_REDUCE, { .reduce = ct_reduce_binomial }, 1, { SEG(0) },
       CT_NEED_COMMUTATIVE, "in_order_binary", "ceil(log2(p))*" NSEG "*(a + s*b + s*g)",
       "binomial tree: in round r, ranks 2^r apart combine", "binomial" },
-    { "in_order_binary", CT_REDUCE, { .reduce = ct_reduce_in_order_binary }, 1, { SEG(8192) },
+      AUTO_RR },
+    { { "in_order_binary", CT_REDUCE, { .reduce = ct_reduce_in_order_binary }, 1, { SEG(8192) },
       0, NULL,
       "2*max(0, ceil(log2(p+1)) + " NSEG " - 2)*(a + s*b + s*g) + a + n*b",
       "binary tree over ranks in order (lower ranks on the left), so any "
       "associative op works; the result is forwarded to the root",
       "in-order_binary" },
-    { "rabenseifner", CT_REDUCE, { .reduce = ct_reduce_rabenseifner }, 0, { { 0 } },
+      AUTO_NONE },
+    { { "rabenseifner", CT_REDUCE, { .reduce = ct_reduce_rabenseifner }, 0, { { 0 } },
       CT_NEED_COMMUTATIVE | CT_NEED_COUNT_GE_P, "binomial",
       "2*ceil(log2(p))*a + 2*(p-1)/p*n*b + (p-1)/p*n*g",
       "reduce-scatter by recursive halving, then binomial gather of the blocks "
       "to the root (extra ranks folded in first when p is not a power of two)",
       "rabenseifner" },
+      AUTO_NONE },
 
     /* --------------------------------------------------------------- Gather */
-    { "native", CT_GATHER, { .gather = ct_gather_native }, 0, { { 0 } }, 0, NULL, NULL,
+    { { "native", CT_GATHER, { .gather = ct_gather_native }, 0, { { 0 } }, 0, NULL, NULL,
       "the MPI library's own MPI_Gather", NULL },
-    { "linear", CT_GATHER, { .gather = ct_gather_linear }, 0, { { 0 } }, 0, NULL,
+      AUTO_NONE },
+    { { "linear", CT_GATHER, { .gather = ct_gather_linear }, 0, { { 0 } }, 0, NULL,
       "(p-1)*(a + n/p*b)", "root receives each rank's block directly", "basic_linear" },
-    { "binomial", CT_GATHER, { .gather = ct_gather_binomial }, 0, { { 0 } }, 0, NULL,
+      AUTO_NONE },
+    { { "binomial", CT_GATHER, { .gather = ct_gather_binomial }, 0, { { 0 } }, 0, NULL,
       "ceil(log2(p))*a + (p-1)/p*n*b",
       "binomial tree: subtrees collect their blocks and forward them upwards",
       "binomial" },
+      AUTO_NONE },
 
     /* ------------------------------------------------------------ Allgather */
-    { "native", CT_ALLGATHER, { .allgather = ct_allgather_native }, 0, { { 0 } }, 0, NULL,
+    { { "native", CT_ALLGATHER, { .allgather = ct_allgather_native }, 0, { { 0 } }, 0, NULL,
       NULL, "the MPI library's own MPI_Allgather", NULL },
-    { "linear", CT_ALLGATHER, { .allgather = ct_allgather_linear }, 0, { { 0 } }, 0, NULL,
+      AUTO_NONE },
+    { { "linear", CT_ALLGATHER, { .allgather = ct_allgather_linear }, 0, { { 0 } }, 0, NULL,
       "(p-1)*(a + n/p*b)",
       "every rank sends its block to every other rank (non-blocking, so no deadlock)",
       NULL },
-    { "gather_bcast", CT_ALLGATHER, { .allgather = ct_allgather_gather_bcast }, 2,
+      AUTO_NONE },
+    { { "gather_bcast", CT_ALLGATHER, { .allgather = ct_allgather_gather_bcast }, 2,
       { INNER(CT_P_GATHER, "binomial"), INNER(CT_P_BCAST, "binomial") }, 0, NULL,
       "ceil(log2(p))*a + (p-1)/p*n*b + ceil(log2(p))*(a + n*b)",
       "gather to rank 0 with a colltune Gather, then a colltune Bcast", "linear" },
-    { "ring", CT_ALLGATHER, { .allgather = ct_allgather_ring }, 0, { { 0 } }, 0, NULL,
+      AUTO_RR },
+    { { "ring", CT_ALLGATHER, { .allgather = ct_allgather_ring }, 0, { { 0 } }, 0, NULL,
       "(p-1)*a + (p-1)/p*n*b", "p-1 steps, each rank passes one block to its right neighbour",
       "ring" },
-    { "recursive_doubling", CT_ALLGATHER, { .allgather = ct_allgather_recursive_doubling },
+      AUTO_SEQ },
+    { { "recursive_doubling", CT_ALLGATHER, { .allgather = ct_allgather_recursive_doubling },
       0, { { 0 } }, 0, NULL, RD_FOLD_COST,
       "partners at distance 1, 2, 4, ... exchange everything they hold; for p not a power "
       "of two, extra ranks fold into partners first and get the result at the end",
       "recursive_doubling" },
-    { "recursive_halving", CT_ALLGATHER, { .allgather = ct_allgather_recursive_halving },
+      AUTO_RR },
+    { { "recursive_halving", CT_ALLGATHER, { .allgather = ct_allgather_recursive_halving },
       0, { { 0 } }, 0, NULL, RD_FOLD_COST,
       "partners at distance p/2, p/4, ..., 1 exchange everything they hold (extra ranks "
       "folded in as for recursive doubling)", NULL },
-    { "bruck", CT_ALLGATHER, { .allgather = ct_allgather_bruck }, 0, { { 0 } }, 0, NULL,
+      AUTO_SEQ },
+    { { "bruck", CT_ALLGATHER, { .allgather = ct_allgather_bruck }, 0, { { 0 } }, 0, NULL,
       "ceil(log2(p))*a + (p-1)/p*n*b",
       "Bruck: in step j send to rank-2^j, receive from rank+2^j; final local rotation",
       "bruck" },
-    { "neighbor_exchange", CT_ALLGATHER, { .allgather = ct_allgather_neighbor_exchange }, 0,
+      AUTO_RR },
+    { { "neighbor_exchange", CT_ALLGATHER, { .allgather = ct_allgather_neighbor_exchange }, 0,
       { { 0 } }, CT_NEED_EVEN, "ring", "(p/2)*a + (p-1)/p*n*b",
       "p/2 steps exchanging with alternate neighbours, two blocks per step",
       "neighbor" },
-    { "two_proc", CT_ALLGATHER, { .allgather = ct_allgather_two_proc }, 0, { { 0 } },
+      AUTO_SEQ },
+    { { "two_proc", CT_ALLGATHER, { .allgather = ct_allgather_two_proc }, 0, { { 0 } },
       CT_NEED_TWO_PROCS, "ring", "a + n/2*b", "one exchange between the two ranks",
       "two_proc" },
-    { "sparbit", CT_ALLGATHER, { .allgather = ct_allgather_sparbit }, 0, { { 0 } }, 0, NULL,
+      AUTO_NONE },
+    { { "sparbit", CT_ALLGATHER, { .allgather = ct_allgather_sparbit }, 0, { { 0 } }, 0, NULL,
       "ceil(log2(p))*a + (p-1)/p*n*b",
       "Sparbit: distances halve each step, data doubles, keeping traffic local late",
       "sparbit" },
+      AUTO_SEQ },
 
     /* ------------------------------------------------------------ Allreduce */
-    { "native", CT_ALLREDUCE, { .allreduce = ct_allreduce_native }, 0, { { 0 } }, 0, NULL,
+    { { "native", CT_ALLREDUCE, { .allreduce = ct_allreduce_native }, 0, { { 0 } }, 0, NULL,
       NULL, "the MPI library's own MPI_Allreduce", NULL },
-    { "reduce_bcast", CT_ALLREDUCE, { .allreduce = ct_allreduce_reduce_bcast }, 2,
+      AUTO_NONE },
+    { { "reduce_bcast", CT_ALLREDUCE, { .allreduce = ct_allreduce_reduce_bcast }, 2,
       { INNER(CT_P_REDUCE, "binomial"), INNER(CT_P_BCAST, "binomial") }, 0, NULL,
       "2*ceil(log2(p))*(a + n*b) + ceil(log2(p))*n*g",
       "a colltune Reduce to rank 0, then a colltune Bcast", "nonoverlapping" },
-    { "basic_linear", CT_ALLREDUCE, { .allreduce = ct_allreduce_basic_linear }, 0, { { 0 } },
+      AUTO_RR },
+    { { "basic_linear", CT_ALLREDUCE, { .allreduce = ct_allreduce_basic_linear }, 0, { { 0 } },
       0, NULL, "(p-1)*(a + n*b + n*g) + (p-1)*(a + n*b)",
       "linear reduce to rank 0 then linear broadcast", "basic_linear" },
-    { "recursive_doubling", CT_ALLREDUCE, { .allreduce = ct_allreduce_recursive_doubling },
+      AUTO_NONE },
+    { { "recursive_doubling", CT_ALLREDUCE, { .allreduce = ct_allreduce_recursive_doubling },
       0, { { 0 } }, 0, NULL,
       "(floor(log2(p)) + 2*(ceil(log2(p)) - floor(log2(p))))*(a + n*b) + ceil(log2(p))*n*g",
       "partners at distance 1, 2, 4, ... exchange and combine whole vectors",
       "recursive_doubling" },
-    { "ring", CT_ALLREDUCE, { .allreduce = ct_allreduce_ring }, 0, { { 0 } },
+      AUTO_NONE },
+    { { "ring", CT_ALLREDUCE, { .allreduce = ct_allreduce_ring }, 0, { { 0 } },
       CT_NEED_COMMUTATIVE, "recursive_doubling",
       "2*(p-1)*a + 2*(p-1)/p*n*b + (p-1)/p*n*g",
       "ring reduce-scatter of p blocks, then ring allgather", "ring" },
-    { "segmented_ring", CT_ALLREDUCE, { .allreduce = ct_allreduce_segmented_ring }, 1,
+      AUTO_SEQ },
+    { { "segmented_ring", CT_ALLREDUCE, { .allreduce = ct_allreduce_segmented_ring }, 1,
       { SEG(65536) }, CT_NEED_COMMUTATIVE, "recursive_doubling",
       "(p-1)*(max(1, ceil(n/(p*s))) + 1)*a + 2*(p-1)/p*n*b + (p-1)/p*n*g",
       "ring allreduce with each block pipelined in segments", "segmented_ring" },
-    { "rabenseifner", CT_ALLREDUCE, { .allreduce = ct_allreduce_rabenseifner }, 0, { { 0 } },
+      AUTO_SEQ },
+    { { "rabenseifner", CT_ALLREDUCE, { .allreduce = ct_allreduce_rabenseifner }, 0, { { 0 } },
       CT_NEED_COMMUTATIVE, "recursive_doubling",
       "2*floor(log2(p))*a + 2*(p-1)/p*n*b + (p-1)/p*n*g + "
       "(ceil(log2(p)) - floor(log2(p)))*(2*(a + n*b) + n*g)",
       "reduce-scatter (vector halving, distance doubling), then the same rounds in reverse "
       "as an allgather; extra ranks of a non-power-of-two p are paired in first",
       "rabenseifner" },
-    { "allgather_reduce", CT_ALLREDUCE, { .allreduce = ct_allreduce_allgather_reduce }, 0,
+      AUTO_SEQ },
+    { { "allgather_reduce", CT_ALLREDUCE, { .allreduce = ct_allreduce_allgather_reduce }, 0,
       { { 0 } }, 0, NULL, "ceil(log2(p))*a + (p-1)*n*b + (p-1)*n*g",
       "every rank gathers all vectors and combines them in rank order (small messages)",
       "allgather_reduce" },
+      AUTO_NONE },
 };
 
 int ct_algo_count(void) { return (int)(sizeof table / sizeof table[0]); }
 
 const ct_algo_t *ct_algo_get(int index) {
     if (index < 0 || index >= ct_algo_count()) return NULL;
-    return &table[index];
+    return &table[index].a;
 }
 
 int ct_algo_find(ct_coll_t coll, const char *name) {
     if (!name) return -1;
     for (int i = 0; i < ct_algo_count(); i++)
-        if (table[i].coll == coll && strcmp(table[i].name, name) == 0) return i;
+        if (table[i].a.coll == coll && strcmp(table[i].a.name, name) == 0) return i;
     return -1;
+}
+
+int ct_remap_auto(int algo) {
+    if (algo < 0 || algo >= ct_algo_count()) return CT_REMAP_NONE;
+    return table[algo].remap_auto;
 }

@@ -1,6 +1,8 @@
 /*
- * remap.c -- placement detection, rank remapping orders, the `remap=auto`
- * table and the traffic counters.
+ * remap.c -- placement detection, rank remapping orders and the permuted
+ * communicators, with the scratch a remapped Allgather keeps per communicator.
+ * (Which order `remap=auto` picks is a column of the registry, registry.c.) The
+ * dispatcher (dispatch.c) calls in here and nothing here calls it back.
  *
  * Placement: the node of every rank of a communicator (shared-memory split, or
  * the virtual nodes of COLLTUNE_NODES), found once per communicator with one
@@ -26,82 +28,6 @@
 
 #include <errno.h>
 #include <stdio.h>
-
-/* ---- traffic counters ------------------------------------------------------ */
-long long *ct_traffic_bytes_, *ct_traffic_msgs_;
-
-void ct_traffic_enable(long long *bytes, long long *msgs) {
-    ct_traffic_msgs_ = msgs;
-    ct_traffic_bytes_ = bytes;
-}
-void ct_traffic_disable(void) {
-    ct_traffic_bytes_ = NULL;
-    ct_traffic_msgs_ = NULL;
-}
-
-void ct_traffic_add(int count, MPI_Datatype dt, int dest, MPI_Comm comm) {
-    if (dest == MPI_PROC_NULL || count <= 0 || !ct_traffic_bytes_) return;
-    int size = 0, w = MPI_UNDEFINED;
-    MPI_Group g, wg;
-    if (ct_type_size(dt, &size) != MPI_SUCCESS) return;
-    MPI_Comm_group(comm, &g);
-    MPI_Comm_group(MPI_COMM_WORLD, &wg);
-    MPI_Group_translate_ranks(g, 1, &dest, wg, &w);
-    MPI_Group_free(&g);
-    MPI_Group_free(&wg);
-    if (w == MPI_UNDEFINED || w < 0) return;
-    ct_traffic_bytes_[w] += (long long)count * size;
-    if (ct_traffic_msgs_) ct_traffic_msgs_[w] += 1;
-}
-
-/* ---- remap=auto -------------------------------------------------------------
- * The order under which the algorithm's heavy messages stay inside nodes,
- * from each algorithm's pattern (docs/remapping.md derives each line; the
- * traffic counts of `colltune traffic` show them):
- *  - neighbour patterns (ring, neighbour exchange, chain, pipeline) and
- *    patterns whose large messages go to near ranks (vector halving with
- *    distance doubling, sparbit, recursive halving): seq;
- *  - patterns whose large messages go to far ranks (recursive doubling
- *    allgather, Bruck) and binomial/k-nomial trees built by doubling distances
- *    (their edges v -> v + 2^r cross nodes P - Q times under seq, M - 1 times
- *    under rr): rr;
- *  - the rest (linear, binary trees, recursive-doubling allreduce whose steps
- *    all carry the whole vector): none. */
-static const struct {
-    ct_coll_t coll;
-    const char *name;
-    int order;
-} auto_table[] = {
-    { CT_BCAST, "chain", CT_REMAP_SEQ },
-    { CT_BCAST, "pipeline", CT_REMAP_SEQ },
-    { CT_BCAST, "binomial", CT_REMAP_RR },
-    { CT_BCAST, "knomial", CT_REMAP_RR },
-    { CT_BCAST, "scatter_allgather", CT_REMAP_RR },
-    { CT_BCAST, "scatter_ring_allgather", CT_REMAP_SEQ },
-    { CT_REDUCE, "chain", CT_REMAP_SEQ },
-    { CT_REDUCE, "pipeline", CT_REMAP_SEQ },
-    { CT_REDUCE, "binomial", CT_REMAP_RR },
-    { CT_ALLGATHER, "gather_bcast", CT_REMAP_RR },
-    { CT_ALLGATHER, "ring", CT_REMAP_SEQ },
-    { CT_ALLGATHER, "recursive_doubling", CT_REMAP_RR },
-    { CT_ALLGATHER, "recursive_halving", CT_REMAP_SEQ },
-    { CT_ALLGATHER, "bruck", CT_REMAP_RR },
-    { CT_ALLGATHER, "neighbor_exchange", CT_REMAP_SEQ },
-    { CT_ALLGATHER, "sparbit", CT_REMAP_SEQ },
-    { CT_ALLREDUCE, "reduce_bcast", CT_REMAP_RR },
-    { CT_ALLREDUCE, "ring", CT_REMAP_SEQ },
-    { CT_ALLREDUCE, "segmented_ring", CT_REMAP_SEQ },
-    { CT_ALLREDUCE, "rabenseifner", CT_REMAP_SEQ },
-};
-
-int ct_remap_auto(int algo) {
-    const ct_algo_t *a = ct_algo_get(algo);
-    if (!a) return CT_REMAP_NONE;
-    for (size_t i = 0; i < sizeof auto_table / sizeof auto_table[0]; i++)
-        if (auto_table[i].coll == a->coll && strcmp(auto_table[i].name, a->name) == 0)
-            return auto_table[i].order;
-    return CT_REMAP_NONE;
-}
 
 const char *ct_placement_kind_name(int kind) {
     switch (kind & (CT_PLACE_SEQ | CT_PLACE_RR)) {
@@ -161,6 +87,56 @@ static int virtual_node(int wr, int W, int *node) {
     return MPI_SUCCESS;
 }
 
+/* ---- Allgather's remap scratch -------------------------------------------------
+ * ct_remap_shared_scratch: per process (SMPI privatises it per simulated rank) */
+static int shared_scratch;
+
+int ct_remap_shared_scratch(int on) {
+#ifdef SMPI_SHARED_MALLOC
+    shared_scratch = on != 0;
+    return MPI_SUCCESS;
+#else
+    if (on)
+        return ct_set_error(MPI_ERR_ARG, "shared remap scratch: only in a build for SimGrid's "
+                            "SMPI");
+    shared_scratch = 0;
+    return MPI_SUCCESS;
+#endif
+}
+
+/* frees pl->scratch as it was allocated */
+static void scratch_free(ct_place_t *pl) {
+#ifdef SMPI_SHARED_FREE
+    if (pl->scratch && pl->scratch_shared) {
+        SMPI_SHARED_FREE(pl->scratch);
+        pl->scratch = NULL;
+    }
+#endif
+    free(pl->scratch);
+    pl->scratch = NULL;
+    pl->scratch_bytes = 0;
+    pl->scratch_shared = 0;
+}
+
+void *ct_place_scratch(ct_place_t *pl, size_t bytes) {
+    if (bytes > pl->scratch_bytes || pl->scratch_shared != shared_scratch) {
+        scratch_free(pl);
+        /* page-aligned as the caller's buffers usually are: single-copy
+         * shared-memory transports are slower into misaligned buffers */
+        size_t page = 4096, alloc = (bytes + page - 1) / page * page;
+#ifdef SMPI_SHARED_MALLOC
+        if (shared_scratch) { /* timing runs only: mapped pages, one memory for all ranks */
+            pl->scratch = SMPI_SHARED_MALLOC(alloc);
+            pl->scratch_shared = pl->scratch != NULL;
+        } else
+#endif
+            pl->scratch = aligned_alloc(page, alloc);
+        if (!pl->scratch) return NULL;
+        pl->scratch_bytes = bytes;
+    }
+    return pl->scratch;
+}
+
 /* ---- placement ----------------------------------------------------------------- */
 void ct_place_free(ct_place_t *pl, int finalized) {
     if (!pl) return;
@@ -169,7 +145,7 @@ void ct_place_free(ct_place_t *pl, int finalized) {
         free(pl->perm[t]);
         free(pl->inv[t]);
     }
-    ct_place_scratch_free(pl);
+    scratch_free(pl);
     free(pl->node);
     free(pl);
 }

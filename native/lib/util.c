@@ -1,4 +1,5 @@
-/* util.c -- datatype geometry, temporary buffers, local copies, errors. */
+/* util.c -- datatype geometry, temporary buffers, local copies, message blocks,
+ * errors: the helpers every algorithm file shares. */
 #include "ct_internal.h"
 
 #include <stdarg.h>
@@ -108,6 +109,31 @@ int ct_seg_elems(long segsize, int count, const ct_type_t *t) {
     if (e < 1) e = 1;
     if (e > count) e = count;
     return e > 0 ? (int)e : 1;
+}
+
+int ct_blk_init(ct_blk_t *b, int count, MPI_Datatype dt, int nmax) {
+    b->owned = 0;
+    CT_CHECK(ct_type(dt, &b->t));
+    b->ext = (MPI_Aint)count * b->t.extent;
+    if (count <= 0 || count <= INT_MAX / (nmax > 0 ? nmax : 1)) {
+        b->dt = dt;
+        b->per = count;
+        return MPI_SUCCESS;
+    }
+    CT_CHECK(MPI_Type_contiguous(count, dt, &b->dt));
+    int rc = MPI_Type_commit(&b->dt);
+    if (rc != MPI_SUCCESS) {
+        MPI_Type_free(&b->dt);
+        return rc;
+    }
+    b->owned = 1;
+    b->per = 1;
+    return MPI_SUCCESS;
+}
+
+void ct_blk_free(ct_blk_t *b) {
+    if (b->owned) MPI_Type_free(&b->dt);
+    b->owned = 0;
 }
 
 /* ---- the type signature as a byte stream ---------------------------------- */

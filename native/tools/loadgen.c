@@ -77,13 +77,7 @@ static void nap(double seconds) {
 }
 
 int main(int argc, char **argv) {
-    if (ct_help_asked(argc, argv)) {
-        usage();
-        return 0;
-    }
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    ct_start(&argc, &argv, usage, &rank, &nprocs);
     signal(SIGTERM, on_signal);
     signal(SIGINT, on_signal);
 

@@ -140,13 +140,7 @@ static char *alloc_buf(size_t n, long align) {
 static unsigned char pattern(int src, long i) { return (unsigned char)(src * 31 + i * 7 + 1); }
 
 int main(int argc, char **argv) {
-    if (ct_help_asked(argc, argv)) {
-        usage();
-        return 0;
-    }
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    ct_start(&argc, &argv, usage, &rank, &nprocs);
 
     const char *mode = "pingpong", *size_list = "8,4096,65536,1048576";
     long iterations = -1, warmup = -1, reps = 5, persistent = 0, align = -1;

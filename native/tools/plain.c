@@ -1,8 +1,10 @@
 /* plain.c -- the helpers that need MPI only, not the colltune library: linked by
  * every program (through ctdriver) and by colltune-heat-plain, which has no
- * colltune library. ct_die is the one error exit of every program. */
+ * colltune library. ct_start is the one start of every program's main(), ct_die
+ * its one error exit. */
+#include "plain.h"
+
 #include <errno.h>
-#include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,8 +60,19 @@ long ct_parse_long(int rank, const char *opt, const char *v, long lo, long hi) {
     return x;
 }
 
-int ct_help_asked(int argc, char **argv) {
+/* Whether --help or -h is among the arguments (checked before MPI_Init). */
+static int help_asked(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
     return 0;
+}
+
+void ct_start(int *argc, char ***argv, void (*usage)(void), int *rank, int *size) {
+    if (help_asked(*argc, *argv)) {
+        usage();
+        exit(0);
+    }
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
 }

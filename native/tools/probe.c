@@ -85,13 +85,7 @@ static double exchange(const int *perm, char *sbuf, char *rbuf, int size, int *p
 }
 
 int main(int argc, char **argv) {
-    if (ct_help_asked(argc, argv)) {
-        usage();
-        return 0;
-    }
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    ct_start(&argc, &argv, usage, &rank, &nprocs);
 
     long size = 4096, iterations = 1000, warmup = 10;
     double baseline_us = 0;

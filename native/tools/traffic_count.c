@@ -25,16 +25,8 @@ static void usage(void) {
 int main(int argc, char **argv) {
     const char *coll_s = NULL, *spec = NULL, *sizes_s = NULL;
     int root = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage();
-            return 0;
-        }
-    }
-    MPI_Init(&argc, &argv);
     int rank, P;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    ct_start(&argc, &argv, usage, &rank, &P);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--coll") && i + 1 < argc) coll_s = argv[++i];
         else if (!strcmp(argv[i], "--algo") && i + 1 < argc) spec = argv[++i];

@@ -487,13 +487,7 @@ static void json_opt_str(const char *key, const char *v) {
 }
 
 int main(int argc, char **argv) {
-    if (ct_help_asked(argc, argv)) {
-        usage();
-        return 0;
-    }
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    ct_start(&argc, &argv, usage, &rank, &nprocs);
 
     opts_t o;
     parse_args(argc, argv, &o);

@@ -55,15 +55,6 @@ static inline const ct_algo_t *ct_algo_get(int i) {
 
 
 
-/* native/tools/plain.c, linked into this build too */
-void ct_json_str(FILE *f, const char *s);
-void ct_mpi_version(char *buf, size_t len);
-void ct_die(int rank, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3), noreturn))
-#endif
-    ;
-long ct_parse_long(int rank, const char *opt, const char *v, long lo, long hi);
-int ct_help_asked(int argc, char **argv);
+#include "plain.h" /* native/tools/plain.c, linked into this build too */
 
 #endif /* CT_HEAT_PLAIN_H */

@@ -39,13 +39,7 @@ __attribute__((noinline)) static void triad(double *restrict a, const double *re
 }
 
 int main(int argc, char **argv) {
-    if (ct_help_asked(argc, argv)) {
-        usage();
-        return 0;
-    }
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    ct_start(&argc, &argv, usage, &rank, &nprocs);
 
     long n = 1L << 24, reps = 10;
     for (int i = 1; i < argc; i++) {

@@ -1,5 +1,5 @@
 /*
- * traffic.c -- libcolltune-traffic.so: the socket traffic of a collective call.
+ * socket_traffic.c -- libcolltune-traffic.so: the socket traffic of a collective call.
  *
  * MPICH's algorithm functions are internal to libmpi (no PLT to interpose) and its
  * internal point-to-point traffic bypasses PMPI, so `colltune rules verify` tells
