@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-import pandas as pd
 
 from colltune.analysis import evidence
 from colltune.base.units import fmt_size
 from colltune.drivers.loadgen import LoadError
+from colltune.base.lazy import LazyModule
+
+np = LazyModule("numpy")
+pd = LazyModule("pandas")
 
 CORR_COLUMNS = ["collective", "np", "size", "algorithm", "launches", "pearson", "spearman",
                 "latency_min_us", "latency_max_us", "spread"]

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-import pandas as pd
 
 from colltune.analysis.load import level_order, with_load
 from colltune.tuning import tune as tune_mod
+from colltune.base.lazy import LazyModule
+
+np = LazyModule("numpy")
+pd = LazyModule("pandas")
 
 REGRET_POLICIES = ("load-aware", "load-aware (true level)", "load-unaware (quiet)", "default")
 

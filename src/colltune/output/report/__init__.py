@@ -39,7 +39,7 @@ from colltune.base.lazy import LazyModule
 from colltune.output import figures as plotmod
 from colltune.output.report.data import Provenance, load_runs
 from colltune.output.report.heat import heat_section
-from colltune.output.report.html import CSS, SCRIPT, FigureEntry, ReportParts, esc
+from colltune.output.report.page import CSS, SCRIPT, FigureEntry, ReportParts, esc
 from colltune.output.report.load import load_section
 from colltune.output.report.measurements import collective_section
 from colltune.output.report.model import compute_model, cost_section, models_section

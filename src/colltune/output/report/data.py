@@ -1,13 +1,12 @@
-"""Every database read of the report (SQL in this module only): the runs behind the
+"""Every database read of the report (through colltune.results.reader): the runs behind the
 measurements, their launch commands and the study definitions."""
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 
 from colltune.base.lazy import LazyModule
-from colltune.results.db import DBError, open_reader
+from colltune.results import reader
 
 pd = LazyModule("pandas")
 
@@ -25,31 +24,13 @@ class Provenance:
     definitions: dict = field(default_factory=dict)           # study -> definition (JSON)
 
 
-def _read(con: sqlite3.Connection, table: str) -> pd.DataFrame:
-    return pd.read_sql_query(f'SELECT * FROM "{table}"', con)
-
-
 def load_runs(db_path, study: str | None, df: pd.DataFrame) -> Provenance:
     """The runs behind the measurements (the `runs` table, with their launch commands
     from `units` and the study definitions from `studies`), or what the measurements
     themselves record about their provenance."""
-    runs = pd.DataFrame()
-    units = studies = None
-    try:
-        con = open_reader(db_path)
-        try:
-            tables = {r[0] for r in con.execute(
-                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-            if "runs" in tables:
-                runs = _read(con, "runs")
-            if "units" in tables:
-                units = _read(con, "units")
-            if "studies" in tables:
-                studies = _read(con, "studies")
-        finally:
-            con.close()
-    except (sqlite3.Error, pd.errors.DatabaseError, DBError):
-        runs = pd.DataFrame()
+    t = reader.read_tables(db_path, ("runs", "units", "studies"))
+    runs = t.get("runs", pd.DataFrame())
+    units, studies = t.get("units"), t.get("studies")
     prov = Provenance(pd.DataFrame())
     if runs.empty:
         cols = [c for c in ("run_id", "host", "cpu_model", "mpi", "command", "timing", "dtype")

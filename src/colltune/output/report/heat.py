@@ -5,7 +5,7 @@ from __future__ import annotations
 from colltune.analysis.heat import heat_scaling
 from colltune.base.lazy import LazyModule
 from colltune.output import figures as plotmod
-from colltune.output.report.html import ReportParts, _add_figure, frame_table
+from colltune.output.report.page import ReportParts, _add_figure, frame_table
 
 pd = LazyModule("pandas")
 

@@ -6,7 +6,7 @@ from colltune.analysis.points import labels
 from colltune.base.lazy import LazyModule
 from colltune.analysis import load as load_analysis
 from colltune.output import figures as plotmod
-from colltune.output.report.html import ReportParts, _add_figure, esc, frame_table
+from colltune.output.report.page import ReportParts, _add_figure, esc, frame_table
 
 pd = LazyModule("pandas")
 

@@ -9,7 +9,7 @@ from colltune.analysis.points import honest_np
 from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size
 from colltune.output import figures as plotmod
-from colltune.output.report.html import ReportParts, _add_figure, esc
+from colltune.output.report.page import ReportParts, _add_figure, esc
 
 pd = LazyModule("pandas")
 

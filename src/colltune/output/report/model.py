@@ -8,7 +8,7 @@ from colltune.analysis.fit import FitError, SEED_MODELS, fit_formula, model_fram
 from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size
 from colltune.output import figures as plotmod
-from colltune.output.report.html import esc, frame_table, html_table
+from colltune.output.report.page import esc, frame_table, html_table
 from colltune.output.report.measurements import _point_info, _surface_algo
 
 pd = LazyModule("pandas")

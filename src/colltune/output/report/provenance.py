@@ -11,7 +11,7 @@ from pathlib import Path
 from colltune import __version__
 from colltune.base.lazy import LazyModule
 from colltune.output.report.data import Provenance
-from colltune.output.report.html import _fmt, esc, html_table
+from colltune.output.report.page import _fmt, esc, html_table
 from colltune.results.provenance import git_revision
 
 pd = LazyModule("pandas")

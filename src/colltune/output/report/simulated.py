@@ -9,7 +9,7 @@ from colltune.base.specs import remap_of
 from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size
 from colltune.output import figures as plotmod
-from colltune.output.report.html import ReportParts, _add_figure, esc, html_table
+from colltune.output.report.page import ReportParts, _add_figure, esc, html_table
 from colltune.output.report.load import load_section
 
 pd = LazyModule("pandas")

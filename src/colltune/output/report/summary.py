@@ -9,7 +9,7 @@ from colltune.analysis import evidence
 from colltune.analysis.points import best_table
 from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size
-from colltune.output.report.html import _fmt, esc, html_table
+from colltune.output.report.page import _fmt, esc, html_table
 
 pd = LazyModule("pandas")
 

@@ -7,7 +7,7 @@ from colltune.base.collectives import COLLECTIVES
 from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size
 from colltune.output import figures as plotmod
-from colltune.output.report.html import ReportParts, _add_figure, esc, frame_table, html_table
+from colltune.output.report.page import ReportParts, _add_figure, esc, frame_table, html_table
 from colltune.rules.ruleset import TARGETS
 from colltune.tuning import tune as tune_mod
 
