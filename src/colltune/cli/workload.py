@@ -62,7 +62,6 @@ def _level(name, pattern, np_, size, window, duty, period_ms):
 def run_cmd(level, pattern, np_, size, window, duty, period_ms, duration, mpi_spec) -> None:
     """Run the load generator in the foreground (it is what a study's load levels start
     in the background); prints what it sent."""
-    from colltune.mpi import launch
     from colltune.drivers import loadgen as workload
 
     lv = _level(level, pattern, np_, size, window, duty, period_ms)
@@ -72,12 +71,7 @@ def run_cmd(level, pattern, np_, size, window, duty, period_ms, duration, mpi_sp
     err.print(f"load: {lv.describe()} for "
               + (f"{duration:g} s" if duration else "until Ctrl-C") + f": {ln.command_line}",
               highlight=False, markup=False)
-    res = launch.run(ln, timeout=None if not duration else duration + 120)
-    if res.returncode != 0:
-        fail(launch.failure_message("colltune-load", res))
-    stats = workload.parse_generator_output(res.stdout)
-    if stats is None:
-        fail("colltune-load printed no statistics")
+    stats = workload.run_generator(ln, timeout=None if not duration else duration + 120)
     out.print(f"sent {stats['bytes'] / 1e6:.1f} MB in {stats['messages']} messages over "
               f"{stats['elapsed_s']:.2f} s ({stats['rate_MBps']:.1f} MB/s), busy "
               f"{stats['busy_fraction']:.0%} of the time", highlight=False)

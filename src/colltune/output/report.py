@@ -37,9 +37,12 @@ import math
 import os
 import sqlite3
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from colltune import __version__
+from colltune.drivers import gamma as gamma_driver
+from colltune.drivers import p2p
 from colltune.output import figures as plotmod
 from colltune.results.db import DBError, open_reader
 from colltune.analysis.fit import FitError, LazyModule, SEED_MODELS, fit_formula, load_measurements, model_frame, resolve_formula
@@ -1246,9 +1249,12 @@ def compute_model(df: pd.DataFrame, *, db_path, algos, build=None, pingpong=None
                           "(from `colltune pingpong --format json`) or --measure (on the "
                           "machine that ran the study)")
     try:
-        params = cm.resolve_params(df, pingpong=pingpong, alpha=alpha, beta=beta, gamma=gamma,
-                                   gamma_mode=gamma_mode, build=build if measure else None,
-                                   db_path=db_path, notes=notes)
+        now = build if measure else None  # measured now: ping-pong and γ on this machine
+        params = cm.resolve_params(
+            df, pingpong=pingpong, alpha=alpha, beta=beta, gamma=gamma, gamma_mode=gamma_mode,
+            measure_pingpong=partial(p2p.measure_pingpong, now) if now else None,
+            measure_gamma=partial(gamma_driver.measure_gamma, now) if now else None,
+            db_path=db_path, notes=notes)
     except Exception as exc:  # noqa: BLE001 - the report goes on without the model
         return None, f"cost model not computed: {exc}"
     result = cm.run_model(df, algos, params)
