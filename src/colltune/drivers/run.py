@@ -156,13 +156,11 @@ def run_launch(ln: launch.Launch, *, name: str,
                stamp: bool = False, timeout_message: str | None = None) -> Parsed:
     """Run a prepared launch (`prepare`) to its end and parse it, as `run_program` does;
     `name`: the program in messages."""
-    line_cb = None
-    if on_record is not None:
-        def line_cb(text: str) -> None:
-            for rec in parse_records(text):
-                on_record(rec)
+    def line(text: str) -> None:
+        for rec in parse_records(text):
+            on_record(rec)
 
-    res = launch.run(ln, timeout=timeout, on_stdout=line_cb)
+    res = launch.run(ln, timeout=timeout, on_stdout=line if on_record is not None else None)
     if check and res.timed_out:
         raise error(timeout_message or f"{name} timed out after {timeout:.0f} s: {res.command}")
     if check and res.returncode != 0:
