@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from colltune.analysis import costmodel as cm
+from colltune.drivers import gamma as gamma_driver
 
 
 # ---------------------------------------------------------------------------- evaluator
@@ -280,8 +281,40 @@ def test_resolve_params_without_mpi():
     assert (p.alpha, p.beta, p.gamma, p.hockney) == (1e-6, 1e-9, 0.0, None)
 
 
+def test_resolve_params_measures_through_what_it_is_given():
+    """Measurements made now come in through callables (the drivers); a timer that
+    fails leaves γ to the database in `auto` mode."""
+    df = model_measurements()
+    asked = []
+
+    def pingpong(np):
+        asked.append(("pingpong", np))
+        return pingpong_records(noise=0)
+
+    def timer(dtype, op):
+        asked.append(("gamma", dtype, op))
+        pts = [{"size": s, "median_us": 4e-10 * s * 1e6} for s in (1 << 16, 1 << 20)]
+        return gamma_driver.GammaRun(pts, (1 << 16, 1 << 20), dtype, op, "colltune-gamma", [])
+
+    p = cm.resolve_params(df, measure_pingpong=pingpong, measure_gamma=timer, measure_np=3)
+    assert asked == [("pingpong", 3), ("gamma", "char", "sum")]
+    assert p.alpha == pytest.approx(2e-6) and p.gamma == pytest.approx(4e-10)
+    assert p.hockney.source.endswith("(np 3)") and p.gamma_info.command == "colltune-gamma"
+
+    def broken(dtype, op):
+        raise gamma_driver.GammaError("colltune-gamma failed (1): boom")
+
+    p = cm.resolve_params(df, alpha=1e-6, beta=1e-9, measure_gamma=broken)
+    assert p.gamma_info.source.startswith("database")
+    with pytest.raises(cm.CostModelError, match="boom"):
+        cm.resolve_params(df, alpha=1e-6, beta=1e-9, measure_gamma=broken, gamma_mode="measure")
+
+
 def test_gamma_measured_with_reduce_local(ompi_build):
-    g = cm.measure_gamma(ompi_build, "double", "sum", sizes=(1 << 16, 1 << 20, 1 << 22))
+    run = gamma_driver.measure_gamma(ompi_build, "double", "sum",
+                                     sizes=(1 << 16, 1 << 20, 1 << 22))
+    assert run.command and "colltune-gamma" in run.command
+    g = cm.gamma_from_timer(run)
     assert g.gamma > 0 and len(g.points) == 3
     assert all(p["median_us"] > 0 for p in g.points)
     assert g.points[-1]["median_us"] > g.points[0]["median_us"]

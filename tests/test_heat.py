@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from colltune.drivers import heat
+from colltune.drivers import run as runner
 from colltune.cli import heat as heat_cmd
 
 MASK = (1 << 64) - 1
@@ -277,7 +278,8 @@ def test_bad_program_arguments_and_files(ompi_build, tmp_path):
     for argv, message in (([prog, "--variant", "async"], "valid: blocking, overlap, persistent"),
                           ([prog, "--rows", "-3"], "--rows '-3'")):
         with pytest.raises(heat.HeatError, match=message):
-            heat._launch(ompi_build, 1, argv, 60)
+            runner.run_records(ompi_build, argv[0], 1, argv[1:], error=heat.HeatError,
+                               timeout=60)
     bad = tmp_path / "bad.pgm"
     bad.write_text("P6\n2 2\n255\n")
     with pytest.raises(heat.HeatError, match="not a PGM image"):

@@ -8,7 +8,7 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from colltune.drivers import p2p
+from colltune.drivers import p2p, run
 from colltune.cli import p2p as p2p_cmd
 
 PINGPONG_FIELDS = {"kind", "np", "size", "min_us", "median_us", "mean_us", "max_us",
@@ -155,3 +155,21 @@ def test_cli_probe_csv_and_json(ompi_build):
     assert res.exit_code == 0, res.output
     (rec,) = json.loads(res.stdout)
     assert rec["size"] == 1024 and rec["load_basis"] == "baseline"
+
+
+def test_the_run_loop_parses_records_and_reports_failures(tmp_path):
+    """drivers/run.py, the one loop of every native program: JSON lines in, the
+    program's own `error:` lines out."""
+    text = 'hello\n{"size": 8}\n{"size": 16, "x": [1]}\n{"cut sh\n'
+    assert run.parse_records(text) == [{"size": 8}, {"size": 16, "x": [1]}]
+    with pytest.raises(p2p.P2PError, match="prog printed a malformed record"):
+        run.parse_records(text, name="prog", error=p2p.P2PError)
+    script = tmp_path / "prog.sh"
+    script.write_text("#!/bin/sh\necho '{\"a\": 1}'\necho 'error: no such algorithm' >&2\n"
+                      "exit 3\n")
+    script.chmod(0o755)
+    with pytest.raises(p2p.P2PError, match="^no such algorithm$"):
+        run.run_argv([str(script)], error=p2p.P2PError)
+    res = run.run_argv([str(script)], check=False)
+    assert (res.returncode, res.records, res.ok) == (3, [{"a": 1}], False)
+    assert res.failure_message("prog") == "no such algorithm"

@@ -5,10 +5,11 @@ every algorithm's latency predicted from its registry cost formula: `colltune mo
   times, t(m) = α + β·m (`fit_hockney`). Weights 1/t² make the fit minimise the
   relative error, so that the small messages fix α and the large ones β.
 - γ (s/byte): the time of one local reduction (`MPI_Reduce_local`) per byte. It is
-  measured by a small MPI program compiled on first use with the build's `mpicc`
-  and run on one process (`measure_gamma`), or, without a build, estimated from the
-  database (`gamma_from_measurements`): at p = 2 a binomial Reduce and a binomial
-  Bcast exchange the same single message, so T_reduce − T_bcast = n·γ.
+  fitted on the times of colltune-gamma on one process (`gamma_from_timer`; the
+  program is native/tools/gamma.c, launched by drivers/gamma.py), or, without a
+  build, estimated from the database (`gamma_from_measurements`): at p = 2 a binomial
+  Reduce and a binomial Bcast exchange the same single message, so
+  T_reduce − T_bcast = n·γ.
 - LogGP: the ping-pong gives L + 2·o (= α) and G (= β) only. L and o separately need
   an overhead benchmark, g a message-rate benchmark; neither is run, so they are
   reported as not measured.
@@ -17,20 +18,24 @@ The formulas are the registry's strings (`colltune algorithms --json`, one sourc
 truth, see docs/cost-model.md). `evaluate` interprets them through Python's `ast`
 with only + - * / **, numbers, the variables a b g p n s k and the functions ceil,
 floor, log2, min, max: nothing else is accepted, nothing is `eval`ed.
+
+Nothing here launches a program: measurements made now (ping-pong, the local-reduction
+timer) come in through the callables `resolve_params` is given (drivers/p2p.py,
+drivers/gamma.py); the tables are printed by output/model_tables.py.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import math
 import operator
+import os
 import re
-import subprocess
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, Callable
 
 from colltune.results import reader
 from colltune.base.collectives import per_process
@@ -38,7 +43,7 @@ from colltune.base.errors import ColltuneError
 from colltune.base.specs import parse_params
 from colltune.analysis.fit import _json_clean
 from colltune.base.lazy import LazyModule
-from colltune.base.units import fmt_size, parse_sizes
+from colltune.base.units import fmt_size
 
 VARIABLES = frozenset("abgpnsk")
 ELEM_SIZE = {"char": 1, "byte": 1, "int": 4, "float": 4, "double": 8}
@@ -189,12 +194,6 @@ def algorithm_dicts(algos) -> dict[tuple[str, str], dict]:
     return out
 
 
-def registry_algorithms(mpi_spec: str | None = None) -> dict[tuple[str, str], dict]:
-    """The registry of the native build (builds it on first use)."""
-    from colltune.drivers import registry
-    from colltune.mpi.build import build_for
-
-    return algorithm_dicts(registry.algorithms(build_for(mpi_spec)))
 
 
 def _int_param(text: str | None, default):
@@ -356,96 +355,6 @@ class Gamma:
     command: str | None = None
 
 
-_GAMMA_C = r"""
-/* colltune: time MPI_Reduce_local over n bytes (gamma of the Hockney model). */
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    if (argc < 4) {
-        fprintf(stderr, "error: usage: DTYPE OP SIZES\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    MPI_Datatype dt; int esz; const char *dn = argv[1];
-    if (!strcmp(dn, "char")) { dt = MPI_SIGNED_CHAR; esz = 1; }
-    else if (!strcmp(dn, "int")) { dt = MPI_INT; esz = 4; }
-    else if (!strcmp(dn, "float")) { dt = MPI_FLOAT; esz = 4; }
-    else if (!strcmp(dn, "double")) { dt = MPI_DOUBLE; esz = 8; }
-    else { fprintf(stderr, "error: dtype %s\n", dn); MPI_Abort(MPI_COMM_WORLD, 2); return 2; }
-    MPI_Op op; const char *on = argv[2];
-    if (!strcmp(on, "sum")) op = MPI_SUM; else if (!strcmp(on, "max")) op = MPI_MAX;
-    else if (!strcmp(on, "min")) op = MPI_MIN; else if (!strcmp(on, "prod")) op = MPI_PROD;
-    else { fprintf(stderr, "error: op %s\n", on); MPI_Abort(MPI_COMM_WORLD, 2); return 2; }
-    char *list = strdup(argv[3]);
-    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-        long size = atol(tok); long count = size / esz;
-        if (count < 1) continue;
-        void *in = malloc((size_t)count * esz), *io = malloc((size_t)count * esz);
-        if (!in || !io) {
-            fprintf(stderr, "error: cannot allocate %ld bytes\n", size);
-            MPI_Abort(MPI_COMM_WORLD, 2);
-        }
-        for (long i = 0; i < count; i++) {
-            if (dt == MPI_DOUBLE) { ((double *)in)[i] = 1.0; ((double *)io)[i] = 1.0; }
-            else if (dt == MPI_FLOAT) { ((float *)in)[i] = 1.0f; ((float *)io)[i] = 1.0f; }
-            else if (dt == MPI_INT) { ((int *)in)[i] = 1; ((int *)io)[i] = 1; }
-            else { ((signed char *)in)[i] = 1; ((signed char *)io)[i] = 1; }
-        }
-        MPI_Reduce_local(in, io, (int)count, dt, op);          /* warm-up, page faults */
-        double t0 = MPI_Wtime(); long it = 0;
-        do { MPI_Reduce_local(in, io, (int)count, dt, op); it++; } while (MPI_Wtime() - t0 < 0.005);
-        long iters = (long)(it * (0.02 / (MPI_Wtime() - t0))) + 1;
-        if (iters < 3) iters = 3;
-        double s[7];
-        for (int r = 0; r < 7; r++) {
-            double a = MPI_Wtime();
-            for (long i = 0; i < iters; i++) MPI_Reduce_local(in, io, (int)count, dt, op);
-            s[r] = (MPI_Wtime() - a) / iters * 1e6;
-        }
-        qsort(s, 7, sizeof s[0], cmp);
-        printf("{\"size\": %ld, \"dtype\": \"%s\", \"op\": \"%s\", \"iterations\": %ld, "
-               "\"reps\": 7, \"min_us\": %.6f, \"median_us\": %.6f, \"max_us\": %.6f}\n",
-               count * esz, dn, on, iters, s[0], s[3], s[6]);
-        fflush(stdout);
-        free(in); free(io);
-    }
-    free(list);
-    MPI_Finalize();
-    return 0;
-}
-"""
-GAMMA_SIZES = (16384, 65536, 262144, 1048576, 4194304)
-
-
-def _gamma_program(build) -> Path:
-    """Compile the reduce-local timer with the build's mpicc (cached by source hash)."""
-    from colltune.base.paths import cache_dir
-
-    digest = hashlib.sha1(_GAMMA_C.encode()).hexdigest()[:10]
-    d = cache_dir() / "gamma" / build.mpi.identity
-    exe = d / f"colltune-reduce-local-{digest}"
-    if exe.exists():
-        return exe
-    d.mkdir(parents=True, exist_ok=True)
-    src = d / f"reduce_local-{digest}.c"
-    src.write_text(_GAMMA_C)
-    tmp = d / f".{exe.name}.tmp"
-    res = subprocess.run([str(build.mpi.mpicc), "-O2", "-o", str(tmp), str(src)],
-                         capture_output=True, text=True, env=build.mpi.env(), timeout=300)
-    if res.returncode != 0:
-        raise CostModelError(f"cannot compile the reduce-local timer: {res.stderr.strip()[-2000:]}")
-    tmp.replace(exe)
-    return exe
-
-
 def fit_gamma_points(points: list[dict], source: str, dtype: str, op: str) -> Gamma:
     """γ = slope of reduce-local time against bytes (least squares)."""
     df = pd.DataFrame(points)
@@ -462,20 +371,13 @@ def fit_gamma_points(points: list[dict], source: str, dtype: str, op: str) -> Ga
     return Gamma(float(slope), source, dtype, op, df.to_dict("records"), notes)
 
 
-def measure_gamma(build, dtype: str = "char", op: str = "sum",
-                  sizes=GAMMA_SIZES, timeout: float = 300) -> Gamma:
-    """Time MPI_Reduce_local on one process and fit γ (s/byte)."""
-    from colltune.mpi import launch
-
-    exe = _gamma_program(build)
-    ln = launch.prepare(build.mpi, 1, [str(exe), dtype, op, ",".join(map(str, sizes))])
-    res = launch.run(ln, timeout=timeout)
-    if res.timed_out or res.returncode != 0:
-        raise CostModelError(f"the reduce-local timer failed: {res.stderr.strip()[-2000:]}")
-    pts = [json.loads(l) for l in res.stdout.splitlines() if l.startswith("{")]
-    g = fit_gamma_points(pts, "MPI_Reduce_local timed on 1 process, slope over "
-                              f"{fmt_size(min(sizes))}..{fmt_size(max(sizes))}", dtype, op)
-    g.command = res.command
+def gamma_from_timer(run) -> Gamma:
+    """γ from a run of the local-reduction timer (drivers.gamma.GammaRun: its points,
+    sizes, dtype, op and command)."""
+    g = fit_gamma_points(run.points, "MPI_Reduce_local timed on 1 process, slope over "
+                                     f"{fmt_size(min(run.sizes))}..{fmt_size(max(run.sizes))}",
+                         run.dtype, run.op)
+    g.command = run.command
     return g
 
 
@@ -679,14 +581,6 @@ def selection_table(pts: pd.DataFrame, order: list[str] | None = None) -> pd.Dat
 
 # ---------------------------------------------------------------------------- assembling
 
-def measure_pingpong(build, np: int = 2, sizes=None) -> list[dict]:
-    from colltune.drivers import p2p
-
-    sizes = tuple(sizes or parse_sizes("1,8,64,512,4K,32K,256K,1M,4M"))
-    recs, _ = p2p.run_pingpong(build, p2p.PingpongSpec(np=np, sizes=sizes, reps=5))
-    return recs
-
-
 def dominant(df: pd.DataFrame, col: str, default: str) -> str:
     if col in df.columns and df[col].notna().any():
         return str(df[col].mode().iloc[0])
@@ -694,12 +588,16 @@ def dominant(df: pd.DataFrame, col: str, default: str) -> str:
 
 
 def resolve_params(df: pd.DataFrame, *, pingpong=None, alpha=None, beta=None, gamma=None,
-                   gamma_mode: str = "auto", build=None, db_path=None, measure_np: int = 2,
-                   notes: list[str] | None = None) -> CostParams:
+                   gamma_mode: str = "auto",
+                   measure_pingpong: Callable[[int], list[dict]] | None = None,
+                   measure_gamma: Callable[[str, str], Any] | None = None, db_path=None,
+                   measure_np: int = 2, notes: list[str] | None = None) -> CostParams:
     """α, β, γ from what is given, in this order: explicit values; ping-pong records
     (a file, records or a DataFrame); the database's ping-pong table; a measurement now
-    (needs `build`). γ: explicit; `measure` (needs build); `db` (Reduce − Bcast);
-    `auto` = measure if a build is given, else db, else 0."""
+    (`measure_pingpong(np)`: ping-pong records, drivers.p2p.measure_pingpong of a
+    build). γ: explicit; `measure` (`measure_gamma(dtype, op)`: a run of the
+    local-reduction timer, drivers.gamma.measure_gamma of a build); `db` (Reduce −
+    Bcast); `auto` = measure if it can, else db, else 0."""
     notes = notes if notes is not None else []
     h = None
     if alpha is None or beta is None:
@@ -707,12 +605,10 @@ def resolve_params(df: pd.DataFrame, *, pingpong=None, alpha=None, beta=None, ga
         if pingpong is None and db_path is not None:
             pingpong = load_pingpong_from_db(db_path)
             src = "ping-pong records in the database"
-        if pingpong is None and build is not None:
-            pingpong = measure_pingpong(build, measure_np)
+        if pingpong is None and measure_pingpong is not None:
+            pingpong = measure_pingpong(measure_np)
             src = f"ping-pong measured now on this machine (np {measure_np})"
             hosts = sorted({str(h) for h in df.get("host", pd.Series(dtype=str)).dropna()})
-            import os
-
             if hosts and os.uname().nodename not in hosts:
                 notes.append(f"α, β were measured on {os.uname().nodename}, the "
                              f"measurements come from {', '.join(hosts)}")
@@ -732,13 +628,13 @@ def resolve_params(df: pd.DataFrame, *, pingpong=None, alpha=None, beta=None, ga
         for m in modes:
             try:
                 if m == "measure":
-                    if build is None:
+                    if measure_gamma is None:
                         raise CostModelError("measuring γ needs an MPI build")
-                    ginfo = measure_gamma(build, dtype, op)
+                    ginfo = gamma_from_timer(measure_gamma(dtype, op))
                 else:
                     ginfo = gamma_from_measurements(df)
                 break
-            except CostModelError as exc:
+            except ColltuneError as exc:  # CostModelError, the timer's GammaError, ...
                 errors.append(str(exc))
         if ginfo is None:
             if gamma_mode != "auto":
@@ -786,99 +682,6 @@ def run_model(df: pd.DataFrame, algos, params: CostParams,
 
 def _frame_json(df: pd.DataFrame) -> list[dict]:
     return _json_clean(df.astype(object).where(df.notna(), None).to_dict("records"))
-
-
-# ---------------------------------------------------------------------------- command
-
-def _us(v) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return ""
-    return f"{v:.3g}" if v < 10 else f"{v:.1f}"
-
-
-def print_params(console, p: CostParams) -> None:
-    from rich.table import Table
-
-    t = Table(title="model parameters", title_justify="left")
-    for c in ("parameter", "value", "source"):
-        t.add_column(c)
-    h = p.hockney
-    hs = (f"{h.source}; {h.method}; {h.n} points {fmt_size(h.sizes[0])}..{fmt_size(h.sizes[-1])},"
-          f" R² {h.r2:.4f}, worst point {h.max_rel_error:.0%} off") if h else "given"
-    se = f" ± {h.alpha_se * 1e6:.3f}" if h else ""
-    t.add_row("α (latency)", f"{p.alpha * 1e6:.3f} µs{se}", hs)
-    bw = f" ({1e-6 / p.beta:,.0f} MB/s)" if p.beta > 0 else ""
-    t.add_row("β (per byte)", f"{p.beta * 1e9:.4f} ns/B{bw}", "same fit" if h else "given")
-    g = p.gamma_info
-    gsrc = "given" if g is None else g.source + (f", {g.dtype} {g.op}" if g.dtype else "")
-    t.add_row("γ (reduction per byte)", f"{p.gamma * 1e9:.4f} ns/B", gsrc)
-    if h:
-        t.add_row("LogGP L + 2o", f"{h.alpha * 1e6:.3f} µs", "= α (not separable: no overhead "
-                  "benchmark)")
-        t.add_row("LogGP G", f"{h.beta * 1e9:.4f} ns/B", "= β")
-        t.add_row("LogGP L, o, g", "not measured", "need overhead and message-rate benchmarks")
-    console.print(t)
-    for note in (h.notes if h else []) + (g.notes if g else []):
-        console.print(f"  note: {note}", highlight=False)
-
-
-def print_model(console, result: dict, points: bool = False) -> None:
-    from rich.table import Table
-
-    print_params(console, result["params"])
-    s = result["by_collective"]
-    t = Table(title="prediction error per collective (relative: (predicted − measured) / "
-                    "measured)", title_justify="left")
-    for c in ("collective", "points", "median |error|", "median error", "within ×2"):
-        t.add_column(c, justify="right" if c != "collective" else "left")
-    for r in s.itertuples(index=False):
-        t.add_row(r.collective, str(r.points), f"{r.median_abs_rel_error:.0%}",
-                  f"{r.median_rel_error:+.0%}", f"{r.within_2x:.0%}")
-    console.print(t)
-    a = result["by_algorithm"]
-    t = Table(title="prediction error per algorithm", title_justify="left")
-    for c in ("collective", "algorithm", "points", "median |error|", "median error"):
-        t.add_column(c, justify="right" if c in ("points",) or "error" in c else "left")
-    for r in a.itertuples(index=False):
-        t.add_row(r.collective, r.algorithm, str(r.points), f"{r.median_abs_rel_error:.0%}",
-                  f"{r.median_rel_error:+.0%}")
-    console.print(t)
-    sel = result["selection"]
-    if not sel.empty:
-        t = Table(title="selection: fastest measured (median, no test of the noise), the fastest of the algorithms the model "
-                        "can predict, and the model's pick among those (slower × = pick / "
-                        "fastest modelled, measured)", title_justify="left")
-        cols = [c for c in ("collective", "mapping", "dtype", "np", "size") if c in sel.columns]
-        heads = ["fastest measured", "µs", "fastest modelled", "µs ", "model pick", "its µs",
-                 "slower ×", "agree"]
-        for c in cols + heads:
-            t.add_column(c, justify="right" if c in ("np", "size", "µs", "µs ", "its µs",
-                                                     "slower ×") else "left")
-        # missing values come back as NaN (pandas' string columns), not None
-        for r in sel.astype(object).where(sel.notna(), None).to_dict("records"):
-            vals = [fmt_size(int(r[c])) if c == "size" else str(r[c]) for c in cols]
-            agree = {True: "yes", False: "no", None: ""}[r["agree"]]
-            t.add_row(*vals, str(r["measured_best"]), _us(r["measured_best_us"]),
-                      str(r["best_modelled"] or ""), _us(r["best_modelled_us"]),
-                      str(r["model_pick"] or "") + (f" (= {r['ties']})" if r["ties"] else ""),
-                      _us(r["model_pick_measured_us"]),
-                      "" if r["slowdown"] is None else f"{r['slowdown']:.2f}", agree)
-        console.print(t)
-        ag = sel["agree"].dropna()
-        if len(ag):
-            console.print(f"the model picks the fastest modelled algorithm at {int(ag.sum())} of "
-                          f"{len(ag)} points", highlight=False)
-    if points:
-        p = result["points"]
-        t = Table(title="predicted vs measured", title_justify="left")
-        for c in ("collective", "algorithm", "np", "size", "measured µs", "predicted µs",
-                  "error", "note"):
-            t.add_column(c)
-        for r in p.astype(object).where(p.notna(), None).to_dict("records"):
-            err = "" if r["rel_error"] is None else f"{r['rel_error']:+.0%}"
-            t.add_row(r["collective"], r["label"], str(int(r["np"])), fmt_size(int(r["size"])),
-                      _us(r["measured_us"]), _us(r["predicted_us"]), err, r["note"] or "")
-        console.print(t)
 
 
 def model_json(result: dict) -> dict:

@@ -4,11 +4,14 @@ the measurements."""
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import click
 
-from colltune.drivers import registry
-from colltune.analysis.costmodel import CostModelError, algorithm_dicts, load_pingpong_from_db, model_json, print_model, resolve_params, run_model
+from colltune.drivers import gamma as gamma_driver
+from colltune.drivers import p2p, registry
+from colltune.analysis.costmodel import CostModelError, algorithm_dicts, load_pingpong_from_db, model_json, resolve_params, run_model
+from colltune.output.model_tables import print_model
 from colltune.analysis.fit import FitError, load_selection
 from ._common import command, build_or_fail, fail, out, select_options
 
@@ -65,9 +68,12 @@ def model(db_path, study, coll, algo, mapping, np_range, size_range, include_sim
         algos = algorithm_dicts(registry.algorithms(b))
     notes: list[str] = []
     try:
-        params = resolve_params(df, pingpong=pingpong_json, alpha=alpha, beta=beta, gamma=gamma,
-                                gamma_mode=gamma_opt if gamma is None else "auto", build=b,
-                                db_path=db_path, measure_np=measure_np, notes=notes)
+        params = resolve_params(
+            df, pingpong=pingpong_json, alpha=alpha, beta=beta, gamma=gamma,
+            gamma_mode=gamma_opt if gamma is None else "auto",
+            measure_pingpong=partial(p2p.measure_pingpong, b) if b else None,
+            measure_gamma=partial(gamma_driver.measure_gamma, b) if b else None,
+            db_path=db_path, measure_np=measure_np, notes=notes)
     except CostModelError as exc:
         fail(str(exc))
     except Exception as exc:  # a ping-pong failure (P2PError) and the like

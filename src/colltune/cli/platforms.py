@@ -15,7 +15,7 @@ from colltune.mpi.placement import MAPPINGS, ORDERS
 from colltune.base.files import check_writable
 from colltune.drivers.p2p import P2PError, PingpongSpec, run_pingpong
 from colltune.base.units import parse_sizes
-from ._common import (MPI_HELP, Command, build_or_fail, check_nps, command, err, fail, out,
+from ._common import (MPI_HELP, Command, build_or_fail, check_nps, err, fail, out,
                       write_or_keep)
 
 

@@ -9,7 +9,6 @@ import click
 
 from colltune.analysis import load as load_analysis
 from colltune.drivers import loadgen as workload
-from colltune.mpi import launch
 from colltune.results import db as db_mod
 from colltune.tuning import tune as tune_mod
 from colltune.base.units import fmt_size, parse_size, parse_sizes
@@ -71,12 +70,7 @@ def run_cmd(level, pattern, np_, size, window, duty, period_ms, duration, mpi_sp
     err.print(f"load: {lv.describe()} for "
               + (f"{duration:g} s" if duration else "until Ctrl-C") + f": {ln.command_line}",
               highlight=False, markup=False)
-    res = launch.run(ln, timeout=None if not duration else duration + 120)
-    if res.returncode != 0:
-        fail(launch.failure_message("colltune-load", res))
-    stats = workload.parse_generator_output(res.stdout)
-    if stats is None:
-        fail("colltune-load printed no statistics")
+    stats = workload.run_generator(ln, timeout=None if not duration else duration + 120)
     out.print(f"sent {stats['bytes'] / 1e6:.1f} MB in {stats['messages']} messages over "
               f"{stats['elapsed_s']:.2f} s ({stats['rate_MBps']:.1f} MB/s), busy "
               f"{stats['busy_fraction']:.0%} of the time", highlight=False)

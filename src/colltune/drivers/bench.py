@@ -10,13 +10,13 @@ docs/library-algorithms.md.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import statistics
 from dataclasses import dataclass
 from typing import Callable
 
 from colltune.drivers import registry
+from colltune.drivers import run as runner
 from colltune.mpi import launch, libalgos, placement
 from colltune.mpi.build import Build
 from colltune.mpi.libraries import MPI
@@ -170,7 +170,7 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
     elif spec.load is not None:
         raise BenchError("load-generator ranks inside the measured launch are for simulation "
                          "(--mpi smpi); locally the generator runs beside it (colltune load)")
-    prog = [str(build.program("colltune-bench")), "--coll", spec.collective,
+    prog = ["--coll", spec.collective,
             "--algo", ",".join(spec.algos), "--sizes", ",".join(map(str, spec.sizes)),
             "--reps", str(spec.reps), "--root", str(spec.root), "--dtype", spec.dtype,
             "--op", spec.op]
@@ -201,8 +201,9 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
     if spec.load is not None:
         prog += spec.load.args()
         load_np = spec.load.np
-    ln = launch.prepare(build.mpi, spec.np + load_np, prog, extra_env=extra_env,
-                        **({"load_np": load_np} if load_np else {}))
+    ln = runner.prepare(build, "colltune-bench", spec.np + load_np, prog, error=BenchError,
+                        extra_env=extra_env,
+                        prepare_options={"load_np": load_np} if load_np else None)
     sim = launch.current_simulation() if build.mpi.simulated else None
     extras: dict[str, dict] = {}  # the probe's and the generator's lines (spec.load)
 
@@ -222,44 +223,35 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
             rec["probe_median_us"] = probe.get("median_us")
             rec["probe_iterations"] = probe.get("iterations")
 
-    def line(text: str) -> None:
-        if on_record is not None and text.startswith("{"):
-            try:
-                rec = json.loads(text)
-            except json.JSONDecodeError:
-                return
-            if rec.get("kind") in ("probe", "load"):
-                extras[rec["kind"]] = rec
-                return
-            rec["command"] = ln.command_line
-            _mark(rec)
-            on_record(rec)
+    def record(rec: dict) -> None:
+        if rec.get("kind") in ("probe", "load"):
+            extras[rec["kind"]] = rec
+            return
+        rec["command"] = ln.command_line
+        _mark(rec)
+        on_record(rec)
 
-    res = launch.run(ln, timeout=timeout, on_stdout=line)
+    res = runner.run_launch(ln, name="benchmark", error=BenchError, timeout=timeout,
+                            on_record=record if on_record is not None else None, check=False)
     if res.timed_out:
         raise BenchError(f"benchmark timed out after {timeout:.0f} s: {res.command}")
     records = []
-    for line in res.stdout.splitlines():
-        if line.startswith("{"):
-            rec = json.loads(line)
-            if rec.get("kind") in ("probe", "load"):
-                extras[rec["kind"]] = rec
-                continue
-    for line in res.stdout.splitlines():
-        if line.startswith("{"):
-            rec = json.loads(line)
-            if rec.get("kind") in ("probe", "load"):
-                continue
-            rec["command"] = res.command
-            _mark(rec)
-            records.append(rec)
+    for rec in res.records:
+        if rec.get("kind") in ("probe", "load"):
+            extras[rec["kind"]] = rec
+    for rec in res.records:
+        if rec.get("kind") in ("probe", "load"):
+            continue
+        rec["command"] = res.command
+        _mark(rec)
+        records.append(rec)
     if res.returncode != 0:
         # colltune-bench exits 1 after a complete run in which --validate found
         # differences; every record is there and says which point failed
         complete = len(records) == len(spec.sizes) * len(spec.algos)
         if spec.validate and res.returncode == 1 and complete and validation_failures(records):
             return records, res.notes
-        raise BenchError(launch.failure_message("benchmark", res))
+        raise BenchError(res.failure_message("benchmark"))
     notes = list(res.notes)
     if spec.load is not None:
         if "probe" not in extras:

@@ -7,15 +7,13 @@ bandwidth. The commands `heat` and `stream` are in cli/heat.py. See docs/heat.md
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.table import Table
 
-from colltune.mpi import launch
+from colltune.drivers import run
 from colltune.mpi.build import Build
 from colltune.base.errors import ColltuneError
 from colltune.base.units import fmt_size
@@ -125,41 +123,10 @@ def _check_spec(spec: HeatSpec) -> None:
             raise HeatError(f"--{name} '{path}': no such file")
 
 
-def _program(build: Build, name: str) -> str:
-    path = build.program(name)
-    if not path.exists():
-        raise HeatError(f"{path} is missing: this build predates it; run `colltune build --force`")
-    return str(path)
-
-
-def _launch(build: Build, np: int, prog: list[str], timeout: float) -> tuple[list[dict], list[str]]:
-    res = launch.run(launch.prepare(build.mpi, np, prog), timeout=timeout)
-    name = Path(prog[0]).name
-    if res.timed_out:
-        raise HeatError(f"{name} timed out after {timeout:.0f} s: {res.command}")
-    if res.returncode != 0:
-        raise HeatError(launch.failure_message(name, res))
-    records = []
-    for line in res.stdout.splitlines():
-        if line.startswith("{"):
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise HeatError(f"{name} printed a malformed record: {line!r} ({exc})") from exc
-            records.append(rec)
-    if not records:
-        raise HeatError(f"{name} printed no records: {res.command}\n{res.stderr.strip()[-2000:]}")
-    host = os.uname().nodename
-    for rec in records:
-        rec["host"] = host
-        rec["command"] = res.command
-    return records, res.notes
-
-
 def heat_argv(build: Build, spec: HeatSpec) -> list[str]:
     """The colltune-heat command line (without the launcher) for `spec`."""
-    prog = [_program(build, "colltune-heat"), "--iterations", str(spec.iterations),
-            "--decomp", spec.decomp, "--variant", spec.variant,
+    prog = [run.program_path(build, "colltune-heat", HeatError),
+            "--iterations", str(spec.iterations), "--decomp", spec.decomp, "--variant", spec.variant,
             "--allreduce", spec.allreduce, "--reduce", spec.reduce]
     optional = (("--rows", spec.rows), ("--cols", spec.cols), ("--pgrid", spec.pgrid),
                 ("--seed", spec.seed), ("--init", spec.init),
@@ -180,7 +147,9 @@ def run_heat(build: Build, spec: HeatSpec, timeout: float = 600
              ) -> tuple[dict, list[dict], list[str]]:
     """One launch of colltune-heat: its summary record, its report records, the notes."""
     _check_spec(spec)
-    records, notes = _launch(build, spec.np, heat_argv(build, spec), timeout)
+    argv = heat_argv(build, spec)
+    records, notes = run.run_records(build, argv[0], spec.np, argv[1:], error=HeatError,
+                                     timeout=timeout)
     summary = [r for r in records if r.get("kind") == "heat"]
     reports = [r for r in records if r.get("kind") == "heat_report"]
     if len(summary) != 1:
@@ -196,10 +165,11 @@ def run_stream(build: Build, spec: StreamSpec, timeout: float = 600) -> tuple[di
         raise HeatError(f"--elements {spec.elements}: must be at least 1")
     if spec.reps < 1:
         raise HeatError(f"--reps {spec.reps}: must be at least 1")
-    prog = [_program(build, "colltune-stream"), "--reps", str(spec.reps)]
+    prog = ["--reps", str(spec.reps)]
     if spec.elements is not None:
         prog += ["--elements", str(spec.elements)]
-    records, notes = _launch(build, spec.np, prog, timeout)
+    records, notes = run.run_records(build, "colltune-stream", spec.np, prog, error=HeatError,
+                                     timeout=timeout)
     return records[-1], notes
 
 

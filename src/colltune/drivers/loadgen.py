@@ -38,6 +38,8 @@ from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.base.lazy import LazyModule
 from colltune.mpi.placement import Placement
 
+from colltune.drivers.run import parse_records, run_launch
+
 np = LazyModule("numpy")
 pd = LazyModule("pandas")
 
@@ -238,18 +240,19 @@ def start_generator(build, level: LoadLevel, placement=None) -> Generator:
     return Generator(build, level, placement)
 
 
-def parse_generator_output(stdout: str) -> dict | None:
-    import json
+def run_generator(ln, timeout: float | None = None) -> dict:
+    """Run the generator's launch (`generator_launch`) in the foreground to its end;
+    its statistics (LoadError when it failed or printed none)."""
+    res = run_launch(ln, name="colltune-load", error=LoadError, timeout=timeout, strict=False)
+    stats = parse_generator_output(res.stdout)
+    if stats is None:
+        raise LoadError("colltune-load printed no statistics")
+    return stats
 
-    for line in stdout.splitlines():
-        if line.startswith("{"):
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if rec.get("kind") == "load":
-                return rec
-    return None
+
+def parse_generator_output(stdout: str) -> dict | None:
+    """The generator's statistics (its "load" record), None when it printed none."""
+    return next((r for r in parse_records(stdout) if r.get("kind") == "load"), None)
 
 
 def probe(build, np: int, iterations: int = PROBE_ITERATIONS, size: int = PROBE_SIZE,

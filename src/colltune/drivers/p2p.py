@@ -10,16 +10,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from rich.table import Table
 
-from colltune.mpi import launch
+from colltune.drivers import run
 from colltune.mpi.build import Build
 from colltune.base.errors import ColltuneError
-from colltune.base.units import fmt_size
+from colltune.base.units import fmt_size, parse_sizes
 
 MODES = ("pingpong", "ring")
 
@@ -65,36 +63,6 @@ def _check_np(what: str, np: int) -> None:
         raise P2PError(f"{what} needs at least 2 processes ({why}); --np {np} given")
 
 
-def _program(build: Build, name: str) -> str:
-    path = build.program(name)
-    if not path.exists():
-        raise P2PError(f"{path} is missing: this build predates it; run `colltune build --force`")
-    return str(path)
-
-
-def _launch(build: Build, np: int, prog: list[str], timeout: float) -> tuple[list[dict], list[str]]:
-    res = launch.run(launch.prepare(build.mpi, np, prog), timeout=timeout)
-    name = Path(prog[0]).name
-    if res.timed_out:
-        raise P2PError(f"{name} timed out after {timeout:.0f} s: {res.command}")
-    if res.returncode != 0:
-        raise P2PError(launch.failure_message(name, res))
-    records = []
-    host = os.uname().nodename
-    for line in res.stdout.splitlines():
-        if line.startswith("{"):
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise P2PError(f"{name} printed a malformed record: {line!r} ({exc})") from exc
-            rec["host"] = host
-            rec["command"] = res.command
-            records.append(rec)
-    if not records:
-        raise P2PError(f"{name} printed no records: {res.command}\n{res.stderr.strip()[-2000:]}")
-    return records, res.notes
-
-
 def run_pingpong(build: Build, spec: PingpongSpec, timeout: float = 600) -> tuple[list[dict], list[str]]:
     """One launch of colltune-pingpong; its records (one per size) and the launcher's notes."""
     if spec.mode not in MODES:
@@ -102,7 +70,7 @@ def run_pingpong(build: Build, spec: PingpongSpec, timeout: float = 600) -> tupl
     _check_np(spec.mode, spec.np)
     if not spec.sizes:
         raise P2PError("no sizes given")
-    prog = [_program(build, "colltune-pingpong"), "--mode", spec.mode,
+    prog = ["--mode", spec.mode,
             "--sizes", ",".join(map(str, spec.sizes)), "--reps", str(spec.reps),
             "--persistent", "1" if spec.persistent else "0"]
     if spec.iterations is not None:
@@ -111,13 +79,14 @@ def run_pingpong(build: Build, spec: PingpongSpec, timeout: float = 600) -> tupl
         prog += ["--warmup", str(spec.warmup)]
     if spec.align is not None:
         prog += ["--align", str(spec.align)]
-    return _launch(build, spec.np, prog, timeout)
+    return run.run_records(build, "colltune-pingpong", spec.np, prog, error=P2PError,
+                           timeout=timeout)
 
 
 def run_probe(build: Build, spec: ProbeSpec, timeout: float = 600) -> tuple[dict, list[str]]:
     """One launch of colltune-probe; its single record and the launcher's notes."""
     _check_np("probe", spec.np)
-    prog = [_program(build, "colltune-probe"), "--size", str(spec.size),
+    prog = ["--size", str(spec.size),
             "--iterations", str(spec.iterations)]
     if spec.warmup is not None:
         prog += ["--warmup", str(spec.warmup)]
@@ -125,9 +94,21 @@ def run_probe(build: Build, spec: ProbeSpec, timeout: float = 600) -> tuple[dict
         prog += ["--seed", str(spec.seed)]
     if spec.baseline_us is not None:
         prog += ["--baseline-us", repr(float(spec.baseline_us))]
-    records, notes = _launch(build, spec.np, prog, timeout)
+    records, notes = run.run_records(build, "colltune-probe", spec.np, prog, error=P2PError,
+                                     timeout=timeout)
     return records[0], notes
 
+
+# the sizes of the ping-pong the cost model fits α and β on (colltune model, measured now)
+MODEL_SIZES = "1,8,64,512,4K,32K,256K,1M,4M"
+
+
+def measure_pingpong(build: Build, np: int = 2, sizes=None) -> list[dict]:
+    """Ping-pong records for the cost model's α and β (`colltune model`, measured now):
+    MODEL_SIZES unless given, 5 repetitions."""
+    sizes = tuple(sizes or parse_sizes(MODEL_SIZES))
+    recs, _ = run_pingpong(build, PingpongSpec(np=np, sizes=sizes, reps=5))
+    return recs
 
 # ---------------------------------------------------------------------------- output
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 
+from colltune.drivers import run
 from colltune.mpi.build import Build
 from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.base.specs import SpecError, param_pairs, split_spec
@@ -40,8 +39,8 @@ class Algorithm:
 @lru_cache(maxsize=8)
 def _load(program: str, hidden: bool, prefix: tuple[str, ...] = ()) -> tuple[Algorithm, ...]:
     cmd = [*prefix, program, "--list-json"] + (["--hidden"] if hidden else [])
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120).stdout
-    data = json.loads(out[out.index("{"):])
+    res = run.run_argv(cmd, name="colltune-verify --list-json", timeout=120)
+    data = run.parse_document(res.stdout, name="colltune-verify --list-json")
     return tuple(
         Algorithm(a["name"], a["collective"], tuple(a["params"]), tuple(a["constraints"]),
                   a["fallback"], a["cost"], a["summary"], a["ompi_name"], a["hidden"])

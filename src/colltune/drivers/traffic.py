@@ -13,10 +13,9 @@ comparison: recursive doubling Allgather, P = M*Q, message m per process.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
-from colltune.mpi import launch
+from colltune.drivers.run import run_program
 from colltune.mpi.build import Build
 from colltune.mpi.placement import ORDERS
 from colltune.base.errors import ColltuneError
@@ -87,17 +86,12 @@ def count(build: Build, collective: str, spec: str, np: int, sizes: list[int], *
         if bad:
             raise ColltuneError(f"{collective} sizes are ints summed: {bad[0]} B is not a "
                                 "multiple of 4")
-    prog = [str(build.program("colltune-traffic-count")), "--coll", collective, "--algo", spec,
-            "--sizes", ",".join(map(str, sizes)), "--root", str(root)]
-    ln = launch.prepare(build.mpi, np, prog, node_env(nodes, order, node_list))
-    res = launch.run(ln, timeout=timeout)
-    if res.timed_out or res.returncode != 0:
-        raise ColltuneError(launch.failure_message("colltune-traffic-count", res))
+    prog = ["--coll", collective, "--algo", spec, "--sizes", ",".join(map(str, sizes)),
+            "--root", str(root)]
+    res = run_program(build, "colltune-traffic-count", np, prog, timeout=timeout,
+                      extra_env=node_env(nodes, order, node_list))
     out = []
-    for line in res.stdout.splitlines():
-        if not line.startswith("{"):
-            continue
-        d = json.loads(line)
+    for d in res.records:
         out.append(Traffic(d["collective"], d["spec"], d["algorithm"], d["fallback"],
                            d["remap_applied"], d["np"], d["nodes"], d["max_per_node"],
                            d["regular"], d["placement"], d["size"], d["root"],

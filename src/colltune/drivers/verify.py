@@ -6,11 +6,10 @@ are collected here into a report.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Callable
 
-from colltune.mpi import launch
+from colltune.drivers.run import run_program
 from colltune.mpi.build import Build
 
 DEFAULT_NPS = (1, 2, 3, 4, 5, 7, 8, 13, 16)
@@ -95,23 +94,17 @@ def run(build: Build, nps: list[int], collectives: list[str], algos: list[str] |
                                 "inter-communicators, and does not match different derived "
                                 "datatypes of one type signature)")
     for np in nps:
-        prog = [str(build.program("colltune-verify")), "--coll", ",".join(collectives)]
+        prog = ["--coll", ",".join(collectives)]
         if algos:
             prog += ["--algo", ",".join(algos)]
         if quick:
             prog.append("--quick")
         if families:
             prog += ["--family", ",".join(families)]
-        ln = launch.prepare(build.mpi, np, prog)
-        res = launch.run(ln, timeout=timeout)
+        res = run_program(build, "colltune-verify", np, prog, timeout=timeout, check=False,
+                          strict=False)
         out = RunOutcome(np, res.command, notes=res.notes)
-        for line in res.stdout.splitlines():
-            if not line.startswith("{"):
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
+        for rec in res.records:
             ev = rec.get("event")
             if ev == "algo":
                 out.algos.append(rec)

@@ -26,6 +26,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from colltune.drivers.run import run_program
 from colltune.rules import mpich as em
 from colltune.rules import openmpi as eo
 from colltune.mpi import libalgos
@@ -246,8 +247,6 @@ def _observe(build, np: int, coll: str, sizes: list[int], env: dict[str, str], l
              iterations: int, timeout: float) -> dict[str, list[str]]:
     """Run colltune-which under `env` with the observer `lib` preloaded; lines of the
     observer's files per label."""
-    from colltune.mpi import launch
-
     program = build.program("colltune-which")
     shim = build.dir / lib
     if not program.exists() or not shim.exists():
@@ -258,13 +257,9 @@ def _observe(build, np: int, coll: str, sizes: list[int], env: dict[str, str], l
         pre = os.environ.get("LD_PRELOAD")
         e["LD_PRELOAD"] = f"{shim}:{pre}" if pre else str(shim)
         e["COLLTUNE_OBSERVE_DIR"] = d
-        ln = launch.prepare(build.mpi, np, [str(program), coll, ",".join(map(str, sizes)),
-                                            str(iterations)], e)
-        res = launch.run(ln, timeout=timeout)
-        if res.timed_out:
-            raise RulesError(f"{coll} at np={np} did not finish in {timeout:.0f} s")
-        if res.returncode != 0:
-            raise RulesError(launch.failure_message("colltune-which", res))
+        run_program(build, str(program), np, [coll, ",".join(map(str, sizes)), str(iterations)],
+                    error=RulesError, timeout=timeout, extra_env=e, strict=False,
+                    timeout_message=f"{coll} at np={np} did not finish in {timeout:.0f} s")
         out: dict[str, list[str]] = {}
         for f in sorted(Path(d).glob("*.txt")):
             for line in f.read_text().splitlines():

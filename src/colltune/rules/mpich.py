@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -28,7 +27,7 @@ from pathlib import Path
 from colltune.base.collectives import PER_PROCESS
 from colltune.mpi import libalgos
 from colltune.rules.openmpi import comm_blocks, inexact_note
-from colltune.rules.ruleset import Rule, RulesError, RuleSet
+from colltune.rules.ruleset import RulesError, RuleSet
 
 AVG_OK = ("bcast", "reduce", "allreduce", "alltoall")  # avg_msg_size allowed
 ENV_FILE = "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"

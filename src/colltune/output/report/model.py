@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from colltune.analysis import costmodel as cm
+from colltune.drivers import gamma as gamma_driver
+from colltune.drivers import p2p
 from colltune.analysis.fit import FitError, SEED_MODELS, fit_formula, model_frame, resolve_formula
 from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size
@@ -221,9 +225,12 @@ def compute_model(df: pd.DataFrame, *, db_path, algos, build=None, pingpong=None
                 "`colltune report --measure`; the predictions model reductions as free"])
         gamma = ginfo.gamma
     try:
-        params = cm.resolve_params(df, pingpong=pingpong, alpha=alpha, beta=beta, gamma=gamma,
-                                   gamma_mode=gamma_mode, build=build if measure else None,
-                                   db_path=db_path, notes=notes)
+        now = build if measure else None  # measured now: ping-pong and γ on this machine
+        params = cm.resolve_params(
+            df, pingpong=pingpong, alpha=alpha, beta=beta, gamma=gamma, gamma_mode=gamma_mode,
+            measure_pingpong=partial(p2p.measure_pingpong, now) if now else None,
+            measure_gamma=partial(gamma_driver.measure_gamma, now) if now else None,
+            db_path=db_path, notes=notes)
     except Exception as exc:  # noqa: BLE001 - the report goes on without the model
         return None, f"cost model not computed: {exc}"
     if ginfo is not None:

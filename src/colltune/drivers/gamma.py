@@ -1,0 +1,39 @@
+"""The local-reduction timer: MPI_Reduce_local timed on one process, the cost model's γ.
+
+Launches `colltune-gamma` (native/tools/gamma.c) and returns its records, one per
+size (min/median/max µs of a call); analysis/costmodel.py fits γ from them
+(`colltune model`, docs/cost-model.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from colltune.base.errors import ColltuneError
+from colltune.drivers.run import run_program
+from colltune.mpi.build import Build
+
+GAMMA_SIZES = (16384, 65536, 262144, 1048576, 4194304)
+
+
+class GammaError(ColltuneError, RuntimeError):
+    """The local-reduction timer could not run or printed nothing usable."""
+
+
+@dataclass
+class GammaRun:
+    points: list[dict]   # one per size: size, dtype, op, iterations, reps, min/median/max_us
+    sizes: tuple[int, ...]
+    dtype: str
+    op: str
+    command: str
+    notes: list[str]
+
+
+def measure_gamma(build: Build, dtype: str = "char", op: str = "sum", sizes=GAMMA_SIZES,
+                  timeout: float = 300) -> GammaRun:
+    """Time MPI_Reduce_local of `dtype` and `op` on one process at each size (bytes)."""
+    sizes = tuple(int(s) for s in sizes)
+    res = run_program(build, "colltune-gamma", 1, [dtype, op, ",".join(map(str, sizes))],
+                      error=GammaError, timeout=timeout, require_records=True)
+    return GammaRun(res.records, sizes, dtype, op, res.command, res.notes)
