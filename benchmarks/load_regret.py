@@ -41,6 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from colltune.results import db as db_mod  # noqa: E402
+from colltune.results import reader  # noqa: E402
 from colltune.studies import study as study_mod  # noqa: E402
 from colltune.studies import sweep
 from colltune.tuning import tune
@@ -67,8 +68,8 @@ def main() -> int:
     b = build_for(args.mpi or st.mpi or "openmpi")
     sim = bool(b.mpi.simulated)
     conn = db_mod.open_db(args.db)
-    sid = db_mod.study_id(conn, st.name)
-    have = 0 if sid is None else db_mod.latest_round(conn, sid)
+    sid = reader.study_id(conn, st.name)
+    have = 0 if sid is None else reader.latest_round(conn, sid)
     t0 = time.monotonic()
     rounds_left = 2 if args.fresh else max(0, 2 - have)
     for i in range(rounds_left):
@@ -78,7 +79,7 @@ def main() -> int:
               f"{oc.seconds:.0f} s", file=sys.stderr)
         if oc.status != "done":
             return 130
-    last = db_mod.latest_round(conn, db_mod.study_id(conn, st.name))
+    last = reader.latest_round(conn, reader.study_id(conn, st.name))
     train, _ = tune.load_frame(conn, st.name, last - 1, include_simulated=sim)
     test, _ = tune.load_frame(conn, st.name, last, include_simulated=sim)
     conn.close()

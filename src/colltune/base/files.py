@@ -16,6 +16,17 @@ from pathlib import Path
 from typing import Iterator
 
 
+def read_text(path: str | Path, error: type[Exception],
+              message: str = "{path}: {reason}") -> tuple[Path, str]:
+    """The text of an input file, or `error(message)` saying why it cannot be read
+    (`{path}` and `{reason}` are filled in)."""
+    p = Path(path).expanduser()
+    try:
+        return p, p.read_text()
+    except OSError as exc:
+        raise error(message.format(path=p, reason=exc.strerror or exc)) from None
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

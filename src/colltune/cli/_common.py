@@ -134,6 +134,16 @@ def select_options(f):
     return f
 
 
+def gamma_value(gamma_opt: str) -> float | None:
+    """--gamma: a number (s/byte), or None for the modes measure, db and auto."""
+    if gamma_opt in ("auto", "measure", "db"):
+        return None
+    try:
+        return float(gamma_opt)
+    except ValueError:
+        fail(f"--gamma '{gamma_opt}': measure, db, auto or a number (s/byte)")
+
+
 def db_option(**kwargs):
     """--db PATH: the results database; default $COLLTUNE_DB, else ./colltune.db."""
     kwargs.setdefault("default", lambda: str(db_mod.default_path()))

@@ -13,7 +13,7 @@ from colltune.drivers import p2p, registry
 from colltune.analysis.costmodel import CostModelError, algorithm_dicts, load_pingpong_from_db, model_json, resolve_params, run_model
 from colltune.output.model_tables import print_model
 from colltune.analysis.fit import FitError, load_selection
-from ._common import command, build_or_fail, fail, out, select_options
+from ._common import command, build_or_fail, fail, gamma_value, out, select_options
 
 
 @command("model")
@@ -48,12 +48,7 @@ def model(db_path, study, coll, algo, mapping, np_range, size_range, include_sim
                             include_simulated)
     except FitError as exc:
         fail(str(exc))
-    gamma = None
-    if gamma_opt not in ("auto", "measure", "db"):
-        try:
-            gamma = float(gamma_opt)
-        except ValueError:
-            fail(f"--gamma '{gamma_opt}': measure, db, auto or a number (s/byte)")
+    gamma = gamma_value(gamma_opt)
     offline = algorithms_json is not None and (
         (alpha is not None and beta is not None) or pingpong_json is not None
         or load_pingpong_from_db(db_path) is not None) and (

@@ -13,7 +13,7 @@ from colltune.analysis.costmodel import algorithm_dicts
 from colltune.base.files import check_writable
 from colltune.analysis.fit import FitError, load_measurements, load_selection
 from colltune.output.report import build_report, compute_model, load_runs
-from ._common import command, err, fail, select_options, write_or_keep
+from ._common import command, err, fail, gamma_value, select_options, write_or_keep
 
 
 @command()
@@ -63,12 +63,7 @@ def report(db_path, study, coll, algo, mapping, np_range, size_range, include_si
         fail(str(exc))
     if df.empty and sim.empty:
         fail("no measurements to report")
-    gamma = None
-    if gamma_opt not in ("auto", "measure", "db"):
-        try:
-            gamma = float(gamma_opt)
-        except ValueError:
-            fail(f"--gamma '{gamma_opt}': measure, db, auto or a number (s/byte)")
+    gamma = gamma_value(gamma_opt)
     runs = load_runs(db_path, study, df if not df.empty else sim)
     build = algos = None
     if algorithms_json is not None:

@@ -21,6 +21,7 @@ from colltune.mpi import launch, libalgos, placement
 from colltune.mpi.build import Build
 from colltune.mpi.libraries import MPI
 from colltune.base.collectives import per_process
+from colltune.base.specs import is_lib_spec
 from colltune.base.errors import ColltuneError
 
 
@@ -285,7 +286,7 @@ def expand_algos(build: Build, collective: str, specs: list[str]) -> list[str]:
             out += registry.names(build, collective) + libalgos.all_names(build.mpi, collective)
         elif s == "ours":
             out += [n for n in registry.names(build, collective) if n != "native"]
-        elif libalgos.is_lib_spec(s) and s.split(":", 1)[1] == "all":
+        elif is_lib_spec(s) and s.split(":", 1)[1] == "all":
             out += libalgos.library_all(build.mpi, collective, s)
         else:
             out.append(s)
@@ -316,8 +317,8 @@ def plan_launches(algos: list[str], reps: int) -> list[PlannedLaunch]:
     if reps < 1:
         raise ValueError(f"reps {reps}: must be at least 1")
     algos = list(dict.fromkeys(algos))
-    ours = tuple(a for a in algos if not libalgos.is_lib_spec(a))
-    lib = [a for a in algos if libalgos.is_lib_spec(a)]
+    ours = tuple(a for a in algos if not is_lib_spec(a))
+    lib = [a for a in algos if is_lib_spec(a)]
     if not lib:
         return [PlannedLaunch(ours, None, -1)] if ours else []
     round_: list[tuple[tuple[str, ...], str | None]] = []
@@ -485,7 +486,7 @@ def run_bench(build: Build, spec: BenchSpec, algos: list[str] | None = None, *,
     notes: list[str] = []
     envs: dict[str, dict[str, str]] = {}
     for a in algos:
-        if libalgos.is_lib_spec(a):
+        if is_lib_spec(a):
             envs[a] = libalgos.lib_env(mpi, spec.collective, a)  # ValueError before anything runs
     kept = []
     for a in algos:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Mapping
 from xml.sax.saxutils import escape, quoteattr
 
+from colltune.base.files import read_text
 from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.mpi.placement import MAPPINGS, ORDERS, Allocation, Placement, layout, rank_nodes
 from colltune.mpi.placement import cores as local_cores
@@ -549,11 +550,7 @@ def from_dict(data: dict, source: str = "<dict>") -> Platform:
 
 
 def load(path: str | Path) -> Platform:
-    p = Path(path).expanduser()
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise PlatformError(f"platform file {p}: {exc.strerror or exc}") from None
+    p, text = read_text(path, PlatformError, "platform file {path}: {reason}")
     return loads(text, str(p))
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from colltune.rules import ruleset as rules_mod
 from colltune.base.collectives import COLLECTIVES
+from colltune.base.files import read_text
 from colltune.base.errors import ColltuneError
 
 LIBRARY = "libcolltune-pmpi.so"
@@ -186,9 +187,5 @@ def parse_profile(text: str, source: str = "<profile>") -> Profile:
 
 
 def read_profile(path: str | Path) -> Profile:
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise InterposeError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    p, text = read_text(path, InterposeError, "{path}: cannot read: {reason}")
     return parse_profile(text, str(p))

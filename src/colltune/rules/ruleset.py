@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from colltune.base.collectives import COLLECTIVES
+from colltune.base.files import read_text
 from colltune.base.errors import ColltuneError
 from colltune.base.specs import format_spec
 
@@ -263,11 +264,7 @@ def from_text(text: str, source: str = "<rules>") -> RuleSet:
 
 
 def read(path: str | Path) -> RuleSet:
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise RulesError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    p, text = read_text(path, RulesError, "{path}: cannot read: {reason}")
     return from_text(text, str(p))
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from colltune.base.collectives import COLLECTIVES
+from colltune.base.files import read_text
 from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.base.specs import is_lib_spec, parse_params, split_spec
 from colltune.mpi.placement import LAUNCHERS, MAPPINGS, ORDERS
@@ -534,11 +535,7 @@ def _parse_load(v: Any, levels_raw: Any) -> tuple[list[str], dict[str, dict]]:
 
 def load(path: str | Path) -> Study:
     """Read and check a study file."""
-    p = Path(path).expanduser()
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise StudyError(f"{p}: {exc.strerror or exc}") from None
+    p, text = read_text(path, StudyError)
     return loads(text, source=str(p.resolve()), base_dir=p.resolve().parent)
 
 
