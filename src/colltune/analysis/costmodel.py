@@ -44,6 +44,8 @@ from colltune.base.specs import parse_params
 from colltune.analysis.fit import _json_clean
 from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size
+from colltune.base.units import parse_size
+from colltune.analysis.evidence import oversubscribed as over
 
 VARIABLES = frozenset("abgpnsk")
 ELEM_SIZE = {"char": 1, "byte": 1, "int": 4, "float": 4, "double": 8}
@@ -200,7 +202,6 @@ def _int_param(text: str | None, default):
     if text is None:
         return default
     try:
-        from colltune.base.units import parse_size
 
         return parse_size(str(text))
     except ValueError:
@@ -647,7 +648,6 @@ def resolve_params(df: pd.DataFrame, *, pingpong=None, alpha=None, beta=None, ga
 
 def oversubscribed(df: pd.DataFrame) -> pd.Series:
     """Rows measured with more processes on a node than cores (evidence.oversubscribed)."""
-    from colltune.analysis.evidence import oversubscribed as over
 
     return over(df)
 

@@ -14,6 +14,8 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+from colltune.base.errors import ColltuneError
+from colltune.base.paths import cache_dir
 
 
 def read_text(path: str | Path, error: type[Exception],
@@ -60,7 +62,6 @@ def check_writable(path: str | Path, what: str = "output") -> Path:
     """Before any work: can `path` be written (as write_atomic writes it: a temporary
     file in the same folder, renamed over it)? Creates nothing. Returns the path;
     raises ColltuneError saying why not."""
-    from colltune.base.errors import ColltuneError
 
     p = Path(path).expanduser()
     if p.is_dir():
@@ -100,7 +101,6 @@ def save_fallback(name: str, data: bytes | str) -> Path:
     (`<cache>/unsaved/`), else the temporary folder. Returns where it went."""
     import time
 
-    from colltune.base.paths import cache_dir
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for folder in (cache_dir() / "unsaved", Path(tempfile.gettempdir())):

@@ -18,6 +18,7 @@ from colltune.analysis.fit import default_db
 from colltune.mpi import launch
 from colltune.mpi.launch import Terminated, interrupt_on_term
 from colltune.mpi.placement import MAX_PER_CORE, check_process_counts
+from colltune.mpi.platforms import resolve
 
 out = stdout_console()
 err = Console(stderr=True, soft_wrap=True)  # messages stay one line each (grep, logs)
@@ -34,7 +35,6 @@ INCLUDE_SIMULATED_HELP = ("Also use simulated points (SimGrid, --mpi smpi); by d
 def resolve_platform(spec: str | None, mpi) -> object | None:
     """The Platform of --platform for a simulated MPI (default: launch.DEFAULT_PLATFORM);
     an `error:` line when --platform is given for a real MPI."""
-    from colltune.mpi.platforms import resolve
 
     if not getattr(mpi, "simulated", False):
         if spec:

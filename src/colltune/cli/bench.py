@@ -27,6 +27,7 @@ from colltune.base.units import fmt_size, parse_ints, parse_sizes
 from ._common import (MPI_HELP, PLATFORM_HELP, build_or_fail, check_nps, command,
                       db_path_or_default, err, fail, out, oversubscribe_options,
                       resolve_platform)
+from colltune.mpi import libraries as mpi_mod
 
 
 def _bench_cell(r: dict | None, base: dict | None, is_base: bool) -> str:
@@ -381,7 +382,6 @@ def bench(mpi_spec, platform_spec, coll, algos, nps, sizes, iterations, warmup, 
     if db_path is not None:
         db_path = db_path_or_default(db_path)
         db_mod.check_writable(db_path)
-    from colltune.mpi import libraries as mpi_mod
 
     check_nps(np_list, oversubscribe=oversubscribe, force=force,
               simulated=mpi_mod.names_simulator(mpi_spec))  # before anything is built

@@ -39,6 +39,12 @@ from colltune.base.lazy import LazyModule
 from colltune.mpi.placement import Placement
 
 from colltune.drivers.run import parse_records, run_launch
+from colltune.base.units import parse_size
+from colltune.mpi import launch
+from colltune.drivers import p2p
+from colltune.drivers.bench import SimLoad
+from colltune.drivers import bench as bench_mod
+from colltune.base.units import fmt_size
 
 np = LazyModule("numpy")
 pd = LazyModule("pandas")
@@ -72,7 +78,6 @@ class LoadLevel:
     def describe(self) -> str:
         if self.quiet:
             return "no background traffic"
-        from colltune.base.units import fmt_size
 
         return (f"{self.pattern}, {self.np} processes, {fmt_size(self.size)} x {self.window} in "
                 f"flight, duty {self.duty:g} of {self.period_ms:g} ms")
@@ -97,7 +102,6 @@ LEVEL_KEYS = {"pattern": "'pairs', 'alltoall' or 'hot'", "np": "generator proces
 
 def parse_level(key: str, name: str, table: Any) -> LoadLevel:
     """A level written in a study (`[study.load_levels.NAME]`), checked."""
-    from colltune.base.units import parse_size
 
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_\-]*", name):
         raise LoadError(f"{key}: level name '{name}' should be letters, digits, '_' or '-'")
@@ -158,7 +162,6 @@ def generator_launch(build, level: LoadLevel, duration: float = 0.0, placement=N
                      stop_file: str | None = None):
     """The Launch of the generator for `level` (not started). Locally: processes not
     bound to cores (they share the machine with the measured job, which is)."""
-    from colltune.mpi import launch
 
     if level.quiet:
         raise LoadError(f"level '{level.name}' has no generator")
@@ -187,7 +190,6 @@ class Generator:
         import tempfile
         import time
 
-        from colltune.mpi import launch
 
         self.level = level
         fd, self.stop_file = tempfile.mkstemp(prefix="colltune-load-stop-")
@@ -258,7 +260,6 @@ def parse_generator_output(stdout: str) -> dict | None:
 def probe(build, np: int, iterations: int = PROBE_ITERATIONS, size: int = PROBE_SIZE,
           timeout: float = 300) -> dict:
     """colltune-probe on `np` processes (placement: the current launch session's)."""
-    from colltune.drivers import p2p
 
     rec, _notes = p2p.run_probe(build, p2p.ProbeSpec(np=max(2, np), size=size,
                                                      iterations=iterations, warmup=10),
@@ -301,7 +302,6 @@ def sim_load(level: LoadLevel, key: str, round_: int,
              probe_iterations: int = PROBE_ITERATIONS, probe_size: int = PROBE_SIZE):
     """bench.SimLoad of a simulated launch under `level` (np 0 for `none`: the probe
     alone)."""
-    from colltune.drivers.bench import SimLoad
 
     sim_level(level)
     if level.quiet:
@@ -326,8 +326,6 @@ def effect(build, levels: list[LoadLevel], np: int = 2, sizes=(8, 65536, 1 << 20
     `ratio` is the latency over the first level's (the quiet one, normally)."""
     import pandas as pd
 
-    from colltune.drivers import bench as bench_mod
-    from colltune.drivers import p2p
 
     rows = []
     for level in levels:

@@ -9,6 +9,7 @@ from colltune.drivers import run
 from colltune.mpi.build import Build
 from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.base.specs import SpecError, param_pairs, split_spec
+from colltune.mpi import launch
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,6 @@ def algorithms(build: Build, hidden: bool = False) -> tuple[Algorithm, ...]:
     if getattr(build.mpi, "simulated", False):
         # SMPI's programs are shared objects that only smpirun can start (one simulated
         # process; the default platform)
-        from colltune.mpi import launch
 
         with launch.session(None):
             ln = launch.prepare(build.mpi, 1, [])

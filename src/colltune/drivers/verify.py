@@ -11,6 +11,7 @@ from typing import Callable
 
 from colltune.drivers.run import run_program
 from colltune.mpi.build import Build
+from colltune.base.errors import ColltuneError
 
 DEFAULT_NPS = (1, 2, 3, 4, 5, 7, 8, 13, 16)
 FAMILIES = ("main", "mixed", "garbage", "self", "inter", "remap")
@@ -88,7 +89,6 @@ def run(build: Build, nps: list[int], collectives: list[str], algos: list[str] |
     elif families and getattr(build.mpi, "simulated", False):
         bad = [f for f in families if f in SMPI_UNSUPPORTED_FAMILIES]
         if bad:
-            from colltune.base.errors import ColltuneError
 
             raise ColltuneError(f"family {', '.join(bad)}: not under SimGrid's SMPI (it has no "
                                 "inter-communicators, and does not match different derived "

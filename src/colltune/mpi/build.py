@@ -13,6 +13,7 @@ from pathlib import Path
 from colltune.base.errors import ColltuneError
 from colltune.mpi.libraries import MPI
 from colltune.base.paths import cache_dir, cache_lock, native_dir
+from colltune.mpi import libraries as mpi_mod
 
 PROGRAMS = ("colltune-verify", "colltune-bench", "colltune-selftest", "colltune-pingpong",
             "colltune-probe", "colltune-load", "colltune-heat", "colltune-stream", "colltune-which",
@@ -111,7 +112,6 @@ def build_for(mpi_spec: str | None = None, force: bool = False, verbose: bool = 
     """Find the MPI library an `--mpi` value names (installing it if needed) and build the
     native part against it: what every command that runs MPI does first. Raises MPIError
     or BuildError (both ColltuneError) with a message for the user."""
-    from colltune.mpi import libraries as mpi_mod
 
     mpi = mpi_mod.find(mpi_spec, auto_install=auto_install)
     try:

@@ -25,6 +25,8 @@ from pathlib import Path
 
 from colltune.base.errors import ColltuneError
 from colltune.base.paths import cache_dir, cache_lock
+from colltune.mpi.simgrid import version_of
+from colltune.mpi import simgrid
 
 KINDS = ("openmpi", "mpich")
 SIMULATED = "smpi"  # SimGrid's SMPI: runs MPI programs on a simulated platform
@@ -77,7 +79,6 @@ def _run(cmd: list[str], env: dict[str, str] | None = None) -> str:
 def identify(bindir: Path) -> MPI:
     """Identify the MPI library whose tools are in bindir."""
     if (bindir / "smpicc").exists() and (bindir / "smpirun").exists():
-        from colltune.mpi.simgrid import version_of
 
         version = version_of(bindir)
         return MPI(SIMULATED, bindir, bindir / "smpicc", bindir / "smpirun", version,
@@ -171,7 +172,6 @@ def find(spec: str | None = None, auto_install: bool = True) -> MPI:
     """Resolve an --mpi value to an MPI library."""
     spec = spec or os.environ.get("COLLTUNE_MPI") or "openmpi"
     if spec == SIMULATED:
-        from colltune.mpi import simgrid
 
         if simgrid.installed_version() is not None:
             return identify(simgrid.prefix() / "bin")

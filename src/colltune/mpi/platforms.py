@@ -43,6 +43,8 @@ from colltune.base.files import read_text
 from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.mpi.placement import MAPPINGS, ORDERS, Allocation, Placement, layout, rank_nodes
 from colltune.mpi.placement import cores as local_cores
+from colltune.base.paths import cache_dir
+from colltune.base.files import write_atomic
 
 TOPOLOGIES = ("flat", "fat-tree", "dragonfly", "torus")
 ALLOCATIONS = ("first", "spread")
@@ -68,7 +70,6 @@ def _preset_dir() -> Path:
 
 def calibration_path() -> Path:
     """Where `colltune platform calibrate` writes this machine's description."""
-    from colltune.base.paths import cache_dir
 
     return cache_dir() / "platforms" / CALIBRATION_FILE
 
@@ -466,7 +467,6 @@ def smpirun_files(platform: Platform, np: int, directory: str | Path, mapping: s
     """Write the platform file and the host file of `np` ranks into `directory`
     (atomically) and return the smpirun options that use them:
     ['-platform', XML, '-hostfile', HOSTS, '--cfg=...', ...]."""
-    from colltune.base.files import write_atomic
 
     d = Path(directory)
     hosts = platform.hostfile(np, mapping, order, nodes=nodes, oversubscribe=oversubscribe)

@@ -36,6 +36,10 @@ from colltune.analysis.fit import FitError
 from colltune.analysis.points import best_table, honest_np, point_stats, prepare
 from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size
+from colltune.mpi import libraries as mpi_mod
+from colltune.drivers import registry
+from colltune.mpi.build import Build, build_dir
+from colltune.analysis.fit import fit_formula, model_frame, resolve_formula
 
 
 def _agg() -> None:
@@ -92,9 +96,6 @@ def algorithm_order(mpi_spec: str | None = None, use_registry: bool = True) -> l
     names: list[str] = []
     if use_registry:
         try:  # an existing build only: choosing colours never compiles anything
-            from colltune.mpi import libraries as mpi_mod
-            from colltune.drivers import registry
-            from colltune.mpi.build import Build, build_dir
 
             mpi = mpi_mod.find(mpi_spec, auto_install=False)
             bdir = build_dir(mpi)
@@ -617,7 +618,6 @@ def fig_surface(df: pd.DataFrame, palette: Palette, algorithm: str | None = None
                 mapping=None) -> Figure:
     """3D points (processes, log2 size, log2 latency) of one algorithm and the plane of
     log2 latency = β0·processes + β1·log2 size fitted to them (seed 000, Figure 10)."""
-    from colltune.analysis.fit import fit_formula, model_frame, resolve_formula
 
     coll = one_collective(df)
     d = prepare(df)

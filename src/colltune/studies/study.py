@@ -34,6 +34,9 @@ from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.base.specs import is_lib_spec, parse_params, split_spec
 from colltune.mpi.placement import LAUNCHERS, MAPPINGS, ORDERS
 from colltune.base.units import parse_size, parse_sizes
+from colltune.drivers import loadgen as workload
+from colltune.drivers import bench as bench_mod
+from colltune.drivers import registry
 
 TIMINGS = ("osu", "window")
 DTYPES = ("char", "int", "float", "double")
@@ -409,7 +412,6 @@ def loads(text: str, source: str = "<string>", base_dir: Path | None = None) -> 
     if "probe_size" in st:
         v = st["probe_size"]
         if isinstance(v, str):
-            from colltune.base.units import parse_size
 
             try:
                 v = parse_size(v)
@@ -508,7 +510,6 @@ def loads(text: str, source: str = "<string>", base_dir: Path | None = None) -> 
 def _parse_load(v: Any, levels_raw: Any) -> tuple[list[str], dict[str, dict]]:
     """study.load and study.load_levels, checked: the level names and every level's
     definition (built-in or the study's own), as plain data."""
-    from colltune.drivers import loadgen as workload
 
     names = [v] if isinstance(v, str) else v
     _want("study.load", names, list, "a list of load level names")
@@ -651,8 +652,6 @@ def resolve_algorithms(study: Study, build) -> dict[str, list[str]]:
     `mpich:all` under MPICH, nothing under another MPI), `ompi:NAME[:k=v]`,
     `mpich:NAME[:k=v]`, `ompi:all`, `mpich:all`.
     """
-    from colltune.drivers import bench as bench_mod
-    from colltune.drivers import registry
 
     lib = _libalgos()
     out: dict[str, list[str]] = {}

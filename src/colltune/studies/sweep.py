@@ -43,6 +43,11 @@ from colltune.mpi.placement import LaunchError, Placement, capacity, cores, pars
 from colltune.base.specs import format_params, is_lib_spec
 from colltune.studies.study import Study, StudyError, fmt_ints
 from colltune.studies.study import HEAT, STREAM, parse_heat_spec, resolve_algorithms
+from colltune.drivers.loadgen import PROBE_SIZE
+from colltune.mpi.platforms import resolve
+from colltune.drivers import loadgen as workload
+from colltune.mpi import libalgos
+from colltune.drivers import heat as heat_mod
 
 err = Console(stderr=True)
 
@@ -148,7 +153,6 @@ def _unit_key(study: Study, build, coll, np, mapping, order, rep, algos, lib,
 
 
 def workload_probe_size() -> int:
-    from colltune.drivers.loadgen import PROBE_SIZE
 
     return PROBE_SIZE
 
@@ -182,13 +186,11 @@ def make_plan(study: Study, build, *, seed: int | None = None,
     platform = None
     repetitions = study.repetitions
     if build.mpi.simulated:
-        from colltune.mpi.platforms import resolve
 
         if study.launcher != "local":
             raise StudyError(f"study.launcher '{study.launcher}': a simulation (--mpi smpi) runs "
                              "here on its simulated platform; use launcher 'local'")
         if study.load:
-            from colltune.drivers import loadgen as workload
 
             try:
                 for n in study.load:
@@ -218,7 +220,7 @@ def make_plan(study: Study, build, *, seed: int | None = None,
     lib = None
     lib_envs: dict[tuple[str, str], dict[str, str]] = {}
     if any(is_lib_spec(a) for v in algorithms.values() for a in v):
-        from colltune.mpi import libalgos as lib
+        lib = libalgos
         if "extra_env" not in inspect.signature(bench_mod.run).parameters:
             raise StudyError("study.algorithms: ompi:/mpich: algorithms need bench.run(extra_env=)")
     bad_root = [p for p in processes if study.root >= p]
@@ -303,7 +305,6 @@ class Outcome:
 
 
 def _relabel(rec: dict, plan: Plan, unit: Unit, env: dict[str, str]) -> dict:
-    from colltune.mpi import libalgos
 
     algo, values = libalgos.resolve(plan.build.mpi, unit.collective, unit.library_spec)
     rec = dict(rec)
@@ -461,7 +462,6 @@ def _run_unit(plan: Plan, conn, unit: Unit, run_id: int, study_id: int, rnd: int
     load_info: dict | None = None
     sim_cfg: tuple[str, ...] = ()
     if plan.platform is not None and unit.load is not None:
-        from colltune.drivers import loadgen as workload
 
         # the generator and the probe run inside the measured launch (docs/workload.md)
         spec = dataclasses.replace(spec, load=workload.sim_load(
@@ -531,7 +531,6 @@ def _start_load(plan: Plan, unit: Unit) -> dict:
     """A launch of a study with load levels: the level's generator started in the
     background (it runs until the launch session ends), then the probe; what they were
     and what the probe measured."""
-    from colltune.drivers import loadgen as workload
 
     level = workload.LoadLevel(**plan.study.load_levels[unit.load])
     bg = None
@@ -544,7 +543,6 @@ def _start_load(plan: Plan, unit: Unit) -> dict:
 
 def _finish_load(info: dict, records: list[dict], notes: list[str]) -> None:
     """Stop the generator, check it ran all along, put the probe on every record."""
-    from colltune.drivers import loadgen as workload
 
     bg, level, rec = info["background"], info["level"], info["probe"]
     if bg is not None:
@@ -574,7 +572,6 @@ def _run_heat(plan: Plan, unit: Unit, env: dict[str, str]) -> tuple[list[dict], 
     grid/decomp/iterations, size = bytes of the grid (8 per cell), every latency
     statistic = the run's wall time (slowest rank) in µs, one sample. `heat_*`
     fields carry GFLOP/s and the split of the time (docs/heat.md)."""
-    from colltune.drivers import heat as heat_mod
 
     variant, kv = parse_heat_spec(unit.algos[0])
     if variant == STREAM:
@@ -615,7 +612,6 @@ def _run_stream(plan: Plan, unit: Unit, elements: int) -> tuple[list[dict], list
     moves on all processes together (24 per element and process), every latency
     statistic = the best triad time in µs, so size / median_us is the bandwidth; the
     record's `stream_GBps` says it directly (in `extra`)."""
-    from colltune.drivers import heat as heat_mod
 
     rec, notes = heat_mod.run_stream(plan.build, heat_mod.StreamSpec(np=unit.np,
                                                                      elements=elements),

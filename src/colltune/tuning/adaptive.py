@@ -63,6 +63,8 @@ from typing import Callable
 from colltune.base.errors import ColltuneError
 from colltune.base.specs import is_lib_spec
 from colltune.base.lazy import LazyModule
+from colltune.tuning import tune
+from colltune.drivers import bench as bench_mod
 
 np = LazyModule("numpy")
 pd = LazyModule("pandas")
@@ -464,7 +466,6 @@ def model_beats(pred: Prediction, i: int, j: int, nat: int) -> bool:
 
 def final_choices(res: Result, target: str = "colltune") -> pd.DataFrame:
     """Per grid size: the choice (module docstring), as tune.choices's columns."""
-    from colltune.tuning import tune
 
     frame = res.frame
     pred = res.prediction
@@ -502,7 +503,6 @@ def final_choices(res: Result, target: str = "colltune") -> pd.DataFrame:
 
 
 def final_rules(res: Result, target: str = "colltune", meta: dict | None = None):
-    from colltune.tuning import tune
 
     ch = final_choices(res, target)
     policy = ("adaptive (colltune.adaptive): the measured choice where the predicted best "
@@ -520,7 +520,6 @@ def bench_measure(build, grid: Grid, *, iterations: int | None = None,
     """A `measure` that runs colltune-bench: one launch per call, `native` first as an
     untimed warm-up (its first record per size is dropped, as libalgos does), each
     record labelled with its candidate."""
-    from colltune.drivers import bench as bench_mod
 
     for c in grid.candidates:
         if is_lib_spec(c):

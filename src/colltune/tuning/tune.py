@@ -56,6 +56,7 @@ from colltune.base.collectives import COLLECTIVES
 from colltune.base.specs import is_lib_spec, parse_params
 from colltune.rules.ruleset import TARGETS, LoadClass, Rule, RuleSet, make_params
 from colltune.base.lazy import LazyModule
+from colltune.base.units import fmt_size
 
 np = LazyModule("numpy")
 pd = LazyModule("pandas")
@@ -494,7 +495,6 @@ def _wgmean(v: pd.Series, w: np.ndarray) -> float:
 
 
 def _at(row, keys: list[str]) -> str:
-    from colltune.base.units import fmt_size
 
     parts = [f"np={int(row['np'])}", fmt_size(int(row["size"]))]
     if "mapping" in keys:
