@@ -231,3 +231,20 @@ def test_the_command_line_starts_without_heavy_modules():
                          timeout=120)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout.strip().splitlines()[-1]) == [], res.stdout
+
+
+def test_colltune_imports_stand_at_the_top_of_files():
+    """A colltune module is imported at the top of the file; inside a function only as an
+    optional import (in a try block), never to dodge a cycle."""
+    late = []
+    for mod, path in MODULES.items():
+        tree = ast.parse(path.read_text(), str(path))
+        optional = {id(b) for n in ast.walk(tree) if isinstance(n, ast.Try) for b in n.body}
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom) and id(node) not in optional and (
+                        node.level or (node.module or "").startswith("colltune")):
+                    late.append(f"{path.relative_to(PKG)}:{node.lineno}")
+    assert sorted(set(late)) == []
