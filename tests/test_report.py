@@ -211,8 +211,13 @@ def test_report_model_launches_nothing_by_default(tmp_path, monkeypatch):
     def launched(*args, **kwargs):
         raise AssertionError("the report launched MPI without --measure")
 
-    monkeypatch.setattr(cm, "measure_pingpong", launched)
-    monkeypatch.setattr(cm, "measure_gamma", launched)
+    from colltune.drivers import gamma as gamma_driver
+    from colltune.drivers import p2p
+    from colltune.mpi import launch
+
+    monkeypatch.setattr(p2p, "measure_pingpong", launched)
+    monkeypatch.setattr(gamma_driver, "measure_gamma", launched)
+    monkeypatch.setattr(launch, "run", launched)
     db = make_db(tmp_path / "s.db")
     df = load_measurements(db, study="quick")
     model, note = rp.compute_model(df, db_path=db, algos=ALGOS)
