@@ -62,7 +62,7 @@ def main() -> int:
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
 
-    st = study_mod.load_preset(args.preset)
+    st = study_mod.read_preset(args.preset)
     if args.reps:
         st.repetitions = args.reps
     b = build_for(args.mpi or st.mpi or "openmpi")
@@ -80,8 +80,8 @@ def main() -> int:
         if oc.status != "done":
             return 130
     last = reader.latest_round(conn, reader.study_id(conn, st.name))
-    train, _ = tune.load_frame(conn, st.name, last - 1, include_simulated=sim)
-    test, _ = tune.load_frame(conn, st.name, last, include_simulated=sim)
+    train, _ = tune.read_frame(conn, st.name, last - 1, include_simulated=sim)
+    test, _ = tune.read_frame(conn, st.name, last, include_simulated=sim)
     conn.close()
 
     per, rs = regret.held_out_regret(train, test)

@@ -10,7 +10,7 @@ import pytest
 
 from colltune.analysis.remap import placement_label, remap_effect
 from colltune.base.specs import remap_of, without_remap as base_spec
-from colltune.studies.study import load_preset
+from colltune.studies.study import read_preset
 
 ALGOS = {"allgather": ["recursive_doubling", "ring", "neighbor_exchange"],
          "bcast": ["binomial"], "allreduce": ["ring"]}
@@ -19,7 +19,7 @@ ALGOS = {"allgather": ["recursive_doubling", "ring", "neighbor_exchange"],
 @pytest.mark.parametrize("name, np_, largest", [("remap", 128, 1 << 20),
                                                  ("remap192", 192, 256 << 10)])
 def test_the_remap_presets_are_the_seeds_experiment(name, np_, largest):
-    s = load_preset(name)
+    s = read_preset(name)
     assert s.name == name and s.mpi == "smpi" and s.platform == "tapems-16x12"
     assert s.processes == [np_]  # 8 and 12 per node on the 16 nodes
     assert list(s.mapping) == ["node"] and list(s.order) == ["seq", "rr"]

@@ -90,7 +90,7 @@ def built(tmp_path_factory):
     df = load_measurements(db, study="quick")
     params = cm.resolve_params(df, pingpong=pingpong(), gamma=1e-10)
     model = cm.run_model(df, ALGOS, params)
-    text, parts = rp.build_report(df, runs=rp.load_runs(db, "quick", df), db_path=db,
+    text, parts = rp.build_report(df, runs=rp.read_runs(db, "quick", df), db_path=db,
                                   study="quick", palette=pl.Palette(pl.FALLBACK_ORDER),
                                   model=model)
     path = d / "report.html"
@@ -186,7 +186,7 @@ def test_report_of_a_colltune_database(tmp_path):
                      started_at=db.now(), seconds=1.0, records=recs)
     conn.close()
     df = load_measurements(tmp_path / "c.db", study="quick")
-    prov = rp.load_runs(tmp_path / "c.db", "quick", df)
+    prov = rp.read_runs(tmp_path / "c.db", "quick", df)
     assert list(prov.runs["run_id"]) == [rid] and prov.runs["study"].iloc[0] == "quick"
     assert prov.launches[rid] == ["mpirun -np 8 colltune-bench ..."]
     text, parts = rp.build_report(df, runs=prov, db_path=tmp_path / "c.db", study="quick",
@@ -377,7 +377,7 @@ def test_report_of_sparse_records_pingpong_rows_and_no_native(tmp_path):
     pd.DataFrame(rows).to_sql("measurements", con, index=False)
     con.close()
     df = load_measurements(db)
-    text, parts = rp.build_report(df, runs=rp.load_runs(db, None, df), db_path=db, model=None,
+    text, parts = rp.build_report(df, runs=rp.read_runs(db, None, df), db_path=db, model=None,
                                   model_note="none", dpi=50)
     assert 'id="coll-pingpong"' not in text  # point-to-point: the cost model's, not a section
     assert "use <b>native</b> at every measured point" in text

@@ -209,7 +209,7 @@ def test_openmpi_file_steers_the_library(tmp_path, ompi_build):
                              "bcast 2 - 8192 - ompi:pipeline segsize=4096\n"
                              "allgather 2 - 0 511 ompi:ring -\n"
                              "allgather 2 - 512 - ompi:bruck -\n"), "openmpi", path, ompi_build.mpi)
-    kind, rows, notes = rf.verify(path, ompi_build, np=3, sizes=[64, 65536])
+    kind, rows, notes = rf.which_ran(path, ompi_build, np=3, sizes=[64, 65536])
     got = {(r.collective, r.size): (r.ran, r.ok) for r in rows}
     assert got[("bcast", 64)] == ("binomial", True)
     assert got[("bcast", 65536)] == ("pipeline (segsize=4096)", True)
@@ -219,7 +219,7 @@ def test_openmpi_file_steers_the_library(tmp_path, ompi_build):
     # and it tells a disagreement: a forced algorithm beats the file (Open MPI's precedence)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OMPI_MCA_coll_tuned_bcast_algorithm", "1")
-        _, forced, _ = rf.verify(path, ompi_build, np=3, sizes=[64], collectives=["bcast"])
+        _, forced, _ = rf.which_ran(path, ompi_build, np=3, sizes=[64], collectives=["bcast"])
     assert [(r.ran, r.ok) for r in forced] == [("basic_linear", False)]
     plain = rf._observe(ompi_build, 3, "allgather", [64], {}, "libcolltune-ompi-algos.so", 1, 60)
     assert plain["allgather 64"] and not any("algo=ring " in x for x in plain["allgather 64"])
@@ -235,7 +235,7 @@ def test_mpich_file_steers_the_library(tmp_path, mpich_b):
                            "bcast 2 - 0 8191 mpich:binomial -\n"
                            "bcast 2 - 8192 - mpich:scatter_ring_allgather -\n"),
               "mpich", path, mpich_b.mpi)
-    kind, rows, notes = rf.verify(path, mpich_b, np=3, sizes=[64, 16384])
+    kind, rows, notes = rf.which_ran(path, mpich_b, np=3, sizes=[64, 16384])
     got = {(r.collective, r.size): r for r in rows}
     ring, bruck = got[("allgather", 64)], got[("allgather", 16384)]
     assert ring.ok and "ring" in ring.ran.split(", ") and "brucks" not in ring.ran.split(", ")
@@ -246,5 +246,5 @@ def test_mpich_file_steers_the_library(tmp_path, mpich_b):
     # a forced algorithm beats the file, and the comparison shows it
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM", "ring")
-        _, forced, _ = rf.verify(path, mpich_b, np=3, sizes=[16384], collectives=["allgather"])
+        _, forced, _ = rf.which_ran(path, mpich_b, np=3, sizes=[16384], collectives=["allgather"])
     assert forced[0].ok is False and "ring" in forced[0].ran.split(", ")

@@ -208,8 +208,8 @@ def test_tune_makes_no_rules_from_simulated_points_unless_asked(tmp_path):
                      notes=[], started_at=db.now(), seconds=1.0,
                      records=[_record(np=64, simulated=True)])
     with pytest.raises(tune.TuneError, match="--include-simulated"):
-        tune.load_frame(conn, "sim")
-    frame, rnd = tune.load_frame(conn, "sim", include_simulated=True)
+        tune.read_frame(conn, "sim")
+    frame, rnd = tune.read_frame(conn, "sim", include_simulated=True)
     assert len(frame) == 1 and rnd == 1
     conn.close()
 
@@ -288,9 +288,9 @@ def test_simulated_times_are_deterministic(smpi_build):
 
 def test_the_scale_presets_cover_64_to_4096_processes(ompi_build):
     from colltune.drivers import registry
-    from colltune.studies.study import load_preset
+    from colltune.studies.study import read_preset
 
-    scale, big = load_preset("scale"), load_preset("scale4096")
+    scale, big = read_preset("scale"), read_preset("scale4096")
     assert scale.processes == [64, 128, 256, 512, 1024] and big.processes == [4096]
     for s in (scale, big):  # one timed call a point, no warm-up call (prepared instead)
         assert (s.iterations, s.warmup, s.mpi, s.platform) == (1, 0, "smpi", "tapems-16x12")

@@ -120,20 +120,20 @@ def test_presets_load_and_are_package_data():
     names = st.preset_names()
     assert {"quick", "seed000", "seed001", "seed004"} <= set(names)
     for n in names:
-        s = st.load_preset(n)
+        s = st.read_preset(n)
         assert s.name == n and s.description
-    q = st.load_preset("quick")
+    q = st.read_preset("quick")
     assert q.sizes == [8, 65536, 1048576] and q.repetitions >= 4  # enough for evidence
     # the main job measures what the machine can measure honestly: a core per process
     assert q.scaled_processes(2)[0] == [2] and q.scaled_processes(4)[0] == [2, 4]
     assert q.scaled_processes(12)[0] == [2, 4, 8]
-    s0 = st.load_preset("seed000")
+    s0 = st.read_preset("seed000")
     assert s0.algorithms["bcast"][:3] == ["linear", "chain", "split_binary"]
     assert s0.algorithms["reduce"][:3] == ["linear", "chain", "binary"]
     assert s0.sizes == [2 ** i for i in range(1, 21)] and s0.mapping == ["core", "socket"]
     assert s0.processes == list(range(2, 49, 2))
     with pytest.raises(StudyError, match="did you mean 'quick'"):
-        st.load_preset("quik")
+        st.read_preset("quik")
 
 
 def test_algorithm_names_are_checked_against_the_registry(ompi_build):

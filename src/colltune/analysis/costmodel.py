@@ -415,12 +415,6 @@ def gamma_from_measurements(df: pd.DataFrame, min_size: int = 65536) -> Gamma:
                          f"at np 2 and sizes ≥ {fmt_size(min_size)}")
 
 
-def load_pingpong_from_db(db_path) -> pd.DataFrame | None:
-    """Ping-pong records stored in the results database, if it keeps any
-    (results.reader.pingpong_points)."""
-    return reader.pingpong_points(db_path)
-
-
 # ---------------------------------------------------------------------------- predictions
 
 @dataclass
@@ -604,7 +598,7 @@ def resolve_params(df: pd.DataFrame, *, pingpong=None, alpha=None, beta=None, ga
     if alpha is None or beta is None:
         src = "ping-pong file"
         if pingpong is None and db_path is not None:
-            pingpong = load_pingpong_from_db(db_path)
+            pingpong = reader.pingpong_points(db_path)
             src = "ping-pong records in the database"
         if pingpong is None and measure_pingpong is not None:
             pingpong = measure_pingpong(measure_np)

@@ -610,7 +610,7 @@ def default_db() -> Path:
     return default_path()
 
 
-def load_selection(db_path, study, coll, algo, mapping, nps, sizes,
+def read_selection(db_path, study, coll, algo, mapping, nps, sizes,
                    include_simulated: bool = False, only_simulated: bool = False,
                    allow_empty: bool = False) -> pd.DataFrame:
     """Measurements of a database selection, as the commands' options give it: `nps`

@@ -25,6 +25,8 @@ def read_text(path: str | Path, error: type[Exception],
     p = Path(path).expanduser()
     try:
         return p, p.read_text()
+    except UnicodeDecodeError:
+        raise error(f"{p}: not a text file") from None
     except OSError as exc:
         raise error(message.format(path=p, reason=exc.strerror or exc)) from None
 

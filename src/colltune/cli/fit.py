@@ -6,7 +6,7 @@ import json
 
 import click
 
-from colltune.analysis.fit import SEED_MODELS, STATS, FitError, describe_selection, fit_selection, fits_to_json, load_selection, print_result, resolve_formula
+from colltune.analysis.fit import SEED_MODELS, STATS, FitError, describe_selection, fit_selection, fits_to_json, read_selection, print_result, resolve_formula
 from colltune.base.units import fmt_size
 from ._common import command, fail, out, select_options
 
@@ -33,7 +33,7 @@ def fit(db_path, study, coll, algo, mapping, np_range, size_range, include_simul
     latency ~ 0 + processes + size, and log2_latency ~ 0 + processes + log2_size.
     """
     try:
-        df = load_selection(db_path, study, coll, algo, mapping, np_range, size_range,
+        df = read_selection(db_path, study, coll, algo, mapping, np_range, size_range,
                             include_simulated)
         chosen: list[tuple[str, str]] = [resolve_formula(f) for f in formulas]
         names = list(models) or ([] if formulas else ["seed"])

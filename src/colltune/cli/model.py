@@ -10,9 +10,10 @@ import click
 
 from colltune.drivers import gamma as gamma_driver
 from colltune.drivers import p2p, registry
-from colltune.analysis.costmodel import CostModelError, algorithm_dicts, load_pingpong_from_db, model_json, resolve_params, run_model
+from colltune.results import reader
+from colltune.analysis.costmodel import CostModelError, algorithm_dicts, model_json, resolve_params, run_model
 from colltune.output.model_tables import print_model
-from colltune.analysis.fit import FitError, load_selection
+from colltune.analysis.fit import FitError, read_selection
 from ._common import command, build_or_fail, fail, gamma_value, out, select_options
 
 
@@ -44,14 +45,14 @@ def model(db_path, study, coll, algo, mapping, np_range, size_range, include_sim
     measurements: error per point and collective, and the model's choice against the
     measured best."""
     try:
-        df = load_selection(db_path, study, coll, algo, mapping, np_range, size_range,
+        df = read_selection(db_path, study, coll, algo, mapping, np_range, size_range,
                             include_simulated)
     except FitError as exc:
         fail(str(exc))
     gamma = gamma_value(gamma_opt)
     offline = algorithms_json is not None and (
         (alpha is not None and beta is not None) or pingpong_json is not None
-        or load_pingpong_from_db(db_path) is not None) and (
+        or reader.pingpong_points(db_path) is not None) and (
         gamma is not None or gamma_opt == "db")
     b = None if offline else build_or_fail(mpi_spec)
     if algorithms_json is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from colltune.analysis.fit import FitError, load_selection
+from colltune.analysis.fit import FitError, read_selection
 from colltune.output.figures import BANDS, KINDS, Palette, PlotError, algorithm_order, fig_mapping, make_figure, save_figure
 from colltune.base.files import check_writable
 from ._common import command, fail, out, select_options
@@ -33,7 +33,7 @@ def plot(db_path, study, coll, algo, mapping, np_range, size_range, include_simu
     size = np_ = None
     try:
         mapping_one = mapping if mapping and "," not in mapping else None
-        df = load_selection(db_path, study, coll, algo,
+        df = read_selection(db_path, study, coll, algo,
                             mapping if kind == "mapping" else mapping_one,
                             np_range, size_range, include_simulated)
         palette = Palette(algorithm_order(mpi_spec))

@@ -15,7 +15,7 @@ from colltune.results import db as db_mod
 from colltune.results import reader
 from colltune.drivers import registry
 from colltune.base.files import check_writable
-from colltune.studies.study import load_preset
+from colltune.studies.study import read_preset
 from colltune.studies.sweep import definition_changes
 from colltune.base.units import fmt_size, parse_ints
 from ._common import MPI_HELP, build_or_fail, command, db_option, db_path_or_default, err, fail, out
@@ -51,7 +51,7 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
     if not new_round and Path(db_path).is_file():  # the preset changed with colltune
         conn = db_mod.open_db(db_path)
         try:
-            changes, rnd = definition_changes(conn, load_preset("quick"))
+            changes, rnd = definition_changes(conn, read_preset("quick"))
         finally:
             conn.close()
         if changes:

@@ -11,8 +11,8 @@ from colltune.drivers import registry
 from colltune.mpi.build import build_for
 from colltune.analysis.costmodel import algorithm_dicts
 from colltune.base.files import check_writable
-from colltune.analysis.fit import FitError, load_measurements, load_selection
-from colltune.output.report import build_report, compute_model, load_runs
+from colltune.analysis.fit import FitError, load_measurements, read_selection
+from colltune.output.report import build_report, compute_model, read_runs
 from ._common import command, err, fail, gamma_value, select_options, write_or_keep
 
 
@@ -52,9 +52,9 @@ def report(db_path, study, coll, algo, mapping, np_range, size_range, include_si
     # (--include-simulated changes nothing here)
     try:
         if any(x is not None for x in (coll, algo, mapping, np_range, size_range)):
-            df = load_selection(db_path, study, coll, algo, mapping, np_range, size_range,
+            df = read_selection(db_path, study, coll, algo, mapping, np_range, size_range,
                                 allow_empty=True)
-            sim = load_selection(db_path, study, coll, algo, mapping, np_range, size_range,
+            sim = read_selection(db_path, study, coll, algo, mapping, np_range, size_range,
                                  only_simulated=True, allow_empty=True)
         else:
             df = load_measurements(db_path, study=study)
@@ -64,7 +64,7 @@ def report(db_path, study, coll, algo, mapping, np_range, size_range, include_si
     if df.empty and sim.empty:
         fail("no measurements to report")
     gamma = gamma_value(gamma_opt)
-    runs = load_runs(db_path, study, df if not df.empty else sim)
+    runs = read_runs(db_path, study, df if not df.empty else sim)
     build = algos = None
     if algorithms_json is not None:
         try:

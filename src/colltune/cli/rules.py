@@ -167,7 +167,7 @@ def verify(file, np, sizes, coll, iterations, mpi_spec) -> None:
              f"(--mpi {kind})")
     check_nps([np], timing=False)
     b = build_or_fail(mpi_spec or kind)
-    kind, rows, notes = rf.verify(Path(file), b, np=np, sizes=size_list, collectives=colls,
+    kind, rows, notes = rf.which_ran(Path(file), b, np=np, sizes=size_list, collectives=colls,
                                   iterations=iterations)
     t = Table(title=f"{file} under {b.mpi.name} {b.mpi.version}, {np} processes",
               title_justify="left")

@@ -15,7 +15,7 @@ from colltune.results import reader
 from colltune.mpi import launch
 from colltune.mpi.placement import LAUNCHERS, LaunchError, check_process_counts, slurm_allocation
 from colltune.base.files import write_atomic
-from colltune.studies.study import Study, StudyError, fmt_ints, load, load_preset, preset_names
+from colltune.studies.study import Study, StudyError, fmt_ints, load, read_preset, preset_names
 from colltune.studies.sweep import Plan, definition_changes, execute, make_plan, sbatch_script
 from colltune.base.units import fmt_size, parse_ints
 from ._common import (PLATFORM_HELP, build_or_fail, command, db_option, db_path_or_default,
@@ -26,7 +26,7 @@ def _load(study_file: str | None, preset: str | None) -> Study:
     if bool(study_file) == bool(preset):
         fail("give a study file or --preset NAME (presets: " + ", ".join(preset_names()) + ")")
     try:
-        return load_preset(preset) if preset else load(study_file)
+        return read_preset(preset) if preset else load(study_file)
     except StudyError as exc:
         fail(str(exc))
 
@@ -116,7 +116,7 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
     """
     if list_presets:
         for name in preset_names():
-            s = load_preset(name)
+            s = read_preset(name)
             out.print(f"[bold]{name}[/]: {s.description}", highlight=False)
         return
     study = _load(study_file, preset)

@@ -191,7 +191,7 @@ def tune(db_path, study, round_, target, coll, output, rules_path, profile_path,
                      + (f"the studies {', '.join(names)}" if names else "no study "
                         "(run colltune sweep first)"))
             study = names[0]
-        frame, rnd = tune_mod.load_frame(conn, study, round_, include_simulated)
+        frame, rnd = tune_mod.read_frame(conn, study, round_, include_simulated)
         if load_level is not None:
             levels = sorted({str(x) for x in frame["load_level"].dropna()})
             if not levels:
@@ -376,7 +376,7 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
                 "adaptive": f"{res.cells} of {grid.exhaustive_cells(reps)} cells "
                             f"({100 * fraction:g}% budget), {len(res.launches)} launches"}
         rs = adaptive.final_rules(res, "colltune", meta)
-        stored, _ = tune_mod.load_frame(conn, name, rnd)
+        stored, _ = tune_mod.read_frame(conn, name, rnd)
         pts, summary = tune_mod.quality(stored, rs)
         text = rules_mod.to_text(rs)
         ch = adaptive.final_choices(res)

@@ -32,7 +32,7 @@ from colltune.rules import openmpi as eo
 from colltune.mpi import libalgos
 from colltune.rules import ruleset as rules_mod
 from colltune.base.collectives import COLLECTIVES, PER_PROCESS
-from colltune.base.files import write_atomic
+from colltune.base.files import read_text as read_input, write_atomic
 from colltune.base.specs import is_lib_spec
 from colltune.rules.ruleset import RulesError, RuleSet
 
@@ -42,13 +42,7 @@ FORMAT_NAMES = {"colltune": "colltune rules file", "openmpi": "Open MPI coll/tun
 
 
 def read_text(path: str | Path) -> str:
-    p = Path(path)
-    try:
-        return p.read_text()
-    except UnicodeDecodeError:
-        raise RulesError(f"{p}: not a text file") from None
-    except OSError as exc:
-        raise RulesError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    return read_input(path, RulesError, "{path}: cannot read: {reason}")[1]
 
 
 def detect(text: str, source: str = "<file>") -> str:
@@ -222,7 +216,7 @@ def export(ruleset: RuleSet, to: str, path: str | Path, mpi) -> list[str]:
 
 
 @dataclass
-class VerifyRow:
+class RanRow:
     collective: str
     np: int
     size: int  # colltune's size
@@ -272,9 +266,9 @@ def _kv(rest: str) -> dict[str, str]:
     return dict(p.split("=", 1) for p in rest.split() if "=" in p)
 
 
-def verify(path: str | Path, build, np: int = 3, sizes: list[int] | None = None,
-           collectives: list[str] | None = None, iterations: int = 2,
-           timeout: float = 120) -> tuple[str, list[VerifyRow], list[str]]:
+def which_ran(path: str | Path, build, np: int = 3, sizes: list[int] | None = None,
+              collectives: list[str] | None = None, iterations: int = 2,
+              timeout: float = 120) -> tuple[str, list[RanRow], list[str]]:
     """Run the library of `build` under the rules file at `path`; (kind, rows, notes)."""
     path = Path(path).resolve()
     text = read_text(path)
@@ -298,12 +292,12 @@ def verify(path: str | Path, build, np: int = 3, sizes: list[int] | None = None,
     if np < 2:
         raise RulesError("--np must be at least 2")
     if kind == "openmpi":
-        return kind, *_verify_openmpi(text, path, build, np, sizes, collectives, iterations,
+        return kind, *_which_ran_openmpi(text, path, build, np, sizes, collectives, iterations,
                                       timeout)
-    return kind, *_verify_mpich(text, path, build, np, sizes, collectives, iterations, timeout)
+    return kind, *_which_ran_mpich(text, path, build, np, sizes, collectives, iterations, timeout)
 
 
-def _verify_openmpi(text, path, build, np, sizes, collectives, iterations, timeout):
+def _which_ran_openmpi(text, path, build, np, sizes, collectives, iterations, timeout):
     installed = eo.Installed.of(build.mpi)
     pf = eo.parse(text)
     notes: list[str] = []
@@ -311,7 +305,7 @@ def _verify_openmpi(text, path, build, np, sizes, collectives, iterations, timeo
     if mca:
         notes.append("with the MCA parameters the file says it needs: "
                      + " ".join(f"--mca {k} {v}" for k, v in mca.items()))
-    rows: list[VerifyRow] = []
+    rows: list[RanRow] = []
     for ce in pf.colls:
         coll = eo.ID_COLLS.get(ce.coll_id)
         if coll is None or (collectives and coll not in collectives) or not ce.comms:
@@ -374,7 +368,7 @@ def _verify_openmpi(text, path, build, np, sizes, collectives, iterations, timeo
                     ok, note = False, f"radix {params[0][2]}, the file says {mca[eo.RADIX_MCA]}"
                 if not ran:
                     note = "no coll/base algorithm was called (another coll component ran?)"
-            rows.append(VerifyRow(coll, np, size, named, ran_s, ", ".join(inner), ok, note))
+            rows.append(RanRow(coll, np, size, named, ran_s, ", ".join(inner), ok, note))
     if not rows:
         notes.append("the file has no rules for bcast, reduce, gather, allgather or allreduce")
     return rows, notes
@@ -422,7 +416,7 @@ def _mpich_sizes(text: str, coll: str, np: int) -> list[int] | None:
     return sorted(set(out))
 
 
-def _verify_mpich(text, path, build, np, sizes, collectives, iterations, timeout):
+def _which_ran_mpich(text, path, build, np, sizes, collectives, iterations, timeout):
     installed = em.Installed.of(build.mpi)
     import json
 
@@ -430,7 +424,7 @@ def _verify_mpich(text, path, build, np, sizes, collectives, iterations, timeout
     notes = ["MPICH does not report which algorithm ran: each size's socket traffic per rank "
              "under the file (MPIR_CVAR_NOLOCAL=1, TCP) is compared with runs forced to each "
              "of MPICH's algorithms; 'ran' lists those with identical traffic"]
-    rows: list[VerifyRow] = []
+    rows: list[RanRow] = []
     pending = collectives or [c for c in COLLECTIVES
                            if tree.get(f"collective={c}") != installed.tree.get(f"collective={c}")]
     if not pending:
@@ -472,5 +466,5 @@ def _verify_mpich(text, path, build, np, sizes, collectives, iterations, timeout
                 else:
                     ok = expected in match
                     note = "" if len(match) <= 1 else "several algorithms send the same traffic here"
-            rows.append(VerifyRow(coll, np, size, named, ran, "", ok, note, len(match) <= 1))
+            rows.append(RanRow(coll, np, size, named, ran, "", ok, note, len(match) <= 1))
     return rows, notes

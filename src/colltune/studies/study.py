@@ -545,7 +545,7 @@ def preset_names() -> list[str]:
     return sorted(f.name[:-5] for f in d.iterdir() if f.name.endswith(".toml"))
 
 
-def load_preset(name: str) -> Study:
+def read_preset(name: str) -> Study:
     names = preset_names()
     if name not in names:
         raise StudyError(f"no preset '{name}'{did_you_mean(name, names)}; "

@@ -96,7 +96,7 @@ def check_target(target: str) -> str:
 # ------------------------------------------------------------------ loading
 
 
-def load_frame(conn, study: str, round: int | None = None,
+def read_frame(conn, study: str, round: int | None = None,
                include_simulated: bool = False) -> tuple[pd.DataFrame, int]:
     """The measurements of one round of a study (default: the latest), one row per
     stored measurement, with the launch (`unit_id`) each came from. TuneError when

@@ -37,7 +37,7 @@ from colltune import __version__
 from colltune.base.collectives import COLLECTIVES
 from colltune.base.lazy import LazyModule
 from colltune.output import figures as plotmod
-from colltune.output.report.data import Provenance, load_runs
+from colltune.output.report.data import Provenance, read_runs
 from colltune.output.report.heat import heat_section
 from colltune.output.report.page import CSS, SCRIPT, FigureEntry, ReportParts, esc
 from colltune.output.report.load import load_section
@@ -51,7 +51,7 @@ from colltune.output.report.tuning import tune_section
 pd = LazyModule("pandas")
 
 __all__ = ["FigureEntry", "Provenance", "ReportParts", "build_report", "compute_model",
-           "load_runs"]
+           "read_runs"]
 
 
 def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = None,

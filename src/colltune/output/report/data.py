@@ -24,7 +24,7 @@ class Provenance:
     definitions: dict = field(default_factory=dict)           # study -> definition (JSON)
 
 
-def load_runs(db_path, study: str | None, df: pd.DataFrame) -> Provenance:
+def read_runs(db_path, study: str | None, df: pd.DataFrame) -> Provenance:
     """The runs behind the measurements (the `runs` table, with their launch commands
     from `units` and the study definitions from `studies`), or what the measurements
     themselves record about their provenance."""

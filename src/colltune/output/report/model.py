@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from colltune.results import reader
 from colltune.analysis import costmodel as cm
 from colltune.drivers import gamma as gamma_driver
 from colltune.drivers import p2p
@@ -209,7 +210,7 @@ def compute_model(df: pd.DataFrame, *, db_path, algos, build=None, pingpong=None
     if algos is None:
         return None, "no algorithm registry (no MPI build): the cost model needs the formulas"
     if not measure and pingpong is None and (alpha is None or beta is None):
-        if cm.load_pingpong_from_db(db_path) is None:
+        if reader.pingpong_points(db_path) is None:
             return None, ("α, β not measured (no ping-pong points in the database): run "
                           "`colltune model`, or `colltune report --measure` on the machine "
                           "that ran the study, or give --pingpong-json FILE (from "

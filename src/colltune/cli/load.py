@@ -136,7 +136,7 @@ def analyse(study, round_, fmt, include_simulated, db_path) -> None:
     with evidence, and how often it changes with the load."""
     conn = db_mod.open_reader(db_path)
     try:
-        frame, rnd = tune_mod.load_frame(conn, study, round_,
+        frame, rnd = tune_mod.read_frame(conn, study, round_,
                                          include_simulated=include_simulated)
     finally:
         conn.close()
