@@ -247,3 +247,24 @@ def test_the_reader_reads_whole_tables_ping_pong_points_and_one_round(tmp_path):
     assert list(reader.pingpong_points(path)["size"]) == [8, 64]
     assert reader.pingpong_points(tmp_path / "nothing.db") is None
     assert evidence.oversubscribed is reader.oversubscribed
+
+
+def test_the_ping_pong_of_the_cost_model_is_stored_once_with_its_provenance(tmp_path):
+    """quick stores its ping-pong (results.store.store_pingpong) so that reports read α, β
+    from the database instead of measuring: the points come back from pingpong_points,
+    as a run of kind 'pingpong' named as such in the studies table."""
+    path = tmp_path / "r.db"
+    assert reader.pingpong_points(path) is None
+    recs = [{"kind": "pingpong", "np": 2, "size": s, "min_us": m, "median_us": m, "mean_us": m,
+             "max_us": m, "iterations": 100, "command": "mpirun -np 2 colltune-pingpong"}
+            for s, m in ((8, 0.5), (1024, 0.8), (1 << 20, 90.0))]
+    rid = store.store_pingpong(recs, mpi=None, path=path, argv=["colltune", "quick"])
+    pts = reader.pingpong_points(path)
+    assert sorted(pts["size"]) == [8, 1024, 1 << 20] and set(pts["collective"]) == {"pingpong"}
+    assert list(pts.sort_values("size")["median_us"]) == [0.5, 0.8, 90.0]
+    conn = db.open_db(path, create=False)
+    assert conn.execute("SELECT kind, status FROM runs WHERE id = ?", (rid,)).fetchone()[:] == (
+        "pingpong", "done")
+    studies = reader.studies_frame(conn)
+    conn.close()
+    assert "ping-pong" in studies["description"][0] and studies["points"][0] == 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 
+import sys
 from pathlib import Path
 
 import click
@@ -12,7 +13,9 @@ from rich.table import Table
 from colltune.analysis.evidence import OVER_MARK, versus_baseline
 from colltune.analysis.points import best_table as best_points
 from colltune.results import db as db_mod
-from colltune.results import reader
+from colltune.results import reader, store
+from colltune.base.errors import ColltuneError
+from colltune.drivers import p2p
 from colltune.drivers import registry
 from colltune.base.files import check_writable
 from colltune.studies.study import read_preset
@@ -65,6 +68,8 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
         if exc.code != 1:
             raise
         err.print("[yellow]some launches failed; they are listed in the report[/]")
+    b = build_or_fail(mpi_spec)
+    pingpong_once(b, db_path)
     conn = db_mod.open_reader(db_path, schema=True)
     try:
         df = reader.measurements_frame(conn, study="quick")
@@ -78,7 +83,6 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
     agg = (df.groupby(["collective", "np", "spec", "size"], sort=False)
              .agg(median_us=("median_us", "median"), fallback=("fallback", "first"))
              .reset_index())
-    b = build_or_fail(mpi_spec)
     order = {c: {n: i for i, n in enumerate(["native"] + registry.names(b, c))}
              for c in set(agg["collective"])}
     ver = versus_baseline(df, ["collective", "np", "size"], label="spec",
@@ -98,6 +102,23 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
               f"repetitions (docs/benchmarking.md, 'Conclusions with evidence')", highlight=False)
     ctx.invoke(report_cmd, db_path=db_path, study="quick", output=report_path,
                include_oversubscribed=include_oversubscribed)
+
+
+def pingpong_once(b, db_path) -> None:
+    """The cost model's α and β come from a ping-pong stored in the database with its
+    provenance: measured here once (the first quick on a database), so that every
+    report built from it later launches nothing and gives the same figures."""
+    if b.mpi.simulated or reader.pingpong_points(db_path) is not None:
+        return
+    err.print("measuring a ping-pong once for the cost model's α and β (stored in "
+              f"{db_path}; reports read it from there)", highlight=False)
+    try:
+        recs = p2p.measure_pingpong(b)
+        store.store_pingpong(recs, mpi=b.mpi, path=db_path, argv=sys.argv,
+                             notes=["colltune quick: the ping-pong of the cost model's α, β"])
+    except ColltuneError as exc:
+        err.print(f"note: no ping-pong for the cost model ({exc}); the report says so",
+                  highlight=False)
 
 
 def best_table(df, include_oversubscribed: bool = False) -> Table:

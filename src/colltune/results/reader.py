@@ -107,17 +107,23 @@ def studies_frame(conn: sqlite3.Connection):
            (SELECT MAX(r.started_at) FROM runs r WHERE r.study_id = s.id) AS last_run
     FROM studies s ORDER BY s.name"""
     df = pd.read_sql_query(q, conn)
-    bench = conn.execute("SELECT COUNT(*), MAX(started_at) FROM runs WHERE study_id IS NULL"
-                         ).fetchone()
+    bench = conn.execute("SELECT COUNT(*), MAX(started_at), GROUP_CONCAT(DISTINCT kind) FROM runs "
+                         "WHERE study_id IS NULL").fetchone()
     if bench[0]:
         pts = conn.execute("SELECT COUNT(*) FROM measurements m JOIN runs r ON m.run_id = r.id "
                            "WHERE r.study_id IS NULL").fetchone()[0]
         df = pd.concat([df, pd.DataFrame([{
-            "study": "(bench)", "description": "colltune bench --db", "runs": bench[0],
+            "study": "(bench)", "runs": bench[0],
+            "description": "runs outside a study: " + ", ".join(
+                RUN_KINDS.get(k, k) for k in sorted(str(bench[2] or "bench").split(","))),
             "launches": None, "failures": 0, "points": pts, "rounds": None,
             "last_status": None, "last_run": bench[1]}])], ignore_index=True)
     return df
 
+
+# runs outside any study, by kind (the (bench) line of the studies table)
+RUN_KINDS = {"bench": "colltune bench --db",
+             "pingpong": "the cost model's ping-pong (colltune quick)"}
 
 POINT_COLUMNS = (
     "study", "run_id", "round", "host", "mpi_kind", "mpi_version", "collective", "algorithm",

@@ -236,7 +236,7 @@ def store_failure(conn: sqlite3.Connection, *, run_id: int, study_id: int | None
 
 def store_bench(records: list[dict], *, mpi, path: str | Path | None = None,
                 argv: list[str] | None = None, notes: list[str] | None = None,
-                platform=None) -> int:
+                platform=None, kind: str = "bench") -> int:
     """What `colltune bench --db PATH` does: one run (kind 'bench') with its records.
 
     Local launches with the library's default placement: nodes 1, ppn = np.
@@ -245,7 +245,7 @@ def store_bench(records: list[dict], *, mpi, path: str | Path | None = None,
     conn = open_db(path)
     try:
         command = records[0].get("command") if records else None
-        run_id = store_run(conn, kind="bench", mpi=mpi, launcher="local",
+        run_id = store_run(conn, kind=kind, mpi=mpi, launcher="local",
                            launcher_command=command, command_line=argv or sys.argv,
                            notes=notes, platform=platform)
         with transaction(conn):
@@ -257,6 +257,16 @@ def store_bench(records: list[dict], *, mpi, path: str | Path | None = None,
         return run_id
     finally:
         conn.close()
+
+
+def store_pingpong(records: list[dict], *, mpi, path: str | Path | None = None,
+                   argv: list[str] | None = None, notes: list[str] | None = None) -> int:
+    """Ping-pong records (colltune-pingpong) as points `pingpong`/`pingpong` of a run of
+    kind 'pingpong', with the run's provenance: what reader.pingpong_points gives the
+    cost model's α and β, so that a report built later measures nothing."""
+    rows = [{**r, "collective": "pingpong", "algorithm": "pingpong", "spec": "pingpong"}
+            for r in records]
+    return store_bench(rows, mpi=mpi, path=path, argv=argv, notes=notes, kind="pingpong")
 
 
 # ---------------------------------------------------------------------- tunings
