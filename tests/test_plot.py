@@ -205,3 +205,26 @@ def test_best_map_names_a_winner_only_with_evidence():
     tab2 = points.best_table(d2).set_index(["np", "size"])
     assert (tab2.xs(1 << 20, level="size")["best"] == "chain").all()
     assert "faster than native (95% CI" in tab2.loc[(8, 1 << 20), "evidence"]
+
+
+def test_median_repetition_keeps_one_real_run_per_point_and_the_spread():
+    """quick's OSU table: per point the OSU columns of the repetition whose median is
+    the median (never blank, never a mix of runs), and the spread over repetitions."""
+    rows = [dict(collective="bcast", np=2, spec="native", size=8, repetition=i, median_us=m,
+                 mean_us=m, rank_min_us=m - 0.1, rank_max_us=m + 0.1, iterations=1000)
+            for i, m in enumerate([0.5, 0.3, 0.9, 0.4])]
+    rows += [dict(collective="bcast", np=2, spec="linear", size=8, repetition=0, median_us=None,
+                  mean_us=None, rank_min_us=None, rank_max_us=None, iterations=1000),
+             dict(collective="bcast", np=2, spec="linear", size=8, repetition=1, median_us=2.0,
+                  mean_us=2.0, rank_min_us=1.5, rank_max_us=2.5, iterations=1000)]
+    out = points.median_repetition(pd.DataFrame(rows), ["collective", "np", "spec", "size"])
+    nat = out[out["spec"] == "native"].iloc[0]
+    # medians 0.3 0.4 0.5 0.9: the lower middle run is 0.4's, with its own rank columns
+    assert nat["repetition"] == 3
+    assert (nat["rank_min_us"], nat["rank_max_us"]) == pytest.approx((0.3, 0.5))
+    assert (nat["median_us"], nat["rep_min_us"], nat["rep_max_us"]) == pytest.approx(
+        (0.45, 0.3, 0.9))
+    assert nat["repetitions"] == 4
+    lin = out[out["spec"] == "linear"].iloc[0]
+    assert (lin["repetitions"], lin["mean_us"]) == (1, 2.0)
+    assert list(out["spec"]) == ["native", "linear"]

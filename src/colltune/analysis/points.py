@@ -83,3 +83,25 @@ def best_table(df: pd.DataFrame, baseline: str = "native",
         second_us.append(float(g.iloc[1]["center"]) if len(g) > 1 else None)
     tab["second"], tab["second_us"] = second, second_us
     return tab
+
+
+def median_repetition(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """One row per point (`by`): the repetition (launch) whose median is the median of
+    the point's repetitions (the lower one of an even count), with its own OSU columns
+    (mean_us, rank_min_us, rank_max_us, iterations: what OSU prints for one run), and
+    over all repetitions: median_us (their median), rep_min_us and rep_max_us (their
+    smallest and largest median) and `repetitions`."""
+    d = df[pd.to_numeric(df["median_us"], errors="coerce").notna()]
+    if d.empty:
+        return d.assign(repetitions=pd.Series(dtype=int))
+    d = d.sort_values([*by, "median_us"], kind="stable")
+    g = d.groupby(by, sort=False)
+    rank = g.cumcount()
+    n = g["median_us"].transform("size")
+    rep = d[rank == (n - 1) // 2].set_index(by)
+    spread = g["median_us"].agg(["median", "min", "max", "size"]).rename(columns={
+        "median": "median_us", "min": "rep_min_us", "max": "rep_max_us",
+        "size": "repetitions"})
+    out = rep.drop(columns=[c for c in spread.columns if c in rep.columns]).join(spread)
+    order = df[by].drop_duplicates()
+    return order.merge(out.reset_index(), on=by, how="inner")

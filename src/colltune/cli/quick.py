@@ -12,6 +12,7 @@ from rich.table import Table
 
 from colltune.analysis.evidence import OVER_MARK, versus_baseline
 from colltune.analysis.points import best_table as best_points
+from colltune.analysis.points import median_repetition
 from colltune.results import db as db_mod
 from colltune.results import reader, store
 from colltune.base.errors import ColltuneError
@@ -80,9 +81,11 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
     df = df[df["round"] == df["round"].max()]
     if nps:
         df = df[df["np"].isin(parse_ints(nps, "--np"))]
-    agg = (df.groupby(["collective", "np", "spec", "size"], sort=False)
-             .agg(median_us=("median_us", "median"), fallback=("fallback", "first"))
-             .reset_index())
+    # per point the median repetition's own OSU columns, and the spread over repetitions
+    agg = median_repetition(df, ["collective", "np", "spec", "size"])
+    for c in ("align", "iterations", "valid_reps"):
+        if c in agg.columns:
+            agg[c] = agg[c].astype("Int64")
     order = {c: {n: i for i, n in enumerate(["native"] + registry.names(b, c))}
              for c in set(agg["collective"])}
     ver = versus_baseline(df, ["collective", "np", "size"], label="spec",
@@ -92,9 +95,11 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
                            and r["fallback"] else None,
                            verdict=verdict.get((r["collective"], r["np"], r["size"],
                                                 r["spec"])))
-                      for r in agg.to_dict("records")),
+                      for r in agg.astype(object).where(agg.notna(), None).to_dict("records")),
                      key=lambda r: order[r["collective"]].get(r["spec"], 999))
-    banner = f"{df['mpi_kind'].iloc[0]} {df['mpi_version'].iloc[0]}; median of repetitions"
+    reps = int(agg["repetitions"].max()) if len(agg) else 0
+    banner = (f"{df['mpi_kind'].iloc[0]} {df['mpi_version'].iloc[0]}; {reps} repetitions: "
+              "median, OSU columns of the median repetition")
     cores = int(df["cores"].dropna().min()) if df["cores"].notna().any() else None
     emit_records(records, "table", None, banner, cores=cores)
     out.print(best_table(df, include_oversubscribed))
