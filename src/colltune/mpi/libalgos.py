@@ -35,7 +35,10 @@ from pathlib import Path
 
 from colltune.mpi.libraries import MPI
 from colltune.base.collectives import COLLECTIVES
-from colltune.base.specs import format_params, parse_lib_spec
+from typing import Any
+
+from colltune.base.specs import (algorithm_of, format_params, is_lib_spec, parse_lib_spec,
+                                 parse_params, split_spec)
 from colltune.base.units import parse_size
 
 LIBRARIES = {"ompi": "openmpi", "mpich": "mpich"}
@@ -55,6 +58,8 @@ class Param:
     min: int = 0
     choices: tuple[str, ...] = ()
     help: str = ""
+    default: int | str | None = None  # the library's value when the spec does not set it
+
 
     def env_name(self, collective: str) -> str:
         return self.var.format(coll=collective, COLL=collective.upper())
@@ -83,14 +88,16 @@ class LibAlgo:
 # gets _chain_fanout as its number of chains (coll_tuned passes chain_fanout, not
 # tree_fanout, as "faninout"), knomial bcast reads coll_tuned_bcast_algorithm_knomial_radix,
 # the segmented reduce trees read _max_requests.
+# The defaults are Open MPI 5.0.x's values of the MCA parameters (checked against
+# ompi_info by table_problems): a forced algorithm without segsize runs unsegmented.
 _O_SEG = Param("segsize", "OMPI_MCA_coll_tuned_{coll}_algorithm_segmentsize", "size", 0,
-               help="segment size in bytes, 0 = unsegmented")
+               help="segment size in bytes, 0 = unsegmented", default=0)
 _O_FAN = Param("fanout", "OMPI_MCA_coll_tuned_{coll}_algorithm_chain_fanout", "int", 1,
-               help="number of chains")
+               help="number of chains", default=4)
 _O_RADIX = Param("radix", "OMPI_MCA_coll_tuned_bcast_algorithm_knomial_radix", "int", 2,
-                 help="k-nomial radix")
+                 help="k-nomial radix", default=4)
 _O_MAXREQ = Param("max_requests", "OMPI_MCA_coll_tuned_reduce_algorithm_max_requests", "int",
-                  0, help="outstanding sends on leaves, 0 = unlimited")
+                  0, help="outstanding sends on leaves, 0 = unlimited", default=0)
 
 
 def _o(coll: str, number: int, lib_name: str, name: str, params=(), aliases=(), **kw) -> LibAlgo:
@@ -168,20 +175,23 @@ _M_TREE_TYPES = ("kary", "knomial_1", "knomial_2", "topology_aware", "topology_a
 
 
 def _m_kval(var: str, minimum: int = 2) -> Param:
-    return Param("kval", var, "int", minimum, help="tree branching factor / radix")
+    return Param("kval", var, "int", minimum, help="tree branching factor / radix", default=2)
 
 
+# Defaults: MPICH 5.0.x's values of the control variables (checked against mpivars).
 _M_BCAST_TREE = (
     _m_kval("MPIR_CVAR_BCAST_TREE_KVAL", 1),
-    Param("tree_type", "MPIR_CVAR_BCAST_TREE_TYPE", "choice", choices=_M_TREE_TYPES),
+    Param("tree_type", "MPIR_CVAR_BCAST_TREE_TYPE", "choice", choices=_M_TREE_TYPES,
+          default="kary"),
 )
 _M_BCAST_CHUNK = Param("segsize", "MPIR_CVAR_BCAST_TREE_PIPELINE_CHUNK_SIZE", "size", 1,
-                       help="pipeline chunk in bytes")
+                       help="pipeline chunk in bytes", default=8192)
 _M_ALLRED_TREE = (
     _m_kval("MPIR_CVAR_ALLREDUCE_TREE_KVAL", 1),
-    Param("tree_type", "MPIR_CVAR_ALLREDUCE_TREE_TYPE", "choice", choices=_M_TREE_TYPES),
+    Param("tree_type", "MPIR_CVAR_ALLREDUCE_TREE_TYPE", "choice", choices=_M_TREE_TYPES,
+          default="knomial_1"),
     Param("segsize", "MPIR_CVAR_ALLREDUCE_TREE_PIPELINE_CHUNK_SIZE", "size", 0,
-          help="pipeline chunk in bytes, 0 = no pipelining"),
+          help="pipeline chunk in bytes, 0 = no pipelining", default=0),
 )
 
 
@@ -362,6 +372,89 @@ def skip_reason(mpi: MPI | str, collective: str, spec: str, np: int) -> str | No
     return None
 
 
+# ------------------------------------------------------- effective parameters
+
+# Parameters that change what an algorithm does with the same name on both sides, in
+# the order a label names them; MATCHED: those colltune's and the library's algorithms
+# both have under the same name and meaning (study token `library-matched`).
+LABEL_KEYS = ("segsize", "fanout", "radix", "kval", "tree_type", "max_requests", "remap")
+MATCHED_KEYS = ("segsize", "fanout", "radix")
+
+
+def _bytes(n: int) -> str:
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def effective_params(collective: str, spec: str, params: Any = None) -> dict[str, str]:
+    """The parameters an algorithm ran with, as strings: for a library spec the table's
+    defaults (what the library uses when colltune does not force a value) overlaid by the
+    spec's and the recorded values; for colltune's, the spec's overlaid by the recorded
+    ones (the native library records every parameter, defaults included)."""
+    out: dict[str, str] = {}
+    if is_lib_spec(spec):
+        try:
+            library, name, given = parse_lib_spec(str(spec))
+            algo = find(library, collective, name)
+        except ValueError:
+            return {**parse_params(split_spec(str(spec))[1]), **parse_params(params)}
+        out = {p.key: str(p.default) for p in algo.params if p.default is not None}
+        for key, value in given.items():
+            p = next((q for q in algo.params if q.key == key), None)
+            out[key] = str(parse_size(value)) if p is not None and p.kind == "size" else value
+    else:
+        out = parse_params(split_spec(str(spec))[1])
+    out.update(parse_params(params))
+    return out
+
+
+def param_label(collective: str, spec: str, params: Any = None) -> str:
+    """THE label of an algorithm in a table that puts algorithms side by side: its name
+    and the effective values of the parameters that matter (LABEL_KEYS), e.g.
+    `chain (segsize 8 KiB, fanout 4)` next to `ompi:chain (unsegmented, fanout 4)`.
+    `params`: the record's parameters (any form base.specs.parse_params reads)."""
+    values = effective_params(collective, spec, params)
+    parts = []
+    for key in LABEL_KEYS:
+        v = values.get(key)
+        if v is None or v == "" or (key in ("max_requests",) and v == "0") or \
+                (key == "remap" and v == "none"):
+            continue
+        if key == "segsize":
+            try:
+                n = int(v)
+            except ValueError:
+                parts.append(f"segsize {v}")
+                continue
+            parts.append("unsegmented" if n == 0 else f"segsize {_bytes(n)}")
+        elif key == "tree_type":
+            parts.append(f"tree {v}")
+        else:
+            parts.append(f"{key} {v}")
+    name = algorithm_of(spec)
+    return f"{name} ({', '.join(parts)})" if parts else name
+
+
+def matched_spec(mpi: MPI | str, collective: str, spec: str, ours: dict[str, Any] | None) -> str:
+    """`spec` (a library spec) forced with colltune's effective values `ours` ({key:
+    value} of the same-named colltune algorithm) for every parameter of MATCHED_KEYS
+    both have: `ompi:chain` + {segsize: 8192, fanout: 4} -> `ompi:chain:segsize=8192,fanout=4`.
+    Values the spec sets itself win; without a shared parameter the spec is returned as is."""
+    algo, values = resolve(mpi, collective, spec)
+    if not ours:
+        return spec
+    forced = dict(values)
+    for p in algo.params:
+        if p.key in MATCHED_KEYS and p.key in ours and p.key not in forced:
+            forced[p.key] = str(ours[p.key])
+    if forced == values:
+        return spec
+    ordered = {p.key: forced[p.key] for p in algo.params if p.key in forced}
+    return f"{algo.spec}:{format_params(ordered)}"
+
+
 # ------------------------------------------------------- checks against the library
 
 
@@ -412,6 +505,9 @@ def ompi_table_problems(mpi: MPI, collectives=COLLECTIVES) -> list[str]:
                 mca = p.env_name(coll).removeprefix("OMPI_MCA_")
                 if mca not in params:
                     problems.append(f"{coll}: {a.spec} parameter {p.key}: no MCA parameter {mca}")
+    current = dict(re.findall(r"^mca:coll:tuned:param:(\w+):value:(.*)$",
+                              _ompi_info(str(mpi.bindir)), re.M))
+    problems += _default_problems(OMPI, collectives, "OMPI_MCA_", current)
     needed = ("coll_tuned_use_dynamic_rules", *(f"coll_tuned_{c}_algorithm" for c in collectives))
     for var in needed:
         if var not in params:
@@ -464,6 +560,22 @@ def mpich_table_problems(mpi: MPI, collectives=COLLECTIVES) -> list[str]:
         vars_used |= {p.env_name(coll) for a in MPICH[coll] for p in a.params}
         for var in sorted(vars_used - names):
             problems.append(f"{coll}: MPICH has no control variable {var}")
+    current = dict(re.findall(r"^\t(MPIR_CVAR_\w+)\s*=(\S*)", _mpivars(str(mpi.bindir)), re.M))
+    problems += _default_problems(MPICH, collectives, "", current)
+    return problems
+
+
+def _default_problems(table, collectives, prefix: str, current: dict[str, str]) -> list[str]:
+    """Param defaults that differ from the library's current values of their variables."""
+    problems = []
+    for coll in collectives:
+        for a in table.get(coll, ()):
+            for p in a.params:
+                name = p.env_name(coll).removeprefix(prefix)
+                if p.default is not None and name in current \
+                        and current[name] != str(p.default):
+                    problems.append(f"{coll}: {a.spec} parameter {p.key}: default "
+                                    f"{p.default}, the library's {name} is {current[name]}")
     return problems
 
 
