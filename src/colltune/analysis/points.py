@@ -7,19 +7,32 @@ from __future__ import annotations
 
 from colltune.analysis.evidence import best_per_point, with_oversubscribed
 from colltune.base.lazy import LazyModule
+from colltune.base.specs import params_text
+from colltune.mpi import libalgos
 
 np = LazyModule("numpy")
 pd = LazyModule("pandas")
 
 
 def labels(df: pd.DataFrame) -> pd.Series:
-    """The series name: the algorithm, with its parameters where several settings of
-    one algorithm were measured."""
+    """The series name: the algorithm with its effective parameters where they matter
+    (mpi.libalgos.param_label: `chain (segsize 8 KiB, fanout 4)` beside `ompi:chain
+    (unsegmented, fanout 4)`); where several settings of one algorithm differ in other
+    parameters than those, the algorithm with all of its parameters (`gather_bcast:bcast=chain`)."""
     params = df["params"].fillna("").astype(str) if "params" in df.columns else \
         pd.Series("", index=df.index)
-    multi = df.assign(_p=params).groupby("algorithm")["_p"].transform("nunique") > 1
-    return pd.Series(np.where(multi & (params != ""), df["algorithm"].astype(str) + ":"
-                              + params, df["algorithm"].astype(str)), index=df.index)
+    algos = df["algorithm"].astype(str)
+    colls = df["collective"].astype(str) if "collective" in df.columns else \
+        pd.Series("", index=df.index)
+    cache: dict = {}
+    named = [cache.setdefault((c, a, p), libalgos.param_label(c, a, p) if c else a)
+             for c, a, p in zip(colls, algos, params)]
+    d = df.assign(_p=params, _n=named)
+    settings = d.groupby("algorithm")["_p"].transform("nunique")
+    told = d.groupby("algorithm")["_n"].transform("nunique")
+    plain = (settings > told) & (params != "")
+    return pd.Series(np.where(plain, algos + ":" + params.map(params_text), named),
+                     index=df.index)
 
 
 def prepare(df: pd.DataFrame) -> pd.DataFrame:

@@ -44,9 +44,21 @@ def _bench_cell(r: dict | None, base: dict | None, is_base: bool) -> str:
     return cell
 
 
+def spec_labels(records: list[dict]) -> dict[str, str]:
+    """Each record's spec -> the label tables show: the algorithm and its effective
+    parameters (libalgos.param_label), `chain (segsize 8 KiB, fanout 4)` beside
+    `ompi:chain (unsegmented, fanout 4)`."""
+    labels: dict[str, str] = {}
+    for r in records:
+        if r["spec"] not in labels:
+            labels[r["spec"]] = libalgos.param_label(r["collective"], r["spec"], r.get("params"))
+    return labels
+
+
 def _bench_table(records: list[dict], title: str) -> Table:
     """One row per algorithm and a column per size when that fits, else the transpose."""
     algos = list(dict.fromkeys(r["spec"] for r in records))
+    label = spec_labels(records)
     sizes = sorted({r["size"] for r in records})
     by = {(r["spec"], r["size"]): r for r in records}
     native = "native" if "native" in algos else None
@@ -56,12 +68,12 @@ def _bench_table(records: list[dict], title: str) -> Table:
         for s in sizes:
             t.add_column(fmt_size(s), justify="right", no_wrap=True)
         for a in algos:
-            t.add_row(a, *(_bench_cell(by.get((a, s)), by.get((native, s)), a == native)
+            t.add_row(label[a], *(_bench_cell(by.get((a, s)), by.get((native, s)), a == native)
                            for s in sizes))
     else:
         t.add_column("size", justify="right")
         for a in algos:
-            t.add_column(a, justify="right", overflow="fold")
+            t.add_column(label[a], justify="right", overflow="fold")
         for s in sizes:
             t.add_row(fmt_size(s), *(_bench_cell(by.get((a, s)), by.get((native, s)),
                                                  a == native) for a in algos))
@@ -78,6 +90,7 @@ def osu_table(records: list[dict], title: str) -> Table:
     call time over all its timed calls), then the spread over repetitions, which OSU
     does not have, under a name of its own. One block of rows per algorithm."""
     algos = list(dict.fromkeys(r["spec"] for r in records))
+    label = spec_labels(records)
     t = Table(title=title, title_justify="left")
     if len(algos) > 1:
         t.add_column("algorithm", overflow="fold")
@@ -92,7 +105,7 @@ def osu_table(records: list[dict], title: str) -> Table:
             row = [str(r["size"]), _us(r.get("mean_us")), _us(r.get("rank_min_us")),
                    _us(r.get("rank_max_us")), str(calls), reps + (" *" if r.get("fallback")
                                                                     else "")]
-            t.add_row(*([a] if len(algos) > 1 else []), *row)
+            t.add_row(*([label[a]] if len(algos) > 1 else []), *row)
     return t
 
 

@@ -293,6 +293,21 @@ def expand_algos(build: Build, collective: str, specs: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def library_matched(build: Build, collective: str) -> list[str]:
+    """The library's algorithms of `--algo all`, each that has a same-named colltune
+    algorithm sharing a parameter (libalgos.MATCHED_KEYS: segsize, fanout, radix) forced
+    with colltune's effective values (its defaults): `ompi:chain` ->
+    `ompi:chain:segsize=8192,fanout=4`, so that the pair compares the algorithm, not two
+    parameter choices. Empty for an MPI without a table."""
+    ours = {a.name: {p["name"]: p["default"] for p in a.params}
+            for a in registry.algorithms(build) if a.collective == collective}
+    out = []
+    for spec in libalgos.all_names(build.mpi, collective):
+        algo, _ = libalgos.resolve(build.mpi, collective, spec)
+        out.append(libalgos.matched_spec(build.mpi, collective, spec, ours.get(algo.name)))
+    return out
+
+
 
 # ------------------------------------------------------------------ launch plan
 # (alternating launches of colltune's algorithms and the MPI library's own: libalgos)

@@ -147,9 +147,10 @@ class Palette:
 
 
 def _base(label: str) -> str:
-    """The algorithm of a series label: 'chain:fanout=2' -> 'chain';
-    library specs keep their prefix: 'ompi:binomial' -> 'ompi:binomial'."""
-    return algorithm_of(label)
+    """The algorithm of a series label: 'chain:fanout=2' -> 'chain',
+    'chain (segsize 8 KiB, fanout 4)' -> 'chain'; library specs keep their prefix:
+    'ompi:binomial (unsegmented)' -> 'ompi:binomial'."""
+    return algorithm_of(str(label).split(" (", 1)[0])
 
 
 # ---------------------------------------------------------------------------- data

@@ -41,7 +41,7 @@ from colltune.drivers import registry
 TIMINGS = ("osu", "window")
 DTYPES = ("char", "int", "float", "double")
 OPS = ("sum", "max", "min", "prod")
-ALGO_GROUPS = ("ours", "all", "library")  # plus ompi:all / mpich:all
+ALGO_GROUPS = ("ours", "all", "library", "library-matched")  # plus ompi:all / mpich:all
 
 SIZE_HINT = "use bytes like 4096, 4K or a range 1..1M"
 PROC_HINT = "use whole numbers like 4, or ranges '2..48 step 2', '2..64 x2'"
@@ -649,7 +649,9 @@ def resolve_algorithms(study: Study, build) -> dict[str, list[str]]:
     Tokens: a colltune algorithm with optional parameters (`chain:segsize=8K`),
     `native`, `ours` (every colltune algorithm), `all` (ours, native and the MPI
     library's own), `library` (the built MPI library's own: `ompi:all` under Open MPI,
-    `mpich:all` under MPICH, nothing under another MPI), `ompi:NAME[:k=v]`,
+    `mpich:all` under MPICH, nothing under another MPI), `library-matched` (the same, each
+    library algorithm with a same-named colltune one forced with colltune's effective
+    segsize/fanout/radix: drivers.bench.library_matched), `ompi:NAME[:k=v]`,
     `mpich:NAME[:k=v]`, `ompi:all`, `mpich:all`.
     """
 
@@ -676,6 +678,9 @@ def resolve_algorithms(study: Study, build) -> dict[str, list[str]]:
             elif spec == "library":
                 if lib is not None:
                     specs += lib.all_names(build.mpi, coll)
+            elif spec == "library-matched":
+                if lib is not None:
+                    specs += bench_mod.library_matched(build, coll)
             elif is_lib_spec(spec):
                 if lib is None:
                     raise StudyError(f"{key}: '{spec}': the MPI library's own algorithms need "
