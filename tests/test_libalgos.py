@@ -381,3 +381,58 @@ def test_mpich_point(mpich_build):
     res = launch.run(launch.prepare(mpich_build.mpi, 2, prog, extra_env={
         "MPIR_CVAR_BCAST_INTRA_ALGORITHM": "no_such_algorithm"}), timeout=120)
     assert res.returncode != 0
+
+
+def test_param_label_names_effective_parameters_on_both_sides():
+    from colltune.mpi.libalgos import param_label
+    # colltune's: the recorded parameters (the native library records its defaults)
+    assert param_label("bcast", "chain", '{"fanout": 4, "segsize": 8192}') == \
+        "chain (segsize 8 KiB, fanout 4)"
+    # the library's: its forced defaults when the spec sets nothing
+    assert param_label("bcast", "ompi:chain", "") == "ompi:chain (unsegmented, fanout 4)"
+    assert param_label("bcast", "ompi:chain:segsize=8K") == "ompi:chain (segsize 8 KiB, fanout 4)"
+    assert param_label("bcast", "ompi:knomial") == "ompi:knomial (unsegmented, radix 4)"
+    assert param_label("allreduce", "mpich:tree") == "mpich:tree (unsegmented, kval 2, tree knomial_1)"
+    assert param_label("bcast", "native") == "native"
+    assert param_label("allgather", "ring:remap=seq") == "ring (remap seq)"
+
+
+def test_quick_preset_forces_library_with_colltune_parameters(monkeypatch):
+    from types import SimpleNamespace
+
+    from colltune.drivers import bench as bench_mod
+    from colltune.drivers import registry
+    from colltune.mpi import libalgos
+    from colltune.studies.study import read_preset
+
+    assert "library-matched" in read_preset("quick").algorithms["bcast"]
+
+    def p(name, default):
+        return {"name": name, "kind": "int", "default": default}
+
+    ours = [registry.Algorithm(n, c, tuple(ps), (), None, None, "", None, False) for n, c, ps in (
+        ("chain", "bcast", (p("segsize", 8192), p("fanout", 4))),
+        ("knomial", "bcast", (p("radix", 4), p("segsize", 0))),
+        ("pipeline", "bcast", (p("segsize", 8192),)),
+        ("linear", "bcast", ()),
+        ("chain", "reduce", (p("segsize", 8192), p("fanout", 4))),
+        ("segmented_ring", "allreduce", (p("segsize", 65536),)))]
+    monkeypatch.setattr(registry, "algorithms", lambda build, hidden=False: tuple(ours))
+    build = SimpleNamespace(mpi="openmpi")
+    by_name = {(a.collective, a.name): {q["name"]: q["default"] for q in a.params} for a in ours}
+    seen = 0
+    for coll in ("bcast", "reduce", "allreduce"):
+        specs = bench_mod.library_matched(build, coll)
+        assert len(specs) == len(libalgos.all_names("openmpi", coll))
+        for spec in specs:
+            algo, values = libalgos.resolve("openmpi", coll, spec)
+            mine = by_name.get((coll, algo.name), {})
+            effective = libalgos.effective_params(coll, spec)
+            for key in libalgos.MATCHED_KEYS:
+                if key in mine and key in {q.key for q in algo.params}:
+                    assert values[key] == str(mine[key]), spec  # forced, not left to defaults
+                    assert effective[key] == str(mine[key])
+                    seen += 1
+    assert "ompi:chain:segsize=8192,fanout=4" in bench_mod.library_matched(build, "bcast")
+    assert "ompi:segmented_ring:segsize=65536" in bench_mod.library_matched(build, "allreduce")
+    assert seen >= 7
