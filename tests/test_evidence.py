@@ -159,3 +159,19 @@ def test_versus_baseline_and_the_marks_on_ratios(capsys):
     assert "×0.67 " not in text.replace("×0.67 │", "")  # a real difference: unmarked
     assert "×0.99 ≈" in text and "×0.90 ?" in text
     assert " ".join(VERDICT_LEGEND.split()) in " ".join(text.split())
+
+
+def test_bootstrap_interval_depends_on_the_values_not_their_order():
+    """The terminal and the report read the same rows in different orders: the one
+    interval function gives the same digits for any order (each side sorted before
+    it is resampled with the recorded seed)."""
+    rng = np.random.default_rng(11)
+    a, b = rng.lognormal(0, 0.3, 12), rng.lognormal(0.1, 0.3, 11)
+    ref = ev.bootstrap_ratio_ci(a, b)
+    for k in range(5):
+        perm = np.random.default_rng(k)
+        assert ev.bootstrap_ratio_ci(perm.permutation(a), perm.permutation(b)) == ref
+    v = ev.compare(list(a)[::-1], list(b))
+    assert (v.ci_low, v.ci_high) == ref and v.seed == ev.SEED
+    assert v.to_dict()["seed"] == ev.SEED
+    assert ev.bootstrap_ratio_ci(a, b, seed=ev.SEED + 1) != ref  # the seed matters

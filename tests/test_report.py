@@ -384,3 +384,150 @@ def test_report_of_sparse_records_pingpong_rows_and_no_native(tmp_path):
     assert "no baseline measured" in text
     assert {f.kind for f in parts.figures} >= {"vs-size", "best-map"}
     assert "vs-processes" not in {f.kind for f in parts.figures}
+
+
+def study_db(path: Path, timings=("osu",)) -> Path:
+    """A sweep-made database of study 'quick': two rounds (the first of other values),
+    5 repetitions; colltune's algorithms interleaved with native in one launch (paired),
+    the library's in launches of their own (unpaired, bootstrap); launches stored in a
+    shuffled order, as a shuffled sweep stores them. With a second timing method, a
+    `colltune bench --db` run (no study) of that timing."""
+    from colltune.results import db
+    from colltune.results import store
+
+    rng = np.random.default_rng(7)
+    conn = db.open_db(path)
+    sid = store.upsert_study(conn, "quick", {"collectives": ["allreduce", "reduce"]})
+    units = []
+    for rnd in (1, 2):
+        for c in ("allreduce", "reduce"):
+            for rep in range(5):
+                for group in (("native", "recursive_doubling"), ("ompi:linear",)):
+                    recs = [dict(collective=c, algorithm=a, spec=a, params="", np=2, size=s,
+                                 timing=timings[0], iterations=100,
+                                 median_us=(1 + 0.05 * i + s * 1e-4) * (3 if rnd == 1 else 1)
+                                 * float(np.exp(rng.normal(0, 0.2))))
+                            for i, a in enumerate(group) for s in (8, 65536)]
+                    units.append((rnd, c, rep, group, recs))
+    rng.shuffle(units)
+    runs = {rnd: store.store_run(conn, study_id=sid, command_line="colltune quick", round=rnd)
+            for rnd in (1, 2)}
+    for k, (rnd, c, rep, group, recs) in enumerate(units):
+        store.store_unit(conn, study_id=sid, run_id=runs[rnd], round=rnd, key=f"u{k}",
+                         collective=c, np=2, nodes=1, ppn=2, mapping="core", rank_order=None,
+                         repetition=rep, algorithms=list(group), library_spec=None,
+                         command="mpirun -np 2 colltune-bench ...", env=None, notes=None,
+                         started_at="2026-01-01T00:00:00+00:00", seconds=1.0, records=recs)
+    if len(timings) > 1:
+        rid = store.store_run(conn, kind="bench", command_line="colltune bench --db")
+        store.store_measurements(conn, rid, [dict(collective="allreduce", algorithm="native",
+                                                  spec="native", params="", np=2, size=8,
+                                                  timing=timings[1], median_us=0.9)],
+                                 nodes=1, ppn=2, repetition=0)
+    conn.close()
+    return path
+
+
+CI = re.compile(r"95% CI (\d+\.\d\d)–(\d+\.\d\d)")
+
+
+def test_terminal_and_report_print_the_same_intervals(tmp_path):
+    """quick's "what to use" table (terminal) and the report's summary, built from one
+    database, print the same intervals digit for digit: one function (evidence.compare,
+    its bootstrap with a recorded seed, on values sorted first), the same rows (the latest
+    round of the study: points.latest_round) and the same series names."""
+    from rich.console import Console
+
+    from colltune.analysis import evidence
+    from colltune.cli.quick import best_table as terminal_table
+    from colltune.cli.quick import terminal_rows
+    from colltune.output.report.summary import summary_section
+    from colltune.results import db, reader
+
+    path = study_db(tmp_path / "s.db")
+    conn = db.open_reader(path, schema=True)
+    try:
+        term_df = reader.measurements_frame(conn, study="quick")  # what quick reads
+    finally:
+        conn.close()
+    console = Console(record=True, width=400)
+    console.print(terminal_table(terminal_rows(term_df)))
+    terminal = CI.findall(console.export_text())
+    report_df = load_measurements(path, study="quick")  # what `colltune report` reads
+    html = summary_section(report_df, ["allreduce", "reduce"])
+    detail = [CI.findall(t)[-1] for t in re.findall(r"<td>((?:native|recursive|ompi)[^<]*)</td>",
+                                                  html) if CI.search(t)]
+    assert len(terminal) == 4, console.export_text()  # 2 collectives x 2 sizes
+    assert detail == terminal
+    assert f"seed {evidence.SEED}" in html
+    assert "round 2 of 2" in html  # the rows it concluded from, said
+    # the unpaired comparisons' intervals do not depend on the order rows were read in
+    shuffled = report_df.sample(frac=1, random_state=3)
+    assert CI.findall(summary_section(shuffled, ["allreduce", "reduce"])) == CI.findall(html)
+
+
+def strip_build_time(text: str) -> str:
+    return re.sub(r"<tr><td>report generated</td><td>[^<]*</td></tr>", "", text)
+
+
+def test_report_built_twice_is_the_same_file(tmp_path, monkeypatch):
+    """`colltune report` of one database, built twice in two processes (other hash
+    seeds: no set-order dependence), gives the same bytes apart from the build time."""
+    from conftest import colltune
+
+    path = study_db(tmp_path / "s.db")
+    pp = tmp_path / "pp.json"
+    import json
+
+    pp.write_text(json.dumps(pingpong()))
+    texts = []
+    for k, seed in enumerate(("1", "2")):
+        out = tmp_path / f"r{k}.html"
+        monkeypatch.setenv("PYTHONHASHSEED", seed)
+        if k:  # reproducible builds fix the one varying line too
+            monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+        res = colltune("report", "--db", str(path), "--study", "quick", "-o", str(out),
+                       "--pingpong-json", str(pp), "--gamma", "1e-10", "--dpi", "50",
+                       "--algorithms-json", str(write_algos(tmp_path)))
+        assert res.returncode == 0, res.stderr[-3000:]
+        texts.append(out.read_text())
+    assert "report generated" in texts[0]
+    assert strip_build_time(texts[0]) != texts[0]
+    assert "<td>report generated</td><td>1970-01-01T00:00:00+00:00</td>" in texts[1]
+    assert strip_build_time(texts[0]) == strip_build_time(texts[1])
+
+
+def write_algos(tmp_path: Path) -> Path:
+    import json
+
+    p = tmp_path / "algos.json"
+    p.write_text(json.dumps([{"name": "recursive_doubling", "collective": "allreduce",
+                              "cost": "ceil(log2(p))*(a + n*b + n*g)", "params": []},
+                             {"name": "linear", "collective": "reduce",
+                              "cost": "(p-1)*(a + n*b + n*g)", "params": []}]))
+    return p
+
+
+def test_report_refuses_to_pool_timing_methods_unless_asked(tmp_path):
+    """A bench run (window timing) and a study (osu) in one database: `report` without
+    --study refuses, naming both and how to choose; --study picks one; --pool-timings
+    pools them and the report says what it pooled."""
+    from conftest import colltune
+
+    path = study_db(tmp_path / "s.db", timings=("osu", "window"))
+    out = tmp_path / "r.html"
+    base = ["report", "--db", str(path), "-o", str(out), "--dpi", "50",
+            "--algorithms-json", str(write_algos(tmp_path))]
+    res = colltune(*base)
+    assert res.returncode == 2 and not out.exists()
+    msg = " ".join(res.stderr.split())
+    assert "different timing methods" in msg and "osu: study quick" in msg
+    assert "window: (bench) (1 measurements)" in msg
+    assert "--study 'quick'" in msg and "--pool-timings" in msg
+    res = colltune(*base, "--study", "quick")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "Pooled timing methods" not in out.read_text()
+    res = colltune(*base, "--pool-timings")
+    assert res.returncode == 0, res.stderr[-3000:]
+    text = out.read_text()
+    assert "Pooled timing methods" in text and "window: (bench) (1 measurements)" in text

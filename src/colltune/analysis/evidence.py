@@ -19,7 +19,8 @@ Two questions every table, figure and report asks before it calls something
      `MIN_PAIRS` launches.
    - **unpaired** (separate launches, e.g. the MPI library's algorithms): the ratio of
      medians, with a 95 % percentile bootstrap interval (each side resampled on its
-     own, `N_BOOT` resamples, fixed seed: the same data give the same interval) and
+     own, `N_BOOT` resamples, fixed seed `SEED`, each side's values sorted first: the
+     same values give the same interval whatever order they were read in) and
      the two-sided Mann–Whitney U test (exact); at least `MIN_REPS` repetitions a side
      (with 3 against 3 no rank test can reach 5 %).
 
@@ -79,6 +80,7 @@ class Verdict:
     n_candidate: int
     n_baseline: int
     paired: bool = False    # per-launch ratios (paired t on logs), else unpaired
+    seed: int = SEED        # of the bootstrap (unpaired); recorded with the interval
 
     @property
     def n(self) -> int:
@@ -140,7 +142,8 @@ class Verdict:
         return {"outcome": self.outcome, "level": self.level, "speedup": clean(self.speedup),
                 "ci_low": clean(self.ci_low), "ci_high": clean(self.ci_high),
                 "p": clean(self.p), "n_candidate": self.n_candidate,
-                "n_baseline": self.n_baseline, "paired": self.paired, "text": self.text()}
+                "n_baseline": self.n_baseline, "paired": self.paired, "seed": self.seed,
+                "text": self.text()}
 
 
 def _values(x) -> np.ndarray:
@@ -151,8 +154,12 @@ def _values(x) -> np.ndarray:
 
 def bootstrap_ratio_ci(candidate, baseline, level: float = 0.95, n_boot: int = N_BOOT,
                        seed: int = SEED) -> tuple[float, float]:
-    """Percentile bootstrap interval of median(baseline) / median(candidate)."""
-    a, b = _values(candidate), _values(baseline)
+    """Percentile bootstrap interval of median(baseline) / median(candidate): THE
+    interval of every unpaired comparison (terminal, report, rules). Each side is
+    sorted before it is resampled, so that the interval depends on the values and the
+    seed only, never on the order the rows were read in (the terminal's reader and the
+    report's order rows differently)."""
+    a, b = np.sort(_values(candidate)), np.sort(_values(baseline))
     rng = np.random.default_rng(seed)
     ma = np.median(rng.choice(a, size=(n_boot, len(a)), replace=True), axis=1)
     mb = np.median(rng.choice(b, size=(n_boot, len(b)), replace=True), axis=1)
@@ -173,10 +180,12 @@ def compare(candidate, baseline, *, pairs: bool = False, alpha: float = ALPHA,
 
     a, b = _values(candidate), _values(baseline)
     if len(a) == 0 or len(b) == 0:
-        return Verdict("insufficient", math.nan, math.nan, math.nan, math.nan, len(a), len(b))
+        return Verdict("insufficient", math.nan, math.nan, math.nan, math.nan, len(a), len(b),
+                       seed=seed)
     speedup = float(np.median(b) / np.median(a))
     if min(len(a), len(b)) < min_reps:
-        return Verdict("insufficient", speedup, math.nan, math.nan, math.nan, len(a), len(b))
+        return Verdict("insufficient", speedup, math.nan, math.nan, math.nan, len(a), len(b),
+                       seed=seed)
     lo, hi = bootstrap_ratio_ci(a, b, n_boot=n_boot, seed=seed)
     method = "exact" if len(a) + len(b) <= 40 and not _ties(a, b) else "asymptotic"
     p = float(mannwhitneyu(a, b, alternative="two-sided", method=method).pvalue)
@@ -186,7 +195,7 @@ def compare(candidate, baseline, *, pairs: bool = False, alpha: float = ALPHA,
         outcome = "slower"
     else:
         outcome = "tie"
-    return Verdict(outcome, speedup, lo, hi, p, len(a), len(b))
+    return Verdict(outcome, speedup, lo, hi, p, len(a), len(b), seed=seed)
 
 
 def _compare_paired(candidate, baseline, alpha: float, min_effect: float,

@@ -18,7 +18,9 @@ def labels(df: pd.DataFrame) -> pd.Series:
     """The series name: the algorithm with its effective parameters where they matter
     (mpi.libalgos.param_label: `chain (segsize 8 KiB, fanout 4)` beside `ompi:chain
     (unsegmented, fanout 4)`); where several settings of one algorithm differ in other
-    parameters than those, the algorithm with all of its parameters (`gather_bcast:bcast=chain`)."""
+    parameters than those, the algorithm with all of its parameters (`gather_bcast:bcast=chain`).
+    Decided per collective, so that a frame of one collective and a frame of several name
+    their series alike."""
     params = df["params"].fillna("").astype(str) if "params" in df.columns else \
         pd.Series("", index=df.index)
     algos = df["algorithm"].astype(str)
@@ -28,11 +30,65 @@ def labels(df: pd.DataFrame) -> pd.Series:
     named = [cache.setdefault((c, a, p), libalgos.param_label(c, a, p) if c else a)
              for c, a, p in zip(colls, algos, params)]
     d = df.assign(_p=params, _n=named)
-    settings = d.groupby("algorithm")["_p"].transform("nunique")
-    told = d.groupby("algorithm")["_n"].transform("nunique")
+    by = ["collective", "algorithm"] if "collective" in df.columns else ["algorithm"]
+    settings = d.groupby(by, dropna=False)["_p"].transform("nunique")
+    told = d.groupby(by, dropna=False)["_n"].transform("nunique")
     plain = (settings > told) & (params != "")
     return pd.Series(np.where(plain, algos + ":" + params.map(params_text), named),
                      index=df.index)
+
+
+def latest_round(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows conclusions are drawn from: of every study its latest round (rounds are
+    `--new-round` re-measurements, possibly of a changed definition); rows without a
+    round (`colltune bench --db`) are all kept. The terminal (`quick`) and the
+    report's summary (both through best_table) select rows with this."""
+    if "round" not in df.columns or df.empty:
+        return df
+    rnd = pd.to_numeric(df["round"], errors="coerce")
+    study = (df["study"].astype(object).where(df["study"].notna(), "")
+             if "study" in df.columns else pd.Series("", index=df.index))
+    last = rnd.groupby(study).transform("max")
+    return df[rnd.isna() | (rnd == last)]
+
+
+def rounds_text(df: pd.DataFrame) -> str | None:
+    """'round 2 of 2 (study quick)' for every study with several rounds, else None."""
+    if "round" not in df.columns or df.empty:
+        return None
+    rnd = pd.to_numeric(df["round"], errors="coerce")
+    study = (df["study"].astype(object).where(df["study"].notna(), "")
+             if "study" in df.columns else pd.Series("", index=df.index))
+    parts = []
+    for name, r in rnd.groupby(study, sort=True):
+        n = r.dropna().nunique()
+        if n > 1:
+            parts.append(f"round {int(r.max())} of {n}" + (f" (study {name})" if name else ""))
+    return "; ".join(parts) or None
+
+
+def timing_groups(df: pd.DataFrame) -> list[tuple[str, str, int]]:
+    """(timing method, study, measurements) of every collective measurement that says
+    how it was timed, sorted: more than one timing method means pooling different
+    quantities (the report refuses unless asked)."""
+    if "timing" not in df.columns or df.empty:
+        return []
+    d = df[df["timing"].notna()]
+    if "collective" in d.columns:
+        d = d[~d["collective"].isin(("pingpong", "p2p", "heat"))]
+    study = (d["study"].astype(object).where(d["study"].notna(), "(bench)")
+             if "study" in d.columns else pd.Series("(unknown)", index=d.index))
+    counts = d.assign(_s=study.astype(str)).groupby(["timing", "_s"]).size()
+    return [(str(t), str(s), int(n)) for (t, s), n in sorted(counts.items())]
+
+
+def timings_text(groups: list[tuple[str, str, int]]) -> str:
+    """'osu: study quick (990 measurements); window: (bench) (9 measurements)'."""
+    by: dict[str, list[str]] = {}
+    for t, s, n in groups:
+        by.setdefault(t, []).append(f"{'study ' + s if s != '(bench)' else s} "
+                                    f"({n} measurements)")
+    return "; ".join(f"{t}: {', '.join(v)}" for t, v in by.items())
 
 
 def prepare(df: pd.DataFrame) -> pd.DataFrame:
@@ -79,8 +135,10 @@ def best_table(df: pd.DataFrame, baseline: str = "native",
     """The algorithm to use per (collective, [mapping,] np, size) with its evidence
     (evidence.best_per_point: the baseline unless another is faster beyond the noise;
     no conclusion at oversubscribed points), the runner-up by median, and the speedup
-    of the choice over the baseline."""
-    d = prepare(df)
+    of the choice over the baseline. From the latest round of each study
+    (latest_round): the terminal and the report give the same table, digit for
+    digit, for the same database."""
+    d = prepare(latest_round(df))
     keys = ["collective"] + (["mapping"] if "mapping" in d.columns
                              and d["mapping"].nunique() > 1 else []) + ["np", "size"]
     if d.empty:

@@ -322,6 +322,16 @@ def _save_elsewhere(records: list[dict], why: str) -> None:
               highlight=False)
 
 
+def _note_defaults(timing: str, np_list: list[int]) -> None:
+    """One line: bench and sweep measure differently by default (docs/benchmarking.md,
+    'bench and sweep measure differently')."""
+    used = "/".join(dict.fromkeys(bench_mod.resolve_timing(timing, n) for n in np_list))
+    err.print(f"note: bench times with {used} (--timing {timing}) under the MPI library's "
+              "default placement; sweep studies time with osu and bind each process to a "
+              "core (study keys timing, bind): their points are not comparable",
+              highlight=False, soft_wrap=True)
+
+
 @command()
 @click.option("--mpi", "mpi_spec", help=MPI_HELP)
 @click.option("--platform", "platform_spec", help=PLATFORM_HELP)
@@ -423,6 +433,8 @@ def bench(mpi_spec, platform_spec, coll, algos, nps, sizes, iterations, warmup, 
             fail(str(exc))
         err.print(f"simulating on platform '{plat.name}' with {b.mpi.banner}: simulated "
                   "times, not measurements", highlight=False)
+    if plat is None and not b.mpi.simulated:
+        _note_defaults(timing, np_list)
     _warn_large(coll, size_list, np_list, validate, len(specs_list), reps, iterations)
     records: list[dict] = []
     interrupted = None

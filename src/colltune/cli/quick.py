@@ -10,9 +10,9 @@ import click
 
 from rich.table import Table
 
-from colltune.analysis.evidence import OVER_MARK, versus_baseline
+from colltune.analysis.evidence import OVER_MARK, SEED, versus_baseline
 from colltune.analysis.points import best_table as best_points
-from colltune.analysis.points import median_repetition
+from colltune.analysis.points import latest_round, median_repetition
 from colltune.results import db as db_mod
 from colltune.results import reader, store
 from colltune.base.errors import ColltuneError
@@ -78,9 +78,7 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
         conn.close()
     if df.empty:
         fail(f"the quick study stored no measurements in {db_path}")
-    df = df[df["round"] == df["round"].max()]
-    if nps:
-        df = df[df["np"].isin(parse_ints(nps, "--np"))]
+    df = terminal_rows(df, nps)
     # per point the median repetition's own OSU columns, and the spread over repetitions
     agg = median_repetition(df, ["collective", "np", "spec", "size"])
     for c in ("align", "iterations", "valid_reps"):
@@ -104,9 +102,19 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
     emit_records(records, "table", None, banner, cores=cores)
     out.print(best_table(df, include_oversubscribed))
     out.print(f"use: native unless another algorithm is faster beyond the noise of the "
-              f"repetitions (docs/benchmarking.md, 'Conclusions with evidence')", highlight=False)
+              f"repetitions (docs/benchmarking.md, 'Conclusions with evidence'; bootstrap "
+              f"seed {SEED}: the report prints the same intervals)", highlight=False)
     ctx.invoke(report_cmd, db_path=db_path, study="quick", output=report_path,
                include_oversubscribed=include_oversubscribed)
+
+
+def terminal_rows(df, nps: str | None = None):
+    """The rows quick's tables are made of: the latest round (points.latest_round, as
+    the report's summary selects them), at the process counts of --np."""
+    df = latest_round(df)
+    if nps:
+        df = df[df["np"].isin(parse_ints(nps, "--np"))]
+    return df
 
 
 def pingpong_once(b, db_path) -> None:

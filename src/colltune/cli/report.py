@@ -12,6 +12,7 @@ from colltune.mpi.build import build_for
 from colltune.analysis.costmodel import algorithm_dicts
 from colltune.base.files import check_writable
 from colltune.analysis.fit import FitError, load_measurements, read_selection
+from colltune.analysis.points import timing_groups, timings_text
 from colltune.output.report import build_report, compute_model, read_runs
 from ._common import command, err, fail, gamma_value, select_options, write_or_keep
 
@@ -40,10 +41,13 @@ from ._common import command, err, fail, gamma_value, select_options, write_or_k
 @click.option("--include-oversubscribed", is_flag=True,
               help="Also draw conclusions (best algorithm, speedup) from points measured with "
                    "more processes than cores (marked †; left out by default).")
+@click.option("--pool-timings", is_flag=True,
+              help="Report points measured with different timing methods (osu, window) "
+                   "together; the report names what it pooled. Default: refused.")
 def report(db_path, study, coll, algo, mapping, np_range, size_range, include_simulated, output,
            pingpong_json,
            measure, alpha, beta, gamma_opt, surface_algo, dpi, mpi_spec,
-           algorithms_json, include_oversubscribed=False) -> None:
+           algorithms_json, include_oversubscribed=False, pool_timings=False) -> None:
     """One self-contained HTML report of a study: provenance, figures, models, best
     algorithms, cost model. Prints the path of the file. --coll, --algo, --mapping,
     --np and --size narrow what it covers."""
@@ -63,6 +67,13 @@ def report(db_path, study, coll, algo, mapping, np_range, size_range, include_si
         fail(str(exc))
     if df.empty and sim.empty:
         fail("no measurements to report")
+    timings = timing_groups(df)
+    if len({t for t, _, _ in timings}) > 1 and not pool_timings:
+        studies = sorted({s for _, s, _ in timings})
+        fail("the selection pools points measured with different timing methods ("
+             f"{timings_text(timings)}): their latencies are different quantities. Choose "
+             "one with --study " + " or --study ".join(f"'{s}'" for s in studies)
+             + ", or pass --pool-timings to report them together (the report says so)")
     gamma = gamma_value(gamma_opt)
     runs = read_runs(db_path, study, df if not df.empty else sim)
     build = algos = None

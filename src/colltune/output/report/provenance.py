@@ -22,6 +22,15 @@ def source_revision() -> str:
     return git_revision() or "unknown (not a git checkout)"
 
 
+def build_time() -> str:
+    """The report's one varying line: now, or $SOURCE_DATE_EPOCH (UTC) when set, as
+    reproducible builds set it."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch.isdigit():
+        return _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc).isoformat()
+    return _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
 def _env_text(v) -> str:
     """The stored environment (JSON object) as NAME=value lines."""
     try:
@@ -37,7 +46,7 @@ def provenance_section(prov: Provenance, df: pd.DataFrame, db_path, study) -> st
     out = ['<h2 id="provenance">Provenance</h2>']
     host = os.uname().nodename
     out.append(html_table(None, [
-        ["report generated", _dt.datetime.now().astimezone().isoformat(timespec="seconds")],
+        ["report generated", build_time()],
         ["by", f"colltune {__version__}, source revision {source_revision()}, on {host}"],
         ["database", str(Path(db_path).resolve())],
         ["study", study or "(all measurements)"],

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from colltune.analysis import evidence
-from colltune.analysis.points import best_table
+from colltune.analysis.points import best_table, rounds_text
 from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size
 from colltune.output.report.page import _fmt, esc, html_table
@@ -100,11 +100,17 @@ def summary_section(df: pd.DataFrame, colls: list[str],
            "(interleaved) are compared paired: the speedup is the geometric mean of the "
            "per-launch ratios, with the t interval of their logarithms (at least "
            f"{evidence.MIN_PAIRS} launches). Otherwise unpaired: the ratio of medians with a "
-           "bootstrap interval, and a two-sided Mann–Whitney U test below "
+           f"bootstrap interval ({evidence.N_BOOT} resamples, seed {evidence.SEED}: "
+           "<code>colltune quick</code> prints the same intervals), and a two-sided "
+           "Mann–Whitney U test below "
            f"{evidence.ALPHA:g} (at least {evidence.MIN_REPS} repetitions a side). "
            "Evidence: <i>significant</i> (the tests passed), <i>within noise</i> (a tie: "
            "native is kept), <i>insufficient</i> (too few repetitions to tell)."
 " <i>fastest measured</i> is the largest estimate, with no claim attached.</p>"]
+    rounds = rounds_text(df)
+    if rounds:
+        out.append(f'<p class="note">Conclusions from the latest round of each study '
+                   f"({esc(rounds)}); the figures show every round.</p>")
     any_over = False
     for c in colls:
         d = df[df["collective"] == c]
