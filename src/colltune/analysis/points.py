@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from colltune.analysis.evidence import best_per_point, with_oversubscribed
 from colltune.base.lazy import LazyModule
-from colltune.base.specs import params_text
+from colltune.base.specs import is_lib_spec, params_text
 from colltune.mpi import libalgos
 
 np = LazyModule("numpy")
@@ -15,7 +15,8 @@ pd = LazyModule("pandas")
 
 
 def labels(df: pd.DataFrame) -> pd.Series:
-    """The series name: the algorithm with its effective parameters where they matter
+    """The series name: the algorithm, with its effective parameters where the same
+    algorithm of colltune and of the MPI library stand side by side
     (mpi.libalgos.param_label: `chain (segsize 8 KiB, fanout 4)` beside `ompi:chain
     (unsegmented, fanout 4)`); where several settings of one algorithm differ in other
     parameters than those, the algorithm with all of its parameters (`gather_bcast:bcast=chain`).
@@ -26,9 +27,15 @@ def labels(df: pd.DataFrame) -> pd.Series:
     algos = df["algorithm"].astype(str)
     colls = df["collective"].astype(str) if "collective" in df.columns else \
         pd.Series("", index=df.index)
+    # effective parameters only where a side-by-side pair is there: colltune's `chain`
+    # beside the library's `ompi:chain` in the same collective
+    base = algos.map(lambda a: a.split(":", 1)[1] if is_lib_spec(a) else a)
+    lib = algos.map(is_lib_spec)
+    paired = set(zip(colls[lib], base[lib])) & set(zip(colls[~lib], base[~lib]))
     cache: dict = {}
-    named = [cache.setdefault((c, a, p), libalgos.param_label(c, a, p) if c else a)
-             for c, a, p in zip(colls, algos, params)]
+    named = [cache.setdefault((c, a, p), libalgos.param_label(c, a, p)
+                              if c and (c, b) in paired else a)
+             for c, a, p, b in zip(colls, algos, params, base)]
     d = df.assign(_p=params, _n=named)
     by = ["collective", "algorithm"] if "collective" in df.columns else ["algorithm"]
     settings = d.groupby(by, dropna=False)["_p"].transform("nunique")

@@ -626,7 +626,10 @@ def fig_surface(df: pd.DataFrame, palette: Palette, algorithm: str | None = None
     if algorithm is None:
         counts = d.groupby("label").size()
         algorithm = "native" if "native" in counts.index else counts.idxmax()
-    d = d[d["label"] == algorithm]
+    by_label = d[d["label"] == algorithm]
+    by_name = d[d["algorithm"] == algorithm]
+    # the plain name also selects a series labelled with its parameters, when it is one
+    d = by_label if not by_label.empty or by_name["label"].nunique() != 1 else by_name
     if d.empty:
         raise PlotError(f"no measurements of '{algorithm}'")
     d = d[(d["size"] > 0) & (d["median_us"] > 0)]
