@@ -221,6 +221,19 @@ def test_fit_command_json_and_table(tmp_path):
     assert res.exit_code == 2 and "cannot fit" in res.output
 
 
+def test_fit_by_prints_a_heading_per_group_that_names_it(tmp_path):
+    df = pd.concat([synthetic(log=True), synthetic(log=True, b0=0.05, seed=2)
+                    .assign(algorithm="binomial")])
+    make_db(tmp_path / "r.db", df)
+    res = CliRunner().invoke(fit_cmd, ["--db", str(tmp_path / "r.db"), "--study", "quick",
+                                       "--by", "algorithm", "--model", "seed-log"],
+                             env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    heads = [ln for ln in res.output.splitlines() if "OLS:" in ln]
+    assert len(heads) == 2 and len(set(heads)) == 2  # one per group, and they differ
+    assert heads[0].startswith("algorithm binomial") and heads[1].startswith("algorithm linear")
+
+
 def test_load_measurements_reads_a_colltune_database(tmp_path):
     """The schema of colltune.db (runs, studies, units; params as JSON)."""
     from colltune.results import db

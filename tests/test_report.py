@@ -162,11 +162,45 @@ def test_report_tune_section(built):
     assert 'id="tune-openmpi"' not in text  # no ompi:* in the study: no such target
     assert text.index('id="summary"') < text.index('id="tune"') < text.index('id="models"')
     assert 'href="#tune"' in text
-    for col in ("regret (geo. mean)", "gain (geo. mean)", "leave-one-size-out",
-                "leave-one-np-out", "in-sample"):
+    for col in ("regret (geo. mean)", "leave-one-size-out", "leave-one-np-out", "in-sample"):
         assert col in text
+    # native is the fastest everywhere in the synthetic study: the cross-validations
+    # choose what in-sample chooses, one row with a note why, and no column of gains of 1
+    assert "in-sample = leave-one-size-out" in text
+    assert "in-sample and leave-one-size-out coincide for bcast, reduce: every choice is " \
+        "native" in text
+    assert "every choice is native: no gain" in text and "gain (geo. mean)" not in text
+    assert "CV size" not in text and ">worst at<" not in text
     maps = [f for f in parts.figures if f.kind == "decision-map"]
     assert {f.collective for f in maps} == {"bcast", "reduce"}
+
+
+def test_report_model_tables_fit_and_say_what_they_count(built):
+    """Counts read as counts; the per-point model table merges each algorithm with its
+    µs; a regression term dropped everywhere is a line, not a column of 'dropped'."""
+    _, text, _ = built
+    assert "points where the pick is the fastest modelled" in text
+    assert re.search(r"<td>\d+ of \d+</td>", text)
+    assert "model picks the fastest modelled" not in text
+    head = re.search(r'<table class="sel"><thead><tr>((?:<th>[^<]*</th>)+)</tr>',
+                     text[text.index("points where the pick"):]).group(1)
+    assert head.count("<th>") <= 8 and "its µs" not in head
+    assert "dropped (no variation)" not in text
+
+
+def test_regression_tables_leave_out_terms_dropped_everywhere():
+    from colltune.output.report.model import models_section
+
+    df = synthetic()
+    one_np = df[df["np"] == 4]
+    html = models_section(one_np, "bcast", pl.Palette(pl.FALLBACK_ORDER))
+    assert ">dropped<" not in html and "dropped (no variation)" not in html
+    assert html.count("The term processes is in no table") == 1
+    assert "<th>β0 processes" not in html and "<th>×/process<" not in html
+    assert "<th>β1 size (µs per byte)<" in html and "<th>×/doubling<" in html
+    # with process counts that vary, the processes column is there and no such line
+    html = models_section(df, "bcast", pl.Palette(pl.FALLBACK_ORDER))
+    assert "<th>β0 processes" in html and "in no table" not in html
 
 
 def test_report_of_a_colltune_database(tmp_path):

@@ -158,6 +158,58 @@ def test_cross_validation_evaluates_rules_built_without_the_point():
     assert lono["regret_gmean"] == pytest.approx(1.0) and lono["points"] == 6
 
 
+def test_the_quality_view_merges_coinciding_evaluations_and_says_why():
+    # every choice native: leave-one-size-out chooses native too, one row, a note, no gain
+    f = frame(grid(lambda c, n, s: {"native": 5.0, "binomial": 10.0}))
+    t = tune.tune(f, "colltune")
+    view, notes = tune.quality_view(t.summary, t.points, t.has_native, t.keys)
+    assert view["evaluation"].tolist() == ["in-sample = leave-one-size-out"]
+    assert any("coincide" in n and "every choice is native" in n for n in notes)
+    assert any(tune.NO_GAIN in n for n in notes)
+    assert "gain_gmean" not in view.columns  # a column of 1s says nothing: gone
+    assert "regret_worst_at" not in view.columns  # regret 1 everywhere: no worst point
+    # a winner at every size: the rules without a size choose it there too
+    f = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 5.0}))
+    t = tune.tune(f, "colltune")
+    view, notes = tune.quality_view(t.summary, t.points, t.has_native, t.keys)
+    assert len(view) == 1 and any("neighbours have the same choice" in n for n in notes)
+    assert view.iloc[0]["gain_gmean"] == pytest.approx(2.0)
+    # choices that differ by size: two rows, nothing merged
+    lat = {8: {"native": 10.0, "A": 2.0, "B": 4.0}, 1024: {"native": 10.0, "A": 6.0, "B": 3.0},
+           1 << 20: {"native": 10.0, "A": 2.0, "B": 4.0}}
+    t = tune.tune(frame(grid(lambda c, n, s: lat[s])), "colltune")
+    view, notes = tune.quality_view(t.summary, t.points, t.has_native, t.keys)
+    assert view["evaluation"].tolist() == ["in-sample", "leave-one-size-out"]
+    assert not any("coincide" in n for n in notes)
+    assert view.iloc[1]["regret_worst_at"]  # worse than 1 somewhere: where is said
+
+
+def test_the_quality_table_has_distinct_headings_and_no_placeholder_gain():
+    from rich.console import Console
+
+    from colltune.cli.tune import quality_table
+
+    def text(t):
+        con = Console(width=200, record=True)
+        con.print(quality_table(t.summary, t.has_native, t.points, t.keys))
+        return con.export_text()
+
+    lat = {8: {"native": 10.0, "A": 2.0, "B": 4.0}, 1024: {"native": 10.0, "A": 6.0, "B": 3.0},
+           1 << 20: {"native": 10.0, "A": 2.0, "B": 4.0}}
+    out = text(tune.tune(frame(grid(lambda c, n, s: lat[s])), "colltune"))
+    assert "worst regret at" in out and "lowest gain at" in out
+    assert " worst at " not in out
+    out = text(tune.tune(frame(grid(lambda c, n, s: {"native": 5.0, "binomial": 10.0})),
+                         "colltune"))
+    assert "in-sample = leave-one-size-out" in out and "coincide" in out
+    assert "every choice is native: no gain" in out and "gain gmean" not in out
+    # native-only in one collective, a winner in the other: its gain cell says so
+    pts = {**grid(lambda c, n, s: {"native": 5.0, "binomial": 10.0}),
+           **grid(lambda c, n, s: {"native": 10.0, "binomial": 5.0}, colls=("reduce",))}
+    out = text(tune.tune(frame(pts), "colltune"))
+    assert "gain gmean" in out and "every choice is native: no gain" in out and "2.000" in out
+
+
 def test_quality_of_a_rules_file_against_measurements():
     f = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 5.0, "linear": 8.0}))
     rs = rules.RuleSet("colltune", [Rule("bcast", 1, None, 0, None, "linear")])
@@ -279,7 +331,9 @@ def test_sweep_then_tune_on_the_command_line(tmp_path, ompi_build):
     res = _cli("tune", "--db", dbp, "--study", "tinytune", "--target", "colltune", "-o", out)
     assert res.returncode == 0, res.stderr
     assert "regret gmean" in res.stdout and "in-sample" in res.stdout
-    assert "CV size" in res.stdout  # two sizes: leave-one-size-out exists
+    # two sizes: leave-one-size-out exists, under its one name (merged with in-sample
+    # where it coincides)
+    assert "leave-one-size-out" in res.stdout and "CV size" not in res.stdout
     assert "one process count" in res.stderr  # but not leave-one-np-out
     rs = rules.read(out)
     assert rs.target == "colltune" and rs.meta["study"] == "tinytune"

@@ -570,9 +570,12 @@ def coef_table(r: FitResult, title: str | None = None):
 def print_result(console, r: FitResult) -> None:
     from rich.table import Table
 
-    group = ", ".join(f"{k}={v}" for k, v in r.group.items())
-    head = f"OLS: {r.label}" + (f"  [{group}]" if group else "")
-    console.print(f"[bold]{head}[/]", highlight=False)
+    from rich.markup import escape
+
+    group = ", ".join(f"{k} {v}" for k, v in r.group.items())
+    head = (f"{group}: " if group else "") + f"OLS: {r.label}"
+    # escaped: a group such as [algorithm=ring] would otherwise be read as rich markup
+    console.print(f"[bold]{escape(head)}[/]", highlight=False)
     if not r.coefs:
         for note in r.notes:
             console.print(f"  {note}", highlight=False)

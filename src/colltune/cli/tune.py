@@ -31,12 +31,16 @@ from .bench import BenchProgress
 
 pd = LazyModule("pandas")
 
-EVAL_SHORT = {"in-sample": "in-sample", "leave-one-size-out": "CV size",
-              "leave-one-np-out": "CV np", "rules file": "rules file",
-              "profile-weighted": "by app calls"}
+EVAL_SHORT = {"profile-weighted": "by app calls"}
+QUALITY_HEADS = {"points": "points", "regret_gmean": "regret gmean",
+                 "regret_worst": "regret worst", "regret_worst_at": "worst regret at",
+                 "gain_gmean": "gain gmean", "gain_worst": "gain lowest",
+                 "gain_worst_at": "lowest gain at"}
 
 
 def _x(v) -> str:
+    if isinstance(v, str):
+        return v
     return "—" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.3f}"
 
 
@@ -65,24 +69,31 @@ def rules_table(rs) -> Table:
     return t
 
 
-def quality_table(summary, has_native: bool) -> Table:
+def quality_table(summary, has_native: bool, points=None, keys=None) -> Table:
+    """The quality per collective and evaluation (tune.quality_view: coinciding
+    evaluations one row, no placeholder gains), its notes as the caption."""
+    view, notes = tune_mod.quality_view(summary, points, has_native, keys)
     t = Table(title="quality: regret = chosen / fastest measured median (1 is best); gain = "
                     "native / chosen (>1 beats the default)", title_justify="left")
-    cols = ["collective", "evaluation", "points", "regret gmean", "regret worst", "worst at"]
-    if has_native:
-        cols += ["gain gmean", "gain worst", "worst at"]
+    cols = ["collective", "evaluation", "points"] + [c for c in QUALITY_HEADS if c != "points"
+                                                     and c in view.columns]
     for c in cols:
-        t.add_column(c, justify="right" if c in ("points",) or "gmean" in c
-                     or "worst" == c.split()[-1] else "left")
-    for r in summary.to_dict("records"):
-        pts = str(r["points"]) + (f" ({r['unmeasured']} unmeasured)" if r["unmeasured"] else "")
+        t.add_column(QUALITY_HEADS.get(c, c), justify="right" if c == "points" or c in (
+            "regret_gmean", "regret_worst", "gain_gmean", "gain_worst") else "left")
+    for r in view.to_dict("records"):
+        pts = str(r["points"]) + (f" ({r['unmeasured']} unmeasured)"
+                                  if r.get("unmeasured") else "")
         if isinstance(r.get("calls"), (int, float)) and r["calls"] == r["calls"]:
             pts += f" ({int(r['calls'])} calls)"
-        row = [r["collective"], EVAL_SHORT[r["evaluation"]], pts, _x(r["regret_gmean"]),
-               _x(r["regret_worst"]), r["regret_worst_at"] or ""]
-        if has_native:
-            row += [_x(r["gain_gmean"]), _x(r["gain_worst"]), r["gain_worst_at"] or ""]
+        row = [r["collective"], EVAL_SHORT.get(r["evaluation"], r["evaluation"]), pts]
+        for c in cols[3:]:
+            v = r[c]
+            row.append("" if v is None or (isinstance(v, float) and not math.isfinite(v))
+                       else v if isinstance(v, str) else _x(v))
         t.add_row(*row)
+    if notes:
+        t.caption = "\n".join(notes)
+        t.caption_justify = "left"
     return t
 
 
@@ -237,7 +248,7 @@ def tune(db_path, study, round_, target, coll, output, rules_path, profile_path,
                                "quality": data}, indent=2))
         return
     out.print(rules_table(result.rules))
-    out.print(quality_table(result.summary, result.has_native))
+    out.print(quality_table(result.summary, result.has_native, result.points, result.keys))
     out.print(f"{len(result.rules.rules)} rules from {len(result.choices)} measured points of "
               f"study '{study}' round {rnd} written to {output}", highlight=False)
 
@@ -271,7 +282,7 @@ def _evaluate(rs, path, frame, study, rnd, colls, include_oversubscribed, fmt,
                                "summary": json.loads(summary.to_json(orient="records")),
                                "points": json.loads(pts.to_json(orient="records"))}, indent=2))
         return
-    out.print(quality_table(summary, pts["native_us"].notna().any()))
+    out.print(quality_table(summary, pts["native_us"].notna().any(), {"rules file": pts}))
     out.print(f"the rules of {path} on {len(pts)} measured points of study '{study}' round "
               f"{rnd}", highlight=False)
 
@@ -408,6 +419,7 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
                               indent=2))
         return
     out.print(rules_table(rs))
-    out.print(quality_table(summary.assign(evaluation="in-sample"), True))
+    out.print(quality_table(summary.assign(evaluation="in-sample"), True,
+                            {"in-sample": pts}))
     out.print(f"{len(rs.rules)} rules from {res.cells} measured cells ({len(res.launches)} "
               f"launches) of study '{name}' round {rnd} written to {output}", highlight=False)

@@ -611,3 +611,90 @@ def quality(frame: pd.DataFrame, rs: RuleSet, collectives=None,
     ch = choices(p)
     pts = evaluate(ch, rs, p.keys)
     return pts, summarize(pts, "rules file", p.keys)
+
+
+CROSS_VALIDATIONS = {"leave-one-size-out": ("size", "a size"),
+                     "leave-one-np-out": ("np", "a process count")}
+NO_GAIN = "every choice is native: no gain"
+
+
+def _same_choices(a: pd.DataFrame, b: pd.DataFrame, keys: list[str]) -> bool:
+    """Whether two per-point evaluations choose the same at the same points."""
+    if len(a) != len(b):
+        return False
+    k = [c for c in keys if c in a.columns and c in b.columns]
+    x = a.sort_values(k)[k + ["chosen"]].astype(str).reset_index(drop=True)
+    y = b.sort_values(k)[k + ["chosen"]].astype(str).reset_index(drop=True)
+    return x.equals(y)
+
+
+def quality_view(summary: pd.DataFrame, points: dict[str, pd.DataFrame] | None = None,
+                 has_native: bool = True,
+                 keys: list[str] | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """The quality summary as the terminal and the report show it, and the notes that go
+    under it: an evaluation that chooses at every point what in-sample chooses (so its
+    numbers are in-sample's) is one row, "in-sample = leave-one-size-out", with a note
+    saying why; a collective whose every choice is native shows NO_GAIN instead of
+    gains of 1; the worst regret's point only where it is worse than 1;
+    a column with no value in any row is left out (named in a note where it is the
+    gain). `points`: evaluation -> per point (Tuning.points, or {"rules file": ...})."""
+    points = points or {}
+    keys = keys or ["np", "size"]
+    base = next((points[e] for e in ("in-sample", "rules file") if e in points), None)
+    native_only: set[str] = set()
+    if base is not None and len(base) and has_native:
+        for coll, g in base.groupby("collective", sort=False):
+            if (g["chosen"].astype(str) == BASELINE).all():
+                native_only.add(coll)
+    d = summary.copy().astype(object)
+    merged: dict[str, list[str]] = {}  # evaluation -> collectives that coincide
+    drop = []
+    if "in-sample" in points:
+        ins = points["in-sample"]
+        for i, r in d.iterrows():
+            e = r["evaluation"]
+            if e not in CROSS_VALIDATIONS or e not in points:
+                continue
+            c = r["collective"]
+            cv = points[e]
+            if _same_choices(ins[ins["collective"] == c], cv[cv["collective"] == c], keys):
+                drop.append(i)
+                merged.setdefault(e, []).append(c)
+                d.loc[(d["collective"] == c) & (d["evaluation"] == "in-sample"),
+                      "evaluation"] = "in-sample = " + e
+    d = d.drop(index=drop).reset_index(drop=True)
+    notes = []
+    for e, colls in merged.items():
+        what = CROSS_VALIDATIONS[e][1]
+        natives = [c for c in colls if c in native_only]
+        others = [c for c in colls if c not in native_only]
+        if natives:
+            notes.append(f"in-sample and {e} coincide for {', '.join(natives)}: every choice "
+                         f"is native, so the rules built without {what} choose native there "
+                         "too")
+        if others:
+            notes.append(f"in-sample and {e} coincide for {', '.join(others)}: the rules "
+                         f"built without {what} choose there what its own measurements "
+                         "chose (its neighbours have the same choice)")
+    for i, r in d.iterrows():
+        rw = r["regret_worst"]
+        if not (isinstance(rw, float) and math.isfinite(rw) and rw > 1 + 1e-12):
+            d.at[i, "regret_worst_at"] = None
+        if r["collective"] in native_only:
+            d.at[i, "gain_gmean"] = NO_GAIN
+            d.at[i, "gain_worst"] = None
+            d.at[i, "gain_worst_at"] = None
+    if not has_native:
+        d = d.drop(columns=[c for c in ("gain_gmean", "gain_worst", "gain_worst_at")
+                            if c in d.columns])
+    elif native_only and len(d) and (d["gain_gmean"] == NO_GAIN).all():
+        d = d.drop(columns=["gain_gmean", "gain_worst", "gain_worst_at"])
+        notes.append(f"{NO_GAIN} over native (the rules are the library's default)")
+
+    def empty(v):
+        return v is None or (isinstance(v, float) and not math.isfinite(v)) or v == 0 \
+            and not isinstance(v, bool)
+
+    d = d.drop(columns=[c for c in d.columns if c not in ("collective", "evaluation", "points")
+                        and d[c].map(empty).all()])
+    return d.infer_objects(), notes

@@ -19,6 +19,34 @@ from colltune.output.report.measurements import _point_info, _surface_algo
 pd = LazyModule("pandas")
 
 
+DROPPED = "dropped"
+
+
+def _without_dropped(cols: list[str], rows: list[list], terms: dict[int, tuple[str, list[int]]],
+                     groups: int) -> tuple[list[str], list[list], list[str]]:
+    """The table without the columns of a term dropped (not varying) in every fitted row,
+    and one line per term naming the groups it was dropped for. `terms`: column of the
+    coefficient -> (term, its other columns)."""
+    fitted = [r for r in rows if not str(r[groups]).startswith("not fitted")]
+    gone: set[int] = set()
+    lines = []
+    for i, (term, extra) in terms.items():
+        where = [" ".join(str(x) for x in r[:groups]) for r in fitted if r[i] == DROPPED]
+        if not where:
+            continue
+        if len(where) == len(fitted):
+            gone |= {i, *extra}
+            lines.append(f"The term {term} is in no table: it does not vary in the data, "
+                         "every model drops it.")
+        else:
+            lines.append(f"The term {term} is dropped (it does not vary) for "
+                         f"{', '.join(where)}.")
+    keep = [i for i in range(len(cols)) if i not in gone]
+    return ([cols[i] for i in keep],
+            [[r[i] for i in keep] if r in fitted else r[:groups + 1] + [""] * (
+                len(keep) - groups - 1) for r in rows], lines)
+
+
 def _seed_model_rows(df: pd.DataFrame, groups: list[str]) -> tuple[list[list], list[list]]:
     """Rows of the linear and of the log seed model, one per group."""
     lin_rows, log_rows = [], []
@@ -38,7 +66,7 @@ def _seed_model_rows(df: pd.DataFrame, groups: list[str]) -> tuple[list[list], l
             b1 = c.get("size") or c.get("log2_size")
 
             def cell(b):
-                return f"{b.coef:.4g} ± {b.std_err:.2g}" if b else "dropped (no variation)"
+                return f"{b.coef:.4g} ± {b.std_err:.2g}" if b else DROPPED
 
             row = key + [cell(b0), cell(b1)]
             if f == log_f:
@@ -100,23 +128,29 @@ def models_section(df: pd.DataFrame, coll: str, palette: plotmod.Palette,
                "(different responses); the log model's AIC on the latency scale is. A term "
                "that does not vary in the data (one process count, one size) is dropped, "
                "not fitted.</p>")
-    if len(info["nps"]) == 1:
-        out.append(f'<p class="note">One process count ({info["nps"][0]}): the processes '
-                   "term is dropped from every model.</p>")
     groups = ["algorithm"] + (["mapping"] if len(maps) > 1 else [])
     lin_rows, log_rows = _seed_model_rows(d, groups)
     for rows in (lin_rows, log_rows):
         rows.sort(key=lambda r: (palette.rank(r[0]), r[0]))
+    g = len(groups)
+    drop_at = len(out)
     cols = groups + ["β0 processes (µs per process)", "β1 size (µs per byte)", "R² (uncentered)",
                      "R² (centered)", "AIC", "n"]
+    cols, lin_rows, lin_lines = _without_dropped(cols, lin_rows, {g: ("processes", []),
+                                                                  g + 1: ("size", [])}, g)
     out.append("<p><b>Latency = β0·Processes + β1·Size</b></p>")
     out.append('<div class="scroll">' + html_table(cols, lin_rows,
-                                                   set(range(len(groups), len(cols)))) + "</div>")
+                                                   set(range(g, len(cols)))) + "</div>")
     cols = groups + ["β0 processes", "β1 log2 size", "×/process", "×/doubling",
                      "R² (uncentered)", "R² (centered)", "AIC", "AIC (latency scale)", "n"]
+    cols, log_rows, log_lines = _without_dropped(cols, log_rows, {g: ("processes", [g + 2]),
+                                                                  g + 1: ("log2 size", [g + 3])},
+                                                 g)
     out.append("<p><b>log2 Latency = β0·Processes + β1·log2 Size</b></p>")
     out.append('<div class="scroll">' + html_table(cols, log_rows,
-                                                   set(range(len(groups), len(cols)))) + "</div>")
+                                                   set(range(g, len(cols)))) + "</div>")
+    out[drop_at:drop_at] = [f'<p class="note">{esc(x)}</p>' for x in dict.fromkeys(
+        x.replace("log2 size", "size") for x in lin_lines + log_lines)]
     salgo = _surface_algo(d, surface_algo)
     sd = d[d["algorithm"] == salgo]
     if default_map is not None and len(maps) > 1:
@@ -171,24 +205,44 @@ def cost_section(model: dict | None, note: str | None) -> str:
         ag = sel.dropna(subset=["agree"]).groupby("collective").agg(
             points=("agree", "size"), model_right=("agree", "sum"),
             median_slowdown=("slowdown", "median"), worst_slowdown=("slowdown", "max"))
-        out.append(frame_table(ag.reset_index(), "sel", {
-            "model_right": "model picks the fastest modelled",
+        ag = ag.reset_index()
+        ag["model_right"] = [f"{int(k)} of {int(n)}" for k, n in zip(ag["model_right"],
+                                                                    ag["points"])]
+        out.append(frame_table(ag.drop(columns=["points"]), "sel", {
+            "model_right": "points where the pick is the fastest modelled",
             "median_slowdown": "median slowdown of the pick",
             "worst_slowdown": "worst slowdown"}))
-        keep = [c for c in ("collective", "mapping", "np", "size", "measured_best",
-                            "measured_best_us", "best_modelled", "best_modelled_us",
-                            "model_pick", "ties", "model_pick_measured_us", "slowdown",
-                            "agree")
-                if c in sel.columns]
-        sel = sel.assign(agree=sel["agree"].map({True: "yes", False: "no"}))
-        out.append('<div class="scroll">' + frame_table(sel[keep], "sel", {
-            "np": "processes", "measured_best": "fastest measured (median)",
-            "model_pick": "model pick", "measured_best_us": "its µs",
-            "best_modelled": "fastest modelled", "best_modelled_us": "its µs",
-            "ties": "predicted equal",
-            "model_pick_measured_us": "pick µs (measured)",
-            "slowdown": "pick slower ×"}) + "</div>")
+        out.append(_selection_points(sel))
     return "".join(out)
+
+
+def _selection_points(sel: pd.DataFrame) -> str:
+    """Per point: the fastest measured, the fastest modelled and the model's pick, each
+    with its measured µs in one cell, so the table fits the page; the algorithms
+    predicted equal to the pick only where there are any."""
+    def us(v) -> str:
+        return "" if v is None or v != v else f"{v:.3g}" if abs(v) < 10 else f"{v:,.1f}"
+
+    def named(a, v) -> str:
+        return "" if a is None or a != a else f"{a} ({us(v)} µs)"
+
+    maps = "mapping" in sel.columns
+    ties = "ties" in sel.columns and sel["ties"].notna().any()
+    cols = ["collective"] + (["mapping"] if maps else []) + [
+        "point", "fastest measured", "fastest modelled", "model pick (measured)"] + (
+        ["predicted equal to the pick"] if ties else []) + ["pick / fastest modelled"]
+    rows = []
+    for r in sel.astype(object).where(sel.notna(), None).to_dict("records"):
+        row = [r["collective"]] + ([r["mapping"] or ""] if maps else []) + [
+            f"np={int(r['np'])} {fmt_size(int(r['size']))}",
+            named(r["measured_best"], r["measured_best_us"]),
+            named(r.get("best_modelled"), r.get("best_modelled_us")),
+            named(r.get("model_pick"), r.get("model_pick_measured_us"))]
+        if ties:
+            row.append(r["ties"] or "")
+        row.append("" if r.get("slowdown") is None else f"×{r['slowdown']:.3g}")
+        rows.append(row)
+    return html_table(cols, rows, {len(cols) - 1}, "sel")
 
 
 def _percent(df: pd.DataFrame) -> pd.DataFrame:

@@ -101,6 +101,7 @@ figcaption { font-size: 0.88rem; color: var(--muted); }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr));
         gap: 0 1.2rem; }
 .scroll { overflow-x: auto; }
+table.sel td { overflow-wrap: anywhere; }
 table.kv td:first-child { font-weight: 600; background: var(--head); }
 p.verdict { font-size: 1rem; margin: 0.3rem 0 0.4rem; }
 .over { color: #8a4b00; }

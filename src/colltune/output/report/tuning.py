@@ -45,22 +45,22 @@ def tune_section(df: pd.DataFrame, parts: ReportParts, palette: plotmod.Palette,
            "choice's median latency over the fastest measured median at the point (1 = the "
            "fastest); <i>gain</i>: native's median over the choice's (above 1: better than "
            "the library's default). Geometric mean and worst point, in-sample and "
-           "cross-validated: the rules built without one size (or one process count), "
-           "evaluated on it.</p>"]
+           "cross-validated (leave-one-size-out, leave-one-np-out): the rules built without "
+           "one size (or one process count), evaluated on it; where that chooses what "
+           "in-sample chooses at every point, the two are one row.</p>"]
     rename = {"regret_gmean": "regret (geo. mean)", "regret_worst": "regret (worst)",
-              "regret_worst_at": "worst at", "gain_gmean": "gain (geo. mean)",
-              "gain_worst": "gain (worst)", "gain_worst_at": "worst gain at"}
+              "regret_worst_at": "worst regret at", "gain_gmean": "gain (geo. mean)",
+              "gain_worst": "gain (lowest)", "gain_worst_at": "lowest gain at"}
     for t in results:
         target = t.rules.target
         out.append(f'<h3 id="tune-{esc(target)}">target {esc(target)}: '
                    f"{esc(tune_mod.LIBRARY_LABEL[target])} and native</h3>")
         for n in t.notes:
             out.append(f'<p class="note">{esc(n)}</p>')
-        summ = t.summary.drop(columns=["unmeasured"] if not t.summary["unmeasured"].any()
-                              else [])
-        if not t.has_native:
-            summ = summ.drop(columns=["gain_gmean", "gain_worst", "gain_worst_at"])
+        summ, view_notes = tune_mod.quality_view(t.summary, t.points, t.has_native, t.keys)
         out.append(f'<div class="scroll">{frame_table(summ, rename=rename)}</div>')
+        for n in view_notes:
+            out.append(f'<p class="note">{esc(n)}</p>')
         rows = [[r.collective, f"{r.np_min}–" + ("" if r.np_max is None else str(r.np_max)),
                  f"{fmt_size(r.size_min)}–" + ("" if r.size_max is None else
                                                fmt_size(r.size_max)), r.spec]
