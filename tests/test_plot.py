@@ -245,7 +245,7 @@ def test_oversubscribed_points_are_hollow_and_left_out_of_conclusions():
     ax = fig.axes[0]
     hollow = [l for l in ax.get_lines() if l.get_markerfacecolor() == "white"]
     assert len(hollow) == 4 and all(list(l.get_xdata()) == [8] for l in hollow)
-    assert any(pl.OVER_LABEL == t.get_text() for t in ax.get_legend().get_texts())
+    assert any(pl.OVER_LABEL == t.get_text() for t in fig.legends[0].get_texts())
     # the speedup figure compares at the largest honest process count by default
     assert "4 processes" in pl.fig_speedup(d, PALETTE).axes[0].get_title()
     tab = points.best_table(d)
