@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from colltune.analysis import points
 from colltune.output import figures as pl
+from colltune.output import series
 from colltune.cli.plot import plot as plot_cmd
 
 
@@ -87,12 +88,13 @@ def test_axes_use_size_labels_log_scales_and_bands():
 
 
 def test_colours_are_fixed_per_algorithm_across_figures():
+    """Maps colour by the palette (one colour per name, the same everywhere); line
+    figures by the Okabe-Ito colours in the figure's own order (series.series_styles)."""
     d = synthetic(colls=("bcast",))
     f1 = pl.fig_vs_size(d, PALETTE, np_=4)
-    f2 = pl.fig_vs_size(d[d["algorithm"].isin(["chain", "native"])], PALETTE, np_=4)
     c1 = {l.get_label(): l.get_color() for l in f1.axes[0].get_lines()}
-    c2 = {l.get_label(): l.get_color() for l in f2.axes[0].get_lines()}
-    assert c1["chain"] == c2["chain"] == PALETTE("chain")
+    assert c1["native"] == pl.NATIVE_COLOUR
+    assert {c for k, c in c1.items() if k != "native"} <= set(series.OKABE_ITO)
     assert PALETTE("chain:segsize=0") == PALETTE("chain")
     # registry order decides; names of one collective never share a colour
     for group in (pl.FALLBACK_ORDER[:11], ["native", "linear", "chain", "pipeline", "binary",
@@ -100,6 +102,70 @@ def test_colours_are_fixed_per_algorithm_across_figures():
         cols = [PALETTE(n) for n in group]
         assert len(set(cols)) == len(cols)
     assert PALETTE("ompi:binomial") == pl.Palette(["native", "linear"])("ompi:binomial")
+
+
+def many_algorithms(nalgo=10, sizes=(8, 1024, 65536, 1 << 20)):
+    """native, colltune's `a0`..`a{n}` and Open MPI's namesakes `ompi:a0`..: a0 fastest at
+    small sizes, a1 at large ones, the rest slower everywhere."""
+    rows = []
+    for i in range(nalgo):
+        for lib in ("", "ompi:"):
+            for s in sizes:
+                f = 1.5 + 0.1 * i + (0.05 if lib else 0)
+                if i == 0 and s <= 1024 and not lib:
+                    f = 0.5
+                if i == 1 and s > 1024 and not lib:
+                    f = 0.6
+                for r in range(3):
+                    rows.append(dict(collective="bcast", algorithm=f"{lib}a{i}", np=2, size=s,
+                                     params="", median_us=f * (1 + s * 1e-3) * (1 + 0.01 * r),
+                                     repetition=r))
+    for s in sizes:
+        for r in range(3):
+            rows.append(dict(collective="bcast", algorithm="native", np=2, size=s, params="",
+                             median_us=(1 + s * 1e-3) * (1 + 0.01 * r), repetition=r))
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("kind", ["vs-size", "speedup"])
+def test_line_figures_draw_the_few_series_that_matter_distinctly(kind):
+    d = many_algorithms()
+    fig = pl.make_figure(kind, d, PALETTE)
+    ax = fig.axes[0]
+    lines = [l for l in ax.get_lines() if not l.get_label().startswith("_")]
+    labels = [l.get_label() for l in lines]
+    assert len(lines) <= series.MAX_SERIES
+    # the fastest at some size and their library namesakes; native (on top) in the legend
+    names = {l.split(" ")[0] for l in labels}
+    assert {"native", "a0", "a1", "ompi:a0", "ompi:a1"} <= names, labels
+    assert len(fig.colltune_omitted) == 21 - len(lines)
+    assert "a9" in fig.colltune_omitted and "a9" in series.omitted_text(fig.colltune_omitted)
+    pairs = [(l.get_color(), l.get_marker()) for l in lines]
+    assert len(set(pairs)) == len(pairs), pairs
+    native = next(l for l in lines if l.get_label().startswith("native"))
+    assert native.get_color() == pl.NATIVE_COLOUR
+    assert native.get_zorder() > max(l.get_zorder() for l in lines if l is not native)
+    # the legend is the figure's, outside the axes: no overlap with the plot area
+    assert ax.get_legend() is None and len(fig.legends) == 1
+    assert len(fig.legends[0].get_texts()) == len(lines)
+    fig.draw_without_rendering()
+    leg = fig.legends[0].get_window_extent()
+    box = ax.get_window_extent()
+    assert leg.x0 >= box.x1 or leg.y1 <= box.y0, (leg, box)
+    # every series on request
+    everything = pl.fig_vs_size(d, PALETTE, max_series=None)
+    assert len(everything.axes[0].get_lines()) == 21 and not everything.colltune_omitted
+
+
+def test_series_selection_keeps_namesakes_and_the_baseline():
+    stats = pd.DataFrame({"label": ["native", "chain", "ompi:chain", "ring", "x", "y", "z",
+                                    "w"] * 2,
+                          "size": [8] * 8 + [64] * 8,
+                          "center": [2, 1, 3, 4, 5, 6, 7, 8, 2, 3, 4, 1.5, 5, 6, 7, 8]})
+    keep, omitted = series.select_series(stats, "size", limit=4)
+    assert keep[0] == "native" and set(keep) == {"native", "chain", "ring", "ompi:chain"}
+    assert set(omitted) == {"x", "y", "z", "w"}
+    assert series.namesake("ompi:chain") == series.namesake("chain:segsize=0") == "chain"
 
 
 def test_best_table_and_map():
@@ -179,7 +245,7 @@ def test_oversubscribed_points_are_hollow_and_left_out_of_conclusions():
     ax = fig.axes[0]
     hollow = [l for l in ax.get_lines() if l.get_markerfacecolor() == "white"]
     assert len(hollow) == 4 and all(list(l.get_xdata()) == [8] for l in hollow)
-    assert any(pl.OVER_LABEL == t.get_text() for t in ax.get_legend().get_texts())
+    assert any(pl.OVER_LABEL == t.get_text() for t in fig.legends[0].get_texts())
     # the speedup figure compares at the largest honest process count by default
     assert "4 processes" in pl.fig_speedup(d, PALETTE).axes[0].get_title()
     tab = points.best_table(d)

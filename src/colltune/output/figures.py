@@ -40,6 +40,7 @@ from colltune.mpi import libraries as mpi_mod
 from colltune.drivers import registry
 from colltune.mpi.build import Build, build_dir
 from colltune.analysis.fit import fit_formula, model_frame, resolve_formula
+from colltune.output.series import MAX_SERIES, select_series, series_styles
 
 
 def _agg() -> None:
@@ -72,12 +73,12 @@ FALLBACK_ORDER = (
     "neighbor_exchange", "two_proc", "sparbit", "reduce_bcast", "basic_linear",
     "segmented_ring", "allgather_reduce",
 )
-# distinct colours, native always black
+# distinct colours, native always black: Okabe-Ito first (colour-blind safe), then more
 _COLOURS = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22",
-    "#17becf", "#7f7f7f", "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02",
-    "#a6761d", "#393b79", "#637939", "#843c39", "#7b4173", "#3182bd", "#31a354", "#756bb1",
-    "#e6550d", "#636363", "#9c9ede", "#cedb9c", "#e7ba52", "#ad494a",
+    "#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442",
+    "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#7f7f7f", "#17becf", "#bcbd22",
+    "#7570b3", "#e7298a", "#66a61e", "#a6761d", "#393b79", "#637939", "#843c39", "#7b4173",
+    "#3182bd", "#e6550d", "#636363", "#9c9ede", "#cedb9c", "#e7ba52", "#ad494a",
 )
 NATIVE_COLOUR = "#000000"
 _STYLES = ("-", "--", ":", "-.")
@@ -277,69 +278,71 @@ def _new_figure(w: float = 8.0, h: float = 5.0) -> Figure:
 
 
 def _width(nseries: int) -> float:
-    """Wider figures when the legend goes outside the axes."""
-    return 8.0 if nseries <= 6 else 10.0
+    """One width for every line figure: at most MAX_SERIES legend entries on the right."""
+    return 7.6
 
 
-def _series_style(labels: list[str], palette: Palette) -> dict[str, dict]:
-    """Colour by algorithm; line style / marker tell apart parameter settings."""
-    out: dict[str, dict] = {}
-    seen: dict[str, int] = {}
-    for lab in sorted(labels, key=lambda x: (palette.rank(x), x)):
-        base = _base(lab)
-        i = seen.get(base, 0)
-        seen[base] = i + 1
-        native = base == "native"
-        out[lab] = {"color": palette(base), "linestyle": "--" if native else _STYLES[i % 4],
-                    "marker": _MARKERS[(palette.rank(base) + i) % len(_MARKERS)],
-                    "linewidth": 2.2 if native else 1.5, "markersize": 4}
-    return out
+BAND_SERIES = 4  # bands (spread over repetitions) only on figures of this many lines
 
 
-def _lines(ax, stats: pd.DataFrame, x: str, palette: Palette, band: str) -> bool:
-    """One line (and band) per series; oversubscribed points drawn as hollow, larger
-    markers. Returns whether there were any."""
-    styles = _series_style(list(stats["label"].unique()), palette)
-    alpha = 0.15 if len(styles) <= 6 else 0.08
+def _band_for(band: str, nseries: int) -> str:
+    return band if nseries <= BAND_SERIES else "none"
+
+
+def _chosen(stats: pd.DataFrame, x: str, palette: Palette, max_series: int | None,
+            baseline: str = "native") -> tuple[pd.DataFrame, list[str], list[str]]:
+    """The rows of the series a figure draws (series.select_series), their labels in
+    palette order (the baseline first) and the labels left out."""
+    keep, omitted = select_series(stats, x, baseline, max_series)
+    keep = sorted(keep, key=lambda lab: (lab != baseline, palette.rank(lab), lab))
+    return stats[stats["label"].astype(str).isin(keep)], keep, omitted
+
+
+def _lines(ax, stats: pd.DataFrame, x: str, palette: Palette, band: str,
+           labels: list[str] | None = None, baseline: str = "native") -> bool:
+    """One line (and band) per series, the baseline on top; oversubscribed points drawn
+    as hollow, larger markers. Returns whether there were any."""
+    labels = labels or sorted(stats["label"].unique(), key=lambda x: (palette.rank(x), x))
+    styles = series_styles(list(labels), baseline)
+    alpha = 0.12 if len(styles) <= 3 else 0.07
     any_over = False
     for lab, st in styles.items():
         s = stats[stats["label"] == lab].sort_values(x)
         ax.plot(s[x], s["center"], label=lab, **st)
         if band != "none" and s["lo"].notna().any():
             ax.fill_between(s[x], s["lo"], s["hi"], color=st["color"], alpha=alpha,
-                            linewidth=0)
+                            linewidth=0, zorder=st["zorder"] - 1)
         over = s[s["over"].astype(bool)] if "over" in s.columns else s.iloc[0:0]
         if len(over):
             any_over = True
             ax.plot(over[x], over["center"], linestyle="none", marker=st["marker"],
                     markersize=9, markerfacecolor="white", markeredgecolor=st["color"],
-                    markeredgewidth=1.6, zorder=5)
+                    markeredgewidth=1.6, zorder=st["zorder"] + 1)
     return any_over
 
 
 OVER_LABEL = "hollow marker: oversubscribed (cores shared; no conclusion)"
 
 
-def _legend(ax, n: int, over: bool = False) -> None:
-    """Inside the axes for a few series, outside on the right for many; with a hollow
-    marker entry when some points are oversubscribed."""
+def _legend(ax, n: int, over: bool = False, omitted: list[str] | None = None) -> None:
+    """On the right, outside the axes (never over a line); with a
+    hollow marker entry when some points are oversubscribed. `omitted`: the series left
+    out, kept on the figure (`fig.colltune_omitted`) for the report to name."""
     handles, labels = ax.get_legend_handles_labels()
     if over:
         handles.append(_mlines.Line2D([], [], linestyle="none", marker="o", markersize=8,
                                       markerfacecolor="white", markeredgecolor="0.3"))
         labels.append(OVER_LABEL)
-        n += 1
-    if n <= 6:
-        ax.legend(handles, labels, fontsize="small", loc="best", framealpha=0.85)
-    else:
-        ax.figure.legend(handles, labels, fontsize="small",
-                         loc="outside right upper", ncols=1 if n <= 16 else 2)
+    ax.figure.legend(handles, labels, fontsize="small", loc="outside right upper")
+    ax.title.set_fontsize("medium")
+    ax.figure.colltune_omitted = list(omitted or [])
 
 
 # ---------------------------------------------------------------------------- figures
 
 def fig_vs_processes(df: pd.DataFrame, palette: Palette, size: int | None = None,
-                     mapping=None, band: str = "minmax") -> Figure:
+                     mapping=None, band: str = "minmax",
+                     max_series: int | None = MAX_SERIES) -> Figure:
     coll = one_collective(df)
     d = prepare(df)
     d, mapping = pick(d, "mapping", mapping)
@@ -347,22 +350,24 @@ def fig_vs_processes(df: pd.DataFrame, palette: Palette, size: int | None = None
     if d["np"].nunique() < 2:
         raise PlotError(f"the selection has one process count ({int(d['np'].iloc[0])}): a "
                         "figure against processes needs two or more; --kind vs-size shows it")
-    stats = point_stats(d, ["label", "np"], band)
-    fig = _new_figure(_width(stats["label"].nunique()))
+    stats, keep, omitted = _chosen(point_stats(d, ["label", "np"], band), "np", palette,
+                                   max_series)
+    fig = _new_figure(_width(len(keep)), 4.3)
     ax = fig.add_subplot()
-    over = _lines(ax, stats, "np", palette, band)
+    band = _band_for(band, len(keep))
+    over = _lines(ax, stats, "np", palette, band, keep)
     np_axis(ax, stats["np"])
     latency_axis(ax, pd.concat([stats["center"], stats["lo"], stats["hi"]]))
     ax.set_title(f"{coll}: latency vs processes, size {fmt_size(int(size))}"
                  f"{_mapping_note(d, mapping)}")
     _caption(fig, _band_text(d, ["label", "np"], band))
     ax.grid(True, which="major", alpha=0.3)
-    _legend(ax, stats["label"].nunique(), over)
+    _legend(ax, len(keep), over, omitted)
     return fig
 
 
 def fig_vs_size(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapping=None,
-                band: str = "minmax") -> Figure:
+                band: str = "minmax", max_series: int | None = MAX_SERIES) -> Figure:
     coll = one_collective(df)
     d = prepare(df)
     d, mapping = pick(d, "mapping", mapping)
@@ -370,10 +375,12 @@ def fig_vs_size(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapp
     d = d[d["size"] > 0]
     if d.empty:
         raise PlotError("no sizes above 0 bytes to draw on a log axis")
-    stats = point_stats(d, ["label", "size"], band)
-    fig = _new_figure(_width(stats["label"].nunique()))
+    stats, keep, omitted = _chosen(point_stats(d, ["label", "size"], band), "size", palette,
+                                   max_series)
+    fig = _new_figure(_width(len(keep)), 4.3)
     ax = fig.add_subplot()
-    over = _lines(ax, stats, "size", palette, band)
+    band = _band_for(band, len(keep))
+    over = _lines(ax, stats, "size", palette, band, keep)
     size_axis(ax, stats["size"])
     ax.set_xlabel("size (bytes" + (" per process)" if per_process(coll) else ")"))
     latency_axis(ax, pd.concat([stats["center"], stats["lo"], stats["hi"]]))
@@ -381,7 +388,7 @@ def fig_vs_size(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapp
                  + (" (oversubscribed)" if over else ""))
     _caption(fig, _band_text(d, ["label", "size"], band))
     ax.grid(True, which="major", alpha=0.3)
-    _legend(ax, stats["label"].nunique(), over)
+    _legend(ax, len(keep), over, omitted)
     return fig
 
 
@@ -441,7 +448,8 @@ def fig_mapping(df: pd.DataFrame, palette: Palette, size: int | None = None,
 
 
 def fig_speedup(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapping=None,
-                baseline: str = "native", band: str = "minmax") -> Figure:
+                baseline: str = "native", band: str = "minmax",
+                max_series: int | None = MAX_SERIES) -> Figure:
     coll = one_collective(df)
     d = prepare(df)
     d, mapping = pick(d, "mapping", mapping)
@@ -449,7 +457,8 @@ def fig_speedup(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapp
         np_ = honest_np(d)
     d, np_ = pick(d, "np", np_, "processes", prefer="max")
     d = d[d["size"] > 0]
-    stats = point_stats(d, ["label", "size"], band)
+    stats, keep, omitted = _chosen(point_stats(d, ["label", "size"], band), "size", palette,
+                                   max_series, baseline)
     over_np = bool(stats["over"].any())
     base = stats[stats["label"] == baseline].set_index("size")["center"]
     if base.empty:
@@ -462,11 +471,12 @@ def fig_speedup(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapp
     others["center"], others["lo"], others["hi"] = (others["base"] / others["center"],
                                                     others["base"] / others["hi"],
                                                     others["base"] / others["lo"])
-    fig = _new_figure(_width(others["label"].nunique() + 1))
+    fig = _new_figure(_width(len(keep)), 4.3)
     ax = fig.add_subplot()
-    _lines(ax, others, "size", palette, band)
-    ax.axhline(1.0, color=NATIVE_COLOUR, linestyle="--", linewidth=1.2,
+    band = _band_for(band, len(keep))
+    ax.axhline(1.0, color=NATIVE_COLOUR, linestyle="-", linewidth=2.6, zorder=10,
                label=f"{baseline} (= 1)")
+    _lines(ax, others, "size", palette, band, [k for k in keep if k != baseline], baseline)
     size_axis(ax, others["size"])
     ax.set_xlabel("size (bytes" + (" per process)" if per_process(coll) else ")"))
     vals = pd.concat([others["center"], others["lo"], others["hi"]])
@@ -479,9 +489,10 @@ def fig_speedup(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapp
                  f"{_mapping_note(d, mapping)}"
                  + (" — OVERSUBSCRIBED, no conclusion" if over_np else ""))
     _caption(fig, "above 1: faster than " + baseline + " as measured (the summary says which "
-                  "differences exceed the noise); " + _band_text(d, ["label", "size"], band))
+                  "differences exceed the noise)"
+             + "; ".join([""] + [_band_text(d, ["label", "size"], band)] * (band != "none")))
     ax.grid(True, alpha=0.3)
-    _legend(ax, others["label"].nunique() + 1)
+    _legend(ax, len(keep), omitted=omitted)
     return fig
 
 

@@ -86,9 +86,12 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
     body.append(tuned)
     loaded = load_section(df[df["collective"].isin(colls)], parts, palette, dpi) if colls else ""
     body.append(loaded)
-    if colls:
-        body.append('<h2 id="models">Regression models</h2>')
+    if colls:  # bulky tables: on screen only, one line in print
+        body.append('<h2 id="models">Regression models</h2><p class="print-only note">'
+                    "The regression tables are in the HTML file (left out of print).</p>"
+                    '<section class="screen-only">')
         body += [models_section(df, c, palette, surface_algo) for c in colls]
+        body.append("</section>")
     sim_html = simulated_section(simulated, parts, palette, dpi) if simulated is not None else ""
     sim_html += remap_section(simulated, parts, palette, dpi) if sim_html else ""
     body.append(sim_html)
@@ -125,6 +128,7 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
            f"<title>{esc(title)}</title><style>{CSS}</style></head>"
            f"<body data-figures=\"{len(parts.figures)}\">{head}{nav}"
            + "".join(body)
-           + f'<h2 id="figures">List of figures</h2><ol class="figlist">{figlist}</ol>'
+           + '<section class="screen-only"><h2 id="figures">List of figures</h2>'
+           + f'<ol class="figlist">{figlist}</ol></section>'
            + f"<script>{SCRIPT}</script></body></html>\n")
     return doc, parts

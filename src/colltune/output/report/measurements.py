@@ -5,7 +5,7 @@ the 3D surface with its fitted plane."""
 from __future__ import annotations
 
 from colltune.analysis import evidence
-from colltune.analysis.points import honest_np
+from colltune.analysis.points import best_table, honest_np, prepare
 from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size
 from colltune.output import figures as plotmod
@@ -55,7 +55,7 @@ def collective_section(df: pd.DataFrame, coll: str, palette: plotmod.Palette,
                    "conclusion is drawn from them.</p>")
     default_map = d["mapping"].mode().iloc[0] if maps else None
     mapnote = f", mapping {default_map}" if len(maps) > 1 else ""
-    many = len(algos) > 6  # line plots with many series get the whole width
+    many = False  # line plots draw at most series.MAX_SERIES lines: half the width
     out.append('<div class="grid">')
     pos_sizes = [s for s in sizes if s > 0]
     if len(nps) > 1:  # a single process count has no "vs processes"
@@ -83,6 +83,10 @@ def collective_section(df: pd.DataFrame, coll: str, palette: plotmod.Palette,
                     f"{mapnote}", lambda: plotmod.fig_speedup(d, palette, snp, default_map),
                     dpi, many)
     for m in (maps if 1 < len(maps) <= 3 else [default_map]):
+        one = _one_choice(d, m)
+        if one:  # a map of one colour repeats the summary: one sentence instead
+            out.append(f'<p class="note decision">{one}</p>')
+            continue
         _add_figure(parts, out, "best-map", coll,
                     f"{coll}: algorithm to use over (processes, size), with its evidence"
                     + (f", mapping {m}" if m is not None and maps else ""),
@@ -101,3 +105,19 @@ def _surface_algo(d: pd.DataFrame, surface_algo: str | None) -> str:
     counts = d.groupby("algorithm").size()
     return surface_algo if surface_algo in counts.index else (
         "native" if "native" in counts.index else counts.idxmax())
+
+
+def _one_choice(d: pd.DataFrame, mapping=None, baseline: str = "native") -> str:
+    """The sentence that replaces the map of the algorithm to use when it would show one
+    choice at every point (no oversubscribed point either); '' when the choice varies."""
+    if mapping is not None and "mapping" in d.columns:
+        d = d[d["mapping"].astype(str) == str(mapping)]
+    tab = best_table(prepare(d).drop(columns=["mapping"], errors="ignore"), baseline)
+    chosen = set(tab["best"].where(tab["best"].notna(), "(oversubscribed)"))
+    if len(tab) == 0 or len(chosen) != 1:
+        return ""
+    where = (f" ({len(tab)} point(s), processes {', '.join(map(str, sorted(set(tab['np']))))}"
+             + (f", mapping {mapping}" if mapping is not None else "") + ")")
+    return (f"Algorithm to use: <b>{esc(chosen.pop())}</b> at every measured point"
+            f"{esc(where)}; one choice everywhere, so no map is drawn (the summary's table "
+            "gives the evidence per point).")

@@ -12,6 +12,7 @@ from colltune.analysis.fit import FitError
 from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size
 from colltune.output import figures as plotmod
+from colltune.output.series import omitted_text
 
 pd = LazyModule("pandas")
 
@@ -112,13 +113,15 @@ ul.meaning { margin-top: 0; font-size: 0.9rem; }
 ul.prov { font-size: 0.88rem; }
 pre.cmd { white-space: pre-wrap; background: #f7f7f7; padding: 0.5rem; max-height: 30rem;
           overflow: auto; }
+.print-only { display: none; }
 @page { size: A4; margin: 14mm 12mm; }
 @media print {
   body { font-size: 10pt; max-width: none; padding: 0; }
   nav { display: none; }
-  h2 { break-before: page; page-break-before: always; }
-  h2.first { break-before: auto; page-break-before: auto; }
-  .grid { display: block; }
+  h2, h3, h4 { break-after: avoid; page-break-after: avoid; }
+  .grid { grid-template-columns: 1fr 1fr; }
+  .screen-only, pre.cmd, details { display: none; }
+  .print-only { display: block; }
   table, tr, figure { break-inside: avoid; page-break-inside: avoid; }
   .scroll { overflow: visible; }
   pre.cmd { max-height: none; overflow: visible; }
@@ -153,7 +156,9 @@ def _add_figure(parts: ReportParts, out: list[str], kind: str, coll: str, captio
         out.append(f'<p class="note">{esc(kind)} not drawn: {esc(exc)}</p>')
         return
     n = len(parts.figures) + 1
-    entry = FigureEntry(f"fig-{n}", kind, coll, caption, plotmod.figure_bytes(fig, "png", dpi),
+    left_out = omitted_text(getattr(fig, "colltune_omitted", []))
+    entry = FigureEntry(f"fig-{n}", kind, coll, caption + (f". {left_out}" if left_out else ""),
+                        plotmod.figure_bytes(fig, "png", dpi),
                         wide or kind == "mapping")
     parts.figures.append(entry)
     out.append(_figure_html(entry))

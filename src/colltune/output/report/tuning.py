@@ -71,12 +71,20 @@ def tune_section(df: pd.DataFrame, parts: ReportParts, palette: plotmod.Palette,
         out.append(f"<details><summary>the {len(rows)} rules</summary>"
                    f"{html_table(cols, rows)}</details>")
         pts = t.points["in-sample"]
-        grid = []
+        grid, one = [], []
         for c in [c for c in COLLECTIVES
                   if c in set(pts["collective"])]:
+            chosen = set(pts.loc[pts["collective"] == c, "chosen"].dropna())
+            if len(chosen) == 1:  # one colour everywhere: a sentence says it
+                one.append(f"{esc(c)}: <b>{esc(chosen.pop())}</b>")
+                continue
             _add_figure(parts, grid, "decision-map", c,
                         f"{c}: what the rules for {target} choose, with the gain over native",
                         lambda c=c: plotmod.fig_decision_map(pts[pts["collective"] == c],
                                                              palette, target), dpi)
+        if one:
+            out.append(f'<p class="note decision">The rules for {esc(target)} choose one '
+                       "algorithm at every measured point of " + "; ".join(one)
+                       + " (no decision map drawn: it would be one colour).</p>")
         out.append('<div class="grid">' + "".join(grid) + "</div>")
     return "".join(out)
