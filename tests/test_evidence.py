@@ -2,6 +2,7 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from colltune.analysis import costmodel as cm
 from colltune.analysis import evidence as ev
@@ -14,9 +15,13 @@ def test_clear_difference_is_a_winner_with_its_interval():
     assert v.outcome == "faster" and v.level == "significant"
     assert 1.3 < v.speedup < 1.5 and 1 < v.ci_low <= v.speedup <= v.ci_high
     assert v.p < 0.05 and v.n == 6
-    assert v.text().startswith(f"×{v.speedup:.2f} faster (95% CI") and "n=6" in v.text()
+    # printed as the one ratio, time / native's time (< 1: faster), and its interval
+    assert v.ratio == pytest.approx(1 / v.speedup)
+    assert v.text().startswith(f"×{v.ratio:.2f} of native ({round((1 - v.ratio) * 100)} % "
+                               "faster; 95% CI 0.") and "n=6" in v.text()
     back = ev.compare(slow, fast)
-    assert back.outcome == "slower" and back.text().startswith("×")
+    assert back.outcome == "slower" and back.text().startswith(f"×{back.ratio:.2f} of native")
+    assert back.ratio > 1 and "% slower; 95% CI 1." in back.text()
     # the same data give the same interval (fixed seed)
     assert ev.compare(fast, slow) == v
 
@@ -30,7 +35,8 @@ def test_overlapping_noisy_distributions_are_a_tie():
         b = 0.37 * 1.01 * rng.lognormal(0, 0.35, 5)
         v = ev.compare(a, b)
         assert v.outcome == "tie", v.text()
-        assert v.text().startswith("tie (within noise")
+        assert v.text().startswith(f"tie: {ev.fmt_ratio(v.ratio)} of native (")
+        assert "; within noise; 95% CI" in v.text()
 
 
 def test_a_tiny_consistent_difference_below_the_minimum_effect_is_a_tie():
@@ -63,11 +69,15 @@ def test_best_per_point_keeps_the_default_on_a_tie_and_names_a_real_winner():
     rows += _reps("native", 300, 5, 0.02, rng, size=1 << 20)
     rows += _reps("rabenseifner", 200, 5, 0.02, rng, size=1 << 20)
     best = ev.best_per_point(pd.DataFrame(rows), ["size"]).set_index("size")
-    assert best.loc[8, "best"] == "native" and best.loc[8, "speedup"] == 1.0
-    assert best.loc[8, "evidence"].startswith(("tie (within noise)", "native"))
+    assert best.loc[8, "best"] == "native" and best.loc[8, "ratio"] == 1.0
+    assert best.loc[8, "evidence"].startswith("native kept")
     assert best.loc[1 << 20, "best"] == "rabenseifner"
     assert best.loc[1 << 20, "level"] == "significant"
-    assert "faster than native (95% CI" in best.loc[1 << 20, "evidence"]
+    r = best.loc[1 << 20, "ratio"]
+    assert 0.6 < r < 0.75 and best.loc[1 << 20, "ci_high"] < 1
+    assert best.loc[1 << 20, "evidence"].startswith(f"{ev.fmt_ratio(r)} of native "
+                                                    "(") and "% faster; 95% CI" in \
+        best.loc[1 << 20, "evidence"]
     # two repetitions: nobody wins, whatever the medians say
     two = ev.best_per_point(pd.DataFrame(rows).groupby(["label", "size"]).head(2), ["size"])
     assert set(two["best"]) == {"native"} and set(two["level"]) == {"insufficient"}

@@ -90,13 +90,17 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
              for c in set(agg["collective"])}
     ver = versus_baseline(df, ["collective", "np", "size"], label="spec",
                           include_oversubscribed=include_oversubscribed)
-    verdict = {(r.collective, r.np, r.size, r.spec): r.outcome for r in ver.itertuples()}
-    records = sorted((dict(r, fallback=r["fallback"] if isinstance(r["fallback"], str)
-                           and r["fallback"] else None,
-                           verdict=verdict.get((r["collective"], r["np"], r["size"],
-                                                r["spec"])))
-                      for r in agg.astype(object).where(agg.notna(), None).to_dict("records")),
-                     key=lambda r: order[r["collective"]].get(r["spec"], 999))
+    # the ratio beside each median: the comparison's own estimate (the one the evidence
+    # tests and the summary prints), time / native's time
+    verdict = {(r.collective, r.np, r.size, r.spec): (r.outcome, r.ratio)
+               for r in ver.itertuples()}
+    records = []
+    for r in agg.astype(object).where(agg.notna(), None).to_dict("records"):
+        outcome, ratio = verdict.get((r["collective"], r["np"], r["size"], r["spec"]),
+                                     (None, None))
+        records.append(dict(r, fallback=r["fallback"] if isinstance(r["fallback"], str)
+                            and r["fallback"] else None, verdict=outcome, ratio=ratio))
+    records.sort(key=lambda r: order[r["collective"]].get(r["spec"], 999))
     reps = int(agg["repetitions"].max()) if len(agg) else 0
     banner = (f"{df['mpi_kind'].iloc[0]} {df['mpi_version'].iloc[0]}; {reps} repetitions: "
               "median, OSU columns of the median repetition")

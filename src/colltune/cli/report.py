@@ -38,8 +38,8 @@ from ._common import command, err, fail, gamma_value, select_options, write_or_k
               help="The registry as `colltune algorithms --json` prints it (no MPI build "
                    "needed for the cost formulas).")
 @click.option("--include-oversubscribed", is_flag=True,
-              help="Also draw conclusions (best algorithm, speedup) from points measured with "
-                   "more processes than cores (marked †; left out by default).")
+              help="Also draw conclusions (best algorithm, ratio to native) from points "
+                   "measured with more processes than cores (marked †; left out by default).")
 def report(db_path, study, coll, algo, mapping, np_range, size_range, include_simulated, output,
            pingpong_json,
            measure, alpha, beta, gamma_opt, surface_algo, dpi, mpi_spec,
