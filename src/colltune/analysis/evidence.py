@@ -377,15 +377,15 @@ def best_of_point(samples: dict, baseline: str = "native",
                 row.update(evidence=f"only {baseline} measured", level="single")
             else:
                 v = verdicts[top]
-                why = {"tie": "within noise", "insufficient": "too few repetitions",
-                       "slower": "significant", "faster": "faster"}[v.outcome]
-                detail = f"{why}; {v.stats_text()}"
+                why = {"tie": "within noise; ", "insufficient": "",
+                       "slower": "significant; ", "faster": ""}[v.outcome]
+                detail = f"{why}{v.stats_text()}"
                 if v.ratio < 1:
                     row.update(evidence=f"{baseline} kept: {top} measured "
                                         + ratio_text(v.ratio, baseline, detail))
-                else:
-                    row.update(evidence=f"{baseline} kept, no other faster; the closest, "
-                                        f"{top}, " + ratio_text(v.ratio, baseline, detail))
+                else:  # nothing measured faster: the closest
+                    row.update(evidence=f"{baseline} kept; closest {top} "
+                                        + ratio_text(v.ratio, baseline, detail))
                 lo, hi = v.ratio_ci
                 row.update(level="significant" if v.outcome == "slower" else v.level, n=v.n,
                            ci_low=lo, ci_high=hi, p=v.p)
