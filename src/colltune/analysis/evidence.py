@@ -69,7 +69,8 @@ OUTCOMES = ("faster", "slower", "tie", "insufficient")
 
 RATIO_NAME = "time / native's time"  # the one ratio colltune prints; below 1: faster
 RATIO_LEGEND = ("×r: time / native's time (below 1: faster than native, above 1: slower; "
-                "×0.80 = 20 % faster)")
+                "×0.80 = 20 % faster); over repetitions measured in the same launches the "
+                "geometric mean of the per-launch ratios, else the ratio of the medians")
 
 
 def ratio_to_baseline(t, base, *, paired: bool = False) -> float:
