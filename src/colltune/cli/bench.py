@@ -170,7 +170,8 @@ def emit_records(records: list[dict], fmt: str, output: str | None, title: str,
                 if len({r["spec"] for r in recs}) == 1:
                     continue
             out.print(_bench_table(recs, f"{c}, {np} processes{mark}, median latency in µs "
-                                         f"({title}; {timing} timing; ×: time / native's time{note})"))
+                                         f"({title}; {timing} timing; ×: time / native's "
+                                         f"time{note})"))
         if osu_shown:
             out.print(OSU_NOTE, highlight=False)
         if any(r.get("ratio") is not None for r in records):

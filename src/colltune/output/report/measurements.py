@@ -80,8 +80,8 @@ def collective_section(df: pd.DataFrame, coll: str, palette: plotmod.Palette,
         snp = honest_np(d)
         _add_figure(parts, out, "speedup", coll,
                     f"{coll}: time / native's time of each algorithm (below 1: faster) at "
-                    f"{snp} processes{mapnote}", lambda: plotmod.fig_speedup(d, palette, snp, default_map),
-                    dpi, many)
+                    f"{snp} processes{mapnote}",
+                    lambda: plotmod.fig_speedup(d, palette, snp, default_map), dpi, many)
     for m in (maps if 1 < len(maps) <= 3 else [default_map]):
         _add_figure(parts, out, "best-map", coll,
                     f"{coll}: algorithm to use over (processes, size), with its evidence"
