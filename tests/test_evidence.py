@@ -1,7 +1,10 @@
 """evidence.py: oversubscribed points and "faster" only with evidence (synthetic data)."""
 
+import re
+
 import numpy as np
 import pandas as pd
+import pytest
 
 from colltune.analysis import costmodel as cm
 from colltune.analysis import evidence as ev
@@ -14,9 +17,13 @@ def test_clear_difference_is_a_winner_with_its_interval():
     assert v.outcome == "faster" and v.level == "significant"
     assert 1.3 < v.speedup < 1.5 and 1 < v.ci_low <= v.speedup <= v.ci_high
     assert v.p < 0.05 and v.n == 6
-    assert v.text().startswith(f"×{v.speedup:.2f} faster (95% CI") and "n=6" in v.text()
+    # printed as the one ratio, time / native's time (< 1: faster), and its interval
+    assert v.ratio == pytest.approx(1 / v.speedup)
+    assert v.text().startswith(f"×{v.ratio:.2f} of native ({round((1 - v.ratio) * 100)} % "
+                               "faster; 95% CI 0.") and "n=6" in v.text()
     back = ev.compare(slow, fast)
-    assert back.outcome == "slower" and back.text().startswith("×")
+    assert back.outcome == "slower" and back.text().startswith(f"×{back.ratio:.2f} of native")
+    assert back.ratio > 1 and "% slower; 95% CI 1." in back.text()
     # the same data give the same interval (fixed seed)
     assert ev.compare(fast, slow) == v
 
@@ -30,7 +37,8 @@ def test_overlapping_noisy_distributions_are_a_tie():
         b = 0.37 * 1.01 * rng.lognormal(0, 0.35, 5)
         v = ev.compare(a, b)
         assert v.outcome == "tie", v.text()
-        assert v.text().startswith("tie (within noise")
+        assert v.text().startswith(f"tie: {ev.fmt_ratio(v.ratio)} of native (")
+        assert "; within noise; 95% CI" in v.text()
 
 
 def test_a_tiny_consistent_difference_below_the_minimum_effect_is_a_tie():
@@ -63,11 +71,15 @@ def test_best_per_point_keeps_the_default_on_a_tie_and_names_a_real_winner():
     rows += _reps("native", 300, 5, 0.02, rng, size=1 << 20)
     rows += _reps("rabenseifner", 200, 5, 0.02, rng, size=1 << 20)
     best = ev.best_per_point(pd.DataFrame(rows), ["size"]).set_index("size")
-    assert best.loc[8, "best"] == "native" and best.loc[8, "speedup"] == 1.0
-    assert best.loc[8, "evidence"].startswith(("tie (within noise)", "native"))
+    assert best.loc[8, "best"] == "native" and best.loc[8, "ratio"] == 1.0
+    assert best.loc[8, "evidence"].startswith("native kept")
     assert best.loc[1 << 20, "best"] == "rabenseifner"
     assert best.loc[1 << 20, "level"] == "significant"
-    assert "faster than native (95% CI" in best.loc[1 << 20, "evidence"]
+    r = best.loc[1 << 20, "ratio"]
+    assert 0.6 < r < 0.75 and best.loc[1 << 20, "ci_high"] < 1
+    assert best.loc[1 << 20, "evidence"].startswith(f"{ev.fmt_ratio(r)} of native "
+                                                    "(") and "% faster; 95% CI" in \
+        best.loc[1 << 20, "evidence"]
     # two repetitions: nobody wins, whatever the medians say
     two = ev.best_per_point(pd.DataFrame(rows).groupby(["label", "size"]).head(2), ["size"])
     assert set(two["best"]) == {"native"} and set(two["level"]) == {"insufficient"}
@@ -175,3 +187,80 @@ def test_bootstrap_interval_depends_on_the_values_not_their_order():
     assert (v.ci_low, v.ci_high) == ref and v.seed == ev.SEED
     assert v.to_dict()["seed"] == ev.SEED
     assert ev.bootstrap_ratio_ci(a, b, seed=ev.SEED + 1) != ref  # the seed matters
+
+
+def test_one_ratio_everywhere_terminal_report_csv_json(tmp_path):
+    """Every ratio colltune prints is time / native's time (< 1: faster), computed by
+    evidence.ratio_to_baseline: quick's median table and its 'what to use' table, the
+    report's summary and bench's CSV and JSON give the same number with the same words,
+    and 'fastest measured' has fewer µs than native beside it."""
+    import html
+    import io
+    import json as json_
+
+    from rich.console import Console
+
+    from colltune.analysis.points import median_repetition
+    from colltune.cli.bench import emit_records
+    from colltune.cli.quick import best_table as quick_best
+    from colltune.cli.quick import table_records
+    from colltune.output import report as rp
+
+    rng = np.random.default_rng(8)
+    rows = []
+    for rep in range(5):
+        launch = rng.lognormal(0, 0.6)  # a launch slows both alike: compared paired
+        for spec, f in (("native", 1.0), ("linear", 0.8)):
+            lat = 10 * f * launch * rng.lognormal(0, 0.03)
+            rows.append(dict(collective="bcast", algorithm=spec, spec=spec, params="", np=2,
+                             size=65536, median_us=lat, min_us=lat, max_us=lat,
+                             repetition=rep, run_id=1, ppn=2, cores=2, nodes=1))
+    df = pd.DataFrame(rows)
+    lin, nat = (list(df.loc[df["spec"] == s, "median_us"]) for s in ("linear", "native"))
+    r = ev.ratio_to_baseline(lin, nat, paired=True)  # the paired comparison's estimate
+    assert 0.7 < r < 0.9 and ev.compare(lin, nat, pairs=True).ratio == pytest.approx(r)
+    words = ev.ratio_text(r)
+    assert words == f"×{r:.2f} of native ({round((1 - r) * 100)} % faster)"
+
+    # terminal: quick's median table and its "what to use" table
+    records = table_records(df, median_repetition(df, ["collective", "np", "spec", "size"]))
+    rec = next(x for x in records if x["spec"] == "linear")
+    assert rec["ratio"] == pytest.approx(r)
+    import colltune.cli._common as common
+    buf = io.StringIO()
+    old = common.out.file
+    common.out.file = buf
+    try:
+        emit_records(records, "table", None, "t", cores=2)
+    finally:
+        common.out.file = old
+    table = buf.getvalue()
+    line = next(ln for ln in table.splitlines() if "linear" in ln and "×" in ln)
+    assert f"{rec['median_us']:.2f} {ev.fmt_ratio(r)}" in line
+    assert "time / native's time" in " ".join(table.split())
+    wide = Console(file=io.StringIO(), width=400)
+    wide.print(quick_best(df))
+    what = wide.file.getvalue()
+    assert "│ linear │ significant │ " + f"{words[:-1]}; 95% CI" in what
+
+    # CSV and JSON: the same number in the column `ratio`
+    emit_records(records, "csv", str(tmp_path / "r.csv"), "t")
+    emit_records(records, "json", str(tmp_path / "r.json"), "t")
+    import csv as csv_
+    got = {row["spec"]: row["ratio"] for row in csv_.DictReader((tmp_path / "r.csv").open())}
+    assert got["native"] == "" and ev.fmt_ratio(float(got["linear"])) == ev.fmt_ratio(r)
+    assert float(got["linear"]) == pytest.approx(r)
+    js = {x["spec"]: x["ratio"] for x in json_.loads((tmp_path / "r.json").read_text())}
+    assert js["native"] is None and js["linear"] == pytest.approx(r)
+
+    # the report: the summary's sentence and table say the same, in the same words
+    text, _ = rp.build_report(df, db_path=tmp_path / "x.db", model=None, model_note="none",
+                              dpi=40)
+    summary = html.unescape(text[text.index('id="summary"'):text.index('id="coll-bcast"')])
+    assert f"use <b>linear</b> (np 2, size 64K: {words})" in summary
+    assert f"<td>{words[:-1]}; 95% CI" in summary  # by how much, with its interval
+    # fastest measured: the lowest median, fewer µs than native's beside it
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", summary)
+    i = cells.index("linear", 3)
+    fastest_us, native_us = float(cells[i + 1]), float(cells[i + 2])
+    assert fastest_us < native_us

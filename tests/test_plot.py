@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from colltune.analysis import evidence as ev
 from colltune.analysis import points
 from colltune.output import figures as pl
 from colltune.output import series
@@ -172,7 +173,7 @@ def test_best_table_and_map():
     d = synthetic(colls=("bcast",), maps=("core",))
     tab = points.best_table(d)
     assert len(tab) == 3 * 5
-    assert {"best", "best_us", "second", "native_us", "speedup"} <= set(tab.columns)
+    assert {"best", "best_us", "second", "native_us", "ratio"} <= set(tab.columns)
     row = tab[(tab["np"] == 8) & (tab["size"] == 1 << 20)].iloc[0]
     assert row["best"] != "linear"
     fig = pl.fig_best_map(d, PALETTE)
@@ -270,7 +271,10 @@ def test_best_map_names_a_winner_only_with_evidence():
     d2.loc[fast, "median_us"] /= 3
     tab2 = points.best_table(d2).set_index(["np", "size"])
     assert (tab2.xs(1 << 20, level="size")["best"] == "chain").all()
-    assert "faster than native (95% CI" in tab2.loc[(8, 1 << 20), "evidence"]
+    r = tab2.loc[(8, 1 << 20), "ratio"]
+    assert r < 0.5 and tab2.loc[(8, 1 << 20), "evidence"].startswith(
+        f"{ev.fmt_ratio(r)} of native (") and "% faster; 95% CI" in tab2.loc[(8, 1 << 20),
+                                                                            "evidence"]
 
 
 def test_median_repetition_keeps_one_real_run_per_point_and_the_spread():

@@ -26,7 +26,14 @@ Two questions every table, figure and report asks before it calls something
 
    `faster` needs the interval above 1 (and, unpaired, U below `ALPHA`) and a
    speedup of at least 1 + `MIN_EFFECT`; `slower` is the mirror image; anything else
-   is a `tie`; too few repetitions are `insufficient`.
+   is a `tie`; too few repetitions are `insufficient`. (The tests work on the speedup
+   baseline / candidate; what colltune prints is its inverse, the one ratio below.)
+
+3. Every ratio colltune prints is one quantity, "time / native's time" (below 1:
+   faster), computed by `ratio_to_baseline` (two latencies; the ratio of medians of
+   repetitions; paired: the geometric mean of the per-launch ratios: the estimate the
+   comparison tests) and written by `fmt_ratio` ('×0.98') and `ratio_text`
+   ('×0.98 of native (2 % faster)'), in the terminal, the report, CSV/JSON and docs.
 
    Ties go to the default (`native`): `best_per_point` names another algorithm only
    when it is faster than the baseline with evidence.
@@ -59,6 +66,72 @@ OVER_LEGEND = (f"{OVER_MARK} oversubscribed: more processes than cores on a node
 OUTCOMES = ("faster", "slower", "tie", "insufficient")
 
 
+# ------------------------------------------------------------------ the one ratio
+
+RATIO_NAME = "time / native's time"  # the one ratio colltune prints; below 1: faster
+RATIO_LEGEND = ("×r: time / native's time (below 1: faster than native, above 1: slower; "
+                "×0.80 = 20 % faster); over repetitions measured in the same launches the "
+                "geometric mean of the per-launch ratios, else the ratio of the medians")
+
+
+def ratio_to_baseline(t, base, *, paired: bool = False) -> float:
+    """THE ratio colltune prints, everywhere: time / the baseline's (native's) time;
+    below 1: faster. `t`, `base`: two latencies (µs); or two lists of repetitions (the
+    ratio of their medians); or, paired=True, two aligned lists (the i-th of each
+    from the same launch: the geometric mean of the per-launch ratios). NaN when
+    either side has no valid value."""
+    if not paired and _is_number(t) and _is_number(base):
+        t, base = float(t), float(base)
+        return t / base if t > 0 and base > 0 and math.isfinite(t / base) else math.nan
+    if paired:
+        a, b = np.asarray(list(t), dtype=float), np.asarray(list(base), dtype=float)
+        ok = np.isfinite(a) & np.isfinite(b) & (a > 0) & (b > 0)
+        if not ok.any():
+            return math.nan
+        return float(math.exp(np.log(a[ok] / b[ok]).mean()))
+    a, b = _values(t), _values(base)
+    if len(a) == 0 or len(b) == 0:
+        return math.nan
+    return float(np.median(a) / np.median(b))
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) or (hasattr(x, "dtype") and getattr(x, "ndim", 1) == 0)
+
+
+def fmt_ratio(r) -> str:
+    """'×0.98' (two decimals), '' when there is no ratio."""
+    if r is None or not math.isfinite(float(r)):
+        return ""
+    return f"×{float(r):.2f}"
+
+
+def ratio_text(r, baseline: str = "native", detail: str = "") -> str:
+    """'×0.98 of native (2 % faster)', '×1.20 of native (20 % slower; DETAIL)': the
+    ratio (time / the baseline's time) in words, the same everywhere."""
+    if r is None or not math.isfinite(float(r)):
+        return "no valid measurement" + (f" ({detail})" if detail else "")
+    r = float(r)
+    pct = round(abs(1 - r) * 100)
+    words = ("as fast" if pct == 0 else f"{pct} % faster" if r < 1 else f"{pct} % slower")
+    return f"{fmt_ratio(r)} of {baseline} ({words}{'; ' + detail if detail else ''})"
+
+
+def ratio_ci(ci_low, ci_high) -> tuple[float, float]:
+    """An interval of the speedup (baseline / time, as the tests compute it) on the
+    scale of the ratio (time / baseline)."""
+    lo, hi = (math.nan if v is None else float(v) for v in (ci_low, ci_high))
+    return (1 / hi if hi and math.isfinite(hi) else math.nan,
+            1 / lo if lo and math.isfinite(lo) else math.nan)
+
+
+def fmt_ci(lo, hi) -> str:
+    """'95% CI 0.70–0.80' of a ratio, '' without one."""
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return ""
+    return f"95% CI {lo:.2f}–{hi:.2f}"
+
+
 # ------------------------------------------------------------------ oversubscription
 
 def with_oversubscribed(df: pd.DataFrame) -> pd.DataFrame:
@@ -73,8 +146,9 @@ def with_oversubscribed(df: pd.DataFrame) -> pd.DataFrame:
 @dataclass(frozen=True)
 class Verdict:
     outcome: str            # faster / slower / tie / insufficient (of the candidate)
-    speedup: float          # median(baseline) / median(candidate); > 1: candidate faster
-    ci_low: float           # 95 % bootstrap interval of the speedup (nan: insufficient)
+    ratio: float            # ratio_to_baseline(candidate, baseline): < 1 candidate faster
+    ci_low: float           # 95 % interval of the speedup 1 / ratio, as the tests compute
+                            # it (nan: insufficient); printed as ratio_ci
     ci_high: float
     p: float                # two-sided p (nan: insufficient)
     n_candidate: int
@@ -92,14 +166,20 @@ class Verdict:
         return {"faster": "significant", "slower": "significant", "tie": "within noise",
                 "insufficient": "insufficient"}[self.outcome]
 
+    @property
+    def speedup(self) -> float:
+        """1 / ratio (> 1: the candidate faster): the scale the tests work on, never
+        printed."""
+        return 1 / self.ratio if self.ratio and math.isfinite(self.ratio) else math.nan
+
+    @property
+    def ratio_ci(self) -> tuple[float, float]:
+        """The 95 % interval of the ratio."""
+        return ratio_ci(self.ci_low, self.ci_high)
+
     def ci_text(self) -> str:
-        """The interval on the scale of the text: of the slowdown for `slower`."""
-        if not (math.isfinite(self.ci_low) and math.isfinite(self.ci_high)):
-            return ""
-        lo, hi = self.ci_low, self.ci_high
-        if self.speedup < 1:  # on the scale of "×k slower"
-            lo, hi = 1 / hi, 1 / lo
-        return f"95% CI {lo:.2f}–{hi:.2f}"
+        """The 95 % interval of the ratio (time / the baseline's time)."""
+        return fmt_ci(*self.ratio_ci)
 
     def n_text(self) -> str:
         if self.paired:
@@ -114,33 +194,29 @@ class Verdict:
             return f"{self.n_text()}; {need} repetitions needed"
         return f"{self.ci_text()}, p={self.p:.2g}, {self.n_text()}"
 
-    def measured_text(self) -> str:
-        """'×1.35 faster' or '×1.20 slower' as measured (no claim)."""
-        if not math.isfinite(self.speedup):
-            return "no valid measurement"
-        if self.speedup >= 1:
-            return f"×{self.speedup:.2f} faster"
-        return f"×{1 / self.speedup:.2f} slower"
+    def measured_text(self, baseline: str = "native") -> str:
+        """'×0.74 of native (26 % faster)' as measured (no claim)."""
+        return ratio_text(self.ratio, baseline)
 
-    def text(self) -> str:
-        """'×1.35 faster (95% CI 1.20–1.50, p=0.008, n=5)', 'tie (within noise: ...)'."""
+    def text(self, baseline: str = "native") -> str:
+        """'×0.74 of native (26 % faster; 95% CI 0.70–0.80, p=0.008, n=5)',
+        'tie: ×0.99 of native (1 % faster; within noise; ...)'."""
         n = self.n_text()
         if self.outcome == "insufficient":
             need = MIN_PAIRS if self.paired else MIN_REPS
-            return (f"insufficient evidence ({n}; {need} repetitions needed): "
-                    f"measured ×{self.speedup:.2f}")
+            return (f"insufficient evidence ({n}; {need} repetitions needed): measured "
+                    + ratio_text(self.ratio, baseline))
         stats = f"{self.ci_text()}, p={self.p:.2g}, {n}"
-        if self.outcome == "faster":
-            return f"×{self.speedup:.2f} faster ({stats})"
-        if self.outcome == "slower":
-            return f"×{1 / self.speedup:.2f} slower ({stats})"
-        return f"tie (within noise: ×{self.speedup:.2f}, {stats})"
+        if self.outcome in ("faster", "slower"):
+            return ratio_text(self.ratio, baseline, stats)
+        return "tie: " + ratio_text(self.ratio, baseline, "within noise; " + stats)
 
     def to_dict(self) -> dict:
         def clean(v):
             return None if isinstance(v, float) and not math.isfinite(v) else v
-        return {"outcome": self.outcome, "level": self.level, "speedup": clean(self.speedup),
-                "ci_low": clean(self.ci_low), "ci_high": clean(self.ci_high),
+        lo, hi = self.ratio_ci
+        return {"outcome": self.outcome, "level": self.level, "ratio": clean(self.ratio),
+                "ci_low": clean(lo), "ci_high": clean(hi),
                 "p": clean(self.p), "n_candidate": self.n_candidate,
                 "n_baseline": self.n_baseline, "paired": self.paired, "seed": self.seed,
                 "text": self.text()}
@@ -182,9 +258,10 @@ def compare(candidate, baseline, *, pairs: bool = False, alpha: float = ALPHA,
     if len(a) == 0 or len(b) == 0:
         return Verdict("insufficient", math.nan, math.nan, math.nan, math.nan, len(a), len(b),
                        seed=seed)
-    speedup = float(np.median(b) / np.median(a))
+    ratio = ratio_to_baseline(a, b)
+    speedup = 1 / ratio
     if min(len(a), len(b)) < min_reps:
-        return Verdict("insufficient", speedup, math.nan, math.nan, math.nan, len(a), len(b),
+        return Verdict("insufficient", ratio, math.nan, math.nan, math.nan, len(a), len(b),
                        seed=seed)
     lo, hi = bootstrap_ratio_ci(a, b, n_boot=n_boot, seed=seed)
     method = "exact" if len(a) + len(b) <= 40 and not _ties(a, b) else "asymptotic"
@@ -195,7 +272,7 @@ def compare(candidate, baseline, *, pairs: bool = False, alpha: float = ALPHA,
         outcome = "slower"
     else:
         outcome = "tie"
-    return Verdict(outcome, speedup, lo, hi, p, len(a), len(b), seed=seed)
+    return Verdict(outcome, ratio, lo, hi, p, len(a), len(b), seed=seed)
 
 
 def _compare_paired(candidate, baseline, alpha: float, min_effect: float,
@@ -212,9 +289,10 @@ def _compare_paired(candidate, baseline, alpha: float, min_effect: float,
     if n == 0:
         return Verdict("insufficient", math.nan, math.nan, math.nan, math.nan, 0, 0, True)
     d = np.log(b / a)  # > 0: the candidate is faster in that launch
-    speedup = float(math.exp(d.mean()))
+    ratio = ratio_to_baseline(a, b, paired=True)
+    speedup = 1 / ratio
     if n < min_pairs:
-        return Verdict("insufficient", speedup, math.nan, math.nan, math.nan, n, n, True)
+        return Verdict("insufficient", ratio, math.nan, math.nan, math.nan, n, n, True)
     sd = float(d.std(ddof=1))
     if sd == 0:
         lo = hi = speedup
@@ -230,7 +308,7 @@ def _compare_paired(candidate, baseline, alpha: float, min_effect: float,
         outcome = "slower"
     else:
         outcome = "tie"
-    return Verdict(outcome, speedup, lo, hi, p, n, n, True)
+    return Verdict(outcome, ratio, lo, hi, p, n, n, True)
 
 
 def _ties(a: np.ndarray, b: np.ndarray) -> bool:
@@ -240,7 +318,7 @@ def _ties(a: np.ndarray, b: np.ndarray) -> bool:
 
 # ------------------------------------------------------------------ best per point
 
-BEST_COLUMNS = ("best", "evidence", "level", "speedup", "ci_low", "ci_high", "p", "n",
+BEST_COLUMNS = ("best", "evidence", "level", "ratio", "ci_low", "ci_high", "p", "n",
                 "fastest", "fastest_us", "best_us", "baseline_us", "algorithms",
                 "oversubscribed")
 
@@ -266,9 +344,11 @@ def best_of_point(samples: dict, baseline: str = "native",
     `samples`: label -> per-repetition latencies (µs), a list, or a dict launch key ->
     latency (then algorithms measured in the same launches are compared paired).
     The result is the baseline unless an algorithm is faster than it with evidence
-    (`compare`); among those the one with the largest speedup estimate. `fastest` is
-    the algorithm with the largest estimate (the baseline when none beats it), with
-    no claim attached. Without the baseline at the point, the fastest
+    (`compare`); among those the one with the smallest ratio (ratio_to_baseline).
+    `ratio`, `ci_low`, `ci_high`: the choice's ratio to the baseline and its 95 %
+    interval (1.0 when the baseline is kept). `fastest` is the algorithm with the
+    lowest median latency (`fastest_us`), with no claim attached. Without the baseline
+    at the point, the fastest
     median is compared with the runner-up instead. An oversubscribed point gives no
     conclusion (best None) unless include_oversubscribed."""
     samples = {k: v for k, v in samples.items()}
@@ -290,38 +370,35 @@ def best_of_point(samples: dict, baseline: str = "native",
     if baseline in meds:
         verdicts = {k: _cmp(samples[k], samples[baseline], **kw) for k in order
                     if k != baseline}
-        by_estimate = sorted(verdicts, key=lambda k: -verdicts[k].speedup
-                             if math.isfinite(verdicts[k].speedup) else math.inf)
-        if by_estimate and verdicts[by_estimate[0]].speedup > 1:
-            row.update(fastest=by_estimate[0], fastest_us=meds[by_estimate[0]])
-        else:
-            row.update(fastest=baseline, fastest_us=meds[baseline])
+        by_estimate = sorted(verdicts, key=lambda k: verdicts[k].ratio
+                             if math.isfinite(verdicts[k].ratio) else math.inf)
         faster = [k for k in by_estimate if verdicts[k].outcome == "faster"]
         if faster:
             best, v = faster[0], verdicts[faster[0]]
-            row.update(best=best, evidence=f"×{v.speedup:.2f} faster than {baseline} "
-                                           f"({v.stats_text()})", level=v.level,
-                       speedup=v.speedup,
-                       ci_low=v.ci_low, ci_high=v.ci_high, p=v.p, n=v.n)
+            lo, hi = v.ratio_ci
+            row.update(best=best, evidence=v.text(baseline), level=v.level, ratio=v.ratio,
+                       ci_low=lo, ci_high=hi, p=v.p, n=v.n)
         else:
-            row.update(best=baseline, speedup=1.0)
+            row.update(best=baseline, ratio=1.0)
             # the closest contender by the comparison's own estimate (paired or not)
-            top = max(verdicts, key=lambda k: verdicts[k].speedup
-                      if math.isfinite(verdicts[k].speedup) else -1, default=None)
+            top = min(verdicts, key=lambda k: verdicts[k].ratio
+                      if math.isfinite(verdicts[k].ratio) else math.inf, default=None)
             if top is None:
                 row.update(evidence=f"only {baseline} measured", level="single")
             else:
                 v = verdicts[top]
-                why = {"tie": "within noise", "insufficient": "too few repetitions",
-                       "slower": "significant", "faster": "faster"}[v.outcome]
-                if v.speedup > 1:
+                why = {"tie": "within noise; ", "insufficient": "",
+                       "slower": "significant; ", "faster": ""}[v.outcome]
+                detail = f"{why}{v.stats_text()}"
+                if v.ratio < 1:
                     row.update(evidence=f"{baseline} kept: {top} measured "
-                                        f"{v.measured_text()}, {why} ({v.stats_text()})")
-                else:
-                    row.update(evidence=f"{baseline} fastest measured; the closest, {top}, "
-                                        f"{v.measured_text()}, {why} ({v.stats_text()})")
+                                        + ratio_text(v.ratio, baseline, detail))
+                else:  # nothing measured faster: the closest
+                    row.update(evidence=f"{baseline} kept; closest {top} "
+                                        + ratio_text(v.ratio, baseline, detail))
+                lo, hi = v.ratio_ci
                 row.update(level="significant" if v.outcome == "slower" else v.level, n=v.n,
-                           ci_low=v.ci_low, ci_high=v.ci_high, p=v.p)
+                           ci_low=lo, ci_high=hi, p=v.p)
         row["best_us"] = meds[row["best"]]
         return row
     # no baseline here: the fastest against the runner-up
@@ -331,11 +408,13 @@ def best_of_point(samples: dict, baseline: str = "native",
         row.update(evidence="only algorithm measured", level="single")
         return row
     v = _cmp(samples[best], samples[order[1]], **kw)
-    row.update(evidence=f"vs runner-up {order[1]}: {v.text()}", level=v.level, n=v.n,
-               ci_low=v.ci_low, ci_high=v.ci_high, p=v.p)
+    lo, hi = v.ratio_ci
+    row.update(evidence=f"vs runner-up {order[1]}: {v.text(order[1])}", level=v.level, n=v.n,
+               ci_low=lo, ci_high=hi, p=v.p)
     if v.outcome != "faster":
         row["evidence"] = (f"no {baseline} measured; {best} and {order[1]} "
-                           f"{'tie' if v.outcome == 'tie' else 'not separable'} ({v.text()})")
+                           f"{'tie' if v.outcome == 'tie' else 'not separable'} "
+                           f"({v.text(order[1])})")
     return row
 
 
@@ -365,7 +444,8 @@ def versus_baseline(df: pd.DataFrame, keys: list[str], label: str = "label",
                     value: str = "median_us", baseline: str = "native",
                     include_oversubscribed: bool = False, **kw) -> pd.DataFrame:
     """The verdict of every algorithm against the baseline at every point: keys, label,
-    outcome (faster/slower/tie/insufficient, or 'oversubscribed'), speedup and text."""
+    outcome (faster/slower/tie/insufficient, or 'oversubscribed'), ratio (time / the
+    baseline's time, ratio_to_baseline) and text."""
     rows = []
     for key, g, samples in _points(df, keys, label, value):
         over = bool(g["oversubscribed"].any())
@@ -378,8 +458,8 @@ def versus_baseline(df: pd.DataFrame, keys: list[str], label: str = "label",
             outcome = ("oversubscribed" if over and not include_oversubscribed
                        else verdict.outcome)
             rows.append({**dict(zip(keys, key)), label: k, "outcome": outcome,
-                         "speedup": verdict.speedup, "text": verdict.text()})
-    return pd.DataFrame(rows, columns=list(keys) + [label, "outcome", "speedup", "text"])
+                         "ratio": verdict.ratio, "text": verdict.text(baseline)})
+    return pd.DataFrame(rows, columns=list(keys) + [label, "outcome", "ratio", "text"])
 
 
 def best_per_point(df: pd.DataFrame, keys: list[str], label: str = "label",

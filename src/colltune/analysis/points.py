@@ -141,10 +141,10 @@ def best_table(df: pd.DataFrame, baseline: str = "native",
                include_oversubscribed: bool = False) -> pd.DataFrame:
     """The algorithm to use per (collective, [mapping,] np, size) with its evidence
     (evidence.best_per_point: the baseline unless another is faster beyond the noise;
-    no conclusion at oversubscribed points), the runner-up by median, and the speedup
-    of the choice over the baseline. From the latest round of each study
-    (latest_round): the terminal and the report give the same table, digit for
-    digit, for the same database."""
+    no conclusion at oversubscribed points), the runner-up by median, and the choice's
+    `ratio` (time / the baseline's time, evidence.ratio_to_baseline) with its interval.
+    From the latest round of each study (latest_round): the terminal and the report
+    give the same table, digit for digit, for the same database."""
     d = prepare(latest_round(df))
     keys = ["collective"] + (["mapping"] if "mapping" in d.columns
                              and d["mapping"].nunique() > 1 else []) + ["np", "size"]

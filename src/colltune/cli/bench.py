@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from colltune.analysis.evidence import RATIO_LEGEND, fmt_ratio, ratio_to_baseline
 from colltune.drivers import bench as bench_mod
 from colltune.results import db as db_mod
 from colltune.results import store
@@ -36,8 +37,8 @@ def _bench_cell(r: dict | None, base: dict | None, is_base: bool) -> str:
     if r.get("median_us") is None:
         return "no valid sample"
     cell = f"{r['median_us']:.2f}"
-    if base and not is_base and base.get("median_us"):
-        cell += f" ×{r['median_us'] / base['median_us']:.2f}"
+    if not is_base and r.get("ratio") is not None:
+        cell += " " + fmt_ratio(r["ratio"])
         cell += VERDICT_MARKS.get(r.get("verdict"), "")
     if r.get("fallback"):
         cell += " *"
@@ -56,7 +57,9 @@ def spec_labels(records: list[dict]) -> dict[str, str]:
 
 
 def _bench_table(records: list[dict], title: str) -> Table:
-    """One row per algorithm and a column per size when that fits, else the transpose."""
+    """One row per algorithm and a column per size when that fits, else the transpose;
+    beside each latency its ratio to native (with_ratios)."""
+    records = with_ratios(records)
     algos = list(dict.fromkeys(r["spec"] for r in records))
     label = spec_labels(records)
     sizes = sorted({r["size"] for r in records})
@@ -120,7 +123,24 @@ CSV_FIELDS = ["collective", "algorithm", "params", "spec", "np", "size", "dtype"
               "p99_us", "rep_max_us", "stddev_us", "valid_reps", "invalid", "rank_min_us",
               "rank_max_us", "window_us", "sleep_us", "align", "time_budget_s", "valid",
               "fallback", "library", "launches", "mpi", "host", "simulated", "platform",
-              "command"]
+              "command", "ratio"]
+
+
+def with_ratios(records: list[dict], baseline: str = "native") -> list[dict]:
+    """Every record with `ratio`: its time / the baseline's time at the same
+    (collective, np, size) (evidence.ratio_to_baseline; None where the baseline was not
+    measured, and for the baseline itself). A ratio the record already carries (quick:
+    the comparison's estimate over the repetitions) is kept."""
+    base = {(r["collective"], r["np"], r["size"]): r.get("median_us") for r in records
+            if r.get("spec") == baseline}
+    out_ = []
+    for r in records:
+        ratio = r.get("ratio")
+        b = base.get((r["collective"], r["np"], r["size"]))
+        if ratio is None and r.get("spec") != baseline and b and r.get("median_us"):
+            ratio = ratio_to_baseline(r["median_us"], b)
+        out_.append(dict(r, ratio=ratio if ratio is None or ratio == ratio else None))
+    return out_
 
 
 OVER_MARK = "†"
@@ -133,7 +153,9 @@ VERDICT_LEGEND = ("≈ within the noise of the repetitions (a tie); ? too few re
 def emit_records(records: list[dict], fmt: str, output: str | None, title: str,
                  cores: int | None = None) -> None:
     """Tables (one per collective and process count), CSV or JSON. `cores`: the
-    machine's, for marking tables whose processes share cores (oversubscribed)."""
+    machine's, for marking tables whose processes share cores (oversubscribed). Each
+    record gets its `ratio` to native (with_ratios), printed as in the tables."""
+    records = with_ratios(records)
     if fmt == "table":
         groups: dict = {}
         for r in records:
@@ -161,9 +183,12 @@ def emit_records(records: list[dict], fmt: str, output: str | None, title: str,
                 if len({r["spec"] for r in recs}) == 1:
                     continue
             out.print(_bench_table(recs, f"{c}, {np} processes{mark}, median latency in µs "
-                                         f"({title}; {timing} timing; ×ratio to native{note})"))
+                                         f"({title}; {timing} timing; ×: time / native's "
+                                         f"time{note})"))
         if osu_shown:
             out.print(OSU_NOTE, highlight=False)
+        if any(r.get("ratio") is not None for r in records):
+            out.print(RATIO_LEGEND, highlight=False)
         if any(r.get("verdict") for r in records):
             out.print(VERDICT_LEGEND, highlight=False)
         if any_over:

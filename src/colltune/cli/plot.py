@@ -19,7 +19,7 @@ from ._common import command, fail, out, select_options
 @click.option("--band", default="minmax", show_default=True, type=click.Choice(BANDS),
               help="Spread drawn around each line: over repetitions, min–max or 25–75 %.")
 @click.option("--baseline", default="native", show_default=True,
-              help="Algorithm the speedup and best-map compare with.")
+              help="Algorithm the ratio (speedup figure) and best-map compare with.")
 @click.option("--dpi", default=120, show_default=True, type=click.IntRange(50, 600))
 @click.option("--mpi", "mpi_spec", help="MPI library whose registry orders the colours.")
 def plot(db_path, study, coll, algo, mapping, np_range, size_range, include_simulated,

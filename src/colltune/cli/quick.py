@@ -86,15 +86,8 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
             agg[c] = agg[c].astype("Int64")
     order = {c: {n: i for i, n in enumerate(["native"] + registry.names(b, c))}
              for c in set(agg["collective"])}
-    ver = versus_baseline(df, ["collective", "np", "size"], label="spec",
-                          include_oversubscribed=include_oversubscribed)
-    verdict = {(r.collective, r.np, r.size, r.spec): r.outcome for r in ver.itertuples()}
-    records = sorted((dict(r, fallback=r["fallback"] if isinstance(r["fallback"], str)
-                           and r["fallback"] else None,
-                           verdict=verdict.get((r["collective"], r["np"], r["size"],
-                                                r["spec"])))
-                      for r in agg.astype(object).where(agg.notna(), None).to_dict("records")),
-                     key=lambda r: order[r["collective"]].get(r["spec"], 999))
+    records = table_records(df, agg, include_oversubscribed)
+    records.sort(key=lambda r: order[r["collective"]].get(r["spec"], 999))
     reps = int(agg["repetitions"].max()) if len(agg) else 0
     banner = (f"{df['mpi_kind'].iloc[0]} {df['mpi_version'].iloc[0]}; {reps} repetitions: "
               "median, OSU columns of the median repetition")
@@ -115,6 +108,25 @@ def terminal_rows(df, nps: str | None = None):
     if nps:
         df = df[df["np"].isin(parse_ints(nps, "--np"))]
     return df
+
+
+def table_records(df, agg, include_oversubscribed: bool = False) -> list[dict]:
+    """The records of quick's median table: one per point (`agg`, median_repetition of
+    `df`) with its verdict against native and its `ratio`, the comparison's own estimate
+    over the repetitions (evidence.ratio_to_baseline: the one the summary and the
+    report print), time / native's time."""
+    ver = versus_baseline(df, ["collective", "np", "size"], label="spec",
+                          include_oversubscribed=include_oversubscribed)
+    verdict = {(r.collective, r.np, r.size, r.spec): (r.outcome, r.ratio)
+               for r in ver.itertuples()}
+    records = []
+    for r in agg.astype(object).where(agg.notna(), None).to_dict("records"):
+        outcome, ratio = verdict.get((r["collective"], r["np"], r["size"], r["spec"]),
+                                     (None, None))
+        fb = r.get("fallback")
+        records.append(dict(r, fallback=fb if isinstance(fb, str) and fb else None,
+                            verdict=outcome, ratio=ratio))
+    return records
 
 
 def pingpong_once(b, db_path) -> None:

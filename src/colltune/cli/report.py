@@ -39,8 +39,8 @@ from ._common import command, err, fail, gamma_value, select_options, write_or_k
               help="The registry as `colltune algorithms --json` prints it (no MPI build "
                    "needed for the cost formulas).")
 @click.option("--include-oversubscribed", is_flag=True,
-              help="Also draw conclusions (best algorithm, speedup) from points measured with "
-                   "more processes than cores (marked †; left out by default).")
+              help="Also draw conclusions (best algorithm, ratio to native) from points "
+                   "measured with more processes than cores (marked †; left out by default).")
 @click.option("--pool-timings", is_flag=True,
               help="Report points measured with different timing methods (osu, window) "
                    "together; the report names what it pooled. Default: refused.")

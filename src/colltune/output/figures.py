@@ -9,7 +9,8 @@ Kinds:
 - `vs-processes`: latency against process count per algorithm at one size;
 - `vs-size`: latency against size per algorithm at one process count;
 - `mapping`: one panel per algorithm, one line per mapping (latency against processes);
-- `speedup`: each algorithm's speedup over `native` (T_native / T_algorithm) against size;
+- `speedup`: each algorithm's ratio to `native` (time / native's time, below 1: faster;
+  evidence.ratio_to_baseline) against size;
 - `best-map`: the fastest algorithm at every (processes, size), a categorical map;
 - `surface`: processes × log2 size × log2 latency of one algorithm, with the plane of
   the seed's log model fitted to it.
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING
 from colltune.base.collectives import per_process
 from colltune.base.errors import ColltuneError
 from colltune.base.files import write_atomic
+from colltune.analysis.evidence import fmt_ratio, ratio_to_baseline
 from colltune.base.specs import algorithm_of
 from colltune.analysis.fit import FitError
 from colltune.analysis.points import best_table, honest_np, point_stats, prepare
@@ -468,9 +470,10 @@ def fig_speedup(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapp
     others = others.dropna(subset=["base"])
     if others.empty:
         raise PlotError(f"no algorithm measured next to '{baseline}'")
-    others["center"], others["lo"], others["hi"] = (others["base"] / others["center"],
-                                                    others["base"] / others["hi"],
-                                                    others["base"] / others["lo"])
+    # the one ratio (evidence.ratio_to_baseline): time / the baseline's time
+    others["center"], others["lo"], others["hi"] = (
+        [ratio_to_baseline(t, b) for t, b in zip(others[c], others["base"])]
+        for c in ("center", "lo", "hi"))
     fig = _new_figure(_width(len(keep)), 4.3)
     ax = fig.add_subplot()
     band = _band_for(band, len(keep))
@@ -484,11 +487,11 @@ def fig_speedup(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapp
         ax.set_yscale("log", base=2)
         ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.3g}"))
         ax.yaxis.set_minor_formatter(ticker.NullFormatter())
-    ax.set_ylabel(f"speedup over {baseline} (T_{baseline} / T)")
-    ax.set_title(f"{coll}: speedup over {baseline}, {int(np_)} processes"
+    ax.set_ylabel(f"time / {baseline}'s time (below 1: faster)")
+    ax.set_title(f"{coll}: time / {baseline}'s time, {int(np_)} processes"
                  f"{_mapping_note(d, mapping)}"
                  + (" — OVERSUBSCRIBED, no conclusion" if over_np else ""))
-    _caption(fig, "above 1: faster than " + baseline + " as measured (the summary says which "
+    _caption(fig, "below 1: faster than " + baseline + " as measured (the summary says which "
                   "differences exceed the noise)"
              + "; ".join([""] + [_band_text(d, ["label", "size"], band)] * (band != "none")))
     ax.grid(True, alpha=0.3)
@@ -545,8 +548,7 @@ def fig_best_map(df: pd.DataFrame, palette: Palette, mapping=None,
                 if r.best == baseline:
                     text = {"within noise": "tie", "insufficient": "few reps"}.get(r.level, "")
                 else:
-                    text = f"×{r.speedup:.2f}" if r.speedup and numpy.isfinite(r.speedup) \
-                        else ""
+                    text = fmt_ratio(r.ratio)
                 lum = sum(c * wgt for c, wgt in zip(to_rgb(palette(r.best)),
                                                     (0.299, 0.587, 0.114)))
                 colour = "white" if lum < 0.5 else "black"
@@ -560,7 +562,8 @@ def fig_best_map(df: pd.DataFrame, palette: Palette, mapping=None,
                                        label="oversubscribed"))
     fig.legend(handles=handles, fontsize="small", loc="outside right upper", title="use")
     ax.set_title(f"{coll}: algorithm to use{_mapping_note(d, mapping)}")
-    _caption(fig, f"{baseline} unless another is faster beyond the noise (×: its speedup, "
+    _caption(fig, f"{baseline} unless another is faster beyond the noise (×: its time / "
+                  f"{baseline}'s time, "
                   f"significant); tie: within noise; few reps: too few repetitions to tell")
     return fig
 
@@ -721,7 +724,7 @@ def fig_load_correlation(df: pd.DataFrame, palette: Palette, corr: pd.DataFrame 
 def fig_load_best(best: pd.DataFrame, palette: Palette) -> Figure:
     """The best algorithm (with evidence) per size (x) and load level (y, quietest at
     the bottom) of one collective and process count: colour = the algorithm, text =
-    its speedup over native."""
+    its time / native's time (evidence.fmt_ratio)."""
     if best.empty:
         raise PlotError("no best-per-level table")
     coll = one_collective(best)
@@ -742,8 +745,8 @@ def fig_load_best(best: pd.DataFrame, palette: Palette) -> Figure:
     for r in best.itertuples(index=False):
         if r.best is None or r.load_level not in levels:
             continue
-        sp = getattr(r, "speedup", None)
-        txt = r.best + (f"\n×{sp:.2f}" if sp is not None and sp == sp and sp != 1 else "")
+        sp = getattr(r, "ratio", None)
+        txt = r.best + (f"\n{fmt_ratio(sp)}" if sp is not None and sp == sp and sp != 1 else "")
         rgb = to_rgb(palette(r.best))
         dark = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] < 0.5
         ax.text(sizes.index(r.size), levels.index(r.load_level), txt, ha="center",

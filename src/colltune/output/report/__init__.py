@@ -9,7 +9,7 @@ script, font or style). Sections, the answer first:
    conclusion from oversubscribed points, which are marked);
 2. per collective, the figures of plot.py (latency vs processes at the smallest and
    largest size when there are several process counts, vs size at the smallest and
-   largest process count, mapping A vs B, speedup over native, the map of the
+   largest process count, mapping A vs B, time / native's time, the map of the
    algorithm to use, the 3D surface with its fitted plane);
 3. the heat application, for heat studies;
 4. the rules `colltune tune` makes of the study for every target it has candidates of

@@ -1,5 +1,5 @@
 """Per collective, the figures of the measurements (figures.py): latency vs processes
-and vs size, mapping A vs B, speedup over native, the map of the algorithm to use and
+and vs size, mapping A vs B, time / native's time, the map of the algorithm to use and
 the 3D surface with its fitted plane."""
 
 from __future__ import annotations
@@ -79,9 +79,9 @@ def collective_section(df: pd.DataFrame, coll: str, palette: plotmod.Palette,
     if "native" in algos and len(algos) > 1 and pos_sizes:
         snp = honest_np(d)
         _add_figure(parts, out, "speedup", coll,
-                    f"{coll}: speedup of each algorithm over native at {snp} processes"
-                    f"{mapnote}", lambda: plotmod.fig_speedup(d, palette, snp, default_map),
-                    dpi, many)
+                    f"{coll}: time / native's time of each algorithm (below 1: faster) at "
+                    f"{snp} processes{mapnote}",
+                    lambda: plotmod.fig_speedup(d, palette, snp, default_map), dpi, many)
     for m in (maps if 1 < len(maps) <= 3 else [default_map]):
         one = _one_choice(d, m)
         if one:  # a map of one colour repeats the summary: one sentence instead

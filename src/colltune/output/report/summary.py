@@ -3,8 +3,6 @@ evidence level (evidence.py); oversubscribed points marked and left out."""
 
 from __future__ import annotations
 
-import math
-
 from colltune.analysis import evidence
 from colltune.analysis.points import best_table, rounds_text
 from colltune.base.lazy import LazyModule
@@ -14,15 +12,14 @@ from colltune.output.report.page import _fmt, esc, html_table
 pd = LazyModule("pandas")
 
 
-def _speedup_text(r: dict, baseline: str = "native") -> str:
+def _ratio_text(r: dict, baseline: str = "native") -> str:
+    """The choice's ratio to the baseline (evidence.ratio_text) with its interval."""
     if r.get("level") == "oversubscribed":
         return "no conclusion"
-    if r.get("best") == baseline or r.get("speedup") is None:
+    if r.get("best") == baseline or r.get("ratio") is None:
         return "—"
-    lo, hi = r.get("ci_low"), r.get("ci_high")
-    ci = (f" (95% CI {lo:.2f}–{hi:.2f})" if lo is not None and hi is not None
-          and math.isfinite(lo) and math.isfinite(hi) else "")
-    return f"×{r['speedup']:.2f} faster{ci}"
+    return evidence.ratio_text(r["ratio"], baseline, evidence.fmt_ci(r.get("ci_low"),
+                                                                     r.get("ci_high")))
 
 
 def collective_summary(d: pd.DataFrame, coll: str, baseline: str = "native",
@@ -35,12 +32,12 @@ def collective_summary(d: pd.DataFrame, coll: str, baseline: str = "native",
     recs = tab.astype(object).where(tab.notna(), None).to_dict("records")
     honest = [r for r in recs if r["level"] != "oversubscribed"]
     winners = [r for r in honest if r["best"] not in (None, baseline)
-               and r.get("speedup") is not None and r.get("level") == "significant"]
+               and r.get("ratio") is not None and r.get("level") == "significant"]
     parts = []
     for name in dict.fromkeys(r["best"] for r in winners):
         where = [r for r in winners if r["best"] == name]
         pts = "; ".join(f"np {int(r['np'])}, size {fmt_size(int(r['size']))}: "
-                        f"×{r['speedup']:.2f}" for r in where[:6])
+                        + evidence.ratio_text(r["ratio"], baseline) for r in where[:6])
         if len(where) > 6:
             pts += f"; and {len(where) - 6} more point(s)"
         parts.append(f"<b>{esc(name)}</b> ({esc(pts)})")
@@ -69,7 +66,7 @@ def collective_summary(d: pd.DataFrame, coll: str, baseline: str = "native",
         mark = f" {evidence.OVER_MARK}" if over else ""
         rows.append([f"{int(r['np'])}{mark}", fmt_size(int(r["size"]))]
                     + ([r["mapping"]] if "mapping" in tab.columns else [])
-                    + [r["best"] or "—", _speedup_text(r, baseline), r["level"] or "",
+                    + [r["best"] or "—", _ratio_text(r, baseline), r["level"] or "",
                        r["evidence"] or "", r["fastest"] or "",
                        _fmt(r["fastest_us"], "x_us"), _fmt(r.get(f"{baseline}_us"), "x_us")])
     cols = (["processes", "size"] + (["mapping"] if "mapping" in tab.columns else [])
@@ -94,11 +91,13 @@ def summary_section(df: pd.DataFrame, colls: list[str],
     out = ['<h2 id="summary" class="first">Summary: what to use where</h2>',
            '<p class="note">Per point (processes, size): <code>native</code>, the MPI '
            "library's own collective, unless another algorithm is faster beyond the noise of "
-           "the repetitions (separate launches): the 95% confidence interval of its speedup "
-           "over native lies above 1 and the speedup is at least "
-           f"×{1 + evidence.MIN_EFFECT:.2f}. Algorithms measured in the same launches "
-           "(interleaved) are compared paired: the speedup is the geometric mean of the "
-           "per-launch ratios, with the t interval of their logarithms (at least "
+           "the repetitions (separate launches). Every ratio is "
+           f"<i>{esc(evidence.RATIO_NAME)}</i> (below 1: faster; ×0.80 = 20 % faster): "
+           "another algorithm is used where the 95% confidence interval of its ratio lies "
+           "below 1 and the ratio is at most "
+           f"{evidence.fmt_ratio(1 / (1 + evidence.MIN_EFFECT))}. Algorithms measured in "
+           "the same launches (interleaved) are compared paired: the ratio is the geometric "
+           "mean of the per-launch ratios, with the t interval of their logarithms (at least "
            f"{evidence.MIN_PAIRS} launches). Otherwise unpaired: the ratio of medians with a "
            f"bootstrap interval ({evidence.N_BOOT} resamples, seed {evidence.SEED}: "
            "<code>colltune quick</code> prints the same intervals), and a two-sided "
@@ -106,7 +105,8 @@ def summary_section(df: pd.DataFrame, colls: list[str],
            f"{evidence.ALPHA:g} (at least {evidence.MIN_REPS} repetitions a side). "
            "Evidence: <i>significant</i> (the tests passed), <i>within noise</i> (a tie: "
            "native is kept), <i>insufficient</i> (too few repetitions to tell)."
-" <i>fastest measured</i> is the largest estimate, with no claim attached.</p>"]
+" <i>fastest measured</i> is the lowest median latency (its µs beside it), with no "
+           "claim attached.</p>"]
     rounds = rounds_text(df)
     if rounds:
         out.append(f'<p class="note">Conclusions from the latest round of each study '
