@@ -227,14 +227,9 @@ def test_one_ratio_everywhere_terminal_report_csv_json(tmp_path):
     rec = next(x for x in records if x["spec"] == "linear")
     assert rec["ratio"] == pytest.approx(r)
     import colltune.cli._common as common
-    buf = io.StringIO()
-    old = common.out.file
-    common.out.file = buf
-    try:
+    with common.out.capture() as captured:
         emit_records(records, "table", None, "t", cores=2)
-    finally:
-        common.out.file = old
-    table = buf.getvalue()
+    table = captured.get()
     line = next(ln for ln in table.splitlines() if "linear" in ln and "×" in ln)
     assert f"{rec['median_us']:.2f} {ev.fmt_ratio(r)}" in line
     assert "time / native's time" in " ".join(table.split())
