@@ -1,4 +1,4 @@
-"""colltune tune: choices with evidence, the interpolation policy, regret and gain,
+"""colltune tune: choices with evidence, the interpolation policy, regret and the ratio to native,
 cross-validation, bad input, and a real sweep -> tune through the command line."""
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ def test_a_clear_winner_is_chosen_and_its_regret_is_one():
     ins = t.points["in-sample"]
     assert (ins["chosen"] == "binomial").all()
     assert ins["regret"].tolist() == pytest.approx([1.0, 1.0, 1.0])
-    assert ins["gain"].tolist() == pytest.approx([2.0, 2.0, 2.0])
+    assert ins["vs_native"].tolist() == pytest.approx([0.5, 0.5, 0.5])  # the one ratio: time / native
     s = t.summary.set_index("evaluation").loc["in-sample"]
-    assert s["regret_gmean"] == pytest.approx(1.0) and s["gain_gmean"] == pytest.approx(2.0)
+    assert s["regret_gmean"] == pytest.approx(1.0) and s["vs_native_gmean"] == pytest.approx(0.5)
 
 
 def test_a_gain_within_the_spread_keeps_native():
@@ -70,7 +70,7 @@ def test_a_gain_within_the_spread_keeps_native():
     t = tune.tune(f, "colltune")
     assert {r.algorithm for r in t.rules.rules} == {"native"}
     assert t.points["in-sample"]["regret"].tolist() == pytest.approx([10 / 9.9] * 3)
-    assert t.points["in-sample"]["gain"].tolist() == pytest.approx([1.0] * 3)
+    assert t.points["in-sample"]["vs_native"].tolist() == pytest.approx([1.0] * 3)
     # noisy launches: a 20 % gain whose repetitions scatter by 50 % is not significant
     noisy = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 8.0}),
                   own={"binomial": (0.6, 1.4, 0.7, 1.3, 0.8)})
@@ -152,7 +152,7 @@ def test_cross_validation_evaluates_rules_built_without_the_point():
     at1m = loso[loso["size"] == 1 << 20]
     assert (at1m["chosen"] == "B").all()
     assert s["regret_gmean"] == pytest.approx(2.0) and s["points"] == 6
-    assert s["gain_worst"] == pytest.approx(10 / 6)
+    assert s["vs_native_worst"] == pytest.approx(6 / 10)  # worst = largest ratio
     # process counts all choose alike: leaving one out loses nothing
     lono = t.summary.set_index("evaluation").loc["leave-one-np-out"]
     assert lono["regret_gmean"] == pytest.approx(1.0) and lono["points"] == 6
@@ -166,14 +166,14 @@ def test_the_quality_view_merges_coinciding_evaluations_and_says_why():
     assert view["evaluation"].tolist() == ["in-sample = leave-one-size-out"]
     assert any("coincide" in n and "every choice is native" in n for n in notes)
     assert any(tune.NO_GAIN in n for n in notes)
-    assert "gain_gmean" not in view.columns  # a column of 1s says nothing: gone
+    assert "vs_native_gmean" not in view.columns  # a column of 1s says nothing: gone
     assert "regret_worst_at" not in view.columns  # regret 1 everywhere: no worst point
     # a winner at every size: the rules without a size choose it there too
     f = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 5.0}))
     t = tune.tune(f, "colltune")
     view, notes = tune.quality_view(t.summary, t.points, t.has_native, t.keys)
     assert len(view) == 1 and any("neighbours have the same choice" in n for n in notes)
-    assert view.iloc[0]["gain_gmean"] == pytest.approx(2.0)
+    assert view.iloc[0]["vs_native_gmean"] == "×0.50"  # printed as every ratio is
     # choices that differ by size: two rows, nothing merged
     lat = {8: {"native": 10.0, "A": 2.0, "B": 4.0}, 1024: {"native": 10.0, "A": 6.0, "B": 3.0},
            1 << 20: {"native": 10.0, "A": 2.0, "B": 4.0}}
@@ -197,17 +197,17 @@ def test_the_quality_table_has_distinct_headings_and_no_placeholder_gain():
     lat = {8: {"native": 10.0, "A": 2.0, "B": 4.0}, 1024: {"native": 10.0, "A": 6.0, "B": 3.0},
            1 << 20: {"native": 10.0, "A": 2.0, "B": 4.0}}
     out = text(tune.tune(frame(grid(lambda c, n, s: lat[s])), "colltune"))
-    assert "worst regret at" in out and "lowest gain at" in out
+    assert "worst regret at" in out and "worst ×native at" in out
     assert " worst at " not in out
     out = text(tune.tune(frame(grid(lambda c, n, s: {"native": 5.0, "binomial": 10.0})),
                          "colltune"))
     assert "in-sample = leave-one-size-out" in out and "coincide" in out
-    assert "every choice is native: no gain" in out and "gain gmean" not in out
+    assert "every choice is native: no gain" in out and "×native gmean" not in out
     # native-only in one collective, a winner in the other: its gain cell says so
     pts = {**grid(lambda c, n, s: {"native": 5.0, "binomial": 10.0}),
            **grid(lambda c, n, s: {"native": 10.0, "binomial": 5.0}, colls=("reduce",))}
     out = text(tune.tune(frame(pts), "colltune"))
-    assert "gain gmean" in out and "every choice is native: no gain" in out and "2.000" in out
+    assert "×native gmean" in out and "every choice is native: no gain" in out and "×0.50" in out
 
 
 def test_quality_of_a_rules_file_against_measurements():
@@ -215,7 +215,7 @@ def test_quality_of_a_rules_file_against_measurements():
     rs = rules.RuleSet("colltune", [Rule("bcast", 1, None, 0, None, "linear")])
     pts, summ = tune.quality(f, rs)
     assert pts["regret"].tolist() == pytest.approx([1.6] * 3)
-    assert summ.iloc[0]["gain_gmean"] == pytest.approx(1.25)
+    assert summ.iloc[0]["vs_native_gmean"] == pytest.approx(0.8)
 
 
 # ------------------------------------------------------------------ bad input
@@ -243,7 +243,7 @@ def test_no_native_gives_regret_only_with_a_note():
     t = tune.tune(f, "colltune")
     assert not t.has_native and any("no native" in n for n in t.notes)
     assert t.points["in-sample"]["regret"].tolist() == pytest.approx([1.0] * 3)
-    assert t.points["in-sample"]["gain"].isna().all()
+    assert t.points["in-sample"]["vs_native"].isna().all()
     assert {r.algorithm for r in t.rules.rules} == {"binomial"}
 
 
@@ -347,7 +347,7 @@ def test_sweep_then_tune_on_the_command_line(tmp_path, ompi_build):
     summ = json.loads(summary)
     ins = [s for s in summ if s["evaluation"] == "in-sample"][0]
     assert ins["points"] == 2 and ins["regret_gmean"] >= 1.0
-    assert math.isfinite(ins["gain_gmean"])
+    assert math.isfinite(ins["vs_native_gmean"])
     # JSON output, and the errors of bad names
     res = _cli("tune", "--db", dbp, "--study", "tinytune", "--target", "colltune", "-o", out,
                "--format", "json")
@@ -415,7 +415,7 @@ def test_measure_tune_export_verify_with_open_mpi(tmp_path, ompi_build):
 
 def test_quality_weighted_by_the_calls_an_application_makes():
     """Calls count for the measured point whose rules cover them: an application that
-    only calls small sizes sees only the small points' regret and gain."""
+    only calls small sizes sees only the small points' regret and ratio to native."""
     def fn(c, n, s):  # linear wins clearly at 8 B; at 1 MiB nothing beats native
         return {"native": 10.0, "linear": 5.0 if s == 8 else 30.0}
     t = tune.tune(frame(grid(fn, sizes=(8, 1 << 20))), "colltune")
@@ -424,12 +424,12 @@ def test_quality_weighted_by_the_calls_an_application_makes():
     w = tune.weighted(pts, small)
     (row,) = w.to_dict("records")
     assert row["points"] == 1 and row["calls"] == 1000
-    assert row["gain_gmean"] == pytest.approx(2.0, rel=0.05)   # native 10 / linear 5
+    assert row["vs_native_gmean"] == pytest.approx(0.5, rel=0.05)   # linear 5 / native 10
     big = tune.weighted(pts, [("bcast", 4, 1 << 22, 7)])       # above: the 1 MiB point
-    assert big.iloc[0]["gain_gmean"] == pytest.approx(1.0)
+    assert big.iloc[0]["vs_native_gmean"] == pytest.approx(1.0)
     assert tune.weighted(pts, [("allreduce", 2, 8, 5)]).empty  # not in the points
     both = tune.weighted(pts, small + [("bcast", 2, 1 << 20, 1000)])
-    assert both.iloc[0]["gain_gmean"] == pytest.approx(2.0 ** 0.5, rel=0.05)
+    assert both.iloc[0]["vs_native_gmean"] == pytest.approx(0.5 ** 0.5, rel=0.05)
 
 
 def test_a_profile_weighs_the_quality_on_the_command_line(tmp_path, ompi_build):

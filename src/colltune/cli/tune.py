@@ -34,8 +34,8 @@ pd = LazyModule("pandas")
 EVAL_SHORT = {"profile-weighted": "by app calls"}
 QUALITY_HEADS = {"points": "points", "regret_gmean": "regret gmean",
                  "regret_worst": "regret worst", "regret_worst_at": "worst regret at",
-                 "gain_gmean": "gain gmean", "gain_worst": "gain lowest",
-                 "gain_worst_at": "lowest gain at"}
+                 "vs_native_gmean": "×native gmean", "vs_native_worst": "×native worst",
+                 "vs_native_worst_at": "worst ×native at"}
 
 
 def _x(v) -> str:
@@ -73,13 +73,14 @@ def quality_table(summary, has_native: bool, points=None, keys=None) -> Table:
     """The quality per collective and evaluation (tune.quality_view: coinciding
     evaluations one row, no placeholder gains), its notes as the caption."""
     view, notes = tune_mod.quality_view(summary, points, has_native, keys)
-    t = Table(title="quality: regret = chosen / fastest measured median (1 is best); gain = "
-                    "native / chosen (>1 beats the default)", title_justify="left")
+    t = Table(title="quality: regret = chosen / fastest measured median (1 is best); ×native "
+                    "= chosen / native (the one ratio: <1 beats the default)",
+              title_justify="left")
     cols = ["collective", "evaluation", "points"] + [c for c in QUALITY_HEADS if c != "points"
                                                      and c in view.columns]
     for c in cols:
         t.add_column(QUALITY_HEADS.get(c, c), justify="right" if c == "points" or c in (
-            "regret_gmean", "regret_worst", "gain_gmean", "gain_worst") else "left")
+            "regret_gmean", "regret_worst", "vs_native_gmean", "vs_native_worst") else "left")
     for r in view.to_dict("records"):
         pts = str(r["points"]) + (f" ({r['unmeasured']} unmeasured)"
                                   if r.get("unmeasured") else "")
