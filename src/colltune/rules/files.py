@@ -30,6 +30,7 @@ from colltune.drivers.run import run_program
 from colltune.rules import mpich as em
 from colltune.rules import openmpi as eo
 from colltune.mpi import libalgos
+from colltune.rules import interpose as ipose
 from colltune.rules import ruleset as rules_mod
 from colltune.base.collectives import COLLECTIVES, PER_PROCESS
 from colltune.base.files import read_text as read_input, write_atomic
@@ -115,32 +116,30 @@ class CheckResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def check(text: str, kind: str, mpi=None, source: str = "<file>") -> CheckResult:
+def check(text: str, kind: str, mpi=None, source: str = "<file>",
+          algorithms=None) -> CheckResult:
     """Problems by line; `mpi` (the installed library of the file's kind) adds the checks
-    of algorithm numbers/names against it."""
+    of algorithm numbers/names against it. A colltune rules file of target colltune is
+    checked against `algorithms` (the registry's table, hidden entries included) as the
+    interposition library checks it, and its first problem is the one reported (the
+    library drops the whole file at it)."""
     warnings: list[str] = []
     if kind == "colltune":
         try:
             rs = rules_mod.from_text(text, source)
-        except RulesError as exc:
-            msg = str(exc)
-            line = 1
-            if msg.startswith(f"{source}:"):
-                rest = msg[len(source) + 1:]
-                num, _, tail = rest.partition(":")
-                if num.isdigit():
-                    line, msg = int(num), tail.strip()
-            return CheckResult(kind, [(line, msg)])
+        except RulesError:
+            rs = None
+        if rs is None or (rs.target == "colltune" and algorithms is not None):
+            first = ipose.first_problem(text, source, algorithms)
+            return CheckResult(kind, [first] if first else [])
         problems = []
-        rule_lines = [n for n, line in enumerate(text.splitlines(), 1)
-                      if n > 1 and line.strip() and not line.strip().startswith("#")]
-        for i, r in enumerate(rs.rules):
-            line = rule_lines[i] if i < len(rule_lines) else 0
+        for r in rs.rules:
+            line = r.line
             if r.algorithm == "native":
                 continue
             if is_lib_spec(r.algorithm):
                 lib = r.algorithm.split(":", 1)[0]
-                if rs.target not in ("colltune", libalgos.LIBRARIES[lib]):
+                if rs.target != libalgos.LIBRARIES[lib]:
                     problems.append((line, f"{r.collective} {r.spec}: a rule set for target "
                                            f"{rs.target} cannot name {r.algorithm}"))
                     continue
