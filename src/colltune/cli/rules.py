@@ -169,8 +169,8 @@ def verify(file, np, sizes, coll, iterations, mpi_spec) -> None:
     text = rf.read_text(file)
     kind = rf.detect(text, file)
     if kind == "colltune":
-        fail(f"{file} is colltune's own rules file, which the libraries do not read; export "
-             f"it first: colltune rules export {file} --to openmpi -o FILE")
+        fail(f"{file} is colltune's own rules file, which the MPI libraries do not read; "
+             f"{rf.colltune_file_hint(file, text)}")
     try:
         size_list = parse_sizes(sizes) if sizes else None
     except ValueError as exc:

@@ -265,6 +265,32 @@ def _kv(rest: str) -> dict[str, str]:
     return dict(p.split("=", 1) for p in rest.split() if "=" in p)
 
 
+def colltune_file_hint(path: str | Path, text: str) -> str:
+    """What to do with colltune's own rules file given where a library's file is wanted:
+    an export command that works for a file of target openmpi/mpich (an output name next
+    to it that does not exist yet), else what the file is for. Never a command that
+    fails."""
+    import shlex
+
+    try:
+        target = rules_mod.from_text(text, str(path)).target
+    except RulesError as exc:
+        return f"it does not read as one ({exc}); colltune rules check {shlex.quote(str(path))}"
+    if target in ("openmpi", "mpich"):
+        p = Path(path)
+        ext = ".conf" if target == "openmpi" else ".json"
+        out = p.with_suffix(ext) if p.suffix != ext else p.with_name(p.name + ext)
+        n = 1
+        while out.exists():
+            out = p.with_name(f"{p.stem}-{n}{ext}")
+            n += 1
+        return (f"export it first: colltune rules export {shlex.quote(str(path))} --to "
+                f"{target} -o {shlex.quote(str(out))}")
+    return ("its target is colltune: colltune's interposition library reads it (colltune run "
+            "--rules, docs/interposition.md), no MPI library does; a file for Open MPI or "
+            "MPICH comes from colltune tune with --target openmpi or --target mpich")
+
+
 def which_ran(path: str | Path, build, np: int = 3, sizes: list[int] | None = None,
               collectives: list[str] | None = None, iterations: int = 2,
               timeout: float = 120) -> tuple[str, list[RanRow], list[str]]:
@@ -274,8 +300,8 @@ def which_ran(path: str | Path, build, np: int = 3, sizes: list[int] | None = No
     kind = detect(text, str(path))
     mpi = build.mpi
     if kind == "colltune":
-        raise RulesError(f"{path} is colltune's own rules file: the libraries do not read it; "
-                         f"export it first (colltune rules export {path} --to openmpi -o FILE)")
+        raise RulesError(f"{path} is colltune's own rules file, which the MPI libraries do not "
+                         f"read; {colltune_file_hint(path, text)}")
     if kind != mpi.kind:
         raise RulesError(f"{path} is an {FORMAT_NAMES[kind]}; verifying it needs "
                          f"{'Open MPI' if kind == 'openmpi' else 'MPICH'} "
