@@ -282,6 +282,27 @@ def test_warnings_stay_one_line(ompi_build, tmp_path):
     assert "two?lines.rules: cannot read the rules file" in mine[0], mine
 
 
+@pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
+def test_each_line_is_one_write(ompi_build, tmp_path):
+    """Every line the library prints is one write(2) of the whole line: the program's
+    own output on the same stderr cannot land inside it."""
+    trace = tmp_path / "trace.txt"
+    e = {v: "" for v in ALL_VARS}
+    e.update(interpose.preload(ompi_build, {}))
+    e.update({"COLLTUNE_VERBOSE": "1", "COLLTUNE_BCAST": "binomial",
+              "COLLTUNE_GATHER": "foo"})  # a warning too
+    ln = launch.prepare(ompi_build.mpi, 1, ["strace", "-f", "-e", "trace=write", "-s", "4000",
+                                            "-o", str(trace),
+                                            str(ompi_build.program("colltune-plaincolls"))], e)
+    res = launch.run(ln, timeout=120)
+    _passed(res)
+    printed = [x for x in res.stderr.splitlines() if x.startswith("colltune-pmpi: ")]
+    writes = re.findall(r'write\(2, "(colltune-pmpi: [^"]*)"', trace.read_text())
+    assert len(printed) >= 5 and any("warning:" in x for x in printed), res.stderr
+    assert len(writes) == len(printed), (writes, printed)
+    assert all(w.endswith("\\n") and "\\n" not in w[:-2] for w in writes), writes
+
+
 def test_bad_specs_and_a_missing_file_warn_and_the_rest_still_applies(ompi_build, tmp_path):
     res = _run(ompi_build, 3, {"COLLTUNE_RULES": str(tmp_path / "missing.rules"),
                                "COLLTUNE_GATHER": "foo", "COLLTUNE_REDUCE": "binomial:segsize=-3",

@@ -21,7 +21,9 @@
  *
  * Configuration is read on rank 0 of MPI_COMM_WORLD at MPI_Init and broadcast,
  * so every rank decides alike (a rank deciding differently would hang). A bad
- * rules file or spec gives one warning on rank 0 and that part is ignored.
+ * rules file or spec gives one warning on rank 0 and that part is ignored
+ * (`colltune run` checks them all before the launch and stops instead). Every
+ * line printed is whole, one write(2) (ct_pmpi_say).
  * COLLTUNE_VERBOSE=1 prints each distinct decision once on rank 0;
  * COLLTUNE_PROFILE=file writes calls and times at MPI_Finalize (pmpi_profile.c).
  *

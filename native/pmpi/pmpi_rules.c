@@ -13,10 +13,13 @@
  *     # load-class: busy 9.5 -
  *     bcast 2 - 0 - binomial - load=quiet
  *
- * The same checks as the Python reader (rules.from_text), plus the ones only
- * the C side can make: the algorithm and its parameters must be valid for this
- * build of the algorithm library (ct_choice_parse). The first problem makes the
- * whole file unusable: a caller then runs the MPI library's own collectives.
+ * The same checks as `colltune rules check` (rules/ruleset.py from_text for the
+ * form, rules/interpose.py first_problem for the algorithms against the registry's
+ * table, which is this library's own): the algorithm and its parameters must be
+ * valid for this build of the algorithm library (ct_choice_parse), no test-only
+ * algorithm, MAPPING one of core, socket, node; tests/test_pmpi.py runs one set of
+ * files through both. The first problem makes the whole file unusable: a caller
+ * then runs the MPI library's own collectives.
  */
 #include "pmpi_internal.h"
 
