@@ -275,7 +275,7 @@ def colltune_file_hint(path: str | Path, text: str) -> str:
     try:
         target = rules_mod.from_text(text, str(path)).target
     except RulesError as exc:
-        return f"it does not read as one ({exc}); colltune rules check {shlex.quote(str(path))}"
+        return f"and it does not read as one: {exc}"
     if target in ("openmpi", "mpich"):
         p = Path(path)
         ext = ".conf" if target == "openmpi" else ".json"
