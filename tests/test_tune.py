@@ -372,6 +372,47 @@ def test_sweep_then_tune_on_the_command_line(tmp_path, ompi_build):
     assert "Traceback" not in res.stderr
 
 
+def _ro_bind_works() -> bool:
+    import shutil
+
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("mount"):
+        return False
+    res = subprocess.run(["unshare", "-m", "sh", "-c", "mount --bind -o ro /tmp /mnt "
+                          "2>/dev/null && ! touch /mnt/.x 2>/dev/null"], capture_output=True,
+                         timeout=30)
+    return res.returncode == 0
+
+
+@pytest.mark.skipif(not _ro_bind_works(), reason="needs root and unshare -m for a read-only "
+                    "bind mount (chmod does not stop root)")
+def test_tune_writes_the_rules_file_from_a_read_only_database(tmp_path, ompi_build):
+    """A database on a read-only mount (a private mount namespace): tune still writes the
+    rules file, and says in one note line that the tuning is not stored."""
+    study = tmp_path / "tiny.toml"
+    study.write_text(TINY)
+    src, mnt = tmp_path / "src", tmp_path / "mnt"
+    src.mkdir()
+    mnt.mkdir()
+    assert _cli("sweep", study, "--db", src / "r.db").returncode == 0
+    before = (src / "r.db").read_bytes()
+    out = tmp_path / "ro.rules"
+    exe = [sys.executable, "-m", "colltune"]
+    script = (f"mount --bind -o ro {src} {mnt} || exit 99\n"
+              + " ".join(exe + ["tune", "--db", str(mnt / "r.db"), "--study", "tinytune",
+                                "--target", "colltune", "-o", str(out)]))
+    res = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, COLUMNS="200"))
+    assert res.returncode == 0, res.stderr
+    notes = [ln for ln in res.stderr.splitlines() if "not stored" in ln]
+    assert len(notes) == 1 and notes[0].startswith("note: the tuning is not stored (cannot "
+                                                   "write the results database"), res.stderr
+    assert rules.read(out).target == "colltune" and "written to" in res.stdout
+    assert (src / "r.db").read_bytes() == before  # nothing stored
+    con = sqlite3.connect(src / "r.db")
+    assert con.execute("SELECT count(*) FROM tunings").fetchone()[0] == 0
+    con.close()
+
+
 TINY_OMPI = """
 [study]
 name = "tinyompi"
@@ -387,30 +428,55 @@ warmup = 3
 
 def test_measure_tune_export_verify_with_open_mpi(tmp_path, ompi_build):
     """The whole loop on the command line: a sweep of Open MPI's own algorithms, `tune
-    --target openmpi`, `rules export --to openmpi`, and `rules verify` running Open MPI
-    under the exported file: whatever the rules chose is what ran."""
+    --target openmpi -o FILE` writing the file Open MPI reads, and `rules verify` running
+    Open MPI under it: whatever the rules chose is what ran. With --colltune-format, tune
+    writes colltune's own file; `rules verify` of that one suggests an export command,
+    which works as suggested (issue 29)."""
+    import shlex
+
     study = tmp_path / "tiny.toml"
     study.write_text(TINY_OMPI)
     dbp, ours, conf = tmp_path / "r.db", tmp_path / "ompi.rules", tmp_path / "tuned.conf"
     res = _cli("sweep", study, "--db", dbp)
     assert res.returncode == 0, res.stderr
-    res = _cli("tune", "--db", dbp, "--study", "tinyompi", "--target", "openmpi", "-o", ours)
+    res = _cli("tune", "--db", dbp, "--study", "tinyompi", "--target", "openmpi", "-o", conf)
     assert res.returncode == 0, res.stderr
-    rs = rules.read(ours)
-    assert rs.target == "openmpi" and rs.collectives() == ["bcast"]
-    assert {r.algorithm for r in rs.rules} <= {"native", "ompi:binomial", "ompi:linear",
-                                               "ompi:scatter_allgather"}
-    res = _cli("rules", "export", ours, "--to", "openmpi", "-o", conf)
-    assert res.returncode == 0, res.stderr
+    assert "Open MPI coll/tuned rules file" in res.stdout
     assert f"coll_tuned_dynamic_rules_filename {conf}" in res.stdout
+    assert not conf.read_text().startswith("# colltune-rules")
     res = _cli("rules", "check", conf)
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0 and "Open MPI coll/tuned rules file" in res.stdout, res.stderr
     res = _cli("rules", "verify", conf, "--np", "2", "--sizes", "8,64K")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "Traceback" not in res.stderr
     # one row per size, each agreeing (exit 0 above: verify exits 1 on a disagreement)
     rows = [ln for ln in res.stdout.splitlines() if " bcast " in ln]
     assert len(rows) == 2 and not any(" NO " in ln for ln in rows)
+    # colltune's own file for the same target: the rule set that was exported
+    res = _cli("tune", "--db", dbp, "--study", "tinyompi", "--target", "openmpi", "-o", ours,
+               "--colltune-format")
+    assert res.returncode == 0, res.stderr
+    rs = rules.read(ours)
+    assert rs.target == "openmpi" and rs.collectives() == ["bcast"]
+    assert {r.algorithm for r in rs.rules} <= {"native", "ompi:binomial", "ompi:linear",
+                                               "ompi:scatter_allgather"}
+    res = _cli("rules", "verify", ours, "--np", "2")
+    assert res.returncode == 2 and "export it first: colltune rules export" in res.stderr
+    suggested = shlex.split(res.stderr.split("export it first: ", 1)[1].strip())
+    assert suggested[:3] == ["colltune", "rules", "export"], suggested
+    res = _cli(*suggested[1:])  # the command as suggested works
+    assert res.returncode == 0, res.stderr
+    exported = suggested[suggested.index("-o") + 1]
+    def body(text):  # the rules, without the comments (the creation time differs)
+        return [ln for ln in text.splitlines() if not ln.startswith("#")]
+
+    assert body(open(exported).read()) == body(conf.read_text())
+    # a target-colltune file: no export is suggested (it would fail)
+    mine = tmp_path / "mine.rules"
+    mine.write_text("# colltune-rules 1\nbcast 2 - 0 - binomial -\n")
+    res = _cli("rules", "verify", mine)
+    assert res.returncode == 2 and "rules export" not in res.stderr
+    assert "interposition library reads it" in res.stderr
 
 
 def test_quality_weighted_by_the_calls_an_application_makes():
