@@ -62,6 +62,13 @@ class Command(click.Command):
                 return super().invoke(ctx)
         except ColltuneError as exc:
             fail(str(exc), exc.exit_code)
+        except Exception as exc:  # a database damaged where its check at opening missed it
+            why = db_mod.damage_of(exc)
+            if why is None:
+                raise
+            fail(f"a results database is damaged (SQLite: {why}): restore a copy, or move it "
+                 "aside and recover what is left with `sqlite3 FILE .recover | sqlite3 "
+                 "recovered.db`")
         except KeyboardInterrupt as exc:
             why = f" ({exc.args[0]})" if isinstance(exc, Terminated) and exc.args else ""
             err.print(f"[yellow]interrupted[/]{why}", highlight=False)

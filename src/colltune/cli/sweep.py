@@ -42,6 +42,8 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
                 rnd = reader.latest_round(conn, sid)
                 stored = reader.stored_unit_keys(conn, sid, rnd)
             conn.close()
+        except db_mod.DamagedError as exc:
+            fail(str(exc))
         except db_mod.DBError as exc:
             err.print(f"note: {exc}", highlight=False)
     s = plan.study
