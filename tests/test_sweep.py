@@ -221,6 +221,48 @@ def test_dry_run_and_sbatch_script(tmp_path):
     assert os.access(script, os.X_OK)
 
 
+def test_process_counts_below_one_are_refused_before_anything_runs(tmp_path):
+    """--np 0 (or a range reaching below 1) is one `error:` line, exit 2, in every
+    command that launches, --dry-run included: nothing launched, no database made,
+    and a stored study keeps its rows (no failed launches stored for good)."""
+    from conftest import colltune
+
+    f = tmp_path / "s.toml"
+    f.write_text(TINY)
+    dbp = tmp_path / "r.db"
+    res = run_sweep(f, "--db", dbp, "--dry-run", "--np", "2,3")
+    assert res.returncode == 0 and "a run refuses this" not in res.stdout, res.stderr
+    res = subprocess.run([sys.executable, "-m", "colltune", "sweep", str(f), "--db", str(dbp),
+                          "--dry-run", "--np", "2,99"], capture_output=True, text=True,
+                         env=dict(os.environ, COLUMNS="200"))
+    assert res.returncode == 0 and "note: a run refuses this: 99 processes" in res.stdout
+    cases = [["sweep", str(f), "--np", "0", "--dry-run"], ["sweep", str(f), "--np", "0"],
+             ["sweep", str(f), "--np", "-1:2"], ["quick", "--np", "0"],
+             ["bench", "--coll", "bcast", "--np", "0", "--sizes", "8"],
+             ["bench", "--coll", "bcast", "--algo", "native,ompi:linear", "--np", "2,-2:0",
+              "--sizes", "8"],
+             ["verify", "--np", "0"], ["load", "effect", "--np", "0"],
+             ["tune", "--measure", "--target", "colltune", "--coll", "bcast", "--np", "0",
+              "--sizes", "8", "--budget", "5", "-o", str(tmp_path / "r.conf")]]
+    for args in cases:
+        if args[0] in ("sweep", "quick", "bench", "tune"):
+            args = [*args, "--db", str(dbp)]
+        res = colltune(*args, timeout=120)
+        lines = res.stderr.strip().splitlines()
+        assert res.returncode == 2 and len(lines) == 1, (args, res.stderr)
+        assert lines[0].startswith("error: --np ") and lines[0].endswith(
+            ("a process count must be at least 1", "is not)")), (args, lines)
+        assert not dbp.exists(), args
+    # into a stored study: refused the same way, before its definition is compared
+    res = run_sweep(f, "--db", dbp, "--np", "2", "--seed", "1")
+    assert res.returncode == 0, res.stderr
+    before = q(dbp, "SELECT (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM failures)")
+    res = run_sweep(f, "--db", dbp, "--np", "0")
+    assert res.returncode == 2 and res.stderr.strip() == (
+        "error: --np 0: a process count must be at least 1"), res.stderr
+    assert q(dbp, "SELECT (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM failures)") == before
+
+
 # ----------------------------------------------------------- placement translation
 
 

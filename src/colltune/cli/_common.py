@@ -14,6 +14,7 @@ from colltune.mpi.build import Build, build_for
 from colltune.base.console import stdout_console
 from colltune.base.errors import ColltuneError
 from colltune.base.files import save_fallback, write_atomic
+from colltune.base.units import parse_ints
 from colltune.analysis.fit import default_db
 from colltune.mpi import launch
 from colltune.mpi.launch import Terminated, interrupt_on_term
@@ -172,6 +173,20 @@ def oversubscribe_options(f):
                      help="Measure with more processes than cores (they share cores: the "
                           "points are marked oversubscribed).")(f)
     return f
+
+
+def parse_nps(text: str, what: str = "--np") -> list[int]:
+    """Process counts to launch ('2,4', '2:8'), each at least 1; else an `error:` line
+    (before anything is built, launched or written, --dry-run included)."""
+    try:
+        nps = parse_ints(text, what)
+    except ValueError as exc:
+        fail(str(exc))
+    small = sorted({n for n in nps if n < 1})
+    if small:
+        fail(f"{what} {text}: a process count must be at least 1"
+             + (f" ({small[0]} is not)" if text.strip() != str(small[0]) else ""))
+    return nps
 
 
 def check_nps(nps, oversubscribe: bool = False, force: bool = False, timing: bool = True,

@@ -17,9 +17,9 @@ from colltune.mpi.placement import LAUNCHERS, LaunchError, check_process_counts,
 from colltune.base.files import write_atomic
 from colltune.studies.study import Study, StudyError, fmt_ints, load, read_preset, preset_names
 from colltune.studies.sweep import Plan, definition_changes, execute, make_plan, sbatch_script
-from colltune.base.units import fmt_size, parse_ints
+from colltune.base.units import fmt_size
 from ._common import (PLATFORM_HELP, build_or_fail, command, db_option, db_path_or_default,
-                      err, fail, out, oversubscribe_options)
+                      err, fail, out, oversubscribe_options, parse_nps)
 
 
 def _load(study_file: str | None, preset: str | None) -> Study:
@@ -125,11 +125,7 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
     if name:
         study = dataclasses.replace(study, name=name)
     if nps:
-        try:
-            study = dataclasses.replace(study, processes=parse_ints(nps, "--np"),
-                                        max_processes=None)
-        except ValueError as exc:
-            fail(str(exc))
+        study = dataclasses.replace(study, processes=parse_nps(nps), max_processes=None)
     if hostfile:
         launcher = launcher or "hostfile"
         if launcher != "hostfile":
@@ -162,6 +158,15 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
         plan = make_plan(study, b, seed=seed, shuffle=shuffle)
     except (StudyError, LaunchError) as exc:
         fail(str(exc))
+    if dry_run:  # what a real run would refuse or mark, said without refusing
+        for np_, placement in sorted({(u.np, plan.placement(u)) for u in plan.units},
+                                     key=lambda x: x[0]):
+            try:
+                plan.notes += check_process_counts(
+                    [np_], oversubscribe=oversubscribe, force=force, placement=placement,
+                    simulated=b.mpi.simulated)
+            except LaunchError as exc:
+                plan.notes.append(f"a run refuses this: {exc}")
     if dry_run and plan.platform is not None:
         with launch.simulate(plan.platform):
             _dry_run(plan, dbp)

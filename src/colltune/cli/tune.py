@@ -305,7 +305,7 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
         fail(f"--coll '{coll}': one collective{did_you_mean(coll, COLLECTIVES)} "
              f"(valid: {', '.join(COLLECTIVES)})")
     if np_ < 1:
-        fail(f"--np {np_}: must be >= 1")
+        fail(f"--np {np_}: a process count must be at least 1")
     if reps < 2:
         fail(f"--reps {reps}: at least 2 (the evidence test needs repetitions; 4 or more to "
              "tell 3 % apart)")
