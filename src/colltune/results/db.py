@@ -272,7 +272,8 @@ def _fingerprint(p: Path) -> tuple | None:
         return None
     try:
         wal = Path(f"{p}-wal").stat()
-        wal_fp = (wal.st_ino, wal.st_size, wal.st_mtime_ns)
+        # an empty WAL (made by opening, gone at closing) holds nothing of the database
+        wal_fp = (wal.st_ino, wal.st_size, wal.st_mtime_ns) if wal.st_size else None
     except OSError:
         wal_fp = None
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, wal_fp)
