@@ -341,6 +341,14 @@ def test_the_health_check_at_opening(tmp_path):
                    lambda: reader.pingpong_points(path)):
         with pytest.raises(db.DamagedError, match="is damaged .*quick_check"):
             opener()
+    # damage met later, in a query (wrapped as pandas wraps it), is recognised as such
+    corrupt = sqlite3.DatabaseError("database disk image is malformed")
+    corrupt.sqlite_errorcode = 11
+    try:
+        raise RuntimeError("Execution failed on sql") from corrupt
+    except RuntimeError as exc:
+        assert db.damage_of(exc) == "database disk image is malformed"
+    assert db.damage_of(sqlite3.OperationalError("no such table: x")) is None
     path.write_bytes(saved[:16] + b"\xff" * 40 + saved[56:])  # the header
     with pytest.raises(db.DamagedError, match="file is not a database"):
         db.open_db(path)

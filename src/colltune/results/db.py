@@ -284,9 +284,9 @@ def damaged(p: Path, why: str) -> DamagedError:
     why = " ".join(why.split())
     if len(why) > 160:
         why = why[:157] + "..."
-    return DamagedError(f"{p} is damaged ({why}): left untouched; restore "
-                   f"a copy, or move it aside and recover what is left with "
-                   f"`sqlite3 {p} .recover | sqlite3 recovered.db`")
+    return DamagedError(f"{p} is damaged ({why}): left untouched; restore a copy, or move "
+                        "it aside and recover what is left with "
+                        f"`sqlite3 {p} .recover | sqlite3 recovered.db`")
 
 
 def damage_of(exc: BaseException | None) -> str | None:
