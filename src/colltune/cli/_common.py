@@ -69,7 +69,7 @@ class Command(click.Command):
                 raise
             fail(f"a results database is damaged (SQLite: {why}): restore a copy, or move it "
                  "aside and recover what is left with `sqlite3 FILE .recover | sqlite3 "
-                 "recovered.db`")
+                 f"recovered.db` ({db_mod.RECOVER_DOC})")
         except KeyboardInterrupt as exc:
             why = f" ({exc.args[0]})" if isinstance(exc, Terminated) and exc.args else ""
             err.print(f"[yellow]interrupted[/]{why}", highlight=False)

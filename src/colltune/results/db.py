@@ -279,6 +279,9 @@ def _fingerprint(p: Path) -> tuple | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, wal_fp)
 
 
+RECOVER_DOC = "a sqlite3 without .recover: docs/database.md, 'A damaged database'"
+
+
 def damaged(p: Path, why: str) -> DamagedError:
     """The one message for a damaged database: what is wrong and what to do."""
     why = " ".join(why.split())
@@ -286,7 +289,7 @@ def damaged(p: Path, why: str) -> DamagedError:
         why = why[:157] + "..."
     return DamagedError(f"{p} is damaged ({why}): left untouched; restore a copy, or move "
                         "it aside and recover what is left with "
-                        f"`sqlite3 {p} .recover | sqlite3 recovered.db`")
+                        f"`sqlite3 {p} .recover | sqlite3 recovered.db` ({RECOVER_DOC})")
 
 
 def damage_of(exc: BaseException | None) -> str | None:
