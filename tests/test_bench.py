@@ -317,3 +317,78 @@ def test_osu_agreement_script_pairs_the_two_programs(tmp_path):
         [r for r in recs if r["program"] == "colltune" and r["size"] == 8],
         [r for r in recs if r["program"] == "osu-style" and r["size"] == 8]))
     assert rows[0]["ratio"] == pytest.approx(sum(ratios) / 2)
+
+
+def _ranks(mark: str) -> set[int]:
+    """Live colltune-bench processes whose environment carries the mark."""
+    import os
+
+    found = set()
+    needle = f"COLLTUNE_TEST_MARK={mark}".encode()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/comm") as f:
+                if f.read().strip() != "colltune-bench":
+                    continue
+            with open(f"/proc/{d}/environ", "rb") as f:
+                if needle in f.read():
+                    found.add(int(d))
+        except OSError:
+            continue
+    return found
+
+
+def test_ctrl_c_during_alternating_launches_keeps_the_finished_ones(tmp_path, ompi_build):
+    """bench with the library's algorithms (ompi:) runs alternating launches; Ctrl-C
+    after some of them finished keeps their points: printed, stored in --db (the run
+    marked interrupted), exit 130."""
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+    import uuid
+    from pathlib import Path
+
+    mark = uuid.uuid4().hex
+    dbp = tmp_path / "r.db"
+    # 2 launches a repetition (ours with native; ompi:linear), 50 repetitions: minutes
+    p = subprocess.Popen([str(Path(sys.executable).parent / "colltune"), "bench", "--coll",
+                          "bcast", "--algo", "native,linear,ompi:linear", "--np", "2",
+                          "--sizes", "8,64", "--iterations", "20", "--reps", "50",
+                          "--format", "csv", "--db", str(dbp)],
+                         env=dict(os.environ, COLLTUNE_TEST_MARK=mark),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: set[int] = set()
+    try:
+        t0 = time.monotonic()
+        while len(seen) < 7 and time.monotonic() - t0 < 180:  # the 4th launch's ranks
+            assert p.poll() is None, p.communicate()
+            seen |= _ranks(mark)
+            time.sleep(0.02)
+        assert len(seen) >= 7, seen
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    kept = int(err.split("interrupted: keeping the ")[1].split(" points")[0])
+    assert kept == 6, err  # 3 candidates x 2 sizes, from the 3 launches that finished
+    assert "stored as run 1 in" in err
+    rows = list(csv.DictReader(out.splitlines()))
+    assert {(r["spec"], int(r["size"])) for r in rows} == {
+        (s, n) for s in ("native", "linear", "ompi:linear") for n in (8, 64)}
+    assert all(float(r["median_us"]) > 0 for r in rows)
+    c = sqlite3.connect(dbp)
+    try:
+        assert c.execute("SELECT status, notes FROM runs").fetchall() == [
+            ("interrupted", '["interrupted"]')]
+        stored = c.execute("SELECT spec, size, median_us FROM measurements").fetchall()
+    finally:
+        c.close()
+    assert sorted((s, n) for s, n, _ in stored) == sorted(
+        (r["spec"], int(r["size"])) for r in rows)

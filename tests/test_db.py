@@ -268,3 +268,89 @@ def test_the_ping_pong_of_the_cost_model_is_stored_once_with_its_provenance(tmp_
     studies = reader.studies_frame(conn)
     conn.close()
     assert "ping-pong" in studies["description"][0] and studies["points"][0] == 3
+
+
+def _damage(path, at: float = 0.5) -> str:
+    """Overwrite 1 KiB in the middle of a database file (a damaged page); its hash."""
+    import hashlib
+
+    size = path.stat().st_size
+    with open(path, "r+b") as f:
+        f.seek(int(size * at) // 4096 * 4096 + 100)
+        f.write(b"\xde\xad\xbe\xef" * 256)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_damaged_database_is_refused_by_every_command_and_left_untouched(tmp_path):
+    """SQLite's quick_check at every open: readers and writers stop with one line saying
+    what to do, exit 2, and the file keeps every byte."""
+    import hashlib
+
+    from conftest import colltune
+
+    path = tmp_path / "r.db"
+    recs = [_record(a, np=n, size=s, median=m + i) for i in range(150)
+            for a, m in (("binomial", 2.0), ("native", 1.0)) for n in (2, 4) for s in (8, 4096)]
+    store.store_bench(recs, mpi=None, path=path, argv=["colltune", "bench"])
+    assert path.stat().st_size > 100_000 and not (tmp_path / "r.db-wal").exists()
+    digest = _damage(path)
+    study = tmp_path / "s.toml"
+    study.write_text('[study]\nname = "s"\ncollectives = ["bcast"]\nalgorithms = ["native"]\n'
+                     'sizes = [8]\nprocesses = [1]\nrepetitions = 1\niterations = 5\n')
+    commands = [["results"], ["export", "-o", str(tmp_path / "x.csv")],
+                ["sweep", str(study)], ["sweep", str(study), "--dry-run"],
+                ["bench", "--coll", "bcast", "--algo", "native", "--np", "1", "--sizes", "8",
+                 "--db", str(path)],
+                ["quick"], ["report", "-o", str(tmp_path / "r.html")],
+                ["tune", "--target", "openmpi", "-o", str(tmp_path / "rules.conf")],
+                ["fit"], ["model"], ["plot", "--kind", "vs-size", "-o", str(tmp_path / "p.png")],
+                ["load", "analyse", "--study", "s"]]
+    for args in commands:
+        if "--db" not in args:
+            args = [*args, "--db", str(path)]
+        res = colltune(*args, timeout=300)
+        lines = res.stderr.strip().splitlines()
+        assert res.returncode == 2, (args, res.stderr)
+        assert len(lines) == 1 and "Traceback" not in res.stderr, (args, res.stderr)
+        assert lines[0].startswith(f"error: {path} is damaged (SQLite"), (args, lines)
+        assert "restore a copy" in lines[0] and ".recover" in lines[0], lines
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == digest, args
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.db", "s.toml"]  # nothing else
+
+
+def test_the_health_check_at_opening(tmp_path):
+    """open_db / open_reader / check_writable refuse a damaged file (a page, or the
+    header: "file is not a database") and check an unchanged file only once."""
+    path = tmp_path / "r.db"
+    store.store_bench([_record(size=s) for s in range(1, 2000)], mpi=None, path=path,
+                      argv=["colltune", "bench"])
+    conn = db.open_reader(path)  # healthy: opens
+    conn.close()
+    db._HEALTHY.clear()
+    conn = db.open_db(path, create=False)
+    conn.close()
+    conn = db.open_reader(path)
+    conn.close()
+    # checked once: the file as found healthy is the file now (the next open skips it)
+    assert db._HEALTHY[str(path.resolve())] == db._fingerprint(path)
+    saved = path.read_bytes()
+    _damage(path)
+    for opener in (lambda: db.open_db(path), lambda: db.open_reader(path),
+                   lambda: db.check_writable(path), lambda: reader.read_measurements(path),
+                   lambda: reader.read_tables(path, ("runs",)),
+                   lambda: reader.pingpong_points(path)):
+        with pytest.raises(db.DamagedError, match="is damaged .*quick_check"):
+            opener()
+    # damage met later, in a query (wrapped as pandas wraps it), is recognised as such
+    corrupt = sqlite3.DatabaseError("database disk image is malformed")
+    corrupt.sqlite_errorcode = 11
+    try:
+        raise RuntimeError("Execution failed on sql") from corrupt
+    except RuntimeError as exc:
+        assert db.damage_of(exc) == "database disk image is malformed"
+    assert db.damage_of(sqlite3.OperationalError("no such table: x")) is None
+    path.write_bytes(saved[:16] + b"\xff" * 40 + saved[56:])  # the header
+    with pytest.raises(db.DamagedError, match="file is not a database"):
+        db.open_db(path)
+    with pytest.raises(db.DamagedError, match="file is not a database"):
+        db.open_reader(path)

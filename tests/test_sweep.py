@@ -221,6 +221,133 @@ def test_dry_run_and_sbatch_script(tmp_path):
     assert os.access(script, os.X_OK)
 
 
+def test_process_counts_below_one_are_refused_before_anything_runs(tmp_path):
+    """--np 0 (or a range reaching below 1) is one `error:` line, exit 2, in every
+    command that launches, --dry-run included: nothing launched, no database made,
+    and a stored study keeps its rows (no failed launches stored for good)."""
+    from conftest import colltune
+
+    f = tmp_path / "s.toml"
+    f.write_text(TINY)
+    dbp = tmp_path / "r.db"
+    res = run_sweep(f, "--db", dbp, "--dry-run", "--np", "2,3")
+    assert res.returncode == 0 and "a run refuses this" not in res.stdout, res.stderr
+    res = subprocess.run([sys.executable, "-m", "colltune", "sweep", str(f), "--db", str(dbp),
+                          "--dry-run", "--np", "2,99"], capture_output=True, text=True,
+                         env=dict(os.environ, COLUMNS="200"))
+    assert res.returncode == 0 and "note: a run refuses this: 99 processes" in res.stdout
+    cases = [["sweep", str(f), "--np", "0", "--dry-run"], ["sweep", str(f), "--np", "0"],
+             ["sweep", str(f), "--np", "-1:2"], ["quick", "--np", "0"],
+             ["bench", "--coll", "bcast", "--np", "0", "--sizes", "8"],
+             ["bench", "--coll", "bcast", "--algo", "native,ompi:linear", "--np", "2,-2:0",
+              "--sizes", "8"],
+             ["verify", "--np", "0"], ["load", "effect", "--np", "0"],
+             ["tune", "--measure", "--target", "colltune", "--coll", "bcast", "--np", "0",
+              "--sizes", "8", "--budget", "5", "-o", str(tmp_path / "r.conf")]]
+    for args in cases:
+        if args[0] in ("sweep", "quick", "bench", "tune"):
+            args = [*args, "--db", str(dbp)]
+        res = colltune(*args, timeout=120)
+        lines = res.stderr.strip().splitlines()
+        assert res.returncode == 2 and len(lines) == 1, (args, res.stderr)
+        assert lines[0].startswith("error: --np ") and lines[0].endswith(
+            ("a process count must be at least 1", "is not)")), (args, lines)
+        assert not dbp.exists(), args
+    # into a stored study: refused the same way, before its definition is compared
+    res = run_sweep(f, "--db", dbp, "--np", "2", "--seed", "1")
+    assert res.returncode == 0, res.stderr
+    before = q(dbp, "SELECT (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM failures)")
+    res = run_sweep(f, "--db", dbp, "--np", "0")
+    assert res.returncode == 2 and res.stderr.strip() == (
+        "error: --np 0: a process count must be at least 1"), res.stderr
+    assert q(dbp, "SELECT (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM failures)") == before
+
+
+def test_one_sweep_of_a_study_into_a_database_at_a_time(tmp_path):
+    """A second sweep of the same study into the same database waits for the first
+    (saying so) and then resumes: nothing is measured by both, nothing at once;
+    with --no-wait it stops with one line."""
+    f = tmp_path / "one.toml"
+    f.write_text('[study]\nname = "one"\ncollectives = ["bcast"]\nalgorithms = ["native"]\n'
+                 'sizes = [8]\nprocesses = [1]\nrepetitions = 8\niterations = 10\n')
+    dbp = tmp_path / "r.db"
+    cmd = [sys.executable, "-m", "colltune", "sweep", str(f), "--db", str(dbp)]
+    env = dict(os.environ, COLUMNS="200")
+    first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env)
+    second = None
+    try:
+        assert _wait_for(lambda: _units(dbp) >= 1), first.communicate()
+        refused = subprocess.run([*cmd, "--no-wait"], capture_output=True, text=True, env=env,
+                                 timeout=120)
+        assert refused.returncode == 2, refused.stderr
+        assert first.poll() is None, "the first sweep ended too soon for the test"
+        assert refused.stderr.startswith(f"error: a sweep of study 'one' into {dbp.resolve()} "
+                                         f"is running (pid {first.pid}, started at ")
+        assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        second = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env=env)
+        err1 = first.communicate(timeout=300)[1]
+        err2 = second.communicate(timeout=300)[1]
+    finally:
+        for p in (first, second):
+            if p is not None and p.poll() is None:
+                p.kill()
+    assert first.returncode == 0 and second.returncode == 0, (err1, err2)
+    assert "run 1: 8 launches stored (8 points), 0 failed, 0 already stored" in err1
+    assert err2.startswith(f"waiting for the sweep of study 'one' into {dbp.resolve()} "
+                           f"(pid {first.pid}, started at "), err2
+    assert "run 2: 0 launches stored (0 points), 0 failed, 8 already stored" in err2, err2
+    runs = q(dbp, "SELECT id, started_at, finished_at, units_done, units_skipped FROM runs "
+                  "ORDER BY id")
+    assert [r[3:] for r in runs] == [(8, 0), (0, 8)]
+    assert runs[1][1] >= runs[0][2], runs  # the second began after the first had ended
+    assert q(dbp, "SELECT run_id, COUNT(*) FROM units GROUP BY run_id") == [(1, 8)]
+
+
+def test_launches_another_sweep_stored_meanwhile_count_as_stored(tmp_path, monkeypatch,
+                                                                   ompi_build):
+    """Where two sweeps of a study still meet (no common lock: another host's cache),
+    a launch the other one stored while this one measured it is counted as already
+    stored, by the other sweep, not lost from the summary."""
+    from colltune.drivers import bench as bench_mod
+    from colltune.results import db as db_mod
+    from colltune.results import store
+    from colltune.studies import study as study_mod
+    from colltune.studies import sweep as sweep_mod
+
+    study = study_mod.loads('[study]\nname = "meet"\ncollectives = ["bcast"]\n'
+                            'algorithms = ["native"]\nsizes = [8]\nprocesses = [1]\n'
+                            'repetitions = 3\niterations = 5\n')
+    plan = sweep_mod.make_plan(study, ompi_build, seed=1)
+    dbp = tmp_path / "r.db"
+    conn = db_mod.open_db(dbp)
+    rec = {"collective": "bcast", "algorithm": "native", "spec": "native", "np": 1, "size": 8,
+           "median_us": 1.0}
+    calls = []
+
+    def fake_run(build, spec, timeout=None, **kw):
+        if not calls:  # the other sweep stores this very launch first
+            other = db_mod.open_db(dbp)
+            sid = store.upsert_study(other, "meet", study.definition())
+            rid = store.store_run(other, study_id=sid, round=1)
+            store.store_unit(other, study_id=sid, run_id=rid, round=1, key=plan.units[0].key,
+                             collective="bcast", np=1, nodes=1, ppn=1, mapping="core",
+                             rank_order="seq", repetition=1, algorithms=["native"],
+                             library_spec=None, command="mpirun", env={}, notes=[],
+                             started_at=db_mod.now(), seconds=1.0, records=[rec])
+            other.close()
+        calls.append(spec)
+        return [dict(rec)], []
+
+    monkeypatch.setattr(bench_mod, "run", fake_run)
+    oc = sweep_mod.execute(plan, conn, progress=False)
+    conn.close()
+    assert len(calls) == 3 and oc.status == "done"
+    assert (oc.done, oc.skipped, oc.others, oc.failed) == (2, 1, 1, 0)
+    assert q(dbp, "SELECT COUNT(*) FROM units") == [(3,)]
+
+
 # ----------------------------------------------------------- placement translation
 
 

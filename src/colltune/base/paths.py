@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import sys
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -53,3 +55,50 @@ def cache_lock(name: str, what: str):
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
+def held_lock(name: str, holder: dict, *, wait: bool = True,
+              busy: Callable[[dict], None] | None = None):
+    """Hold the lock `name` (flock on cache_dir()/locks/NAME.lock; the kernel drops it
+    when the process ends, however it ends) for as long as the block runs. `holder`
+    (pid, start, what) is written into the file for whoever finds the lock taken.
+    Taken by another process: `busy(its holder)` is called (it may raise to refuse),
+    then, with `wait`, this one waits for it (Ctrl-C interrupts the wait); without
+    `wait`, LockTaken is raised."""
+    d = cache_dir() / "locks"
+    d.mkdir(exist_ok=True)
+    fd = os.open(d / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    with os.fdopen(fd, "r+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            other = _holder(fh)
+            if busy is not None:
+                busy(other)
+            if not wait:
+                raise LockTaken(other) from None
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            fh.seek(0)
+            fh.truncate()
+            fh.write(json.dumps(holder))
+            fh.flush()
+            yield
+        finally:
+            fh.seek(0)
+            fh.truncate()
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class LockTaken(Exception):
+    """held_lock(wait=False) found the lock taken; args[0] is its holder (a dict)."""
+
+
+def _holder(fh) -> dict:
+    try:
+        fh.seek(0)
+        found = json.loads(fh.read() or "{}")
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}

@@ -14,6 +14,7 @@ from colltune.mpi.build import Build, build_for
 from colltune.base.console import stdout_console
 from colltune.base.errors import ColltuneError
 from colltune.base.files import save_fallback, write_atomic
+from colltune.base.units import parse_ints
 from colltune.analysis.fit import default_db
 from colltune.mpi import launch
 from colltune.mpi.launch import Terminated, interrupt_on_term
@@ -62,6 +63,13 @@ class Command(click.Command):
                 return super().invoke(ctx)
         except ColltuneError as exc:
             fail(str(exc), exc.exit_code)
+        except Exception as exc:  # a database damaged where its check at opening missed it
+            why = db_mod.damage_of(exc)
+            if why is None:
+                raise
+            fail(f"a results database is damaged (SQLite: {why}): restore a copy, or move it "
+                 "aside and recover what is left with `sqlite3 FILE .recover | sqlite3 "
+                 f"recovered.db` ({db_mod.RECOVER_DOC})")
         except KeyboardInterrupt as exc:
             why = f" ({exc.args[0]})" if isinstance(exc, Terminated) and exc.args else ""
             err.print(f"[yellow]interrupted[/]{why}", highlight=False)
@@ -165,6 +173,20 @@ def oversubscribe_options(f):
                      help="Measure with more processes than cores (they share cores: the "
                           "points are marked oversubscribed).")(f)
     return f
+
+
+def parse_nps(text: str, what: str = "--np") -> list[int]:
+    """Process counts to launch ('2,4', '2:8'), each at least 1; else an `error:` line
+    (before anything is built, launched or written, --dry-run included)."""
+    try:
+        nps = parse_ints(text, what)
+    except ValueError as exc:
+        fail(str(exc))
+    small = sorted({n for n in nps if n < 1})
+    if small:
+        fail(f"{what} {text}: a process count must be at least 1"
+             + (f" ({small[0]} is not)" if text.strip() != str(small[0]) else ""))
+    return nps
 
 
 def check_nps(nps, oversubscribe: bool = False, force: bool = False, timing: bool = True,

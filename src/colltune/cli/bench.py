@@ -295,9 +295,16 @@ def _run_bench(b, specs: list[bench_mod.BenchSpec], kept: list[dict]) -> None:
             def on_launch(i, count, _launch, base=base, n=n, label=label):
                 prog.set(base + n * i / count, label)
 
+            def on_merged(recs, live=live):  # alternating launches: the points so far
+                for r in recs:
+                    r["host"] = host
+                del kept[len(kept) - len(live):]
+                live[:] = recs
+                kept.extend(recs)
+
             try:
                 recs, notes = bench_mod.run_bench(b, spec, on_record=on_record,
-                                                  progress=on_launch)
+                                                  progress=on_launch, on_merged=on_merged)
             except ValueError as exc:
                 fail(str(exc))
             for r in recs:
@@ -487,7 +494,8 @@ def bench(mpi_spec, platform_spec, coll, algos, nps, sizes, iterations, warmup, 
             try:
                 run_id = store.store_bench(records, mpi=b.mpi, path=db_path, argv=sys.argv,
                                            notes=["interrupted"] if interrupted else None,
-                                           platform=plat)
+                                           platform=plat,
+                                           status="interrupted" if interrupted else "done")
             except (db_mod.DBError, db_mod.SQLError, OSError) as exc:
                 _save_elsewhere(records, f"cannot store in {db_path}: {exc}")
                 sys.exit(2)

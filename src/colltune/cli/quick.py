@@ -22,7 +22,8 @@ from colltune.base.files import check_writable
 from colltune.studies.study import read_preset
 from colltune.studies.sweep import definition_changes
 from colltune.base.units import fmt_size, parse_ints
-from ._common import MPI_HELP, build_or_fail, command, db_option, db_path_or_default, err, fail, out
+from ._common import (MPI_HELP, build_or_fail, command, db_option, db_path_or_default, err, fail,
+                      out, parse_nps)
 from .bench import emit_records
 from .report import report as report_cmd
 from .sweep import sweep as sweep_cmd
@@ -49,6 +50,8 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
     The preset measures np 2, 4, 8, ... up to the machine's cores, so that every
     process has a core; --np asks for others (counts above the cores run
     oversubscribed, are marked so and draw no conclusion)."""
+    if nps:
+        parse_nps(nps)  # before anything is written or launched
     db_path = db_path_or_default(db_path)
     db_mod.check_writable(db_path)
     check_writable(report_path, "-o/--output")

@@ -16,10 +16,11 @@ from colltune.mpi import launch
 from colltune.mpi.placement import LAUNCHERS, LaunchError, check_process_counts, slurm_allocation
 from colltune.base.files import write_atomic
 from colltune.studies.study import Study, StudyError, fmt_ints, load, read_preset, preset_names
-from colltune.studies.sweep import Plan, definition_changes, execute, make_plan, sbatch_script
-from colltune.base.units import fmt_size, parse_ints
+from colltune.studies.sweep import (Plan, definition_changes, execute, make_plan, sbatch_script,
+                                    sweep_lock)
+from colltune.base.units import fmt_size
 from ._common import (PLATFORM_HELP, build_or_fail, command, db_option, db_path_or_default,
-                      err, fail, out, oversubscribe_options)
+                      err, fail, out, oversubscribe_options, parse_nps)
 
 
 def _load(study_file: str | None, preset: str | None) -> Study:
@@ -42,6 +43,8 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
                 rnd = reader.latest_round(conn, sid)
                 stored = reader.stored_unit_keys(conn, sid, rnd)
             conn.close()
+        except db_mod.DamagedError as exc:
+            fail(str(exc))
         except db_mod.DBError as exc:
             err.print(f"note: {exc}", highlight=False)
     s = plan.study
@@ -103,16 +106,20 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
               "(e.g. 2,4 or 2:8); not capped by the study's max_processes: counts above the "
               "cores need --oversubscribe, are marked so and draw no conclusion.")
 @oversubscribe_options
+@click.option("--wait/--no-wait", default=True, show_default=True,
+              help="When a sweep of the same study into the same database is running: wait "
+                   "for it to finish, then resume (--no-wait: stop with an error).")
 @click.option("--list-presets", is_flag=True, help="List the built-in studies and exit.")
 def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfile, dry_run, sbatch_file,
           shuffle, seed, new_round, retry_failed, name, merge_changed, oversubscribe, force,
-          list_presets, nps=None) -> None:
+          list_presets, nps=None, wait=True) -> None:
     """Run a study (TOML file or --preset) into the results database.
 
     Launches run in a shuffled order, each stored in one transaction; running the
     same study again resumes where it stopped (finished launches are skipped).
     A failed launch is recorded with its error output and the sweep goes on.
-    Ctrl-C stops cleanly. See docs/studies.md.
+    Ctrl-C stops cleanly. One sweep of a study into a database runs at a time: a
+    second one waits for it (--no-wait: stops). See docs/studies.md.
     """
     if list_presets:
         for name in preset_names():
@@ -123,11 +130,7 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
     if name:
         study = dataclasses.replace(study, name=name)
     if nps:
-        try:
-            study = dataclasses.replace(study, processes=parse_ints(nps, "--np"),
-                                        max_processes=None)
-        except ValueError as exc:
-            fail(str(exc))
+        study = dataclasses.replace(study, processes=parse_nps(nps), max_processes=None)
     if hostfile:
         launcher = launcher or "hostfile"
         if launcher != "hostfile":
@@ -160,6 +163,15 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
         plan = make_plan(study, b, seed=seed, shuffle=shuffle)
     except (StudyError, LaunchError) as exc:
         fail(str(exc))
+    if dry_run:  # what a real run would refuse or mark, said without refusing
+        for np_, placement in sorted({(u.np, plan.placement(u)) for u in plan.units},
+                                     key=lambda x: x[0]):
+            try:
+                plan.notes += check_process_counts(
+                    [np_], oversubscribe=oversubscribe, force=force, placement=placement,
+                    simulated=b.mpi.simulated)
+            except LaunchError as exc:
+                plan.notes.append(f"a run refuses this: {exc}")
     if dry_run and plan.platform is not None:
         with launch.simulate(plan.platform):
             _dry_run(plan, dbp)
@@ -174,6 +186,14 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
                                  key=lambda x: x[0]):
         check_process_counts([np_], oversubscribe=oversubscribe, force=force,
                              placement=placement, simulated=b.mpi.simulated)
+    with sweep_lock(dbp, study.name, wait=wait):  # one sweep of the study at a time
+        _into_db(study, plan, b, dbp, new_round=new_round, merge_changed=merge_changed,
+                 retry_failed=retry_failed)
+
+
+def _into_db(study: Study, plan: Plan, b, dbp: Path, *, new_round: bool, merge_changed: bool,
+             retry_failed: bool) -> None:
+    """The sweep proper, holding its lock: the definition compared, the launches run."""
     conn = db_mod.open_db(dbp)
     try:
         changes, rnd = definition_changes(conn, study)
@@ -203,8 +223,9 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
                          retry_failed=retry_failed)
     finally:
         conn.close()
+    others = f" ({oc.others} by another sweep meanwhile)" if oc.others else ""
     msg = (f"run {oc.run_id}: {oc.done} launches stored ({oc.points} points), {oc.failed} "
-           f"failed, {oc.skipped} already stored; {oc.seconds:.1f} s")
+           f"failed, {oc.skipped} already stored{others}; {oc.seconds:.1f} s")
     if oc.status == "interrupted":
         err.print(f"[yellow]interrupted[/]: {msg}. Run the same command again to resume.",
                   highlight=False)

@@ -25,6 +25,7 @@ from colltune.base.units import fmt_size, parse_sizes
 from colltune.drivers import bench as bench_mod
 from colltune.drivers import registry
 from colltune.rules.ruleset import TARGETS
+from colltune.studies.sweep import sweep_lock
 from colltune.tuning import adaptive
 from colltune.tuning import tune as tune_mod
 from ._common import (MPI_HELP, build_or_fail, check_nps, command, db_option, err, fail, out,
@@ -350,7 +351,7 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
         fail(f"--coll '{coll}': one collective{did_you_mean(coll, COLLECTIVES)} "
              f"(valid: {', '.join(COLLECTIVES)})")
     if np_ < 1:
-        fail(f"--np {np_}: must be >= 1")
+        fail(f"--np {np_}: a process count must be at least 1")
     if reps < 2:
         fail(f"--reps {reps}: at least 2 (the evidence test needs repetitions; 4 or more to "
              "tell 3 % apart)")
@@ -380,6 +381,8 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
     definition = {"adaptive": True, "collective": coll, "np": np_, "sizes": size_list,
                   "candidates": list(cands), "budget": fraction, "repetitions": reps,
                   "iterations": iterations}
+    # one measurement of a study into a database at a time, as sweeps (released at exit)
+    click.get_current_context().with_resource(sweep_lock(db_path, name))
     conn = db_mod.open_db(db_path)
     try:
         old_sid = reader.study_id(conn, name)

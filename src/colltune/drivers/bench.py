@@ -483,7 +483,9 @@ def run_bench(build: Build, spec: BenchSpec, algos: list[str] | None = None, *,
               progress: Callable[[int, int, PlannedLaunch], None] | None = None,
               runner: Runner | None = None, check_table: bool = True,
               warm_up: bool = True,
-              on_record: Callable[[dict], None] | None = None) -> tuple[list[dict], list[str]]:
+              on_record: Callable[[dict], None] | None = None,
+              on_merged: Callable[[list[dict]], None] | None = None
+              ) -> tuple[list[dict], list[str]]:
     """Benchmark colltune's algorithms, `native` and library specs for one BenchSpec.
 
     `algos` defaults to spec.algos. Without library specs this is one bench.run call.
@@ -493,7 +495,9 @@ def run_bench(build: Build, spec: BenchSpec, algos: list[str] | None = None, *,
     algorithm="ompi:NAME" (or "mpich:NAME"), spec as given, params, library_env.
     Raises ValueError for a bad spec, bench.BenchError when a launch fails.
     `runner` replaces bench.run (tests). `on_record` gets each finished point as it
-    comes when the plan is one launch (alternating launches report through `progress`).
+    comes when the plan is one launch; with alternating launches `on_merged` gets, after
+    each launch, the points of the launches finished so far, merged (what an
+    interruption keeps: Ctrl-C raises out of here, and the caller has them).
     """
     run_one = runner or run
     algos = list(dict.fromkeys(algos if algos is not None else spec.algos))
@@ -540,10 +544,18 @@ def run_bench(build: Build, spec: BenchSpec, algos: list[str] | None = None, *,
             recs = [_relabel(r, mpi, spec.collective, planned.library_spec, env) for r in recs]
         notes += [x for x in n if x not in notes]
         records += recs
-    merged = merge_records(records, kept)
+        if on_merged is not None:
+            on_merged(_merged(records, kept, spec))
+    return _merged(records, kept, spec), notes
+
+
+def _merged(records: list[dict], order: list[str], spec: BenchSpec) -> list[dict]:
+    """The points of an alternating plan's launches (merge_records), as run_bench gives
+    them."""
+    merged = merge_records(records, order)
     for r in merged:
         if not getattr(spec, "raw", False):
             r.pop("samples_us", None)  # asked for by us, not by the caller
         if getattr(spec, "time_budget", None) and "time_budget_s" in r:
             r["time_budget_s"] = spec.time_budget
-    return merged, notes
+    return merged

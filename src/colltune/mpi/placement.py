@@ -100,11 +100,15 @@ def check_process_counts(nps, *, oversubscribe: bool = False, force: bool = Fals
       oversubscribed (the database knows: ppn > cores).
     - Correctness runs (`timing=False`, verify) may share cores.
 
+    - A count below 1 is refused.
     - Simulated launches (SimGrid SMPI, `simulated`) have no cores to share: every
       count is allowed up to MAX_SIMULATED (more needs `force`).
 
     Returns notes for the oversubscribed counts; raises LaunchError saying why and
-    which flag overrides."""
+    which flag overrides. A count below 1 is refused whatever the flags."""
+    small = sorted({np for np in nps if np < 1})
+    if small:
+        raise LaunchError(f"--np {small[0]}: a process count must be at least 1")
     if simulated:
         big = [np for np in nps if np > MAX_SIMULATED]
         if big and not force:

@@ -21,7 +21,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from colltune.results.db import DBError, open_reader
+from colltune.results.db import DamagedError, DBError, open_reader
 
 # ------------------------------------------------------------------ studies and runs
 
@@ -434,6 +434,8 @@ def pingpong_points(db_path):
 
     try:
         con = open_reader(db_path)
+    except DamagedError:
+        raise
     except (sqlite3.Error, DBError):
         return None
     try:
@@ -476,6 +478,8 @@ def read_tables(db_path, names) -> dict:
                     out[name] = pd.read_sql_query(f'SELECT * FROM "{name}"', con)
         finally:
             con.close()
+    except DamagedError:
+        raise
     except (sqlite3.Error, pd.errors.DatabaseError, DBError):
         return {}
     return out

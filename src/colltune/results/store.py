@@ -236,8 +236,9 @@ def store_failure(conn: sqlite3.Connection, *, run_id: int, study_id: int | None
 
 def store_bench(records: list[dict], *, mpi, path: str | Path | None = None,
                 argv: list[str] | None = None, notes: list[str] | None = None,
-                platform=None, kind: str = "bench") -> int:
-    """What `colltune bench --db PATH` does: one run (kind 'bench') with its records.
+                platform=None, kind: str = "bench", status: str = "done") -> int:
+    """What `colltune bench --db PATH` does: one run (kind 'bench') with its records;
+    `status` 'interrupted' for what a bench stopped by Ctrl-C had measured.
 
     Local launches with the library's default placement: nodes 1, ppn = np.
     Returns the run id.
@@ -252,8 +253,9 @@ def store_bench(records: list[dict], *, mpi, path: str | Path | None = None,
             for r in records:
                 store_measurements(conn, run_id, [r], nodes=r.get("nodes", 1),
                                    ppn=r.get("ppn", r.get("np")))
-            conn.execute("UPDATE runs SET status = 'done', finished_at = ?, units_done = ? "
-                         "WHERE id = ?", (now(), len({r.get('np') for r in records}), run_id))
+            conn.execute("UPDATE runs SET status = ?, finished_at = ?, units_done = ? "
+                         "WHERE id = ?",
+                         (status, now(), len({r.get('np') for r in records}), run_id))
         return run_id
     finally:
         conn.close()

@@ -35,6 +35,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from colltune.base import paths
 from colltune.drivers import bench as bench_mod
 from colltune.results import db as db_mod
 from colltune.results import reader, store
@@ -293,13 +294,14 @@ class Outcome:
     run_id: int
     status: str  # done, interrupted
     planned: int
-    skipped: int  # stored before this run
+    skipped: int  # stored before this run, or by another sweep while it ran (others)
     done: int = 0
     failed: int = 0
     points: int = 0
     invalid: int = 0
     seconds: float = 0.0
     round: int = 1
+    others: int = 0  # launches another sweep stored while this one measured them
     last: str = ""  # what the last launch gave, for the log
     last_s: float = 0.0
 
@@ -366,6 +368,40 @@ def definition_changes(conn, study: Study) -> tuple[list[str], int]:
         else:
             changes.append(f"{k} {a} -> {b}")
     return changes, rnd
+
+
+def _holder_text(other: dict) -> str:
+    pid, host, started = other.get("pid"), other.get("host"), other.get("started")
+    if not pid:
+        return "another process"
+    where = f" on {host}" if host and host != socket.gethostname() else ""
+    return f"pid {pid}{where}" + (f", started at {started}" if started else "")
+
+
+@contextlib.contextmanager
+def sweep_lock(db_path: str | Path, study: str, *, wait: bool = True,
+               console: Console | None = None):
+    """One sweep of a study into a database at a time: two at once would share the
+    cores (the points measuring each other) and measure the same launches twice.
+    A lock per (database, study) in colltune's cache (paths.held_lock: it goes when
+    the process ends, however it ends). Taken: with `wait` say so and wait for it,
+    else raise StudyError (exit 2) naming who holds it."""
+    db = Path(db_path).expanduser().resolve()
+    key = hashlib.sha256(f"{db}\0{study}".encode()).hexdigest()[:20]
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "started": db_mod.now(),
+          "study": study, "db": str(db)}
+
+    def busy(other: dict) -> None:
+        who = _holder_text(other)
+        if not wait:
+            raise StudyError(f"a sweep of study '{study}' into {db} is running ({who}): let it "
+                             "finish, or leave out --no-wait to resume the study after it")
+        (console or err).print(f"waiting for the sweep of study '{study}' into {db} ({who}) "
+                               "to finish; Ctrl-C to stop", highlight=False, markup=False,
+                               soft_wrap=True)
+
+    with paths.held_lock(f"sweep-{key}", me, wait=wait, busy=busy):
+        yield
 
 
 def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool = False,
@@ -504,7 +540,9 @@ def _run_unit(plan: Plan, conn, unit: Unit, run_id: int, study_id: int, rnd: int
                              algorithms=list(unit.algos), command=command, env=env,
                              notes=notes, started_at=started, seconds=seconds,
                              records=records, **common)
-        except db_mod.IntegrityError:
+        except db_mod.IntegrityError:  # a sweep that held no lock of this one (sweep_lock)
+            oc.skipped += 1
+            oc.others += 1
             oc.last, oc.last_s = "already stored by another sweep", seconds
             return command
         oc.done += 1
