@@ -44,11 +44,13 @@ def resolve_platform(spec: str | None, mpi) -> object | None:
 
 
 def fail(msg: str, code: int = 2) -> None:
-    """The one way a command stops on an error: `error: MSG` on stderr, exit status 2."""
-    msg = str(msg)
-    if msg.startswith("error:"):  # a message that already says so: one "error:" only
-        msg = msg[len("error:"):].lstrip()
-    err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
+    """The one way a command stops on an error: `error: MSG` on stderr, exit status 2.
+    A message of several lines (a study file with several mistakes) is an `error:` line
+    for each."""
+    for line in str(msg).splitlines() or [""]:
+        if line.startswith("error:"):  # a message that already says so: one "error:" only
+            line = line[len("error:"):].lstrip()
+        err.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
     sys.exit(code)
 
 
