@@ -43,11 +43,10 @@ def resolve_platform(spec: str | None, mpi) -> object | None:
     return resolve(spec or launch.DEFAULT_PLATFORM)
 
 
-def fail(msg: str, code: int = 2) -> None:
+def fail(msg: str | list[str], code: int = 2) -> None:
     """The one way a command stops on an error: `error: MSG` on stderr, exit status 2.
-    A message of several lines (a study file with several mistakes) is an `error:` line
-    for each."""
-    for line in str(msg).splitlines() or [""]:
+    A list of messages (every mistake of a study file) is an `error:` line for each."""
+    for line in ([str(m) for m in msg] if isinstance(msg, list) else [str(msg)]):
         if line.startswith("error:"):  # a message that already says so: one "error:" only
             line = line[len("error:"):].lstrip()
         err.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
@@ -63,7 +62,7 @@ class Command(click.Command):
             with interrupt_on_term():  # SIGTERM/SIGHUP: as Ctrl-C, launches stopped
                 return super().invoke(ctx)
         except ColltuneError as exc:
-            fail(str(exc), exc.exit_code)
+            fail(getattr(exc, "errors", None) or str(exc), exc.exit_code)
         except KeyboardInterrupt as exc:
             why = f" ({exc.args[0]})" if isinstance(exc, Terminated) and exc.args else ""
             err.print(f"[yellow]interrupted[/]{why}", highlight=False)

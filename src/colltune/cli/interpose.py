@@ -56,7 +56,7 @@ def run(rules, forces, verbose, profile, load_index, load_probe, mpi_spec, print
             fail(f"--force {f}: expected COLL=SPEC, e.g. bcast=binomial")
         force[coll] = spec
     if profile is not None:
-        check_writable(profile, "profile")
+        check_writable(profile, "--profile")
     env = interpose.settings(rules=rules, force=force, verbose=verbose, profile=profile,
                              load_index=load_index, load_probe=load_probe)
     build = build_or_fail(mpi_spec)

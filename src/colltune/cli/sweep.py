@@ -14,7 +14,7 @@ from colltune.results import db as db_mod
 from colltune.results import reader
 from colltune.mpi import launch
 from colltune.mpi.placement import LAUNCHERS, LaunchError, check_process_counts, slurm_allocation
-from colltune.base.files import write_atomic
+from colltune.base.files import check_writable, write_atomic
 from colltune.base.errors import ColltuneError
 from colltune.mpi.build import build_for
 from colltune.studies.study import (HEAT, Study, StudyError, fmt_ints, load, read_preset,
@@ -31,7 +31,7 @@ def _load(study_file: str | None, preset: str | None, mpi_spec: str | None = Non
     try:
         return read_preset(preset) if preset else load(study_file)
     except StudyError as exc:
-        fail(str(_with_algorithm_errors(exc, mpi_spec)))
+        fail(_with_algorithm_errors(exc, mpi_spec).errors)
 
 
 def _with_algorithm_errors(exc: StudyError, mpi_spec: str | None) -> StudyError:
@@ -139,6 +139,8 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
             s = read_preset(name)
             out.print(f"[bold]{name}[/]: {s.description}", highlight=False)
         return
+    if sbatch_file:
+        check_writable(sbatch_file, "--emit-sbatch")
     study = _load(study_file, preset, mpi_spec)
     if name:
         study = dataclasses.replace(study, name=name)
@@ -179,7 +181,7 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
     try:
         plan = make_plan(study, b, seed=seed, shuffle=shuffle)
     except (StudyError, LaunchError) as exc:
-        fail(str(exc))
+        fail(getattr(exc, "errors", None) or str(exc))
     if dry_run and plan.platform is not None:
         with launch.simulate(plan.platform):
             _dry_run(plan, dbp)

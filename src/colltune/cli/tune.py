@@ -191,7 +191,7 @@ def tune(db_path, study, round_, target, coll, output, rules_path, profile_path,
         target = given.target
         conn = db_mod.open_reader(db_path)  # evaluating writes nothing
     else:
-        check_writable(output, "-o/--output")
+        check_writable(output, "-o")
         db_mod.check_writable(db_path)  # the quality is stored: refuse before any work
         conn = db_mod.open_db(db_path, create=False)
     try:
@@ -316,7 +316,7 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
         size_list = sorted(set(parse_sizes(sizes)))
     except (ColltuneError, ValueError) as exc:
         fail(f"{exc}")
-    check_writable(output, "-o/--output")
+    check_writable(output, "-o")
     db_mod.check_writable(db_path)
     check_nps([np_])
     b = build_or_fail(mpi_spec)
