@@ -31,6 +31,7 @@ def test_bench_json_records(tmp_path):
 
 def test_bench_csv_written_atomically(tmp_path):
     out = tmp_path / "sub" / "r.csv"
+    out.parent.mkdir()  # an output's folder must exist
     res = colltune("bench", "--coll", "reduce", "--algo", "linear,binomial", "--np", "3",
                    "--oversubscribe", "--sizes", "64", "--iterations", "10", "--reps", "1", "--format", "csv",
                    "-o", str(out))

@@ -202,6 +202,7 @@ def test_results_and_export_commands(tmp_path):
     assert {r["reps"] for r in rows} == {"2"}
     assert float(next(r for r in rows if r["spec"] == "native")["median_us"]) == 2.5
     out_csv = tmp_path / "out" / "points.csv"
+    out_csv.parent.mkdir()  # an output's folder must exist (a typo makes none)
     res = runner.invoke(export, ["--db", str(path), "--study", "tiny", "-o", str(out_csv)])
     assert res.exit_code == 0, res.output
     rows = list(csv.DictReader(out_csv.open()))

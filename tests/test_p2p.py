@@ -125,6 +125,7 @@ def test_cli_pingpong_json_and_table(ompi_build):
 
 def test_cli_pingpong_csv_written_atomically(ompi_build, tmp_path):
     out = tmp_path / "sub" / "pp.csv"
+    out.parent.mkdir()  # an output's folder must exist
     res = CliRunner().invoke(p2p_cmd.pingpong, ["--sizes", "8..32", "--iterations", "10",
                                             "--reps", "1", "--format", "csv", "-o", str(out)])
     assert res.exit_code == 0, res.output

@@ -293,6 +293,7 @@ def test_report_command(tmp_path, ompi_build):
 
     pp.write_text(json.dumps(pingpong()))
     out = tmp_path / "out" / "r.html"
+    out.parent.mkdir()  # an output's folder must exist
     res = CliRunner().invoke(report_cmd, ["--db", str(db), "--study", "quick", "-o", str(out),
                                          "--pingpong-json", str(pp), "--gamma", "1e-10",
                                          "--dpi", "60"])

@@ -52,7 +52,7 @@ def test_per_collective_algorithms():
 
 @pytest.mark.parametrize("change, message", [
     (("sizes = [8, 4096]", 'sizes = [8, 4096, "12Q"]'),
-     "study.sizes[2]: '12Q' is not a size; use bytes like 4096, 4K or a range 1..1M"),
+     "study.sizes[2]: '12Q' is not a size; use bytes like 4096, 4K or a range 1:1M"),
     (("repetitions = 2", "repetitons = 2"),
      "study.repetitons: unknown key (did you mean 'repetitions'?)"),
     (("repetitions = 2", "repetitions = 0"), "study.repetitions: 0 must be at least 1"),
@@ -99,7 +99,7 @@ def test_max_processes_scales_to_the_machine():
                  .replace("repetitions = 2", 'repetitions = 2\nmax_processes = "2*cores"'))
     kept, note = s.scaled_processes(2)
     assert kept == [2, 4]
-    assert "2..48 step 2 -> 2, 4" in note
+    assert "2:48 step 2 -> 2, 4" in note
     kept, note = s.scaled_processes(48)
     assert kept == list(range(2, 49, 2)) and note is None
     s.max_processes = 1
@@ -164,3 +164,81 @@ def test_library_algorithms_are_checked(ompi_build):
     s = st.loads(SMALLEST.replace('"linear"', '"all"'))
     algos = st.resolve_algorithms(s, ompi_build)["bcast"]
     assert "native" in algos and "ompi:binomial" in algos and "split_binary" in algos
+
+
+SEVEN_MISTAKES = """
+[study]
+name = "bad"
+collectives = ["bcast", "reduse"]
+algorithms = ["binomial", "native"]
+sizes = [8, "12Q", "1:1M"]
+processes = ["2:8", "x"]
+repetitons = 2
+mapping = ["core", "sockt"]
+order = "random"
+timing = "osuu"
+"""
+
+
+def test_every_mistake_of_a_file_at_once_with_its_line():
+    with pytest.raises(StudyError) as exc:
+        st.loads(SEVEN_MISTAKES, source="bad.toml")
+    errors = exc.value.errors
+    assert errors == str(exc.value).splitlines()
+    expected = [(4, "study.collectives[1]: 'reduse' is not one of", "did you mean 'reduce'?"),
+                (6, "study.sizes[1]: '12Q' is not a size", ""),
+                (7, "study.processes[1]: 'x' is not a process count", ""),
+                (8, "study.repetitons: unknown key", "did you mean 'repetitions'?"),
+                (9, "study.mapping[1]: 'sockt'", "did you mean 'socket'?"),
+                (10, "study.order[0]: 'random' is not one of seq, rr", ""),
+                (11, "study.timing: 'osuu'", "did you mean 'osu'?")]
+    assert len(errors) == len(expected), errors
+    for msg, (line, start, hint) in zip(errors, expected):
+        assert msg.startswith(f"bad.toml:{line}: {start}") and hint in msg, msg
+    # what could be read is kept for the checks that need the build (algorithm names)
+    assert exc.value.study.collectives == ["bcast"]
+    assert exc.value.study.algorithms == {"bcast": ["binomial", "native"]}
+
+
+def test_algorithm_errors_all_at_once(ompi_build):
+    s = st.loads(SMALLEST.replace('["binomial", "linear", "native"]',
+                                  '["binomal", "linear", "natve", "chain:segsze=8192"]'),
+                 source="s.toml")
+    with pytest.raises(StudyError) as exc:
+        st.resolve_algorithms(s, ompi_build)
+    errors = exc.value.errors
+    assert len(errors) == 3, errors
+    assert "s.toml:5: study.algorithms[0]: unknown bcast algorithm 'binomal'" in errors[0]
+    assert "did you mean 'native'?" in errors[1] and "'segsze'" in errors[2]
+
+
+@pytest.mark.parametrize("canonical, alias", [("2:8", "2..8"), ("2:48 step 2", "2..48 step 2"),
+                                              ("2:512 x2", "2..512 x2"), ("3:3", "3..3")])
+def test_process_ranges_as_on_the_command_line(canonical, alias):
+    from colltune.base.units import parse_ints
+
+    def procs(v):
+        return st.loads(SMALLEST.replace("processes = [2, 3]", f'processes = "{v}"')).processes
+    assert procs(canonical) == procs(alias) == sorted(set(parse_ints(canonical, "--np")))
+    assert procs("2:8") == list(range(2, 9)) and procs("2:512 x2")[-1] == 512
+
+
+def test_size_ranges_as_on_the_command_line():
+    from colltune.base.units import parse_sizes
+
+    def sizes(v):
+        return st.loads(SMALLEST.replace("sizes = [8, 4096]", f'sizes = "{v}"')).sizes
+    assert sizes("1:1M") == sizes("1..1M") == parse_sizes("1:1M")
+    assert sizes("1:1M") == [2 ** i for i in range(21)]  # powers of two, not every byte
+    assert sizes("2:2") == [2]
+
+
+@pytest.mark.parametrize("value, message", [
+    ('"1..1M"', "study.processes: '1..1M' is not a process count"),
+    ('"8:2"', "study.processes: range '8:2': needs from <= to"),
+    ('"0:4"', "process counts must be at least 1"),
+    ('"2:8 x1"', "the factor must be at least 2")])
+def test_bad_process_ranges(value, message):
+    with pytest.raises(StudyError) as exc:
+        st.loads(SMALLEST.replace("processes = [2, 3]", f"processes = {value}"))
+    assert message in str(exc.value) and len(exc.value.errors) == 1

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from colltune.results.db import DBError, default_path
-from colltune.results.reader import read_measurements
+from colltune.results.reader import check_names_at, read_measurements
 from colltune.base.errors import ColltuneError
 from colltune.base.specs import params_text
 from colltune.base.lazy import LazyModule
@@ -623,6 +623,10 @@ def read_selection(db_path, study, coll, algo, mapping, nps, sizes,
         np_sel = parse_selection(nps, "--np")
         size_sel = parse_selection(sizes, "--size", sizes=True)
     except ValueError as exc:
+        raise FitError(str(exc)) from None
+    try:  # a misspelt name is refused, not taken for an empty selection
+        check_names_at(db_path, collective=coll, algorithm=algo, mapping=mapping)
+    except DBError as exc:
         raise FitError(str(exc)) from None
     df = load_measurements(db_path, study=study, include_simulated=include_simulated,
                            only_simulated=only_simulated)

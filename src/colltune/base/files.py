@@ -60,29 +60,37 @@ def write_atomic(path: str | Path, data: bytes | str, executable: bool = False) 
         tmp.write_bytes(data.encode() if isinstance(data, str) else data)
 
 
-def check_writable(path: str | Path, what: str = "output") -> Path:
+def check_writable(path: str | Path, what: str = "output",
+                   create_folders: bool = False) -> Path:
     """Before any work: can `path` be written (as write_atomic writes it: a temporary
-    file in the same folder, renamed over it)? Creates nothing. Returns the path;
-    raises ColltuneError saying why not."""
+    file in the same folder, renamed over it)? Creates nothing. `what` names the option
+    ("-o"): "-o /no/dir/x.csv: directory /no/dir does not exist", "-o /proc/x.csv:
+    directory /proc is not writable". A folder that does not exist is refused (a typo
+    should not make folders) unless `create_folders` (colltune's own places, like the
+    cache): then the nearest folder that exists counts. Returns the path; raises
+    ColltuneError saying why not."""
 
     p = Path(path).expanduser()
+    where = f"{what} {path}"
     if p.is_dir():
-        raise ColltuneError(f"{what} {p} is a directory; give a file name")
+        raise ColltuneError(f"{where} is a directory; give a file name")
     folder = p.parent
-    probe = folder
-    while not probe.exists():  # atomic_path creates missing folders
-        if probe == probe.parent:
-            break
-        probe = probe.parent
-    if not probe.is_dir():
-        raise ColltuneError(f"cannot write {what} {p}: {probe} is not a directory")
+    if create_folders:
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+    elif not folder.exists():
+        raise ColltuneError(f"{where}: directory {folder} does not exist")
+    if not folder.is_dir():
+        raise ColltuneError(f"{where}: {folder} is not a directory")
     try:
-        read_only = bool(os.statvfs(probe).f_flag & os.ST_RDONLY)
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
     except (OSError, AttributeError):
         read_only = False
-    why = "read-only file system" if read_only else can_create_in(probe)
-    if why:
-        raise ColltuneError(f"cannot write {what} {p}: {probe}: {why}")
+    if read_only:
+        raise ColltuneError(f"{where}: directory {folder} is not writable (read-only file "
+                            "system)")
+    if can_create_in(folder):
+        raise ColltuneError(f"{where}: directory {folder} is not writable")
     return p  # an existing file is replaced by a rename: the folder is what counts
 
 

@@ -41,23 +41,39 @@ def parse_sizes(text: str) -> list[int]:
     return sorted(set(sizes))
 
 
+_INT_RANGE = re.compile(r"^(\d+)\s*(?::|\.\.)\s*(\d+)\s*(?:step\s*(\d+)|x\s*(\d+))?$")
+
+
 def parse_ints(text: str, what: str) -> list[int]:
-    """Whole numbers to run: '2,4' or '2:8' (every number from..to; '2..8' is read the
-    same) or a mix."""
+    """Whole numbers to run, as the command line (--np) and study files (processes) take
+    them: '2,4' or '2:8' (every number from..to) or a mix; a range may go in steps,
+    '2:48 step 2', or grow by a factor, '2:512 x2'. '2..8' is read as '2:8'."""
     out = []
     for part in text.split(","):
         part = part.strip()
         if not part:
             continue
         if ".." in part or ":" in part:
-            try:
-                lo, hi = (int(x) for x in re.split(r"\.\.|:", part, maxsplit=1))
-            except ValueError:
+            m = _INT_RANGE.match(part)
+            if not m:
                 raise ValueError(f"{what}: '{part}' is not a range of whole numbers "
-                                 "(write 2:8)") from None
+                                 "(write 2:8, 2:48 step 2 or 2:512 x2)")
+            lo, hi = int(m.group(1)), int(m.group(2))
             if hi < lo:
                 raise ValueError(f"{what}: range '{part}': needs from <= to")
-            out.extend(range(lo, hi + 1))
+            if m.group(4):
+                factor = int(m.group(4))
+                if factor < 2:
+                    raise ValueError(f"{what}: range '{part}': the factor must be at least 2")
+                v = lo
+                while v <= hi:
+                    out.append(v)
+                    v = v * factor if v else hi + 1
+            else:
+                step = int(m.group(3) or 1)
+                if step < 1:
+                    raise ValueError(f"{what}: range '{part}': the step must be at least 1")
+                out.extend(range(lo, hi + 1, step))
         elif part.isdigit():
             out.append(int(part))
         else:

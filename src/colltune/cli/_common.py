@@ -44,12 +44,13 @@ def resolve_platform(spec: str | None, mpi) -> object | None:
     return resolve(spec or launch.DEFAULT_PLATFORM)
 
 
-def fail(msg: str, code: int = 2) -> None:
-    """The one way a command stops on an error: `error: MSG` on stderr, exit status 2."""
-    msg = str(msg)
-    if msg.startswith("error:"):  # a message that already says so: one "error:" only
-        msg = msg[len("error:"):].lstrip()
-    err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
+def fail(msg: str | list[str], code: int = 2) -> None:
+    """The one way a command stops on an error: `error: MSG` on stderr, exit status 2.
+    A list of messages (every mistake of a study file) is an `error:` line for each."""
+    for line in ([str(m) for m in msg] if isinstance(msg, list) else [str(msg)]):
+        if line.startswith("error:"):  # a message that already says so: one "error:" only
+            line = line[len("error:"):].lstrip()
+        err.print(f"[bold red]error:[/] {escape(line)}", highlight=False, soft_wrap=True)
     sys.exit(code)
 
 
@@ -62,7 +63,7 @@ class Command(click.Command):
             with interrupt_on_term():  # SIGTERM/SIGHUP: as Ctrl-C, launches stopped
                 return super().invoke(ctx)
         except ColltuneError as exc:
-            fail(str(exc), exc.exit_code)
+            fail(getattr(exc, "errors", None) or str(exc), exc.exit_code)
         except Exception as exc:  # a database damaged where its check at opening missed it
             why = db_mod.damage_of(exc)
             if why is None:

@@ -433,7 +433,7 @@ def bench(mpi_spec, platform_spec, coll, algos, nps, sizes, iterations, warmup, 
         fail("-o/--output writes csv or json: add --format csv or --format json")
     # every output is checked before anything is launched
     if output:
-        check_writable(output, "-o/--output")
+        check_writable(output, "-o")
     if db_path is not None:
         db_path = db_path_or_default(db_path)
         db_mod.check_writable(db_path)

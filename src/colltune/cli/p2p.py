@@ -65,7 +65,7 @@ def pingpong(mpi_spec, np, sizes, mode, iterations, warmup, reps, persistent, ti
     except (ValueError, P2PError) as exc:
         fail(str(exc))
     if output:
-        check_writable(output, "-o/--output")
+        check_writable(output, "-o")
     check_nps([np], oversubscribe=oversubscribe, force=force)
     b = build_or_fail(mpi_spec)
     spec = PingpongSpec(np, tuple(size_list), mode, iterations, warmup, reps, persistent)
@@ -114,7 +114,7 @@ def probe(mpi_spec, np, size, iterations, warmup, seed, baseline_us, timeout, fm
     except (ValueError, P2PError) as exc:
         fail(str(exc))
     if output:
-        check_writable(output, "-o/--output")
+        check_writable(output, "-o")
     check_nps([np], oversubscribe=oversubscribe, force=force)
     b = build_or_fail(mpi_spec)
     spec = ProbeSpec(np, nbytes, iterations, warmup, seed, baseline_us)

@@ -133,7 +133,7 @@ def write(name, output, hostfile, np, mapping, order, nodes, oversubscribe, desc
         fail("--hostfile needs --np (the processes it places)")
     if np is not None and not hostfile:
         fail("--np is for --hostfile: add --hostfile FILE")
-    for path, what in ((output, "-o/--output"), (hostfile, "--hostfile"),
+    for path, what in ((output, "-o"), (hostfile, "--hostfile"),
                        (desc_out, "--description")):
         if path:
             check_writable(path, what)
@@ -175,7 +175,8 @@ def write(name, output, hostfile, np, mapping, order, nodes, oversubscribe, desc
 def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, output, timeout) -> None:
     """Measure this machine (2-process ping-pong) and write the this-machine platform."""
     target = Path(output) if output else plat.calibration_path()
-    check_writable(target, "-o/--output" if output else "the calibration file")
+    check_writable(target, "-o" if output else "the calibration file",
+                   create_folders=not output)  # the cache's folder is made when needed
     if from_json:
         try:
             records = json.loads(Path(from_json).read_text())

@@ -29,7 +29,7 @@ def plot(db_path, study, coll, algo, mapping, np_range, size_range, include_simu
     A figure at one size (vs-processes, mapping) is drawn at the largest size of the
     selection, one at one process count (vs-size, speedup) at the largest count:
     --size 64K or --np 4 choose them."""
-    check_writable(output, "-o/--output")
+    check_writable(output, "-o")
     size = np_ = None
     try:
         mapping_one = mapping if mapping and "," not in mapping else None

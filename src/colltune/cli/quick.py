@@ -54,7 +54,7 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
         parse_nps(nps)  # before anything is written or launched
     db_path = db_path_or_default(db_path)
     db_mod.check_writable(db_path)
-    check_writable(report_path, "-o/--output")
+    check_writable(report_path, "-o")
     if not new_round and Path(db_path).is_file():  # the preset changed with colltune
         conn = db_mod.open_db(db_path)
         try:

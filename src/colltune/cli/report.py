@@ -51,7 +51,7 @@ def report(db_path, study, coll, algo, mapping, np_range, size_range, include_si
     """One self-contained HTML report of a study: provenance, figures, models, best
     algorithms, cost model. Prints the path of the file. --coll, --algo, --mapping,
     --np and --size narrow what it covers."""
-    check_writable(output, "-o/--output")
+    check_writable(output, "-o")
     # simulated points (SimGrid) always get a section of their own, never mixed in
     # (--include-simulated changes nothing here)
     try:

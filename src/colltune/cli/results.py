@@ -72,6 +72,7 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
     f = filters(study, coll, algo, nps, sizes, mapping, order, run_id, rnd)
     conn = open_results(db_path)
     try:
+        _check_names(conn, db_path, f)
         if runs:
             df = reader.runs_frame(conn, study=f["study"])
             if fmt == "table":
@@ -141,6 +142,13 @@ def results(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
         conn.close()
 
 
+def _check_names(conn, db_path, f: dict) -> None:
+    """--study, --coll, --algo, --mapping name what there is (else one error line)."""
+    reader.check_names(conn, str(db_path or db_mod.default_path()), study=f["study"],
+                       collective=f["collective"], algorithm=f["algorithm"],
+                       mapping=f["mapping"])
+
+
 @command()
 @_with_filters
 @click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]),
@@ -157,10 +165,11 @@ def export(db_path, study, coll, algo, nps, sizes, mapping, order, run_id, rnd,
     One row per measurement with its study, run, host, MPI library, placement and
     every statistic (or one row per point with --summary).
     """
-    check_writable(output, "-o/--output")
+    check_writable(output, "-o")
     f = filters(study, coll, algo, nps, sizes, mapping, order, run_id, rnd)
     conn = open_results(db_path)
     try:
+        _check_names(conn, db_path, f)
         df = reader.measurements_frame(conn, samples=samples,
                                        include_simulated=include_simulated, **f)
     finally:

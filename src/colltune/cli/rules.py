@@ -134,7 +134,7 @@ def export(file, to, output, mpi_spec) -> None:
     if rs.target != to:
         fail(f"{file} targets {rs.target}; --to {to} needs a rule set with target {to} "
              f"(its algorithms are {'ompi:NAME' if to == 'openmpi' else 'mpich:NAME'} or native)")
-    check_writable(output, "rules file")
+    check_writable(output, "-o")
     try:
         mpi = mpi_mod.find(mpi_spec or to, auto_install=False)
     except ColltuneError as exc:

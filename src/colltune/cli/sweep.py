@@ -14,8 +14,11 @@ from colltune.results import db as db_mod
 from colltune.results import reader
 from colltune.mpi import launch
 from colltune.mpi.placement import LAUNCHERS, LaunchError, check_process_counts, slurm_allocation
-from colltune.base.files import write_atomic
-from colltune.studies.study import Study, StudyError, fmt_ints, load, read_preset, preset_names
+from colltune.base.files import check_writable, write_atomic
+from colltune.base.errors import ColltuneError
+from colltune.mpi.build import build_for
+from colltune.studies.study import (HEAT, Study, StudyError, fmt_ints, load, read_preset,
+                                    combine, preset_names, resolve_algorithms)
 from colltune.studies.sweep import (Plan, definition_changes, execute, make_plan, sbatch_script,
                                     sweep_lock)
 from colltune.base.units import fmt_size
@@ -23,13 +26,30 @@ from ._common import (PLATFORM_HELP, build_or_fail, command, db_option, db_path_
                       err, fail, out, oversubscribe_options, parse_nps)
 
 
-def _load(study_file: str | None, preset: str | None) -> Study:
+def _load(study_file: str | None, preset: str | None, mpi_spec: str | None = None) -> Study:
     if bool(study_file) == bool(preset):
         fail("give a study file or --preset NAME (presets: " + ", ".join(preset_names()) + ")")
     try:
         return read_preset(preset) if preset else load(study_file)
     except StudyError as exc:
-        fail(str(exc))
+        fail(_with_algorithm_errors(exc, mpi_spec).errors)
+
+
+def _with_algorithm_errors(exc: StudyError, mpi_spec: str | None) -> StudyError:
+    """A study file with mistakes: its algorithm names are checked against the build
+    too (when the MPI is at hand), so that one run lists every mistake of the file."""
+    s = exc.study
+    if s is None or not s.algorithms:
+        return exc
+    s = dataclasses.replace(s, collectives=[c for c in s.collectives
+                                            if c != HEAT and c in s.algorithms])
+    try:
+        resolve_algorithms(s, build_for(mpi_spec or s.mpi, auto_install=False))
+    except StudyError as more:
+        return combine(exc, more)
+    except (ColltuneError, OSError):  # no build to check against: the mistakes so far
+        pass
+    return exc
 
 
 def _dry_run(plan: Plan, conn_path: Path) -> None:
@@ -126,7 +146,9 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
             s = read_preset(name)
             out.print(f"[bold]{name}[/]: {s.description}", highlight=False)
         return
-    study = _load(study_file, preset)
+    if sbatch_file:
+        check_writable(sbatch_file, "--emit-sbatch")
+    study = _load(study_file, preset, mpi_spec)
     if name:
         study = dataclasses.replace(study, name=name)
     if nps:
@@ -162,7 +184,7 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
     try:
         plan = make_plan(study, b, seed=seed, shuffle=shuffle)
     except (StudyError, LaunchError) as exc:
-        fail(str(exc))
+        fail(getattr(exc, "errors", None) or str(exc))
     if dry_run:  # what a real run would refuse or mark, said without refusing
         for np_, placement in sorted({(u.np, plan.placement(u)) for u in plan.units},
                                      key=lambda x: x[0]):

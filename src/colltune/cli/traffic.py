@@ -12,7 +12,7 @@ from colltune.drivers import traffic as traffic_mod
 from colltune.base.collectives import COLLECTIVES
 from colltune.base.errors import ColltuneError
 from colltune.base.files import check_writable
-from colltune.base.specs import REMAPS, with_remap
+from colltune.base.specs import REMAPS, split_specs, with_remap
 from colltune.base.units import parse_sizes
 from ._common import MPI_HELP, SIZE_HELP, build_or_fail, command, fail, out, write_or_keep
 
@@ -59,6 +59,10 @@ def traffic(mpi_spec, coll, spec, np_, nodes, order, node_list, sizes, remap, ro
 
       colltune traffic --coll allgather --algo recursive_doubling --np 128 --nodes 16 --order rr
     """
+    specs = split_specs(spec)
+    if len(specs) > 1:
+        fail(f"--algo '{spec}': traffic counts one algorithm at a time; give one, e.g. "
+             f"--algo {specs[0]}")
     try:
         size_list = parse_sizes(sizes)
     except ValueError as exc:
@@ -66,7 +70,7 @@ def traffic(mpi_spec, coll, spec, np_, nodes, order, node_list, sizes, remap, ro
     if output and fmt != "json":
         fail("-o/--output writes json: add --format json")
     if output:
-        check_writable(output, "-o/--output")
+        check_writable(output, "-o")
     nl = None
     if node_list:
         if nodes is not None:

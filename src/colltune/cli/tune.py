@@ -204,7 +204,7 @@ def tune(db_path, study, round_, target, coll, output, colltune_format, rules_pa
         target = given.target
         conn = db_mod.open_reader(db_path)  # evaluating writes nothing
     else:
-        check_writable(output, "-o/--output")
+        check_writable(output, "-o")
         if target != "colltune" and not colltune_format:
             try:  # its algorithm numbers/names are read from the installed library
                 library = mpi_mod.find(target, auto_install=False)
@@ -362,7 +362,7 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
         size_list = sorted(set(parse_sizes(sizes)))
     except (ColltuneError, ValueError) as exc:
         fail(f"{exc}")
-    check_writable(output, "-o/--output")
+    check_writable(output, "-o")
     db_mod.check_writable(db_path)
     check_nps([np_])
     b = build_or_fail(mpi_spec)

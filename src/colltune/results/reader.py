@@ -21,6 +21,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from colltune.base.collectives import COLLECTIVES
+from colltune.base.errors import did_you_mean
+from colltune.mpi.placement import MAPPINGS
 from colltune.results.db import DamagedError, DBError, open_reader
 
 # ------------------------------------------------------------------ studies and runs
@@ -61,6 +64,84 @@ def run_count(conn: sqlite3.Connection, study_id: int) -> int:
     """How many runs a study has (whatever their status)."""
     return conn.execute("SELECT COUNT(*) FROM runs WHERE study_id = ?",
                         (study_id,)).fetchone()[0]
+
+
+# ------------------------------------------------------------------ the names filters take
+
+_WORDS = {"study": "study", "collective": "collective", "algorithm": "algorithm",
+          "mapping": "mapping"}
+
+
+def stored_names(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    """What the name filters (--study, --coll, --algo, --mapping) can name in this
+    database: its studies ('(bench)' for runs outside any), and the collectives,
+    algorithms (names and specs as written) and mappings of its points, simulated
+    ones included. A filter whose column the database lacks is left out."""
+    tables = _table_names(conn)
+    out: dict[str, set[str]] = {}
+    if "measurements" in tables:
+        cols = _table_columns(conn, "measurements")
+
+        def distinct(*columns: str) -> set[str]:
+            return {str(r[0]) for c in columns if c in cols
+                    for r in conn.execute(f'SELECT DISTINCT "{c}" FROM measurements')
+                    if r[0] is not None}
+        for key, columns in (("collective", ("collective",)), ("mapping", ("mapping",)),
+                             ("algorithm", ("algorithm", "spec"))):
+            if any(c in cols for c in columns):
+                out[key] = distinct(*columns)
+    if "studies" in tables and "name" in _table_columns(conn, "studies"):
+        out["study"] = set(study_names(conn))
+    return out
+
+
+def check_names(conn: sqlite3.Connection, where: str = "the database", *, study=None,
+                collective=None, algorithm=None, mapping=None) -> None:
+    """Refuse a filter value that names nothing there is: a misspelt collective or
+    mapping, an algorithm or study the database does not hold. DBError "unknown
+    collective 'bcst' (did you mean 'bcast'?); valid: ..." (a valid name that matches
+    no point passes: the reader then finds none). Values: a name, a comma-separated
+    text or a list."""
+    try:
+        stored = stored_names(conn)
+    except sqlite3.DatabaseError:  # not a database: the reading that follows says so
+        return
+    valid = {"collective": set(COLLECTIVES), "mapping": set(MAPPINGS)}
+    for key, given in (("study", study), ("collective", collective),
+                       ("algorithm", algorithm), ("mapping", mapping)):
+        if key not in stored:
+            continue
+        values = [x.strip() for v in (_as_list(given) or []) for x in str(v).split(",")]
+        known = stored[key] | valid.get(key, set())
+        for v in filter(None, values):
+            if v in known or (key == "study" and v == "(bench)"):
+                continue
+            if key in valid:  # a fixed vocabulary
+                raise DBError(f"unknown {_WORDS[key]} '{v}'{did_you_mean(v, known)}; valid: "
+                              + ", ".join(sorted(known, key=_valid_order(key))))
+            names = sorted(known)  # what this database holds
+            listing = (", ".join(names[:15]) + (f", ... ({len(names)} in all)"
+                                                if len(names) > 15 else "")) or "none"
+            raise DBError(f"unknown {_WORDS[key]} '{v}' in {where}{did_you_mean(v, known)}; "
+                          f"it holds: {listing}")
+
+
+def check_names_at(db_path: str | Path, **given) -> None:
+    """`check_names` on the database at `db_path` (any SQLite file with a
+    `measurements` table); a file that cannot be read is left to the reader."""
+    try:
+        conn = open_reader(db_path)
+    except (DBError, sqlite3.Error):
+        return
+    try:
+        check_names(conn, str(db_path), **given)
+    finally:
+        conn.close()
+
+
+def _valid_order(key: str):
+    order = list(COLLECTIVES if key == "collective" else MAPPINGS)
+    return lambda name: (order.index(name) if name in order else len(order), name)
 
 
 def _as_list(v) -> list | None:
@@ -411,8 +492,8 @@ def read_measurements(db_path: str | Path, study: str | None = None, *,
         sel = df["study"].astype(str) == str(study)
         if not sel.any():
             known = sorted(df["study"].dropna().astype(str).unique())
-            raise DBError(f"no measurements of study '{study}' in {path}; studies: "
-                          f"{', '.join(known) or 'none'}")
+            raise DBError(f"no measurements of study '{study}' in {path}"
+                          f"{did_you_mean(study, known)}; studies: {', '.join(known) or 'none'}")
         df = df[sel]
     if "simulated" in df.columns:  # after the study's check: a simulated study exists
         sim = pd.to_numeric(df["simulated"], errors="coerce").fillna(0).astype(bool)

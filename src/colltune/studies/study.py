@@ -14,7 +14,10 @@ Every other key has a default (see KEYS and docs/studies.md). `load` checks
 everything that can be checked without the native build; `resolve_algorithms`
 checks algorithm names against the build's registry (and `ompi:`/`mpich:` specs
 against colltune.libalgos) and expands `ours`, `all` and `ompi:all`.
-Errors name the key and the problem: "study.sizes[2]: '12Q' is not a size; ...".
+Errors name the key and the problem: "study.sizes[2]: '12Q' is not a size; ...", and
+a file with several mistakes gets all of them at once (StudyError.errors, one a line).
+Ranges are written as on the command line (base.units): sizes "1:1M" (powers of two),
+processes "2:8", "2:48 step 2", "2:512 x2"; "1..1M" and "2..8" are read the same.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import hashlib
 import json
 import re
 import tomllib
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -33,7 +37,7 @@ from colltune.base.files import read_text
 from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.base.specs import is_lib_spec, parse_params, split_spec
 from colltune.mpi.placement import LAUNCHERS, MAPPINGS, ORDERS
-from colltune.base.units import parse_size, parse_sizes
+from colltune.base.units import parse_ints, parse_size, parse_sizes
 from colltune.drivers import loadgen as workload
 from colltune.drivers import bench as bench_mod
 from colltune.drivers import registry
@@ -43,8 +47,8 @@ DTYPES = ("char", "int", "float", "double")
 OPS = ("sum", "max", "min", "prod")
 ALGO_GROUPS = ("ours", "all", "library", "library-matched")  # plus ompi:all / mpich:all
 
-SIZE_HINT = "use bytes like 4096, 4K or a range 1..1M"
-PROC_HINT = "use whole numbers like 4, or ranges '2..48 step 2', '2..64 x2'"
+SIZE_HINT = "use bytes like 4096, 4K or a range 1:1M"
+PROC_HINT = "use whole numbers like 4, or ranges '2:8', '2:48 step 2', '2:64 x2'"
 
 # key: (type description, default); None default = not set
 KEYS: dict[str, tuple[str, Any]] = {
@@ -105,7 +109,78 @@ TOP_LEVEL = ("study", "sbatch")
 
 
 class StudyError(ColltuneError, ValueError):
-    """A study file is wrong; the message names the key and the problem."""
+    """A study file is wrong; the message names the key and the problem. One error may
+    carry several (`errors`, the message has one a line); `study` is what could be read
+    of a file with errors (None when nothing could), for the checks that come later."""
+
+    def __init__(self, *messages: Any, study: "Study | None" = None):
+        self.errors = [m for msg in messages
+                       for m in (msg.errors if isinstance(msg, StudyError) else [str(msg)])]
+        self.study = study
+        super().__init__("\n".join(self.errors))
+
+
+def combine(*excs: StudyError) -> StudyError:
+    """The errors of several StudyErrors as one, in the order of the file's lines."""
+    errors = [e for exc in excs for e in exc.errors]
+
+    def line(msg: str) -> int:
+        m = re.match(r".*?:(\d+): ", msg)
+        return int(m.group(1)) if m else 1 << 30
+    return StudyError(*sorted(errors, key=line), study=excs[0].study if excs else None)
+
+
+class _Errors:
+    """Collects the errors of a study file: `with errs.check(): ...` records a
+    StudyError raised in the block and goes on after it."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    @contextmanager
+    def check(self):
+        try:
+            yield
+        except StudyError as exc:
+            self.errors.extend(exc.errors)
+
+    def add(self, message: str) -> None:
+        self.errors.append(message)
+
+    def extend(self, exc: "StudyError") -> None:
+        self.errors.extend(exc.errors)
+
+    def located(self, text: str, source: str) -> list[str]:
+        """The errors in the order of the file, each with where: 'FILE:LINE: study.x: ...'
+        (the line that sets the key the error names, else its table's)."""
+        out = []
+        for msg in self.errors:
+            m = re.match(r"([A-Za-z_][\w\-]*(?:\.[\w\-]+)*)", msg)
+            line = _line_of(text, m.group(1).split(".")) if m and not msg.startswith(source) \
+                else None
+            out.append((line or 1 << 30, f"{source}:{line}: {msg}" if line else msg))
+        return [msg for _, msg in sorted(out, key=lambda x: x[0])]
+
+
+def _line_of(text: str, path: list[str]) -> int | None:
+    """The line (from 1) of `text` (TOML) that sets the key `path` (['study', 'algorithms',
+    'bcast']): its `key =` in its table or its [table] header; failing that, the line of
+    the longest part of the path that is there."""
+    table: list[str] = []
+    best, depth = None, 0
+    for n, line in enumerate(text.splitlines(), 1):
+        m = re.match(r"\s*\[\s*([^\[\]]+?)\s*\]", line)
+        if m:
+            table = [x.strip().strip("\"'") for x in m.group(1).split(".")]
+            found = table
+        else:
+            m = re.match(r"\s*([\w\-]+|\"[^\"]*\"|'[^']*')\s*=", line)
+            if not m:
+                continue
+            found = table + [m.group(1).strip("\"'")]
+        if len(found) > depth and found == path[:len(found)]:
+            best, depth = n, len(found)
+    return best
 
 
 @dataclass
@@ -178,7 +253,8 @@ class Study:
 
 
 def fmt_ints(values: list[int]) -> str:
-    """[2, 4, 6, 8, 16] -> '2..8 step 2, 16' (short, for messages)."""
+    """[2, 4, 6, 8, 16] -> '2:8 step 2, 16' (short, for messages; as --np and study
+    files take it)."""
     if len(values) <= 4:
         return ", ".join(map(str, values))
     parts, i = [], 0
@@ -188,7 +264,7 @@ def fmt_ints(values: list[int]) -> str:
         while j + 1 < len(values) and values[j + 1] - values[j] == step and step > 0:
             j += 1
         if j - i >= 2:
-            parts.append(f"{values[i]}..{values[j]}" + (f" step {step}" if step != 1 else ""))
+            parts.append(f"{values[i]}:{values[j]}" + (f" step {step}" if step != 1 else ""))
             i = j + 1
         else:
             parts.append(str(values[i]))
@@ -248,7 +324,13 @@ def _choices(key: str, v: Any, choices) -> list[str]:
     _want(key, items, list, f"one of {', '.join(choices)} or a list of them")
     if not items:
         raise StudyError(f"{key}: empty list")
-    out = [_choice(f"{key}[{i}]", x, choices) for i, x in enumerate(items)]
+    errs = _Errors()
+    out = []
+    for i, x in enumerate(items):
+        with errs.check():
+            out.append(_choice(f"{key}[{i}]", x, choices))
+    if errs.errors:
+        raise StudyError(*errs.errors)
     return list(dict.fromkeys(out))
 
 
@@ -269,49 +351,39 @@ def parse_study_sizes(key: str, v: Any) -> list[int]:
     if isinstance(v, list):
         if not v:
             raise StudyError(f"{key}: empty list; {SIZE_HINT}")
-        out = [s for i, x in enumerate(v) for s in parse_size_item(f"{key}[{i}]", x)]
+        out = _each(key, v, parse_size_item)
     else:
         out = parse_size_item(key, v)
     return sorted(set(out))
 
 
-_RANGE_RE = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*(?:(step)\s*(\d+)|x\s*(\d+))?\s*$")
+def _each(key: str, items: list, parse) -> list:
+    """`parse(f"{key}[i]", item)` for every item, every error reported."""
+    errs, out = _Errors(), []
+    for i, x in enumerate(items):
+        with errs.check():
+            out += parse(f"{key}[{i}]", x)
+    if errs.errors:
+        raise StudyError(*errs.errors)
+    return out
 
 
 def parse_proc_item(key: str, v: Any) -> list[int]:
+    """One item of study.processes: a count or ranges, as --np takes them (units.parse_ints)."""
     if isinstance(v, bool) or not isinstance(v, (int, str)):
         raise StudyError(f"{key}: {v!r} is not a process count; {PROC_HINT}")
     if isinstance(v, int):
         if v < 1:
             raise StudyError(f"{key}: {v} is not a process count (at least 1)")
         return [v]
-    out: list[int] = []
-    for part in v.split(","):
-        part = part.strip()
-        if part.isdigit():
-            out.append(int(part))
-            continue
-        m = _RANGE_RE.match(part)
-        if not m:
-            raise StudyError(f"{key}: '{part}' is not a process count; {PROC_HINT}")
-        lo, hi = int(m.group(1)), int(m.group(2))
-        if lo < 1 or hi < lo:
-            raise StudyError(f"{key}: '{part}': needs 1 <= from <= to")
-        if m.group(5):
-            factor = int(m.group(5))
-            if factor < 2:
-                raise StudyError(f"{key}: '{part}': the factor must be at least 2")
-            p = lo
-            while p <= hi:
-                out.append(p)
-                p *= factor
-        else:
-            step = int(m.group(4) or 1)
-            if step < 1:
-                raise StudyError(f"{key}: '{part}': the step must be at least 1")
-            out += list(range(lo, hi + 1, step))
+    try:
+        out = parse_ints(v, key)
+    except ValueError as exc:
+        if "is not a" in str(exc):  # not a number nor a range (else: the range's problem)
+            raise StudyError(f"{key}: '{v}' is not a process count; {PROC_HINT}") from None
+        raise StudyError(f"{exc}; {PROC_HINT}") from None
     if any(p < 1 for p in out):
-        raise StudyError(f"{key}: process counts must be at least 1")
+        raise StudyError(f"{key}: '{v}': process counts must be at least 1")
     return out
 
 
@@ -319,7 +391,7 @@ def parse_study_processes(key: str, v: Any) -> list[int]:
     if isinstance(v, list):
         if not v:
             raise StudyError(f"{key}: empty list; {PROC_HINT}")
-        out = [p for i, x in enumerate(v) for p in parse_proc_item(f"{key}[{i}]", x)]
+        out = _each(key, v, parse_proc_item)
     else:
         out = parse_proc_item(key, v)
     return sorted(set(out))
@@ -330,13 +402,15 @@ def _spec_list(key: str, v: Any) -> list[str]:
     _want(key, items, list, "a list of algorithm specs like [\"binomial\", \"native\"]")
     if not items:
         raise StudyError(f"{key}: empty list")
-    out = []
+    errs, out = _Errors(), []
     for i, x in enumerate(items):
-        _want(f"{key}[{i}]", x, str, "an algorithm spec (string)")
-        x = x.strip()
-        if not x:
-            raise StudyError(f"{key}[{i}]: empty algorithm spec")
-        out.append(x)
+        with errs.check():
+            _want(f"{key}[{i}]", x, str, "an algorithm spec (string)")
+            if not x.strip():
+                raise StudyError(f"{key}[{i}]: empty algorithm spec")
+            out.append(x.strip())
+    if errs.errors:
+        raise StudyError(*errs.errors)
     return out
 
 
@@ -344,167 +418,211 @@ def _spec_list(key: str, v: Any) -> list[str]:
 
 
 def loads(text: str, source: str = "<string>", base_dir: Path | None = None) -> Study:
-    """Parse and check a study from TOML text."""
+    """Parse and check a study from TOML text: every error of the text at once."""
+    errs = _Errors()
+    s = _read(text, source, base_dir, errs)
+    if errs.errors:
+        raise StudyError(*errs.located(text, source), study=s)
+    return s
+
+
+def _read(text: str, source: str, base_dir: Path | None, errs: _Errors) -> Study | None:
+    """The study of `text`, each error added to `errs` (the study then holds what could
+    be read); None when not even the [study] table could be read."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise StudyError(f"{source}: not valid TOML: {exc}") from None
+        errs.add(f"{source}: not valid TOML: {exc}")
+        return None
     for k in data:
         if k not in TOP_LEVEL:
-            raise StudyError(f"{k}: unknown table or key at the top level"
-                             f"{did_you_mean(k, TOP_LEVEL)}; "
-                             "a study file has [study] (and optionally [sbatch])")
+            errs.add(f"{k}: unknown table or key at the top level{did_you_mean(k, TOP_LEVEL)}; "
+                     "a study file has [study] (and optionally [sbatch])")
     if "study" not in data:
-        raise StudyError("study: missing the [study] table")
+        errs.add("study: missing the [study] table")
+        return None
     st = data["study"]
-    _want("study", st, dict, "a table")
+    if not isinstance(st, dict):
+        errs.add(f"study: expected a table, got {_type_name(st)} {st!r}")
+        return None
     for k in st:
         if k not in KEYS:
-            raise StudyError(f"study.{k}: unknown key{did_you_mean(k, KEYS)}; valid keys: "
-                             f"{', '.join(KEYS)}")
+            errs.add(f"study.{k}: unknown key{did_you_mean(k, KEYS)}; valid keys: "
+                     f"{', '.join(KEYS)}")
     heat_only = st.get("collectives") == [HEAT]
     for k in REQUIRED:
         if k not in st and not (heat_only and k == "sizes"):
-            raise StudyError(f"study.{k}: missing; it is required ({KEYS[k][0]})")
+            errs.add(f"study.{k}: missing; it is required ({KEYS[k][0]})")
 
-    name = _want("study.name", st["name"], str, "a string")
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", name):
-        raise StudyError(f"study.name: '{name}' should be letters, digits, '_', '-' or '.'")
-    colls = _choices("study.collectives", st["collectives"], tuple(COLLECTIVES) + (HEAT,))
+    name = ""
+    if "name" in st:
+        with errs.check():
+            name = _want("study.name", st["name"], str, "a string")
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", name):
+                raise StudyError(f"study.name: '{name}' should be letters, digits, '_', '-' "
+                                 "or '.'")
+    valid_colls = tuple(COLLECTIVES) + (HEAT,)
+    colls: list[str] = []
+    colls_ok = "collectives" in st
+    if colls_ok:
+        try:
+            colls = _choices("study.collectives", st["collectives"], valid_colls)
+        except StudyError as exc:  # go on with the valid ones
+            errs.extend(exc)
+            colls_ok = False
+            raw = st["collectives"]
+            colls = list(dict.fromkeys(c for c in (raw if isinstance(raw, list) else [raw])
+                                       if isinstance(c, str) and c in valid_colls))
 
-    algos_raw = st["algorithms"]
+    algos_raw = st.get("algorithms")
     algorithms: dict[str, list[str]] = {}
     if isinstance(algos_raw, dict):
         for c in algos_raw:
-            if c not in colls:
+            if c not in colls and colls_ok:
                 hint = (f"; it is not in study.collectives ({', '.join(colls)})"
                         if c in COLLECTIVES
                         else f"; valid: {', '.join(colls)}{did_you_mean(c, colls)}")
-                raise StudyError(f"study.algorithms.{c}: not a collective of this study{hint}")
+                errs.add(f"study.algorithms.{c}: not a collective of this study{hint}")
         for c in colls:
             if c not in algos_raw:
-                raise StudyError(f"study.algorithms.{c}: missing; give the algorithms of every "
-                                 "collective, or one list for all")
-            algorithms[c] = _spec_list(f"study.algorithms.{c}", algos_raw[c])
-    else:
-        specs = _spec_list("study.algorithms", algos_raw)
-        algorithms = {c: list(specs) for c in colls}
+                errs.add(f"study.algorithms.{c}: missing; give the algorithms of every "
+                         "collective, or one list for all")
+                continue
+            with errs.check():
+                algorithms[c] = _spec_list(f"study.algorithms.{c}", algos_raw[c])
+    elif algos_raw is not None:
+        with errs.check():
+            specs = _spec_list("study.algorithms", algos_raw)
+            algorithms = {c: list(specs) for c in colls}
 
-    s = Study(name=name, collectives=colls, algorithms=algorithms,
-              sizes=parse_study_sizes("study.sizes", st["sizes"]) if "sizes" in st else [],
-              processes=parse_study_processes("study.processes", st["processes"]),
+    s = Study(name=name, collectives=colls, algorithms=algorithms, sizes=[], processes=[],
               source=source, text=text)
+    if "sizes" in st:
+        with errs.check():
+            s.sizes = parse_study_sizes("study.sizes", st["sizes"])
+    if "processes" in st:
+        with errs.check():
+            s.processes = parse_study_processes("study.processes", st["processes"])
     if HEAT in colls:
-        s.heat = _parse_heat(st.get("heat", {}), algorithms[HEAT])
-    elif "heat" in st:
-        raise StudyError("study.heat: applies to the collective 'heat', which is not in "
-                         "study.collectives")
-    if "description" in st:
-        s.description = _want("study.description", st["description"], str, "a string")
-    if "load_levels" in st and "load" not in st:
-        raise StudyError("study.load_levels: defines levels, but study.load names none to use")
-    if "load" in st:
-        s.load, s.load_levels = _parse_load(st["load"], st.get("load_levels", {}))
-        if HEAT in colls:
-            raise StudyError("study.load: not available with the collective 'heat'")
-    if "probe_iterations" in st:
-        s.probe_iterations = _int("study.probe_iterations", st["probe_iterations"], 1)
-    if "probe_size" in st:
-        v = st["probe_size"]
-        if isinstance(v, str):
-
-            try:
-                v = parse_size(v)
-            except ValueError as exc:
-                raise StudyError(f"study.probe_size: {exc}") from None
-        s.probe_size = _int("study.probe_size", v, 0)
-    if "repetitions" in st:
-        s.repetitions = _int("study.repetitions", st["repetitions"], 1)
-    if "mapping" in st:
-        s.mapping = _choices("study.mapping", st["mapping"], MAPPINGS)
-    if "order" in st:
-        s.order = _choices("study.order", st["order"], ORDERS)
-    if "iterations" in st:
-        s.iterations = _int("study.iterations", st["iterations"], 1)
-    if "warmup" in st:
-        s.warmup = _int("study.warmup", st["warmup"], 0)
-    if "timing" in st:
-        s.timing = _choice("study.timing", st["timing"], TIMINGS)
-    if "reps_per_launch" in st:
-        s.reps_per_launch = _int("study.reps_per_launch", st["reps_per_launch"], 1)
-    if "sleep_us" in st:
-        s.sleep_us = _num("study.sleep_us", st["sleep_us"], 0)
-    if "time_budget" in st:
-        s.time_budget = _num("study.time_budget", st["time_budget"], 0, strict=True)
-        if "iterations" in st:
-            raise StudyError("study.time_budget: excludes study.iterations; give one")
-    for k in ("raw", "validate", "bind", "shuffle"):
-        if k in st:
-            setattr(s, k, _want(f"study.{k}", st[k], bool, "true or false"))
-    if "mpi" in st:
-        s.mpi = _want("study.mpi", st["mpi"], str, "'openmpi', 'mpich' or a path")
-    if "platform" in st:
-        s.platform = _want("study.platform", st["platform"], str,
-                           "a platform preset name or a description file")
-    if "launcher" in st:
-        s.launcher = _choice("study.launcher", st["launcher"], LAUNCHERS)
-    if "hostfile" in st:
-        hf = _want("study.hostfile", st["hostfile"], str, "a path")
-        p = Path(hf).expanduser()
-        if not p.is_absolute() and base_dir is not None:
-            p = base_dir / p
-        s.hostfile = str(p)
-    if s.launcher == "hostfile" and not s.hostfile:
-        raise StudyError("study.hostfile: missing; launcher = 'hostfile' needs a hostfile path")
-    if s.hostfile and s.launcher != "hostfile":
-        raise StudyError(f"study.hostfile: only used with launcher = 'hostfile' "
-                         f"(launcher is '{s.launcher}')")
-    if "nodes" in st:
-        s.nodes = _int("study.nodes", st["nodes"], 1)
-    if "root" in st:
-        s.root = _int("study.root", st["root"], 0)
-    if "dtype" in st:
-        s.dtype = _choice("study.dtype", st["dtype"], DTYPES)
-    if "op" in st:
-        s.op = _choice("study.op", st["op"], OPS)
-    if "seed" in st:
-        s.seed = _int("study.seed", st["seed"], 0)
-    if "timeout" in st:
-        s.timeout = _num("study.timeout", st["timeout"], 0, strict=True)
-    if "max_processes" in st:
-        v = st["max_processes"]
-        if isinstance(v, int) and not isinstance(v, bool):
-            s.max_processes = _int("study.max_processes", v, 1)
-        else:
-            _want("study.max_processes", v, str, "a whole number or 'N*cores'")
-            eval_max_processes(v, 1)  # checks the form
-            s.max_processes = v
-    if "env" in st:
-        env = _want("study.env", st["env"], dict, "a table of NAME = \"value\"")
-        for k, v in env.items():
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
-                raise StudyError(f"study.env.{k}: not an environment variable name")
-            if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-                raise StudyError(f"study.env.{k}: expected a string, got {_type_name(v)}")
-            s.env[k] = str(v)
+        with errs.check():
+            s.heat = _parse_heat(st.get("heat", {}), algorithms.get(HEAT, []))
+    elif "heat" in st and colls_ok:
+        errs.add("study.heat: applies to the collective 'heat', which is not in "
+                 "study.collectives")
+    with errs.check():
+        _read_settings(s, st, base_dir, errs)
     if "sbatch" in data:
-        sb = _want("sbatch", data["sbatch"], dict, "a table")
-        for k, v in sb.items():
-            if k not in SBATCH_KEYS:
-                raise StudyError(f"sbatch.{k}: unknown key{did_you_mean(k, SBATCH_KEYS)}; valid: "
-                                 f"{', '.join(SBATCH_KEYS)}")
-            if k in ("nodes", "ntasks_per_node"):
-                _int(f"sbatch.{k}", v, 1)
-            elif k == "exclusive":
-                _want("sbatch.exclusive", v, bool, "true or false")
-            elif k == "options":
-                _want("sbatch.options", v, list, "a list of strings")
-                for i, x in enumerate(v):
-                    _want(f"sbatch.options[{i}]", x, str, "a string like '--constraint=ib'")
-            else:
-                _want(f"sbatch.{k}", v, str, SBATCH_KEYS[k])
-        s.sbatch = dict(sb)
+        with errs.check():
+            sb = _want("sbatch", data["sbatch"], dict, "a table")
+            for k, v in sb.items():
+                with errs.check():
+                    _check_sbatch(k, v)
+            s.sbatch = dict(sb)
     return s
+
+
+def _read_settings(s: Study, st: dict, base_dir: Path | None, errs: _Errors) -> None:
+    """The keys of [study] beyond name, collectives, algorithms, sizes and processes."""
+    colls = s.collectives
+    if "description" in st:
+        with errs.check():
+            s.description = _want("study.description", st["description"], str, "a string")
+    if "load_levels" in st and "load" not in st:
+        errs.add("study.load_levels: defines levels, but study.load names none to use")
+    if "load" in st:
+        with errs.check():
+            s.load, s.load_levels = _parse_load(st["load"], st.get("load_levels", {}))
+            if HEAT in colls:
+                raise StudyError("study.load: not available with the collective 'heat'")
+    if "probe_iterations" in st:
+        with errs.check():
+            s.probe_iterations = _int("study.probe_iterations", st["probe_iterations"], 1)
+    if "probe_size" in st:
+        with errs.check():
+            v = st["probe_size"]
+            if isinstance(v, str):
+                try:
+                    v = parse_size(v)
+                except ValueError as exc:
+                    raise StudyError(f"study.probe_size: {exc}") from None
+            s.probe_size = _int("study.probe_size", v, 0)
+    for key, check in (("repetitions", lambda k, v: _int(k, v, 1)),
+                       ("mapping", lambda k, v: _choices(k, v, MAPPINGS)),
+                       ("order", lambda k, v: _choices(k, v, ORDERS)),
+                       ("iterations", lambda k, v: _int(k, v, 1)),
+                       ("warmup", lambda k, v: _int(k, v, 0)),
+                       ("timing", lambda k, v: _choice(k, v, TIMINGS)),
+                       ("reps_per_launch", lambda k, v: _int(k, v, 1)),
+                       ("sleep_us", lambda k, v: _num(k, v, 0)),
+                       ("time_budget", lambda k, v: _num(k, v, 0, strict=True)),
+                       ("raw", _bool), ("validate", _bool), ("bind", _bool), ("shuffle", _bool),
+                       ("mpi", lambda k, v: _want(k, v, str, "'openmpi', 'mpich' or a path")),
+                       ("platform", lambda k, v: _want(
+                           k, v, str, "a platform preset name or a description file")),
+                       ("launcher", lambda k, v: _choice(k, v, LAUNCHERS)),
+                       ("nodes", lambda k, v: _int(k, v, 1)),
+                       ("root", lambda k, v: _int(k, v, 0)),
+                       ("dtype", lambda k, v: _choice(k, v, DTYPES)),
+                       ("op", lambda k, v: _choice(k, v, OPS)),
+                       ("seed", lambda k, v: _int(k, v, 0)),
+                       ("timeout", lambda k, v: _num(k, v, 0, strict=True)),
+                       ("max_processes", _max_processes)):
+        if key in st:
+            with errs.check():
+                setattr(s, key, check(f"study.{key}", st[key]))
+    if "time_budget" in st and "iterations" in st:
+        errs.add("study.time_budget: excludes study.iterations; give one")
+    if "hostfile" in st:
+        with errs.check():
+            hf = _want("study.hostfile", st["hostfile"], str, "a path")
+            p = Path(hf).expanduser()
+            if not p.is_absolute() and base_dir is not None:
+                p = base_dir / p
+            s.hostfile = str(p)
+    if s.launcher == "hostfile" and not s.hostfile and "hostfile" not in st:
+        errs.add("study.hostfile: missing; launcher = 'hostfile' needs a hostfile path")
+    launcher_ok = "launcher" not in st or st["launcher"] == s.launcher
+    if s.hostfile and s.launcher != "hostfile" and launcher_ok:
+        errs.add(f"study.hostfile: only used with launcher = 'hostfile' "
+                 f"(launcher is '{s.launcher}')")
+    if "env" in st:
+        with errs.check():
+            env = _want("study.env", st["env"], dict, "a table of NAME = \"value\"")
+            for k, v in env.items():
+                if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+                    errs.add(f"study.env.{k}: not an environment variable name")
+                elif isinstance(v, bool) or not isinstance(v, (str, int, float)):
+                    errs.add(f"study.env.{k}: expected a string, got {_type_name(v)}")
+                else:
+                    s.env[k] = str(v)
+
+
+def _bool(key: str, v: Any) -> bool:
+    return _want(key, v, bool, "true or false")
+
+
+def _max_processes(key: str, v: Any) -> int | str:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return _int(key, v, 1)
+    _want(key, v, str, "a whole number or 'N*cores'")
+    eval_max_processes(v, 1)  # checks the form
+    return v
+
+
+def _check_sbatch(k: str, v: Any) -> None:
+    if k not in SBATCH_KEYS:
+        raise StudyError(f"sbatch.{k}: unknown key{did_you_mean(k, SBATCH_KEYS)}; valid: "
+                         f"{', '.join(SBATCH_KEYS)}")
+    if k in ("nodes", "ntasks_per_node"):
+        _int(f"sbatch.{k}", v, 1)
+    elif k == "exclusive":
+        _want("sbatch.exclusive", v, bool, "true or false")
+    elif k == "options":
+        _want("sbatch.options", v, list, "a list of strings")
+        for i, x in enumerate(v):
+            _want(f"sbatch.options[{i}]", x, str, "a string like '--constraint=ib'")
+    else:
+        _want(f"sbatch.{k}", v, str, SBATCH_KEYS[k])
 
 
 def _parse_load(v: Any, levels_raw: Any) -> tuple[list[str], dict[str, dict]]:
@@ -589,19 +707,23 @@ def _grid(key: str, v: Any) -> tuple[int, int]:
 def _parse_heat(h: Any, variants: list[str]) -> dict[str, Any]:
     """study.heat and the variants (study.algorithms for 'heat'), checked."""
     _want("study.heat", h, dict, "a table")
+    errs = _Errors()
     for k in h:
         if k not in HEAT_KEYS:
-            raise StudyError(f"study.heat.{k}: unknown key{did_you_mean(k, HEAT_KEYS)}; valid: "
-                             f"{', '.join(HEAT_KEYS)}")
-    if "grids" not in h:
-        raise StudyError(f"study.heat.grids: missing; it is required ({HEAT_KEYS['grids']})")
-    raw = h["grids"] if isinstance(h["grids"], list) else [h["grids"]]
-    grids = [_grid(f"study.heat.grids[{i}]", g) for i, g in enumerate(raw)]
-    decomps = _choices("study.heat.decomps", h.get("decomps", ["rows"]), HEAT_DECOMPS)
+            errs.add(f"study.heat.{k}: unknown key{did_you_mean(k, HEAT_KEYS)}; valid: "
+                     f"{', '.join(HEAT_KEYS)}")
     for i, v in enumerate(variants):
         if v not in HEAT_VARIANTS:
-            raise StudyError(f"study.algorithms.heat[{i}]: '{v}' is not a heat variant; valid: "
-                             f"{', '.join(HEAT_VARIANTS)}{did_you_mean(v, HEAT_VARIANTS)}")
+            errs.add(f"study.algorithms.heat[{i}]: '{v}' is not a heat variant; valid: "
+                     f"{', '.join(HEAT_VARIANTS)}{did_you_mean(v, HEAT_VARIANTS)}")
+    if "grids" not in h:
+        errs.add(f"study.heat.grids: missing; it is required ({HEAT_KEYS['grids']})")
+    with errs.check():
+        decomps = _choices("study.heat.decomps", h.get("decomps", ["rows"]), HEAT_DECOMPS)
+    if errs.errors:
+        raise StudyError(*errs.errors)
+    raw = h["grids"] if isinstance(h["grids"], list) else [h["grids"]]
+    grids = [_grid(f"study.heat.grids[{i}]", g) for i, g in enumerate(raw)]
     its = h.get("iterations", 100)
     per: dict[str, int] = {}
     if isinstance(its, dict):
@@ -656,6 +778,7 @@ def resolve_algorithms(study: Study, build) -> dict[str, list[str]]:
     """
 
     lib = _libalgos()
+    errs = _Errors()
     out: dict[str, list[str]] = {}
     per_coll = len({tuple(v) for v in study.algorithms.values()}) > 1
     for coll in study.collectives:
@@ -667,40 +790,38 @@ def resolve_algorithms(study: Study, build) -> dict[str, list[str]]:
             reg["native"] = None
         ours = [n for n in registry.names(build, coll) if n != "native"]
         specs: list[str] = []
-        for i, spec in enumerate(study.algorithms[coll]):
+        for i, spec in enumerate(study.algorithms.get(coll, [])):
             key = f"study.algorithms.{coll}[{i}]" if per_coll else f"study.algorithms[{i}]"
-            if spec == "ours":
-                specs += ours
-            elif spec == "all":
-                specs += ours + ["native"]
-                if lib is not None:
-                    specs += lib.all_names(build.mpi, coll)
-            elif spec == "library":
-                if lib is not None:
-                    specs += lib.all_names(build.mpi, coll)
-            elif spec == "library-matched":
-                if lib is not None:
-                    specs += bench_mod.library_matched(build, coll)
-            elif is_lib_spec(spec):
-                if lib is None:
-                    raise StudyError(f"{key}: '{spec}': the MPI library's own algorithms need "
-                                     "colltune.libalgos, which this colltune does not have")
-                library, rest = split_spec(spec)
-                if rest == "all":
-                    try:
-                        specs += bench_mod.expand_algos(build, coll, [spec])
-                    except ValueError as exc:
-                        raise StudyError(f"{key}: {exc}") from None
-                    continue
-                try:
-                    lib.lib_env(build.mpi, coll, spec)
-                except ValueError as exc:
-                    raise StudyError(f"{key}: {exc}") from None
-                specs.append(spec)
-            else:
-                registry.check_spec(key, spec, coll, reg,
-                                    also=", or ours, all, ompi:NAME, mpich:NAME",
-                                    error=StudyError)
-                specs.append(spec)
+            with errs.check():
+                specs += _expand(build, coll, key, spec, reg, ours, lib)
         out[coll] = list(dict.fromkeys(specs))
+    if errs.errors:
+        raise StudyError(*errs.located(study.text, study.source))
     return out
+
+
+def _expand(build, coll: str, key: str, spec: str, reg: dict, ours: list[str],
+            lib) -> list[str]:
+    """The algorithms one token of study.algorithms stands for (checked)."""
+    if spec in ("all", "library"):
+        library_own = lib.all_names(build.mpi, coll) if lib is not None else []
+        return (ours + ["native"] if spec == "all" else []) + library_own
+    if spec == "ours":
+        return list(ours)
+    if spec == "library-matched":
+        return bench_mod.library_matched(build, coll) if lib is not None else []
+    if is_lib_spec(spec):
+        if lib is None:
+            raise StudyError(f"{key}: '{spec}': the MPI library's own algorithms need "
+                             "colltune.libalgos, which this colltune does not have")
+        library, rest = split_spec(spec)
+        try:
+            if rest == "all":
+                return bench_mod.expand_algos(build, coll, [spec])
+            lib.lib_env(build.mpi, coll, spec)
+        except ValueError as exc:
+            raise StudyError(f"{key}: {exc}") from None
+        return [spec]
+    registry.check_spec(key, spec, coll, reg, also=", or ours, all, ompi:NAME, mpich:NAME",
+                        error=StudyError)
+    return [spec]
