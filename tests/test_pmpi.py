@@ -181,6 +181,128 @@ def test_a_bad_rules_file_warns_once_and_runs_the_library(ompi_build, tmp_path, 
     assert ran == {"native"}, _decisions(res.stderr)
 
 
+# ---- issue 29: `colltune rules check` and the C reader refuse the same files ----------
+
+H = "# colltune-rules 1\n"
+GOOD = "bcast 2 - 0 99 binomial -\n"  # a good line first: the problem is on line 3
+# name -> (text, the line of the first problem)
+PARITY_BAD = {
+    "algorithm typo": (H + GOOD + "bcast 2 - 100 - binomal -\n", 3),
+    "not an integer": (H + GOOD + "bcast 2 - 100 - binomial segsize=lots\n", 3),
+    "out of range": (H + GOOD + "bcast 2 - 100 - chain fanout=0\n", 3),
+    "parameter typo": (H + GOOD + "bcast 2 - 100 - chain fanot=2\n", 3),
+    "no value": (H + GOOD + "bcast 2 - 100 - chain fanout\n", 3),
+    "given twice": (H + GOOD + "bcast 2 - 100 - chain fanout=2,fanout=3\n", 3),
+    "empty item": (H + GOOD + "bcast 2 - 100 - chain fanout=2,\n", 3),
+    "test-only": (H + GOOD + "bcast 2 - 100 - _broken -\n", 3),
+    "inner algorithm": (H + GOOD + "allgather 2 - 0 - gather_bcast gather=nosuch\n", 3),
+    "hidden inner": (H + GOOD + "allreduce 2 - 0 - reduce_bcast bcast=_broken\n", 3),
+    "remap": (H + GOOD + "bcast 2 - 100 - binomial remap=sideways\n", 3),
+    "gather has no remap": (H + GOOD + "gather 2 - 0 - binomial remap=rr\n", 3),
+    "mapping garbage": (H + GOOD + "bcast 2 - 100 - binomial - garbage\n", 3),
+    "mapping typo": (H + GOOD + "bcast 2 - 100 - binomial - cores\n", 3),
+    "library algorithm": (H + GOOD + "bcast 2 - 100 - ompi:binomial -\n", 3),
+    "np too large": (H + GOOD + "bcast 2 2000000000 100 - binomial -\n", 3),
+    "size suffix": (H + GOOD + "bcast 2 - 64K - binomial -\n", 3),
+    "fields": (H + GOOD + "bcast 2 - 100 binomial -\n", 3),
+    "class name": (H + "# load-class: 1st 0 5\n" + GOOD, 2),
+    "class nan": (H + "# load-class: quiet nan 5\n" + GOOD, 2),
+    "class hex": (H + "# load-class: quiet 0x1 5\n" + GOOD, 2),
+    "first of two": (H + "bcast 2 - 0 99 binomal -\nbcast 2 - 100 binomial -\n", 2),
+}
+PARITY_GOOD = {
+    "the demo file": RULES,
+    "suffixes, inner algorithms, remap, mapping, classes": (
+        H + "# target: colltune\n# load-class: quiet 0 9.5\n# load-class: busy 9.5 -\n"
+        "bcast 2 - 0 99 binomial segsize=8K,remap=rr core load=quiet\n"
+        "bcast 2 - 0 99 chain segsize=1M,fanout=2 node\n"
+        "allgather 2 - 0 - gather_bcast gather=linear,bcast=knomial socket\n"
+        "allreduce 2 8 0 - reduce_bcast reduce=binomial\n"
+        "gather 1 - 0 - native -\n"),
+}
+
+
+def _c_reader(build, path):
+    """The interposition library's verdict on a rules file: its warnings (a bad file
+    gives one and is dropped whole) and the decisions it printed."""
+    res = _run(build, 1, {"COLLTUNE_RULES": str(path), "COLLTUNE_VERBOSE": "1"})
+    _passed(res)
+    warnings = [ln for ln in res.stderr.splitlines() if ln.startswith("colltune-pmpi: warning:")]
+    return warnings, _decisions(res.stderr)
+
+
+def test_rules_check_and_the_library_refuse_the_same_files(ompi_build, tmp_path):
+    """Each bad file: `colltune rules check` exits 2 with one line FILE:LINE: (its first
+    problem) and the library drops it with one warning naming the same FILE:LINE. Each
+    good file: both accept it, and the library's decisions come from its lines."""
+    for i, (name, (text, line)) in enumerate(sorted(PARITY_BAD.items())):
+        path = tmp_path / f"bad{i}.rules"
+        path.write_text(text)
+        res = colltune("rules", "check", str(path))
+        assert res.returncode == 2, (name, res.stdout, res.stderr)
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"{path}:{line}: "), (name, lines)
+        assert "Traceback" not in res.stderr and "a valid" not in res.stdout
+        warnings, ran = _c_reader(ompi_build, path)
+        assert len(warnings) == 1, (name, warnings)
+        assert f"{path}:{line}: " in warnings[0] and "the rules file is ignored" in warnings[0]
+        assert {d.split(": ", 2)[2].split(" ")[0] for d in ran} == {"native"}, (name, ran)
+    for i, (name, text) in enumerate(sorted(PARITY_GOOD.items())):
+        path = tmp_path / f"good{i}.rules"
+        path.write_text(text)
+        res = colltune("rules", "check", str(path))
+        assert res.returncode == 0 and "a valid colltune rules file" in res.stdout, \
+            (name, res.stderr)
+        warnings, ran = _c_reader(ompi_build, path)
+        assert warnings == [], (name, warnings)
+        assert any(f"({path}:" in d for d in ran), (name, ran)
+
+
+def test_a_typo_is_refused_with_the_closest_name(ompi_build, tmp_path):
+    """Both sides name the closest valid name."""
+    path = tmp_path / "typo.rules"
+    path.write_text(PARITY_BAD["algorithm typo"][0])
+    res = colltune("rules", "check", str(path))
+    assert "unknown bcast algorithm 'binomal' (did you mean 'binomial'?)" in res.stderr
+    assert "_broken" not in res.stderr  # test-only names are not offered
+    warnings, _ = _c_reader(ompi_build, path)
+    assert "unknown bcast algorithm 'binomal' (did you mean 'binomial'?)" in warnings[0]
+    path.write_text(PARITY_BAD["mapping typo"][0])
+    assert "(did you mean 'core'?)" in colltune("rules", "check", str(path)).stderr
+    assert "(did you mean 'core'?)" in _c_reader(ompi_build, path)[0][0]
+
+
+def test_warnings_stay_one_line(ompi_build, tmp_path):
+    """A file name with a newline in it: the warning is still one line (the control
+    character replaced), starting with the library's prefix."""
+    res = _run(ompi_build, 1, {"COLLTUNE_RULES": str(tmp_path / "two\nlines.rules")})
+    _passed(res)
+    mine = [ln for ln in res.stderr.splitlines() if "lines.rules" in ln]
+    assert len(mine) == 1 and mine[0].startswith("colltune-pmpi: warning: ")
+    assert "two?lines.rules: cannot read the rules file" in mine[0], mine
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
+def test_each_line_is_one_write(ompi_build, tmp_path):
+    """Every line the library prints is one write(2) of the whole line: the program's
+    own output on the same stderr cannot land inside it."""
+    trace = tmp_path / "trace.txt"
+    e = {v: "" for v in ALL_VARS}
+    e.update(interpose.preload(ompi_build, {}))
+    e.update({"COLLTUNE_VERBOSE": "1", "COLLTUNE_BCAST": "binomial",
+              "COLLTUNE_GATHER": "foo"})  # a warning too
+    ln = launch.prepare(ompi_build.mpi, 1, ["strace", "-f", "-e", "trace=write", "-s", "4000",
+                                            "-o", str(trace),
+                                            str(ompi_build.program("colltune-plaincolls"))], e)
+    res = launch.run(ln, timeout=120)
+    _passed(res)
+    printed = [x for x in res.stderr.splitlines() if x.startswith("colltune-pmpi: ")]
+    writes = re.findall(r'write\(2, "(colltune-pmpi: [^"]*)"', trace.read_text())
+    assert len(printed) >= 5 and any("warning:" in x for x in printed), res.stderr
+    assert len(writes) == len(printed), (writes, printed)
+    assert all(w.endswith("\\n") and "\\n" not in w[:-2] for w in writes), writes
+
+
 def test_bad_specs_and_a_missing_file_warn_and_the_rest_still_applies(ompi_build, tmp_path):
     res = _run(ompi_build, 3, {"COLLTUNE_RULES": str(tmp_path / "missing.rules"),
                                "COLLTUNE_GATHER": "foo", "COLLTUNE_REDUCE": "binomial:segsize=-3",
@@ -296,12 +418,47 @@ def _colltune_run(build, mpi_flag):
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]
     assert "plaincolls:" in res.stdout and "checks passed" in res.stdout
     assert "bcast np=2 size 4..7 B: knomial (COLLTUNE_BCAST)" in res.stderr, res.stderr
+    # the test-only Bcast is refused before the launch (plain COLLTUNE_BCAST=_broken still
+    # runs it: test_a_wrong_algorithm_is_caught)
     bad = colltune("run", "--mpi", mpi_flag, "--force", "bcast=_broken", "--", *ln.argv)
-    assert bad.returncode != 0 and "FAIL rank" in bad.stderr
+    assert bad.returncode == 2 and "test-only" in bad.stderr and "plaincolls" not in bad.stdout
     env = colltune("run", "--mpi", mpi_flag, "--force", "reduce=binomial", "--print-env")
     assert env.returncode == 0, env.stderr
     assert env.stdout.startswith("export COLLTUNE_REDUCE=binomial LD_PRELOAD=")
     assert str(interpose.library(build)) in env.stdout
+
+
+def test_colltune_run_refuses_before_the_launch(ompi_build, tmp_path):
+    """A typo in a forced algorithm, a parameter, a test-only name, a rules file the
+    library would drop, a missing one, a profile in a missing folder: exit 2, one line,
+    nothing launched (the command would leave a marker file)."""
+    marker = tmp_path / "launched"
+    cmd = ["--", "touch", str(marker)]
+    bad = tmp_path / "bad.rules"
+    bad.write_text(PARITY_BAD["not an integer"][0])
+    cases = [
+        (["--force", "bcast=binomal"], "--force bcast=binomal: unknown bcast algorithm "
+         "'binomal' (did you mean 'binomial'?); valid: native,"),
+        (["--force", "bcst=binomial"], "--force bcst=binomial: unknown collective 'bcst' "
+         "(did you mean 'bcast'?)"),
+        (["--force", "bcast=chain:fanot=2"], "bcast/chain has no parameter 'fanot' "
+         "(did you mean 'fanout'?)"),
+        (["--force", "reduce=binomial:segsize=lots"], "segsize='lots' is not an integer"),
+        (["--force", "bcast=_broken"], "bcast/_broken is a test-only algorithm"),
+        (["--rules", str(bad)], f"{bad}:3: bcast/binomial: segsize='lots' is not an integer"),
+        (["--rules", str(tmp_path / "missing.rules")], "missing.rules: cannot read"),
+        (["--profile", "/nonexistent/dir/p.json"], "--profile /nonexistent/dir/p.json: the "
+         "folder /nonexistent/dir does not exist"),
+    ]
+    for args, expect in cases:
+        res = colltune("run", "--mpi", "openmpi", *args, *cmd)
+        lines = res.stderr.strip().splitlines()
+        assert res.returncode == 2 and len(lines) == 1, (args, res.stderr)
+        assert lines[0].startswith("error: ") and expect in lines[0], (args, lines)
+        assert not marker.exists(), args
+    res = colltune("run", "--mpi", "openmpi", "--force", "bcast=knomial:radix=8,segsize=8K",
+                   "--profile", str(tmp_path / "p.json"), *cmd)
+    assert res.returncode == 0 and marker.exists(), res.stderr
 
 
 def test_colltune_run_openmpi(ompi_build):

@@ -177,7 +177,7 @@ def test_report_tune_section(built):
     assert "in-sample and leave-one-size-out coincide for bcast: the rules built without a " \
         "size choose there what its own measurements chose" in flat
     assert "CV size" not in text and ">worst at<" not in text
-    assert "worst regret at" in flat and "lowest gain at" in flat
+    assert "worst regret at" in flat and "worst ×native at" in flat
     maps = [f for f in parts.figures if f.kind == "decision-map"]
     assert {f.collective for f in maps} == {"bcast", "reduce"}
 

@@ -1,4 +1,4 @@
-"""colltune tune: choices with evidence, the interpolation policy, regret and gain,
+"""colltune tune: choices with evidence, the interpolation policy, regret and the ratio to native,
 cross-validation, bad input, and a real sweep -> tune through the command line."""
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ def test_a_clear_winner_is_chosen_and_its_regret_is_one():
     ins = t.points["in-sample"]
     assert (ins["chosen"] == "binomial").all()
     assert ins["regret"].tolist() == pytest.approx([1.0, 1.0, 1.0])
-    assert ins["gain"].tolist() == pytest.approx([2.0, 2.0, 2.0])
+    assert ins["vs_native"].tolist() == pytest.approx([0.5, 0.5, 0.5])  # the one ratio: time / native
     s = t.summary.set_index("evaluation").loc["in-sample"]
-    assert s["regret_gmean"] == pytest.approx(1.0) and s["gain_gmean"] == pytest.approx(2.0)
+    assert s["regret_gmean"] == pytest.approx(1.0) and s["vs_native_gmean"] == pytest.approx(0.5)
 
 
 def test_a_gain_within_the_spread_keeps_native():
@@ -70,7 +70,7 @@ def test_a_gain_within_the_spread_keeps_native():
     t = tune.tune(f, "colltune")
     assert {r.algorithm for r in t.rules.rules} == {"native"}
     assert t.points["in-sample"]["regret"].tolist() == pytest.approx([10 / 9.9] * 3)
-    assert t.points["in-sample"]["gain"].tolist() == pytest.approx([1.0] * 3)
+    assert t.points["in-sample"]["vs_native"].tolist() == pytest.approx([1.0] * 3)
     # noisy launches: a 20 % gain whose repetitions scatter by 50 % is not significant
     noisy = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 8.0}),
                   own={"binomial": (0.6, 1.4, 0.7, 1.3, 0.8)})
@@ -152,7 +152,7 @@ def test_cross_validation_evaluates_rules_built_without_the_point():
     at1m = loso[loso["size"] == 1 << 20]
     assert (at1m["chosen"] == "B").all()
     assert s["regret_gmean"] == pytest.approx(2.0) and s["points"] == 6
-    assert s["gain_worst"] == pytest.approx(10 / 6)
+    assert s["vs_native_worst"] == pytest.approx(6 / 10)  # worst = largest ratio
     # process counts all choose alike: leaving one out loses nothing
     lono = t.summary.set_index("evaluation").loc["leave-one-np-out"]
     assert lono["regret_gmean"] == pytest.approx(1.0) and lono["points"] == 6
@@ -166,14 +166,14 @@ def test_the_quality_view_merges_coinciding_evaluations_and_says_why():
     assert view["evaluation"].tolist() == ["in-sample = leave-one-size-out"]
     assert any("coincide" in n and "every choice is native" in n for n in notes)
     assert any(tune.NO_GAIN in n for n in notes)
-    assert "gain_gmean" not in view.columns  # a column of 1s says nothing: gone
+    assert "vs_native_gmean" not in view.columns  # a column of 1s says nothing: gone
     assert "regret_worst_at" not in view.columns  # regret 1 everywhere: no worst point
     # a winner at every size: the rules without a size choose it there too
     f = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 5.0}))
     t = tune.tune(f, "colltune")
     view, notes = tune.quality_view(t.summary, t.points, t.has_native, t.keys)
     assert len(view) == 1 and any("neighbours have the same choice" in n for n in notes)
-    assert view.iloc[0]["gain_gmean"] == pytest.approx(2.0)
+    assert view.iloc[0]["vs_native_gmean"] == "×0.50"  # printed as every ratio is
     # choices that differ by size: two rows, nothing merged
     lat = {8: {"native": 10.0, "A": 2.0, "B": 4.0}, 1024: {"native": 10.0, "A": 6.0, "B": 3.0},
            1 << 20: {"native": 10.0, "A": 2.0, "B": 4.0}}
@@ -197,17 +197,17 @@ def test_the_quality_table_has_distinct_headings_and_no_placeholder_gain():
     lat = {8: {"native": 10.0, "A": 2.0, "B": 4.0}, 1024: {"native": 10.0, "A": 6.0, "B": 3.0},
            1 << 20: {"native": 10.0, "A": 2.0, "B": 4.0}}
     out = text(tune.tune(frame(grid(lambda c, n, s: lat[s])), "colltune"))
-    assert "worst regret at" in out and "lowest gain at" in out
+    assert "worst regret at" in out and "worst ×native at" in out
     assert " worst at " not in out
     out = text(tune.tune(frame(grid(lambda c, n, s: {"native": 5.0, "binomial": 10.0})),
                          "colltune"))
     assert "in-sample = leave-one-size-out" in out and "coincide" in out
-    assert "every choice is native: no gain" in out and "gain gmean" not in out
+    assert "every choice is native: no gain" in out and "×native gmean" not in out
     # native-only in one collective, a winner in the other: its gain cell says so
     pts = {**grid(lambda c, n, s: {"native": 5.0, "binomial": 10.0}),
            **grid(lambda c, n, s: {"native": 10.0, "binomial": 5.0}, colls=("reduce",))}
     out = text(tune.tune(frame(pts), "colltune"))
-    assert "gain gmean" in out and "every choice is native: no gain" in out and "2.000" in out
+    assert "×native gmean" in out and "every choice is native: no gain" in out and "×0.50" in out
 
 
 def test_quality_of_a_rules_file_against_measurements():
@@ -215,7 +215,7 @@ def test_quality_of_a_rules_file_against_measurements():
     rs = rules.RuleSet("colltune", [Rule("bcast", 1, None, 0, None, "linear")])
     pts, summ = tune.quality(f, rs)
     assert pts["regret"].tolist() == pytest.approx([1.6] * 3)
-    assert summ.iloc[0]["gain_gmean"] == pytest.approx(1.25)
+    assert summ.iloc[0]["vs_native_gmean"] == pytest.approx(0.8)
 
 
 # ------------------------------------------------------------------ bad input
@@ -243,7 +243,7 @@ def test_no_native_gives_regret_only_with_a_note():
     t = tune.tune(f, "colltune")
     assert not t.has_native and any("no native" in n for n in t.notes)
     assert t.points["in-sample"]["regret"].tolist() == pytest.approx([1.0] * 3)
-    assert t.points["in-sample"]["gain"].isna().all()
+    assert t.points["in-sample"]["vs_native"].isna().all()
     assert {r.algorithm for r in t.rules.rules} == {"binomial"}
 
 
@@ -347,7 +347,7 @@ def test_sweep_then_tune_on_the_command_line(tmp_path, ompi_build):
     summ = json.loads(summary)
     ins = [s for s in summ if s["evaluation"] == "in-sample"][0]
     assert ins["points"] == 2 and ins["regret_gmean"] >= 1.0
-    assert math.isfinite(ins["gain_gmean"])
+    assert math.isfinite(ins["vs_native_gmean"])
     # JSON output, and the errors of bad names
     res = _cli("tune", "--db", dbp, "--study", "tinytune", "--target", "colltune", "-o", out,
                "--format", "json")
@@ -372,6 +372,47 @@ def test_sweep_then_tune_on_the_command_line(tmp_path, ompi_build):
     assert "Traceback" not in res.stderr
 
 
+def _ro_bind_works() -> bool:
+    import shutil
+
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("mount"):
+        return False
+    res = subprocess.run(["unshare", "-m", "sh", "-c", "mount --bind -o ro /tmp /mnt "
+                          "2>/dev/null && ! touch /mnt/.x 2>/dev/null"], capture_output=True,
+                         timeout=30)
+    return res.returncode == 0
+
+
+@pytest.mark.skipif(not _ro_bind_works(), reason="needs root and unshare -m for a read-only "
+                    "bind mount (chmod does not stop root)")
+def test_tune_writes_the_rules_file_from_a_read_only_database(tmp_path, ompi_build):
+    """A database on a read-only mount (a private mount namespace): tune still writes the
+    rules file, and says in one note line that the tuning is not stored."""
+    study = tmp_path / "tiny.toml"
+    study.write_text(TINY)
+    src, mnt = tmp_path / "src", tmp_path / "mnt"
+    src.mkdir()
+    mnt.mkdir()
+    assert _cli("sweep", study, "--db", src / "r.db").returncode == 0
+    before = (src / "r.db").read_bytes()
+    out = tmp_path / "ro.rules"
+    exe = [sys.executable, "-m", "colltune"]
+    script = (f"mount --bind -o ro {src} {mnt} || exit 99\n"
+              + " ".join(exe + ["tune", "--db", str(mnt / "r.db"), "--study", "tinytune",
+                                "--target", "colltune", "-o", str(out)]))
+    res = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, COLUMNS="200"))
+    assert res.returncode == 0, res.stderr
+    notes = [ln for ln in res.stderr.splitlines() if "not stored" in ln]
+    assert len(notes) == 1 and notes[0].startswith("note: the tuning is not stored (cannot "
+                                                   "write the results database"), res.stderr
+    assert rules.read(out).target == "colltune" and "written to" in res.stdout
+    assert (src / "r.db").read_bytes() == before  # nothing stored
+    con = sqlite3.connect(src / "r.db")
+    assert con.execute("SELECT count(*) FROM tunings").fetchone()[0] == 0
+    con.close()
+
+
 TINY_OMPI = """
 [study]
 name = "tinyompi"
@@ -387,24 +428,24 @@ warmup = 3
 
 def test_measure_tune_export_verify_with_open_mpi(tmp_path, ompi_build):
     """The whole loop on the command line: a sweep of Open MPI's own algorithms, `tune
-    --target openmpi`, `rules export --to openmpi`, and `rules verify` running Open MPI
-    under the exported file: whatever the rules chose is what ran."""
+    --target openmpi -o FILE` writing the file Open MPI reads, and `rules verify` running
+    Open MPI under it: whatever the rules chose is what ran. With --colltune-format, tune
+    writes colltune's own file; `rules verify` of that one suggests an export command,
+    which works as suggested (issue 29)."""
+    import shlex
+
     study = tmp_path / "tiny.toml"
     study.write_text(TINY_OMPI)
     dbp, ours, conf = tmp_path / "r.db", tmp_path / "ompi.rules", tmp_path / "tuned.conf"
     res = _cli("sweep", study, "--db", dbp)
     assert res.returncode == 0, res.stderr
-    res = _cli("tune", "--db", dbp, "--study", "tinyompi", "--target", "openmpi", "-o", ours)
+    res = _cli("tune", "--db", dbp, "--study", "tinyompi", "--target", "openmpi", "-o", conf)
     assert res.returncode == 0, res.stderr
-    rs = rules.read(ours)
-    assert rs.target == "openmpi" and rs.collectives() == ["bcast"]
-    assert {r.algorithm for r in rs.rules} <= {"native", "ompi:binomial", "ompi:linear",
-                                               "ompi:scatter_allgather"}
-    res = _cli("rules", "export", ours, "--to", "openmpi", "-o", conf)
-    assert res.returncode == 0, res.stderr
+    assert "Open MPI coll/tuned rules file" in res.stdout
     assert f"coll_tuned_dynamic_rules_filename {conf}" in res.stdout
+    assert not conf.read_text().startswith("# colltune-rules")
     res = _cli("rules", "check", conf)
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode == 0 and "Open MPI coll/tuned rules file" in res.stdout, res.stderr
     res = _cli("rules", "verify", conf, "--np", "2,3", "--size", "8,64K")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "Traceback" not in res.stderr
@@ -413,11 +454,36 @@ def test_measure_tune_export_verify_with_open_mpi(tmp_path, ompi_build):
     assert "2 processes" in res.stdout and "3 processes" in res.stdout
     rows = [ln for ln in res.stdout.splitlines() if " bcast " in ln]
     assert len(rows) == 4 and not any(" NO " in ln for ln in rows)
+    # colltune's own file for the same target: the rule set that was exported
+    res = _cli("tune", "--db", dbp, "--study", "tinyompi", "--target", "openmpi", "-o", ours,
+               "--colltune-format")
+    assert res.returncode == 0, res.stderr
+    rs = rules.read(ours)
+    assert rs.target == "openmpi" and rs.collectives() == ["bcast"]
+    assert {r.algorithm for r in rs.rules} <= {"native", "ompi:binomial", "ompi:linear",
+                                               "ompi:scatter_allgather"}
+    res = _cli("rules", "verify", ours, "--np", "2")
+    assert res.returncode == 2 and "export it first: colltune rules export" in res.stderr
+    suggested = shlex.split(res.stderr.split("export it first: ", 1)[1].strip())
+    assert suggested[:3] == ["colltune", "rules", "export"], suggested
+    res = _cli(*suggested[1:])  # the command as suggested works
+    assert res.returncode == 0, res.stderr
+    exported = suggested[suggested.index("-o") + 1]
+    def body(text):  # the rules, without the comments (the creation time differs)
+        return [ln for ln in text.splitlines() if not ln.startswith("#")]
+
+    assert body(open(exported).read()) == body(conf.read_text())
+    # a target-colltune file: no export is suggested (it would fail)
+    mine = tmp_path / "mine.rules"
+    mine.write_text("# colltune-rules 1\nbcast 2 - 0 - binomial -\n")
+    res = _cli("rules", "verify", mine)
+    assert res.returncode == 2 and "rules export" not in res.stderr
+    assert "interposition library reads it" in res.stderr
 
 
 def test_quality_weighted_by_the_calls_an_application_makes():
     """Calls count for the measured point whose rules cover them: an application that
-    only calls small sizes sees only the small points' regret and gain."""
+    only calls small sizes sees only the small points' regret and ratio to native."""
     def fn(c, n, s):  # linear wins clearly at 8 B; at 1 MiB nothing beats native
         return {"native": 10.0, "linear": 5.0 if s == 8 else 30.0}
     t = tune.tune(frame(grid(fn, sizes=(8, 1 << 20))), "colltune")
@@ -426,12 +492,12 @@ def test_quality_weighted_by_the_calls_an_application_makes():
     w = tune.weighted(pts, small)
     (row,) = w.to_dict("records")
     assert row["points"] == 1 and row["calls"] == 1000
-    assert row["gain_gmean"] == pytest.approx(2.0, rel=0.05)   # native 10 / linear 5
+    assert row["vs_native_gmean"] == pytest.approx(0.5, rel=0.05)   # linear 5 / native 10
     big = tune.weighted(pts, [("bcast", 4, 1 << 22, 7)])       # above: the 1 MiB point
-    assert big.iloc[0]["gain_gmean"] == pytest.approx(1.0)
+    assert big.iloc[0]["vs_native_gmean"] == pytest.approx(1.0)
     assert tune.weighted(pts, [("allreduce", 2, 8, 5)]).empty  # not in the points
     both = tune.weighted(pts, small + [("bcast", 2, 1 << 20, 1000)])
-    assert both.iloc[0]["gain_gmean"] == pytest.approx(2.0 ** 0.5, rel=0.05)
+    assert both.iloc[0]["vs_native_gmean"] == pytest.approx(0.5 ** 0.5, rel=0.05)
 
 
 def test_a_profile_weighs_the_quality_on_the_command_line(tmp_path, ompi_build):

@@ -23,6 +23,7 @@ from colltune.studies import study
 from colltune.studies import sweep
 from colltune.tuning import tune
 from colltune.analysis import load as load_analysis
+from colltune.analysis.points import latest_round
 from colltune.drivers import loadgen as workload
 from colltune.studies.study import StudyError
 
@@ -330,3 +331,24 @@ def test_a_generator_whose_launcher_failed_to_start_is_started_again(tmp_path, m
     with pytest.raises(workload.LoadError, match="ended before sending"):
         workload.Generator(None, level, start_timeout=20)
     assert count.read_text().count("x") == 1
+
+
+def test_the_report_load_section_concludes_from_each_studys_latest_round():
+    """A second study with a higher round number does not hide the first study's
+    points (points.latest_round: per study, not the largest round of the database)."""
+    from colltune.output import figures as pl
+    from colltune.output.report.load import load_section
+    from colltune.output.report.page import ReportParts
+
+    w = _frame()
+    other = _frame(seed=4).assign(study="x", round=3,
+                                  load_level=lambda d: "x-" + d["load_level"])
+    html = load_section(pd.concat([w, other], ignore_index=True), ReportParts(),
+                        pl.Palette(pl.FALLBACK_ORDER))
+    assert ">heavy<" in html and ">x-heavy<" in html  # both studies' levels concluded on
+    # and within one study only its latest round counts: round 2 where b always wins
+    w2 = _frame(seed=5).assign(round=2, median_us=lambda d: np.where(
+        d["algorithm"] == "b", d["median_us"] * 0.3, d["median_us"]))
+    best = load_analysis.best_per_level(latest_round(pd.concat([w, w2], ignore_index=True))
+                                        .assign(label=lambda d: d["algorithm"]))
+    assert set(best["best"]) == {"b"}

@@ -78,6 +78,53 @@ static void list_names(ct_coll_t coll, int skip_native, char *buf, size_t len) {
     }
 }
 
+/* " (did you mean 'x'?)" for the visible name of `coll` closest to `word` (edit
+ * distance, close enough to be a typo), else "": as base/errors.did_you_mean */
+static size_t edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b), row[64];
+    if (la >= 63 || lb >= 63) return (size_t)-1;
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+void ct_did_you_mean(const char *word, const char *const *cands, int n, char *buf, size_t len) {
+    size_t best = (size_t)-1;
+    const char *pick = NULL;
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        size_t d = edit_distance(word, cands[i]);
+        size_t la = strlen(word), lb = strlen(cands[i]), mx = la > lb ? la : lb;
+        /* similar enough: about 60 % of the letters in common */
+        if (d < mx && 20 * (mx - d) >= 6 * (la + lb) && d < best) {
+            best = d;
+            pick = cands[i];
+        }
+    }
+    if (pick) snprintf(buf, len, " (did you mean '%s'?)", pick);
+}
+
+static void suggest_algo(ct_coll_t coll, const char *word, char *buf, size_t len) {
+    const char *cands[128];
+    int n = 0;
+    for (int i = 0; i < ct_algo_count() && n < 128; i++) {
+        const ct_algo_t *a = ct_algo_get(i);
+        if (a->coll == coll && !(a->constraints & CT_HIDDEN)) cands[n++] = a->name;
+    }
+    ct_did_you_mean(word, cands, n, buf, len);
+}
+
 int ct_choice_default(int algo, ct_choice_t *out) {
     const ct_algo_t *a = ct_algo_get(algo);
     if (!a)
@@ -159,10 +206,12 @@ int ct_choice_parse(ct_coll_t coll, const char *spec, ct_choice_t *out) {
     char *colon = strchr(buf, ':');
     if (colon) *colon = '\0';
     int algo = ct_algo_find(coll, buf);
+    char hint[96];
     if (algo < 0) {
         list_names(coll, 0, names, sizeof names);
-        return ct_set_error(MPI_ERR_ARG, "unknown %s algorithm '%s'; valid: %s",
-                            ct_coll_name(coll), buf, names);
+        suggest_algo(coll, buf, hint, sizeof hint);
+        return ct_set_error(MPI_ERR_ARG, "unknown %s algorithm '%s'%s; valid: %s",
+                            ct_coll_name(coll), buf, hint, names);
     }
     CT_CHECK(ct_choice_default(algo, out));
     const ct_algo_t *a = ct_algo_get(algo);
@@ -191,16 +240,22 @@ int ct_choice_parse(ct_coll_t coll, const char *spec, ct_choice_t *out) {
         const ct_param_spec_t *ps = id >= 0 ? ct_param_spec(a, (ct_param_id_t)id) : NULL;
         if (!ps) {
             char valid[256] = "";
+            const char *known[CT_NPARAMS + 1];
+            int nknown = 0;
             size_t used = 0;
             for (int j = 0; j < a->nparams; j++) {
                 int w = snprintf(valid + used, sizeof valid - used, "%s%s", j ? ", " : "",
                                  ct_param_name(a->params[j].id));
                 if (w > 0 && (size_t)w < sizeof valid - used) used += (size_t)w;
+                if (nknown < CT_NPARAMS) known[nknown++] = ct_param_name(a->params[j].id);
             }
-            if (remap_allowed(coll))
+            if (remap_allowed(coll)) {
                 snprintf(valid + used, sizeof valid - used, "%sremap", used ? ", " : "");
-            return ct_set_error(MPI_ERR_ARG, "%s/%s has no parameter '%s'; valid: %s",
-                                ct_coll_name(coll), a->name, key,
+                known[nknown++] = "remap";
+            }
+            ct_did_you_mean(key, known, nknown, hint, sizeof hint);
+            return ct_set_error(MPI_ERR_ARG, "%s/%s has no parameter '%s'%s; valid: %s",
+                                ct_coll_name(coll), a->name, key, hint,
                                 valid[0] ? valid : "(none)");
         }
         long v;
@@ -208,9 +263,10 @@ int ct_choice_parse(ct_coll_t coll, const char *spec, ct_choice_t *out) {
             v = ct_algo_find(inner_coll(ps->id), val);
             if (v < 0 || (ct_algo_get((int)v)->constraints & CT_HIDDEN)) {
                 list_names(inner_coll(ps->id), 0, names, sizeof names);
-                return ct_set_error(MPI_ERR_ARG, "%s/%s: unknown %s algorithm '%s'; valid: %s",
+                suggest_algo(inner_coll(ps->id), val, hint, sizeof hint);
+                return ct_set_error(MPI_ERR_ARG, "%s/%s: unknown %s algorithm '%s'%s; valid: %s",
                                     ct_coll_name(coll), a->name,
-                                    ct_coll_name(inner_coll(ps->id)), val, names);
+                                    ct_coll_name(inner_coll(ps->id)), val, hint, names);
             }
         } else {
             char *end = NULL;

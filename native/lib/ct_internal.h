@@ -60,6 +60,10 @@ typedef struct {
 int ct_type(MPI_Datatype dt, ct_type_t *t);
 /* MPI_Type_size; predefined types are answered without a call after first use */
 int ct_type_size(MPI_Datatype dt, int *size);
+/* " (did you mean 'x'?)" into buf for the one of `cands` closest to `word` when it
+ * is close enough to be a typo, else "" (as base/errors.did_you_mean in Python) */
+void ct_did_you_mean(const char *word, const char *const *cands, int n, char *buf,
+                     size_t len);
 
 /* Address of element i of buf. */
 static inline char *ct_elem(const void *buf, MPI_Aint i, const ct_type_t *t) {

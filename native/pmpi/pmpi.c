@@ -21,7 +21,9 @@
  *
  * Configuration is read on rank 0 of MPI_COMM_WORLD at MPI_Init and broadcast,
  * so every rank decides alike (a rank deciding differently would hang). A bad
- * rules file or spec gives one warning on rank 0 and that part is ignored.
+ * rules file or spec gives one warning on rank 0 and that part is ignored
+ * (`colltune run` checks them all before the launch and stops instead). Every
+ * line printed is whole, one write(2) (ct_pmpi_say).
  * COLLTUNE_VERBOSE=1 prints each distinct decision once on rank 0;
  * COLLTUNE_PROFILE=file writes calls and times at MPI_Finalize (pmpi_profile.c).
  *
@@ -35,10 +37,12 @@
  */
 #include "pmpi_internal.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const env_force[CT_NCOLL] = { "COLLTUNE_BCAST", "COLLTUNE_REDUCE",
                                                  "COLLTUNE_GATHER", "COLLTUNE_ALLGATHER",
@@ -68,14 +72,38 @@ static struct {
     } last[CT_NCOLL];
 } st;
 
+/* One whole line "colltune-pmpi: [warning: ]MESSAGE\n" with a single write(2): the
+ * program's own output cannot land inside it; control characters of the message
+ * (a newline in a file name) become '?', so it stays one line. */
+static void emit(const char *kind, const char *fmt, va_list ap) {
+    char buf[1400];
+    int head = snprintf(buf, sizeof buf, "colltune-pmpi: %s", kind);
+    int n = vsnprintf(buf + head, sizeof buf - (size_t)head - 1, fmt, ap);
+    size_t len = (size_t)head + (n < 0 ? 0 : (size_t)n);
+    if (len > sizeof buf - 2) len = sizeof buf - 2;
+    for (size_t i = (size_t)head; i < len; i++)
+        if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f) buf[i] = '?';
+    buf[len++] = '\n';
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(STDERR_FILENO, buf + off, len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        off += (size_t)w;
+    }
+}
+
 void ct_pmpi_warn(const char *fmt, ...) {
-    char buf[1200];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    emit("warning: ", fmt, ap);
     va_end(ap);
-    fprintf(stderr, "colltune-pmpi: warning: %s\n", buf);
-    fflush(stderr);
+}
+
+void ct_pmpi_say(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    emit("", fmt, ap);
+    va_end(ap);
 }
 
 static void ccache_init(void);
@@ -199,8 +227,8 @@ static void measure_load(const char *when) {
         if (st.probe_iterations == 0) {
             st.load_class = 0;
             if (st.verbose)
-                fprintf(stderr, "colltune-pmpi: load probe off (COLLTUNE_LOAD_PROBE=0): class "
-                        "%s, the quietest\n", st.rules.classes[0].name);
+                ct_pmpi_say("load probe off (COLLTUNE_LOAD_PROBE=0): class %s, the quietest",
+                            st.rules.classes[0].name);
             for (int c = 0; c < CT_NCOLL; c++) st.last[c].d = NULL;
             return;
         }
@@ -215,13 +243,12 @@ static void measure_load(const char *when) {
         if (lc->hi < 0) snprintf(hi, sizeof hi, "-");
         else snprintf(hi, sizeof hi, "%g", lc->hi);
         if (st.load_forced)
-            fprintf(stderr, "colltune-pmpi: load index %.3f us (%s; %s) -> class %s [%g, %s)\n",
-                    st.load_index, how, when, lc->name, lc->lo, hi);
+            ct_pmpi_say("load index %.3f us (%s; %s) -> class %s [%g, %s)", st.load_index, how,
+                        when, lc->name, lc->lo, hi);
         else
-            fprintf(stderr, "colltune-pmpi: load index %.3f us (probe: %d iterations of 4096 B "
-                    "random-pair exchanges, %.2f ms; %s) -> class %s [%g, %s)\n",
-                    st.load_index, st.probe_iterations, ms, when, lc->name, lc->lo, hi);
-        fflush(stderr);
+            ct_pmpi_say("load index %.3f us (probe: %d iterations of 4096 B random-pair "
+                        "exchanges, %.2f ms; %s) -> class %s [%g, %s)", st.load_index,
+                        st.probe_iterations, ms, when, lc->name, lc->lo, hi);
     }
 }
 
@@ -422,9 +449,8 @@ static void say(ct_coll_t c, int np, long long size, const ct_pmpi_decision_t *d
     char under[96] = "";
     if (d->rule && d->load >= 0 && d->load < st.rules.nclasses)
         snprintf(under, sizeof under, "; load %s", st.rules.classes[d->load].name);
-    fprintf(stderr, "colltune-pmpi: %s np=%d size %s: %s (%s%s%s%s)\n", ct_coll_name(c), np, cls,
-            ran, why, under, detail && *detail ? "; " : "", detail ? detail : "");
-    fflush(stderr);
+    ct_pmpi_say("%s np=%d size %s: %s (%s%s%s%s)", ct_coll_name(c), np, cls, ran, why, under,
+                detail && *detail ? "; " : "", detail ? detail : "");
 }
 
 /* ---- the calls ----------------------------------------------------------- */
@@ -456,9 +482,7 @@ static void observe(ct_coll_t c, int np, long long size, const ct_pmpi_decision_
 /* An error from one of our algorithms: through the communicator's error handler,
  * as the library would report it. */
 static int raise_error(MPI_Comm comm, ct_coll_t c, int rc) {
-    fprintf(stderr, "colltune-pmpi: %s failed on rank %d: %s\n", ct_coll_name(c), st.rank,
-            ct_last_error());
-    fflush(stderr);
+    ct_pmpi_say("%s failed on rank %d: %s", ct_coll_name(c), st.rank, ct_last_error());
     PMPI_Comm_call_errhandler(comm, rc);
     return rc;
 }

@@ -18,6 +18,9 @@
 /* From the algorithm library (lib/ct_internal.h): MPI_Type_size, with the
  * predefined types answered from a small table after their first use. */
 int ct_type_size(MPI_Datatype dt, int *size);
+/* lib/choice.c: " (did you mean 'x'?)" for the closest of `cands`, else "" */
+void ct_did_you_mean(const char *word, const char *const *cands, int n, char *buf,
+                     size_t len);
 
 /* One way of running a collective: the library's own (native) or one of ours. */
 typedef struct {
@@ -72,8 +75,16 @@ void ct_pmpi_profile_add(ct_coll_t coll, int np, long long size, const ct_pmpi_d
  * merge every rank's entries at rank 0, which writes `path`. */
 void ct_pmpi_profile_write(const char *path, int rank);
 
-/* One warning line on stderr, "colltune-pmpi: ..." (callers print on rank 0 only). */
+/* One warning line on stderr, "colltune-pmpi: warning: ..." (callers print on rank 0
+ * only); ct_pmpi_say: one line "colltune-pmpi: ...". Each is formatted whole, control
+ * characters (a newline in a file name) replaced, and written with one write(2), so
+ * it never splits around the program's own output. */
 void ct_pmpi_warn(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+void ct_pmpi_say(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))
 #endif

@@ -13,10 +13,13 @@
  *     # load-class: busy 9.5 -
  *     bcast 2 - 0 - binomial - load=quiet
  *
- * The same checks as the Python reader (rules.from_text), plus the ones only
- * the C side can make: the algorithm and its parameters must be valid for this
- * build of the algorithm library (ct_choice_parse). The first problem makes the
- * whole file unusable: a caller then runs the MPI library's own collectives.
+ * The same checks as `colltune rules check` (rules/ruleset.py from_text for the
+ * form, rules/interpose.py first_problem for the algorithms against the registry's
+ * table, which is this library's own): the algorithm and its parameters must be
+ * valid for this build of the algorithm library (ct_choice_parse), no test-only
+ * algorithm, MAPPING one of core, socket, node; tests/test_pmpi.py runs one set of
+ * files through both. The first problem makes the whole file unusable: a caller
+ * then runs the MPI library's own collectives.
  */
 #include "pmpi_internal.h"
 
@@ -107,12 +110,27 @@ int ct_pmpi_rules_parse(const char *text, const char *name, int first_id,
                 char cname[64], lo_t[64], hi_t[64], tail[2];
                 int got = sscanf(body + 11, " %63s %63s %63s %1s", cname, lo_t, hi_t, tail);
                 char *e1 = NULL, *e2 = NULL;
+                /* plain decimal numbers only (no hex, inf or nan: as rules.py) */
+                if (got >= 3 && (strspn(lo_t, "0123456789.eE+-") != strlen(lo_t) ||
+                                 (strcmp(hi_t, "-") != 0 &&
+                                  strspn(hi_t, "0123456789.eE+-") != strlen(hi_t))))
+                    got = 0;
                 double lo = got >= 3 ? strtod(lo_t, &e1) : -1;
                 double hi = got >= 3 && strcmp(hi_t, "-") != 0 ? strtod(hi_t, &e2) : -1;
-                if (got != 3 || !e1 || *e1 || lo < 0 || (e2 && (*e2 || hi <= lo)))
+                if (got != 3 || !e1 || *e1 || !(lo >= 0) || lo > 1e300 ||
+                    (e2 && (*e2 || !(hi > lo) || hi > 1e300)))
                     return fail(err, errlen, name, lineno,
                                 "load-class must be 'NAME MIN MAX' with 0 <= MIN < MAX "
                                 "(MAX '-' for no bound)", out);
+                /* NAME: a letter, then letters, digits, '_' or '-' (as rules.py), and
+                 * whole (%63s cuts a longer one) */
+                int name_ok = isalpha((unsigned char)cname[0]) && strlen(cname) < 63;
+                for (const char *q = cname; *q; q++)
+                    if (!isalnum((unsigned char)*q) && *q != '_' && *q != '-') name_ok = 0;
+                if (!name_ok)
+                    return fail(err, errlen, name, lineno,
+                                "load-class NAME must start with a letter and hold letters, "
+                                "digits, '_' or '-' (at most 62)", out);
                 for (int k = 0; k < out->nclasses; k++)
                     if (strcmp(out->classes[k].name, cname) == 0) {
                         snprintf(msg, sizeof msg, "load-class %s defined twice", cname);
@@ -194,6 +212,46 @@ int ct_pmpi_rules_parse(const char *text, const char *name, int first_id,
                      "this file must name colltune's algorithms or native", f[5]);
             return fail(err, errlen, name, lineno, msg, out);
         }
+        size_t plen = strlen(f[6]);
+        if (strcmp(f[6], "-") != 0 &&
+            (f[6][0] == ',' || f[6][plen - 1] == ',' || strstr(f[6], ",,"))) {
+            snprintf(msg, sizeof msg, "PARAMS '%.60s' has an empty item (KEY=VALUE,KEY=VALUE "
+                     "or '-')", f[6]);
+            return fail(err, errlen, name, lineno, msg, out);
+        }
+        if (strcmp(f[6], "-") != 0) {
+            /* a key given twice is refused (rules.py does too) */
+            const char *items[64];
+            size_t klen[64];
+            int nk = 0;
+            for (const char *q = f[6]; *q && nk < 64;) {
+                const char *comma = strchr(q, ',');
+                size_t il = comma ? (size_t)(comma - q) : strlen(q);
+                const char *eq = memchr(q, '=', il);
+                size_t kl = eq ? (size_t)(eq - q) : il;
+                for (int k = 0; k < nk; k++)
+                    if (klen[k] == kl && strncmp(items[k], q, kl) == 0) {
+                        snprintf(msg, sizeof msg, "parameter '%.*s' given twice", (int)kl, q);
+                        return fail(err, errlen, name, lineno, msg, out);
+                    }
+                items[nk] = q;
+                klen[nk++] = kl;
+                q = comma ? comma + 1 : q + il;
+            }
+        }
+        if (nf == 8) {
+            /* MAPPING: one of the study's mappings (mpi/placement.py) */
+            static const char *const mappings[] = { "core", "socket", "node" };
+            int known = 0;
+            for (int k = 0; k < 3; k++) known |= strcmp(f[7], mappings[k]) == 0;
+            if (!known) {
+                char hint[96];
+                ct_did_you_mean(f[7], mappings, 3, hint, sizeof hint);
+                snprintf(msg, sizeof msg, "MAPPING '%.40s' is not a mapping%s; valid: core, "
+                         "socket, node", f[7], hint);
+                return fail(err, errlen, name, lineno, msg, out);
+            }
+        }
         char spec[512];
         if (strcmp(f[6], "-") == 0)
             snprintf(spec, sizeof spec, "%s", f[5]);
@@ -206,7 +264,8 @@ int ct_pmpi_rules_parse(const char *text, const char *name, int first_id,
             return fail(err, errlen, name, lineno, msg, out);
         }
         if (ct_algo_get(d.choice.algo)->constraints & CT_HIDDEN) {
-            snprintf(msg, sizeof msg, "%s/%s is a test-only algorithm", f[0], f[5]);
+            snprintf(msg, sizeof msg, "%s/%s is a test-only algorithm (leading '_'); a rules "
+                     "file names the others", f[0], f[5]);
             return fail(err, errlen, name, lineno, msg, out);
         }
         d.native = strcmp(ct_algo_get(d.choice.algo)->name, "native") == 0;
@@ -219,8 +278,8 @@ int ct_pmpi_rules_parse(const char *text, const char *name, int first_id,
         d.id = id++;
         d.rule = 1;
         d.load = load;
-        /* MAPPING (field 8): the interposition library does not know the job's
-         * mapping, so a rule applies whatever mapping it names, as
+        /* MAPPING (field 8, checked above): the interposition library does not know
+         * the job's mapping, so a rule applies whatever mapping it names, as
          * RuleSet.lookup(mapping=None) does */
         if (add_rule(out, coll, &d))
             return fail(err, errlen, name, lineno, "out of memory", out);

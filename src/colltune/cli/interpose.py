@@ -13,8 +13,8 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from colltune.drivers import registry
 from colltune.rules import interpose
-from colltune.base.files import check_writable
 from colltune.mpi.launch import run_command
 from ._common import MPI_HELP, build_or_fail, command, fail, out
 
@@ -23,12 +23,15 @@ LAUNCHERS = ("mpirun", "mpiexec", "mpiexec.hydra", "prterun", "orterun")
 
 @command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--rules", type=click.Path(dir_okay=False),
-              help="colltune's own rules file (target colltune), e.g. from colltune tune.")
+              help="colltune's own rules file (target colltune), e.g. from colltune tune; "
+                   "checked first: a file the library would drop stops here (exit 2).")
 @click.option("--force", "forces", multiple=True, metavar="COLL=SPEC",
-              help="Force one algorithm for a collective (repeatable): bcast=binomial.")
+              help="Force one algorithm for a collective (repeatable): bcast=binomial; "
+                   "checked against the algorithm table first.")
 @click.option("--verbose", is_flag=True, help="Rank 0 prints each distinct decision once.")
 @click.option("--profile", type=click.Path(dir_okay=False),
-              help="Write calls and times per collective at MPI_Finalize (colltune profile).")
+              help="Write calls and times per collective at MPI_Finalize (colltune profile); "
+                   "its folder must exist.")
 @click.option("--load-index", type=float,
               help="A rules file with load classes: use this load index (µs per probe "
                    "iteration) instead of measuring it at MPI_Init (docs/workload.md).")
@@ -55,11 +58,13 @@ def run(rules, forces, verbose, profile, load_index, load_probe, mpi_spec, print
         if not eq:
             fail(f"--force {f}: expected COLL=SPEC, e.g. bcast=binomial")
         force[coll] = spec
-    if profile is not None:
-        check_writable(profile, "profile")
-    env = interpose.settings(rules=rules, force=force, verbose=verbose, profile=profile,
-                             load_index=load_index, load_probe=load_probe)
+    opts = dict(rules=rules, force=force, verbose=verbose, profile=profile,
+                load_index=load_index, load_probe=load_probe)
+    interpose.settings(**opts)  # what needs no build: the file, the names, the profile
     build = build_or_fail(mpi_spec)
+    # then every rule and forced spec against the algorithm table, as the library will
+    # check them: a mistake stops here (exit 2) instead of a warning at run time
+    env = interpose.settings(**opts, algorithms=registry.algorithms(build, hidden=True))
     env.update(interpose.preload(build))
     if print_env:
         out.print("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()),

@@ -9,6 +9,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from colltune.drivers import registry
 from colltune.mpi import libraries as mpi_mod
 from colltune.rules import ruleset as rules_mod
 from colltune.rules import files as rf
@@ -70,22 +71,36 @@ def show(file, mpi_spec, every) -> None:
 @command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--mpi", "mpi_spec", help=MPI_HELP + " (default: the library the file is for, "
-              "when installed).")
+              "when installed; for a colltune rules file, the build whose algorithm table "
+              "is used).")
 def check(file, mpi_spec) -> None:
     """Validate a rules file: every problem as FILE:LINE: problem, exit status 2.
 
     An Open MPI file is checked against the installed Open MPI's algorithm numbers, an
     MPICH file against the installed MPICH's algorithm names and its full list of
-    collectives, so a file the library would ignore or abort on is caught here.
+    collectives, so a file the library would ignore or abort on is caught here. A
+    colltune rules file is checked as the interposition library reads it (algorithm
+    names, parameters and their ranges from the native algorithm table, MAPPING,
+    test-only names refused), and its first problem is reported: the library drops the
+    whole file at it.
     """
     text = rf.read_text(file)
     kind = rf.detect(text, file)
-    mpi = None
+    mpi = algorithms = None
+    target = None
     if kind != "colltune":
         mpi = _installed(kind, mpi_spec)
         if mpi_spec and mpi is None:
             fail(f"{file} is an {rf.FORMAT_NAMES[kind]}; --mpi {mpi_spec} is not that library")
-    res = rf.check(text, kind, mpi, file)
+    else:
+        try:
+            target = rules_mod.from_text(text, file).target
+        except rules_mod.RulesError:
+            pass
+        if target in (None, "colltune"):
+            # the algorithms, their parameters and ranges: the native library's own table
+            algorithms = registry.algorithms(build_or_fail(mpi_spec), hidden=True)
+    res = rf.check(text, kind, mpi, file, algorithms)
     for w in res.warnings:
         err.print(f"warning: {escape(w)}", highlight=False)
     made_for = rf.written_for(text, kind)
@@ -99,6 +114,9 @@ def check(file, mpi_spec) -> None:
             err.print(f"{escape(where)}: {escape(problem)}", highlight=False)
         raise SystemExit(2)
     against = f" against {mpi.name} {mpi.version}" if mpi is not None else ""
+    if target not in (None, "colltune"):
+        against = (f" for target {target} (the input of colltune rules export --to {target}; "
+                   "the interposition library reads target colltune only)")
     out.print(f"{file}: a valid {rf.FORMAT_NAMES[kind]}{against}", highlight=False)
 
 
@@ -151,8 +169,8 @@ def verify(file, nps, sizes, coll, iterations, mpi_spec) -> None:
     text = rf.read_text(file)
     kind = rf.detect(text, file)
     if kind == "colltune":
-        fail(f"{file} is colltune's own rules file, which the libraries do not read; export "
-             f"it first: colltune rules export {file} --to openmpi -o FILE")
+        fail(f"{file} is colltune's own rules file, which the MPI libraries do not read; "
+             f"{rf.colltune_file_hint(file, text)}")
     size_list = sizes  # parsed by --size (None: the file's sizes)
     colls = [c.strip() for c in coll.split(",") if c.strip()] if coll else None
     if iterations < 1:

@@ -10,8 +10,10 @@ import click
 from rich.table import Table
 
 from .. import __version__
+from colltune.mpi import libraries as mpi_mod
 from colltune.results import db as db_mod
 from colltune.results import reader, store
+from colltune.rules import files as rules_files
 from colltune.rules import interpose
 from colltune.rules import ruleset as rules_mod
 from colltune.base.errors import ColltuneError, did_you_mean
@@ -34,8 +36,8 @@ pd = LazyModule("pandas")
 EVAL_SHORT = {"profile-weighted": "by app calls"}
 QUALITY_HEADS = {"points": "points", "regret_gmean": "regret gmean",
                  "regret_worst": "regret worst", "regret_worst_at": "worst regret at",
-                 "gain_gmean": "gain gmean", "gain_worst": "gain lowest",
-                 "gain_worst_at": "lowest gain at"}
+                 "vs_native_gmean": "×native gmean", "vs_native_worst": "×native worst",
+                 "vs_native_worst_at": "worst ×native at"}
 
 
 def _x(v) -> str:
@@ -73,13 +75,14 @@ def quality_table(summary, has_native: bool, points=None, keys=None) -> Table:
     """The quality per collective and evaluation (tune.quality_view: coinciding
     evaluations one row, no placeholder gains), its notes as the caption."""
     view, notes = tune_mod.quality_view(summary, points, has_native, keys)
-    t = Table(title="quality: regret = chosen / fastest measured median (1 is best); gain = "
-                    "native / chosen (>1 beats the default)", title_justify="left")
+    t = Table(title="quality: regret = chosen / fastest measured median (1 is best); ×native "
+                    "= chosen / native (the one ratio: <1 beats the default)",
+              title_justify="left")
     cols = ["collective", "evaluation", "points"] + [c for c in QUALITY_HEADS if c != "points"
                                                      and c in view.columns]
     for c in cols:
         t.add_column(QUALITY_HEADS.get(c, c), justify="right" if c == "points" or c in (
-            "regret_gmean", "regret_worst", "gain_gmean", "gain_worst") else "left")
+            "regret_gmean", "regret_worst", "vs_native_gmean", "vs_native_worst") else "left")
     for r in view.to_dict("records"):
         pts = str(r["points"]) + (f" ({r['unmeasured']} unmeasured)"
                                   if r.get("unmeasured") else "")
@@ -107,7 +110,12 @@ def quality_table(summary, has_native: bool, points=None, keys=None) -> Table:
               "native; mpich: mpich:* and native).")
 @click.option("--coll", help="Only these collectives (comma-separated).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="The rules file to write (colltune's format, atomically).")
+              help="The rules file to write, atomically: for --target openmpi or mpich the "
+                   "file that library reads (Open MPI's coll/tuned rules, MPICH's selection "
+                   "JSON), for --target colltune colltune's own (the interposition library).")
+@click.option("--colltune-format", is_flag=True,
+              help="--target openmpi/mpich: write colltune's own rules file instead (the "
+                   "input of colltune rules export and of tune --rules).")
 @click.option("--rules", "rules_path", type=click.Path(dir_okay=False),
               help="Instead of making rules: evaluate this rules file on the study (regret "
                    "and gain over native per point); writes nothing.")
@@ -148,14 +156,14 @@ def quality_table(summary, has_native: bool, points=None, keys=None) -> Table:
 @click.option("--include-simulated", is_flag=True,
               help="Make rules from simulated points too (SimGrid, --mpi smpi); by default "
                    "they are never mixed with measurements.")
-def tune(db_path, study, round_, target, coll, output, rules_path, profile_path, fmt,
-         include_oversubscribed, measure, np_, sizes, algos, budget, reps, iterations,
-         mpi_spec, load_level, include_simulated=False) -> None:
+def tune(db_path, study, round_, target, coll, output, colltune_format, rules_path,
+         profile_path, fmt, include_oversubscribed, measure, np_, sizes, algos, budget, reps,
+         iterations, mpi_spec, load_level, include_simulated=False) -> None:
     """The best algorithm (with its parameters) for every collective, process count
     and size of a study, as a rules file; prints the decision table and its quality
     (regret against the fastest measured, gain over native; in-sample and
-    cross-validated) and stores both in the database. With --measure it measures
-    adaptively first (--budget). docs/tuning.md."""
+    cross-validated) and stores both in the database (a read-only database: not stored,
+    with a note). With --measure it measures adaptively first (--budget). docs/tuning.md."""
     calls = None
     if profile_path is not None:
         calls = interpose.read_profile(profile_path).calls()
@@ -185,6 +193,10 @@ def tune(db_path, study, round_, target, coll, output, rules_path, profile_path,
                 fail(f"--coll '{c}': unknown collective{did_you_mean(c, COLLECTIVES)} "
                      f"(valid: {', '.join(COLLECTIVES)})")
     given = None
+    library = None  # --target openmpi/mpich: the installed library whose file -o is
+    read_only = None  # why the database cannot store the tuning
+    if colltune_format and (rules_path is not None or target == "colltune"):
+        fail("--colltune-format: only with --target openmpi or mpich and -o")
     if rules_path is not None:
         given = rules_mod.read(rules_path)
         if target is not None and target != given.target:
@@ -193,8 +205,20 @@ def tune(db_path, study, round_, target, coll, output, rules_path, profile_path,
         conn = db_mod.open_reader(db_path)  # evaluating writes nothing
     else:
         check_writable(output, "-o/--output")
-        db_mod.check_writable(db_path)  # the quality is stored: refuse before any work
-        conn = db_mod.open_db(db_path, create=False)
+        if target != "colltune" and not colltune_format:
+            try:  # its algorithm numbers/names are read from the installed library
+                library = mpi_mod.find(target, auto_install=False)
+            except ColltuneError as exc:
+                fail(f"-o for --target {target} is the file that library reads, which needs "
+                     f"it installed: {exc} (--colltune-format writes colltune's own file)")
+        try:
+            db_mod.check_writable(db_path)  # the quality is stored: checked before any work
+            conn = db_mod.open_db(db_path, create=False)
+        except db_mod.DBError as exc:
+            if not str(exc).startswith("cannot write the results database"):
+                raise
+            read_only = str(exc)  # tune anyway; the rules file is what is wanted
+            conn = db_mod.open_reader(db_path, schema=True)
     try:
         if study is None:
             names = reader.study_names(conn)
@@ -232,26 +256,47 @@ def tune(db_path, study, round_, target, coll, output, rules_path, profile_path,
         text = rules_mod.to_text(result.rules)
         data = result.to_dict()
         try:
-            store.store_tuning(conn, study=study, round=rnd, target=target, collectives=colls,
-                               include_oversubscribed=include_oversubscribed, rules=text,
-                               summary=data["summary"], points=data["points"],
-                               notes=result.notes, argv=["colltune"] + sys.argv[1:])
+            if read_only is None:
+                store.store_tuning(conn, study=study, round=rnd, target=target,
+                                   collectives=colls,
+                                   include_oversubscribed=include_oversubscribed, rules=text,
+                                   summary=data["summary"], points=data["points"],
+                                   notes=result.notes, argv=["colltune"] + sys.argv[1:])
         except db_mod.SQLError as exc:
             fail(f"cannot store the tuning in {db_path}: {exc}; no rules file written")
     finally:
         conn.close()
-    write_or_keep(output, text, "tune.rules")
+    usage: list[str] = []
+    if library is None:
+        write_or_keep(output, text, "tune.rules")
+    else:
+        try:
+            usage = rules_files.export(result.rules, target, output, library)
+        except rules_mod.RulesError as exc:
+            fail(f"{exc} ({'the tuning is stored; ' if read_only is None else ''}"
+                 "--colltune-format writes colltune's own rules file)")
+    if read_only is not None:
+        err.print(f"note: the tuning is not stored ({read_only}); the rules file is written",
+                  highlight=False)
     for n in result.notes:
         err.print(f"note: {n}", highlight=False)
+    kind = rules_files.FORMAT_NAMES[target if library is not None else "colltune"]
     if fmt == "json":
         click.echo(json.dumps({"study": study, "round": rnd, "output": str(output),
+                               "format": kind, "use": usage,
                                "rules": json.loads(rules_mod.to_json(result.rules)),
                                "quality": data}, indent=2))
         return
     out.print(rules_table(result.rules))
     out.print(quality_table(result.summary, result.has_native, result.points, result.keys))
     out.print(f"{len(result.rules.rules)} rules from {len(result.choices)} measured points of "
-              f"study '{study}' round {rnd} written to {output}", highlight=False)
+              f"study '{study}' round {rnd} written to {output} ({kind}"
+              + (f" for {library.name} {library.version})" if library is not None else ")"),
+              highlight=False)
+    if usage:
+        out.print("use it with:", highlight=False)
+        for ln in usage:
+            out.print(f"  {ln}", highlight=False, markup=False)
 
 
 def _add_weighted(points, calls, notes: list[str]) -> None:

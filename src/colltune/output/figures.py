@@ -571,10 +571,10 @@ def fig_best_map(df: pd.DataFrame, palette: Palette, mapping=None,
 def fig_decision_map(points: pd.DataFrame, palette: Palette, target: str = "colltune",
                      mapping=None) -> Figure:
     """The rules of `colltune tune` at every measured (processes, size) of one
-    collective: colour = the algorithm the rules choose there, text = its gain over
-    native (×1.25: 25 % faster than the library's default; = where the choice is
-    native), or its regret where the study has no native. `points`: tune's
-    in-sample evaluation (collective, np, size, chosen, gain, regret[, mapping])."""
+    collective: colour = the algorithm the rules choose there, text = its time /
+    native's (the one ratio: ×0.80 = 20 % faster than the library's default; = where the
+    choice is native), or its regret where the study has no native. `points`: tune's
+    in-sample evaluation (collective, np, size, chosen, vs_native, regret[, mapping])."""
     if points.empty:
         raise PlotError("no tuned points to draw")
     coll = one_collective(points)
@@ -605,15 +605,15 @@ def fig_decision_map(points: pd.DataFrame, palette: Palette, target: str = "coll
     ax.set_yticklabels([str(int(n)) for n in nps], fontsize="small")
     ax.set_xlabel("size (bytes" + (" per process)" if per_process(coll) else ")"))
     ax.set_ylabel("processes")
-    has_gain = d["gain"].notna().any()
+    has_gain = d["vs_native"].notna().any()
     if len(sizes) * len(nps) <= 160:
         for r in d.itertuples(index=False):
             if r.chosen is None:
                 continue
-            v = r.gain if has_gain else r.regret
+            v = r.vs_native if has_gain else r.regret
             if v is None or not numpy.isfinite(v):
                 continue
-            text = "=" if has_gain and r.chosen == "native" else f"×{v:.2f}"
+            text = "=" if has_gain and r.chosen == "native" else fmt_ratio(v)
             lum = sum(c * wgt for c, wgt in zip(to_rgb(palette(r.chosen)),
                                                 (0.299, 0.587, 0.114)))
             ax.text(sizes.index(r.size), nps.index(r.np), text, ha="center", va="center",
@@ -623,7 +623,7 @@ def fig_decision_map(points: pd.DataFrame, palette: Palette, target: str = "coll
                fontsize="small", loc="outside right upper", title="rules choose")
     ax.set_title(f"{coll}: rules for {target}{_mapping_note(d, mapping)}")
     _caption(fig, "colour: the algorithm the rules choose at each measured point; "
-             + ("×: its gain over native (median latency of native / of the choice); "
+             + ("×: its time / native's (median latency of the choice / of native); "
                 "=: native kept" if has_gain else
                 "×: its regret (choice / fastest measured; no native in the study)"))
     return fig

@@ -30,6 +30,7 @@ from colltune.drivers.run import run_program
 from colltune.rules import mpich as em
 from colltune.rules import openmpi as eo
 from colltune.mpi import libalgos
+from colltune.rules import interpose as ipose
 from colltune.rules import ruleset as rules_mod
 from colltune.base.collectives import COLLECTIVES, PER_PROCESS
 from colltune.base.files import read_text as read_input, write_atomic
@@ -115,32 +116,30 @@ class CheckResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def check(text: str, kind: str, mpi=None, source: str = "<file>") -> CheckResult:
+def check(text: str, kind: str, mpi=None, source: str = "<file>",
+          algorithms=None) -> CheckResult:
     """Problems by line; `mpi` (the installed library of the file's kind) adds the checks
-    of algorithm numbers/names against it."""
+    of algorithm numbers/names against it. A colltune rules file of target colltune is
+    checked against `algorithms` (the registry's table, hidden entries included) as the
+    interposition library checks it, and its first problem is the one reported (the
+    library drops the whole file at it)."""
     warnings: list[str] = []
     if kind == "colltune":
         try:
             rs = rules_mod.from_text(text, source)
-        except RulesError as exc:
-            msg = str(exc)
-            line = 1
-            if msg.startswith(f"{source}:"):
-                rest = msg[len(source) + 1:]
-                num, _, tail = rest.partition(":")
-                if num.isdigit():
-                    line, msg = int(num), tail.strip()
-            return CheckResult(kind, [(line, msg)])
+        except RulesError:
+            rs = None
+        if rs is None or (rs.target == "colltune" and algorithms is not None):
+            first = ipose.first_problem(text, source, algorithms)
+            return CheckResult(kind, [first] if first else [])
         problems = []
-        rule_lines = [n for n, line in enumerate(text.splitlines(), 1)
-                      if n > 1 and line.strip() and not line.strip().startswith("#")]
-        for i, r in enumerate(rs.rules):
-            line = rule_lines[i] if i < len(rule_lines) else 0
+        for r in rs.rules:
+            line = r.line
             if r.algorithm == "native":
                 continue
             if is_lib_spec(r.algorithm):
                 lib = r.algorithm.split(":", 1)[0]
-                if rs.target not in ("colltune", libalgos.LIBRARIES[lib]):
+                if rs.target != libalgos.LIBRARIES[lib]:
                     problems.append((line, f"{r.collective} {r.spec}: a rule set for target "
                                            f"{rs.target} cannot name {r.algorithm}"))
                     continue
@@ -266,6 +265,32 @@ def _kv(rest: str) -> dict[str, str]:
     return dict(p.split("=", 1) for p in rest.split() if "=" in p)
 
 
+def colltune_file_hint(path: str | Path, text: str) -> str:
+    """What to do with colltune's own rules file given where a library's file is wanted:
+    an export command that works for a file of target openmpi/mpich (an output name next
+    to it that does not exist yet), else what the file is for. Never a command that
+    fails."""
+    import shlex
+
+    try:
+        target = rules_mod.from_text(text, str(path)).target
+    except RulesError as exc:
+        return f"and it does not read as one: {exc}"
+    if target in ("openmpi", "mpich"):
+        p = Path(path)
+        ext = ".conf" if target == "openmpi" else ".json"
+        out = p.with_suffix(ext) if p.suffix != ext else p.with_name(p.name + ext)
+        n = 1
+        while out.exists():
+            out = p.with_name(f"{p.stem}-{n}{ext}")
+            n += 1
+        return (f"export it first: colltune rules export {shlex.quote(str(path))} --to "
+                f"{target} -o {shlex.quote(str(out))}")
+    return ("its target is colltune: colltune's interposition library reads it (colltune run "
+            "--rules, docs/interposition.md), no MPI library does; a file for Open MPI or "
+            "MPICH comes from colltune tune with --target openmpi or --target mpich")
+
+
 def which_ran(path: str | Path, build, np: int = 3, sizes: list[int] | None = None,
               collectives: list[str] | None = None, iterations: int = 2,
               timeout: float = 120) -> tuple[str, list[RanRow], list[str]]:
@@ -275,8 +300,8 @@ def which_ran(path: str | Path, build, np: int = 3, sizes: list[int] | None = No
     kind = detect(text, str(path))
     mpi = build.mpi
     if kind == "colltune":
-        raise RulesError(f"{path} is colltune's own rules file: the libraries do not read it; "
-                         f"export it first (colltune rules export {path} --to openmpi -o FILE)")
+        raise RulesError(f"{path} is colltune's own rules file, which the MPI libraries do not "
+                         f"read; {colltune_file_hint(path, text)}")
     if kind != mpi.kind:
         raise RulesError(f"{path} is an {FORMAT_NAMES[kind]}; verifying it needs "
                          f"{'Open MPI' if kind == 'openmpi' else 'MPICH'} "

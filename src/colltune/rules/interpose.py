@@ -19,13 +19,15 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from colltune.rules import ruleset as rules_mod
 from colltune.base.collectives import COLLECTIVES
-from colltune.base.files import read_text
-from colltune.base.errors import ColltuneError
+from colltune.base.files import check_writable, read_text
+from colltune.base.errors import ColltuneError, did_you_mean
+from colltune.base.specs import format_spec, split_spec
 
 LIBRARY = "libcolltune-pmpi.so"
 PROFILE_FORMAT = "colltune-profile 1"
@@ -38,8 +40,97 @@ class InterposeError(ColltuneError):
 def force_variable(coll: str) -> str:
     """`COLLTUNE_BCAST` for bcast: the variable that forces one algorithm."""
     if coll not in COLLECTIVES:
-        raise InterposeError(f"unknown collective '{coll}'; valid: {', '.join(COLLECTIVES)}")
+        raise InterposeError(f"unknown collective '{coll}'{did_you_mean(coll, COLLECTIVES)}; "
+                             f"valid: {', '.join(COLLECTIVES)}")
     return f"COLLTUNE_{coll.upper()}"
+
+
+# ------------------------------------------------------- what the library accepts
+# The same checks, in the same order, as the C reader (native/lib/choice.c
+# ct_choice_parse, native/pmpi/pmpi_rules.c) against the one table of algorithms
+# (drivers.registry.algorithms(build, hidden=True), read from the native library), so
+# that a file `colltune rules check` passes is one the interposition library uses.
+
+_INT = re.compile(r"\s*([+-]?\d+)([kKmM]?)")
+
+
+def spec_problem(coll: str, spec: str, algorithms, test_only: bool = False) -> str | None:
+    """Why the interposition library would refuse `spec` for `coll` (one line naming the
+    closest valid name), or None. `algorithms`: registry entries, hidden ones included;
+    test-only algorithms (a leading '_', hidden) are refused unless `test_only`."""
+    mine = [a for a in algorithms if a.collective == coll]
+    visible = [a.name for a in mine if not a.hidden]
+    name, text = split_spec(spec)
+    algo = next((a for a in mine if a.name == name), None)
+    if algo is None:
+        return (f"unknown {coll} algorithm '{name}'{did_you_mean(name, visible)}; valid: "
+                f"{', '.join(visible)}")
+    if algo.hidden and not test_only:
+        return (f"{coll}/{name} is a test-only algorithm (leading '_'); valid: "
+                f"{', '.join(visible)}")
+    known = {p["name"]: p for p in algo.params}
+    for item in filter(None, text.split(",")):  # the C parser skips empty items
+        key, eq, val = item.partition("=")
+        if not eq:
+            return f"{coll}/{name}: parameter '{item}' has no value (use key=value)"
+        p = known.get(key)
+        if p is None:
+            return (f"{coll}/{name} has no parameter '{key}'{did_you_mean(key, list(known))}; "
+                    f"valid: {', '.join(known) or '(none)'}")
+        if p["kind"] == "algorithm":
+            inner = [a.name for a in algorithms if a.collective == key and not a.hidden]
+            if val not in inner:
+                return (f"{coll}/{name}: unknown {key} algorithm '{val}'"
+                        f"{did_you_mean(val, inner)}; valid: {', '.join(inner)}")
+        elif p["kind"] == "choice":
+            if val not in p["values"]:
+                return (f"{coll}/{name}: {key}='{val}' is invalid"
+                        f"{did_you_mean(val, p['values'])}; valid: {', '.join(p['values'])}")
+        else:
+            m = _INT.fullmatch(val)
+            if not m:
+                return f"{coll}/{name}: {key}='{val}' is not an integer"
+            v = int(m.group(1)) * {"": 1, "k": 1024, "m": 1 << 20}[m.group(2).lower()]
+            if not p["min"] <= v <= p["max"]:
+                return (f"{coll}/{name}: {key}={v} is out of range: valid "
+                        f"{p['min']}..{p['max']} ({p.get('help', '')})")
+    return None
+
+
+def rule_problem(rule: rules_mod.Rule, algorithms) -> str | None:
+    """Why the interposition library would refuse one rule of a colltune rules file."""
+    if ":" in rule.algorithm:
+        return (f"algorithm '{rule.algorithm}' is an MPI library's own algorithm; this file "
+                "must name colltune's algorithms or native")
+    return spec_problem(rule.collective, format_spec(rule.algorithm, rule.params), algorithms)
+
+
+def first_problem(text: str, source: str, algorithms) -> tuple[int, str] | None:
+    """The first problem of a colltune rules file (target colltune) in line order, as
+    (line, message): the one the interposition library names when it drops the file.
+    None when the library uses every line. Without `algorithms` (None) only the file's
+    form is checked."""
+    try:
+        rs = rules_mod.from_text(text, source)
+        stop = None
+    except rules_mod.RulesError as exc:
+        msg, line = str(exc), 1
+        if msg.startswith(f"{source}:"):
+            num, _, tail = msg[len(source) + 1:].partition(":")
+            if num.isdigit():
+                line, msg = int(num), tail.strip()
+        stop = (line, msg)
+        try:  # the lines above the problem are read first
+            rs = rules_mod.from_text("\n".join(text.splitlines()[:line - 1]), source)
+        except rules_mod.RulesError:
+            return stop
+    if rs.target != "colltune" or algorithms is None:
+        return stop
+    for r in rs.rules:
+        why = rule_problem(r, algorithms)
+        if why:
+            return (r.line, why)
+    return stop
 
 
 def library(build) -> Path:
@@ -53,10 +144,15 @@ def library(build) -> Path:
 
 def settings(rules: str | Path | None = None, force: dict[str, str] | None = None,
              verbose: bool = False, profile: str | Path | None = None,
-             load_index: float | None = None, load_probe: int | None = None) -> dict[str, str]:
-    """The COLLTUNE_* variables for these choices (LD_PRELOAD not included). The rules
-    file is read here first, so a bad one is an error now rather than a warning at
-    every launch; paths are made absolute (the ranks may start elsewhere)."""
+             load_index: float | None = None, load_probe: int | None = None,
+             algorithms=None) -> dict[str, str]:
+    """The COLLTUNE_* variables for these choices (LD_PRELOAD not included). Everything
+    is checked here first, so that a mistake stops `colltune run` before the launch
+    instead of a warning at run time: the rules file is read (RulesError naming
+    FILE:LINE), the profile's folder must exist (the library creates none); with
+    `algorithms` (the registry's table, hidden entries included) each rule and each
+    forced spec is checked as the library checks it. Paths are made absolute (the ranks
+    may start elsewhere)."""
     env: dict[str, str] = {}
     if rules is not None:
         path = Path(rules).resolve()
@@ -65,15 +161,35 @@ def settings(rules: str | Path | None = None, force: dict[str, str] | None = Non
             raise InterposeError(f"{path}: target '{rs.target}': its algorithms are the MPI "
                                  "library's; the interposition library runs colltune's "
                                  "(export this file with colltune rules export instead)")
+        if algorithms is not None:
+            bad = first_problem(read_text(path, InterposeError,
+                                          "{path}: cannot read: {reason}")[1],
+                                str(path), algorithms)
+            if bad:
+                raise rules_mod.RulesError(f"{path}:{bad[0]}: {bad[1]}")
         env["COLLTUNE_RULES"] = str(path)
     for coll, spec in (force or {}).items():
+        try:
+            var = force_variable(coll)
+        except InterposeError as exc:
+            raise InterposeError(f"--force {coll}={spec}: {exc}") from None
         if not spec:
-            raise InterposeError(f"empty algorithm for {coll}")
-        env[force_variable(coll)] = spec
+            raise InterposeError(f"--force {coll}=: empty algorithm (e.g. {coll}=binomial)")
+        if algorithms is not None:
+            why = spec_problem(coll, spec, algorithms)
+            if why:
+                raise InterposeError(f"--force {coll}={spec}: {why}")
+        env[var] = spec
     if verbose:
         env["COLLTUNE_VERBOSE"] = "1"
     if profile is not None:
-        env["COLLTUNE_PROFILE"] = str(Path(profile).resolve())
+        prof = Path(profile).expanduser().resolve()
+        if not prof.parent.is_dir():
+            raise InterposeError(f"--profile {profile}: the folder {prof.parent} does not exist "
+                                 "(the library writes the profile at MPI_Finalize and creates "
+                                 "no folders)")
+        check_writable(prof, "profile")
+        env["COLLTUNE_PROFILE"] = str(prof)
     if load_index is not None or load_probe is not None:
         if rules is None or not rules_mod.read(Path(rules).resolve()).load_classes:
             raise InterposeError("--load-index/--load-probe: only with a rules file that has "

@@ -42,11 +42,17 @@ from pathlib import Path
 
 from colltune.base.collectives import COLLECTIVES
 from colltune.base.files import read_text
-from colltune.base.errors import ColltuneError
+from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.base.specs import format_spec
+from colltune.mpi.placement import MAPPINGS
 
 FORMAT_TAG = "colltune-rules 1"
 TARGETS = ("colltune", "openmpi", "mpich")
+# the C reader's limits (native/pmpi/pmpi_rules.c): a line, the bounds, a class name
+MAX_LINE = 1023
+MAX_NP = 1 << 30
+MAX_SIZE = 1 << 62
+MAX_CLASS_NAME = 62
 
 
 class RulesError(ColltuneError):
@@ -64,6 +70,7 @@ class Rule:
     params: tuple[tuple[str, int | str], ...] = ()  # sorted (key, value) pairs
     mapping: str | None = None  # only where the study varied the mapping
     load: str | None = None  # load class (LoadClass.name); None: under every load
+    line: int = field(default=0, compare=False, repr=False)  # of the file it was read from
 
     def matches(self, collective: str, np: int, size: int, mapping: str | None = None,
                 load: str | None = None) -> bool:
@@ -180,6 +187,11 @@ def _load_class(body: str, where: str, classes: list[LoadClass]) -> LoadClass:
         raise RulesError(f"{where}: load-class must be 'NAME MIN MAX' (MAX '-' for no bound), "
                          f"found '{body}'")
     name, lo_t, hi_t = m.groups()
+    if not all(re.fullmatch(r"[0-9.eE+-]+", t) for t in (lo_t, hi_t) if t != "-"):
+        raise RulesError(f"{where}: load-class {name}: '{lo_t} {hi_t}' are not plain decimal "
+                         "numbers")
+    if len(name) > MAX_CLASS_NAME:
+        raise RulesError(f"{where}: load-class name longer than {MAX_CLASS_NAME} characters")
     try:
         lo = float(lo_t)
         hi = None if hi_t == "-" else float(hi_t)
@@ -192,12 +204,15 @@ def _load_class(body: str, where: str, classes: list[LoadClass]) -> LoadClass:
     return LoadClass(name, lo, hi)
 
 
-def _int(text: str, what: str, where: str, allow_none: bool = False) -> int | None:
+def _int(text: str, what: str, where: str, allow_none: bool = False,
+         most: int = MAX_SIZE) -> int | None:
     if allow_none and text == "-":
         return None
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise RulesError(f"{where}: {what} '{text}' is not a non-negative decimal integer"
                          + (" or '-'" if allow_none else ""))
+    if int(text) > most:
+        raise RulesError(f"{where}: {what} {text} is too large (at most {most})")
     return int(text)
 
 
@@ -211,6 +226,8 @@ def from_text(text: str, source: str = "<rules>") -> RuleSet:
     classes: list[LoadClass] = []
     for i, line in enumerate(lines[1:], start=2):
         where = f"{source}:{i}"
+        if len(line.encode(errors="replace")) > MAX_LINE:
+            raise RulesError(f"{where}: line longer than {MAX_LINE} characters")
         s = line.strip()
         if not s:
             continue
@@ -238,8 +255,8 @@ def from_text(text: str, source: str = "<rules>") -> RuleSet:
         coll = f[0]
         if coll not in COLLECTIVES:
             raise RulesError(f"{where}: unknown collective '{coll}' (valid: {', '.join(COLLECTIVES)})")
-        np_min = _int(f[1], "NP_MIN", where)
-        np_max = _int(f[2], "NP_MAX", where, allow_none=True)
+        np_min = _int(f[1], "NP_MIN", where, most=MAX_NP)
+        np_max = _int(f[2], "NP_MAX", where, allow_none=True, most=MAX_NP)
         size_min = _int(f[3], "SIZE_MIN", where)
         size_max = _int(f[4], "SIZE_MAX", where, allow_none=True)
         if np_min < 1:
@@ -250,13 +267,22 @@ def from_text(text: str, source: str = "<rules>") -> RuleSet:
             raise RulesError(f"{where}: SIZE_MAX {size_max} is below SIZE_MIN {size_min}")
         params: dict[str, int | str] = {}
         if f[6] != "-":
+            if "" in f[6].split(","):
+                raise RulesError(f"{where}: PARAMS '{f[6]}' has an empty item "
+                                 "(KEY=VALUE,KEY=VALUE or '-')")
             for kv in f[6].split(","):
                 if "=" not in kv or not kv.split("=", 1)[0]:
                     raise RulesError(f"{where}: parameter '{kv}' is not KEY=VALUE")
                 k, v = kv.split("=", 1)
-                params[k] = int(v) if v.isdigit() else v
+                if k in params:
+                    raise RulesError(f"{where}: parameter '{k}' given twice")
+                params[k] = int(v) if v.isascii() and v.isdigit() else v
+        mapping = f[7] if len(f) == 8 else None
+        if mapping is not None and mapping not in MAPPINGS:
+            raise RulesError(f"{where}: MAPPING '{mapping}' is not a mapping"
+                             f"{did_you_mean(mapping, MAPPINGS)}; valid: {', '.join(MAPPINGS)}")
         rules.append(Rule(coll, np_min, np_max, size_min, size_max, f[5], make_params(params),
-                          f[7] if len(f) == 8 else None, load))
+                          mapping, load, line=i))
     target = meta.pop("target", "colltune")
     if target not in TARGETS:
         raise RulesError(f"{source}: unknown target '{target}' (valid: {', '.join(TARGETS)})")

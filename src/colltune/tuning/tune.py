@@ -11,8 +11,8 @@ The choice at a measured point (`choices`)
     `evidence.best_of_point` over the repetitions (one stored measurement per
     launch): `native` unless a candidate is faster than it beyond the spread of the
     repetitions (paired over launches where they shared them, else unpaired; at
-    least a 3 % gain and a 95 % interval above 1). A study without `native` has no
-    default: the fastest median wins, and the gain over native is not computed.
+    least a 3 % effect and a 95 % interval clear of 1). A study without `native` has no
+    default: the fastest median wins, and the ratio to native is not computed.
     Oversubscribed points (evidence.oversubscribed) are left out unless asked for.
 
 Rules from the choices (`build_rules`): the interpolation policy
@@ -32,9 +32,10 @@ Rules from the choices (`build_rules`): the interpolation policy
 Quality (`quality`, `cross_validate`)
     At every measured point: regret = the rules' choice's median latency / the
     fastest measured median (1 = the rules pick the fastest; 1.10 = 10 % slower than
-    what was measurable), and the gain over native = native's median / the choice's
-    (> 1: the rules beat the library's default). Per collective: the geometric mean
-    and the worst point. Cross-validated: the rules are built again without one
+    what was measurable), and the ratio to native = the choice's median / native's
+    (colltune's one ratio, evidence.ratio_to_baseline: < 1, the rules beat the
+    library's default). Per collective: the geometric mean and the worst point (largest
+    regret, largest ratio to native). Cross-validated: the rules are built again without one
     measured size (every process count), evaluated at the left-out size; the same
     leaving one process count out. The in-sample regret of a point is above 1 only
     where a tie kept native or the fastest's advantage was within the noise; the
@@ -236,7 +237,7 @@ def prepare(frame: pd.DataFrame, target: str, collectives=None,
         d["mapping"] = d["mapping"].fillna("").astype(str)
     has_native = bool((d["algorithm"] == BASELINE).any())
     if not has_native:
-        notes.append("the study has no native (the library's default): no gain over native "
+        notes.append("the study has no native (the library's default): no ratio to native "
                      "to report, regret only; the fastest median wins each point")
     # candidates missing at some points
     per_point = d.groupby(keys)["label"].nunique()
@@ -250,7 +251,7 @@ def prepare(frame: pd.DataFrame, target: str, collectives=None,
         no_nat = d.groupby(keys)["algorithm"].apply(lambda s: BASELINE not in set(s))
         if no_nat.any():
             notes.append(f"{int(no_nat.sum())} point(s) without native: the fastest median wins "
-                         "there and no gain over native is computed")
+                         "there and no ratio to native is computed")
     return Prepared(d, keys, target, has_native, notes, n_over, classes)
 
 
@@ -391,7 +392,8 @@ def select(frame: pd.DataFrame, target: str, collectives=None,
 
 def evaluate(ch: pd.DataFrame, rs: RuleSet, keys: list[str]) -> pd.DataFrame:
     """Per point of `ch` (choices with medians): what the rules pick there, its
-    regret against the fastest measured median and its gain over native."""
+    regret against the fastest measured median and its ratio to native (the one ratio,
+    evidence.ratio_to_baseline: chosen / native, below 1 faster than the default)."""
     rows = []
     for r in ch.to_dict("records"):
         meds = r["medians"]
@@ -405,9 +407,9 @@ def evaluate(ch: pd.DataFrame, rs: RuleSet, keys: list[str]) -> pd.DataFrame:
                      "fastest": fastest, "chosen_us": sel, "fastest_us": meds[fastest],
                      "native_us": nat,
                      "regret": sel / meds[fastest] if sel else math.nan,
-                     "gain": nat / sel if sel and nat else math.nan})
+                     "vs_native": evidence.ratio_to_baseline(sel, nat) if sel and nat else math.nan})
     return pd.DataFrame(rows, columns=keys + ["chosen", "measured_best", "fastest", "chosen_us",
-                                              "fastest_us", "native_us", "regret", "gain"])
+                                              "fastest_us", "native_us", "regret", "vs_native"])
 
 
 def _gmean(v: pd.Series) -> float:
@@ -417,34 +419,35 @@ def _gmean(v: pd.Series) -> float:
 
 
 def summarize(points: pd.DataFrame, evaluation: str, keys: list[str]) -> pd.DataFrame:
-    """Per collective: points, geometric mean and worst of the regret and the gain."""
+    """Per collective: points, geometric mean and worst of the regret and of the ratio
+    to native (worst = largest: the choice that beats native least or loses most)."""
     rows = []
     for coll, g in points.groupby("collective", sort=False):
         ok = g[g["regret"].notna()]
         row = {"collective": coll, "evaluation": evaluation, "points": len(g),
                "unmeasured": int(g["regret"].isna().sum()),
                "regret_gmean": _gmean(ok["regret"]), "regret_worst": math.nan,
-               "regret_worst_at": None, "gain_gmean": _gmean(ok["gain"]),
-               "gain_worst": math.nan, "gain_worst_at": None}
+               "regret_worst_at": None, "vs_native_gmean": _gmean(ok["vs_native"]),
+               "vs_native_worst": math.nan, "vs_native_worst_at": None}
         if len(ok):
             w = ok.loc[ok["regret"].idxmax()]
             row.update(regret_worst=float(w["regret"]), regret_worst_at=_at(w, keys))
-        gok = ok[ok["gain"].notna()]
+        gok = ok[ok["vs_native"].notna()]
         if len(gok):
-            w = gok.loc[gok["gain"].idxmin()]
-            row.update(gain_worst=float(w["gain"]), gain_worst_at=_at(w, keys))
+            w = gok.loc[gok["vs_native"].idxmax()]
+            row.update(vs_native_worst=float(w["vs_native"]), vs_native_worst_at=_at(w, keys))
         rows.append(row)
     rows.sort(key=lambda r: COLLECTIVES.index(r["collective"]))
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
 SUMMARY_COLUMNS = ["collective", "evaluation", "points", "unmeasured", "regret_gmean",
-                   "regret_worst", "regret_worst_at", "gain_gmean", "gain_worst",
-                   "gain_worst_at"]
+                   "regret_worst", "regret_worst_at", "vs_native_gmean", "vs_native_worst",
+                   "vs_native_worst_at"]
 
 
 def weighted(points: pd.DataFrame, calls, evaluation: str = "profile-weighted") -> pd.DataFrame:
-    """Per collective: the regret and the gain over native weighted by how often an
+    """Per collective: the regret and the ratio to native weighted by how often an
     application calls each size (`calls`: (collective, np, size, count) tuples, e.g.
     from the interposition library's profile, `colltune profile`). Each call counts for
     the measured point whose rules cover it (the interpolation policy above: the
@@ -474,13 +477,13 @@ def weighted(points: pd.DataFrame, calls, evaluation: str = "profile-weighted") 
         row = {"collective": coll, "evaluation": evaluation, "points": int((w > 0).sum()),
                "unmeasured": 0, "regret_gmean": _wgmean(g["regret"], w),
                "regret_worst": math.nan, "regret_worst_at": None,
-               "gain_gmean": _wgmean(g["gain"], w), "gain_worst": math.nan,
-               "gain_worst_at": None, "calls": n_calls}
+               "vs_native_gmean": _wgmean(g["vs_native"], w), "vs_native_worst": math.nan,
+               "vs_native_worst_at": None, "calls": n_calls}
         used = g[w > 0]
         if len(used):
             row.update(regret_worst=float(used["regret"].max()))
-            if used["gain"].notna().any():
-                row.update(gain_worst=float(used["gain"].min()))
+            if used["vs_native"].notna().any():
+                row.update(vs_native_worst=float(used["vs_native"].max()))
         rows.append(row)
     rows.sort(key=lambda r: COLLECTIVES.index(r["collective"]))
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS + ["calls"])
@@ -606,7 +609,7 @@ def rules_notes(rs: RuleSet, frame: pd.DataFrame) -> list[str]:
 def quality(frame: pd.DataFrame, rs: RuleSet, collectives=None,
             include_oversubscribed: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Any rule set (e.g. one read back from a file) against a frame of measurements:
-    per point and per collective (regret, gain over native)."""
+    per point and per collective (regret, ratio to native)."""
     p = prepare(frame, rs.target, collectives, include_oversubscribed)
     ch = choices(p)
     pts = evaluate(ch, rs, p.keys)
@@ -616,6 +619,7 @@ def quality(frame: pd.DataFrame, rs: RuleSet, collectives=None,
 CROSS_VALIDATIONS = {"leave-one-size-out": ("size", "a size"),
                      "leave-one-np-out": ("np", "a process count")}
 NO_GAIN = "every choice is native: no gain"
+VS_NATIVE_COLUMNS = ("vs_native_gmean", "vs_native_worst", "vs_native_worst_at")
 
 
 def _same_choices(a: pd.DataFrame, b: pd.DataFrame, keys: list[str]) -> bool:
@@ -634,10 +638,10 @@ def quality_view(summary: pd.DataFrame, points: dict[str, pd.DataFrame] | None =
     """The quality summary as the terminal and the report show it, and the notes that go
     under it: an evaluation that chooses at every point what in-sample chooses (so its
     numbers are in-sample's) is one row, "in-sample = leave-one-size-out", with a note
-    saying why; a collective whose every choice is native shows NO_GAIN instead of
-    gains of 1; the worst regret's point only where it is worse than 1;
+    saying why; the ratios to native formatted as everywhere (evidence.fmt_ratio); a
+    collective whose every choice is native shows NO_GAIN instead of ratios of 1; the worst regret's point only where it is worse than 1;
     a column with no value in any row is left out (named in a note where it is the
-    gain). `points`: evaluation -> per point (Tuning.points, or {"rules file": ...})."""
+    ratio to native). `points`: evaluation -> per point (Tuning.points, or {"rules file": ...})."""
     points = points or {}
     keys = keys or ["np", "size"]
     base = next((points[e] for e in ("in-sample", "rules file") if e in points), None)
@@ -681,14 +685,17 @@ def quality_view(summary: pd.DataFrame, points: dict[str, pd.DataFrame] | None =
         if not (isinstance(rw, float) and math.isfinite(rw) and rw > 1 + 1e-12):
             d.at[i, "regret_worst_at"] = None
         if r["collective"] in native_only:
-            d.at[i, "gain_gmean"] = NO_GAIN
-            d.at[i, "gain_worst"] = None
-            d.at[i, "gain_worst_at"] = None
+            d.at[i, "vs_native_gmean"] = NO_GAIN
+            d.at[i, "vs_native_worst"] = None
+            d.at[i, "vs_native_worst_at"] = None
+        else:  # the one ratio, printed the one way (×0.80) in the terminal and the report
+            for c in VS_NATIVE_COLUMNS[:2]:
+                if c in d.columns and isinstance(d.at[i, c], float):
+                    d.at[i, c] = evidence.fmt_ratio(d.at[i, c]) or None
     if not has_native:
-        d = d.drop(columns=[c for c in ("gain_gmean", "gain_worst", "gain_worst_at")
-                            if c in d.columns])
-    elif native_only and len(d) and (d["gain_gmean"] == NO_GAIN).all():
-        d = d.drop(columns=["gain_gmean", "gain_worst", "gain_worst_at"])
+        d = d.drop(columns=[c for c in VS_NATIVE_COLUMNS if c in d.columns])
+    elif native_only and len(d) and (d["vs_native_gmean"] == NO_GAIN).all():
+        d = d.drop(columns=list(VS_NATIVE_COLUMNS))
         notes.append(f"{NO_GAIN} over native (the rules are the library's default)")
 
     def empty(v):

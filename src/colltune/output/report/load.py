@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from colltune.analysis.points import labels
+from colltune.analysis.points import labels, latest_round
 from colltune.base.lazy import LazyModule
 from colltune.analysis import load as load_analysis
 from colltune.output import figures as plotmod
@@ -21,9 +21,7 @@ def load_section(df: pd.DataFrame, parts: ReportParts, palette: plotmod.Palette,
     if "probe_us" not in df.columns or not df["probe_us"].notna().any() or \
             "load_level" not in df.columns:
         return ""
-    d = df[df["probe_us"].notna()]
-    if "round" in d.columns and d["round"].notna().any():
-        d = d[d["round"] == d["round"].max()]
+    d = latest_round(df[df["probe_us"].notna()])  # of every study its latest round
     d = d.assign(label=labels(d)) if "label" not in d.columns else d
     if platform is None:
         out = ['<h2 id="load">Load: the probe and the best algorithm per load level</h2>',

@@ -3,6 +3,7 @@ quality in-sample and cross-validated, and a decision map per collective."""
 
 from __future__ import annotations
 
+from colltune.analysis.points import latest_round
 from colltune.base.collectives import COLLECTIVES
 from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size
@@ -23,9 +24,7 @@ def tune_section(df: pd.DataFrame, parts: ReportParts, palette: plotmod.Palette,
     if "study" not in df.columns or df["study"].nunique() != 1 or \
             str(df["study"].iloc[0]) == "(bench)":
         return ""
-    d = df
-    if "round" in d.columns and d["round"].notna().any():
-        d = d[d["round"] == d["round"].max()]
+    d = latest_round(df)  # the study's latest round, as the summary concludes from
     results = []
     for target in TARGETS:
         try:
@@ -43,14 +42,14 @@ def tune_section(df: pd.DataFrame, parts: ReportParts, palette: plotmod.Palette,
            "between measured sizes the rules switch at the geometric midpoint, a process "
            "count's rules hold up to the next measured count. <i>Regret</i>: the rules' "
            "choice's median latency over the fastest measured median at the point (1 = the "
-           "fastest); <i>gain</i>: native's median over the choice's (above 1: better than "
-           "the library's default). Geometric mean and worst point, in-sample and "
+           "fastest); <i>×native</i>: the choice's median over native's (colltune's one "
+           "ratio: below 1, faster than the library's default). Geometric mean and worst point, in-sample and "
            "cross-validated (leave-one-size-out, leave-one-np-out): the rules built without "
            "one size (or one process count), evaluated on it; where that chooses what "
            "in-sample chooses at every point, the two are one row.</p>"]
     rename = {"regret_gmean": "regret (geo. mean)", "regret_worst": "regret (worst)",
-              "regret_worst_at": "worst regret at", "gain_gmean": "gain (geo. mean)",
-              "gain_worst": "gain (lowest)", "gain_worst_at": "lowest gain at"}
+              "regret_worst_at": "worst regret at", "vs_native_gmean": "×native (geo. mean)",
+              "vs_native_worst": "×native (worst)", "vs_native_worst_at": "worst ×native at"}
     for t in results:
         target = t.rules.target
         out.append(f'<h3 id="tune-{esc(target)}">target {esc(target)}: '
@@ -79,7 +78,7 @@ def tune_section(df: pd.DataFrame, parts: ReportParts, palette: plotmod.Palette,
                 one.append(f"{esc(c)}: <b>{esc(chosen.pop())}</b>")
                 continue
             _add_figure(parts, grid, "decision-map", c,
-                        f"{c}: what the rules for {target} choose, with the gain over native",
+                        f"{c}: what the rules for {target} choose, with their time / native's",
                         lambda c=c: plotmod.fig_decision_map(pts[pts["collective"] == c],
                                                              palette, target), dpi)
         if one:
