@@ -186,6 +186,9 @@ def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, output, ti
         command_line = f"records of {from_json}"
     else:
         size_list = sizes  # parsed by --size
+        if len(size_list) < 2:  # before the ping-pong runs, not after
+            fail(f"--size: {len(size_list)} size; fitting latency and bandwidth needs at "
+                 "least two (e.g. --size 8:1M)")
         check_nps([2])
         b = build_or_fail(mpi_spec)
         err.print(f"ping-pong, 2 processes, {len(size_list)} sizes x {reps} repetitions "
