@@ -348,7 +348,7 @@ def test_model_command_offline(tmp_path):
     assert max(r["median_abs_rel_error"] for r in doc["by_collective"]) < 1e-9
     assert len(doc["points"]) == 3 * 3 * 4 + 12 and doc["selection"]
     res = runner.invoke(model_cmd, ["--db", str(db), "--algorithms-json", str(algos),
-                                   "--alpha", "2e-6", "--beta", "1e-10", "--gamma", "5e-10",
+                                   "--alpha-us", "2", "--beta-ns", "0.1", "--gamma", "0.5",
                                    "--points"], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
     for text in ("model parameters", "prediction error per collective", "selection",

@@ -133,7 +133,11 @@ def test_every_output_option_refuses_a_missing_or_unwritable_folder(tmp_path, db
     for pre, opt, post in _output_commands(tmp_path, dbp, bare, rules):
         target = tmp_path / "no" / "such" / "out.x"
         (line,) = refused(colltune(*pre, opt, str(target), *post, timeout=300))
-        assert line == f"error: {opt} {target}: directory {target.parent} does not exist", pre
+        if pre[0] == "run":  # the profile's folder: the library creates none, it says so
+            assert line.startswith(f"error: {opt} {target}: the folder {target.parent} does "
+                                   "not exist"), line
+        else:
+            assert line == f"error: {opt} {target}: directory {target.parent} does not exist", pre
         assert not (tmp_path / "no").exists(), pre
         if pre[0] in ("export", "report", "bench", "platform"):
             (line,) = refused(colltune(*pre, opt, "/proc/colltune-x.out", *post, timeout=300))

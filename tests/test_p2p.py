@@ -136,6 +136,17 @@ def test_cli_pingpong_csv_written_atomically(ompi_build, tmp_path):
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no temp left
 
 
+def test_cli_pingpong_takes_a_list_of_process_counts(ompi_build):
+    """--np as on every command: a list, one launch per count, the records of each."""
+    res = CliRunner().invoke(p2p_cmd.pingpong, ["--np", "2:3", "--size", "8,1K", "--mode",
+                                                "ring", "--iterations", "10", "--reps", "1",
+                                                "--format", "json", "--oversubscribe"])
+    assert res.exit_code == 0, res.output
+    recs = json.loads(res.stdout)
+    assert [(r["np"], r["size"]) for r in recs] == [(2, 8), (2, 1024), (3, 8), (3, 1024)]
+    assert [r["participants"] for r in recs] == [2, 2, 3, 3]
+
+
 def test_cli_pingpong_np1_is_an_error():
     res = CliRunner().invoke(p2p_cmd.pingpong, ["--np", "1"])
     assert res.exit_code == 2

@@ -168,6 +168,11 @@ def test_traffic_cli_json(ompi_build, tmp_path):
     res = colltune("traffic", "--coll", "allgather", "--algo", "ring", "--np", "4",
                    "--nodes", "2", "--node-list", "0,0,1,1")
     assert res.returncode == 2 and "exclude each other" in res.stderr
+    # --np as on every command: a list, one launch (and table) per count
+    res = colltune("traffic", "--coll", "allgather", "--algo", "ring", "--np", "2,4",
+                   "--size", "1K", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    assert [d["np"] for d in json.loads(res.stdout)] == [2, 4]
 
 
 # ---- tune: remap is one more candidate parameter -------------------------------------

@@ -295,7 +295,7 @@ def test_report_command(tmp_path, ompi_build):
     out = tmp_path / "out" / "r.html"
     out.parent.mkdir()  # an output's folder must exist
     res = CliRunner().invoke(report_cmd, ["--db", str(db), "--study", "quick", "-o", str(out),
-                                         "--pingpong-json", str(pp), "--gamma", "1e-10",
+                                         "--pingpong-json", str(pp), "--gamma", "0.1",
                                          "--dpi", "60"])
     assert res.exit_code == 0, res.output
     assert str(out.resolve()) in res.output
@@ -568,7 +568,7 @@ def test_report_built_twice_is_the_same_file(tmp_path, monkeypatch):
         if k:  # reproducible builds fix the one varying line too
             monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
         res = colltune("report", "--db", str(path), "--study", "quick", "-o", str(out),
-                       "--pingpong-json", str(pp), "--gamma", "1e-10", "--dpi", "50",
+                       "--pingpong-json", str(pp), "--gamma", "0.1", "--dpi", "50",
                        "--algorithms-json", str(write_algos(tmp_path)))
         assert res.returncode == 0, res.stderr[-3000:]
         texts.append(out.read_text())

@@ -446,12 +446,14 @@ def test_measure_tune_export_verify_with_open_mpi(tmp_path, ompi_build):
     assert not conf.read_text().startswith("# colltune-rules")
     res = _cli("rules", "check", conf)
     assert res.returncode == 0 and "Open MPI coll/tuned rules file" in res.stdout, res.stderr
-    res = _cli("rules", "verify", conf, "--np", "2", "--sizes", "8,64K")
+    res = _cli("rules", "verify", conf, "--np", "2,3", "--size", "8,64K")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "Traceback" not in res.stderr
-    # one row per size, each agreeing (exit 0 above: verify exits 1 on a disagreement)
+    # one table per process count, one row per size, each agreeing (exit 0 above:
+    # verify exits 1 on a disagreement)
+    assert "2 processes" in res.stdout and "3 processes" in res.stdout
     rows = [ln for ln in res.stdout.splitlines() if " bcast " in ln]
-    assert len(rows) == 2 and not any(" NO " in ln for ln in rows)
+    assert len(rows) == 4 and not any(" NO " in ln for ln in rows)
     # colltune's own file for the same target: the rule set that was exported
     res = _cli("tune", "--db", dbp, "--study", "tinyompi", "--target", "openmpi", "-o", ours,
                "--colltune-format")

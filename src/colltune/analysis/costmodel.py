@@ -609,7 +609,7 @@ def resolve_params(df: pd.DataFrame, *, pingpong=None, alpha=None, beta=None, ga
                              f"measurements come from {', '.join(hosts)}")
         if pingpong is None:
             raise CostModelError("no ping-pong data for α and β: give --pingpong-json FILE "
-                                 "(from `colltune pingpong --format json`), --alpha/--beta, "
+                                 "(from `colltune pingpong --format json`), --alpha-us/--beta-ns, "
                                  "or let colltune measure (needs MPI)")
         h = fit_hockney(pingpong, source=src)
         alpha = h.alpha if alpha is None else alpha

@@ -14,12 +14,12 @@ from colltune.mpi.build import Build, build_for
 from colltune.base.console import stdout_console
 from colltune.base.errors import ColltuneError
 from colltune.base.files import save_fallback, write_atomic
-from colltune.base.units import parse_ints
 from colltune.analysis.fit import default_db
 from colltune.mpi import launch
 from colltune.mpi.launch import Terminated, interrupt_on_term
 from colltune.mpi.placement import MAX_PER_CORE, check_process_counts
 from colltune.mpi.platforms import resolve
+from colltune.base.units import parse_ints, parse_selection, parse_sizes
 
 out = stdout_console()
 err = Console(stderr=True, soft_wrap=True)  # messages stay one line each (grep, logs)
@@ -115,9 +115,90 @@ class QuietAliases(click.Option):
         finally:
             self.opts = saved
 
+    def get_error_hint(self, ctx):
+        return f"'{self.opts[0]}'"
+
 
 NP_HELP = "Process counts: 2,4 or 2:8 (an end of a range may be left out: 8:)."
 SIZE_HELP = "Sizes in bytes, K/M/G suffixes: 8,64K or 1:1M (an end may be left out)."
+
+
+class _Counts(click.ParamType):
+    """The one way an option reads process counts (--np) or sizes (--size): the parsers
+    of base/units.py, the same syntax on every command (README, "Options").
+
+    many=True: a list to run, `2,4` or `2:8` (sizes: `8,64K` or `1:1M`, powers of two)
+    -> list[int]. many=False: the same syntax, one value -> int; a list is refused with
+    `one` (why the command runs one). selection=True: a filter of stored measurements,
+    where an end of a range may be left out (`8:`); the text is checked here and passed
+    on as written (the readers parse it, units.parse_selection). A value that is
+    already parsed (a command invoking another) passes through."""
+
+    sizes = False
+
+    def __init__(self, many: bool = True, one: str | None = None, min: int | None = None,
+                 selection: bool = False):
+        self.many, self.one, self.min, self.selection = many, one, min, selection
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        opt = param.opts[0] if param is not None else f"--{self.name}"
+        if self.selection:
+            try:
+                parse_selection(value, opt, sizes=self.sizes)
+            except ValueError as exc:
+                raise ValueRefused(str(exc), ctx=ctx, param=param) from None
+            return value
+        try:
+            values = parse_sizes(value) if self.sizes else parse_ints(value, "")
+            lo = self.min if self.min is not None else (None if self.sizes else 1)
+            if lo is not None and min(values) < lo:  # before anything is built or written
+                bad = min(values)
+                raise ValueError(("" if self.sizes else "a process count ")
+                                 + f"must be at least {lo}"
+                                 + (f" ({bad} is not)" if value.strip() != str(bad) else ""))
+            if not self.many and len(values) > 1:
+                raise ValueError("give one value" + (f" ({self.one})" if self.one else ""))
+        except ValueError as exc:
+            raise ValueRefused(f"{opt} '{value}': {str(exc).lstrip(': ')}", ctx=ctx,
+                               param=param) from None
+        return values if self.many else values[0]
+
+
+class ValueRefused(click.BadParameter):
+    """A bad --np/--size: the message says which option and value, as fail() does."""
+
+    def format_message(self) -> str:
+        return self.message
+
+
+class NpType(_Counts):
+    name = "np"
+
+
+class SizeType(_Counts):
+    name = "size"
+    sizes = True
+
+
+def np_option(*decls, **kwargs):
+    """--np on every command: `np_option(dest, many=..., one=..., min=...)`."""
+    return _counts_option(NpType, "--np", NP_HELP, decls, kwargs)
+
+
+def size_option(*decls, **kwargs):
+    """--size on every command (--sizes still read, not shown): like np_option."""
+    return _counts_option(SizeType, "--size", SIZE_HELP, decls, kwargs)
+
+
+def _counts_option(cls, name, default_help, decls, kwargs):
+    ptype = cls(kwargs.pop("many", True), kwargs.pop("one", None), kwargs.pop("min", None),
+                kwargs.pop("selection", False))
+    kwargs.setdefault("help", default_help)
+    aliases = ["--sizes"] if cls is SizeType and ptype.many else []
+    return click.option(name, *aliases, *decls, cls=QuietAliases, type=ptype, **kwargs)
+
 
 # the selection of measurements that fit, model, plot and report take (results and
 # export take the same --coll, --algo, --mapping, --np and --size, and more)
@@ -129,8 +210,8 @@ SELECT_OPTIONS = [
     click.option("--coll", help="Only these collectives (comma-separated)."),
     click.option("--algo", help="Only these algorithms (comma-separated)."),
     click.option("--mapping", help="Only these mappings: core, socket, node (comma-separated)."),
-    click.option("--np", "--np-range", "np_range", cls=QuietAliases, help=NP_HELP),
-    click.option("--size", "--size-range", "size_range", cls=QuietAliases, help=SIZE_HELP),
+    np_option("--np-range", "np_range", selection=True),
+    size_option("--size-range", "size_range", selection=True),
     click.option("--include-simulated", is_flag=True,
                  help="Also use simulated points (SimGrid, --mpi smpi); by default they are "
                       "never mixed with measurements."),
@@ -143,14 +224,66 @@ def select_options(f):
     return f
 
 
+GAMMA_HELP = ("γ: 'measure' (MPI_Reduce_local timed on 1 process), 'db' ((Reduce − Bcast)/n "
+              "at np 2), 'auto' (measure, else db), or ns per byte (as `colltune model` prints it).")
+
+
 def gamma_value(gamma_opt: str) -> float | None:
-    """--gamma: a number (s/byte), or None for the modes measure, db and auto."""
+    """--gamma: a number in ns/byte -> s/byte, or None for the modes measure, db and auto.
+    A number below 0.001 ns/byte (a reduction at a petabyte a second) is the old unit,
+    seconds per byte, and is refused with the value to write instead."""
     if gamma_opt in ("auto", "measure", "db"):
         return None
     try:
-        return float(gamma_opt)
+        ns = float(gamma_opt)
     except ValueError:
-        fail(f"--gamma '{gamma_opt}': measure, db, auto or a number (s/byte)")
+        fail(f"--gamma '{gamma_opt}': measure, db, auto or a number (ns per byte)")
+    if 0 < ns < 1e-3:
+        fail(f"--gamma {gamma_opt}: γ is in ns per byte (as `colltune model` prints it), "
+             f"not seconds: write --gamma {ns * 1e9:g}")
+    return ns * 1e-9
+
+
+def _seconds_refused(new: str, unit: str, scale: float):
+    def refuse(ctx, param, value):
+        if value is not None:
+            old = param.opts[0]
+            raise click.UsageError(f"{old} (seconds) is now {new} ({unit}): write "
+                                   f"{new} {value * scale:g} for {old} {value:g}", ctx)
+    return refuse
+
+
+def _gamma_checked(ctx, param, value):
+    gamma_value(value)  # refused before anything is read or measured
+    return value
+
+
+def _scaled(factor: float):
+    return lambda ctx, param, value: None if value is None else value * factor
+
+
+# α and β as `colltune model` prints them (µs, ns/byte); the commands get seconds. The
+# old --alpha/--beta (seconds) are refused with the value to write, never misread.
+COST_OPTIONS = [
+    click.option("--alpha-us", "alpha", type=float, callback=_scaled(1e-6),
+                 help="α in µs (as `colltune model` prints it); with --beta-ns, skips the "
+                      "ping-pong."),
+    click.option("--beta-ns", "beta", type=float, callback=_scaled(1e-9),
+                 help="β in ns per byte (as `colltune model` prints it)."),
+    click.option("--alpha", "alpha_s", type=float, hidden=True, expose_value=False,
+                 callback=_seconds_refused("--alpha-us", "µs", 1e6)),
+    click.option("--beta", "beta_s", type=float, hidden=True, expose_value=False,
+                 callback=_seconds_refused("--beta-ns", "ns per byte", 1e9)),
+    click.option("--gamma", "gamma_opt", default="auto", show_default=True, help=GAMMA_HELP,
+                 callback=_gamma_checked),
+]
+
+
+def cost_options(f):
+    """--alpha-us, --beta-ns and --gamma of model and report."""
+    for opt in reversed(COST_OPTIONS):
+        f = opt(f)
+    return f
 
 
 def db_option(**kwargs):
@@ -174,20 +307,6 @@ def oversubscribe_options(f):
                      help="Measure with more processes than cores (they share cores: the "
                           "points are marked oversubscribed).")(f)
     return f
-
-
-def parse_nps(text: str, what: str = "--np") -> list[int]:
-    """Process counts to launch ('2,4', '2:8'), each at least 1; else an `error:` line
-    (before anything is built, launched or written, --dry-run included)."""
-    try:
-        nps = parse_ints(text, what)
-    except ValueError as exc:
-        fail(str(exc))
-    small = sorted({n for n in nps if n < 1})
-    if small:
-        fail(f"{what} {text}: a process count must be at least 1"
-             + (f" ({small[0]} is not)" if text.strip() != str(small[0]) else ""))
-    return nps
 
 
 def check_nps(nps, oversubscribe: bool = False, force: bool = False, timing: bool = True,

@@ -24,10 +24,10 @@ from colltune.drivers import registry
 from colltune.base.collectives import COLLECTIVES
 from colltune.base.files import check_writable, save_fallback, write_atomic
 from colltune.base.specs import is_lib_spec, split_specs
-from colltune.base.units import fmt_size, parse_ints, parse_sizes
+from colltune.base.units import fmt_size
 from ._common import (MPI_HELP, PLATFORM_HELP, build_or_fail, check_nps, command,
-                      db_path_or_default, err, fail, out, oversubscribe_options,
-                      resolve_platform)
+                      db_path_or_default, err, fail, np_option, out, oversubscribe_options,
+                      resolve_platform, size_option)
 from colltune.mpi import libraries as mpi_mod
 
 
@@ -373,9 +373,9 @@ def _note_defaults(timing: str, np_list: list[int]) -> None:
               help="Algorithms, comma-separated, with parameters: native,binomial,chain:fanout=2; "
                    "the MPI library's own: ompi:NAME[:k=v] (Open MPI coll/tuned), mpich:NAME; "
                    "'all' = ours + native + the library's, 'ours', 'ompi:all', 'mpich:all'.")
-@click.option("--np", "nps", default="2", show_default=True, help="Process counts.")
-@click.option("--sizes", default="1:1M", show_default=True,
-              help="Bytes: list (8,64K,1M) or power-of-two range (1:1M).")
+@np_option("nps", default="2", show_default=True, help="Process counts: 2,4 or 2:8.")
+@size_option("sizes", default="1:1M", show_default=True,
+             help="Bytes: list (8,64K,1M) or power-of-two range (1:1M).")
 @click.option("--iterations", type=int, help="Timed calls per point (default 1000, 100 > 8K; "
               "simulated: 1, the times are deterministic).")
 @click.option("--warmup", type=int, help="Untimed calls first (default iterations/10; "
@@ -420,11 +420,7 @@ def bench(mpi_spec, platform_spec, coll, algos, nps, sizes, iterations, warmup, 
 
     Progress goes to stderr. Ctrl-C (or SIGTERM) stops the running launch and keeps
     the points already measured: they are printed, written and stored as asked."""
-    try:
-        size_list = parse_sizes(sizes)
-        np_list = parse_ints(nps, "--np")
-    except ValueError as exc:
-        fail(str(exc))
+    size_list, np_list = sizes, nps  # parsed by --size, --np
     if iterations is not None and time_budget is not None:
         fail("--iterations and --time-budget exclude each other: give one")
     if align is not None and align & (align - 1):

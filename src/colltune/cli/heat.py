@@ -9,7 +9,7 @@ import click
 from colltune.drivers.heat import DECOMPS, OUTPUT_FORMATS, VARIANTS, HeatError, HeatSpec, StreamSpec, _check_spec, heat_table, reports_table, run_heat, run_stream, stream_table, with_bound
 from colltune.base.units import parse_size
 from colltune.base.files import check_writable
-from ._common import (MPI_HELP, build_or_fail, check_nps, command, err, fail, out,
+from ._common import (MPI_HELP, build_or_fail, check_nps, command, err, fail, np_option, out,
                       oversubscribe_options)
 
 
@@ -26,8 +26,9 @@ FORMAT_OPT = click.option("--format", "fmt", default="table", show_default=True,
 
 @command()
 @click.option("--mpi", "mpi_spec", help=MPI_HELP)
-@click.option("--np", "np", default=1, show_default=True, type=click.IntRange(min=1),
-              help="Processes.")
+@np_option("np", many=False, default="1", show_default=True, min=1,
+           one="one run of the simulation, one final grid; run it once per count",
+           help="Processes.")
 @click.option("--rows", type=click.IntRange(min=1),
               help="Grid rows (default 100, or the PGM files' height).")
 @click.option("--cols", type=click.IntRange(min=1),
@@ -56,7 +57,7 @@ FORMAT_OPT = click.option("--format", "fmt", default="table", show_default=True,
               help="Initial temperature from a P2/P5 PGM (0..maxval -> 0..100).")
 @click.option("--conductivity", type=click.Path(exists=True, dir_okay=False),
               help="Conductivity weight from a P2/P5 PGM (0..maxval -> 0..0.25).")
-@click.option("--output", help="Write the final grid here.")
+@click.option("-o", "--output", help="Write the final grid here.")
 @click.option("--output-format", default="raw", show_default=True,
               type=click.Choice(OUTPUT_FORMATS),
               help="raw: rows*cols float64, row-major, native byte order; pgm: 16-bit P5.")
@@ -85,7 +86,7 @@ def heat(mpi_spec, np, rows, cols, iterations, threshold, report_interval, decom
     except (HeatError, ValueError) as exc:
         fail(str(exc))
     if output:
-        check_writable(output, "--output")
+        check_writable(output, "-o/--output")
     check_nps([np], oversubscribe=oversubscribe, force=force)
     b = build_or_fail(mpi_spec)
     stream_rec = None
@@ -117,8 +118,9 @@ def heat(mpi_spec, np, rows, cols, iterations, threshold, report_interval, decom
 
 @command()
 @click.option("--mpi", "mpi_spec", help=MPI_HELP)
-@click.option("--np", "np", default=1, show_default=True, type=click.IntRange(min=1),
-              help="Processes, each running the triad on its own arrays at the same time.")
+@np_option("np", many=False, default="1", show_default=True, min=1,
+           one="the bandwidth of one set of processes; run it once per count",
+           help="Processes, each running the triad on its own arrays at the same time.")
 @click.option("--elements", default="16M", show_default=True,
               help="Doubles per array per process (suffixes K, M, G = 2^10, 2^20, 2^30).")
 @click.option("--reps", default=10, show_default=True, type=click.IntRange(min=1),

@@ -11,9 +11,9 @@ from colltune.analysis import load as load_analysis
 from colltune.drivers import loadgen as workload
 from colltune.results import db as db_mod
 from colltune.tuning import tune as tune_mod
-from colltune.base.units import fmt_size, parse_size, parse_sizes
+from colltune.base.units import fmt_size
 from ._common import (MPI_HELP, Command, build_or_fail, check_nps, command, db_option, err, fail,
-                      out)
+                      np_option, out, size_option)
 
 
 class Group(Command, click.Group):
@@ -36,7 +36,7 @@ def _level(name, pattern, np_, size, window, duty, period_ms):
         return lv
     try:
         table = {"pattern": pattern, "np": np_, "window": window, "duty": duty,
-                 "period_ms": period_ms, "size": parse_size(size)}
+                 "period_ms": period_ms, "size": size}
         return workload.parse_level("options", "custom", table)
     except (ValueError, workload.LoadError) as exc:
         fail(str(exc))
@@ -48,9 +48,11 @@ def _level(name, pattern, np_, size, window, duty, period_ms):
               type=click.Choice(["pairs", "alltoall", "hot"]),
               help="pairs: random pairs each round; alltoall: bursts to every other process; "
                    "hot: everyone sends to rank 0.")
-@click.option("--np", "np_", default=2, show_default=True, type=int,
-              help="Generator processes (at least 2).")
-@click.option("--size", default="64K", show_default=True, help="Bytes per message.")
+@np_option("np_", many=False, default="2", show_default=True,
+           one="one generator runs; start one per count",
+           help="Generator processes (at least 2).")
+@size_option("size", many=False, default="64K", show_default=True,
+             one="the generator sends one message size", help="Bytes per message.")
 @click.option("--window", default=4, show_default=True, type=click.IntRange(1, 1024),
               help="Messages per partner and round, all in flight at once (intensity).")
 @click.option("--duty", default=1.0, show_default=True, type=float,
@@ -79,9 +81,10 @@ def run_cmd(level, pattern, np_, size, window, duty, period_ms, duration, mpi_sp
 @command()
 @click.option("--levels", default="none,light,medium,heavy", show_default=True,
               help="Built-in levels, the first is the reference of the ratios.")
-@click.option("--np", "np_", default=2, show_default=True, type=int,
-              help="Processes of the measured Bcast (the ping-pong uses 2).")
-@click.option("--sizes", default="8,64K,1M", show_default=True, help="Message sizes.")
+@np_option("np_", many=False, default="2", show_default=True,
+           one="the table compares the levels at one count; run it once per count",
+           help="Processes of the measured Bcast (the ping-pong uses 2).")
+@size_option("sizes", default="8,64K,1M", show_default=True, help="Message sizes.")
 @click.option("--algo", default="native", show_default=True, help="The Bcast algorithm measured.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="text table or JSON records.")
@@ -95,10 +98,7 @@ def effect(levels, np_, sizes, algo, fmt, mpi_spec) -> None:
     for n in names:
         if n not in workload.LEVELS:
             fail(f"--levels: unknown level '{n}'; built in: {', '.join(workload.LEVELS)}")
-    try:
-        size_list = parse_sizes(sizes)
-    except ValueError as exc:
-        fail(f"--sizes: {exc}")
+    size_list = sizes  # parsed by --size
     check_nps([np_])
     b = build_or_fail(mpi_spec)
     df = workload.effect(b, [workload.LEVELS[n] for n in names], np_, size_list, algo)

@@ -14,7 +14,7 @@ from colltune.results import reader
 from colltune.analysis.costmodel import CostModelError, algorithm_dicts, model_json, resolve_params, run_model
 from colltune.output.model_tables import print_model
 from colltune.analysis.fit import FitError, read_selection
-from ._common import command, build_or_fail, fail, gamma_value, out, select_options
+from ._common import command, build_or_fail, cost_options, fail, gamma_value, out, select_options
 
 
 @command("model")
@@ -24,11 +24,7 @@ from ._common import command, build_or_fail, fail, gamma_value, out, select_opti
                    "Without it: the database's ping-pong records, else measured now.")
 @click.option("--pingpong-np", "measure_np", default=2, show_default=True,
               type=click.IntRange(min=2), help="Processes of the ping-pong measured now.")
-@click.option("--alpha", type=float, help="α in seconds (skips the ping-pong).")
-@click.option("--beta", type=float, help="β in seconds per byte (skips the ping-pong).")
-@click.option("--gamma", "gamma_opt", default="auto", show_default=True,
-              help="γ: 'measure' (MPI_Reduce_local timed on 1 process), 'db' "
-                   "((Reduce − Bcast)/n at np 2), 'auto' (measure, else db), or seconds/byte.")
+@cost_options
 @click.option("--mpi", "mpi_spec", help="MPI library for the registry and measurements.")
 @click.option("--algorithms-json", type=click.Path(exists=True, dir_okay=False),
               help="The registry as `colltune algorithms --json` prints it; with α, β and γ "

@@ -8,9 +8,8 @@ import click
 
 from colltune.base.files import check_writable
 from colltune.drivers.p2p import MODES, PINGPONG_FIELDS, PROBE_FIELDS, P2PError, PingpongSpec, ProbeSpec, _check_np, _render, pingpong_table, probe_table, run_pingpong, run_probe
-from colltune.base.units import parse_size, parse_sizes
-from ._common import (MPI_HELP, build_or_fail, check_nps, command, err, fail, out,
-                      oversubscribe_options, write_or_keep)
+from ._common import (MPI_HELP, build_or_fail, check_nps, command, err, fail, np_option, out,
+                      oversubscribe_options, size_option, write_or_keep)
 
 
 def _emit_text(text: str, output: str | None) -> None:
@@ -35,10 +34,11 @@ OUTPUT_OPT = click.option("-o", "--output",
 
 @command()
 @click.option("--mpi", "mpi_spec", help=MPI_HELP)
-@click.option("--np", "np", default=2, show_default=True, type=int,
-              help="Processes; the ping-pong uses ranks 0 and 1, the ring all of them.")
-@click.option("--sizes", default="1:1M", show_default=True,
-              help="Bytes: list (8,64K,1M) or power-of-two range (1:1M).")
+@np_option("nps", default="2", show_default=True,
+           help="Process counts, one launch each (2,4 or 2:8); the ping-pong uses ranks 0 "
+                "and 1, the ring all of them.")
+@size_option("sizes", default="1:1M", show_default=True,
+             help="Bytes: list (8,64K,1M) or power-of-two range (1:1M).")
 @click.option("--mode", default="pingpong", show_default=True, type=click.Choice(MODES),
               help="pingpong: 0 <-> 1; ring: a token goes 0 -> 1 -> ... -> N-1 -> 0.")
 @click.option("--iterations", type=click.IntRange(min=1),
@@ -54,32 +54,37 @@ OUTPUT_OPT = click.option("-o", "--output",
 @FORMAT_OPT
 @OUTPUT_OPT
 @oversubscribe_options
-def pingpong(mpi_spec, np, sizes, mode, iterations, warmup, reps, persistent, timeout, fmt,
+def pingpong(mpi_spec, nps, sizes, mode, iterations, warmup, reps, persistent, timeout, fmt,
              output, oversubscribe, force) -> None:
     """Point-to-point latency (one-way = RTT/2) and bandwidth, ping-pong or ring."""
     if fmt == "table" and output:
         fail("-o/--output writes csv or json: add --format csv or --format json")
+    size_list = sizes  # parsed by --size
     try:
-        size_list = parse_sizes(sizes)
-        _check_np(mode, np)
-    except (ValueError, P2PError) as exc:
+        for np in nps:
+            _check_np(mode, np)
+    except P2PError as exc:
         fail(str(exc))
     if output:
         check_writable(output, "-o")
-    check_nps([np], oversubscribe=oversubscribe, force=force)
+    check_nps(nps, oversubscribe=oversubscribe, force=force)
     b = build_or_fail(mpi_spec)
-    spec = PingpongSpec(np, tuple(size_list), mode, iterations, warmup, reps, persistent)
-    try:
-        records, notes = run_pingpong(b, spec, timeout=timeout)
-    except P2PError as exc:
-        fail(str(exc))
-    _notes(notes)
+    records = []
+    for np in nps:  # one launch per process count
+        spec = PingpongSpec(np, tuple(size_list), mode, iterations, warmup, reps, persistent)
+        try:
+            recs, notes = run_pingpong(b, spec, timeout=timeout)
+        except P2PError as exc:
+            fail(str(exc))
+        _notes(notes)
+        records += recs
+        if fmt == "table":
+            how = ("persistent requests (MPI_Start/MPI_Wait)" if persistent
+                   else "MPI_Send/MPI_Recv, as osu_latency")
+            what = ("one-way latency = RTT/2" if mode == "pingpong"
+                    else f"per-hop latency = round time/{np}")
+            out.print(pingpong_table(recs, f"{mode}, {np} processes, {what}, {how}"))
     if fmt == "table":
-        how = ("persistent requests (MPI_Start/MPI_Wait)" if persistent
-               else "MPI_Send/MPI_Recv, as osu_latency")
-        what = ("one-way latency = RTT/2" if mode == "pingpong"
-                else f"per-hop latency = round time/{np}")
-        out.print(pingpong_table(records, f"{mode}, {np} processes, {what}, {how}"))
         out.print(f"{b.mpi.banner}; MB/s = size / median one-way time, 1 MB = 10^6 bytes",
                   highlight=False)
         return
@@ -88,9 +93,12 @@ def pingpong(mpi_spec, np, sizes, mode, iterations, warmup, reps, persistent, ti
 
 @command()
 @click.option("--mpi", "mpi_spec", help=MPI_HELP)
-@click.option("--np", "np", default=4, show_default=True, type=int,
-              help="Processes, paired at random each iteration (odd: one sits out).")
-@click.option("--size", default="4K", show_default=True, help="Bytes each partner sends.")
+@np_option("np", many=False, default="4", show_default=True,
+           one="the load index is of one set of processes; run the probe once per count",
+           help="Processes, paired at random each iteration (odd: one sits out).")
+@size_option("size", many=False, default="4K", show_default=True,
+             one="the exchange sends one size; run the probe once per size",
+             help="Bytes each partner sends.")
 @click.option("--iterations", default=1000, show_default=True, type=click.IntRange(min=1),
               help="Timed exchanges, each with a fresh random pairing.")
 @click.option("--warmup", type=click.IntRange(min=0), help="Untimed exchanges first (default 10).")
@@ -108,10 +116,10 @@ def probe(mpi_spec, np, size, iterations, warmup, seed, baseline_us, timeout, fm
     """Network probe: random pairwise exchanges, latency distribution and a load index."""
     if fmt == "table" and output:
         fail("-o/--output writes csv or json: add --format csv or --format json")
+    nbytes = size  # parsed by --size
     try:
-        nbytes = parse_size(size)
         _check_np("probe", np)
-    except (ValueError, P2PError) as exc:
+    except P2PError as exc:
         fail(str(exc))
     if output:
         check_writable(output, "-o")

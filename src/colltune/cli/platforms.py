@@ -14,9 +14,8 @@ from colltune.mpi import platforms as plat
 from colltune.mpi.placement import MAPPINGS, ORDERS
 from colltune.base.files import check_writable
 from colltune.drivers.p2p import P2PError, PingpongSpec, run_pingpong
-from colltune.base.units import parse_sizes
-from ._common import (MPI_HELP, Command, build_or_fail, check_nps, err, fail, out,
-                      write_or_keep)
+from ._common import (MPI_HELP, Command, build_or_fail, check_nps, err, fail, np_option, out,
+                      size_option, write_or_keep)
 
 
 class Group(Command, click.Group):
@@ -115,7 +114,8 @@ def show(name, as_json) -> None:
 @click.option("-o", "--output", required=True, help="The SimGrid platform file (XML) to write.")
 @click.option("--hostfile", help="Also write the smpirun host file: the host of each rank, "
               "one line a rank (needs --np).")
-@click.option("--np", "np", type=click.IntRange(min=1), help="Processes of the host file.")
+@np_option("np", many=False, min=1, one="a host file places one set of processes",
+           help="Processes of the host file.")
 @click.option("--mapping", default="core", show_default=True,
               type=click.Choice(MAPPINGS),
               help="core: fill the cores of a node, then the next node; socket: alternate "
@@ -155,8 +155,8 @@ def write(name, output, hostfile, np, mapping, order, nodes, oversubscribe, desc
 
 @platform.command(cls=Command)
 @click.option("--mpi", "mpi_spec", help=MPI_HELP)
-@click.option("--sizes", default="8:1M", show_default=True,
-              help="Ping-pong sizes in bytes: list (8,64K,1M) or power-of-two range.")
+@size_option("sizes", default="8:1M", show_default=True,
+             help="Ping-pong sizes in bytes: list (8,64K,1M) or power-of-two range.")
 @click.option("--reps", default=11, show_default=True, type=click.IntRange(min=1),
               help="Repetitions of each size.")
 @click.option("--statistic", default="min", show_default=True,
@@ -186,10 +186,10 @@ def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, output, ti
             fail(f"--from-json {from_json}: expected a list of ping-pong records")
         command_line = f"records of {from_json}"
     else:
-        try:
-            size_list = parse_sizes(sizes)
-        except ValueError as exc:
-            fail(str(exc))
+        size_list = sizes  # parsed by --size
+        if len(size_list) < 2:  # before the ping-pong runs, not after
+            fail(f"--size: {len(size_list)} size; fitting latency and bandwidth needs at "
+                 "least two (e.g. --size 8:1M)")
         check_nps([2])
         b = build_or_fail(mpi_spec)
         err.print(f"ping-pong, 2 processes, {len(size_list)} sizes x {reps} repetitions "

@@ -21,9 +21,9 @@ from colltune.drivers import registry
 from colltune.base.files import check_writable
 from colltune.studies.study import read_preset
 from colltune.studies.sweep import definition_changes
-from colltune.base.units import fmt_size, parse_ints
+from colltune.base.units import fmt_size
 from ._common import (MPI_HELP, build_or_fail, command, db_option, db_path_or_default, err, fail,
-                      out, parse_nps)
+                      np_option, out)
 from .bench import emit_records
 from .report import report as report_cmd
 from .sweep import sweep as sweep_cmd
@@ -36,7 +36,7 @@ from .sweep import sweep as sweep_cmd
               type=click.Path(dir_okay=False), help="The HTML report.")
 @click.option("--new-round", is_flag=True,
               help="Measure again (a new round) even if the study is already stored.")
-@click.option("--np", "nps", help="Process counts instead of the preset's (powers of two up to "
+@np_option("nps", help="Process counts instead of the preset's (powers of two up to "
               "the cores), e.g. 2,4: counts above the cores run oversubscribed, are marked † "
               "and draw no conclusion.")
 @click.option("--include-oversubscribed", is_flag=True,
@@ -50,8 +50,6 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
     The preset measures np 2, 4, 8, ... up to the machine's cores, so that every
     process has a core; --np asks for others (counts above the cores run
     oversubscribed, are marked so and draw no conclusion)."""
-    if nps:
-        parse_nps(nps)  # before anything is written or launched
     db_path = db_path_or_default(db_path)
     db_mod.check_writable(db_path)
     check_writable(report_path, "-o")
@@ -104,12 +102,12 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
                include_oversubscribed=include_oversubscribed)
 
 
-def terminal_rows(df, nps: str | None = None):
+def terminal_rows(df, nps: list[int] | None = None):
     """The rows quick's tables are made of: the latest round (points.latest_round, as
     the report's summary selects them), at the process counts of --np."""
     df = latest_round(df)
     if nps:
-        df = df[df["np"].isin(parse_ints(nps, "--np"))]
+        df = df[df["np"].isin(list(nps))]
     return df
 
 

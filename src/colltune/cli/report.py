@@ -14,7 +14,7 @@ from colltune.base.files import check_writable
 from colltune.analysis.fit import FitError, load_measurements, read_selection
 from colltune.analysis.points import timing_groups, timings_text
 from colltune.output.report import build_report, compute_model, read_runs
-from ._common import command, err, fail, gamma_value, select_options, write_or_keep
+from ._common import command, cost_options, err, fail, gamma_value, select_options, write_or_keep
 
 
 @command()
@@ -27,10 +27,7 @@ from ._common import command, err, fail, gamma_value, select_options, write_or_k
                    "this machine (launches MPI). Default: α, β from the ping-pong points in "
                    "the database, γ from the study's Reduce measurements; what they cannot "
                    "give is shown as not measured.")
-@click.option("--alpha", type=float, help="α in seconds.")
-@click.option("--beta", type=float, help="β in seconds per byte.")
-@click.option("--gamma", "gamma_opt", default="auto", show_default=True,
-              help="γ: measure, db, auto or seconds per byte (see `colltune model`).")
+@cost_options
 @click.option("--surface-algo", help="Algorithm of each collective's surface (default native).")
 @click.option("--dpi", default=100, show_default=True, type=click.IntRange(50, 300),
               help="Resolution of the embedded figures.")

@@ -12,7 +12,7 @@ from colltune.results import reader
 from colltune.base.files import check_writable
 from colltune.results.export import filters, frame_table, open_results, write_frame_atomic
 from colltune.base.units import fmt_size
-from ._common import NP_HELP, SIZE_HELP, command, db_option, err, fail, out
+from ._common import command, db_option, err, fail, np_option, out, size_option
 
 
 def _emit(df, fmt: str, title: str, columns: list[str], limit: int | None) -> None:
@@ -33,8 +33,8 @@ FILTER_OPTIONS = [
     click.option("--coll", help="Only these collectives (comma-separated)."),
     click.option("--algo", help="Only these algorithms (name or spec as written, "
                                 "comma-separated)."),
-    click.option("--np", "nps", help=NP_HELP),
-    click.option("--size", "sizes", help=SIZE_HELP),
+    np_option("nps", selection=True),
+    size_option("sizes", selection=True),
     click.option("--mapping", help="Only these mappings: core, socket, node (comma-separated)."),
     click.option("--order", help="seq, rr."),
     click.option("--run", "run_id", help="Run id(s)."),

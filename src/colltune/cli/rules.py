@@ -15,8 +15,8 @@ from colltune.rules import ruleset as rules_mod
 from colltune.rules import files as rf
 from colltune.base.errors import ColltuneError
 from colltune.base.files import check_writable
-from colltune.base.units import parse_sizes
-from ._common import MPI_HELP, Command, build_or_fail, check_nps, command, err, fail, out
+from ._common import (MPI_HELP, Command, build_or_fail, check_nps, command, err, fail, np_option,
+                      out, size_option)
 
 
 class Group(Command, click.Group):
@@ -149,16 +149,16 @@ def export(file, to, output, mpi_spec) -> None:
 
 @command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--np", "np", default=3, show_default=True, type=int,
-              help="Processes to run with.")
-@click.option("--sizes", help="Sizes to call the collectives at (colltune's sizes: bytes, per "
+@np_option("nps", default="3", show_default=True, min=2,
+           help="Process counts to run with, one run each: 3 or 2,4 or 2:8.")
+@size_option("sizes", help="Sizes to call the collectives at (colltune's sizes: bytes, per "
               "process for gather/allgather; K/M suffixes). Default: the start of each "
               "range the file has at --np.")
 @click.option("--coll", help="Only these collectives (comma-separated).")
 @click.option("--iterations", default=2, show_default=True, type=int,
               help="Calls per size.")
 @click.option("--mpi", "mpi_spec", help="The library (default: the one the file is for).")
-def verify(file, np, sizes, coll, iterations, mpi_spec) -> None:
+def verify(file, nps, sizes, coll, iterations, mpi_spec) -> None:
     """Run the library under a rules file and show, per collective and size, the
     algorithm that really ran next to the one the file names.
 
@@ -171,37 +171,33 @@ def verify(file, np, sizes, coll, iterations, mpi_spec) -> None:
     if kind == "colltune":
         fail(f"{file} is colltune's own rules file, which the MPI libraries do not read; "
              f"{rf.colltune_file_hint(file, text)}")
-    try:
-        size_list = parse_sizes(sizes) if sizes else None
-    except ValueError as exc:
-        fail(f"--sizes: {exc}")
+    size_list = sizes  # parsed by --size (None: the file's sizes)
     colls = [c.strip() for c in coll.split(",") if c.strip()] if coll else None
     if iterations < 1:
         fail("--iterations must be at least 1")
-    if np < 2:
-        fail("--np must be at least 2")
     if mpi_spec in mpi_mod.KINDS and mpi_spec != kind:
         fail(f"{file} is an {rf.FORMAT_NAMES[kind]}; --mpi {mpi_spec} cannot run it "
              f"(--mpi {kind})")
-    check_nps([np], timing=False)
+    check_nps(nps, timing=False)
     b = build_or_fail(mpi_spec or kind)
-    kind, rows, notes = rf.which_ran(Path(file), b, np=np, sizes=size_list, collectives=colls,
-                                  iterations=iterations)
-    t = Table(title=f"{file} under {b.mpi.name} {b.mpi.version}, {np} processes",
-              title_justify="left")
-    for h in ("collective", "size", "file names", "ran", "ran inside", "agrees", "note"):
-        t.add_column(h, justify="right" if h == "size" else "left")
     bad = 0
-    for r in rows:
-        verdict = {True: "[green]yes[/]", False: "[bold red]NO[/]", None: "-"}[r.ok]
-        if r.ok and not r.unique:
-            verdict = "[green]consistent[/]"  # among the algorithms with this traffic
-        bad += r.ok is False
-        t.add_row(r.collective, str(r.size), escape(r.named), escape(r.ran), escape(r.inside),
-                  verdict, escape(r.note))
-    out.print(t)
-    for n in notes:
-        err.print(f"note: {escape(n)}", highlight=False)
+    for np in nps:  # one run (and table) per process count
+        kind, rows, notes = rf.which_ran(Path(file), b, np=np, sizes=size_list,
+                                      collectives=colls, iterations=iterations)
+        t = Table(title=f"{file} under {b.mpi.name} {b.mpi.version}, {np} processes",
+                  title_justify="left")
+        for h in ("collective", "size", "file names", "ran", "ran inside", "agrees", "note"):
+            t.add_column(h, justify="right" if h == "size" else "left")
+        for r in rows:
+            verdict = {True: "[green]yes[/]", False: "[bold red]NO[/]", None: "-"}[r.ok]
+            if r.ok and not r.unique:
+                verdict = "[green]consistent[/]"  # among the algorithms with this traffic
+            bad += r.ok is False
+            t.add_row(r.collective, str(r.size), escape(r.named), escape(r.ran),
+                      escape(r.inside), verdict, escape(r.note))
+        out.print(t)
+        for n in notes:
+            err.print(f"note: {escape(n)}", highlight=False)
     if bad:
         err.print(f"[bold red]{bad} size(s) ran another algorithm than the file names[/]",
                   highlight=False)

@@ -23,7 +23,7 @@ from colltune.studies.sweep import (Plan, definition_changes, execute, make_plan
                                     sweep_lock)
 from colltune.base.units import fmt_size
 from ._common import (PLATFORM_HELP, build_or_fail, command, db_option, db_path_or_default,
-                      err, fail, out, oversubscribe_options, parse_nps)
+                      err, fail, np_option, out, oversubscribe_options)
 
 
 def _load(study_file: str | None, preset: str | None, mpi_spec: str | None = None) -> Study:
@@ -122,7 +122,7 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
 @click.option("--merge-changed", is_flag=True,
               help="Add to a stored round even though the study's definition changed "
                    "(its points then mix both definitions).")
-@click.option("--np", "nps", help="Process counts to measure instead of the study's "
+@np_option("nps", help="Process counts to measure instead of the study's "
               "(e.g. 2,4 or 2:8); not capped by the study's max_processes: counts above the "
               "cores need --oversubscribe, are marked so and draw no conclusion.")
 @oversubscribe_options
@@ -152,7 +152,7 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
     if name:
         study = dataclasses.replace(study, name=name)
     if nps:
-        study = dataclasses.replace(study, processes=parse_nps(nps), max_processes=None)
+        study = dataclasses.replace(study, processes=list(nps), max_processes=None)
     if hostfile:
         launcher = launcher or "hostfile"
         if launcher != "hostfile":

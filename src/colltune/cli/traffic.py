@@ -13,8 +13,8 @@ from colltune.base.collectives import COLLECTIVES
 from colltune.base.errors import ColltuneError
 from colltune.base.files import check_writable
 from colltune.base.specs import REMAPS, split_specs, with_remap
-from colltune.base.units import parse_sizes
-from ._common import MPI_HELP, SIZE_HELP, build_or_fail, command, fail, out, write_or_keep
+from ._common import (MPI_HELP, SIZE_HELP, build_or_fail, command, fail, np_option, out,
+                      size_option, write_or_keep)
 
 
 def _kib(n: int) -> str:
@@ -27,8 +27,9 @@ def _kib(n: int) -> str:
               help="Collective.")
 @click.option("--algo", "spec", required=True,
               help="One colltune algorithm spec, e.g. recursive_doubling or ring:remap=seq.")
-@click.option("--np", "np_", type=click.IntRange(min=1), required=True,
-              help="Processes (local, oversubscribed: nothing is timed).")
+@np_option("nps", min=1, required=True,
+           help="Process counts, one launch each: 2,4 or 2:8 (local, oversubscribed: "
+                "nothing is timed).")
 @click.option("--nodes", type=click.IntRange(min=1),
               help="Virtual nodes (COLLTUNE_NODES); default: the real ones (one here).")
 @click.option("--order", default="seq", show_default=True, type=click.Choice(["seq", "rr"]),
@@ -36,8 +37,8 @@ def _kib(n: int) -> str:
                    "Open MPI's default) or rr (round-robin, MPICH's default).")
 @click.option("--node-list", help="The node of each rank instead of --nodes/--order: "
                                   "0,0,1,1,2 (an irregular placement).")
-@click.option("--sizes", default="1K", show_default=True,
-              help=SIZE_HELP + " Allgather: bytes per process; Reduce/Allreduce: multiples "
+@size_option("sizes", default="1K", show_default=True,
+             help=SIZE_HELP + " Allgather: bytes per process; Reduce/Allreduce: multiples "
                                "of 4 (ints summed).")
 @click.option("--remap", type=click.Choice(list(REMAPS)),
               help="Add remap=... to the algorithm spec.")
@@ -48,7 +49,7 @@ def _kib(n: int) -> str:
               type=click.Choice(["table", "json"]))
 @click.option("-o", "--output", help="Write the json here (atomically) instead of stdout.")
 @click.option("--timeout", default=600.0, show_default=True, help="Seconds for the launch.")
-def traffic(mpi_spec, coll, spec, np_, nodes, order, node_list, sizes, remap, root, per_rank,
+def traffic(mpi_spec, coll, spec, nps, nodes, order, node_list, sizes, remap, root, per_rank,
             fmt, output, timeout) -> None:
     """Bytes and messages one call sends inside nodes and between nodes.
 
@@ -63,10 +64,7 @@ def traffic(mpi_spec, coll, spec, np_, nodes, order, node_list, sizes, remap, ro
     if len(specs) > 1:
         fail(f"--algo '{spec}': traffic counts one algorithm at a time; give one, e.g. "
              f"--algo {specs[0]}")
-    try:
-        size_list = parse_sizes(sizes)
-    except ValueError as exc:
-        fail(str(exc))
+    size_list = sizes  # parsed by --size
     if output and fmt != "json":
         fail("-o/--output writes json: add --format json")
     if output:
@@ -79,44 +77,48 @@ def traffic(mpi_spec, coll, spec, np_, nodes, order, node_list, sizes, remap, ro
             nl = [int(x) for x in node_list.split(",") if x.strip()]
         except ValueError:
             fail(f"--node-list '{node_list}': give integers, e.g. 0,0,1,1,2")
-    if root >= np_:
-        fail(f"--root {root}: valid 0..{np_ - 1}")
+    if root >= min(nps):
+        fail(f"--root {root}: valid 0..{min(nps) - 1}")
     b = build_or_fail(mpi_spec)
+    groups = []  # the records of each process count
     try:
         full = with_remap(spec, remap)
         registry.check_specs(b, coll, [full])
-        recs = traffic_mod.count(b, coll, full, np_, size_list, nodes=nodes, order=order,
-                                 node_list=nl, root=root, timeout=timeout)
+        for np_ in nps:
+            groups.append(traffic_mod.count(b, coll, full, np_, size_list, nodes=nodes,
+                                            order=order, node_list=nl, root=root,
+                                            timeout=timeout))
     except ColltuneError as exc:
         fail(str(exc))
     if fmt == "json":
-        text = json.dumps([r.as_dict() for r in recs], indent=1) + "\n"
+        text = json.dumps([r.as_dict() for recs in groups for r in recs], indent=1) + "\n"
         if output:
             write_or_keep(output, text, "traffic.json")
         else:
             click.echo(text, nl=False)
         return
-    r0 = recs[0]
-    out.print(f"{coll}/{r0.spec} (ran {r0.algorithm}{', remap ' + r0.remap_applied if r0.remap_applied != 'none' else ''}"
-              f"{'; ' + r0.fallback if r0.fallback else ''}): {r0.np} ranks on {r0.nodes} "
-              f"nodes (at most {r0.max_per_node} per node), placement {r0.placement}"
-              f"{'' if r0.regular else ', uneven nodes'}", highlight=False)
-    t = Table(title="bytes and messages sent (total over ranks; KiB)")
-    for c in ("size", "intra KiB", "intra msgs", "inter KiB", "inter msgs",
-              "max inter KiB/rank"):
-        t.add_column(c, justify="right")
-    for r in recs:
-        tot = r.total
-        t.add_row(str(r.size), _kib(tot["intra_bytes"]), str(tot["intra_msgs"]),
-                  _kib(tot["inter_bytes"]), str(tot["inter_msgs"]),
-                  _kib(max(x[2] for x in r.ranks)))
-    out.print(t)
-    if per_rank:
+    for recs in groups:
+        r0 = recs[0]
+        out.print(f"{coll}/{r0.spec} (ran {r0.algorithm}{', remap ' + r0.remap_applied if r0.remap_applied != 'none' else ''}"
+                  f"{'; ' + r0.fallback if r0.fallback else ''}): {r0.np} ranks on {r0.nodes} "
+                  f"nodes (at most {r0.max_per_node} per node), placement {r0.placement}"
+                  f"{'' if r0.regular else ', uneven nodes'}", highlight=False)
+        t = Table(title="bytes and messages sent (total over ranks; KiB)")
+        for c in ("size", "intra KiB", "intra msgs", "inter KiB", "inter msgs",
+                  "max inter KiB/rank"):
+            t.add_column(c, justify="right")
         for r in recs:
-            pt = Table(title=f"per rank, size {r.size}")
-            for c in ("rank", "node", "intra B", "intra msgs", "inter B", "inter msgs"):
-                pt.add_column(c, justify="right")
-            for d in r.per_rank():
-                pt.add_row(*(str(d[k]) for k in ("rank", "node", "intra_bytes", "intra_msgs",
-                                                  "inter_bytes", "inter_msgs")))
-            out.print(pt)
+            tot = r.total
+            t.add_row(str(r.size), _kib(tot["intra_bytes"]), str(tot["intra_msgs"]),
+                      _kib(tot["inter_bytes"]), str(tot["inter_msgs"]),
+                      _kib(max(x[2] for x in r.ranks)))
+        out.print(t)
+        if per_rank:
+            for r in recs:
+                pt = Table(title=f"per rank, size {r.size}")
+                for c in ("rank", "node", "intra B", "intra msgs", "inter B", "inter msgs"):
+                    pt.add_column(c, justify="right")
+                for d in r.per_rank():
+                    pt.add_row(*(str(d[k]) for k in ("rank", "node", "intra_bytes", "intra_msgs",
+                                                      "inter_bytes", "inter_msgs")))
+                out.print(pt)

@@ -21,15 +21,15 @@ from colltune.base.files import check_writable
 from colltune.base.collectives import COLLECTIVES
 from colltune.base.lazy import LazyModule
 from colltune.base.specs import is_lib_spec, split_specs
-from colltune.base.units import fmt_size, parse_sizes
+from colltune.base.units import fmt_size
 from colltune.drivers import bench as bench_mod
 from colltune.drivers import registry
 from colltune.rules.ruleset import TARGETS
 from colltune.studies.sweep import sweep_lock
 from colltune.tuning import adaptive
 from colltune.tuning import tune as tune_mod
-from ._common import (MPI_HELP, build_or_fail, check_nps, command, db_option, err, fail, out,
-                      write_or_keep)
+from ._common import (MPI_HELP, build_or_fail, check_nps, command, db_option, err, fail,
+                      np_option, out, size_option, write_or_keep)
 from .bench import BenchProgress
 
 pd = LazyModule("pandas")
@@ -134,9 +134,10 @@ def quality_table(summary, has_native: bool, points=None, keys=None) -> Table:
               help="Measure adaptively instead of reading a stored study: a small design, "
                    "then where the decision is least certain, until --budget; stores the "
                    "measurements as the study tune-adaptive-COLL (or --study).")
-@click.option("--np", "np_", type=int, help="--measure: the process count.")
-@click.option("--size", "--sizes", "sizes", help="--measure: the sizes (bytes: 8,64K,1M or a "
-              "power-of-two range 1:1M).")
+@np_option("np_", many=False, help="--measure: the process count.",
+           one="the adaptive design measures at one count; run --measure once per count")
+@size_option("sizes", help="--measure: the sizes (bytes: 8,64K,1M or a power-of-two range "
+             "1:1M).")
 @click.option("--algo", "algos", default="ours,native", show_default=True,
               help="--measure: the candidates (colltune's algorithms with parameters, native; "
                    "'ours' = every colltune algorithm).")
@@ -359,7 +360,7 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
         fail(f"--iterations {iterations}: must be >= 1")
     try:
         fraction = adaptive.parse_budget(budget)
-        size_list = sorted(set(parse_sizes(sizes)))
+        size_list = sorted(set(sizes))  # parsed by --size
     except (ColltuneError, ValueError) as exc:
         fail(f"{exc}")
     check_writable(output, "-o")

@@ -10,16 +10,15 @@ from rich.table import Table
 
 from colltune.drivers import registry
 from colltune.drivers import verify as verify_mod
-from colltune.base.units import parse_ints
 from colltune.base.collectives import COLLECTIVES
 from colltune.base.errors import did_you_mean
 from colltune.mpi.placement import MAX_PER_CORE, check_process_counts
-from ._common import MPI_HELP, build_or_fail, command, err, fail, out
+from ._common import MPI_HELP, build_or_fail, command, err, fail, np_option, out
 
 
 @command()
 @click.option("--mpi", "mpi_spec", help=MPI_HELP)
-@click.option("--np", "nps", default=",".join(map(str, verify_mod.DEFAULT_NPS)),
+@np_option("nps", default=",".join(map(str, verify_mod.DEFAULT_NPS)),
               show_default=True, help="Process counts, one launch each.")
 @click.option("--coll", "colls", default=",".join(COLLECTIVES), show_default=True,
               help="Collectives to verify.")
@@ -45,10 +44,7 @@ def verify(mpi_spec, nps, colls, algos, quick, families, timeout, as_json, force
     in-place, and each parameter (segment size, fan-out, radix, inner
     algorithms) moved through its edge values. Exits 1 naming every failing case.
     """
-    try:
-        np_list = parse_ints(nps, "--np")
-    except ValueError as exc:
-        fail(str(exc))
+    np_list = nps  # parsed by --np
     fam_list = [f.strip() for f in families.split(",") if f.strip()]
     for f in fam_list:
         if f not in verify_mod.FAMILIES:

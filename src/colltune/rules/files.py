@@ -458,7 +458,7 @@ def _which_ran_mpich(text, path, build, np, sizes, collectives, iterations, time
     for coll in pending:
         want = sizes or _mpich_sizes(text, coll, np)
         if not want:
-            notes.append(f"{coll}: the file's tests are not colltune's layout; give --sizes")
+            notes.append(f"{coll}: the file's tests are not colltune's layout; give --size")
             continue
         file_env = dict(MPICH_OBSERVE_ENV, **{em.ENV_FILE: str(path)})
         under = _fingerprints(_observe(build, np, coll, want, file_env,
