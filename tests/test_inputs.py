@@ -113,7 +113,7 @@ def _output_commands(d: Path, dbp: Path, bare: Path, rules: Path):
         (["pingpong", "--format", "csv"], "-o", []),
         (["traffic", "--coll", "bcast", "--algo", "binomial", "--np", "2", "--format", "json"],
          "-o", []),
-        (["heat", "--np", "2"], "--output", []),
+        (["heat", "--np", "2"], "-o", []),
         (["platform", "write", "flat"], "-o", []),
         (["platform", "calibrate"], "-o", []),
         (["run"], "--profile", ["--print-env"]),

@@ -426,7 +426,7 @@ def bench(mpi_spec, platform_spec, coll, algos, nps, sizes, iterations, warmup, 
     if align is not None and align & (align - 1):
         fail(f"--align {align}: must be 0 or a power of two (bytes; 0 or 1: plain malloc)")
     if fmt == "table" and output:
-        fail("-o/--output writes csv or json: add --format csv or --format json")
+        fail("-o writes csv or json: add --format csv or --format json")
     # every output is checked before anything is launched
     if output:
         check_writable(output, "-o")

@@ -86,7 +86,7 @@ def heat(mpi_spec, np, rows, cols, iterations, threshold, report_interval, decom
     except (HeatError, ValueError) as exc:
         fail(str(exc))
     if output:
-        check_writable(output, "-o/--output")
+        check_writable(output, "-o")
     check_nps([np], oversubscribe=oversubscribe, force=force)
     b = build_or_fail(mpi_spec)
     stream_rec = None

@@ -58,7 +58,7 @@ def pingpong(mpi_spec, nps, sizes, mode, iterations, warmup, reps, persistent, t
              output, oversubscribe, force) -> None:
     """Point-to-point latency (one-way = RTT/2) and bandwidth, ping-pong or ring."""
     if fmt == "table" and output:
-        fail("-o/--output writes csv or json: add --format csv or --format json")
+        fail("-o writes csv or json: add --format csv or --format json")
     size_list = sizes  # parsed by --size
     try:
         for np in nps:
@@ -115,7 +115,7 @@ def probe(mpi_spec, np, size, iterations, warmup, seed, baseline_us, timeout, fm
           output, oversubscribe, force) -> None:
     """Network probe: random pairwise exchanges, latency distribution and a load index."""
     if fmt == "table" and output:
-        fail("-o/--output writes csv or json: add --format csv or --format json")
+        fail("-o writes csv or json: add --format csv or --format json")
     nbytes = size  # parsed by --size
     try:
         _check_np("probe", np)

@@ -66,7 +66,7 @@ def traffic(mpi_spec, coll, spec, nps, nodes, order, node_list, sizes, remap, ro
              f"--algo {specs[0]}")
     size_list = sizes  # parsed by --size
     if output and fmt != "json":
-        fail("-o/--output writes json: add --format json")
+        fail("-o writes json: add --format json")
     if output:
         check_writable(output, "-o")
     nl = None
