@@ -10,7 +10,8 @@
  * reads this table.
  *
  * Cost formulas: p processes, n bytes (Bcast/Reduce/Allreduce: the vector;
- * Gather/Allgather: the whole gathered result, p blocks), a = alpha (s),
+ * Gather/Allgather: the whole gathered result, p blocks; Alltoall(v): what one
+ * process sends, p blocks of n/p bytes), a = alpha (s),
  * b = beta (s/byte), g = gamma (s/byte of reduction), s = segment bytes
  * (= n when unsegmented), k = fan-out or radix. nseg = ceil(n/s).
  */
@@ -20,6 +21,7 @@
 #define FAN(d) { CT_P_FANOUT, (d), 1, 1024, NULL }
 #define RADIX(d) { CT_P_RADIX, (d), 2, 64, NULL }
 #define INNER(id, name) { (id), -1, -1, -1, (name) }
+#define MAXREQ(d) { CT_P_MAX_REQUESTS, (d), 0, 1L << 20, NULL }
 
 #define NSEG "ceil(n/s)"
 /* recursive doubling/halving with a fold of the p - 2^floor(log2 p) extra ranks:
@@ -253,6 +255,51 @@ static const entry_t table[] = {
       { { 0 } }, 0, NULL, "ceil(log2(p))*a + (p-1)*n*b + (p-1)*n*g",
       "every rank gathers all vectors and combines them in rank order (small messages)",
       "allgather_reduce" },
+      AUTO_NONE },
+
+    /* ------------------------------------------------------------- Alltoall */
+    { { "native", CT_ALLTOALL, { .alltoall = ct_alltoall_native }, 0, { { 0 } }, 0, NULL, NULL,
+      "the MPI library's own MPI_Alltoall", NULL },
+      AUTO_NONE },
+    { { "linear", CT_ALLTOALL, { .alltoall = ct_alltoall_linear }, 0, { { 0 } }, 0, NULL,
+      "(p-1)*a + (p-1)/p*n*b",
+      "every rank posts all p-1 receives and sends at once, then waits for all", "linear" },
+      AUTO_NONE },
+    { { "pairwise", CT_ALLTOALL, { .alltoall = ct_alltoall_pairwise }, 0, { { 0 } }, 0, NULL,
+      "(p-1)*(a + n/p*b)",
+      "p-1 steps; in step i a rank sends to rank+i and receives from rank-i (one Sendrecv)",
+      "pairwise" },
+      AUTO_NONE },
+    { { "bruck", CT_ALLTOALL, { .alltoall = ct_alltoall_bruck }, 0, { { 0 } }, 0, NULL,
+      "ceil(log2(p))*(a + n/2*b)",
+      "Bruck: ceil(log2 p) steps; in the step at distance 2^k the blocks whose index has "
+      "bit k set go to rank+2^k, packed (small messages)",
+      "modified_bruck" },
+      AUTO_NONE },
+    { { "linear_sync", CT_ALLTOALL, { .alltoall = ct_alltoall_linear_sync }, 1, { MAXREQ(0) },
+      0, NULL, "(p-1)*a + (p-1)/p*n*b",
+      "linear with at most max_requests sends and receives in flight, each completed one "
+      "replaced by the next (0 = all at once)",
+      "linear_sync" },
+      AUTO_NONE },
+    { { "two_proc", CT_ALLTOALL, { .alltoall = ct_alltoall_two_proc }, 0, { { 0 } },
+      CT_NEED_TWO_PROCS, "pairwise", "a + n/2*b", "one exchange between the two ranks",
+      "two_proc" },
+      AUTO_NONE },
+
+    /* ------------------------------------------------------------ Alltoallv */
+    { { "native", CT_ALLTOALLV, { .alltoallv = ct_alltoallv_native }, 0, { { 0 } }, 0, NULL,
+      NULL, "the MPI library's own MPI_Alltoallv", NULL },
+      AUTO_NONE },
+    { { "linear", CT_ALLTOALLV, { .alltoallv = ct_alltoallv_linear }, 0, { { 0 } }, 0, NULL,
+      "(p-1)*a + (p-1)/p*n*b",
+      "every rank posts the receives and sends of all non-empty blocks at once, then waits",
+      "basic_linear" },
+      AUTO_NONE },
+    { { "pairwise", CT_ALLTOALLV, { .alltoallv = ct_alltoallv_pairwise }, 0, { { 0 } }, 0,
+      NULL, "(p-1)*(a + n/p*b)",
+      "p-1 steps; in step i a rank sends to rank+i and receives from rank-i (one Sendrecv)",
+      "pairwise" },
       AUTO_NONE },
 };
 

@@ -382,6 +382,99 @@ static void run_gather(const vcase_t *c, int all) {
     free(sentinel);
 }
 
+/* Alltoall: block j of every rank's send buffer goes to rank j. With MPI_IN_PLACE
+ * the send count and type are ignored (garbage: -1 and MPI_DATATYPE_NULL). */
+static void run_alltoall(const vcase_t *c) {
+    verdict_t v = { 0, "" };
+    int cr, cn;
+    MPI_Comm_rank(c->comm, &cr);
+    MPI_Comm_size(c->comm, &cn);
+    size_t total = (size_t)c->count * type_extent(c->t) * (size_t)cn;
+    uint32_t salt = ++salt_counter;
+    char *in = alloc_region(total), *in_ref = alloc_region(total);
+    char *rn = alloc_region(total), *ro = alloc_region(total);
+    fill(in, c->t, (long)c->count * cn, O_SUM, rank, salt);
+    memcpy(in_ref, in, total);
+    if (c->inplace) {
+        memcpy(rn, in, total);
+        memcpy(ro, in, total);
+    }
+    const void *sn = c->inplace ? MPI_IN_PLACE : in;
+    MPI_Datatype dt = types[c->t], sd = dt;
+    int sc = c->count;
+    if (c->garbage && c->inplace) {
+        sc = -1;
+        sd = MPI_DATATYPE_NULL;
+    }
+    MPI_Alltoall(sn, c->count, dt, rn, c->count, dt, c->comm);
+    check_rc(&v, ct_alltoall(&c->choice, sn, sc, sd, ro, c->count, dt, c->comm));
+    compare(&v, "result", ro, rn, c->t, (long)c->count * cn);
+    if (!c->inplace) compare(&v, "send buffer was modified", in, in_ref, c->t, (long)c->count * cn);
+    report(c, &v);
+    free(in);
+    free(in_ref);
+    free(rn);
+    free(ro);
+}
+
+/* Alltoallv's counts for base count n: uneven, some zero; symmetric (what i sends
+ * to j is what j sends to i) where MPI_IN_PLACE needs it. */
+static int a2av_count(int n, int src, int dst, int sym) {
+    if (n == 0) return 0;
+    return sym ? (n + src + dst) % (n + 2) : (n + src + 2 * dst) % (n + 2);
+}
+/* counts and displacements of one side: blocks laid out last peer first, one
+ * element apart (holes and reversed order); returns the elements spanned */
+static long a2av_layout(int n, int me, int cn, int send, int sym, int *cnt, int *dsp) {
+    long at = 1;
+    for (int j = cn - 1; j >= 0; j--) {
+        cnt[j] = send ? a2av_count(n, me, j, sym) : a2av_count(n, j, me, sym);
+        dsp[j] = (int)at;
+        at += cnt[j] + 1;
+    }
+    return at;
+}
+
+static void run_alltoallv(const vcase_t *c) {
+    verdict_t v = { 0, "" };
+    int cr, cn;
+    MPI_Comm_rank(c->comm, &cr);
+    MPI_Comm_size(c->comm, &cn);
+    int *ar = malloc((size_t)(4 * cn) * sizeof *ar);
+    int *scnt = ar, *sdsp = ar + cn, *rcnt = ar + 2 * cn, *rdsp = ar + 3 * cn;
+    const int sym = c->inplace;
+    long sspan = a2av_layout(c->count, cr, cn, 1, sym, scnt, sdsp);
+    long rspan = a2av_layout(c->count, cr, cn, 0, sym, rcnt, rdsp);
+    size_t ext = type_extent(c->t), sbytes = (size_t)sspan * ext, rbytes = (size_t)rspan * ext;
+    uint32_t salt = ++salt_counter;
+    char *in = alloc_region(sbytes), *in_ref = alloc_region(sbytes);
+    char *rn = alloc_region(rbytes), *ro = alloc_region(rbytes);
+    fill(in, c->t, sspan, O_SUM, rank, salt);
+    memcpy(in_ref, in, sbytes);
+    if (c->inplace) { /* the data to send sits in the receive buffer (same layout) */
+        fill(rn, c->t, rspan, O_SUM, rank, salt);
+        memcpy(ro, rn, rbytes);
+    }
+    const void *sn = c->inplace ? MPI_IN_PLACE : in;
+    MPI_Datatype dt = types[c->t], sd = dt;
+    const int *gc = scnt, *gd = sdsp;
+    if (c->garbage && c->inplace) {
+        gc = NULL;
+        gd = NULL;
+        sd = MPI_DATATYPE_NULL;
+    }
+    MPI_Alltoallv(sn, scnt, sdsp, dt, rn, rcnt, rdsp, dt, c->comm);
+    check_rc(&v, ct_alltoallv(&c->choice, sn, gc, gd, sd, ro, rcnt, rdsp, dt, c->comm));
+    compare(&v, "result", ro, rn, c->t, rspan);
+    if (!c->inplace) compare(&v, "send buffer was modified", in, in_ref, c->t, sspan);
+    report(c, &v);
+    free(ar);
+    free(in);
+    free(in_ref);
+    free(rn);
+    free(ro);
+}
+
 /* ---- family "mixed": different datatypes of one type signature ------------
  * MPI lets each rank describe a message with its own count and datatype as
  * long as the type signatures match. The message here is 2n ints; each rank
@@ -508,10 +601,37 @@ static void run_mixed_gather(vcase_t *c, int a, int all) {
     free(sentinel);
 }
 
+/* Alltoall: each rank sends its blocks in one layout and receives in another. */
+static void run_mixed_alltoall(vcase_t *c, int a) {
+    verdict_t v = { 0, "" };
+    const int pairs = c->count;
+    const int Ls = lay_of(a, rank, pairs), Lr = lay_of(a, rank + 1, pairs);
+    size_t sb = lay_bytes(Ls, pairs), rb = lay_bytes(Lr, pairs);
+    size_t sbytes = sb * (size_t)nprocs, rbytes = rb * (size_t)nprocs;
+    uint32_t salt = ++salt_counter;
+    mixed_desc(c, a, pairs);
+    char *in = alloc_region(sbytes), *in_ref = alloc_region(sbytes);
+    char *rn = alloc_region(rbytes), *ro = alloc_region(rbytes);
+    for (int j = 0; j < nprocs; j++) lay_fill(in + (size_t)j * sb, Ls, pairs, rank, salt + (uint32_t)j);
+    memcpy(in_ref, in, sbytes);
+    int sc = lay_count(Ls, pairs), rc = lay_count(Lr, pairs);
+    if (pairs > 0) MPI_Alltoall(in, sc, lay_dt[Ls], rn, rc, lay_dt[Lr], MPI_COMM_WORLD);
+    else memcpy(rn, ro, rbytes); /* zero bytes: nothing may change */
+    check_rc(&v, ct_alltoall(&c->choice, in, sc, lay_dt[Ls], ro, rc, lay_dt[Lr], MPI_COMM_WORLD));
+    compare_bytes(&v, "result", ro, rn, rbytes);
+    compare_bytes(&v, "send buffer was modified", in, in_ref, sbytes);
+    report(c, &v);
+    free(in);
+    free(in_ref);
+    free(rn);
+    free(ro);
+}
+
 void run_mixed(vcase_t *c, int a) {
     if (c->coll == CT_BCAST) run_mixed_bcast(c, a);
     else if (c->coll == CT_GATHER) run_mixed_gather(c, a, 0);
     else if (c->coll == CT_ALLGATHER) run_mixed_gather(c, a, 1);
+    else if (c->coll == CT_ALLTOALL) run_mixed_alltoall(c, a);
     /* Reduce and Allreduce: MPI requires the same count and datatype everywhere */
 }
 
@@ -541,6 +661,15 @@ void run_inter(vcase_t *c) {
     case CT_ALLGATHER:
         rc = ct_allgather(&c->choice, buf, 4, MPI_INT, out, 4, MPI_INT, intercomm);
         break;
+    case CT_ALLTOALL:
+        rc = ct_alltoall(&c->choice, out, 1, MPI_INT, out + 64, 1, MPI_INT, intercomm);
+        break;
+    case CT_ALLTOALLV: {
+        int cnt[16] = { 0 }, dsp[16] = { 0 };
+        rc = ct_alltoallv(&c->choice, out, cnt, dsp, MPI_INT, out + 64, cnt, dsp, MPI_INT,
+                          intercomm);
+        break;
+    }
     default: rc = ct_allreduce(&c->choice, buf, out, 4, MPI_INT, MPI_SUM, intercomm); break;
     }
     double secs = MPI_Wtime() - t0;
@@ -567,6 +696,8 @@ void run_case(const vcase_t *c) {
     case CT_ALLREDUCE: run_reduce(c, 1); break;
     case CT_GATHER: run_gather(c, 0); break;
     case CT_ALLGATHER: run_gather(c, 1); break;
+    case CT_ALLTOALL: run_alltoall(c); break;
+    case CT_ALLTOALLV: run_alltoallv(c); break;
     default: break;
     }
 }
