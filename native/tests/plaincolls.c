@@ -1,7 +1,7 @@
 /*
  * plaincolls.c -- colltune-plaincolls: a plain MPI program that knows nothing of
- * colltune. It calls MPI_Bcast, MPI_Reduce, MPI_Gather, MPI_Allgather and
- * MPI_Allreduce the way applications do and checks every result against values it
+ * colltune. It calls MPI_Bcast, MPI_Reduce, MPI_Gather, MPI_Allgather,
+ * MPI_Allreduce, MPI_Alltoall and MPI_Alltoallv the way applications do and checks every result against values it
  * computes itself: several counts (segmented algorithms included) and roots,
  * MPI_IN_PLACE, a non-commutative user op, a sub-communicator (odd/even ranks)
  * next to MPI_COMM_WORLD, an intercommunicator, and communicators created and
@@ -144,6 +144,44 @@ static void run_all(MPI_Comm comm, const char *name, MPI_Datatype affine_t_dt, M
             CHECK(!bad, "%s allgather count=%d%s: %d wrong", name, n, inplace ? " in place" : "",
                   bad);
         }
+        /* Alltoall (in place every other count): block d of rank r holds
+         * val(r, d*n + i) and goes to rank d */
+        if (n <= 20000) {
+            int inplace = k % 2;
+            for (int d = 0; d < p; d++)
+                for (int i = 0; i < n; i++) {
+                    a[(size_t)d * n + i] = val(r, d * n + i, 6);
+                    b[(size_t)d * n + i] = inplace ? a[(size_t)d * n + i] : -1;
+                }
+            MPI_Alltoall(inplace ? MPI_IN_PLACE : a, n, MPI_INT, b, n, MPI_INT, comm);
+            int bad = 0;
+            for (int s = 0; s < p; s++)
+                for (int i = 0; i < n; i++) bad += b[(size_t)s * n + i] != val(s, r * n + i, 6);
+            CHECK(!bad, "%s alltoall count=%d%s: %d wrong", name, n, inplace ? " in place" : "",
+                  bad);
+        }
+        /* Alltoallv: rank s sends (n + s + 2d) % (n + 1) ints to rank d, blocks n apart
+         * (the rest of each block must stay untouched) */
+        if (n <= 20000) {
+            int *cnt = malloc(sizeof(int) * 4 * (size_t)p);
+            int *sc = cnt, *sd = cnt + p, *rc = cnt + 2 * p, *rd = cnt + 3 * p;
+            for (int d = 0; d < p; d++) {
+                sc[d] = (n + r + 2 * d) % (n + 1);
+                rc[d] = (n + d + 2 * r) % (n + 1);
+                sd[d] = rd[d] = d * n;
+                for (int i = 0; i < n; i++) {
+                    a[(size_t)d * n + i] = val(r, d * n + i, 7);
+                    b[(size_t)d * n + i] = -1;
+                }
+            }
+            MPI_Alltoallv(a, sc, sd, MPI_INT, b, rc, rd, MPI_INT, comm);
+            int bad = 0;
+            for (int s = 0; s < p; s++)
+                for (int i = 0; i < n; i++)
+                    bad += b[(size_t)s * n + i] != (i < rc[s] ? val(s, r * n + i, 7) : -1);
+            CHECK(!bad, "%s alltoallv count=%d: %d wrong", name, n, bad);
+            free(cnt);
+        }
         /* Allreduce: sum, in place every other count; and the non-commutative op */
         {
             int inplace = k % 2;
@@ -211,6 +249,17 @@ static void run_inter(MPI_Comm world) {
     for (int s = 0; s < p; s++)
         if (s % 2 != color) expect += s + 1;
     CHECK(got == expect, "intercommunicator allreduce: %d, expected %d", got, expect);
+    /* alltoall: one int from every rank of the other group */
+    int rp;
+    MPI_Comm_remote_size(inter, &rp);
+    int *to = malloc(sizeof(int) * (size_t)rp), *from = malloc(sizeof(int) * (size_t)rp);
+    for (int j = 0; j < rp; j++) to[j] = 1000 * r + j;
+    MPI_Alltoall(to, 1, MPI_INT, from, 1, MPI_INT, inter);
+    int bad = 0;
+    for (int j = 0; j < rp; j++) bad += from[j] != 1000 * (2 * j + (1 - color)) + hr;
+    CHECK(!bad, "intercommunicator alltoall: %d wrong", bad);
+    free(to);
+    free(from);
     MPI_Comm_free(&inter);
     MPI_Comm_free(&half);
 }
