@@ -257,6 +257,20 @@ out:
     return rc;
 }
 
+/* Test-only (hidden): pairwise, then the last rank corrupts the first byte of
+ * the block it received from rank 0 -- proves that the checks can fail. */
+int ct_alltoall_broken(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                       MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *prm) {
+    a2a_t g;
+    ct_type_t t;
+    CT_CHECK(ct_alltoall_pairwise(sbuf, scount, sdt, rbuf, rcount, rdt, comm, prm));
+    CT_CHECK(a2a_begin(&g, sdt, rdt, comm));
+    CT_CHECK(ct_type(rdt, &t));
+    if (g.np >= 2 && g.r == g.np - 1 && t.size > 0)
+        *((unsigned char *)rbuf + t.true_lb) ^= 0xFFu; /* the deliberate corruption */
+    return MPI_SUCCESS;
+}
+
 /* ---- Alltoallv ------------------------------------------------------------- */
 
 int ct_alltoallv_native(const void *sbuf, const int *scounts, const int *sdispls,

@@ -277,6 +277,7 @@ CT_DECL_ALLTOALL(ct_alltoall_pairwise);
 CT_DECL_ALLTOALL(ct_alltoall_bruck);
 CT_DECL_ALLTOALL(ct_alltoall_linear_sync);
 CT_DECL_ALLTOALL(ct_alltoall_two_proc);
+CT_DECL_ALLTOALL(ct_alltoall_broken); /* test-only: corrupts data on purpose */
 CT_DECL_ALLTOALLV(ct_alltoallv_native);
 CT_DECL_ALLTOALLV(ct_alltoallv_linear);
 CT_DECL_ALLTOALLV(ct_alltoallv_pairwise);

@@ -286,6 +286,10 @@ static const entry_t table[] = {
       CT_NEED_TWO_PROCS, "pairwise", "a + n/2*b", "one exchange between the two ranks",
       "two_proc" },
       AUTO_NONE },
+    { { "_broken", CT_ALLTOALL, { .alltoall = ct_alltoall_broken }, 0, { { 0 } }, CT_HIDDEN,
+      NULL, "(p-1)*(a + n/p*b)",
+      "TEST ONLY: pairwise, then the last rank corrupts one byte of its result", NULL },
+      AUTO_NONE },
 
     /* ------------------------------------------------------------ Alltoallv */
     { { "native", CT_ALLTOALLV, { .alltoallv = ct_alltoallv_native }, 0, { { 0 } }, 0, NULL,
