@@ -317,3 +317,27 @@ def test_osu_agreement_script_pairs_the_two_programs(tmp_path):
         [r for r in recs if r["program"] == "colltune" and r["size"] == 8],
         [r for r in recs if r["program"] == "osu-style" and r["size"] == 8]))
     assert rows[0]["ratio"] == pytest.approx(sum(ratios) / 2)
+
+
+def test_bench_alltoall_sizes_per_destination_and_validation(ompi_build):
+    """Alltoall(v) (issue 30): a size is bytes per process per destination (as
+    osu_alltoall); --validate compares every algorithm, the library's own included,
+    with MPI_Alltoall(v); the corrupting test Alltoall is caught."""
+    from colltune.drivers import bench as bench_mod
+
+    algos = ["native", "linear", "pairwise", "bruck", "linear_sync:max_requests=1",
+             "two_proc"]
+    recs = _bench(ompi_build, "alltoall", algos, 3, [0, 8, 8000], iterations=3, warmup=1,
+                  reps=1, dtype="int", validate=True)
+    assert len(recs) == len(algos) * 3
+    assert all(r["valid"] is True for r in recs), [(r["spec"], r["size"]) for r in recs]
+    assert {r["spec"] for r in recs if r["size"] == 8} >= {"bruck", "two_proc"}
+    two = [r for r in recs if r["algorithm"] == "two_proc" and r["size"] == 8000]
+    assert two and "pairwise" in (two[0].get("fallback") or ""), two
+    recs = _bench(ompi_build, "alltoallv", ["native", "linear", "pairwise"], 3, [8, 8000],
+                  iterations=3, warmup=1, reps=1, validate=True)
+    assert all(r["valid"] is True for r in recs), [(r["spec"], r["size"]) for r in recs]
+    recs = _bench(ompi_build, "alltoall", ["pairwise", "_broken"], 3, [64], iterations=2,
+                  reps=1, validate=True)
+    assert bench_mod.validation_failures(recs) == [recs[1]]
+    assert bench_mod.buffer_bytes("alltoall", 1000, 4, validate=True) == 3 * 4000

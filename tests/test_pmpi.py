@@ -538,3 +538,32 @@ def test_alltoall_a_wrong_algorithm_is_caught(ompi_build):
     res = _run(ompi_build, 3, {"COLLTUNE_ALLTOALL": "_broken"})
     assert res.returncode != 0
     assert "FAIL rank 2" in res.stderr and "alltoall count=" in res.stderr
+
+
+def test_alltoall_rules_verbose_and_profile(ompi_build, tmp_path):
+    """A rules file with Alltoall(v) lines: the first matching line per size range
+    runs, `max_requests` from the PARAMS field included, and the profile counts the
+    calls per algorithm (colltune's Alltoall size: bytes per destination)."""
+    path = tmp_path / "a2a.rules"
+    path.write_text("# colltune-rules 1\n# target: colltune\n"
+                    "alltoall 2 - 0 100 bruck -\n"
+                    "alltoall 2 - 101 - linear_sync max_requests=1\n"
+                    "alltoallv 3 - 0 - pairwise -\n")
+    prof = tmp_path / "a2a.profile.json"
+    res = _run(ompi_build, 3, {"COLLTUNE_RULES": str(path), "COLLTUNE_VERBOSE": "1",
+                               "COLLTUNE_PROFILE": str(prof)})
+    _passed(res)
+    text = "\n".join(_decisions(res.stderr))
+    f = str(path)
+    assert f"alltoall np=3 size 0..100 B: bruck ({f}:3)" in text, text
+    assert f"alltoall np=2 size 0..100 B: bruck ({f}:3)" in text, text
+    assert f"alltoall np=3 size 101.. B: linear_sync ({f}:4)" in text, text
+    assert re.search(rf"alltoallv np=3 size \S+ B: pairwise \({re.escape(f)}:5\)", text), text
+    p = interpose.read_profile(prof)
+    by = {(e.collective, e.np, e.size_min, e.algorithm): e for e in p.entries}
+    # the one-process sub-communicator (rank 1) matches no Alltoall line: the library's own
+    assert by[("alltoall", 1, 4, "native")].source == "no rule", by.keys()
+    # 1000 ints per destination = 4000 B, in 2048..4095; world passes twice, 3 ranks
+    e = by[("alltoall", 3, 2048, "linear_sync")]
+    assert (e.calls, e.ranks, e.source) == (2, 3, f"{path}:4"), e
+    assert any(k[0] == "alltoallv" and k[3] == "pairwise" for k in by), by.keys()
