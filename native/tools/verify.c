@@ -109,7 +109,8 @@ static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const
         const int full = vi == 0;
         vcase_t c = { coll, var[vi], 0, 0, 0, O_SUM, 0, MPI_COMM_WORLD, 0, NULL, "" };
         if ((families & F_MIXED) && (coll == CT_BCAST || coll == CT_GATHER ||
-                                     coll == CT_ALLGATHER || coll == CT_ALLTOALL)) {
+                                     coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
+                                     coll == CT_ALLTOALLV)) {
             static const int pairs[] = { 0, 1, 7, 1000 };
             c.family = "mixed";
             c.t = T_INT;

@@ -627,11 +627,56 @@ static void run_mixed_alltoall(vcase_t *c, int a) {
     free(ro);
 }
 
+/* Alltoallv: uneven pair counts per block (a2av_count, some zero), each rank's own
+ * send and receive layouts, blocks in reverse order one element apart. */
+static long mixed_a2av_layout(int pairs, int L, int me, int send, int *cnt, int *dsp) {
+    long at = 1;
+    for (int j = nprocs - 1; j >= 0; j--) {
+        int np_ = send ? a2av_count(pairs, me, j, 0) : a2av_count(pairs, j, me, 0);
+        cnt[j] = lay_count(L, np_);
+        dsp[j] = (int)at;
+        at += cnt[j] + 1;
+    }
+    return at;
+}
+
+static void run_mixed_alltoallv(vcase_t *c, int a) {
+    verdict_t v = { 0, "" };
+    const int pairs = c->count;
+    if (pairs == 0) return; /* the empty layouts: Alltoall's family covers them */
+    const int Ls = lay_of(a, rank, pairs), Lr = lay_of(a, rank + 1, pairs);
+    int *ar = malloc((size_t)(4 * nprocs) * sizeof *ar);
+    int *sc = ar, *sd = ar + nprocs, *rc = ar + 2 * nprocs, *rd = ar + 3 * nprocs;
+    long sspan = mixed_a2av_layout(pairs, Ls, rank, 1, sc, sd);
+    long rspan = mixed_a2av_layout(pairs, Lr, rank, 0, rc, rd);
+    size_t sbytes = (size_t)sspan * lay_extent(Ls), rbytes = (size_t)rspan * lay_extent(Lr);
+    uint32_t salt = ++salt_counter;
+    mixed_desc(c, a, pairs);
+    char *in = alloc_region(sbytes), *in_ref = alloc_region(sbytes);
+    char *rn = alloc_region(rbytes), *ro = alloc_region(rbytes);
+    for (int j = 0; j < nprocs; j++)
+        lay_fill(in + (size_t)sd[j] * lay_extent(Ls), Ls, a2av_count(pairs, rank, j, 0), rank,
+                 salt + (uint32_t)j);
+    memcpy(in_ref, in, sbytes);
+    MPI_Alltoallv(in, sc, sd, lay_dt[Ls], rn, rc, rd, lay_dt[Lr], MPI_COMM_WORLD);
+    check_rc(&v, ct_alltoallv(&c->choice, in, sc, sd, lay_dt[Ls], ro, rc, rd, lay_dt[Lr],
+                              MPI_COMM_WORLD));
+    compare_bytes(&v, "result", ro, rn, rbytes);
+    compare_bytes(&v, "send buffer was modified", in, in_ref, sbytes);
+    report(c, &v);
+    free(ar);
+    free(in);
+    free(in_ref);
+    free(rn);
+    free(ro);
+}
+
 void run_mixed(vcase_t *c, int a) {
     if (c->coll == CT_BCAST) run_mixed_bcast(c, a);
     else if (c->coll == CT_GATHER) run_mixed_gather(c, a, 0);
     else if (c->coll == CT_ALLGATHER) run_mixed_gather(c, a, 1);
     else if (c->coll == CT_ALLTOALL) run_mixed_alltoall(c, a);
+    else if (c->coll == CT_ALLTOALLV) run_mixed_alltoallv(c, a);
     /* Reduce and Allreduce: MPI requires the same count and datatype everywhere */
 }
 
