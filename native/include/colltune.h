@@ -30,6 +30,8 @@ typedef enum {
     CT_ALLREDUCE,
     CT_ALLTOALL,
     CT_ALLTOALLV,
+    CT_SCATTER,
+    CT_BARRIER,
     CT_NCOLL
 } ct_coll_t;
 
@@ -103,6 +105,10 @@ typedef int (*ct_allreduce_fn)(const void *sbuf, void *rbuf, int count, MPI_Data
 typedef int (*ct_alltoall_fn)(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                               int rcount, MPI_Datatype rdt, MPI_Comm comm,
                               const ct_params_t *p);
+typedef int (*ct_scatter_fn)(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                             int rcount, MPI_Datatype rdt, int root, MPI_Comm comm,
+                             const ct_params_t *p);
+typedef int (*ct_barrier_fn)(MPI_Comm comm, const ct_params_t *p);
 typedef int (*ct_alltoallv_fn)(const void *sbuf, const int *scounts, const int *sdispls,
                                MPI_Datatype sdt, void *rbuf, const int *rcounts,
                                const int *rdispls, MPI_Datatype rdt, MPI_Comm comm,
@@ -119,6 +125,8 @@ typedef struct {
         ct_allreduce_fn allreduce;
         ct_alltoall_fn alltoall;
         ct_alltoallv_fn alltoallv;
+        ct_scatter_fn scatter;
+        ct_barrier_fn barrier;
     } fn;
     int nparams;
     ct_param_spec_t params[CT_MAX_ALGO_PARAMS];
@@ -173,6 +181,10 @@ int ct_alltoall(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype
 int ct_alltoallv(const ct_choice_t *c, const void *sbuf, const int *scounts,
                  const int *sdispls, MPI_Datatype sdt, void *rbuf, const int *rcounts,
                  const int *rdispls, MPI_Datatype rdt, MPI_Comm comm);
+/* rbuf may be MPI_IN_PLACE at the root (rcount and rdt are then ignored there) */
+int ct_scatter(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
+               void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
+int ct_barrier(const ct_choice_t *c, MPI_Comm comm);
 
 /* What the last dispatch on this process actually ran. */
 typedef struct {

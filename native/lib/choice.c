@@ -8,8 +8,9 @@
 #include <errno.h>
 #include <stdio.h>
 
-static const char *coll_names[CT_NCOLL] = { "bcast",     "reduce",   "gather",   "allgather",
-                                            "allreduce", "alltoall", "alltoallv" };
+static const char *coll_names[CT_NCOLL] = { "bcast",     "reduce",   "gather",    "allgather",
+                                            "allreduce", "alltoall", "alltoallv", "scatter",
+                                            "barrier" };
 
 const char *ct_coll_name(ct_coll_t coll) {
     return (coll >= 0 && coll < CT_NCOLL) ? coll_names[coll] : "?";

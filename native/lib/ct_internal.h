@@ -23,7 +23,8 @@
 
 /* Tags (each algorithm may use any tag; these are only for readability). */
 enum { CT_TAG_BCAST = 100, CT_TAG_REDUCE = 200, CT_TAG_GATHER = 300,
-       CT_TAG_ALLGATHER = 400, CT_TAG_ALLREDUCE = 500, CT_TAG_ALLTOALL = 600 };
+       CT_TAG_ALLGATHER = 400, CT_TAG_ALLREDUCE = 500, CT_TAG_ALLTOALL = 600,
+       CT_TAG_SCATTER = 700, CT_TAG_BARRIER = 800 };
 
 #define CT_SEGSIZE(p) ((p)->v[CT_P_SEGSIZE])
 #define CT_FANOUT(p) ((int)(p)->v[CT_P_FANOUT])
@@ -281,5 +282,22 @@ CT_DECL_ALLTOALL(ct_alltoall_broken); /* test-only: corrupts data on purpose */
 CT_DECL_ALLTOALLV(ct_alltoallv_native);
 CT_DECL_ALLTOALLV(ct_alltoallv_linear);
 CT_DECL_ALLTOALLV(ct_alltoallv_pairwise);
+
+/* scatter.c */
+#define CT_DECL_SCATTER(name) CT_DECL_GATHER(name)
+CT_DECL_SCATTER(ct_scatter_native);
+CT_DECL_SCATTER(ct_scatter_linear);
+CT_DECL_SCATTER(ct_scatter_linear_nb);
+CT_DECL_SCATTER(ct_scatter_binomial);
+
+/* barrier.c */
+#define CT_DECL_BARRIER(name) int name(MPI_Comm, const ct_params_t *)
+CT_DECL_BARRIER(ct_barrier_native);
+CT_DECL_BARRIER(ct_barrier_linear);
+CT_DECL_BARRIER(ct_barrier_double_ring);
+CT_DECL_BARRIER(ct_barrier_recursive_doubling);
+CT_DECL_BARRIER(ct_barrier_bruck);
+CT_DECL_BARRIER(ct_barrier_two_proc);
+CT_DECL_BARRIER(ct_barrier_tree);
 
 #endif /* CT_INTERNAL_H */

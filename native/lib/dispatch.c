@@ -606,6 +606,55 @@ int ct_alltoallv(const ct_choice_t *c, const void *sbuf, const int *scounts,
     return rc;
 }
 
+int ct_scatter(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
+               void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm) {
+    ct_choice_t fb;
+    const ct_choice_t *run;
+    const ct_algo_t *ra;
+    comm_info_t *ci;
+    CT_CHECK(comm_info(CT_SCATTER, comm, &ci));
+    CT_CHECK(resolve(c, CT_SCATTER, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
+    int p = ci->size, r = ci->rank;
+    if (root < 0 || root >= p)
+        return ct_set_error(MPI_ERR_ROOT, "scatter: root %d is not a rank of a %d-process "
+                            "communicator", root, p);
+    /* only the arguments significant on this rank: the send arguments at the root
+     * only, the receive arguments except at a root with MPI_IN_PLACE */
+    if (rbuf == MPI_IN_PLACE && r != root)
+        return ct_set_error(MPI_ERR_BUFFER, "scatter: MPI_IN_PLACE is only valid at the root");
+    if (r == root && scount < 0)
+        return ct_set_error(MPI_ERR_COUNT, "scatter: sendcount %d is negative at the root",
+                            scount);
+    if (rbuf != MPI_IN_PLACE && rcount < 0)
+        return ct_set_error(MPI_ERR_COUNT, "scatter: recvcount %d is negative", rcount);
+    {   /* nothing to move (type signatures match, so every rank agrees) */
+        int size;
+        TYPE_SIZE(r == root ? sdt : rdt, &size);
+        if ((r == root ? scount : rcount) == 0 || size == 0) return MPI_SUCCESS;
+    }
+    ct_scatter_fn fn = ra->fn.scatter;
+    if (is_native(run, CT_SCATTER))
+        return fn(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, &run->params);
+    MPI_Comm pc;
+    CT_CHECK(shadow_comm(comm, ci, &pc));
+    return fn(sbuf, scount, sdt, rbuf, rcount, rdt, root, pc, &run->params);
+}
+
+int ct_barrier(const ct_choice_t *c, MPI_Comm comm) {
+    ct_choice_t fb;
+    const ct_choice_t *run;
+    const ct_algo_t *ra;
+    comm_info_t *ci;
+    CT_CHECK(comm_info(CT_BARRIER, comm, &ci));
+    CT_CHECK(resolve(c, CT_BARRIER, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
+    ct_barrier_fn fn = ra->fn.barrier;
+    if (is_native(run, CT_BARRIER)) return fn(comm, &run->params);
+    if (ci->size == 1) return MPI_SUCCESS;
+    MPI_Comm pc;
+    CT_CHECK(shadow_comm(comm, ci, &pc));
+    return fn(pc, &run->params);
+}
+
 /* ---- inner algorithms of composites (already on a private communicator) --- */
 static int inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI_Op op,
                          ct_choice_t *run) {

@@ -43,7 +43,8 @@
 static const char *const env_force[CT_NCOLL] = { "COLLTUNE_BCAST", "COLLTUNE_REDUCE",
                                                  "COLLTUNE_GATHER", "COLLTUNE_ALLGATHER",
                                                  "COLLTUNE_ALLREDUCE", "COLLTUNE_ALLTOALL",
-                                                 "COLLTUNE_ALLTOALLV" };
+                                                 "COLLTUNE_ALLTOALLV", "COLLTUNE_SCATTER",
+                                                 "COLLTUNE_BARRIER" };
 
 static struct {
     int active;   /* 0: every call goes to PMPI_ */
@@ -706,6 +707,43 @@ int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MP
                                 rdt, comm);
     if (st.observe) observe(CT_ALLTOALLV, np, size, d, t0);
     if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_ALLTOALLV, rc);
+    return rc;
+}
+
+int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                MPI_Datatype rdt, int root, MPI_Comm comm) {
+    int np, r;
+    if (!st.active || intra_size(CT_SCATTER, comm, &np, &r))
+        return PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
+    long long size = -1;
+    if (root >= 0 && root < np && (rbuf != MPI_IN_PLACE || r == root)) {
+        /* colltune's size: bytes per process (the root's send signature, elsewhere the
+         * receive signature, which must match it) */
+        long long rsize = rbuf == MPI_IN_PLACE ? 0 : bytes_of(rcount, rdt);
+        long long ssize = r == root ? bytes_of(scount, sdt) : 0;
+        size = r == root ? (rsize < 0 ? -1 : ssize) : rsize;
+    }
+    if (size < 0) {
+        passthrough_note(CT_SCATTER, np, size, WHY_ARGS);
+        return PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
+    }
+    const ct_pmpi_decision_t *d = decide(CT_SCATTER, np, size);
+    double t0 = st.profile ? PMPI_Wtime() : 0;
+    int rc = d->native ? PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm)
+                       : ct_scatter(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
+    if (st.observe) observe(CT_SCATTER, np, size, d, t0);
+    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_SCATTER, rc);
+    return rc;
+}
+
+int MPI_Barrier(MPI_Comm comm) {
+    int np, r;
+    if (!st.active || intra_size(CT_BARRIER, comm, &np, &r)) return PMPI_Barrier(comm);
+    const ct_pmpi_decision_t *d = decide(CT_BARRIER, np, 0); /* size 0: no message */
+    double t0 = st.profile ? PMPI_Wtime() : 0;
+    int rc = d->native ? PMPI_Barrier(comm) : ct_barrier(&d->choice, comm);
+    if (st.observe) observe(CT_BARRIER, np, 0, d, t0);
+    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_BARRIER, rc);
     return rc;
 }
 

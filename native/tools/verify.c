@@ -37,8 +37,10 @@ static const char *family_names[] = { "main", "mixed", "garbage", "self", "inter
 static unsigned families = F_ALL;
 static int large_count = (1 << 17) + 3;
 
-static int has_root(ct_coll_t c) { return c == CT_BCAST || c == CT_REDUCE || c == CT_GATHER; }
-static int has_inplace(ct_coll_t c) { return c != CT_BCAST; }
+static int has_root(ct_coll_t c) {
+    return c == CT_BCAST || c == CT_REDUCE || c == CT_GATHER || c == CT_SCATTER;
+}
+static int has_inplace(ct_coll_t c) { return c != CT_BCAST && c != CT_BARRIER; }
 
 /* Parameter variants: the defaults, then each parameter moved alone through
  * its interesting values. Segment sizes: none, smaller than one element, not
@@ -110,7 +112,7 @@ static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const
         vcase_t c = { coll, var[vi], 0, 0, 0, O_SUM, 0, MPI_COMM_WORLD, 0, NULL, "" };
         if ((families & F_MIXED) && (coll == CT_BCAST || coll == CT_GATHER ||
                                      coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
-                                     coll == CT_ALLTOALLV)) {
+                                     coll == CT_ALLTOALLV || coll == CT_SCATTER)) {
             static const int pairs[] = { 0, 1, 7, 1000 };
             c.family = "mixed";
             c.t = T_INT;
@@ -138,7 +140,7 @@ static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const
         }
         if ((families & F_GARBAGE) && (coll == CT_REDUCE || coll == CT_GATHER ||
                                        coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
-                                       coll == CT_ALLTOALLV)) {
+                                       coll == CT_ALLTOALLV || coll == CT_SCATTER)) {
             static const int counts[] = { 1, 7, 1000 };
             c.family = "garbage";
             c.garbage = 1;
@@ -383,13 +385,13 @@ static void verify_algo(int algo) {
         /* large counts, more than any segment: 2^17+3 elements; for Gather and
          * Allgather 2^18+3 ints per process (1 MiB) up to 8 processes, where
          * blocking-exchange implementations hang, and an 8 MiB total above */
-        if (quick) continue;
+        if (quick || coll == CT_BARRIER) continue;
         if (var[vi].params.v[CT_P_SEGSIZE] > 0 && var[vi].params.v[CT_P_SEGSIZE] < 64)
             continue; /* tiny segments of a huge message: covered at small counts */
         if (!full && has_inner_param(a))
             continue; /* inner algorithms are verified at large counts on their own */
         int gathers = coll == CT_GATHER || coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
-                      coll == CT_ALLTOALLV;
+                      coll == CT_ALLTOALLV || coll == CT_SCATTER;
         for (int ri = 0; ri < nroots; ri++) {
             if (ri == 2 || (!full && ri == 0 && nroots > 1)) continue;
             c.root = roots[ri];
@@ -435,7 +437,7 @@ static void usage(void) {
            "variants, at the launch's process count. JSON lines on stdout; exit 1 on any\n"
            "mismatch.\n\n"
            "  --coll LIST    collectives (bcast,reduce,gather,allgather,allreduce,alltoall,\n"
-           "                 alltoallv; default all)\n"
+           "                 alltoallv,scatter,barrier; default all)\n"
            "  --algo LIST    algorithm names (default: all but native and hidden ones)\n"
            "  --quick        skip the large count\n"
            "  --max-fail N   failures printed per run (default 20)\n"

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- datatypes and ops under test ---------------------------------------- */
 static const char *type_names[NTYPES] = { "char", "int", "double", "vec" };
@@ -475,6 +476,83 @@ static void run_alltoallv(const vcase_t *c) {
     free(ro);
 }
 
+/* Scatter: the root's block i goes to rank i. Garbage in what MPI ignores: the
+ * send arguments at non-roots, the receive count and type at a root in place. */
+static void run_scatter(const vcase_t *c) {
+    verdict_t v = { 0, "" };
+    int cr, cn;
+    MPI_Comm_rank(c->comm, &cr);
+    MPI_Comm_size(c->comm, &cn);
+    const int is_root = cr == c->root, inplace = c->inplace && is_root;
+    size_t bytes = (size_t)c->count * type_extent(c->t), total = bytes * (size_t)cn;
+    uint32_t salt = ++salt_counter;
+    char *in = alloc_region(total), *in_ref = alloc_region(total);
+    char *rn = alloc_region(bytes), *ro = alloc_region(bytes);
+    if (is_root) fill(in, c->t, (long)c->count * cn, O_SUM, rank, salt);
+    memcpy(in_ref, in, total);
+    MPI_Datatype dt = types[c->t], sd = dt, rd = dt;
+    const void *sb = in;
+    int sc = c->count, rc = c->count;
+    void *rb = inplace ? MPI_IN_PLACE : (void *)ro;
+    if (c->garbage && !is_root) {
+        sb = NULL;
+        sc = -1;
+        sd = MPI_DATATYPE_NULL;
+    }
+    if (c->garbage && inplace) {
+        rc = -1;
+        rd = MPI_DATATYPE_NULL;
+    }
+    MPI_Scatter(in, c->count, dt, inplace ? MPI_IN_PLACE : (void *)rn, c->count, dt, c->root,
+                c->comm);
+    check_rc(&v, ct_scatter(&c->choice, sb, sc, sd, rb, rc, rd, c->root, c->comm));
+    if (!inplace) compare(&v, "result", ro, rn, c->t, c->count);
+    if (is_root) compare(&v, "send buffer was modified", in, in_ref, c->t, (long)c->count * cn);
+    report(c, &v);
+    free(in);
+    free(in_ref);
+    free(rn);
+    free(ro);
+}
+
+/* One clock for every process of the node: CLOCK_MONOTONIC (Open MPI 5's MPI_Wtime
+ * counts from each process's own origin); under SMPI the simulated MPI_Wtime. */
+static double node_clock(void) {
+#ifdef SMPI_SHARED_MALLOC
+    return MPI_Wtime();
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+#endif
+}
+
+/* Barrier: no rank may return before the last one has entered. The late rank
+ * (changing from case to case) enters 3 ms after the others; every rank's return
+ * time must be at or after the last entry (node_clock: the processes of one node). */
+static void run_barrier(const vcase_t *c) {
+    verdict_t v = { 0, "" };
+    int cr, cn;
+    MPI_Comm_rank(c->comm, &cr);
+    MPI_Comm_size(c->comm, &cn);
+    const int late = (int)(++salt_counter % (uint32_t)cn);
+    if (cr == late) {
+        double t0 = MPI_Wtime();
+        while (MPI_Wtime() - t0 < 3e-3) {}
+    }
+    double enter = node_clock();
+    check_rc(&v, ct_barrier(&c->choice, c->comm));
+    double leave = node_clock(), last_enter, first_leave;
+    MPI_Allreduce(&enter, &last_enter, 1, MPI_DOUBLE, MPI_MAX, c->comm);
+    MPI_Allreduce(&leave, &first_leave, 1, MPI_DOUBLE, MPI_MIN, c->comm);
+    if (first_leave < last_enter)
+        verdict(&v, "a rank left the barrier %.1f us before rank %d (late) entered it",
+                (last_enter - first_leave) * 1e6, late);
+    snprintf(((vcase_t *)c)->tdesc, sizeof c->tdesc, "- (rank %d late)", late);
+    report(c, &v);
+    ((vcase_t *)c)->tdesc[0] = '\0';
+}
+
 /* ---- family "mixed": different datatypes of one type signature ------------
  * MPI lets each rank describe a message with its own count and datatype as
  * long as the type signatures match. The message here is 2n ints; each rank
@@ -671,12 +749,41 @@ static void run_mixed_alltoallv(vcase_t *c, int a) {
     free(ro);
 }
 
+/* Scatter: the root sends in its layout, each rank receives in its own. */
+static void run_mixed_scatter(vcase_t *c, int a) {
+    verdict_t v = { 0, "" };
+    const int pairs = c->count, rel = (rank - c->root + nprocs) % nprocs;
+    const int Ls = lay_of(a, 0, pairs), Lr = lay_of(a, rel + 1, pairs);
+    size_t sb = lay_bytes(Ls, pairs), sbytes = sb * (size_t)nprocs, rbytes = lay_bytes(Lr, pairs);
+    uint32_t salt = ++salt_counter;
+    mixed_desc(c, a, pairs);
+    char *in = alloc_region(sbytes), *in_ref = alloc_region(sbytes);
+    char *rn = alloc_region(rbytes), *ro = alloc_region(rbytes);
+    if (rel == 0)
+        for (int j = 0; j < nprocs; j++)
+            lay_fill(in + (size_t)j * sb, Ls, pairs, rank, salt + (uint32_t)j);
+    memcpy(in_ref, in, sbytes);
+    int sc = lay_count(Ls, pairs), rc = lay_count(Lr, pairs);
+    if (pairs > 0)
+        MPI_Scatter(in, sc, lay_dt[Ls], rn, rc, lay_dt[Lr], c->root, MPI_COMM_WORLD);
+    check_rc(&v, ct_scatter(&c->choice, in, sc, lay_dt[Ls], ro, rc, lay_dt[Lr], c->root,
+                            MPI_COMM_WORLD));
+    compare_bytes(&v, "result", ro, rn, rbytes);
+    compare_bytes(&v, "send buffer was modified", in, in_ref, sbytes);
+    report(c, &v);
+    free(in);
+    free(in_ref);
+    free(rn);
+    free(ro);
+}
+
 void run_mixed(vcase_t *c, int a) {
     if (c->coll == CT_BCAST) run_mixed_bcast(c, a);
     else if (c->coll == CT_GATHER) run_mixed_gather(c, a, 0);
     else if (c->coll == CT_ALLGATHER) run_mixed_gather(c, a, 1);
     else if (c->coll == CT_ALLTOALL) run_mixed_alltoall(c, a);
     else if (c->coll == CT_ALLTOALLV) run_mixed_alltoallv(c, a);
+    else if (c->coll == CT_SCATTER) run_mixed_scatter(c, a);
     /* Reduce and Allreduce: MPI requires the same count and datatype everywhere */
 }
 
@@ -715,6 +822,10 @@ void run_inter(vcase_t *c) {
                           intercomm);
         break;
     }
+    case CT_SCATTER:
+        rc = ct_scatter(&c->choice, out, 4, MPI_INT, buf, 4, MPI_INT, root, intercomm);
+        break;
+    case CT_BARRIER: rc = ct_barrier(&c->choice, intercomm); break;
     default: rc = ct_allreduce(&c->choice, buf, out, 4, MPI_INT, MPI_SUM, intercomm); break;
     }
     double secs = MPI_Wtime() - t0;
@@ -743,6 +854,8 @@ void run_case(const vcase_t *c) {
     case CT_ALLGATHER: run_gather(c, 1); break;
     case CT_ALLTOALL: run_alltoall(c); break;
     case CT_ALLTOALLV: run_alltoallv(c); break;
+    case CT_SCATTER: run_scatter(c); break;
+    case CT_BARRIER: run_barrier(c); break;
     default: break;
     }
 }
