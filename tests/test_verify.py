@@ -138,3 +138,27 @@ def test_verify_alltoall_catches_a_broken_algorithm(ompi_build):
         lines = report.failure_lines()
         assert any("FAIL alltoall/_broken np=3" in l for l in lines), lines
         assert family == "main" or any("[mixed]" in l for l in lines), lines
+
+
+# ---- issue 30: Scatter and Barrier --------------------------------------------------
+def _check_scatter_barrier(build, np, quick):
+    report = verify.run(build, [np], ["scatter", "barrier"], None, quick=quick, timeout=900,
+                        families=["main", *FAMILIES])
+    assert report.ok, "\n".join(report.failure_lines())
+    run = report.runs[0]
+    algos = {(a["collective"], a["algorithm"]) for a in run.algos}
+    assert {("scatter", n) for n in ("linear", "linear_nb", "binomial")} <= algos, algos
+    assert {("barrier", n) for n in ("linear", "double_ring", "recursive_doubling", "bruck",
+                                     "two_proc", "tree")} <= algos, algos
+    assert all(a["cases"] >= 16 for a in run.algos), run.algos
+
+
+@pytest.mark.parametrize("np", [1, 2, 3, 4, 5, 8])
+def test_verify_scatter_barrier_openmpi(ompi_build, np):
+    _check_scatter_barrier(ompi_build, np, quick=np > 5)
+
+
+@pytest.mark.mpich
+@pytest.mark.parametrize("np", [1, 2, 3, 5])
+def test_verify_scatter_barrier_mpich(mpich_build, np):
+    _check_scatter_barrier(mpich_build, np, quick=True)

@@ -1,7 +1,8 @@
 /*
  * plaincolls.c -- colltune-plaincolls: a plain MPI program that knows nothing of
  * colltune. It calls MPI_Bcast, MPI_Reduce, MPI_Gather, MPI_Allgather,
- * MPI_Allreduce, MPI_Alltoall and MPI_Alltoallv the way applications do and checks every result against values it
+ * MPI_Allreduce, MPI_Alltoall, MPI_Alltoallv, MPI_Scatter and MPI_Barrier the way
+ * applications do and checks every result against values it
  * computes itself: several counts (segmented algorithms included) and roots,
  * MPI_IN_PLACE, a non-commutative user op, a sub-communicator (odd/even ranks)
  * next to MPI_COMM_WORLD, an intercommunicator, and communicators created and
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static long nfail, nchecks;
 static int wrank;
@@ -38,6 +40,12 @@ static int wrank;
             }                                                                  \
         }                                                                      \
     } while (0)
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static int val(int rank, int i, int salt) { return (rank + 1) * 1000003 + i * 7 + salt; }
 
@@ -115,6 +123,20 @@ static void run_all(MPI_Comm comm, const char *name, MPI_Datatype affine_t_dt, M
                 CHECK(!bad, "%s reduce in place non-commutative count=%d root=%d: %d wrong",
                       name, n, root, bad);
             }
+            /* Scatter: block s of the root's buffer to rank s (in place at the root
+             * every other pass) */
+            if (n <= 20000) {
+                int inplace = q == 1 && r == root;
+                for (int i = 0; i < n * p; i++) a[i] = r == root ? val(root, i, 8) : -1;
+                for (int i = 0; i < n; i++) b[i] = -1;
+                MPI_Scatter(a, n, MPI_INT, inplace ? MPI_IN_PLACE : b, n, MPI_INT, root, comm);
+                bad = 0;
+                if (!inplace)
+                    for (int i = 0; i < n; i++) bad += b[i] != val(root, r * n + i, 8);
+                for (int i = 0; r == root && i < n * p; i++) bad += a[i] != val(root, i, 8);
+                CHECK(!bad, "%s scatter count=%d root=%d%s: %d wrong", name, n, root,
+                      inplace ? " in place" : "", bad);
+            }
             /* Gather: n ints per process (the largest count once) */
             if (n <= 20000) {
                 for (int i = 0; i < n; i++) a[i] = val(r, i, 3);
@@ -181,6 +203,25 @@ static void run_all(MPI_Comm comm, const char *name, MPI_Datatype affine_t_dt, M
                     bad += b[(size_t)s * n + i] != (i < rc[s] ? val(s, r * n + i, 7) : -1);
             CHECK(!bad, "%s alltoallv count=%d: %d wrong", name, n, bad);
             free(cnt);
+        }
+        /* Barrier: each rank in turn enters 2 ms late; no rank may leave before the
+         * late one has entered (CLOCK_MONOTONIC: one clock for the node) */
+        if (k == 0) {
+            int bad = 0;
+            for (int it = 0; it < p; it++) {
+                if (r == it) {
+                    double t0 = now();
+                    while (now() - t0 < 2e-3) {}
+                }
+                double enter = now(), leave, last_enter, first_leave;
+                MPI_Barrier(comm);
+                leave = now();
+                MPI_Allreduce(&enter, &last_enter, 1, MPI_DOUBLE, MPI_MAX, comm);
+                MPI_Allreduce(&leave, &first_leave, 1, MPI_DOUBLE, MPI_MIN, comm);
+                bad += first_leave < last_enter;
+            }
+            CHECK(!bad, "%s barrier: a rank left before the late one entered (%d of %d)", name,
+                  bad, p);
         }
         /* Allreduce: sum, in place every other count; and the non-commutative op */
         {

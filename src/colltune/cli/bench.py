@@ -414,7 +414,7 @@ def bench(mpi_spec, platform_spec, coll, algos, nps, sizes, iterations, warmup, 
     Progress goes to stderr. Ctrl-C (or SIGTERM) stops the running launch and keeps
     the points already measured: they are printed, written and stored as asked."""
     try:
-        size_list = parse_sizes(sizes)
+        size_list = [0] if coll == "barrier" else parse_sizes(sizes)  # no data: size 0
         np_list = parse_ints(nps, "--np")
     except ValueError as exc:
         fail(str(exc))

@@ -174,6 +174,20 @@ OMPI: dict[str, tuple[LibAlgo, ...]] = {
         _o("alltoallv", 1, "basic_linear", "linear"),
         _o("alltoallv", 2, "pairwise", "pairwise"),
     ),
+    "scatter": (
+        _o("scatter", 1, "basic_linear", "linear"),
+        _o("scatter", 2, "binomial", "binomial"),
+        _o("scatter", 3, "linear_nb", "linear_nb"),
+    ),
+    "barrier": (
+        _o("barrier", 1, "linear", "linear"),
+        _o("barrier", 2, "double_ring", "double_ring"),
+        _o("barrier", 3, "recursive_doubling", "recursive_doubling"),
+        _o("barrier", 4, "bruck", "bruck"),
+        _o("barrier", 5, "two_proc", "two_proc", np_exact=2,
+           note="Open MPI returns an error unless there are exactly 2 processes"),
+        _o("barrier", 6, "tree", "tree"),
+    ),
 }
 
 OMPI_COMMON_ENV = {
@@ -273,6 +287,17 @@ MPICH: dict[str, tuple[LibAlgo, ...]] = {
            params=(Param("max_requests", "MPIR_CVAR_ALLTOALL_THROTTLE", "int", 0,
                          help="irecvs/isends posted at a time, 0 = all at once",
                          default=32),)),
+    ),
+    "scatter": (
+        _m("scatter", "binomial"),
+        _m("scatter", "nb"),
+    ),
+    "barrier": (
+        _m("barrier", "nb"),
+        _m("barrier", "smp", note="node-aware: intra-node then inter-node"),
+        _m("barrier", "k_dissemination", "k_bruck",
+           params=(_m_kval("MPIR_CVAR_BARRIER_DISSEM_KVAL"),)),
+        _m("barrier", "recexch", params=(_m_kval("MPIR_CVAR_BARRIER_RECEXCH_KVAL"),)),
     ),
     "alltoallv": (
         _m("alltoallv", "nb"),
