@@ -341,3 +341,18 @@ def test_bench_alltoall_sizes_per_destination_and_validation(ompi_build):
                   reps=1, validate=True)
     assert bench_mod.validation_failures(recs) == [recs[1]]
     assert bench_mod.buffer_bytes("alltoall", 1000, 4, validate=True) == 3 * 4000
+
+
+def test_bench_scatter_and_barrier(ompi_build):
+    """Scatter: size per process, validated against MPI_Scatter at a middle root;
+    Barrier: no data, size 0 only."""
+    recs = _bench(ompi_build, "scatter", ["native", "linear", "linear_nb", "binomial"], 3,
+                  [0, 8, 8000], iterations=3, warmup=1, reps=1, root=1, validate=True)
+    assert all(r["valid"] is True for r in recs), [(r["spec"], r["size"]) for r in recs]
+    recs = _bench(ompi_build, "barrier", ["native", "bruck", "tree", "two_proc"], 3, [0],
+                  iterations=5, warmup=1, reps=1, validate=True)
+    assert all(r["valid"] is True and r["median_us"] > 0 for r in recs), recs
+    res = colltune("bench", "--coll", "barrier", "--algo", "native,double_ring", "--np", "2",
+                   "--format", "json", "--reps", "1", "--iterations", "5")
+    assert res.returncode == 0, res.stderr
+    assert {r["size"] for r in json.loads(res.stdout)} == {0}

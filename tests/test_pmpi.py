@@ -567,3 +567,40 @@ def test_alltoall_rules_verbose_and_profile(ompi_build, tmp_path):
     e = by[("alltoall", 3, 2048, "linear_sync")]
     assert (e.calls, e.ranks, e.source) == (2, 3, f"{path}:4"), e
     assert any(k[0] == "alltoallv" and k[3] == "pairwise" for k in by), by.keys()
+
+
+def _scatter_barrier_forced_by_colltune_run(build, mpi_flag, np):
+    """Every Scatter and Barrier algorithm under `colltune run --force` in an unmodified
+    program (plaincolls: MPI_Scatter at both end roots, in place at the root every
+    other pass; MPI_Barrier with each rank entering late in turn, checked on one
+    clock): right results, and ours ran (or its declared fallback, which says so)."""
+    ln = launch.prepare(build.mpi, np, [str(build.program("colltune-plaincolls"))])
+    sc = registry.names(build, "scatter")
+    ba = registry.names(build, "barrier")
+    assert {"linear", "linear_nb", "binomial"} <= set(sc), sc
+    assert {"linear", "double_ring", "recursive_doubling", "bruck", "tree"} <= set(ba), ba
+    for k in range(max(len(sc), len(ba))):
+        s, b = sc[k % len(sc)], ba[k % len(ba)]
+        res = colltune("run", "--mpi", mpi_flag, "--force", f"scatter={s}", "--force",
+                       f"barrier={b}", "--verbose", "--", *ln.argv)
+        assert res.returncode == 0, f"{s}/{b}: " + res.stdout + res.stderr[-3000:]
+        assert re.search(r"plaincolls: \d+ checks passed", res.stdout), res.stdout
+        lines = _decisions(res.stderr)
+        for coll, algo in (("scatter", s), ("barrier", b)):
+            var = interpose.force_variable(coll)
+            mine = [x for x in lines if x.startswith(f"colltune-pmpi: {coll} np={np} ")
+                    and f"({var}" in x]
+            assert mine, f"{coll}/{algo}: no decision printed\n" + "\n".join(lines)
+            for x in mine:
+                ran = x.split(": ", 2)[2].split(" ", 1)[0]
+                assert ran == algo or f"{coll}/{algo} ->" in x, x
+
+
+@pytest.mark.parametrize("np", NPS)
+def test_scatter_barrier_every_algorithm_under_colltune_run_openmpi(ompi_build, np):
+    _scatter_barrier_forced_by_colltune_run(ompi_build, "openmpi", np)
+
+
+@pytest.mark.mpich
+def test_scatter_barrier_every_algorithm_under_colltune_run_mpich(mpich_build):
+    _scatter_barrier_forced_by_colltune_run(mpich_build, "mpich", 3)
