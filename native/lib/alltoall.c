@@ -91,22 +91,22 @@ int ct_alltoall_pairwise(const void *sbuf, int scount, MPI_Datatype sdt, void *r
     (void)prm;
     a2a_t g;
     CT_CHECK(a2a_begin(&g, sdt, rdt, comm));
-    CT_CHECK(ct_copy_sig(sblk(sbuf, &g, scount, g.r), scount, sdt, rblk(rbuf, &g, rcount, g.r),
-                         rcount, rdt));
     for (int i = 1; i < g.np; i++) {
         int dst = (g.r + i) % g.np, src = (g.r - i + g.np) % g.np;
         CT_CHECK(ct_sendrecv(sblk(sbuf, &g, scount, dst), scount, sdt, dst, CT_TAG_ALLTOALL,
                              rblk(rbuf, &g, rcount, src), rcount, rdt, src, CT_TAG_ALLTOALL,
                              comm, MPI_STATUS_IGNORE));
     }
-    return MPI_SUCCESS;
+    /* the own block last: the first exchange starts without waiting for a copy */
+    return ct_copy_sig(sblk(sbuf, &g, scount, g.r), scount, sdt, rblk(rbuf, &g, rcount, g.r),
+                       rcount, rdt);
 }
 
 /*
  * Linear with at most max_requests sends (and as many receives) outstanding
  * (Open MPI's linear_sync): the first max_requests receives and sends are
  * posted, and each one that completes is replaced by the next of its kind.
- * max_requests = 0 or >= p-1 posts them all, as linear does.
+ * max_requests = 0 or >= p-1 posts them all: linear itself.
  */
 int ct_alltoall_linear_sync(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                             int rcount, MPI_Datatype rdt, MPI_Comm comm,
@@ -114,12 +114,13 @@ int ct_alltoall_linear_sync(const void *sbuf, int scount, MPI_Datatype sdt, void
     a2a_t g;
     int rc = MPI_SUCCESS;
     CT_CHECK(a2a_begin(&g, sdt, rdt, comm));
+    const int np = g.np, r = g.r;
+    long m = CT_MAX_REQUESTS(prm);
+    if (m <= 0 || m >= np - 1) /* no bound: every request at once */
+        return ct_alltoall_linear(sbuf, scount, sdt, rbuf, rcount, rdt, comm, prm);
     CT_CHECK(ct_copy_sig(sblk(sbuf, &g, scount, g.r), scount, sdt, rblk(rbuf, &g, rcount, g.r),
                          rcount, rdt));
-    const int np = g.np, r = g.r;
-    if (np == 1) return MPI_SUCCESS;
-    long m = CT_MAX_REQUESTS(prm);
-    const int M = m <= 0 || m > np - 1 ? np - 1 : (int)m;
+    const int M = (int)m;
     MPI_Request *req = malloc((size_t)(2 * M) * sizeof *req);
     if (!req) return ct_set_error(MPI_ERR_NO_MEM, "alltoall/linear_sync: out of memory");
     for (int k = 0; k < 2 * M; k++) req[k] = MPI_REQUEST_NULL;

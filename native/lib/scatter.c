@@ -83,7 +83,8 @@ out:
  * blocks of its subtree (v .. v + min(lowbit(v), p - v) - 1) from v - lowbit(v),
  * then hands the upper halves on: to v + m for m = lowbit(v)/2, ..., 1 (the root:
  * from the largest power of two below p), the blocks v + m .. of that subtree. The
- * root first lays the blocks out in relative order as bytes. ceil(log2 p) steps.
+ * root sends each subtree's blocks straight from sbuf when they are contiguous bytes
+ * there, else packs them first. ceil(log2 p) steps.
  */
 int ct_scatter_binomial(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                         int rcount, MPI_Datatype rdt, int root, MPI_Comm comm,
@@ -101,7 +102,8 @@ int ct_scatter_binomial(const void *sbuf, int scount, MPI_Datatype sdt, void *rb
     while (v && !(v & lowbit)) lowbit <<= 1;
     int top = 1; /* the root's first child distance: largest power of two < p */
     while (top * 2 < np) top <<= 1;
-    const int span = v == 0 ? np : (lowbit < np - v ? lowbit : np - v); /* blocks held */
+    /* blocks in one message: a subtree (the root's largest: top blocks) */
+    const int span = v == 0 ? top : (lowbit < np - v ? lowbit : np - v);
     if ((MPI_Aint)span * B > INT_MAX)
         return ct_set_error(MPI_ERR_COUNT, "scatter/binomial: %d blocks of %ld bytes in one "
                             "message; at most %d bytes (use linear or linear_nb)", span,
@@ -111,34 +113,48 @@ int ct_scatter_binomial(const void *sbuf, int scount, MPI_Datatype sdt, void *rb
     if (span == 1 && v != 0 && ct_type_dense(rdt, &t)) /* a leaf: straight into place */
         return MPI_Recv((char *)rbuf + t.true_lb, (int)B, MPI_BYTE, parent, CT_TAG_SCATTER,
                         comm, MPI_STATUS_IGNORE);
+    if (v == 0) { /* the root: each subtree's blocks straight from sbuf where they are
+                   * contiguous bytes there (a dense type, no wrap past block p-1), else
+                   * packed into a temporary first */
+        char *pk = NULL;
+        CT_CHECK(MPI_Type_get_extent(sdt, &lb, &sext));
+        const int dense = ct_type_dense(sdt, &t);
+        for (int m = top; m >= 1 && m < np && rc == MPI_SUCCESS; m >>= 1) {
+            const int cnt = m < np - m ? m : np - m, a0 = (m + root) % np;
+            const char *from = (const char *)sbuf + (MPI_Aint)a0 * scount * sext + t.true_lb;
+            if (!dense || a0 + cnt > np) {
+                if (!pk && !(pk = malloc((size_t)top * (size_t)B + 1))) {
+                    rc = ct_set_error(MPI_ERR_NO_MEM, "scatter/binomial: out of memory");
+                    break;
+                }
+                for (int i = 0; i < cnt && rc == MPI_SUCCESS; i++) {
+                    const char *blk = (const char *)sbuf +
+                                      (MPI_Aint)((a0 + i) % np) * scount * sext;
+                    if (dense) memcpy(pk + (size_t)i * (size_t)B, blk + t.true_lb, (size_t)B);
+                    else rc = ct_pack_stream(blk, scount, sdt, &t, pk + (size_t)i * (size_t)B,
+                                             comm);
+                }
+                from = pk;
+            }
+            if (rc == MPI_SUCCESS)
+                rc = ct_send(from, (int)(cnt * B), MPI_BYTE, a0, CT_TAG_SCATTER, comm);
+        }
+        free(pk);
+        if (rc == MPI_SUCCESS) rc = own_block(sbuf, scount, sdt, rbuf, rcount, rdt, root);
+        return rc;
+    }
     char *tmp = malloc((size_t)span * (size_t)B + 1);
     if (!tmp) return ct_set_error(MPI_ERR_NO_MEM, "scatter/binomial: out of memory");
-    if (v == 0) {
-        CT_TRY(MPI_Type_get_extent(sdt, &lb, &sext));
-        int dense = ct_type_dense(sdt, &t);
-        for (int i = 1; i < np; i++) {
-            const char *blk = (const char *)sbuf + (MPI_Aint)((i + root) % np) * scount * sext;
-            if (dense) memcpy(tmp + (size_t)i * (size_t)B, blk + t.true_lb, (size_t)B);
-            else CT_TRY(ct_pack_stream(blk, scount, sdt, &t, tmp + (size_t)i * (size_t)B, comm));
-        }
-    } else {
-        CT_TRY(MPI_Recv(tmp, (int)(span * B), MPI_BYTE, parent, CT_TAG_SCATTER, comm,
-                        MPI_STATUS_IGNORE));
-    }
-    for (int m = v == 0 ? top : lowbit / 2; m >= 1; m >>= 1) {
+    CT_TRY(MPI_Recv(tmp, (int)(span * B), MPI_BYTE, parent, CT_TAG_SCATTER, comm,
+                    MPI_STATUS_IGNORE));
+    for (int m = lowbit / 2; m >= 1; m >>= 1) {
         if (v + m >= np) continue;
         int cnt = m < np - (v + m) ? m : np - (v + m);
         CT_TRY(ct_send(tmp + (size_t)m * (size_t)B, (int)(cnt * B), MPI_BYTE, (v + m + root) % np,
                        CT_TAG_SCATTER, comm));
     }
-    if (v == 0) {
-        CT_TRY(own_block(sbuf, scount, sdt, rbuf, rcount, rdt, root));
-    } else {
-        ct_type_t tr;
-        CT_TRY(ct_type(rdt, &tr));
-        if (ct_type_dense(rdt, &tr)) memcpy((char *)rbuf + tr.true_lb, tmp, (size_t)B);
-        else CT_TRY(ct_unpack_stream(tmp, rbuf, rcount, rdt, &tr, comm));
-    }
+    if (ct_type_dense(rdt, &t)) memcpy((char *)rbuf + t.true_lb, tmp, (size_t)B);
+    else CT_TRY(ct_unpack_stream(tmp, rbuf, rcount, rdt, &t, comm));
 out:
     free(tmp);
     return rc;
