@@ -34,6 +34,15 @@ static int a2a_begin(a2a_t *g, MPI_Datatype sdt, MPI_Datatype rdt, MPI_Comm comm
     return MPI_SUCCESS;
 }
 
+/* Requests of one call: on the stack up to REQ_STACK, else from the heap. */
+#define REQ_STACK 64
+static MPI_Request *req_array(int n, MPI_Request *stack) {
+    return n <= REQ_STACK ? stack : malloc((size_t)n * sizeof(MPI_Request));
+}
+static void req_free(MPI_Request *req, MPI_Request *stack) {
+    if (req != stack) free(req);
+}
+
 static inline const char *sblk(const void *sbuf, const a2a_t *g, int count, int j) {
     return (const char *)sbuf + (MPI_Aint)j * count * g->sext;
 }
@@ -60,7 +69,7 @@ int ct_alltoall_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbu
     a2a_t g;
     int rc = MPI_SUCCESS, n = 0;
     CT_CHECK(a2a_begin(&g, sdt, rdt, comm));
-    MPI_Request *req = malloc((size_t)(2 * g.np) * sizeof *req);
+    MPI_Request stack[REQ_STACK], *req = req_array(2 * g.np, stack);
     if (!req) return ct_set_error(MPI_ERR_NO_MEM, "alltoall/linear: out of memory");
     for (int i = 1; i < g.np; i++) {
         int src = (g.r - i + g.np) % g.np;
@@ -78,7 +87,7 @@ int ct_alltoall_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbu
                        rcount, rdt));
     CT_TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
 out:
-    free(req);
+    req_free(req, stack);
     return rc;
 }
 
@@ -121,7 +130,7 @@ int ct_alltoall_linear_sync(const void *sbuf, int scount, MPI_Datatype sdt, void
     CT_CHECK(ct_copy_sig(sblk(sbuf, &g, scount, g.r), scount, sdt, rblk(rbuf, &g, rcount, g.r),
                          rcount, rdt));
     const int M = (int)m;
-    MPI_Request *req = malloc((size_t)(2 * M) * sizeof *req);
+    MPI_Request stack[REQ_STACK], *req = req_array(2 * M, stack);
     if (!req) return ct_set_error(MPI_ERR_NO_MEM, "alltoall/linear_sync: out of memory");
     for (int k = 0; k < 2 * M; k++) req[k] = MPI_REQUEST_NULL;
     int nr = 0, ns = 0; /* receives / sends posted: peers r-1.. and r+1.. in turn */
@@ -152,7 +161,7 @@ int ct_alltoall_linear_sync(const void *sbuf, int scount, MPI_Datatype sdt, void
         }
     }
 out:
-    free(req);
+    req_free(req, stack);
     return rc;
 }
 
@@ -297,7 +306,7 @@ int ct_alltoallv_linear(const void *sbuf, const int *scounts, const int *sdispls
     a2a_t g;
     int rc = MPI_SUCCESS, n = 0;
     CT_CHECK(a2a_begin(&g, sdt, rdt, comm));
-    MPI_Request *req = malloc((size_t)(2 * g.np) * sizeof *req);
+    MPI_Request stack[REQ_STACK], *req = req_array(2 * g.np, stack);
     if (!req) return ct_set_error(MPI_ERR_NO_MEM, "alltoallv/linear: out of memory");
     for (int i = 1; i < g.np; i++) {
         int src = (g.r - i + g.np) % g.np;
@@ -317,7 +326,7 @@ int ct_alltoallv_linear(const void *sbuf, const int *scounts, const int *sdispls
                        rvblk(rbuf, &g, rdispls, g.r), rcounts[g.r], rdt));
     CT_TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
 out:
-    free(req);
+    req_free(req, stack);
     return rc;
 }
 
