@@ -356,3 +356,11 @@ def test_bench_scatter_and_barrier(ompi_build):
                    "--format", "json", "--reps", "1", "--iterations", "5")
     assert res.returncode == 0, res.stderr
     assert {r["size"] for r in json.loads(res.stdout)} == {0}
+
+
+def test_barrier_spec_has_one_size():
+    """A sweep or study that names sizes gets the barrier's one point, size 0."""
+    from colltune.drivers import bench as bench_mod
+
+    assert bench_mod.BenchSpec("barrier", ["bruck"], 4, [8, 1024]).sizes == [0]
+    assert bench_mod.BenchSpec("scatter", ["binomial"], 4, [8, 1024]).sizes == [8, 1024]

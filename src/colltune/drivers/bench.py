@@ -84,6 +84,10 @@ class BenchSpec:
                                       # call makes (ct_comm_prepare) instead of a warm-up
                                       # call; None: under simulation only
 
+    def __post_init__(self) -> None:
+        if self.collective == "barrier":  # no data: one point, size 0 (as osu_barrier)
+            self.sizes = [0]
+
 
 # Under simulation (SimGrid SMPI, computation not simulated) the time of a call is
 # deterministic: every call of a point gives the same number, to the nanosecond, and
