@@ -393,3 +393,50 @@ def test_ctrl_c_during_alternating_launches_keeps_the_finished_ones(tmp_path, om
         c.close()
     assert sorted((s, n) for s, n, _ in stored) == sorted(
         (r["spec"], int(r["size"])) for r in rows)
+
+
+def test_bench_alltoall_sizes_per_destination_and_validation(ompi_build):
+    """Alltoall(v) (issue 30): a size is bytes per process per destination (as
+    osu_alltoall); --validate compares every algorithm, the library's own included,
+    with MPI_Alltoall(v); the corrupting test Alltoall is caught."""
+    from colltune.drivers import bench as bench_mod
+
+    algos = ["native", "linear", "pairwise", "bruck", "linear_sync:max_requests=1",
+             "two_proc"]
+    recs = _bench(ompi_build, "alltoall", algos, 3, [0, 8, 8000], iterations=3, warmup=1,
+                  reps=1, dtype="int", validate=True)
+    assert len(recs) == len(algos) * 3
+    assert all(r["valid"] is True for r in recs), [(r["spec"], r["size"]) for r in recs]
+    assert {r["spec"] for r in recs if r["size"] == 8} >= {"bruck", "two_proc"}
+    two = [r for r in recs if r["algorithm"] == "two_proc" and r["size"] == 8000]
+    assert two and "pairwise" in (two[0].get("fallback") or ""), two
+    recs = _bench(ompi_build, "alltoallv", ["native", "linear", "pairwise"], 3, [8, 8000],
+                  iterations=3, warmup=1, reps=1, validate=True)
+    assert all(r["valid"] is True for r in recs), [(r["spec"], r["size"]) for r in recs]
+    recs = _bench(ompi_build, "alltoall", ["pairwise", "_broken"], 3, [64], iterations=2,
+                  reps=1, validate=True)
+    assert bench_mod.validation_failures(recs) == [recs[1]]
+    assert bench_mod.buffer_bytes("alltoall", 1000, 4, validate=True) == 3 * 4000
+
+
+def test_bench_scatter_and_barrier(ompi_build):
+    """Scatter: size per process, validated against MPI_Scatter at a middle root;
+    Barrier: no data, size 0 only."""
+    recs = _bench(ompi_build, "scatter", ["native", "linear", "linear_nb", "binomial"], 3,
+                  [0, 8, 8000], iterations=3, warmup=1, reps=1, root=1, validate=True)
+    assert all(r["valid"] is True for r in recs), [(r["spec"], r["size"]) for r in recs]
+    recs = _bench(ompi_build, "barrier", ["native", "bruck", "tree", "two_proc"], 3, [0],
+                  iterations=5, warmup=1, reps=1, validate=True)
+    assert all(r["valid"] is True and r["median_us"] > 0 for r in recs), recs
+    res = colltune("bench", "--coll", "barrier", "--algo", "native,double_ring", "--np", "2",
+                   "--format", "json", "--reps", "1", "--iterations", "5")
+    assert res.returncode == 0, res.stderr
+    assert {r["size"] for r in json.loads(res.stdout)} == {0}
+
+
+def test_barrier_spec_has_one_size():
+    """A sweep or study that names sizes gets the barrier's one point, size 0."""
+    from colltune.drivers import bench as bench_mod
+
+    assert bench_mod.BenchSpec("barrier", ["bruck"], 4, [8, 1024]).sizes == [0]
+    assert bench_mod.BenchSpec("scatter", ["binomial"], 4, [8, 1024]).sizes == [8, 1024]

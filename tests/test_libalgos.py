@@ -3,6 +3,8 @@ alternating launches: colltune.drivers.bench.run_bench)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from colltune.base import specs
@@ -11,6 +13,7 @@ from colltune.drivers import bench as bench_mod
 from colltune.mpi import launch
 from colltune.mpi import libalgos as L
 from colltune.mpi.libraries import MPI
+from conftest import colltune
 
 FAKE_OMPI = MPI("openmpi", None, None, None, "5.0.11", "Open MPI v5.0.11")  # type: ignore[arg-type]
 FAKE_MPICH = MPI("mpich", None, None, None, "5.0.2", "MPICH 5.0.2")  # type: ignore[arg-type]
@@ -436,3 +439,32 @@ def test_quick_preset_forces_library_with_colltune_parameters(monkeypatch):
     assert "ompi:chain:segsize=8192,fanout=4" in bench_mod.library_matched(build, "bcast")
     assert "ompi:segmented_ring:segsize=65536" in bench_mod.library_matched(build, "allreduce")
     assert seen >= 7
+
+
+def test_alltoall_library_candidates():
+    """Open MPI's alltoall algorithms (numbers from ompi_info, checked above) with
+    max_requests for linear_sync; MPICH's with its throttle; Alltoallv's too."""
+    env = L.lib_env(FAKE_OMPI, "alltoall", "ompi:linear_sync:max_requests=4")
+    assert env["OMPI_MCA_coll_tuned_alltoall_algorithm"] == "4"
+    assert env["OMPI_MCA_coll_tuned_alltoall_algorithm_max_requests"] == "4"
+    assert L.lib_env(FAKE_OMPI, "alltoall", "ompi:modified_bruck") == \
+        L.lib_env(FAKE_OMPI, "alltoall", "ompi:bruck")
+    assert L.lib_env(FAKE_OMPI, "alltoallv", "ompi:basic_linear")[
+        "OMPI_MCA_coll_tuned_alltoallv_algorithm"] == "1"
+    assert L.lib_env(FAKE_MPICH, "alltoall", "mpich:scattered:max_requests=8")[
+        "MPIR_CVAR_ALLTOALL_THROTTLE"] == "8"
+    assert L.skip_reason(FAKE_OMPI, "alltoall", "ompi:two_proc", 3)
+    assert "mpich:pairwise_sendrecv_replace" not in L.all_names(FAKE_MPICH, "alltoall")
+    with pytest.raises(ValueError, match="unknown parameter 'segsize'"):
+        L.resolve(FAKE_OMPI, "alltoall", "ompi:pairwise:segsize=1")
+
+
+def test_alltoall_bench_against_the_library(ompi_build):
+    res = colltune("bench", "--coll", "alltoall", "--algo",
+                   "linear_sync:max_requests=2,ompi:linear_sync:max_requests=2,ompi:bruck",
+                   "--np", "2", "--sizes", "8,1K", "--reps", "2", "--validate", "--format",
+                   "json")
+    assert res.returncode == 0, res.stderr[-2000:]
+    recs = json.loads(res.stdout)
+    assert {r["spec"] for r in recs} >= {"ompi:linear_sync:max_requests=2", "ompi:bruck"}
+    assert all(r["valid"] is True for r in recs), recs

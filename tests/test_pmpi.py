@@ -640,3 +640,124 @@ def test_an_osu_style_program_reports_the_latency_of_the_rules_choice(ompi_build
             assert all(ln.split(": ", 2)[2].startswith(want + " ") for ln in mine), mine
     med = {k: statistics.median(v) for k, v in lat.items()}
     assert med["slow"] > 1.5 * med["native"], lat
+
+
+# ---- issue 30: MPI_Alltoall and MPI_Alltoallv ------------------------------------------
+
+def _alltoall_forced_by_colltune_run(build, mpi_flag, np):
+    """An unmodified program (plaincolls: MPI_Alltoall in place and not, MPI_Alltoallv
+    with uneven counts, on the world, a reversed sub-communicator and an
+    intercommunicator) under `colltune run --force alltoall=ALG` for every Alltoall
+    algorithm (and Alltoallv's alongside): right results, and the verbose line says
+    that ours ran (or its declared fallback, which says so)."""
+    ln = launch.prepare(build.mpi, np, [str(build.program("colltune-plaincolls"))])
+    a2a = registry.names(build, "alltoall")
+    a2av = registry.names(build, "alltoallv")
+    assert {"linear", "pairwise", "bruck", "linear_sync", "two_proc"} <= set(a2a), a2a
+    assert {"linear", "pairwise"} <= set(a2av), a2av
+    for k, algo in enumerate(a2a):
+        spec = "linear_sync:max_requests=1" if algo == "linear_sync" else algo
+        v = a2av[k % len(a2av)]
+        res = colltune("run", "--mpi", mpi_flag, "--force", f"alltoall={spec}",
+                       "--force", f"alltoallv={v}", "--verbose", "--", *ln.argv)
+        assert res.returncode == 0, f"{algo}: " + res.stdout + res.stderr[-3000:]
+        assert re.search(r"plaincolls: \d+ checks passed", res.stdout), res.stdout
+        lines = _decisions(res.stderr)
+        mine = [ln_ for ln_ in lines if ln_.startswith(f"colltune-pmpi: alltoall np={np} ")
+                and "(COLLTUNE_ALLTOALL" in ln_]
+        assert mine, f"alltoall/{algo}: no decision printed\n" + "\n".join(lines)
+        for ln_ in mine:
+            ran = ln_.split(": ", 2)[2].split(" ", 1)[0]
+            assert ran == algo or f"alltoall/{algo} -> pairwise" in ln_, ln_
+        if algo != "native" and (algo != "two_proc" or np == 2):
+            assert any(ln_.split(": ", 2)[2].startswith(algo + " ") for ln_ in mine), mine
+        assert any(ln_.startswith(f"colltune-pmpi: alltoallv np={np} ") and
+                   ln_.split(": ", 2)[2].startswith(v + " ") and "(COLLTUNE_ALLTOALLV" in ln_
+                   for ln_ in lines) or v == "native", "\n".join(lines)
+        # the intercommunicator's Alltoall went to the library's own
+        assert any(ln_.startswith("colltune-pmpi: alltoall ") and "intercommunicator" in ln_
+                   for ln_ in lines), "\n".join(lines)
+
+
+@pytest.mark.parametrize("np", NPS)
+def test_alltoall_every_algorithm_under_colltune_run_openmpi(ompi_build, np):
+    _alltoall_forced_by_colltune_run(ompi_build, "openmpi", np)
+
+
+@pytest.mark.mpich
+def test_alltoall_every_algorithm_under_colltune_run_mpich(mpich_build):
+    _alltoall_forced_by_colltune_run(mpich_build, "mpich", 3)
+
+
+def test_alltoall_a_wrong_algorithm_is_caught(ompi_build):
+    """The program's Alltoall checks can fail: the test-only corrupting Alltoall is
+    caught."""
+    res = _run(ompi_build, 3, {"COLLTUNE_ALLTOALL": "_broken"})
+    assert res.returncode != 0
+    assert "FAIL rank 2" in res.stderr and "alltoall count=" in res.stderr
+
+
+def test_alltoall_rules_verbose_and_profile(ompi_build, tmp_path):
+    """A rules file with Alltoall(v) lines: the first matching line per size range
+    runs, `max_requests` from the PARAMS field included, and the profile counts the
+    calls per algorithm (colltune's Alltoall size: bytes per destination)."""
+    path = tmp_path / "a2a.rules"
+    path.write_text("# colltune-rules 1\n# target: colltune\n"
+                    "alltoall 2 - 0 100 bruck -\n"
+                    "alltoall 2 - 101 - linear_sync max_requests=1\n"
+                    "alltoallv 3 - 0 - pairwise -\n")
+    prof = tmp_path / "a2a.profile.json"
+    res = _run(ompi_build, 3, {"COLLTUNE_RULES": str(path), "COLLTUNE_VERBOSE": "1",
+                               "COLLTUNE_PROFILE": str(prof)})
+    _passed(res)
+    text = "\n".join(_decisions(res.stderr))
+    f = str(path)
+    assert f"alltoall np=3 size 0..100 B: bruck ({f}:3)" in text, text
+    assert f"alltoall np=2 size 0..100 B: bruck ({f}:3)" in text, text
+    assert f"alltoall np=3 size 101.. B: linear_sync ({f}:4)" in text, text
+    assert re.search(rf"alltoallv np=3 size \S+ B: pairwise \({re.escape(f)}:5\)", text), text
+    p = interpose.read_profile(prof)
+    by = {(e.collective, e.np, e.size_min, e.algorithm): e for e in p.entries}
+    # the one-process sub-communicator (rank 1) matches no Alltoall line: the library's own
+    assert by[("alltoall", 1, 4, "native")].source == "no rule", by.keys()
+    # 1000 ints per destination = 4000 B, in 2048..4095; world passes twice, 3 ranks
+    e = by[("alltoall", 3, 2048, "linear_sync")]
+    assert (e.calls, e.ranks, e.source) == (2, 3, f"{path}:4"), e
+    assert any(k[0] == "alltoallv" and k[3] == "pairwise" for k in by), by.keys()
+
+
+def _scatter_barrier_forced_by_colltune_run(build, mpi_flag, np):
+    """Every Scatter and Barrier algorithm under `colltune run --force` in an unmodified
+    program (plaincolls: MPI_Scatter at both end roots, in place at the root every
+    other pass; MPI_Barrier with each rank entering late in turn, checked on one
+    clock): right results, and ours ran (or its declared fallback, which says so)."""
+    ln = launch.prepare(build.mpi, np, [str(build.program("colltune-plaincolls"))])
+    sc = registry.names(build, "scatter")
+    ba = registry.names(build, "barrier")
+    assert {"linear", "linear_nb", "binomial"} <= set(sc), sc
+    assert {"linear", "double_ring", "recursive_doubling", "bruck", "tree"} <= set(ba), ba
+    for k in range(max(len(sc), len(ba))):
+        s, b = sc[k % len(sc)], ba[k % len(ba)]
+        res = colltune("run", "--mpi", mpi_flag, "--force", f"scatter={s}", "--force",
+                       f"barrier={b}", "--verbose", "--", *ln.argv)
+        assert res.returncode == 0, f"{s}/{b}: " + res.stdout + res.stderr[-3000:]
+        assert re.search(r"plaincolls: \d+ checks passed", res.stdout), res.stdout
+        lines = _decisions(res.stderr)
+        for coll, algo in (("scatter", s), ("barrier", b)):
+            var = interpose.force_variable(coll)
+            mine = [x for x in lines if x.startswith(f"colltune-pmpi: {coll} np={np} ")
+                    and f"({var}" in x]
+            assert mine, f"{coll}/{algo}: no decision printed\n" + "\n".join(lines)
+            for x in mine:
+                ran = x.split(": ", 2)[2].split(" ", 1)[0]
+                assert ran == algo or f"{coll}/{algo} ->" in x, x
+
+
+@pytest.mark.parametrize("np", NPS)
+def test_scatter_barrier_every_algorithm_under_colltune_run_openmpi(ompi_build, np):
+    _scatter_barrier_forced_by_colltune_run(ompi_build, "openmpi", np)
+
+
+@pytest.mark.mpich
+def test_scatter_barrier_every_algorithm_under_colltune_run_mpich(mpich_build):
+    _scatter_barrier_forced_by_colltune_run(mpich_build, "mpich", 3)

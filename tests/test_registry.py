@@ -38,6 +38,34 @@ def test_algorithms_json_lists_the_promised_algorithms():
     assert "commutative" in rab["constraints"] and rab["fallback"]
 
 
+def test_registry_collectives_are_pythons_list_and_the_new_families():
+    """The native registry and base.collectives.COLLECTIVES name the same collectives
+    (issue 30 added alltoall, alltoallv, scatter, barrier), each with its families."""
+    from colltune.base.collectives import COLLECTIVES
+
+    res = colltune("algorithms", "--json")
+    assert res.returncode == 0, res.stderr
+    algos = json.loads(res.stdout)
+    by = {}
+    for a in algos:
+        by.setdefault(a["collective"], set()).add(a["name"])
+    assert set(by) == set(COLLECTIVES)
+    assert {"native", "linear", "pairwise", "bruck", "linear_sync", "two_proc"} <= by["alltoall"]
+    assert {"native", "linear", "pairwise"} <= by["alltoallv"]
+    assert {"native", "linear", "linear_nb", "binomial"} <= by["scatter"]
+    assert {"native", "linear", "double_ring", "recursive_doubling", "bruck", "two_proc",
+            "tree"} <= by["barrier"]
+    assert "_broken" not in by["alltoall"]
+    sync = next(a for a in algos if a["collective"] == "alltoall" and a["name"] == "linear_sync")
+    assert [p["name"] for p in sync["params"]] == ["max_requests"]  # no remap for alltoall
+    assert sync["params"][0]["default"] == 0 and sync["ompi_name"] == "linear_sync"
+    two = next(a for a in algos if a["collective"] == "alltoall" and a["name"] == "two_proc")
+    assert two["constraints"] == ["two_processes"] and two["fallback"] == "pairwise"
+    res = colltune("bench", "--coll", "alltoall", "--algo", "linear_sync:max_requests=-1",
+                   "--np", "1", "--sizes", "8")
+    assert res.returncode == 2 and "max_requests=-1 is out of range" in res.stderr
+
+
 def test_algorithms_table_is_readable():
     res = colltune("algorithms", "--coll", "reduce")
     assert res.returncode == 0, res.stderr

@@ -248,3 +248,15 @@ def test_mpich_file_steers_the_library(tmp_path, mpich_b):
         mp.setenv("MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM", "ring")
         _, forced, _ = rf.which_ran(path, mpich_b, np=3, sizes=[16384], collectives=["allgather"])
     assert forced[0].ok is False and "ring" in forced[0].ran.split(", ")
+
+
+def test_alltoall_rules_are_refused_by_the_exporters_not_written_wrong(tmp_path, ompi_build):
+    """Alltoall(v) rules (issue 30) run under the interposition library; the library
+    rules files do not carry them yet: a one-line error, nothing written."""
+    src = tmp_path / "a2a.rules"
+    src.write_text(R.to_text(_rs("openmpi", OMPI_RULES + "alltoall 2 - 0 - ompi:pairwise -\n")))
+    out = tmp_path / "a2a.conf"
+    r = colltune("rules", "export", str(src), "--to", "openmpi", "-o", str(out))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "alltoall rules cannot be exported to openmpi yet" in r.stderr
+    assert "Traceback" not in r.stderr and not out.exists()

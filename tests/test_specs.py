@@ -157,9 +157,10 @@ def test_remap():
 
 # ---- the collectives and did-you-mean --------------------------------------------
 def test_one_collective_list():
-    assert collectives.COLLECTIVES == ("bcast", "reduce", "gather", "allgather", "allreduce")
+    assert collectives.COLLECTIVES == ("bcast", "reduce", "gather", "allgather", "allreduce",
+                                       "alltoall", "alltoallv", "scatter", "barrier")
     assert [c for c in collectives.COLLECTIVES if collectives.per_process(c)] == \
-        ["gather", "allgather"]
+        ["gather", "allgather", "alltoall", "alltoallv", "scatter"]
 
 
 def test_did_you_mean():

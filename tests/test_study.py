@@ -58,8 +58,8 @@ def test_per_collective_algorithms():
     (("repetitions = 2", "repetitions = 0"), "study.repetitions: 0 must be at least 1"),
     (("repetitions = 2", 'repetitions = "two"'), "study.repetitions: expected a whole number"),
     (('collectives = ["bcast"]', 'collectives = ["bcats"]'),
-     "study.collectives[0]: 'bcats' is not one of bcast, reduce, gather, allgather, allreduce, heat "
-     "(did you mean 'bcast'?)"),
+     "study.collectives[0]: 'bcats' is not one of bcast, reduce, gather, allgather, allreduce, "
+     "alltoall, alltoallv, scatter, barrier, heat (did you mean 'bcast'?)"),
     (("processes = [2, 3]", 'processes = [2, "x"]'),
      "study.processes[1]: 'x' is not a process count"),
     (("processes = [2, 3]", "processes = [0]"), "study.processes[0]: 0 is not a process count"),

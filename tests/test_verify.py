@@ -99,3 +99,66 @@ def test_verify_unknown_family_is_named(ompi_build):
     assert not res.ok
     assert "unknown case family 'mixedd'; valid: main, mixed, garbage, self, inter" \
         in res.runs[0].error
+
+
+# ---- issue 30: Alltoall and Alltoallv -----------------------------------------------
+A2A = ["alltoall", "alltoallv"]
+
+
+def _check_alltoall(build, np, quick):
+    report = verify.run(build, [np], A2A, None, quick=quick, timeout=900,
+                        families=["main", *FAMILIES])
+    assert report.ok, "\n".join(report.failure_lines())
+    run = report.runs[0]
+    algos = {(a["collective"], a["algorithm"]) for a in run.algos}
+    assert {("alltoall", n) for n in ("linear", "pairwise", "bruck", "linear_sync",
+                                      "two_proc")} <= algos, algos
+    assert {("alltoallv", "linear"), ("alltoallv", "pairwise")} <= algos, algos
+    assert all(a["cases"] > 50 for a in run.algos), run.algos
+    two = next(a for a in run.algos if a["algorithm"] == "two_proc")
+    assert (two["fallback"] is None) == (np == 2), two  # declared fallback elsewhere
+
+
+@pytest.mark.parametrize("np", [1, 2, 3, 4, 5, 8])
+def test_verify_alltoall_openmpi(ompi_build, np):
+    _check_alltoall(ompi_build, np, quick=np > 5)
+
+
+@pytest.mark.mpich
+@pytest.mark.parametrize("np", [1, 2, 3, 5])
+def test_verify_alltoall_mpich(mpich_build, np):
+    _check_alltoall(mpich_build, np, quick=True)
+
+
+def test_verify_alltoall_catches_a_broken_algorithm(ompi_build):
+    for family in ("main", "mixed"):
+        report = verify.run(ompi_build, [3], ["alltoall"], ["_broken"], quick=True,
+                            timeout=300, families=[family])
+        assert not report.ok, family
+        lines = report.failure_lines()
+        assert any("FAIL alltoall/_broken np=3" in l for l in lines), lines
+        assert family == "main" or any("[mixed]" in l for l in lines), lines
+
+
+# ---- issue 30: Scatter and Barrier --------------------------------------------------
+def _check_scatter_barrier(build, np, quick):
+    report = verify.run(build, [np], ["scatter", "barrier"], None, quick=quick, timeout=900,
+                        families=["main", *FAMILIES])
+    assert report.ok, "\n".join(report.failure_lines())
+    run = report.runs[0]
+    algos = {(a["collective"], a["algorithm"]) for a in run.algos}
+    assert {("scatter", n) for n in ("linear", "linear_nb", "binomial")} <= algos, algos
+    assert {("barrier", n) for n in ("linear", "double_ring", "recursive_doubling", "bruck",
+                                     "two_proc", "tree")} <= algos, algos
+    assert all(a["cases"] >= 16 for a in run.algos), run.algos
+
+
+@pytest.mark.parametrize("np", [1, 2, 3, 4, 5, 8])
+def test_verify_scatter_barrier_openmpi(ompi_build, np):
+    _check_scatter_barrier(ompi_build, np, quick=np > 5)
+
+
+@pytest.mark.mpich
+@pytest.mark.parametrize("np", [1, 2, 3, 5])
+def test_verify_scatter_barrier_mpich(mpich_build, np):
+    _check_scatter_barrier(mpich_build, np, quick=True)

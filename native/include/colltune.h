@@ -28,6 +28,10 @@ typedef enum {
     CT_GATHER,
     CT_ALLGATHER,
     CT_ALLREDUCE,
+    CT_ALLTOALL,
+    CT_ALLTOALLV,
+    CT_SCATTER,
+    CT_BARRIER,
     CT_NCOLL
 } ct_coll_t;
 
@@ -44,6 +48,7 @@ typedef enum {
     CT_P_GATHER,      /* inner Gather algorithm (registry index)              */
     CT_P_REMAP,       /* rank remapping (CT_REMAP_*): accepted by every Bcast, Reduce,
                        * Allgather and Allreduce algorithm, applied by the dispatcher */
+    CT_P_MAX_REQUESTS,/* outstanding sends (and as many receives) per rank, 0 = all */
     CT_NPARAMS
 } ct_param_id_t;
 
@@ -53,6 +58,8 @@ typedef enum {
  * the order that suits the algorithm (none for algorithms without one). */
 enum { CT_REMAP_NONE = 0, CT_REMAP_SEQ = 1, CT_REMAP_RR = 2, CT_REMAP_AUTO = 3 };
 const char *ct_remap_name(long remap); /* "none", "seq", "rr", "auto" */
+/* Whether the algorithms of `coll` take remap= (Bcast, Reduce, Allgather, Allreduce). */
+int ct_coll_remaps(ct_coll_t coll);
 /* The order `remap=auto` gives algorithm `algo` (CT_REMAP_NONE, _SEQ or _RR). */
 int ct_remap_auto(int algo);
 
@@ -93,6 +100,19 @@ typedef int (*ct_allgather_fn)(const void *sbuf, int scount, MPI_Datatype sdt, v
                                const ct_params_t *p);
 typedef int (*ct_allreduce_fn)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
                                MPI_Op op, MPI_Comm comm, const ct_params_t *p);
+/* Alltoall(v) algorithms never see MPI_IN_PLACE: the dispatcher gives them a copy
+ * of the receive buffer as the send buffer (with the receive counts and type). */
+typedef int (*ct_alltoall_fn)(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                              int rcount, MPI_Datatype rdt, MPI_Comm comm,
+                              const ct_params_t *p);
+typedef int (*ct_scatter_fn)(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                             int rcount, MPI_Datatype rdt, int root, MPI_Comm comm,
+                             const ct_params_t *p);
+typedef int (*ct_barrier_fn)(MPI_Comm comm, const ct_params_t *p);
+typedef int (*ct_alltoallv_fn)(const void *sbuf, const int *scounts, const int *sdispls,
+                               MPI_Datatype sdt, void *rbuf, const int *rcounts,
+                               const int *rdispls, MPI_Datatype rdt, MPI_Comm comm,
+                               const ct_params_t *p);
 
 typedef struct {
     const char *name;     /* e.g. "binomial"                                      */
@@ -103,6 +123,10 @@ typedef struct {
         ct_gather_fn gather;
         ct_allgather_fn allgather;
         ct_allreduce_fn allreduce;
+        ct_alltoall_fn alltoall;
+        ct_alltoallv_fn alltoallv;
+        ct_scatter_fn scatter;
+        ct_barrier_fn barrier;
     } fn;
     int nparams;
     ct_param_spec_t params[CT_MAX_ALGO_PARAMS];
@@ -150,6 +174,17 @@ int ct_allgather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatyp
                  void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm);
 int ct_allreduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count,
                  MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+/* sbuf may be MPI_IN_PLACE (scount and sdt, or scounts, sdispls and sdt, are then
+ * ignored) */
+int ct_alltoall(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
+                void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm);
+int ct_alltoallv(const ct_choice_t *c, const void *sbuf, const int *scounts,
+                 const int *sdispls, MPI_Datatype sdt, void *rbuf, const int *rcounts,
+                 const int *rdispls, MPI_Datatype rdt, MPI_Comm comm);
+/* rbuf may be MPI_IN_PLACE at the root (rcount and rdt are then ignored there) */
+int ct_scatter(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
+               void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
+int ct_barrier(const ct_choice_t *c, MPI_Comm comm);
 
 /* What the last dispatch on this process actually ran. */
 typedef struct {

@@ -8,23 +8,27 @@
 #include <errno.h>
 #include <stdio.h>
 
-static const char *coll_names[CT_NCOLL] = { "bcast", "reduce", "gather", "allgather",
-                                            "allreduce" };
+static const char *coll_names[CT_NCOLL] = { "bcast",     "reduce",   "gather",    "allgather",
+                                            "allreduce", "alltoall", "alltoallv", "scatter",
+                                            "barrier" };
 
 const char *ct_coll_name(ct_coll_t coll) {
     return (coll >= 0 && coll < CT_NCOLL) ? coll_names[coll] : "?";
 }
 
 int ct_coll_from_name(const char *name, ct_coll_t *out) {
-    for (int c = 0; c < CT_NCOLL; c++)
+    char valid[256] = "";
+    size_t used = 0;
+    for (int c = 0; c < CT_NCOLL; c++) {
         if (name && strcmp(name, coll_names[c]) == 0) {
             *out = (ct_coll_t)c;
             return MPI_SUCCESS;
         }
-    return ct_set_error(MPI_ERR_ARG,
-                        "unknown collective '%s'; valid: bcast, reduce, gather, allgather, "
-                        "allreduce",
-                        name ? name : "(null)");
+        int w = snprintf(valid + used, sizeof valid - used, "%s%s", c ? ", " : "", coll_names[c]);
+        if (w > 0 && (size_t)w < sizeof valid - used) used += (size_t)w;
+    }
+    return ct_set_error(MPI_ERR_ARG, "unknown collective '%s'; valid: %s",
+                        name ? name : "(null)", valid);
 }
 
 static const struct {
@@ -37,6 +41,7 @@ static const struct {
     { "reduce", "inner Reduce algorithm" },
     { "gather", "inner Gather algorithm" },
     { "remap", "rank remapping: none, seq (run as if ranks were placed sequentially over the nodes), rr (as if round-robin), auto (the order that suits the algorithm)" },
+    { "max_requests", "outstanding sends (and as many receives) per process, 0 = one to every other process at once" },
 };
 
 static const char *remap_names[] = { "none", "seq", "rr", "auto" };
@@ -49,6 +54,7 @@ static int remap_allowed(ct_coll_t coll) {
     return coll == CT_BCAST || coll == CT_REDUCE || coll == CT_ALLGATHER ||
            coll == CT_ALLREDUCE;
 }
+int ct_coll_remaps(ct_coll_t coll) { return remap_allowed(coll); }
 
 const char *ct_param_name(ct_param_id_t id) {
     return (id >= 0 && id < CT_NPARAMS) ? param_info[id].name : "?";

@@ -23,11 +23,13 @@
 
 /* Tags (each algorithm may use any tag; these are only for readability). */
 enum { CT_TAG_BCAST = 100, CT_TAG_REDUCE = 200, CT_TAG_GATHER = 300,
-       CT_TAG_ALLGATHER = 400, CT_TAG_ALLREDUCE = 500 };
+       CT_TAG_ALLGATHER = 400, CT_TAG_ALLREDUCE = 500, CT_TAG_ALLTOALL = 600,
+       CT_TAG_SCATTER = 700, CT_TAG_BARRIER = 800 };
 
 #define CT_SEGSIZE(p) ((p)->v[CT_P_SEGSIZE])
 #define CT_FANOUT(p) ((int)(p)->v[CT_P_FANOUT])
 #define CT_RADIX(p) ((int)(p)->v[CT_P_RADIX])
+#define CT_MAX_REQUESTS(p) ((p)->v[CT_P_MAX_REQUESTS])
 
 /* Return on MPI error. */
 #define CT_CHECK(call)                                                     \
@@ -217,6 +219,10 @@ int ct_run_gather(int algo, const void *sbuf, int scount, MPI_Datatype sdt, void
              MPI_Comm, const ct_params_t *)
 #define CT_DECL_ALLREDUCE(name) \
     int name(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, const ct_params_t *)
+#define CT_DECL_ALLTOALL(name) CT_DECL_ALLGATHER(name)
+#define CT_DECL_ALLTOALLV(name)                                                             \
+    int name(const void *, const int *, const int *, MPI_Datatype, void *, const int *, \
+             const int *, MPI_Datatype, MPI_Comm, const ct_params_t *)
 
 /* bcast.c */
 CT_DECL_BCAST(ct_bcast_native);
@@ -268,5 +274,34 @@ CT_DECL_ALLREDUCE(ct_allreduce_ring);
 CT_DECL_ALLREDUCE(ct_allreduce_segmented_ring);
 CT_DECL_ALLREDUCE(ct_allreduce_rabenseifner);
 CT_DECL_ALLREDUCE(ct_allreduce_allgather_reduce);
+
+/* alltoall.c */
+CT_DECL_ALLTOALL(ct_alltoall_native);
+CT_DECL_ALLTOALL(ct_alltoall_linear);
+CT_DECL_ALLTOALL(ct_alltoall_pairwise);
+CT_DECL_ALLTOALL(ct_alltoall_bruck);
+CT_DECL_ALLTOALL(ct_alltoall_linear_sync);
+CT_DECL_ALLTOALL(ct_alltoall_two_proc);
+CT_DECL_ALLTOALL(ct_alltoall_broken); /* test-only: corrupts data on purpose */
+CT_DECL_ALLTOALLV(ct_alltoallv_native);
+CT_DECL_ALLTOALLV(ct_alltoallv_linear);
+CT_DECL_ALLTOALLV(ct_alltoallv_pairwise);
+
+/* scatter.c */
+#define CT_DECL_SCATTER(name) CT_DECL_GATHER(name)
+CT_DECL_SCATTER(ct_scatter_native);
+CT_DECL_SCATTER(ct_scatter_linear);
+CT_DECL_SCATTER(ct_scatter_linear_nb);
+CT_DECL_SCATTER(ct_scatter_binomial);
+
+/* barrier.c */
+#define CT_DECL_BARRIER(name) int name(MPI_Comm, const ct_params_t *)
+CT_DECL_BARRIER(ct_barrier_native);
+CT_DECL_BARRIER(ct_barrier_linear);
+CT_DECL_BARRIER(ct_barrier_double_ring);
+CT_DECL_BARRIER(ct_barrier_recursive_doubling);
+CT_DECL_BARRIER(ct_barrier_bruck);
+CT_DECL_BARRIER(ct_barrier_two_proc);
+CT_DECL_BARRIER(ct_barrier_tree);
 
 #endif /* CT_INTERNAL_H */

@@ -336,9 +336,12 @@ static int allgather_remapped(ct_allgather_fn fn, const ct_params_t *prm, const 
 }
 
 /* registry index of each collective's `native` entry (no strcmp per call) */
-static int native_algo[CT_NCOLL] = { -2, -2, -2, -2, -2 };
+static int native_algo[CT_NCOLL], native_known[CT_NCOLL];
 static int is_native(const ct_choice_t *c, ct_coll_t coll) {
-    if (native_algo[coll] == -2) native_algo[coll] = ct_algo_find(coll, "native");
+    if (!native_known[coll]) {
+        native_algo[coll] = ct_algo_find(coll, "native");
+        native_known[coll] = 1;
+    }
     return c->algo == native_algo[coll];
 }
 
@@ -501,6 +504,155 @@ int ct_allreduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count,
     MPI_Comm pc;
     CT_CHECK(shadow_comm(comm, ci, &pc));
     return fn(sbuf, rbuf, count, dt, op, pc, &run->params);
+}
+
+/* MPI_IN_PLACE for Alltoall(v): the algorithms get a copy of the receive buffer's
+ * blocks (block j: rcounts[j] elements at rdispls[j]) as their send buffer. */
+static int inplace_copy(const void *rbuf, const int *rcounts, const int *rdispls,
+                        MPI_Datatype rdt, int p, void **raw, const void **sbuf) {
+    ct_type_t t;
+    CT_CHECK(ct_type(rdt, &t));
+    MPI_Aint n = 0;
+    for (int j = 0; j < p; j++)
+        if (rcounts[j] > 0 && (MPI_Aint)rdispls[j] + rcounts[j] > n)
+            n = (MPI_Aint)rdispls[j] + rcounts[j];
+    char *tmp = ct_tmp_alloc(n, &t, raw);
+    if (!tmp)
+        return ct_set_error(MPI_ERR_NO_MEM, "alltoall: out of memory (copy of the receive "
+                            "buffer for MPI_IN_PLACE)");
+    for (int j = 0; j < p; j++)
+        CT_CHECK(ct_copy((const char *)rbuf + (MPI_Aint)rdispls[j] * t.extent,
+                         tmp + (MPI_Aint)rdispls[j] * t.extent, rcounts[j], rdt));
+    *sbuf = tmp;
+    return MPI_SUCCESS;
+}
+
+int ct_alltoall(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
+                void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm) {
+    ct_choice_t fb;
+    const ct_choice_t *run;
+    const ct_algo_t *ra;
+    comm_info_t *ci;
+    int size;
+    CT_CHECK(comm_info(CT_ALLTOALL, comm, &ci));
+    CT_CHECK(resolve(c, CT_ALLTOALL, ci->size, rcount, MPI_OP_NULL, &fb, &run, &ra));
+    if (rcount < 0)
+        return ct_set_error(MPI_ERR_COUNT, "alltoall: recvcount %d is negative", rcount);
+    if (sbuf != MPI_IN_PLACE && scount < 0) /* ignored with MPI_IN_PLACE */
+        return ct_set_error(MPI_ERR_COUNT, "alltoall: sendcount %d is negative", scount);
+    TYPE_SIZE(rdt, &size);
+    if (rcount == 0 || size == 0) return MPI_SUCCESS;
+    ct_alltoall_fn fn = ra->fn.alltoall;
+    if (is_native(run, CT_ALLTOALL))
+        return fn(sbuf, scount, sdt, rbuf, rcount, rdt, comm, &run->params);
+    MPI_Comm pc;
+    CT_CHECK(shadow_comm(comm, ci, &pc));
+    if (sbuf != MPI_IN_PLACE) return fn(sbuf, scount, sdt, rbuf, rcount, rdt, pc, &run->params);
+    /* p blocks of rcount elements: counts and displacements in blocks of ct_blk_t */
+    const int p = ci->size;
+    int *cd = malloc((size_t)(2 * p) * sizeof *cd);
+    if (!cd) return ct_set_error(MPI_ERR_NO_MEM, "alltoall: out of memory");
+    ct_blk_t b;
+    void *raw = NULL;
+    const void *copy = NULL;
+    int rc = ct_blk_init(&b, rcount, rdt, p);
+    if (rc == MPI_SUCCESS) {
+        for (int j = 0; j < p; j++) {
+            cd[j] = b.per;
+            cd[p + j] = j * b.per;
+        }
+        rc = inplace_copy(rbuf, cd, cd + p, b.dt, p, &raw, &copy);
+        ct_blk_free(&b);
+    }
+    free(cd);
+    if (rc == MPI_SUCCESS) rc = fn(copy, rcount, rdt, rbuf, rcount, rdt, pc, &run->params);
+    free(raw);
+    return rc;
+}
+
+int ct_alltoallv(const ct_choice_t *c, const void *sbuf, const int *scounts,
+                 const int *sdispls, MPI_Datatype sdt, void *rbuf, const int *rcounts,
+                 const int *rdispls, MPI_Datatype rdt, MPI_Comm comm) {
+    ct_choice_t fb;
+    const ct_choice_t *run;
+    const ct_algo_t *ra;
+    comm_info_t *ci;
+    CT_CHECK(comm_info(CT_ALLTOALLV, comm, &ci));
+    CT_CHECK(resolve(c, CT_ALLTOALLV, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
+    const int p = ci->size, inplace = sbuf == MPI_IN_PLACE;
+    if (!rcounts || !rdispls || (!inplace && (!scounts || !sdispls)))
+        return ct_set_error(MPI_ERR_ARG, "alltoallv: a count or displacement array is NULL");
+    for (int j = 0; j < p; j++) {
+        if (rcounts[j] < 0)
+            return ct_set_error(MPI_ERR_COUNT, "alltoallv: recvcounts[%d] = %d is negative", j,
+                                rcounts[j]);
+        if (!inplace && scounts[j] < 0)
+            return ct_set_error(MPI_ERR_COUNT, "alltoallv: sendcounts[%d] = %d is negative", j,
+                                scounts[j]);
+    }
+    ct_alltoallv_fn fn = ra->fn.alltoallv;
+    if (is_native(run, CT_ALLTOALLV))
+        return fn(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, &run->params);
+    MPI_Comm pc;
+    CT_CHECK(shadow_comm(comm, ci, &pc));
+    if (!inplace)
+        return fn(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, pc, &run->params);
+    void *raw = NULL;
+    const void *copy = NULL;
+    int rc = inplace_copy(rbuf, rcounts, rdispls, rdt, p, &raw, &copy);
+    if (rc == MPI_SUCCESS)
+        rc = fn(copy, rcounts, rdispls, rdt, rbuf, rcounts, rdispls, rdt, pc, &run->params);
+    free(raw);
+    return rc;
+}
+
+int ct_scatter(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
+               void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm) {
+    ct_choice_t fb;
+    const ct_choice_t *run;
+    const ct_algo_t *ra;
+    comm_info_t *ci;
+    CT_CHECK(comm_info(CT_SCATTER, comm, &ci));
+    CT_CHECK(resolve(c, CT_SCATTER, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
+    int p = ci->size, r = ci->rank;
+    if (root < 0 || root >= p)
+        return ct_set_error(MPI_ERR_ROOT, "scatter: root %d is not a rank of a %d-process "
+                            "communicator", root, p);
+    /* only the arguments significant on this rank: the send arguments at the root
+     * only, the receive arguments except at a root with MPI_IN_PLACE */
+    if (rbuf == MPI_IN_PLACE && r != root)
+        return ct_set_error(MPI_ERR_BUFFER, "scatter: MPI_IN_PLACE is only valid at the root");
+    if (r == root && scount < 0)
+        return ct_set_error(MPI_ERR_COUNT, "scatter: sendcount %d is negative at the root",
+                            scount);
+    if (rbuf != MPI_IN_PLACE && rcount < 0)
+        return ct_set_error(MPI_ERR_COUNT, "scatter: recvcount %d is negative", rcount);
+    {   /* nothing to move (type signatures match, so every rank agrees) */
+        int size;
+        TYPE_SIZE(r == root ? sdt : rdt, &size);
+        if ((r == root ? scount : rcount) == 0 || size == 0) return MPI_SUCCESS;
+    }
+    ct_scatter_fn fn = ra->fn.scatter;
+    if (is_native(run, CT_SCATTER))
+        return fn(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, &run->params);
+    MPI_Comm pc;
+    CT_CHECK(shadow_comm(comm, ci, &pc));
+    return fn(sbuf, scount, sdt, rbuf, rcount, rdt, root, pc, &run->params);
+}
+
+int ct_barrier(const ct_choice_t *c, MPI_Comm comm) {
+    ct_choice_t fb;
+    const ct_choice_t *run;
+    const ct_algo_t *ra;
+    comm_info_t *ci;
+    CT_CHECK(comm_info(CT_BARRIER, comm, &ci));
+    CT_CHECK(resolve(c, CT_BARRIER, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
+    ct_barrier_fn fn = ra->fn.barrier;
+    if (is_native(run, CT_BARRIER)) return fn(comm, &run->params);
+    if (ci->size == 1) return MPI_SUCCESS;
+    MPI_Comm pc;
+    CT_CHECK(shadow_comm(comm, ci, &pc));
+    return fn(pc, &run->params);
 }
 
 /* ---- inner algorithms of composites (already on a private communicator) --- */

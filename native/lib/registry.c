@@ -10,7 +10,8 @@
  * reads this table.
  *
  * Cost formulas: p processes, n bytes (Bcast/Reduce/Allreduce: the vector;
- * Gather/Allgather: the whole gathered result, p blocks), a = alpha (s),
+ * Gather/Allgather: the whole gathered result, p blocks; Alltoall(v): what one
+ * process sends, p blocks of n/p bytes), a = alpha (s),
  * b = beta (s/byte), g = gamma (s/byte of reduction), s = segment bytes
  * (= n when unsegmented), k = fan-out or radix. nseg = ceil(n/s).
  */
@@ -20,6 +21,7 @@
 #define FAN(d) { CT_P_FANOUT, (d), 1, 1024, NULL }
 #define RADIX(d) { CT_P_RADIX, (d), 2, 64, NULL }
 #define INNER(id, name) { (id), -1, -1, -1, (name) }
+#define MAXREQ(d) { CT_P_MAX_REQUESTS, (d), 0, 1L << 20, NULL }
 
 #define NSEG "ceil(n/s)"
 /* recursive doubling/halving with a fold of the p - 2^floor(log2 p) extra ranks:
@@ -253,6 +255,103 @@ static const entry_t table[] = {
       { { 0 } }, 0, NULL, "ceil(log2(p))*a + (p-1)*n*b + (p-1)*n*g",
       "every rank gathers all vectors and combines them in rank order (small messages)",
       "allgather_reduce" },
+      AUTO_NONE },
+
+    /* ------------------------------------------------------------- Alltoall */
+    { { "native", CT_ALLTOALL, { .alltoall = ct_alltoall_native }, 0, { { 0 } }, 0, NULL, NULL,
+      "the MPI library's own MPI_Alltoall", NULL },
+      AUTO_NONE },
+    { { "linear", CT_ALLTOALL, { .alltoall = ct_alltoall_linear }, 0, { { 0 } }, 0, NULL,
+      "(p-1)*a + (p-1)/p*n*b",
+      "every rank posts all p-1 receives and sends at once, then waits for all", "linear" },
+      AUTO_NONE },
+    { { "pairwise", CT_ALLTOALL, { .alltoall = ct_alltoall_pairwise }, 0, { { 0 } }, 0, NULL,
+      "(p-1)*(a + n/p*b)",
+      "p-1 steps; in step i a rank sends to rank+i and receives from rank-i (one Sendrecv)",
+      "pairwise" },
+      AUTO_NONE },
+    { { "bruck", CT_ALLTOALL, { .alltoall = ct_alltoall_bruck }, 0, { { 0 } }, 0, NULL,
+      "ceil(log2(p))*(a + n/2*b)",
+      "Bruck: ceil(log2 p) steps; in the step at distance 2^k the blocks whose index has "
+      "bit k set go to rank+2^k, packed (small messages)",
+      "modified_bruck" },
+      AUTO_NONE },
+    { { "linear_sync", CT_ALLTOALL, { .alltoall = ct_alltoall_linear_sync }, 1, { MAXREQ(0) },
+      0, NULL, "(p-1)*a + (p-1)/p*n*b",
+      "linear with at most max_requests sends and receives in flight, each completed one "
+      "replaced by the next (0 = all at once)",
+      "linear_sync" },
+      AUTO_NONE },
+    { { "two_proc", CT_ALLTOALL, { .alltoall = ct_alltoall_two_proc }, 0, { { 0 } },
+      CT_NEED_TWO_PROCS, "pairwise", "a + n/2*b", "one exchange between the two ranks",
+      "two_proc" },
+      AUTO_NONE },
+    { { "_broken", CT_ALLTOALL, { .alltoall = ct_alltoall_broken }, 0, { { 0 } }, CT_HIDDEN,
+      NULL, "(p-1)*(a + n/p*b)",
+      "TEST ONLY: pairwise, then the last rank corrupts one byte of its result", NULL },
+      AUTO_NONE },
+
+    /* ------------------------------------------------------------ Alltoallv */
+    { { "native", CT_ALLTOALLV, { .alltoallv = ct_alltoallv_native }, 0, { { 0 } }, 0, NULL,
+      NULL, "the MPI library's own MPI_Alltoallv", NULL },
+      AUTO_NONE },
+    { { "linear", CT_ALLTOALLV, { .alltoallv = ct_alltoallv_linear }, 0, { { 0 } }, 0, NULL,
+      "(p-1)*a + (p-1)/p*n*b",
+      "every rank posts the receives and sends of all non-empty blocks at once, then waits",
+      "basic_linear" },
+      AUTO_NONE },
+    { { "pairwise", CT_ALLTOALLV, { .alltoallv = ct_alltoallv_pairwise }, 0, { { 0 } }, 0,
+      NULL, "(p-1)*(a + n/p*b)",
+      "p-1 steps; in step i a rank sends to rank+i and receives from rank-i (one Sendrecv)",
+      "pairwise" },
+      AUTO_NONE },
+
+    /* -------------------------------------------------------------- Scatter */
+    { { "native", CT_SCATTER, { .scatter = ct_scatter_native }, 0, { { 0 } }, 0, NULL, NULL,
+      "the MPI library's own MPI_Scatter", NULL },
+      AUTO_NONE },
+    { { "linear", CT_SCATTER, { .scatter = ct_scatter_linear }, 0, { { 0 } }, 0, NULL,
+      "(p-1)*(a + n/p*b)", "root sends each rank its block in turn (blocking Send)",
+      "basic_linear" },
+      AUTO_NONE },
+    { { "linear_nb", CT_SCATTER, { .scatter = ct_scatter_linear_nb }, 0, { { 0 } }, 0, NULL,
+      "(p-1)*a + (p-1)/p*n*b", "root posts an Isend of every block at once, then waits",
+      "linear_nb" },
+      AUTO_NONE },
+    { { "binomial", CT_SCATTER, { .scatter = ct_scatter_binomial }, 0, { { 0 } }, 0, NULL,
+      "ceil(log2(p))*a + (p-1)/p*n*b",
+      "binomial tree: each rank receives its subtree's blocks and hands half of them on "
+      "per step", "binomial" },
+      AUTO_NONE },
+
+    /* -------------------------------------------------------------- Barrier */
+    { { "native", CT_BARRIER, { .barrier = ct_barrier_native }, 0, { { 0 } }, 0, NULL, NULL,
+      "the MPI library's own MPI_Barrier", NULL },
+      AUTO_NONE },
+    { { "linear", CT_BARRIER, { .barrier = ct_barrier_linear }, 0, { { 0 } }, 0, NULL,
+      "2*(p-1)*a", "every rank reports to rank 0, which then releases every rank",
+      "linear" },
+      AUTO_NONE },
+    { { "double_ring", CT_BARRIER, { .barrier = ct_barrier_double_ring }, 0, { { 0 } }, 0, NULL,
+      "2*p*a", "a token goes twice around the ring from rank 0", "double_ring" },
+      AUTO_NONE },
+    { { "recursive_doubling", CT_BARRIER, { .barrier = ct_barrier_recursive_doubling }, 0,
+      { { 0 } }, 0, NULL, "(floor(log2(p)) + 2*(ceil(log2(p)) - floor(log2(p))))*a",
+      "partners at distance 1, 2, 4, ... exchange; extra ranks report first and are "
+      "released last", "recursive_doubling" },
+      AUTO_NONE },
+    { { "bruck", CT_BARRIER, { .barrier = ct_barrier_bruck }, 0, { { 0 } }, 0, NULL,
+      "ceil(log2(p))*a",
+      "dissemination: in round k signal rank+2^k and wait for rank-2^k", "bruck" },
+      AUTO_NONE },
+    { { "two_proc", CT_BARRIER, { .barrier = ct_barrier_two_proc }, 0, { { 0 } },
+      CT_NEED_TWO_PROCS, "recursive_doubling", "a", "one exchange between the two ranks",
+      "two_proc" },
+      AUTO_NONE },
+    { { "tree", CT_BARRIER, { .barrier = ct_barrier_tree }, 0, { { 0 } }, 0, NULL,
+      "2*ceil(log2(p))*a",
+      "binomial tree: arrivals gathered at rank 0, then released down the same tree",
+      "tree" },
       AUTO_NONE },
 };
 

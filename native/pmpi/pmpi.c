@@ -46,7 +46,9 @@
 
 static const char *const env_force[CT_NCOLL] = { "COLLTUNE_BCAST", "COLLTUNE_REDUCE",
                                                  "COLLTUNE_GATHER", "COLLTUNE_ALLGATHER",
-                                                 "COLLTUNE_ALLREDUCE" };
+                                                 "COLLTUNE_ALLREDUCE", "COLLTUNE_ALLTOALL",
+                                                 "COLLTUNE_ALLTOALLV", "COLLTUNE_SCATTER",
+                                                 "COLLTUNE_BARRIER" };
 
 static struct {
     int active;   /* 0: every call goes to PMPI_ */
@@ -675,6 +677,97 @@ int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_
                        : ct_allreduce(&d->choice, sbuf, rbuf, count, dt, op, comm);
     if (st.observe) observe(CT_ALLREDUCE, np, size, d, t0);
     if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_ALLREDUCE, rc);
+    return rc;
+}
+
+int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                 MPI_Datatype rdt, MPI_Comm comm) {
+    int np, r;
+    if (!st.active || intra_size(CT_ALLTOALL, comm, &np, &r))
+        return PMPI_Alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm);
+    /* colltune's size: bytes per process per destination (as osu_alltoall) */
+    long long size = bytes_of(rcount, rdt);
+    if (size >= 0 && sbuf != MPI_IN_PLACE && bytes_of(scount, sdt) < 0) size = -1;
+    if (size < 0) {
+        passthrough_note(CT_ALLTOALL, np, size, WHY_ARGS);
+        return PMPI_Alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm);
+    }
+    const ct_pmpi_decision_t *d = decide(CT_ALLTOALL, np, size);
+    double t0 = st.profile ? PMPI_Wtime() : 0;
+    int rc = d->native ? PMPI_Alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm)
+                       : ct_alltoall(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, comm);
+    if (st.observe) observe(CT_ALLTOALL, np, size, d, t0);
+    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_ALLTOALL, rc);
+    return rc;
+}
+
+int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype sdt,
+                  void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rdt,
+                  MPI_Comm comm) {
+    int np, r;
+    if (!st.active || intra_size(CT_ALLTOALLV, comm, &np, &r))
+        return PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
+    /* colltune's size: bytes this process receives per source, on average */
+    long long size = -1;
+    if (rcounts && rdispls && (sbuf == MPI_IN_PLACE || (scounts && sdispls &&
+                                                        bytes_of(0, sdt) == 0))) {
+        long long total = 0;
+        for (int j = 0; j < np && total >= 0; j++) {
+            long long b = bytes_of(rcounts[j], rdt);
+            if (b < 0 || (sbuf != MPI_IN_PLACE && scounts[j] < 0)) total = -1;
+            else total += b;
+        }
+        size = total < 0 ? -1 : total / np;
+    }
+    if (size < 0) {
+        passthrough_note(CT_ALLTOALLV, np, size, WHY_ARGS);
+        return PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
+    }
+    const ct_pmpi_decision_t *d = decide(CT_ALLTOALLV, np, size);
+    double t0 = st.profile ? PMPI_Wtime() : 0;
+    int rc = d->native
+                 ? PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm)
+                 : ct_alltoallv(&d->choice, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls,
+                                rdt, comm);
+    if (st.observe) observe(CT_ALLTOALLV, np, size, d, t0);
+    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_ALLTOALLV, rc);
+    return rc;
+}
+
+int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                MPI_Datatype rdt, int root, MPI_Comm comm) {
+    int np, r;
+    if (!st.active || intra_size(CT_SCATTER, comm, &np, &r))
+        return PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
+    long long size = -1;
+    if (root >= 0 && root < np && (rbuf != MPI_IN_PLACE || r == root)) {
+        /* colltune's size: bytes per process (the root's send signature, elsewhere the
+         * receive signature, which must match it) */
+        long long rsize = rbuf == MPI_IN_PLACE ? 0 : bytes_of(rcount, rdt);
+        long long ssize = r == root ? bytes_of(scount, sdt) : 0;
+        size = r == root ? (rsize < 0 ? -1 : ssize) : rsize;
+    }
+    if (size < 0) {
+        passthrough_note(CT_SCATTER, np, size, WHY_ARGS);
+        return PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
+    }
+    const ct_pmpi_decision_t *d = decide(CT_SCATTER, np, size);
+    double t0 = st.profile ? PMPI_Wtime() : 0;
+    int rc = d->native ? PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm)
+                       : ct_scatter(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
+    if (st.observe) observe(CT_SCATTER, np, size, d, t0);
+    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_SCATTER, rc);
+    return rc;
+}
+
+int MPI_Barrier(MPI_Comm comm) {
+    int np, r;
+    if (!st.active || intra_size(CT_BARRIER, comm, &np, &r)) return PMPI_Barrier(comm);
+    const ct_pmpi_decision_t *d = decide(CT_BARRIER, np, 0); /* size 0: no message */
+    double t0 = st.profile ? PMPI_Wtime() : 0;
+    int rc = d->native ? PMPI_Barrier(comm) : ct_barrier(&d->choice, comm);
+    if (st.observe) observe(CT_BARRIER, np, 0, d, t0);
+    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_BARRIER, rc);
     return rc;
 }
 

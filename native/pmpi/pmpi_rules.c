@@ -185,8 +185,11 @@ int ct_pmpi_rules_parse(const char *text, const char *name, int first_id,
         }
         ct_coll_t coll;
         if (ct_coll_from_name(f[0], &coll) != MPI_SUCCESS) {
-            snprintf(msg, sizeof msg, "unknown collective '%.40s' (valid: bcast, reduce, gather, "
-                     "allgather, allreduce)", f[0]);
+            int n = snprintf(msg, sizeof msg, "unknown collective '%.40s' (valid: ", f[0]);
+            for (int c = 0; c < CT_NCOLL && n > 0 && (size_t)n < sizeof msg; c++)
+                n += snprintf(msg + n, sizeof msg - (size_t)n, "%s%s", c ? ", " : "",
+                              ct_coll_name((ct_coll_t)c));
+            if (n > 0 && (size_t)n < sizeof msg) snprintf(msg + n, sizeof msg - (size_t)n, ")");
             return fail(err, errlen, name, lineno, msg, out);
         }
         long long v[4];

@@ -1,7 +1,8 @@
 /*
  * plaincolls.c -- colltune-plaincolls: a plain MPI program that knows nothing of
- * colltune. It calls MPI_Bcast, MPI_Reduce, MPI_Gather, MPI_Allgather and
- * MPI_Allreduce the way applications do and checks every result against values it
+ * colltune. It calls MPI_Bcast, MPI_Reduce, MPI_Gather, MPI_Allgather,
+ * MPI_Allreduce, MPI_Alltoall, MPI_Alltoallv, MPI_Scatter and MPI_Barrier the way
+ * applications do and checks every result against values it
  * computes itself: several counts (segmented algorithms included) and roots,
  * MPI_IN_PLACE, a non-commutative user op, a sub-communicator (odd/even ranks)
  * next to MPI_COMM_WORLD, an intercommunicator, and communicators created and
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static long nfail, nchecks;
 static int wrank;
@@ -38,6 +40,12 @@ static int wrank;
             }                                                                  \
         }                                                                      \
     } while (0)
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static int val(int rank, int i, int salt) { return (rank + 1) * 1000003 + i * 7 + salt; }
 
@@ -115,6 +123,20 @@ static void run_all(MPI_Comm comm, const char *name, MPI_Datatype affine_t_dt, M
                 CHECK(!bad, "%s reduce in place non-commutative count=%d root=%d: %d wrong",
                       name, n, root, bad);
             }
+            /* Scatter: block s of the root's buffer to rank s (in place at the root
+             * every other pass) */
+            if (n <= 20000) {
+                int inplace = q == 1 && r == root;
+                for (int i = 0; i < n * p; i++) a[i] = r == root ? val(root, i, 8) : -1;
+                for (int i = 0; i < n; i++) b[i] = -1;
+                MPI_Scatter(a, n, MPI_INT, inplace ? MPI_IN_PLACE : b, n, MPI_INT, root, comm);
+                bad = 0;
+                if (!inplace)
+                    for (int i = 0; i < n; i++) bad += b[i] != val(root, r * n + i, 8);
+                for (int i = 0; r == root && i < n * p; i++) bad += a[i] != val(root, i, 8);
+                CHECK(!bad, "%s scatter count=%d root=%d%s: %d wrong", name, n, root,
+                      inplace ? " in place" : "", bad);
+            }
             /* Gather: n ints per process (the largest count once) */
             if (n <= 20000) {
                 for (int i = 0; i < n; i++) a[i] = val(r, i, 3);
@@ -143,6 +165,63 @@ static void run_all(MPI_Comm comm, const char *name, MPI_Datatype affine_t_dt, M
                 for (int i = 0; i < n; i++) bad += b[(size_t)s * n + i] != val(s, i, 4);
             CHECK(!bad, "%s allgather count=%d%s: %d wrong", name, n, inplace ? " in place" : "",
                   bad);
+        }
+        /* Alltoall (in place every other count): block d of rank r holds
+         * val(r, d*n + i) and goes to rank d */
+        if (n <= 20000) {
+            int inplace = k % 2;
+            for (int d = 0; d < p; d++)
+                for (int i = 0; i < n; i++) {
+                    a[(size_t)d * n + i] = val(r, d * n + i, 6);
+                    b[(size_t)d * n + i] = inplace ? a[(size_t)d * n + i] : -1;
+                }
+            MPI_Alltoall(inplace ? MPI_IN_PLACE : a, n, MPI_INT, b, n, MPI_INT, comm);
+            int bad = 0;
+            for (int s = 0; s < p; s++)
+                for (int i = 0; i < n; i++) bad += b[(size_t)s * n + i] != val(s, r * n + i, 6);
+            CHECK(!bad, "%s alltoall count=%d%s: %d wrong", name, n, inplace ? " in place" : "",
+                  bad);
+        }
+        /* Alltoallv: rank s sends (n + s + 2d) % (n + 1) ints to rank d, blocks n apart
+         * (the rest of each block must stay untouched) */
+        if (n <= 20000) {
+            int *cnt = malloc(sizeof(int) * 4 * (size_t)p);
+            int *sc = cnt, *sd = cnt + p, *rc = cnt + 2 * p, *rd = cnt + 3 * p;
+            for (int d = 0; d < p; d++) {
+                sc[d] = (n + r + 2 * d) % (n + 1);
+                rc[d] = (n + d + 2 * r) % (n + 1);
+                sd[d] = rd[d] = d * n;
+                for (int i = 0; i < n; i++) {
+                    a[(size_t)d * n + i] = val(r, d * n + i, 7);
+                    b[(size_t)d * n + i] = -1;
+                }
+            }
+            MPI_Alltoallv(a, sc, sd, MPI_INT, b, rc, rd, MPI_INT, comm);
+            int bad = 0;
+            for (int s = 0; s < p; s++)
+                for (int i = 0; i < n; i++)
+                    bad += b[(size_t)s * n + i] != (i < rc[s] ? val(s, r * n + i, 7) : -1);
+            CHECK(!bad, "%s alltoallv count=%d: %d wrong", name, n, bad);
+            free(cnt);
+        }
+        /* Barrier: each rank in turn enters 2 ms late; no rank may leave before the
+         * late one has entered (CLOCK_MONOTONIC: one clock for the node) */
+        if (k == 0) {
+            int bad = 0;
+            for (int it = 0; it < p; it++) {
+                if (r == it) {
+                    struct timespec nap = { 0, 2000000 };
+                    nanosleep(&nap, NULL);
+                }
+                double enter = now(), leave, last_enter, first_leave;
+                MPI_Barrier(comm);
+                leave = now();
+                MPI_Allreduce(&enter, &last_enter, 1, MPI_DOUBLE, MPI_MAX, comm);
+                MPI_Allreduce(&leave, &first_leave, 1, MPI_DOUBLE, MPI_MIN, comm);
+                bad += first_leave < last_enter;
+            }
+            CHECK(!bad, "%s barrier: a rank left before the late one entered (%d of %d)", name,
+                  bad, p);
         }
         /* Allreduce: sum, in place every other count; and the non-commutative op */
         {
@@ -211,6 +290,17 @@ static void run_inter(MPI_Comm world) {
     for (int s = 0; s < p; s++)
         if (s % 2 != color) expect += s + 1;
     CHECK(got == expect, "intercommunicator allreduce: %d, expected %d", got, expect);
+    /* alltoall: one int from every rank of the other group */
+    int rp;
+    MPI_Comm_remote_size(inter, &rp);
+    int *to = malloc(sizeof(int) * (size_t)rp), *from = malloc(sizeof(int) * (size_t)rp);
+    for (int j = 0; j < rp; j++) to[j] = 1000 * r + j;
+    MPI_Alltoall(to, 1, MPI_INT, from, 1, MPI_INT, inter);
+    int bad = 0;
+    for (int j = 0; j < rp; j++) bad += from[j] != 1000 * (2 * j + (1 - color)) + hr;
+    CHECK(!bad, "intercommunicator alltoall: %d wrong", bad);
+    free(to);
+    free(from);
     MPI_Comm_free(&inter);
     MPI_Comm_free(&half);
 }

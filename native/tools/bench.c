@@ -76,10 +76,12 @@ static void usage(void) {
            "                      [--shared-buffers] [--load-ranks K [--load-pattern P]\n"
            "                      [--load-size B] [--load-window W] [--load-seed S]]\n"
            "                      [--probe-iterations N [--probe-size B]]\n\n"
-           "  --coll        bcast | reduce | gather | allgather | allreduce\n"
+           "  --coll        bcast | reduce | gather | allgather | allreduce | alltoall |\n"
+           "                alltoallv | scatter | barrier\n"
            "  --algo        comma-separated algorithm specs, e.g. native,binomial,chain:fanout=2\n"
            "  --sizes       message sizes in bytes (default 8,65536,1048576); for gather and\n"
-           "                allgather: bytes per process\n"
+           "                allgather: bytes per process; alltoall(v): per process per\n"
+           "                destination (as osu_alltoall); scatter: per process; barrier: 0\n"
            "  --iterations  timed calls (osu) or samples (window) per point and repetition\n"
            "                (default 1000 up to 8 KiB, 100 above)\n"
            "  --warmup      untimed calls first (default iterations/10)\n"
@@ -350,7 +352,8 @@ int main(int argc, char **argv) {
         }
     }
     ct_coll_t coll;
-    if (!coll_name) ct_die(rank, "--coll is required (bcast, reduce, gather, allgather, allreduce)");
+    if (!coll_name) ct_die(rank, "--coll is required (bcast, reduce, gather, allgather, allreduce, "
+                                 "alltoall, alltoallv, scatter, barrier)");
     if (ct_coll_from_name(coll_name, &coll) != MPI_SUCCESS) ct_die(rank, "%s", ct_last_error());
     if (!algo_list) ct_die(rank, "--algo is required");
     MPI_Datatype dt;
@@ -393,7 +396,11 @@ int main(int argc, char **argv) {
         cand[k].given = specs[k];
         cand[k].native = !strcmp(ct_algo_get(cand[k].choice.algo)->name, "native");
     }
-    int gathered = coll == CT_GATHER || coll == CT_ALLGATHER;
+    /* all-to-all: the size is per process per destination (osu_alltoall): send and
+     * receive processes x size */
+    int a2a = coll == CT_ALLTOALL || coll == CT_ALLTOALLV;
+    int sends_p = a2a || coll == CT_SCATTER; /* send buffer: processes x size */
+    int gathered = coll == CT_GATHER || coll == CT_ALLGATHER || a2a; /* receive: p x size */
     long *sizes = malloc((size_t)nsizes * sizeof *sizes);
     long max_size = 0;
     for (int s = 0; s < nsizes; s++) {
@@ -405,18 +412,20 @@ int main(int argc, char **argv) {
         if (sizes[s] % tsize)
             ct_die(rank, "size %ld B is not a multiple of the %s element (%d B)", sizes[s],
                    dtype_name, tsize);
-        if (sizes[s] / tsize > INT_MAX)
+        if (coll == CT_BARRIER && sizes[s] != 0)
+            ct_die(rank, "size %ld B: a barrier moves no data; use --sizes 0", sizes[s]);
+        if (sizes[s] / tsize > (a2a ? INT_MAX / nprocs : INT_MAX))
             ct_die(rank, "size %ld B is %ld %s elements, more than an MPI count can hold (%d)",
                    sizes[s], sizes[s] / tsize, dtype_name, INT_MAX);
-        if (gathered && (size_t)sizes[s] > SIZE_MAX / 4 / (size_t)nprocs)
+        if ((gathered || sends_p) && (size_t)sizes[s] > SIZE_MAX / 4 / (size_t)nprocs)
             ct_die(rank, "size %ld B per process times %d processes does not fit in memory",
                    sizes[s], nprocs);
         if (sizes[s] > max_size) max_size = sizes[s];
     }
 
     /* buffers for the largest size; every process must have them, or all stop */
-    size_t per = (size_t)max_size;
-    size_t tot = coll == CT_BCAST ? 0 : per * (gathered ? (size_t)nprocs : 1); /* receive */
+    size_t per = (size_t)max_size * (sends_p ? (size_t)nprocs : 1); /* send */
+    size_t tot = coll == CT_BCAST ? 0 : (size_t)max_size * (gathered ? (size_t)nprocs : 1);
     size_t vref = !validate ? 0 : coll == CT_BCAST ? per : tot; /* MPI's own result */
     char *sbuf = alloc_buf(per ? per : 1), *rbuf = alloc_buf(tot ? tot : 1);
     char *ref = validate ? alloc_buf(vref ? vref : 1) : NULL;

@@ -50,6 +50,23 @@ void bench_timing_init(MPI_Comm measured, double sleep_seconds, double budget_se
     budget_s = budget_seconds;
 }
 
+/* Alltoallv's arguments at one point: `count` elements for every peer, blocks
+ * side by side (what osu_alltoallv measures); made once per count. */
+static int *vcounts, *vdispls, vcount = -1;
+static void v_args(int count) {
+    if (count == vcount) return;
+    if (!vcounts) {
+        vcounts = malloc((size_t)nprocs * sizeof *vcounts);
+        vdispls = malloc((size_t)nprocs * sizeof *vdispls);
+        if (!vcounts || !vdispls) ct_die(rank, "alltoallv: out of memory");
+    }
+    for (int j = 0; j < nprocs; j++) {
+        vcounts[j] = count;
+        vdispls[j] = j * count;
+    }
+    vcount = count;
+}
+
 /* The MPI library's own collective, called directly (what `native` times). */
 static int run_mpi(const point_t *p) {
     switch (p->coll) {
@@ -64,6 +81,15 @@ static int run_mpi(const point_t *p) {
                              world);
     case CT_ALLREDUCE:
         return MPI_Allreduce(p->sbuf, p->rbuf, p->count, p->dt, p->op, world);
+    case CT_ALLTOALL:
+        return MPI_Alltoall(p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt, world);
+    case CT_ALLTOALLV:
+        v_args(p->count);
+        return MPI_Alltoallv(p->sbuf, vcounts, vdispls, p->dt, p->rbuf, vcounts, vdispls,
+                             p->dt, world);
+    case CT_SCATTER:
+        return MPI_Scatter(p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt, p->root, world);
+    case CT_BARRIER: return MPI_Barrier(world);
     default: return MPI_ERR_ARG;
     }
 }
@@ -81,6 +107,16 @@ static int run_choice(const point_t *p, const ct_choice_t *c) {
                             world);
     case CT_ALLREDUCE:
         return ct_allreduce(c, p->sbuf, p->rbuf, p->count, p->dt, p->op, world);
+    case CT_ALLTOALL:
+        return ct_alltoall(c, p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt, world);
+    case CT_ALLTOALLV:
+        v_args(p->count);
+        return ct_alltoallv(c, p->sbuf, vcounts, vdispls, p->dt, p->rbuf, vcounts, vdispls,
+                            p->dt, world);
+    case CT_SCATTER:
+        return ct_scatter(c, p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt, p->root,
+                          world);
+    case CT_BARRIER: return ct_barrier(c, world);
     default: return MPI_ERR_ARG;
     }
 }
@@ -336,8 +372,9 @@ static void fill_values(void *buf, int count, MPI_Datatype dt, int who, int kind
 }
 
 static const char *mpi_coll_name(ct_coll_t coll) {
-    static const char *names[] = { "MPI_Bcast", "MPI_Reduce", "MPI_Gather", "MPI_Allgather",
-                                   "MPI_Allreduce" };
+    static const char *names[] = { "MPI_Bcast",     "MPI_Reduce",   "MPI_Gather",
+                                   "MPI_Allgather", "MPI_Allreduce", "MPI_Alltoall",
+                                   "MPI_Alltoallv", "MPI_Scatter",   "MPI_Barrier" };
     return (unsigned)coll < sizeof names / sizeof *names ? names[coll] : "?";
 }
 
@@ -345,13 +382,18 @@ static const char *mpi_coll_name(ct_coll_t coll) {
  * same rank-dependent input; returns 1 on every rank if all results agree. */
 int validate_point(const point_t *p, candidate_t *c, char *ref, long size) {
     size_t bytes = (size_t)p->count * (size_t)p->tsize;
-    size_t outb = (p->coll == CT_GATHER || p->coll == CT_ALLGATHER) ? bytes * (size_t)nprocs
-                                                                     : bytes;
+    const int a2a = p->coll == CT_ALLTOALL || p->coll == CT_ALLTOALLV;
+    const int sends_p = a2a || p->coll == CT_SCATTER; /* the send buffer: p blocks */
+    size_t outb = (p->coll == CT_GATHER || p->coll == CT_ALLGATHER || a2a)
+                      ? bytes * (size_t)nprocs : bytes;
     int kind = V_DATA;
     if (p->coll == CT_REDUCE || p->coll == CT_ALLREDUCE)
         kind = p->op == MPI_SUM ? V_SUM : p->op == MPI_PROD ? V_PROD : V_DATA;
     int rc, rrc, ok = 1;
-    if (p->coll == CT_BCAST) {
+    if (p->coll == CT_BARRIER) { /* no data: both calls must succeed */
+        rc = ct_barrier(&c->choice, world);
+        rrc = MPI_Barrier(world);
+    } else if (p->coll == CT_BCAST) {
         if (rank == p->root) fill_values(p->sbuf, p->count, p->dt, rank, kind);
         else memset(p->sbuf, 0x5a, bytes);
         memcpy(ref, p->sbuf, bytes);
@@ -359,7 +401,7 @@ int validate_point(const point_t *p, candidate_t *c, char *ref, long size) {
         rrc = MPI_Bcast(ref, p->count, p->dt, p->root, world);
         ok = memcmp(p->sbuf, ref, bytes) == 0;
     } else {
-        fill_values(p->sbuf, p->count, p->dt, rank, kind);
+        fill_values(p->sbuf, sends_p ? p->count * nprocs : p->count, p->dt, rank, kind);
         memset(p->rbuf, 0x5a, outb);
         memset(ref, 0x5a, outb);
         rc = run_choice(p, &c->choice);
@@ -373,6 +415,17 @@ int validate_point(const point_t *p, candidate_t *c, char *ref, long size) {
             break;
         case CT_ALLGATHER:
             rrc = MPI_Allgather(p->sbuf, p->count, p->dt, ref, p->count, p->dt, world);
+            break;
+        case CT_ALLTOALL:
+            rrc = MPI_Alltoall(p->sbuf, p->count, p->dt, ref, p->count, p->dt, world);
+            break;
+        case CT_ALLTOALLV:
+            v_args(p->count);
+            rrc = MPI_Alltoallv(p->sbuf, vcounts, vdispls, p->dt, ref, vcounts, vdispls,
+                                p->dt, world);
+            break;
+        case CT_SCATTER:
+            rrc = MPI_Scatter(p->sbuf, p->count, p->dt, ref, p->count, p->dt, p->root, world);
             break;
         default:
             rrc = MPI_Allreduce(p->sbuf, ref, p->count, p->dt, p->op, world);

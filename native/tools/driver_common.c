@@ -41,7 +41,7 @@ void ct_print_registry_json(FILE *f, int include_hidden) {
             ct_json_str(f, ct_param_help(ps->id));
             fputc('}', f);
         }
-        if (a->coll != CT_GATHER) { /* the dispatcher's own parameter, on every algorithm */
+        if (ct_coll_remaps(a->coll)) { /* the dispatcher's own parameter, on every algorithm */
             fprintf(f, "%s{\"name\": \"remap\", \"kind\": \"choice\", \"default\": \"none\", "
                     "\"values\": [\"none\", \"seq\", \"rr\", \"auto\"], \"auto\": \"%s\", "
                     "\"help\": ", a->nparams ? ", " : "", ct_remap_name(ct_remap_auto(i)));

@@ -37,8 +37,10 @@ static const char *family_names[] = { "main", "mixed", "garbage", "self", "inter
 static unsigned families = F_ALL;
 static int large_count = (1 << 17) + 3;
 
-static int has_root(ct_coll_t c) { return c == CT_BCAST || c == CT_REDUCE || c == CT_GATHER; }
-static int has_inplace(ct_coll_t c) { return c != CT_BCAST; }
+static int has_root(ct_coll_t c) {
+    return c == CT_BCAST || c == CT_REDUCE || c == CT_GATHER || c == CT_SCATTER;
+}
+static int has_inplace(ct_coll_t c) { return c != CT_BCAST && c != CT_BARRIER; }
 
 /* Parameter variants: the defaults, then each parameter moved alone through
  * its interesting values. Segment sizes: none, smaller than one element, not
@@ -61,6 +63,9 @@ static int variants(int algo, ct_choice_t *out) {
             break;
         case CT_P_RADIX:
             vals[nv++] = 2; vals[nv++] = 3; vals[nv++] = 7; vals[nv++] = 64;
+            break;
+        case CT_P_MAX_REQUESTS: /* 0 = all at once */
+            vals[nv++] = 0; vals[nv++] = 1; vals[nv++] = 2; vals[nv++] = 3;
             break;
         case CT_P_BCAST: case CT_P_REDUCE: case CT_P_GATHER: {
             ct_coll_t ic = ps->id == CT_P_BCAST ? CT_BCAST
@@ -105,8 +110,9 @@ static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const
     for (int vi = 0; vi < nvar; vi++) {
         const int full = vi == 0;
         vcase_t c = { coll, var[vi], 0, 0, 0, O_SUM, 0, MPI_COMM_WORLD, 0, NULL, "" };
-        if ((families & F_MIXED) &&
-            (coll == CT_BCAST || coll == CT_GATHER || coll == CT_ALLGATHER)) {
+        if ((families & F_MIXED) && (coll == CT_BCAST || coll == CT_GATHER ||
+                                     coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
+                                     coll == CT_ALLTOALLV || coll == CT_SCATTER)) {
             static const int pairs[] = { 0, 1, 7, 1000 };
             c.family = "mixed";
             c.t = T_INT;
@@ -132,8 +138,9 @@ static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const
                 }
             c.tdesc[0] = '\0';
         }
-        if ((families & F_GARBAGE) &&
-            (coll == CT_REDUCE || coll == CT_GATHER || coll == CT_ALLGATHER)) {
+        if ((families & F_GARBAGE) && (coll == CT_REDUCE || coll == CT_GATHER ||
+                                       coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
+                                       coll == CT_ALLTOALLV || coll == CT_SCATTER)) {
             static const int counts[] = { 1, 7, 1000 };
             c.family = "garbage";
             c.garbage = 1;
@@ -145,7 +152,10 @@ static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const
                     c.count = counts[k];
                     for (int t = T_INT; t < NTYPES; t += T_VEC - T_INT) {
                         c.t = t;
-                        for (int ip = coll == CT_ALLGATHER; ip < 2; ip++) {
+                        /* all-to-all collectives ignore arguments only in place */
+                        int ip0 = coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
+                                  coll == CT_ALLTOALLV;
+                        for (int ip = ip0; ip < 2; ip++) {
                             c.inplace = ip;
                             run_case(&c);
                         }
@@ -232,7 +242,7 @@ static void set_layout_env(const char *nodes, const char *order) {
 
 static void run_remap_family(ct_coll_t coll, const ct_choice_t *base, const int *roots,
                              int nroots) {
-    if (coll == CT_GATHER) return;
+    if (!ct_coll_remaps(coll)) return;
     static const layout_t builtin[] = { { "2", "seq", 0 }, { "2", "rr", 0 }, { "3", "seq", 0 },
                                         { "3", "rr", 0 },  { NULL, NULL, 2 }, { NULL, NULL, 3 } };
     int user = user_nodes;
@@ -375,12 +385,13 @@ static void verify_algo(int algo) {
         /* large counts, more than any segment: 2^17+3 elements; for Gather and
          * Allgather 2^18+3 ints per process (1 MiB) up to 8 processes, where
          * blocking-exchange implementations hang, and an 8 MiB total above */
-        if (quick) continue;
+        if (quick || coll == CT_BARRIER) continue;
         if (var[vi].params.v[CT_P_SEGSIZE] > 0 && var[vi].params.v[CT_P_SEGSIZE] < 64)
             continue; /* tiny segments of a huge message: covered at small counts */
         if (!full && has_inner_param(a))
             continue; /* inner algorithms are verified at large counts on their own */
-        int gathers = coll == CT_GATHER || coll == CT_ALLGATHER;
+        int gathers = coll == CT_GATHER || coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
+                      coll == CT_ALLTOALLV || coll == CT_SCATTER;
         for (int ri = 0; ri < nroots; ri++) {
             if (ri == 2 || (!full && ri == 0 && nroots > 1)) continue;
             c.root = roots[ri];
@@ -425,7 +436,8 @@ static void usage(void) {
            "strided vector}, ops {sum,max,prod,non-commutative}, in-place and parameter\n"
            "variants, at the launch's process count. JSON lines on stdout; exit 1 on any\n"
            "mismatch.\n\n"
-           "  --coll LIST    collectives (bcast,reduce,gather,allgather,allreduce; default all)\n"
+           "  --coll LIST    collectives (bcast,reduce,gather,allgather,allreduce,alltoall,\n"
+           "                 alltoallv,scatter,barrier; default all)\n"
            "  --algo LIST    algorithm names (default: all but native and hidden ones)\n"
            "  --quick        skip the large count\n"
            "  --max-fail N   failures printed per run (default 20)\n"
@@ -438,7 +450,7 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
-    const char *coll_list = "bcast,reduce,gather,allgather,allreduce", *algo_list = NULL;
+    const char *coll_list = NULL, *algo_list = NULL; /* NULL: every collective */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage();
@@ -484,8 +496,9 @@ int main(int argc, char **argv) {
 
     /* which collectives and algorithms */
     char **colls, **algos = NULL;
-    int ncolls = ct_split(coll_list, &colls), nalgos = 0;
+    int ncolls = ct_split(coll_list ? coll_list : "", &colls), nalgos = 0;
     int selected[CT_NCOLL] = { 0 };
+    for (int c = 0; c < CT_NCOLL && !coll_list; c++) selected[c] = 1;
     for (int i = 0; i < ncolls; i++) {
         ct_coll_t c;
         if (ct_coll_from_name(colls[i], &c) != MPI_SUCCESS) ct_die(rank, "%s", ct_last_error());

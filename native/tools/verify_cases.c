@@ -5,16 +5,17 @@
  * run_mixed; inter through run_inter), and the verdict of a case over all
  * ranks. verify.c decides which cases run (the matrix).
  */
-#include "verify_cases.h"
+#include "verify_shared.h"
 
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- datatypes and ops under test ---------------------------------------- */
 static const char *type_names[NTYPES] = { "char", "int", "double", "vec" };
-static MPI_Datatype types[NTYPES];
+MPI_Datatype types[NTYPES];
 /* vec: 2 ints at byte offsets 0 and 12 (MPI_Type_vector(2,1,3,MPI_INT)),
  * resized to an extent of 20 bytes: holes inside and between elements. */
 #define VEC_EXTENT 20
@@ -106,7 +107,7 @@ static size_t scalar_offset(int t, long i, int j) {
     }
 }
 
-static size_t type_extent(int t) {
+size_t type_extent(int t) {
     return t == T_CHAR ? 1 : t == T_INT ? 4 : t == T_DOUBLE ? 8 : VEC_EXTENT;
 }
 
@@ -149,12 +150,12 @@ static void put_value(char *buf, int t, long i, int j, int o, int who, uint32_t 
 }
 
 /* count elements of process `who` at buf (holes left alone). */
-static void fill(char *buf, int t, long count, int o, int who, uint32_t salt) {
+void fill(char *buf, int t, long count, int o, int who, uint32_t salt) {
     for (long i = 0; i < count; i++)
         for (int j = 0; j < scalars_per_elem(t); j++) put_value(buf, t, i, j, o, who, salt);
 }
 
-static char *alloc_region(size_t bytes) {
+char *alloc_region(size_t bytes) {
     char *b = malloc(bytes ? bytes : 1);
     if (!b) {
         fprintf(stderr, "verify: out of memory (%zu bytes)\n", bytes);
@@ -165,7 +166,7 @@ static char *alloc_region(size_t bytes) {
 }
 
 /* ---- case description and reporting -------------------------------------- */
-static int rank, nprocs; /* of MPI_COMM_WORLD (vc_setup) */
+int rank, nprocs; /* of MPI_COMM_WORLD (vc_setup) */
 long vc_cases_run, vc_cases_failed;
 static int max_fail_print;
 static int printed_fail;
@@ -205,7 +206,7 @@ void verdict(verdict_t *v, const char *fmt, ...) {
 }
 
 /* Compare a buffer of count elements of type t (byte-exact, holes included). */
-static void compare(verdict_t *v, const char *what, const char *got, const char *want, int t,
+void compare(verdict_t *v, const char *what, const char *got, const char *want, int t,
                     long count) {
     size_t bytes = (size_t)count * type_extent(t);
     long d = first_diff(got, want, bytes);
@@ -259,7 +260,7 @@ void report(const vcase_t *c, verdict_t *mine) {
 }
 
 /* ---- one case per collective ---------------------------------------------- */
-static uint32_t salt_counter;
+uint32_t salt_counter;
 
 void check_rc(verdict_t *v, int rc) {
     if (rc != MPI_SUCCESS) {
@@ -389,19 +390,18 @@ static void run_gather(const vcase_t *c, int all) {
  * receive), and the result is compared byte for byte, holes included, with
  * the MPI library's own collective on the same layouts. n = 0 mixes 0 ints
  * with 3 elements of an empty datatype (zero bytes everywhere). */
-enum { L_INT, L_VEC, L_SWAP, L_PAIR, L_EMPTY, NLAYOUTS };
 static const char *lay_names[NLAYOUTS] = { "int", "vec", "swap", "pair", "empty" };
-static MPI_Datatype lay_dt[NLAYOUTS];
+MPI_Datatype lay_dt[NLAYOUTS];
 /* swap: struct {int at byte 4, int at byte 0}: dense in size and extent, but
  * its signature order is not its memory order; pair: contiguous(2, int). */
 
-static int lay_count(int L, int pairs) {
+int lay_count(int L, int pairs) {
     return L == L_EMPTY ? 3 : L == L_INT ? 2 * pairs : pairs;
 }
-static size_t lay_extent(int L) {
+size_t lay_extent(int L) {
     return L == L_INT ? 4 : L == L_VEC ? VEC_EXTENT : L == L_EMPTY ? 0 : 8;
 }
-static size_t lay_bytes(int L, int pairs) { return (size_t)lay_count(L, pairs) * lay_extent(L); }
+size_t lay_bytes(int L, int pairs) { return (size_t)lay_count(L, pairs) * lay_extent(L); }
 /* byte offset of int k of the signature */
 static size_t lay_off(int L, long k) {
     switch (L) {
@@ -410,7 +410,7 @@ static size_t lay_off(int L, long k) {
     default: return (size_t)k * 4;
     }
 }
-static void lay_fill(char *buf, int L, int pairs, int who, uint32_t salt) {
+void lay_fill(char *buf, int L, int pairs, int who, uint32_t salt) {
     if (L == L_EMPTY) return;
     for (long k = 0; k < 2L * pairs; k++) {
         int32_t x = (int32_t)hash3((uint32_t)who, (uint32_t)k, salt);
@@ -418,7 +418,7 @@ static void lay_fill(char *buf, int L, int pairs, int who, uint32_t salt) {
     }
 }
 /* The layout of relative rank `rel` in assignment a (n > 0); rel 0 is the root. */
-static int lay_of(int a, int rel, int pairs) {
+int lay_of(int a, int rel, int pairs) {
     if (pairs == 0) return rel % 2 ? L_EMPTY : L_INT;
     switch (a) {
     case 0: return rel == 0 ? L_VEC : L_INT; /* the root strided, the others plain */
@@ -428,7 +428,7 @@ static int lay_of(int a, int rel, int pairs) {
     }
 }
 
-static void compare_bytes(verdict_t *v, const char *what, const char *got, const char *want,
+void compare_bytes(verdict_t *v, const char *what, const char *got, const char *want,
                           size_t bytes) {
     long d = first_diff(got, want, bytes);
     if (d >= 0)
@@ -436,7 +436,7 @@ static void compare_bytes(verdict_t *v, const char *what, const char *got, const
                 (unsigned char)got[d], (unsigned char)want[d]);
 }
 
-static void mixed_desc(vcase_t *c, int a, int pairs) {
+void mixed_desc(vcase_t *c, int a, int pairs) {
     if (pairs == 0) snprintf(c->tdesc, sizeof c->tdesc, "mixed: 0 int / 3 empty");
     else snprintf(c->tdesc, sizeof c->tdesc, "mixed %d: %d ints as %s/%s/%s/%s...", a,
                   2 * pairs, lay_names[lay_of(a, 0, pairs)], lay_names[lay_of(a, 1, pairs)],
@@ -512,6 +512,9 @@ void run_mixed(vcase_t *c, int a) {
     if (c->coll == CT_BCAST) run_mixed_bcast(c, a);
     else if (c->coll == CT_GATHER) run_mixed_gather(c, a, 0);
     else if (c->coll == CT_ALLGATHER) run_mixed_gather(c, a, 1);
+    else if (c->coll == CT_ALLTOALL) run_mixed_alltoall(c, a);
+    else if (c->coll == CT_ALLTOALLV) run_mixed_alltoallv(c, a);
+    else if (c->coll == CT_SCATTER) run_mixed_scatter(c, a);
     /* Reduce and Allreduce: MPI requires the same count and datatype everywhere */
 }
 
@@ -541,6 +544,19 @@ void run_inter(vcase_t *c) {
     case CT_ALLGATHER:
         rc = ct_allgather(&c->choice, buf, 4, MPI_INT, out, 4, MPI_INT, intercomm);
         break;
+    case CT_ALLTOALL:
+        rc = ct_alltoall(&c->choice, out, 1, MPI_INT, out + 64, 1, MPI_INT, intercomm);
+        break;
+    case CT_ALLTOALLV: {
+        int cnt[16] = { 0 }, dsp[16] = { 0 };
+        rc = ct_alltoallv(&c->choice, out, cnt, dsp, MPI_INT, out + 64, cnt, dsp, MPI_INT,
+                          intercomm);
+        break;
+    }
+    case CT_SCATTER:
+        rc = ct_scatter(&c->choice, out, 4, MPI_INT, buf, 4, MPI_INT, root, intercomm);
+        break;
+    case CT_BARRIER: rc = ct_barrier(&c->choice, intercomm); break;
     default: rc = ct_allreduce(&c->choice, buf, out, 4, MPI_INT, MPI_SUM, intercomm); break;
     }
     double secs = MPI_Wtime() - t0;
@@ -567,6 +583,10 @@ void run_case(const vcase_t *c) {
     case CT_ALLREDUCE: run_reduce(c, 1); break;
     case CT_GATHER: run_gather(c, 0); break;
     case CT_ALLGATHER: run_gather(c, 1); break;
+    case CT_ALLTOALL: run_alltoall(c); break;
+    case CT_ALLTOALLV: run_alltoallv(c); break;
+    case CT_SCATTER: run_scatter(c); break;
+    case CT_BARRIER: run_barrier(c); break;
     default: break;
     }
 }

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-COLLECTIVES = ("bcast", "reduce", "gather", "allgather", "allreduce")
+COLLECTIVES = ("bcast", "reduce", "gather", "allgather", "allreduce", "alltoall", "alltoallv",
+               "scatter", "barrier")
 
 # collectives whose size is per process: the message of the whole call is size x processes
-PER_PROCESS = ("gather", "allgather")
+# (Alltoall(v): bytes per process per destination, as osu_alltoall; each process sends
+# size x processes)
+PER_PROCESS = ("gather", "allgather", "alltoall", "alltoallv", "scatter")
 
 
 def per_process(collective: str) -> bool:
-    """True when `collective`'s size counts bytes per process (gather, allgather)."""
+    """True when `collective`'s size counts bytes per process (gather, allgather,
+    scatter; alltoall, alltoallv: per destination). Barrier moves no data: size 0."""
     return collective in PER_PROCESS

@@ -420,7 +420,8 @@ def bench(mpi_spec, platform_spec, coll, algos, nps, sizes, iterations, warmup, 
 
     Progress goes to stderr. Ctrl-C (or SIGTERM) stops the running launch and keeps
     the points already measured: they are printed, written and stored as asked."""
-    size_list, np_list = sizes, nps  # parsed by --size, --np
+    size_list = [0] if coll == "barrier" else sizes  # parsed by --size; barrier: no data
+    np_list = nps  # parsed by --np
     if iterations is not None and time_budget is not None:
         fail("--iterations and --time-budget exclude each other: give one")
     if align is not None and align & (align - 1):

@@ -84,6 +84,10 @@ class BenchSpec:
                                       # call makes (ct_comm_prepare) instead of a warm-up
                                       # call; None: under simulation only
 
+    def __post_init__(self) -> None:
+        if self.collective == "barrier":  # no data: one point, size 0 (as osu_barrier)
+            self.sizes = [0]
+
 
 # Under simulation (SimGrid SMPI, computation not simulated) the time of a call is
 # deterministic: every call of a point gives the same number, to the nanosecond, and
@@ -142,12 +146,14 @@ def validation_failures(records: list[dict]) -> list[dict]:
 
 def buffer_bytes(collective: str, size: int, np: int, validate: bool = False) -> int:
     """Bytes colltune-bench allocates per process for one size (as bench.c does): the
-    send buffer, the receive buffer (np x size at every process for (all)gather), and
-    with --validate the MPI library's result."""
-    gathered = per_process(collective)
+    send buffer (np x size for alltoall(v) and scatter), the receive buffer (np x size
+    at every process for (all)gather and alltoall(v)), and with --validate the MPI
+    library's result."""
+    gathered = per_process(collective) and collective != "scatter"
+    send = size * (np if collective in ("alltoall", "alltoallv", "scatter") else 1)
     recv = 0 if collective == "bcast" else size * (np if gathered else 1)
     ref = 0 if not validate else (size if collective == "bcast" else recv)
-    return size + recv + ref
+    return send + recv + ref
 
 
 def run(build: Build, spec: BenchSpec, timeout: float = 3600,

@@ -98,6 +98,9 @@ _O_RADIX = Param("radix", "OMPI_MCA_coll_tuned_bcast_algorithm_knomial_radix", "
                  help="k-nomial radix", default=4)
 _O_MAXREQ = Param("max_requests", "OMPI_MCA_coll_tuned_reduce_algorithm_max_requests", "int",
                   0, help="outstanding sends on leaves, 0 = unlimited", default=0)
+_O_A2A_MAXREQ = Param("max_requests", "OMPI_MCA_coll_tuned_alltoall_algorithm_max_requests",
+                      "int", 0, help="outstanding sends and receives, 0 = all at once",
+                      default=0)
 
 
 def _o(coll: str, number: int, lib_name: str, name: str, params=(), aliases=(), **kw) -> LibAlgo:
@@ -158,6 +161,32 @@ OMPI: dict[str, tuple[LibAlgo, ...]] = {
         _o("allreduce", 5, "segmented_ring", "segmented_ring", (_O_SEG,),
            note="segsize 0 (the default) runs the plain ring"),
         _o("allreduce", 6, "rabenseifner", "rabenseifner", aliases=("redscat_allgather",)),
+    ),
+    "alltoall": (
+        _o("alltoall", 1, "linear", "linear", aliases=("basic_linear",)),
+        _o("alltoall", 2, "pairwise", "pairwise"),
+        _o("alltoall", 3, "modified_bruck", "bruck"),
+        _o("alltoall", 4, "linear_sync", "linear_sync", (_O_A2A_MAXREQ,)),
+        _o("alltoall", 5, "two_proc", "two_proc", np_exact=2,
+           note="Open MPI returns an error unless there are exactly 2 processes"),
+    ),
+    "alltoallv": (
+        _o("alltoallv", 1, "basic_linear", "linear"),
+        _o("alltoallv", 2, "pairwise", "pairwise"),
+    ),
+    "scatter": (
+        _o("scatter", 1, "basic_linear", "linear"),
+        _o("scatter", 2, "binomial", "binomial"),
+        _o("scatter", 3, "linear_nb", "linear_nb"),
+    ),
+    "barrier": (
+        _o("barrier", 1, "linear", "linear"),
+        _o("barrier", 2, "double_ring", "double_ring"),
+        _o("barrier", 3, "recursive_doubling", "recursive_doubling"),
+        _o("barrier", 4, "bruck", "bruck"),
+        _o("barrier", 5, "two_proc", "two_proc", np_exact=2,
+           note="Open MPI returns an error unless there are exactly 2 processes"),
+        _o("barrier", 6, "tree", "tree"),
     ),
 }
 
@@ -245,6 +274,36 @@ MPICH: dict[str, tuple[LibAlgo, ...]] = {
         _m("allreduce", "ring"),
         _m("allreduce", "k_reduce_scatter_allgather"),
         _m("allreduce", "ccl", in_all=False, note="needs a CCL library (NCCL/RCCL/oneCCL)"),
+    ),
+    "alltoall": (
+        _m("alltoall", "brucks", "bruck"),
+        _m("alltoall", "k_brucks", "k_bruck",
+           params=(_m_kval("MPIR_CVAR_ALLTOALL_BRUCKS_KVAL"),)),
+        _m("alltoall", "nb"),
+        _m("alltoall", "pairwise"),
+        _m("alltoall", "pairwise_sendrecv_replace", in_all=False,
+           note="MPI_IN_PLACE only: MPICH runs its own choice on other calls"),
+        _m("alltoall", "scattered",
+           params=(Param("max_requests", "MPIR_CVAR_ALLTOALL_THROTTLE", "int", 0,
+                         help="irecvs/isends posted at a time, 0 = all at once",
+                         default=32),)),
+    ),
+    "scatter": (
+        _m("scatter", "binomial"),
+        _m("scatter", "nb"),
+    ),
+    "barrier": (
+        _m("barrier", "nb"),
+        _m("barrier", "smp", note="node-aware: intra-node then inter-node"),
+        _m("barrier", "k_dissemination", "k_bruck",
+           params=(_m_kval("MPIR_CVAR_BARRIER_DISSEM_KVAL"),)),
+        _m("barrier", "recexch", params=(_m_kval("MPIR_CVAR_BARRIER_RECEXCH_KVAL"),)),
+    ),
+    "alltoallv": (
+        _m("alltoallv", "nb"),
+        _m("alltoallv", "pairwise_sendrecv_replace", in_all=False,
+           note="MPI_IN_PLACE only: MPICH runs its own choice on other calls"),
+        _m("alltoallv", "scattered"),
     ),
 }
 

@@ -182,6 +182,10 @@ def written_for(text: str, kind: str) -> str | None:
 # ---------------------------------------------------------------------------- export
 
 
+# the collectives whose library rules files colltune writes (and `rules verify` proves)
+EXPORTED = ("bcast", "reduce", "gather", "allgather", "allreduce")
+
+
 def export(ruleset: RuleSet, to: str, path: str | Path, mpi) -> list[str]:
     """Write `ruleset` as the file library `to` (openmpi | mpich) reads, at `path`
     (whole or not at all), checked against the installed library `mpi`. Returns the
@@ -196,6 +200,11 @@ def export(ruleset: RuleSet, to: str, path: str | Path, mpi) -> list[str]:
                          "measure or choose between: export the rules of one class (Python: "
                          "RuleSet.for_load(NAME)), or use the interposition library, which "
                          "measures the load (docs/workload.md)")
+    later = [c for c in ruleset.collectives() if c not in EXPORTED]
+    if later:
+        raise RulesError(f"{', '.join(later)} rules cannot be exported to {to} yet (exported: "
+                         f"{', '.join(EXPORTED)}); the interposition library applies them "
+                         f"(colltune run --rules FILE)")
     if mpi is None or mpi.kind != to:
         have = getattr(mpi, "name", "no MPI library")
         raise RulesError(f"exporting for {FORMAT_NAMES[to].split(' ')[0] if to == 'mpich' else 'Open MPI'} "
@@ -314,6 +323,10 @@ def which_ran(path: str | Path, build, np: int = 3, sizes: list[int] | None = No
         bad = [c for c in collectives if c not in COLLECTIVES]
         if bad:
             raise RulesError(f"unknown collective {bad[0]}; valid: {', '.join(COLLECTIVES)}")
+        later = [c for c in collectives if c not in EXPORTED]
+        if later:
+            raise RulesError(f"{', '.join(later)}: not verified yet (verified: "
+                             f"{', '.join(EXPORTED)})")
     if np < 2:
         raise RulesError("--np must be at least 2")
     if kind == "openmpi":
@@ -450,7 +463,7 @@ def _which_ran_mpich(text, path, build, np, sizes, collectives, iterations, time
              "under the file (MPIR_CVAR_NOLOCAL=1, TCP) is compared with runs forced to each "
              "of MPICH's algorithms; 'ran' lists those with identical traffic"]
     rows: list[RanRow] = []
-    pending = collectives or [c for c in COLLECTIVES
+    pending = collectives or [c for c in EXPORTED
                            if tree.get(f"collective={c}") != installed.tree.get(f"collective={c}")]
     if not pending:
         notes.append("the file selects exactly as MPICH's built-in tree for bcast, reduce, "

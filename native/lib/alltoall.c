@@ -1,0 +1,349 @@
+/*
+ * alltoall.c -- Alltoall and Alltoallv algorithms (see registry.c for the table).
+ *
+ * Blocks: block j of the send buffer (scount x sdt from sbuf + j*scount*extent(sdt);
+ * for Alltoallv scounts[j] elements from sbuf + sdispls[j]*extent(sdt)) goes to
+ * rank j, which receives it into its block `rank` of rbuf. Send and receive
+ * types may differ between ranks and between the two sides as long as the type
+ * signatures of each pair of blocks match; a block travels as the sender's
+ * scount x sdt and arrives as the receiver's rcount x rdt, so holes of derived
+ * types are never written. Bruck, which forwards blocks of other ranks, moves
+ * them as bytes of the type signature (packed where a datatype is not dense).
+ *
+ * The dispatcher never passes MPI_IN_PLACE: it hands the algorithms a copy of the
+ * receive buffer as the send buffer. Every exchange is an MPI_Sendrecv or
+ * non-blocking, so no algorithm relies on MPI buffering; all work for every
+ * process count.
+ */
+#include "ct_internal.h"
+
+#include <limits.h>
+
+/* Geometry of one call: block addresses of both buffers. */
+typedef struct {
+    int np, r;
+    MPI_Aint sext, rext; /* extent of one element of sdt / rdt */
+} a2a_t;
+
+static int a2a_begin(a2a_t *g, MPI_Datatype sdt, MPI_Datatype rdt, MPI_Comm comm) {
+    MPI_Aint lb;
+    CT_CHECK(MPI_Comm_size(comm, &g->np));
+    CT_CHECK(MPI_Comm_rank(comm, &g->r));
+    CT_CHECK(MPI_Type_get_extent(sdt, &lb, &g->sext));
+    CT_CHECK(MPI_Type_get_extent(rdt, &lb, &g->rext));
+    return MPI_SUCCESS;
+}
+
+/* Requests of one call: on the stack up to REQ_STACK, else from the heap. */
+#define REQ_STACK 64
+static MPI_Request *req_array(int n, MPI_Request *stack) {
+    return n <= REQ_STACK ? stack : malloc((size_t)n * sizeof(MPI_Request));
+}
+static void req_free(MPI_Request *req, MPI_Request *stack) {
+    if (req != stack) free(req);
+}
+
+static inline const char *sblk(const void *sbuf, const a2a_t *g, int count, int j) {
+    return (const char *)sbuf + (MPI_Aint)j * count * g->sext;
+}
+static inline char *rblk(void *rbuf, const a2a_t *g, int count, int j) {
+    return (char *)rbuf + (MPI_Aint)j * count * g->rext;
+}
+
+/* ---- Alltoall -------------------------------------------------------------- */
+
+int ct_alltoall_native(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                       MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *p) {
+    (void)p;
+    return PMPI_Alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm);
+}
+
+/*
+ * Linear: every rank posts a receive from every other rank and a send to every
+ * other rank (staggered: rank+1 first), copies its own block while they are in
+ * flight, then waits for all.
+ */
+int ct_alltoall_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                       MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *prm) {
+    (void)prm;
+    a2a_t g;
+    int rc = MPI_SUCCESS, n = 0;
+    CT_CHECK(a2a_begin(&g, sdt, rdt, comm));
+    MPI_Request stack[REQ_STACK], *req = req_array(2 * g.np, stack);
+    if (!req) return ct_set_error(MPI_ERR_NO_MEM, "alltoall/linear: out of memory");
+    for (int i = 1; i < g.np; i++) {
+        int src = (g.r - i + g.np) % g.np;
+        CT_TRY(MPI_Irecv(rblk(rbuf, &g, rcount, src), rcount, rdt, src, CT_TAG_ALLTOALL, comm,
+                         &req[n]));
+        n++;
+    }
+    for (int i = 1; i < g.np; i++) {
+        int dst = (g.r + i) % g.np;
+        CT_TRY(ct_isend(sblk(sbuf, &g, scount, dst), scount, sdt, dst, CT_TAG_ALLTOALL, comm,
+                        &req[n]));
+        n++;
+    }
+    CT_TRY(ct_copy_sig(sblk(sbuf, &g, scount, g.r), scount, sdt, rblk(rbuf, &g, rcount, g.r),
+                       rcount, rdt));
+    CT_TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
+out:
+    req_free(req, stack);
+    return rc;
+}
+
+/*
+ * Pairwise exchange: p-1 steps; in step i rank r sends its block for r+i and
+ * receives the block of r-i (one Sendrecv per step).
+ */
+int ct_alltoall_pairwise(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                         int rcount, MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *prm) {
+    (void)prm;
+    a2a_t g;
+    CT_CHECK(a2a_begin(&g, sdt, rdt, comm));
+    for (int i = 1; i < g.np; i++) {
+        int dst = (g.r + i) % g.np, src = (g.r - i + g.np) % g.np;
+        CT_CHECK(ct_sendrecv(sblk(sbuf, &g, scount, dst), scount, sdt, dst, CT_TAG_ALLTOALL,
+                             rblk(rbuf, &g, rcount, src), rcount, rdt, src, CT_TAG_ALLTOALL,
+                             comm, MPI_STATUS_IGNORE));
+    }
+    /* the own block last: the first exchange starts without waiting for a copy */
+    return ct_copy_sig(sblk(sbuf, &g, scount, g.r), scount, sdt, rblk(rbuf, &g, rcount, g.r),
+                       rcount, rdt);
+}
+
+/*
+ * Linear with at most max_requests sends (and as many receives) outstanding
+ * (Open MPI's linear_sync): the first max_requests receives and sends are
+ * posted, and each one that completes is replaced by the next of its kind.
+ * max_requests = 0 or >= p-1 posts them all: linear itself.
+ */
+int ct_alltoall_linear_sync(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                            int rcount, MPI_Datatype rdt, MPI_Comm comm,
+                            const ct_params_t *prm) {
+    a2a_t g;
+    int rc = MPI_SUCCESS;
+    CT_CHECK(a2a_begin(&g, sdt, rdt, comm));
+    const int np = g.np, r = g.r;
+    long m = CT_MAX_REQUESTS(prm);
+    if (m <= 0 || m >= np - 1) /* no bound: every request at once */
+        return ct_alltoall_linear(sbuf, scount, sdt, rbuf, rcount, rdt, comm, prm);
+    CT_CHECK(ct_copy_sig(sblk(sbuf, &g, scount, g.r), scount, sdt, rblk(rbuf, &g, rcount, g.r),
+                         rcount, rdt));
+    const int M = (int)m;
+    MPI_Request stack[REQ_STACK], *req = req_array(2 * M, stack);
+    if (!req) return ct_set_error(MPI_ERR_NO_MEM, "alltoall/linear_sync: out of memory");
+    for (int k = 0; k < 2 * M; k++) req[k] = MPI_REQUEST_NULL;
+    int nr = 0, ns = 0; /* receives / sends posted: peers r-1.. and r+1.. in turn */
+    for (; nr < M; nr++) {
+        int src = (r - nr - 1 + np) % np;
+        CT_TRY(MPI_Irecv(rblk(rbuf, &g, rcount, src), rcount, rdt, src, CT_TAG_ALLTOALL, comm,
+                         &req[nr]));
+    }
+    for (; ns < M; ns++) {
+        int dst = (r + ns + 1) % np;
+        CT_TRY(ct_isend(sblk(sbuf, &g, scount, dst), scount, sdt, dst, CT_TAG_ALLTOALL, comm,
+                        &req[M + ns]));
+    }
+    for (int done = 0; done < 2 * (np - 1); done++) {
+        int idx;
+        CT_TRY(MPI_Waitany(2 * M, req, &idx, MPI_STATUS_IGNORE));
+        if (idx == MPI_UNDEFINED) break;
+        if (idx < M && nr < np - 1) {
+            int src = (r - nr - 1 + np) % np;
+            CT_TRY(MPI_Irecv(rblk(rbuf, &g, rcount, src), rcount, rdt, src, CT_TAG_ALLTOALL,
+                             comm, &req[idx]));
+            nr++;
+        } else if (idx >= M && ns < np - 1) {
+            int dst = (r + ns + 1) % np;
+            CT_TRY(ct_isend(sblk(sbuf, &g, scount, dst), scount, sdt, dst, CT_TAG_ALLTOALL,
+                            comm, &req[idx]));
+            ns++;
+        }
+    }
+out:
+    req_free(req, stack);
+    return rc;
+}
+
+/* Two processes: one exchange and the local copy. */
+int ct_alltoall_two_proc(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                         int rcount, MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *prm) {
+    (void)prm;
+    a2a_t g;
+    CT_CHECK(a2a_begin(&g, sdt, rdt, comm));
+    if (g.np != 2)
+        return ct_set_error(MPI_ERR_ARG, "alltoall/two_proc needs exactly 2 processes (got %d)",
+                            g.np);
+    const int o = 1 - g.r;
+    CT_CHECK(ct_sendrecv(sblk(sbuf, &g, scount, o), scount, sdt, o, CT_TAG_ALLTOALL,
+                         rblk(rbuf, &g, rcount, o), rcount, rdt, o, CT_TAG_ALLTOALL, comm,
+                         MPI_STATUS_IGNORE));
+    return ct_copy_sig(sblk(sbuf, &g, scount, g.r), scount, sdt, rblk(rbuf, &g, rcount, g.r),
+                       rcount, rdt);
+}
+
+/* count elements of dt at buf -> bytes of the type signature at out, and back
+ * (a dense type is its own stream: one memcpy) */
+static int to_stream(const void *buf, int count, MPI_Datatype dt, const ct_type_t *t, int dense,
+                     char *out, MPI_Comm comm) {
+    if (dense) {
+        memcpy(out, (const char *)buf + t->true_lb, (size_t)count * (size_t)t->size);
+        return MPI_SUCCESS;
+    }
+    return ct_pack_stream(buf, count, dt, t, out, comm);
+}
+static int from_stream(const char *in, void *buf, int count, MPI_Datatype dt, const ct_type_t *t,
+                       int dense, MPI_Comm comm) {
+    if (dense) {
+        memcpy((char *)buf + t->true_lb, in, (size_t)count * (size_t)t->size);
+        return MPI_SUCCESS;
+    }
+    return ct_unpack_stream(in, buf, count, dt, t, comm);
+}
+
+/*
+ * Bruck (Open MPI's modified Bruck): slot i of a temporary holds the block for
+ * rank r+i, as B bytes of the type signature. In the step at distance d = 2^k
+ * a rank sends the slots whose index has bit k set to rank r+d and receives
+ * the same slots from rank r-d (packed into one message each way); after
+ * ceil(log2 p) steps slot i holds the block from rank r-i, which a last pass
+ * unpacks into place. About p/2 blocks per step: for small blocks.
+ */
+int ct_alltoall_bruck(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                      MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *prm) {
+    (void)prm;
+    a2a_t g;
+    ct_type_t ts, tr;
+    int rc = MPI_SUCCESS;
+    MPI_Datatype unit = MPI_BYTE;
+    CT_CHECK(a2a_begin(&g, sdt, rdt, comm));
+    const int np = g.np, r = g.r;
+    CT_CHECK(ct_copy_sig(sblk(sbuf, &g, scount, r), scount, sdt, rblk(rbuf, &g, rcount, r),
+                         rcount, rdt));
+    if (np == 1) return MPI_SUCCESS;
+    CT_CHECK(ct_type(sdt, &ts));
+    CT_CHECK(ct_type(rdt, &tr));
+    const MPI_Aint B = (MPI_Aint)rcount * tr.size; /* bytes per block */
+    if (B > INT_MAX)
+        return ct_set_error(MPI_ERR_COUNT, "alltoall/bruck: blocks of %ld bytes; at most %d "
+                            "(use pairwise or linear)", (long)B, INT_MAX);
+    const int sdense = ct_type_dense(sdt, &ts), rdense = ct_type_dense(rdt, &tr);
+    const int half = np / 2 + 1;
+    int per = (int)B; /* units per block in messages */
+    if ((MPI_Aint)half * B > INT_MAX) { /* counts of blocks instead of bytes */
+        CT_CHECK(MPI_Type_contiguous((int)B, MPI_BYTE, &unit));
+        rc = MPI_Type_commit(&unit);
+        if (rc != MPI_SUCCESS) {
+            MPI_Type_free(&unit);
+            return rc;
+        }
+        per = 1;
+    }
+    char *tmp = malloc((size_t)(np + 2 * half) * (size_t)B + 1);
+    if (!tmp) {
+        rc = ct_set_error(MPI_ERR_NO_MEM, "alltoall/bruck: out of memory");
+        goto out;
+    }
+    char *spk = tmp + (size_t)np * (size_t)B, *rpk = spk + (size_t)half * (size_t)B;
+    for (int i = 1; i < np; i++)
+        CT_TRY(to_stream(sblk(sbuf, &g, scount, (r + i) % np), scount, sdt, &ts, sdense,
+                         tmp + (size_t)i * (size_t)B, comm));
+    for (int d = 1; d < np; d <<= 1) {
+        int n = 0;
+        for (int i = 1; i < np; i++)
+            if (i & d) memcpy(spk + (size_t)(n++) * (size_t)B, tmp + (size_t)i * (size_t)B, (size_t)B);
+        CT_TRY(ct_sendrecv(spk, n * per, unit, (r + d) % np, CT_TAG_ALLTOALL, rpk, n * per, unit,
+                           (r - d + np) % np, CT_TAG_ALLTOALL, comm, MPI_STATUS_IGNORE));
+        n = 0;
+        for (int i = 1; i < np; i++)
+            if (i & d) memcpy(tmp + (size_t)i * (size_t)B, rpk + (size_t)(n++) * (size_t)B, (size_t)B);
+    }
+    for (int i = 1; i < np; i++)
+        CT_TRY(from_stream(tmp + (size_t)i * (size_t)B, rblk(rbuf, &g, rcount, (r - i + np) % np),
+                           rcount, rdt, &tr, rdense, comm));
+out:
+    free(tmp);
+    if (unit != MPI_BYTE) MPI_Type_free(&unit);
+    return rc;
+}
+
+/* Test-only (hidden): pairwise, then the last rank corrupts the first byte of
+ * the block it received from rank 0 -- proves that the checks can fail. */
+int ct_alltoall_broken(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                       MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *prm) {
+    a2a_t g;
+    ct_type_t t;
+    CT_CHECK(ct_alltoall_pairwise(sbuf, scount, sdt, rbuf, rcount, rdt, comm, prm));
+    CT_CHECK(a2a_begin(&g, sdt, rdt, comm));
+    CT_CHECK(ct_type(rdt, &t));
+    if (g.np >= 2 && g.r == g.np - 1 && t.size > 0)
+        *((unsigned char *)rbuf + t.true_lb) ^= 0xFFu; /* the deliberate corruption */
+    return MPI_SUCCESS;
+}
+
+/* ---- Alltoallv ------------------------------------------------------------- */
+
+int ct_alltoallv_native(const void *sbuf, const int *scounts, const int *sdispls,
+                        MPI_Datatype sdt, void *rbuf, const int *rcounts, const int *rdispls,
+                        MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *p) {
+    (void)p;
+    return PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
+}
+
+static inline const char *svblk(const void *sbuf, const a2a_t *g, const int *sdispls, int j) {
+    return (const char *)sbuf + (MPI_Aint)sdispls[j] * g->sext;
+}
+static inline char *rvblk(void *rbuf, const a2a_t *g, const int *rdispls, int j) {
+    return (char *)rbuf + (MPI_Aint)rdispls[j] * g->rext;
+}
+
+/* Linear: receives and sends of every non-empty block posted at once (rank+1
+ * first), the own block copied meanwhile, then one wait for all. */
+int ct_alltoallv_linear(const void *sbuf, const int *scounts, const int *sdispls,
+                        MPI_Datatype sdt, void *rbuf, const int *rcounts, const int *rdispls,
+                        MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *prm) {
+    (void)prm;
+    a2a_t g;
+    int rc = MPI_SUCCESS, n = 0;
+    CT_CHECK(a2a_begin(&g, sdt, rdt, comm));
+    MPI_Request stack[REQ_STACK], *req = req_array(2 * g.np, stack);
+    if (!req) return ct_set_error(MPI_ERR_NO_MEM, "alltoallv/linear: out of memory");
+    for (int i = 1; i < g.np; i++) {
+        int src = (g.r - i + g.np) % g.np;
+        if (rcounts[src] == 0) continue; /* the peer's matching send is empty too */
+        CT_TRY(MPI_Irecv(rvblk(rbuf, &g, rdispls, src), rcounts[src], rdt, src, CT_TAG_ALLTOALL,
+                         comm, &req[n]));
+        n++;
+    }
+    for (int i = 1; i < g.np; i++) {
+        int dst = (g.r + i) % g.np;
+        if (scounts[dst] == 0) continue;
+        CT_TRY(ct_isend(svblk(sbuf, &g, sdispls, dst), scounts[dst], sdt, dst, CT_TAG_ALLTOALL,
+                        comm, &req[n]));
+        n++;
+    }
+    CT_TRY(ct_copy_sig(svblk(sbuf, &g, sdispls, g.r), scounts[g.r], sdt,
+                       rvblk(rbuf, &g, rdispls, g.r), rcounts[g.r], rdt));
+    CT_TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
+out:
+    req_free(req, stack);
+    return rc;
+}
+
+/* Pairwise: p-1 steps, in step i a Sendrecv to rank r+i and from rank r-i. */
+int ct_alltoallv_pairwise(const void *sbuf, const int *scounts, const int *sdispls,
+                          MPI_Datatype sdt, void *rbuf, const int *rcounts, const int *rdispls,
+                          MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *prm) {
+    (void)prm;
+    a2a_t g;
+    CT_CHECK(a2a_begin(&g, sdt, rdt, comm));
+    CT_CHECK(ct_copy_sig(svblk(sbuf, &g, sdispls, g.r), scounts[g.r], sdt,
+                         rvblk(rbuf, &g, rdispls, g.r), rcounts[g.r], rdt));
+    for (int i = 1; i < g.np; i++) {
+        int dst = (g.r + i) % g.np, src = (g.r - i + g.np) % g.np;
+        CT_CHECK(ct_sendrecv(svblk(sbuf, &g, sdispls, dst), scounts[dst], sdt, dst,
+                             CT_TAG_ALLTOALL, rvblk(rbuf, &g, rdispls, src), rcounts[src], rdt,
+                             src, CT_TAG_ALLTOALL, comm, MPI_STATUS_IGNORE));
+    }
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,44 @@
+/* verify_shared.h -- what verify_cases.c shares with verify_more.c (the cases of
+ * Alltoall, Alltoallv, Scatter and Barrier): the datatypes under test, inputs,
+ * comparisons and the layouts of the mixed family. Not included by verify.c. */
+#ifndef CT_VERIFY_SHARED_H
+#define CT_VERIFY_SHARED_H
+
+#include "verify_cases.h"
+
+#include <stdint.h>
+
+extern int rank, nprocs;               /* of MPI_COMM_WORLD */
+extern MPI_Datatype types[NTYPES];     /* indexed by T_* */
+extern uint32_t salt_counter;          /* ++ per case: fresh inputs */
+size_t type_extent(int t);
+/* count elements of process `who` (values for op o) at buf, holes left alone */
+void fill(char *buf, int t, long count, int o, int who, uint32_t salt);
+/* bytes filled with a sentinel; aborts when out of memory */
+char *alloc_region(size_t bytes);
+/* byte-exact comparisons (holes included) that set the verdict on a difference */
+void compare(verdict_t *v, const char *what, const char *got, const char *want, int t,
+             long count);
+void compare_bytes(verdict_t *v, const char *what, const char *got, const char *want,
+                   size_t bytes);
+
+/* the mixed family: one message of 2n ints in several layouts (verify_cases.c) */
+enum { L_INT, L_VEC, L_SWAP, L_PAIR, L_EMPTY, NLAYOUTS };
+extern MPI_Datatype lay_dt[NLAYOUTS];
+int lay_count(int L, int pairs);
+size_t lay_extent(int L);
+size_t lay_bytes(int L, int pairs);
+void lay_fill(char *buf, int L, int pairs, int who, uint32_t salt);
+int lay_of(int a, int rel, int pairs);
+void mixed_desc(vcase_t *c, int a, int pairs);
+
+/* verify_more.c */
+void run_alltoall(const vcase_t *c);
+void run_alltoallv(const vcase_t *c);
+void run_scatter(const vcase_t *c);
+void run_barrier(const vcase_t *c);
+void run_mixed_alltoall(vcase_t *c, int a);
+void run_mixed_alltoallv(vcase_t *c, int a);
+void run_mixed_scatter(vcase_t *c, int a);
+
+#endif
