@@ -84,9 +84,12 @@ def provenance_section(prov: Provenance, df: pd.DataFrame, db_path, study) -> st
         launches = prov.launches.get(rid, [])
         if launches:
             shown = launches[:40]
-            items.append(f"<li>launches ({len(launches)}): <ul>" + "".join(
-                f'<li><code class="cmd">{esc(c)}</code></li>' for c in shown)
-                + ("<li>…</li>" if len(launches) > len(shown) else "") + "</ul></li>")
+            # folded: on screen one click away; in print left out (pages of commands)
+            items.append(f"<li><details><summary>launches ({len(launches)})</summary><ul>"
+                         + "".join(f'<li><code class="cmd">{esc(c)}</code></li>'
+                                   for c in shown)
+                         + ("<li>…</li>" if len(launches) > len(shown) else "")
+                         + "</ul></details></li>")
         if items:
             details.append(f"<li>run {esc(rid)}<ul>{''.join(items)}</ul></li>")
     if details:
