@@ -35,7 +35,7 @@ from .bench import BenchProgress
 pd = LazyModule("pandas")
 
 EVAL_SHORT = {"profile-weighted": "by app calls"}
-QUALITY_HEADS = {"points": "points", "regret_gmean": "regret gmean",
+QUALITY_HEADS = {"points": "cells", "regret_gmean": "regret gmean",
                  "regret_worst": "regret worst", "regret_worst_at": "worst regret at",
                  "vs_native_gmean": "×native gmean", "vs_native_worst": "×native worst",
                  "vs_native_worst_at": "worst ×native at"}
@@ -290,7 +290,7 @@ def tune(db_path, study, round_, target, coll, output, colltune_format, rules_pa
         return
     out.print(rules_table(result.rules))
     out.print(quality_table(result.summary, result.has_native, result.points, result.keys))
-    out.print(f"{len(result.rules.rules)} rules from {len(result.choices)} measured points of "
+    out.print(f"{len(result.rules.rules)} rules from {len(result.choices)} measured cells of "
               f"study '{study}' round {rnd} written to {output} ({kind}"
               + (f" for {library.name} {library.version})" if library is not None else ")"),
               highlight=False)
@@ -330,7 +330,7 @@ def _evaluate(rs, path, frame, study, rnd, colls, include_oversubscribed, fmt,
                                "points": json.loads(pts.to_json(orient="records"))}, indent=2))
         return
     out.print(quality_table(summary, pts["native_us"].notna().any(), {"rules file": pts}))
-    out.print(f"the rules of {path} on {len(pts)} measured points of study '{study}' round "
+    out.print(f"the rules of {path} on {len(pts)} measured cells of study '{study}' round "
               f"{rnd}", highlight=False)
 
 

@@ -47,7 +47,7 @@ def tune_section(df: pd.DataFrame, parts: ReportParts, palette: plotmod.Palette,
            "cross-validated (leave-one-size-out, leave-one-np-out): the rules built without "
            "one size (or one process count), evaluated on it; where that chooses what "
            "in-sample chooses at every point, the two are one row.</p>"]
-    rename = {"regret_gmean": "regret (geo. mean)", "regret_worst": "regret (worst)",
+    rename = {"points": "cells", "regret_gmean": "regret (geo. mean)", "regret_worst": "regret (worst)",
               "regret_worst_at": "worst regret at", "vs_native_gmean": "×native (geo. mean)",
               "vs_native_worst": "×native (worst)", "vs_native_worst_at": "worst ×native at"}
     for t in results:
