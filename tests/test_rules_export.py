@@ -250,13 +250,100 @@ def test_mpich_file_steers_the_library(tmp_path, mpich_b):
     assert forced[0].ok is False and "ring" in forced[0].ran.split(", ")
 
 
-def test_alltoall_rules_are_refused_by_the_exporters_not_written_wrong(tmp_path, ompi_build):
-    """Alltoall(v) rules (issue 30) run under the interposition library; the library
+def test_alltoallv_rules_are_refused_by_the_exporters_not_written_wrong(tmp_path, ompi_build):
+    """Alltoallv rules (issue 30) run under the interposition library; the library
     rules files do not carry them yet: a one-line error, nothing written."""
-    src = tmp_path / "a2a.rules"
-    src.write_text(R.to_text(_rs("openmpi", OMPI_RULES + "alltoall 2 - 0 - ompi:pairwise -\n")))
-    out = tmp_path / "a2a.conf"
+    src = tmp_path / "a2av.rules"
+    src.write_text(R.to_text(_rs("openmpi", OMPI_RULES + "alltoallv 2 - 0 - ompi:pairwise -\n")))
+    out = tmp_path / "a2av.conf"
     r = colltune("rules", "export", str(src), "--to", "openmpi", "-o", str(out))
     assert r.returncode == 2, r.stdout + r.stderr
-    assert "alltoall rules cannot be exported to openmpi yet" in r.stderr
+    assert "alltoallv rules cannot be exported to openmpi yet" in r.stderr
+    assert "alltoall)" in r.stderr.splitlines()[-1]  # alltoall itself is among the exported
     assert "Traceback" not in r.stderr and not out.exists()
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------------- alltoall
+
+A2A_OMPI = ("alltoall 2 - 0 511 ompi:pairwise -\n"
+            "alltoall 2 - 512 8191 ompi:modified_bruck -\n"
+            "alltoall 2 - 8192 - ompi:linear_sync max_requests=3\n")
+
+
+def test_openmpi_alltoall_export(ompi_installed):
+    """Alltoall goes under Open MPI's id for it, with thresholds in bytes of all
+    processes (per destination x communicator size x ... as Open MPI compares: type size
+    x count x comm size), and max_requests in the MAXREQ column of a version 2 file."""
+    ex = eo.to_text(_rs("openmpi", A2A_OMPI), ompi_installed)
+    assert ex.text.startswith("rule-file-version-2\n")
+    pf = eo.parse(ex.text)
+    assert [c.name for c in pf.colls] == ["alltoall"] and pf.colls[0].coll_id == eo.COLL_IDS[
+        "alltoall"]
+    by_np = {c.comm_size: [(m.msgbytes, ompi_installed.name("alltoall", m.alg), m.maxreq)
+                           for m in c.rules] for c in pf.colls[0].comms}
+    for n in (2, 3, 7):
+        assert by_np[n] == [(0, "pairwise", 0), (512 * n, "modified_bruck", 0),
+                            (8192 * n, "linear_sync", 3)]
+
+
+def test_openmpi_alltoall_file_steers_the_library(tmp_path, ompi_build):
+    """Open MPI under an exported alltoall file runs, at np 2 and 3 and three sizes, the
+    algorithm the file names (max_requests included), seen by the preloaded observer."""
+    path = tmp_path / "a2a.conf"
+    rf.export(_rs("openmpi", A2A_OMPI), "openmpi", path, ompi_build.mpi)
+    for np in (2, 3):
+        _, rows, _ = rf.which_ran(path, ompi_build, np=np, sizes=[64, 1024, 16384])
+        got = {r.size: (r.named, r.ran, r.ok) for r in rows if r.collective == "alltoall"}
+        assert got == {64: ("pairwise", "pairwise", True),
+                       1024: ("modified_bruck", "modified_bruck", True),
+                       16384: ("linear_sync (max_requests=3)", "linear_sync (max_requests=3)",
+                               True)}, (np, got)
+    # the observer tells a disagreement: a forced algorithm beats the file
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OMPI_MCA_coll_tuned_alltoall_algorithm", "1")
+        _, forced, _ = rf.which_ran(path, ompi_build, np=3, sizes=[64])
+    assert [(r.ran, r.ok) for r in forced] == [("linear", False)]
+    r = colltune("rules", "verify", str(path), "--np", "2,3")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "linear_sync (max_requests=3)" in r.stdout and "alltoall" in r.stdout
+
+
+@pytest.mark.mpich
+def test_mpich_alltoall_file_steers_the_library(tmp_path, mpich_b):
+    """MPICH's alltoall under an exported file: avg_msg_size is the bytes per destination
+    (colltune's size as it is), in-place calls keep MPICH's in-place algorithm, and the
+    traffic at each size matches the forced run of the algorithm the file names."""
+    path = tmp_path / "a2a.json"
+    rf.export(_rs("mpich", "alltoall 2 - 0 511 mpich:pairwise -\n"
+                           "alltoall 2 - 512 - mpich:brucks -\n"), "mpich", path, mpich_b.mpi)
+    intra = json.loads(path.read_text())["collective=alltoall"]["comm_type=intra"]
+    assert intra["is_sendbuf_inplace=yes"] == {
+        "algorithm=MPIR_Alltoall_intra_pairwise_sendrecv_replace": {}}
+    assert intra["is_sendbuf_inplace=no"]["comm_size=any"] == {
+        "avg_msg_size<=511": {"algorithm=MPIR_Alltoall_intra_pairwise": {}},
+        "avg_msg_size=any": {"algorithm=MPIR_Alltoall_intra_brucks": {}}}
+    # np 2 and 3: every alltoall algorithm sends the same traffic; the file's is among them
+    for np in (2, 3):
+        _, rows, _ = rf.which_ran(path, mpich_b, np=np, sizes=[64, 16384])
+        got = {r.size: r for r in rows}
+        assert got[64].named == "pairwise" and got[16384].named == "brucks"
+        for r in rows:
+            assert r.ok and r.named in r.ran.split(", "), (np, r)
+    # np 4 tells them apart; 256 B per destination is 1 KiB in all, so a threshold read
+    # as the total would have chosen brucks
+    _, rows, _ = rf.which_ran(path, mpich_b, np=4, sizes=[256, 65536])
+    got = {r.size: r for r in rows}
+    small, big = got[256].ran.split(", "), got[65536].ran.split(", ")
+    assert got[256].ok and "pairwise" in small and "brucks" not in small
+    assert got[65536].ok and "brucks" in big and "pairwise" not in big
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM", "pairwise")
+        _, forced, _ = rf.which_ran(path, mpich_b, np=4, sizes=[65536])
+    assert forced[0].ok is False and "pairwise" in forced[0].ran.split(", ")
+
+
+def test_mpich_alltoall_in_place_algorithm_refused(mpich_b):
+    with pytest.raises(R.RulesError, match="MPI_IN_PLACE calls only"):
+        em.to_json(_rs("mpich", "alltoall 2 - 0 - mpich:pairwise_sendrecv_replace -\n"),
+                   em.Installed.of(mpich_b.mpi))

@@ -134,8 +134,11 @@ static void *next(const char *name) {
 #define ALLGA_P const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount, \
                 MPI_Datatype rdt, MPI_Comm comm, void *module
 #define ALLGA_A sbuf, scount, sdt, rbuf, rcount, rdt, comm, module
+#define A2A_P ALLGA_P /* alltoall: the same arguments as allgather */
+#define A2A_A ALLGA_A
 
-/* per-process bytes of gather/allgather: the send side, the receive side in place */
+/* per-process bytes of gather/allgather (alltoall: per destination): the send side,
+ * the receive side in place */
 #define PER_PROC_SIZE (sbuf == MPI_IN_PLACE ? (long long)rcount * tsize(rdt) \
                                             : (long long)scount * tsize(sdt))
 
@@ -274,4 +277,23 @@ WRAP(ompi_coll_base_allgather_intra_two_procs, "allgather", "two_proc", ALLGA_P,
      PER_PROC_SIZE, -1, -1, -1, -1)
 DECL(ompi_coll_base_allgather_intra_sparbit, ALLGA_P)
 WRAP(ompi_coll_base_allgather_intra_sparbit, "allgather", "sparbit", ALLGA_P, ALLGA_A,
+     PER_PROC_SIZE, -1, -1, -1, -1)
+
+/* alltoall (coll/tuned calls these five; linear_sync takes the max_requests of the
+ * rules file's MAXREQ column or of coll_tuned_alltoall_algorithm_max_requests) */
+DECL(ompi_coll_base_alltoall_intra_basic_linear, A2A_P)
+WRAP(ompi_coll_base_alltoall_intra_basic_linear, "alltoall", "linear", A2A_P, A2A_A,
+     PER_PROC_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_alltoall_intra_pairwise, A2A_P)
+WRAP(ompi_coll_base_alltoall_intra_pairwise, "alltoall", "pairwise", A2A_P, A2A_A,
+     PER_PROC_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_alltoall_intra_bruck, A2A_P)
+WRAP(ompi_coll_base_alltoall_intra_bruck, "alltoall", "modified_bruck", A2A_P, A2A_A,
+     PER_PROC_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_alltoall_intra_linear_sync, A2A_P COMMA int max_requests)
+WRAP(ompi_coll_base_alltoall_intra_linear_sync, "alltoall", "linear_sync",
+     A2A_P COMMA int max_requests, A2A_A COMMA max_requests, PER_PROC_SIZE, -1, -1, -1,
+     max_requests)
+DECL(ompi_coll_base_alltoall_intra_two_procs, A2A_P)
+WRAP(ompi_coll_base_alltoall_intra_two_procs, "alltoall", "two_proc", A2A_P, A2A_A,
      PER_PROC_SIZE, -1, -1, -1, -1)

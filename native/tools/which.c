@@ -6,10 +6,10 @@
  *   colltune-which COLLECTIVE SIZE[,SIZE...] [ITERATIONS]
  *
  * SIZE is colltune's size in bytes: the message for bcast/reduce/allreduce (reduce and
- * allreduce sum ints: SIZE/4 of them), the bytes per process for gather/allgather
- * (MPI_BYTE). Before and after the calls of each size the program calls the
- * observer's colltune_observe_mark("COLLECTIVE SIZE") / colltune_observe_mark(NULL)
- * when one is loaded (found with dlsym), so the observer counts those calls only.
+ * allreduce sum ints: SIZE/4 of them), the bytes per process for gather/allgather and
+ * per destination for alltoall (MPI_BYTE). Before and after the calls of each size the
+ * program calls the observer's colltune_observe_mark("COLLECTIVE SIZE") /
+ * colltune_observe_mark(NULL) when one is loaded (found with dlsym), so the observer counts those calls only.
  * Rank 0 prints one line per size: "ran COLLECTIVE SIZE NP ITERATIONS".
  */
 #define _GNU_SOURCE
@@ -22,7 +22,7 @@
 typedef void (*mark_fn)(const char *label);
 
 static void usage(void) {
-    fprintf(stderr, "usage: colltune-which bcast|reduce|gather|allgather|allreduce "
+    fprintf(stderr, "usage: colltune-which bcast|reduce|gather|allgather|allreduce|alltoall "
                     "SIZE[,SIZE...] [ITERATIONS]\n");
 }
 
@@ -40,7 +40,8 @@ int main(int argc, char **argv) {
     int iters = argc > 3 ? atoi(argv[3]) : 3;
     if (iters < 1) iters = 1;
     int known = !strcmp(coll, "bcast") || !strcmp(coll, "reduce") || !strcmp(coll, "gather")
-                || !strcmp(coll, "allgather") || !strcmp(coll, "allreduce");
+                || !strcmp(coll, "allgather") || !strcmp(coll, "allreduce")
+                || !strcmp(coll, "alltoall");
     if (!known) {
         if (rank == 0) usage();
         MPI_Finalize();
@@ -75,6 +76,9 @@ int main(int argc, char **argv) {
             else if (!strcmp(coll, "gather"))
                 MPI_Gather(sbuf, (int)size, MPI_BYTE, rbuf, (int)size, MPI_BYTE, 0,
                            MPI_COMM_WORLD);
+            else if (!strcmp(coll, "alltoall"))
+                MPI_Alltoall(sbuf, (int)size, MPI_BYTE, rbuf, (int)size, MPI_BYTE,
+                             MPI_COMM_WORLD);
             else
                 MPI_Allgather(sbuf, (int)size, MPI_BYTE, rbuf, (int)size, MPI_BYTE,
                               MPI_COMM_WORLD);

@@ -183,7 +183,7 @@ def written_for(text: str, kind: str) -> str | None:
 
 
 # the collectives whose library rules files colltune writes (and `rules verify` proves)
-EXPORTED = ("bcast", "reduce", "gather", "allgather", "allreduce")
+EXPORTED = ("bcast", "reduce", "gather", "allgather", "allreduce", "alltoall")
 
 
 def export(ruleset: RuleSet, to: str, path: str | Path, mpi) -> list[str]:
@@ -374,6 +374,7 @@ def _which_ran_openmpi(text, path, build, np, sizes, collectives, iterations, ti
             ran = sorted({r["algo"] for r in top})
             inner = sorted({f"{r['coll']} {r['algo']}" for r in recs if r.get("depth") != "0"})
             params = sorted({(r["faninout"], r["segsize"], r.get("radix", "-1")) for r in top})
+            maxreqs = sorted({r.get("maxreq", "-1") for r in top})
             ran_s = ", ".join(ran) or "nothing observed"
             if params and ran:
                 fan, seg, radix = params[0]
@@ -384,6 +385,8 @@ def _which_ran_openmpi(text, path, build, np, sizes, collectives, iterations, ti
                     extra.append(f"fanout={fan}")
                 if radix not in ("-1",):
                     extra.append(f"radix={radix}")
+                if maxreqs[0] not in ("-1",) and (maxreqs[0] != "0" or mr.maxreq):
+                    extra.append(f"max_requests={maxreqs[0]}")
                 if extra:
                     ran_s += " (" + ",".join(extra) + ")"
             if mr.alg == 0:
@@ -393,7 +396,7 @@ def _which_ran_openmpi(text, path, build, np, sizes, collectives, iterations, ti
                 said = ([f"segsize={mr.segsize}"] if mr.segsize else []) + (
                     [f"fanout={mr.faninout}"] if name == "chain" else []) + (
                     [f"radix={mca[eo.RADIX_MCA]}"] if name == "knomial" and eo.RADIX_MCA in mca
-                    else [])
+                    else []) + ([f"max_requests={mr.maxreq}"] if mr.maxreq else [])
                 named = name + (f" ({','.join(said)})" if said else "")
                 ok = ran == [name]
                 note = ""
@@ -404,11 +407,14 @@ def _which_ran_openmpi(text, path, build, np, sizes, collectives, iterations, ti
                 if (ok and name == "knomial" and eo.RADIX_MCA in mca and params
                         and params[0][2] != mca[eo.RADIX_MCA]):
                     ok, note = False, f"radix {params[0][2]}, the file says {mca[eo.RADIX_MCA]}"
+                if ok and mr.maxreq is not None and maxreqs and maxreqs[0] != "-1" \
+                        and maxreqs[0] != str(mr.maxreq):
+                    ok, note = False, f"max_requests {maxreqs[0]}, the file says {mr.maxreq}"
                 if not ran:
                     note = "no coll/base algorithm was called (another coll component ran?)"
             rows.append(RanRow(coll, np, size, named, ran_s, ", ".join(inner), ok, note))
     if not rows:
-        notes.append("the file has no rules for bcast, reduce, gather, allgather or allreduce")
+        notes.append(f"the file has no rules for {', '.join(EXPORTED)}")
     return rows, notes
 
 
@@ -433,6 +439,8 @@ def _mpich_sizes(text: str, coll: str, np: int) -> list[int] | None:
     import re
 
     node = json.loads(text).get(f"collective={coll}", {}).get("comm_type=intra")
+    if isinstance(node, dict) and em.INPLACE_NO in node:  # colltune-which is not in place
+        node = node[em.INPLACE_NO]
     if not isinstance(node, dict):
         return None
     block = None
@@ -448,7 +456,8 @@ def _mpich_sizes(text: str, coll: str, np: int) -> list[int] | None:
         m = re.fullmatch(r"(avg_msg_size|total_msg_size)(<=|=any)(\d*)", k)
         if not m:
             return None
-        out.append(_rep_size(coll, lo, np))
+        per_dest = m.group(1) == "avg_msg_size" and coll in PER_PROCESS  # alltoall
+        out.append(_rep_size(coll, lo * np if per_dest else lo, np))
         if m.group(3):
             lo = int(m.group(3)) + 1
     return sorted(set(out))
@@ -466,8 +475,8 @@ def _which_ran_mpich(text, path, build, np, sizes, collectives, iterations, time
     pending = collectives or [c for c in EXPORTED
                            if tree.get(f"collective={c}") != installed.tree.get(f"collective={c}")]
     if not pending:
-        notes.append("the file selects exactly as MPICH's built-in tree for bcast, reduce, "
-                     "gather, allgather and allreduce: nothing to verify")
+        notes.append(f"the file selects exactly as MPICH's built-in tree for "
+                     f"{', '.join(EXPORTED)}: nothing to verify")
     for coll in pending:
         want = sizes or _mpich_sizes(text, coll, np)
         if not want:

@@ -10,10 +10,14 @@ A `native` range gets MPICH's own branch for that collective nested under the si
 test, which is exactly what MPICH would have done without the file.
 
 Keys written: `comm_size<=N` (then `comm_size=any`), `avg_msg_size<=N` for bcast,
-reduce, allreduce (MPICH aborts on it for allgather), `total_msg_size<=N` for gather
+reduce, allreduce and alltoall (for alltoall the bytes per destination, colltune's size
+as it is; MPICH aborts on the key for allgather), `total_msg_size<=N` for gather
 and allgather (colltune's per-process size x the communicator size, written per
 communicator size), each list ended by its `=any` catch-all. Leaves
 `"algorithm=MPIR_<Coll>_intra_<name>": {}`, names checked against the library.
+Where MPICH's own branch first tests `is_sendbuf_inplace` (alltoall: only
+pairwise_sendrecv_replace runs in place), the in-place branch is kept as MPICH has it
+and the rules go under `is_sendbuf_inplace=no`.
 """
 
 from __future__ import annotations
@@ -31,6 +35,14 @@ from colltune.rules.ruleset import RulesError, RuleSet
 
 AVG_OK = ("bcast", "reduce", "allreduce", "alltoall")  # avg_msg_size allowed
 ENV_FILE = "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"
+INPLACE_YES, INPLACE_NO = "is_sendbuf_inplace=yes", "is_sendbuf_inplace=no"
+
+
+def scales_with_np(coll: str) -> bool:
+    """Whether the file's byte thresholds for `coll` are colltune's size x the
+    communicator size (total_msg_size of a per-process collective); alltoall's
+    avg_msg_size is the bytes per destination, colltune's size itself."""
+    return coll in PER_PROCESS and coll not in AVG_OK
 
 _NUMERIC = re.compile(r"^(comm_size|avg_msg_size|total_msg_size|count|comm_avg_ppn)(<=|<)(\d+)$")
 _ANY = re.compile(r"^(\w+)=any$")
@@ -152,6 +164,10 @@ def to_json(rs: RuleSet, installed: Installed) -> Export:
             raise RulesError(f"{r.collective} rule {r.spec}: parameters ({', '.join(values)}) "
                              f"cannot be carried by colltune's MPICH selection file yet; "
                              f"name the algorithm without them")
+        if algo.lib_name == "pairwise_sendrecv_replace":
+            raise RulesError(f"{r.collective} rule {r.spec}: MPICH runs it on MPI_IN_PLACE "
+                             f"calls only, which the file leaves to MPICH; name another "
+                             f"algorithm")
         fn = function_name(r.collective, algo.lib_name)
         if fn not in installed.functions:
             raise RulesError(f"{r.collective} rule {r.spec}: MPICH {installed.version} has no "
@@ -170,7 +186,7 @@ def to_json(rs: RuleSet, installed: Installed) -> Export:
         inexact = False
         for i, b in enumerate(nps):
             end = nps[i + 1] - 1 if i + 1 < len(nps) else None
-            bl, inx = comm_blocks(b, end, coll in PER_PROCESS)
+            bl, inx = comm_blocks(b, end, scales_with_np(coll))
             blocks += [(first, last or 0, first) for first, last in bl]
             inexact |= inx
         noted = False
@@ -188,7 +204,7 @@ def to_json(rs: RuleSet, installed: Installed) -> Export:
                     ranges[-1][1] = hi
                     continue
                 ranges.append([s, hi, lf])
-            mult = exact if coll in PER_PROCESS else 1
+            mult = exact if scales_with_np(coll) else 1
             if inexact and len(ranges) > 1 and not noted:
                 notes.append(inexact_note(coll, "MPICH"))
                 noted = True
@@ -200,6 +216,17 @@ def to_json(rs: RuleSet, installed: Installed) -> Export:
             branch[ck] = sub
         if "comm_size=any" not in branch:
             branch["comm_size=any"] = json.loads(json.dumps(builtin))
+        if isinstance(builtin, dict) and INPLACE_YES in builtin:
+            # MPICH's in-place calls keep MPICH's in-place algorithm (the others refuse
+            # MPI_IN_PLACE); the rules decide the calls that are not in place
+            for v in branch.values():
+                for sk, sv in list(v.items()):
+                    if sv == builtin:
+                        v[sk] = json.loads(json.dumps(builtin[INPLACE_NO]))
+            if branch["comm_size=any"] == builtin:
+                branch["comm_size=any"] = json.loads(json.dumps(builtin[INPLACE_NO]))
+            branch = {INPLACE_YES: json.loads(json.dumps(builtin[INPLACE_YES])),
+                      INPLACE_NO: branch}
         tree[key]["comm_type=intra"] = branch
     text = json.dumps(tree, indent=1) + "\n"
     problems = check(text, installed)
@@ -366,13 +393,13 @@ def lookup(text: str, coll: str, np: int, size: int, comm_type: str = "intra") -
     node = tree.get(f"collective={coll}")
     if node is None:
         return None
-    nbytes = size * (np if coll in PER_PROCESS else 1)
+    nbytes = size * (np if scales_with_np(coll) else 1)
     vals = {"comm_size": np, "avg_msg_size": nbytes, "total_msg_size": nbytes}
     while True:
         for k, v in node.items():
             if k.startswith("algorithm="):
                 return k.split("=", 1)[1]
-            if k == f"comm_type={comm_type}" or _ANY.match(k):
+            if k in (f"comm_type={comm_type}", INPLACE_NO) or _ANY.match(k):
                 node = v
                 break
             m = _NUMERIC.match(k)
@@ -383,7 +410,7 @@ def lookup(text: str, coll: str, np: int, size: int, comm_type: str = "intra") -
                     node = v
                     break
                 continue
-            if m is None and not k.startswith("comm_type="):
+            if m is None and k not in ("comm_type=inter", "comm_type=intra", INPLACE_YES):
                 return None  # a test of MPICH's own branch
         else:
             return None

@@ -15,8 +15,9 @@ shifts every later number). Lookup: the last comm-size entry with COMMSIZE <= th
 communicator size (else the first), then the last message rule with MSGBYTES <= the
 byte count; ALG 0 means Open MPI's fixed decision rules. The byte count is the
 message for bcast/reduce/allreduce and type size x count x communicator size for
-gather/allgather: colltune's per-process sizes are multiplied out here, per
-communicator size.
+gather/allgather/alltoall: colltune's per-process (alltoall: per-destination) sizes are
+multiplied out here, per communicator size. MAXREQ (version 2) carries alltoall
+linear_sync's and the reduce trees' max_requests.
 
 Silent failures (the file is ignored, exit 0): a first MSGBYTES other than 0, a
 truncated file, a missing file; an unknown algorithm number aborts the first call.
@@ -34,7 +35,7 @@ from colltune.base.collectives import PER_PROCESS
 from colltune.rules.ruleset import Rule, RulesError, RuleSet
 
 # collective ids: the COLLTYPE enum of Open MPI's coll_base_functions.h (stable since 1.x)
-COLL_IDS = {"allgather": 0, "allreduce": 2, "bcast": 7, "gather": 9, "reduce": 11}
+COLL_IDS = {"allgather": 0, "allreduce": 2, "alltoall": 3, "bcast": 7, "gather": 9, "reduce": 11}
 ID_COLLS = {v: k for k, v in COLL_IDS.items()}
 COLLCOUNT = 22  # ids 0..21 are collectives Open MPI knows (ids of ones we do not write pass)
 VERSION2_SINCE = (5, 0, 7)
