@@ -152,7 +152,8 @@ def export(file, to, output, mpi_spec) -> None:
 @np_option("nps", default="3", show_default=True, min=2,
            help="Process counts to run with, one run each: 3 or 2,4 or 2:8.")
 @size_option("sizes", help="Sizes to call the collectives at (colltune's sizes: bytes, per "
-              "process for gather/allgather; K/M suffixes). Default: the start of each "
+              "process for gather/allgather, per destination for alltoall; K/M "
+              "suffixes). Default: the start of each "
               "range the file has at --np.")
 @click.option("--coll", help="Only these collectives (comma-separated).")
 @click.option("--iterations", default=2, show_default=True, type=int,
