@@ -481,6 +481,41 @@ def test_measure_tune_export_verify_with_open_mpi(tmp_path, ompi_build):
     assert "interposition library reads it" in res.stderr
 
 
+TINY_OMPI_A2A = """
+[study]
+name = "tinya2a"
+collectives = ["alltoall"]
+algorithms = ["native", "ompi:pairwise", "ompi:modified_bruck", "ompi:linear_sync:max_requests=2"]
+sizes = [8, 65536]
+processes = [2]
+repetitions = 3
+iterations = 20
+warmup = 2
+"""
+
+
+def test_tune_export_verify_alltoall_with_open_mpi(tmp_path, ompi_build):
+    """Alltoall through the same loop (issue 30): a sweep of Open MPI's alltoall
+    algorithms, `tune --target openmpi -o FILE`, and `rules verify` at np 2 and 3 and two
+    sizes: the algorithm each range names is the one Open MPI ran."""
+    study = tmp_path / "a2a.toml"
+    study.write_text(TINY_OMPI_A2A)
+    dbp, conf = tmp_path / "r.db", tmp_path / "a2a.conf"
+    res = _cli("sweep", study, "--db", dbp)
+    assert res.returncode == 0, res.stderr
+    res = _cli("tune", "--db", dbp, "--study", "tinya2a", "--target", "openmpi", "-o", conf)
+    assert res.returncode == 0, res.stderr
+    assert "Open MPI coll/tuned rules file" in res.stdout
+    res = _cli("rules", "verify", conf, "--np", "2,3", "--size", "8,64K")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "2 processes" in res.stdout and "3 processes" in res.stdout
+    rows = [ln for ln in res.stdout.splitlines() if " alltoall " in ln]
+    assert len(rows) == 4 and not any(" NO " in ln for ln in rows), res.stdout
+    # every row names an algorithm or Open MPI's fixed rules, and shows what ran
+    assert all(any(a in ln for a in ("pairwise", "modified_bruck", "linear_sync", "fixed rules"))
+               for ln in rows), res.stdout
+
+
 def test_quality_weighted_by_the_calls_an_application_makes():
     """Calls count for the measured point whose rules cover them: an application that
     only calls small sizes sees only the small points' regret and ratio to native."""
