@@ -50,8 +50,8 @@ def _installed(kind: str, mpi_spec: str | None):
 @click.option("--mpi", "mpi_spec", help="Library to name Open MPI's algorithm numbers with "
               "(default: the installed Open MPI for an Open MPI file).")
 @click.option("--all", "every", is_flag=True,
-              help="MPICH file: every collective, not only bcast, reduce, gather, allgather, "
-                   "allreduce.")
+              help="MPICH file: every collective, not only those colltune has algorithms for "
+                   "(colltune algorithms).")
 def show(file, mpi_spec, every) -> None:
     """Print a rules file of any of the three formats as a table."""
     text = rf.read_text(file)
