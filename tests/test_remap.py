@@ -24,16 +24,19 @@ def _count(build, coll, spec, np, nodes=None, order="seq", node_list=None, sizes
 
 
 # ---- the parameter --------------------------------------------------------------
-def test_remap_is_a_parameter_of_every_algorithm_but_gather(ompi_build):
+REMAPPED = ("bcast", "reduce", "allgather", "allreduce")  # the collectives remap applies to
+
+
+def test_remap_is_a_parameter_of_every_algorithm_of_the_remapped_collectives(ompi_build):
     for a in registry.algorithms(ompi_build):
         names = {p["name"]: p for p in a.params}
-        if a.collective == "gather":
-            assert "remap" not in names
+        if a.collective not in REMAPPED:  # gather; alltoall(v), scatter, barrier: not yet
+            assert "remap" not in names, a
         else:
             assert names["remap"]["values"] == ["none", "seq", "rr", "auto"], a
             assert names["remap"]["auto"] in ("none", "seq", "rr")
     auto = {(a.collective, a.name): {p["name"]: p for p in a.params}["remap"]["auto"]
-            for a in registry.algorithms(ompi_build) if a.collective != "gather"}
+            for a in registry.algorithms(ompi_build) if a.collective in REMAPPED}
     assert auto[("allgather", "recursive_doubling")] == "rr"
     assert auto[("allgather", "ring")] == "seq"
     assert auto[("allgather", "neighbor_exchange")] == "seq"
