@@ -1,9 +1,9 @@
 /*
  * pmpi_internal.h -- shared by the files of libcolltune-pmpi.so (not installed).
  *
- * The interposition library defines MPI_Bcast, MPI_Reduce, MPI_Gather,
- * MPI_Allgather and MPI_Allreduce (and MPI_Init, MPI_Init_thread, MPI_Finalize
- * to set itself up and write the profile). Every call it does not run with one
+ * The interposition library defines an MPI_<Coll> for each collective of
+ * colltune.h (pmpi_call.c), and MPI_Init, MPI_Init_thread, MPI_Pcontrol and
+ * MPI_Finalize to set itself up and write the profile (pmpi.c). Every call it does not run with one
  * of colltune's algorithms goes to the library's own PMPI_ entry point; the
  * algorithm library itself only calls point-to-point functions and PMPI_
  * collectives, so nothing recurses into these definitions.
@@ -51,6 +51,39 @@ typedef struct {
     ct_pmpi_load_class_t classes[CT_PMPI_MAX_CLASSES];
     int nclasses;
 } ct_pmpi_rules_t;
+
+/* ---- the process's state (pmpi.c sets it up at MPI_Init; pmpi_call.c reads it
+ * on every call). Both files name it `st` (#define st ct_pmpi_st). */
+typedef struct {
+    int active;   /* 0: every call goes to PMPI_ */
+    int rank;     /* in MPI_COMM_WORLD */
+    int verbose;  /* rank 0 prints decisions */
+    int observe;  /* verbose on this rank, or profiling */
+    int profile;
+    char profile_path[1024];
+    ct_pmpi_decision_t *forced[CT_NCOLL];
+    ct_pmpi_decision_t forced_store[CT_NCOLL];
+    ct_pmpi_decision_t nomatch[CT_NCOLL]; /* the library's own: no rule, no forcing */
+    ct_pmpi_rules_t rules;
+    int load_class;        /* index into rules.classes; -1 without classes */
+    double load_index;     /* µs per probe iteration, last measured (or forced) */
+    int load_forced;       /* COLLTUNE_LOAD_INDEX given */
+    int probe_iterations;  /* COLLTUNE_LOAD_PROBE */
+    int pcontrol_level;    /* MPI_Pcontrol level that measures again */
+    /* last lookup per collective (a loop calls one size again and again) */
+    struct {
+        int np;
+        long long size;
+        const ct_pmpi_decision_t *d;
+    } last[CT_NCOLL];
+} ct_pmpi_state_t;
+extern ct_pmpi_state_t ct_pmpi_st;
+/* "COLLTUNE_BCAST", ...: the variable that forces an algorithm for collective c */
+const char *ct_pmpi_env_force(ct_coll_t c);
+
+/* ---- calls (pmpi_call.c) --------------------------------------------------- */
+/* the communicator-facts cache, set up by configure() at MPI_Init */
+void ct_pmpi_ccache_init(void);
 
 /* ---- load (pmpi_load.c) ---------------------------------------------------- */
 /* The shortened probe (colltune-probe's exchange: a barrier, then 4 KB both ways
