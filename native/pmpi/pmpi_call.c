@@ -121,6 +121,18 @@ static int raise_error(MPI_Comm comm, ct_coll_t c, int rc) {
     return rc;
 }
 
+/* the start of a call's time, when profiling */
+static inline double start(void) { return st.profile ? PMPI_Wtime() : 0; }
+
+/* after the call: what ran (verbose, profile); an error of ours raised through the
+ * communicator's error handler (the library raises its own) */
+static inline int finish(ct_coll_t c, MPI_Comm comm, int np, long long size,
+                         const ct_pmpi_decision_t *d, double t0, int rc) {
+    if (st.observe) observe(c, np, size, d, t0);
+    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, c, rc);
+    return rc;
+}
+
 /* ---- communicator facts, cached -------------------------------------------
  * The size of a communicator and whether it is an intercommunicator never
  * change, but a handle may be reused after MPI_Comm_free. So an entry lives only
@@ -209,6 +221,12 @@ static long long bytes_of(int count, MPI_Datatype dt) {
     return (long long)count * ts;
 }
 
+/* ---- the intercepts ---------------------------------------------------------
+ * Each one, in order: inactive, MPI_COMM_NULL or an intercommunicator -> the
+ * library (intra_size); colltune's size of the call from the arguments significant
+ * on this rank, -1 (and the library) for any argument the algorithms do not take;
+ * decide(); the library's own call or ct_<coll>(); finish(). */
+
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
     int np, r;
     if (!st.active || intra_size(CT_BCAST, comm, &np, &r))
@@ -219,12 +237,10 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
         return PMPI_Bcast(buf, count, dt, root, comm);
     }
     const ct_pmpi_decision_t *d = decide(CT_BCAST, np, size);
-    double t0 = st.profile ? PMPI_Wtime() : 0;
+    double t0 = start();
     int rc = d->native ? PMPI_Bcast(buf, count, dt, root, comm)
                        : ct_bcast(&d->choice, buf, count, dt, root, comm);
-    if (st.observe) observe(CT_BCAST, np, size, d, t0);
-    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_BCAST, rc);
-    return rc;
+    return finish(CT_BCAST, comm, np, size, d, t0, rc);
 }
 
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
@@ -239,12 +255,10 @@ int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op 
         return PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm);
     }
     const ct_pmpi_decision_t *d = decide(CT_REDUCE, np, size);
-    double t0 = st.profile ? PMPI_Wtime() : 0;
+    double t0 = start();
     int rc = d->native ? PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm)
                        : ct_reduce(&d->choice, sbuf, rbuf, count, dt, op, root, comm);
-    if (st.observe) observe(CT_REDUCE, np, size, d, t0);
-    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_REDUCE, rc);
-    return rc;
+    return finish(CT_REDUCE, comm, np, size, d, t0, rc);
 }
 
 int MPI_Gather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
@@ -265,12 +279,10 @@ int MPI_Gather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int r
         return PMPI_Gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
     }
     const ct_pmpi_decision_t *d = decide(CT_GATHER, np, size);
-    double t0 = st.profile ? PMPI_Wtime() : 0;
+    double t0 = start();
     int rc = d->native ? PMPI_Gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm)
                        : ct_gather(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
-    if (st.observe) observe(CT_GATHER, np, size, d, t0);
-    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_GATHER, rc);
-    return rc;
+    return finish(CT_GATHER, comm, np, size, d, t0, rc);
 }
 
 int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
@@ -285,12 +297,10 @@ int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, in
         return PMPI_Allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm);
     }
     const ct_pmpi_decision_t *d = decide(CT_ALLGATHER, np, size);
-    double t0 = st.profile ? PMPI_Wtime() : 0;
+    double t0 = start();
     int rc = d->native ? PMPI_Allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm)
                        : ct_allgather(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, comm);
-    if (st.observe) observe(CT_ALLGATHER, np, size, d, t0);
-    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_ALLGATHER, rc);
-    return rc;
+    return finish(CT_ALLGATHER, comm, np, size, d, t0, rc);
 }
 
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
@@ -304,12 +314,10 @@ int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_
         return PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm);
     }
     const ct_pmpi_decision_t *d = decide(CT_ALLREDUCE, np, size);
-    double t0 = st.profile ? PMPI_Wtime() : 0;
+    double t0 = start();
     int rc = d->native ? PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm)
                        : ct_allreduce(&d->choice, sbuf, rbuf, count, dt, op, comm);
-    if (st.observe) observe(CT_ALLREDUCE, np, size, d, t0);
-    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_ALLREDUCE, rc);
-    return rc;
+    return finish(CT_ALLREDUCE, comm, np, size, d, t0, rc);
 }
 
 int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
@@ -325,12 +333,10 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int
         return PMPI_Alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm);
     }
     const ct_pmpi_decision_t *d = decide(CT_ALLTOALL, np, size);
-    double t0 = st.profile ? PMPI_Wtime() : 0;
+    double t0 = start();
     int rc = d->native ? PMPI_Alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm)
                        : ct_alltoall(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, comm);
-    if (st.observe) observe(CT_ALLTOALL, np, size, d, t0);
-    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_ALLTOALL, rc);
-    return rc;
+    return finish(CT_ALLTOALL, comm, np, size, d, t0, rc);
 }
 
 int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype sdt,
@@ -356,14 +362,12 @@ int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MP
         return PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
     }
     const ct_pmpi_decision_t *d = decide(CT_ALLTOALLV, np, size);
-    double t0 = st.profile ? PMPI_Wtime() : 0;
+    double t0 = start();
     int rc = d->native
                  ? PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm)
                  : ct_alltoallv(&d->choice, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls,
                                 rdt, comm);
-    if (st.observe) observe(CT_ALLTOALLV, np, size, d, t0);
-    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_ALLTOALLV, rc);
-    return rc;
+    return finish(CT_ALLTOALLV, comm, np, size, d, t0, rc);
 }
 
 int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
@@ -384,22 +388,18 @@ int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int 
         return PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
     }
     const ct_pmpi_decision_t *d = decide(CT_SCATTER, np, size);
-    double t0 = st.profile ? PMPI_Wtime() : 0;
+    double t0 = start();
     int rc = d->native ? PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm)
                        : ct_scatter(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
-    if (st.observe) observe(CT_SCATTER, np, size, d, t0);
-    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_SCATTER, rc);
-    return rc;
+    return finish(CT_SCATTER, comm, np, size, d, t0, rc);
 }
 
 int MPI_Barrier(MPI_Comm comm) {
     int np, r;
     if (!st.active || intra_size(CT_BARRIER, comm, &np, &r)) return PMPI_Barrier(comm);
     const ct_pmpi_decision_t *d = decide(CT_BARRIER, np, 0); /* size 0: no message */
-    double t0 = st.profile ? PMPI_Wtime() : 0;
+    double t0 = start();
     int rc = d->native ? PMPI_Barrier(comm) : ct_barrier(&d->choice, comm);
-    if (st.observe) observe(CT_BARRIER, np, 0, d, t0);
-    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_BARRIER, rc);
-    return rc;
+    return finish(CT_BARRIER, comm, np, 0, d, t0, rc);
 }
 
