@@ -791,8 +791,8 @@ def make_figure(kind: str, df: pd.DataFrame, palette: Palette, *, size=None, np_
 
 # ---------------------------------------------------------------------------- simulated, heat
 
-def _loglog(ax, title: str, xlabel: str) -> None:
-    """Log-log axes of the simulated figures: base-2 x, a small title, a light grid."""
+def loglog_axes(ax, title: str, xlabel: str) -> None:
+    """Log-log axes of the report's simulated figures: base-2 x, a small title, a light grid."""
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_title(title, fontsize=9)
@@ -800,76 +800,10 @@ def _loglog(ax, title: str, xlabel: str) -> None:
     ax.grid(alpha=0.3)
 
 
-def _panels(cols: int, w: float, h: float):
+def panels(cols: int, w: float, h: float):
     """A figure of `cols` panels side by side (no pyplot: nothing global to close)."""
     fig = _mfigure.Figure(figsize=(w * cols, h))
     return fig, fig.subplots(1, cols, squeeze=False)
-
-
-def fig_simulated(gc: pd.DataFrame, palette: Palette, coll: str, platform,
-                  label: str = "algorithm") -> Figure:
-    """Simulated latency against processes, one panel per size (the first four), one
-    line per `label` (algorithm or spec): the report's simulated section."""
-    sizes = sorted(gc["size"].unique())
-    cols = min(len(sizes), 4)
-    fig, axes = _panels(cols, 3.6, 3.4)
-    for ax, size in zip(axes[0], sizes[:cols]):
-        gs = gc[gc["size"] == size]
-        for algo, h in gs.groupby(label):
-            h = h.groupby("np")["median_us"].median()
-            ax.plot(h.index, h.values, marker="o", ms=3, lw=1, label=str(algo),
-                    color=palette(str(algo)))
-        _loglog(ax, f"{coll} {fmt_size(int(size))}", "processes")
-    axes[0][0].set_ylabel("simulated latency (µs)")
-    axes[0][-1].legend(fontsize=6)
-    fig.suptitle(f"SIMULATED on {platform} (not measurements)", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def fig_remap_bandwidth(g: pd.DataFrame, n: int, platform) -> Figure:
-    """Simulated bandwidth per placement (seq, rr and the two remapped ones) against the
-    size, one panel per (collective, algorithm) (the first five); `g`: rows of
-    remap.remap_effect at one process count."""
-    algos = list(g.groupby(["collective", "algorithm"], sort=True).groups)
-    cols = min(len(algos), 5)
-    fig, axes = _panels(cols, 3.2, 3.2)
-    for ax, (coll, algo) in zip(axes[0], algos[:cols]):
-        h = g[(g["collective"] == coll) & (g["algorithm"] == algo)].sort_values("size")
-        # the remapped lines lie on the order they turn into: dashed, other marks
-        for p, style, mark, color in (("seq", "-", "o", "tab:blue"),
-                                      ("rr", "-", "s", "tab:orange"),
-                                      ("seq>rr", "--", "x", "tab:red"),
-                                      ("rr>seq", "--", "+", "tab:cyan")):
-            if h[f"bw_{p}"].notna().any():
-                ax.plot(h["size"], h[f"bw_{p}"], style, marker=mark, ms=5, lw=1,
-                        label=p, color=color)
-        _loglog(ax, f"{coll} {algo}", "bytes per process")
-    axes[0][0].set_ylabel("simulated bandwidth (MB/s)")
-    axes[0][-1].legend(fontsize=6)
-    fig.suptitle(f"SIMULATED remapping, {int(n)} processes on {platform} "
-                 "(not measurements)", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def fig_heat_speedup(g: pd.DataFrame) -> Figure:
-    """Measured speedup of the heat application against processes per grid,
-    decomposition and variant, with the ideal line (`g`: heat.heat_scaling)."""
-    fig = _mfigure.Figure(figsize=(7, 4.5))
-    ax = fig.subplots()
-    top = int(g["np"].max())
-    ax.plot([1, top], [1, top], "k--", lw=1, label="ideal")
-    for (grid, decomp, variant), h in g.groupby(["grid", "decomp", "variant"]):
-        h = h.dropna(subset=["speedup"]).sort_values("np")
-        if len(h):
-            ax.plot(h["np"], h["speedup"], marker="o", label=f"{grid} {decomp} {variant}")
-    ax.set_xlabel("processes")
-    ax.set_ylabel("speedup T(1)/T(p)")
-    ax.set_title("heat diffusion: measured speedup")
-    ax.legend(fontsize=7, ncol=2)
-    ax.grid(alpha=0.3)
-    return fig
 
 
 # ---------------------------------------------------------------------------- output

@@ -3,6 +3,8 @@ collective, simulated load, and rank remapping."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from colltune.base.collectives import COLLECTIVES
 from colltune.analysis.remap import remap_effect
 from colltune.base.specs import remap_of
@@ -13,6 +15,9 @@ from colltune.output.report.page import ReportParts, _add_figure, esc, html_tabl
 from colltune.output.report.load import load_section
 
 pd = LazyModule("pandas")
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
 
 
 SIM_NOTE = ("Times simulated by SimGrid's SMPI: colltune's own algorithm code ran on a "
@@ -65,7 +70,7 @@ def simulated_section(sim: pd.DataFrame, parts: ReportParts, palette: plotmod.Pa
             _add_figure(parts, out, "simulated", coll,
                         f"{coll}: simulated latency against processes per algorithm, platform "
                         f"{platform} ({sim_name}; not measurements)",
-                        lambda gc=gc, coll=coll, platform=platform: plotmod.fig_simulated(
+                        lambda gc=gc, coll=coll, platform=platform: fig_simulated(
                             gc, palette, coll, platform, label), dpi, wide=True)
         if "probe_us" in g.columns and g["probe_us"].notna().any():
             out.append(load_section(g, parts, palette, dpi, platform=str(platform)))
@@ -144,6 +149,53 @@ def remap_section(sim: pd.DataFrame | None, parts: ReportParts, palette: plotmod
         _add_figure(parts, out, "simulated", "remap",
                     f"rank remapping: simulated bandwidth per placement, {int(n)} processes, "
                     f"platform {platform} (not measurements)",
-                    lambda g=g, n=n, platform=platform: plotmod.fig_remap_bandwidth(
+                    lambda g=g, n=n, platform=platform: fig_remap_bandwidth(
                         g, n, platform), dpi, wide=True)
     return "".join(out)
+
+
+def fig_simulated(gc: pd.DataFrame, palette: plotmod.Palette, coll: str, platform,
+                  label: str = "algorithm") -> Figure:
+    """Simulated latency against processes, one panel per size (the first four), one
+    line per `label` (algorithm or spec): the report's simulated section."""
+    sizes = sorted(gc["size"].unique())
+    cols = min(len(sizes), 4)
+    fig, axes = plotmod.panels(cols, 3.6, 3.4)
+    for ax, size in zip(axes[0], sizes[:cols]):
+        gs = gc[gc["size"] == size]
+        for algo, h in gs.groupby(label):
+            h = h.groupby("np")["median_us"].median()
+            ax.plot(h.index, h.values, marker="o", ms=3, lw=1, label=str(algo),
+                    color=palette(str(algo)))
+        plotmod.loglog_axes(ax, f"{coll} {fmt_size(int(size))}", "processes")
+    axes[0][0].set_ylabel("simulated latency (µs)")
+    axes[0][-1].legend(fontsize=6)
+    fig.suptitle(f"SIMULATED on {platform} (not measurements)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def fig_remap_bandwidth(g: pd.DataFrame, n: int, platform) -> Figure:
+    """Simulated bandwidth per placement (seq, rr and the two remapped ones) against the
+    size, one panel per (collective, algorithm) (the first five); `g`: rows of
+    remap.remap_effect at one process count."""
+    algos = list(g.groupby(["collective", "algorithm"], sort=True).groups)
+    cols = min(len(algos), 5)
+    fig, axes = plotmod.panels(cols, 3.2, 3.2)
+    for ax, (coll, algo) in zip(axes[0], algos[:cols]):
+        h = g[(g["collective"] == coll) & (g["algorithm"] == algo)].sort_values("size")
+        # the remapped lines lie on the order they turn into: dashed, other marks
+        for p, style, mark, color in (("seq", "-", "o", "tab:blue"),
+                                      ("rr", "-", "s", "tab:orange"),
+                                      ("seq>rr", "--", "x", "tab:red"),
+                                      ("rr>seq", "--", "+", "tab:cyan")):
+            if h[f"bw_{p}"].notna().any():
+                ax.plot(h["size"], h[f"bw_{p}"], style, marker=mark, ms=5, lw=1,
+                        label=p, color=color)
+        plotmod.loglog_axes(ax, f"{coll} {algo}", "bytes per process")
+    axes[0][0].set_ylabel("simulated bandwidth (MB/s)")
+    axes[0][-1].legend(fontsize=6)
+    fig.suptitle(f"SIMULATED remapping, {int(n)} processes on {platform} "
+                 "(not measurements)", fontsize=9)
+    fig.tight_layout()
+    return fig
