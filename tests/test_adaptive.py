@@ -184,3 +184,33 @@ def test_tune_measure_end_to_end(tmp_path, ompi_build):
     con.close()
     res = _cli(*args, "--budget", "60%", "--study", "mysweep")
     assert res.returncode == 2 and "not measured by colltune tune --measure" in res.stderr
+
+
+def test_two_repetitions_write_only_native_even_where_a_candidate_is_twice_as_fast():
+    # pipe is about 2x faster than native at 1 MiB, lin 10 % at small sizes: two
+    # repetitions cannot support either, and the model's predictions conclude nothing
+    g = Grid("bcast", ("native", "lin", "tree", "pipe"), SIZES[::4], 2, 2)
+    res = adaptive.run(g, fake_measure(seed=1), reps=2, budget=1.0)
+    pred = res.prediction
+    assert g.candidates[int(pred.best()[-1])] == "pipe"  # the model does see it
+    rs = adaptive.final_rules(res)
+    assert [r.algorithm for r in rs.rules] == ["native"]
+
+
+def test_every_non_native_rule_rests_on_sizes_the_evidence_test_settled():
+    res = adaptive.run(GRID, fake_measure(seed=3), reps=4, budget=0.20)
+    ch = adaptive.final_choices(res)
+    ev = adaptive.evidence_of(GRID, res.frame, reps=4)
+    sizes = list(GRID.sizes)
+    for r in ch.to_dict("records"):
+        if r["best"] == "native":
+            continue
+        assert r["how"] in ("tested", "between")
+        if r["how"] == "tested":
+            assert ev.tested[r["size"]] == r["best"]
+        else:  # settled sizes of the same choice on both sides
+            i = sizes.index(r["size"])
+            left = [ev.tested[s] for s in sizes[:i] if s in ev.tested]
+            right = [ev.tested[s] for s in sizes[i + 1:] if s in ev.tested]
+            assert left[-1] == right[0] == r["best"]
+    assert (ch["best"] != "native").any()  # lin and pipe do win somewhere

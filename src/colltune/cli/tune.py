@@ -440,11 +440,12 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
         pts, summary = tune_mod.quality(stored, rs)
         text = rules_mod.to_text(rs)
         ch = adaptive.final_choices(res)
-        by_model = int((ch["how"] == "model").sum())
+        how = ch["how"].value_counts()
         notes = [f"adaptive: {res.cells} of {total} budget cells ({grid.exhaustive_cells(reps)} "
-                 f"exhaustive), {len(res.launches)} launches, {res.rounds} rounds; "
-                 f"{len(ch) - by_model} of {len(ch)} sizes chosen from measurements, "
-                 f"{by_model} from the model ({res.stopped})"]
+                 f"exhaustive), {len(res.launches)} launches, {res.rounds} rounds ({res.stopped}); "
+                 f"of {len(ch)} sizes {how.get('tested', 0)} settled by the evidence test, "
+                 f"{how.get('between', 0)} between settled sizes of one choice, "
+                 f"{how.get('untested', 0)} not settled: native"]
         store.store_tuning(conn, study=name, round=rnd, target="colltune", collectives=[coll],
                            include_oversubscribed=False, rules=text,
                            summary=json.loads(summary.to_json(orient="records")),

@@ -38,14 +38,22 @@ The loop (`run`)
     4. Repeat until the budget is spent (a launch that does not fit is shrunk to the
        cells left, down to two) or no cell is left to measure.
 
-The final choice (`final_rules`), per grid size
-    Where the model's predicted best and native were both measured R times at that
-    size: the choice of `colltune tune` among the candidates measured there
-    (evidence.best_of_point: native unless a candidate is faster beyond the spread of
-    the repetitions). Elsewhere: the predicted best if the model gives it a gain over
-    native of at least 3 % with a probability of at least 95 % (`model_beats`), else
-    native (ties favour the default). The choices of every grid size then go through
-    tune.build_rules (the same interpolation between sizes as `colltune tune`).
+The final choice (`final_rules`), per grid size: conclusions come from measurements only
+    A size is *tested* once the evidence test of `colltune tune` has settled it
+    (evidence.best_of_point over the candidates measured there): a candidate faster
+    than native beyond the spread of the repetitions, or native once native and its
+    closest rival were both measured R times. A size between two tested sizes of the
+    same choice takes that choice (*between*; not where its own measurements favour
+    native); every other size is native (*untested*). So no rule names a candidate that
+    the repetitions do not support: with 2 repetitions nothing beats native (the test
+    cannot conclude from 2). The choices then go through tune.build_rules (the same
+    interpolation between sizes as `colltune tune`).
+    The model never concludes: it picks what to measure. After the initial design,
+    sizes are measured first where deciding them is worth most per cell
+    (`testing_value`: the drop of the rules' expected loss over every size, under the
+    model's draws, if the size were settled on its predicted best, one decided size
+    carrying those between it and a decided neighbour), then where the model is least
+    sure (step 3).
 
 Nothing here launches MPI by itself: `run` gets a `measure` callback (one launch ->
 its records); `bench_measure` makes the real one.
@@ -70,7 +78,7 @@ np = LazyModule("numpy")
 pd = LazyModule("pandas")
 
 BASELINE = "native"
-TIE = 1.03  # native kept where the prediction says it is within 3 % of the best
+MIN_REPS = 2  # repetitions of native and of the best at a size before it counts as tested
 P_PLAUSIBLE = 0.10  # a candidate with this probability of being best is measured
 MC_SAMPLES = 512
 
@@ -193,9 +201,21 @@ class Prediction:
     def best(self) -> np.ndarray:
         return np.argmin(self.mean, axis=1)
 
-    def decision(self, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def decision(self, seed: int = 0,
+                 policy: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(probability of being best [size, candidate], expected loss of the
-        predicted best [size]) by Monte Carlo over independent normals."""
+        predicted best [size]) by Monte Carlo over independent normals; with `policy`
+        (a candidate index per size) the expected loss is that of the policy's choice."""
+        f = self._samples(seed)
+        arg = np.argmin(f, axis=2)
+        prob = np.stack([(arg == c).mean(axis=0) for c in range(self.mean.shape[1])], axis=1)
+        chosen = self.best() if policy is None else np.asarray(policy)
+        fc = np.take_along_axis(f, chosen[None, :, None].repeat(MC_SAMPLES, 0), 2)[..., 0]
+        loss = (fc - f.min(axis=2)).mean(axis=0)
+        return prob, loss
+
+    def _samples(self, seed: int) -> np.ndarray:
+        """MC_SAMPLES draws of log latency [draw, size, candidate]."""
         rng = np.random.default_rng(seed)
         z = rng.standard_normal((MC_SAMPLES,) + self.mean.shape)
         if self.rel_mean is not None:  # native's draw shared: candidate = native + relative
@@ -205,12 +225,7 @@ class Prediction:
             f[:, :, nat] = fn
         else:
             f = self.mean[None] + self.sd[None] * z  # [m, size, cand]
-        arg = np.argmin(f, axis=2)
-        prob = np.stack([(arg == c).mean(axis=0) for c in range(self.mean.shape[1])], axis=1)
-        chosen = self.best()
-        fc = np.take_along_axis(f, chosen[None, :, None].repeat(MC_SAMPLES, 0), 2)[..., 0]
-        loss = (fc - f.min(axis=2)).mean(axis=0)
-        return prob, loss
+        return f
 
 
 def _gp(X, y, alpha, normalize: bool):
@@ -326,10 +341,15 @@ def _counts(frame: pd.DataFrame) -> dict[tuple[str, int], int]:
 
 
 def next_launches(grid: Grid, pred: Prediction, counts: dict, reps: int, left: int,
-                  batch: int = 2, seed: int = 0) -> list[Launch]:
-    """The launches of the next round within `left` cells (module docstring, step 3)."""
+                  batch: int = 2, seed: int = 0,
+                  priority: np.ndarray | None = None) -> list[Launch]:
+    """The launches of the next round within `left` cells (module docstring, step 3).
+    `priority` (testing_value): sizes with a positive value come first, best first."""
     prob, loss = pred.decision(seed)
-    order = np.argsort(-loss, kind="stable")
+    order = list(np.argsort(-loss, kind="stable"))
+    if priority is not None:  # sizes worth deciding first, then where the model is unsure
+        first = [int(i) for i in np.argsort(-priority, kind="stable") if priority[i] > 0]
+        order = first + [i for i in order if i not in first]
     best = pred.best()
     picks: list[tuple[int, tuple[str, ...]]] = []
     for i in order:
@@ -437,7 +457,11 @@ def run(grid: Grid, measure: Measure, *, reps: int, budget: float, initial_sizes
         if left < 1:
             res.stopped = "budget spent"
             break
-        pending = next_launches(grid, pred, _counts(res.frame), reps, left, batch, seed + res.rounds)
+        counts = _counts(res.frame)
+        value = testing_value(grid, pred, evidence_of(grid, res.frame, reps=reps), counts,
+                              reps, seed + res.rounds)
+        pending = next_launches(grid, pred, counts, reps, left, batch, seed + res.rounds,
+                                value)
         if not pending:
             res.stopped = ("every cell that could change a decision is measured "
                            f"{reps} times" if left >= 2 else "budget spent")
@@ -452,61 +476,135 @@ def run(grid: Grid, measure: Measure, *, reps: int, budget: float, initial_sizes
 # ------------------------------------------------------------------ final rules
 
 
-def model_beats(pred: Prediction, i: int, j: int, nat: int) -> bool:
-    """Whether the model says candidate j beats native at grid size i as the evidence
-    test would: predicted gain >= 3 % and a 95 % probability that it is faster."""
-    if pred.rel_mean is not None:
-        diff, sd = -pred.rel_mean[i, j], pred.rel_sd[i, j]
-    else:
-        diff = pred.mean[i, nat] - pred.mean[i, j]
-        sd = math.hypot(pred.sd[i, nat], pred.sd[i, j])
-    prob = 0.5 * (1 + math.erf(diff / (sd * math.sqrt(2)))) if sd > 0 else float(diff > 0)
-    return diff >= math.log(TIE) and prob >= 0.95
+@dataclass
+class Evidence:
+    """What the measurements decide: per size, the label the evidence test settled
+    (`tested`), and every measured size's medians; the candidates' labels."""
+
+    tested: dict[int, str]
+    medians: dict[int, dict[str, float]]
+    lab: dict[str, str]       # candidate -> label
+    cand_of: dict[str, str]   # label -> candidate
+    info: pd.DataFrame        # per label: algorithm, param_key
+    nat_label: str | None
+
+
+def evidence_of(grid: Grid, frame: pd.DataFrame, target: str = "colltune",
+                reps: int = 4) -> Evidence:
+    """The sizes the evidence test has decided (module docstring)."""
+    p = tune.prepare(frame, target)
+    d = p.frame
+    lab = {c: l for c, l in zip(d["candidate"], d["label"])}
+    cand_of = {l: c for c, l in lab.items()}
+    chosen = tune.choices(p).to_dict("records")
+    medians = {int(r["size"]): r["medians"] for r in chosen}
+    counts = _counts(frame)
+    nat_label = lab.get(BASELINE) if BASELINE in grid.candidates else None
+    tested = {}
+    for r in chosen:
+        s, best = int(r["size"]), r["best"]
+        if best != nat_label:  # concluded: faster than native beyond the spread
+            tested[s] = best
+            continue
+        # native: decided once native and its closest rival had every repetition
+        meds = {l: m for l, m in medians[s].items() if l != nat_label}
+        rival = min(meds, key=meds.get) if meds else None
+        if counts.get((BASELINE, s), 0) >= reps and (
+                rival is None or counts.get((cand_of[rival], s), 0) >= reps):
+            tested[s] = best
+    return Evidence(tested, medians, lab, cand_of, d.drop_duplicates("label").set_index("label"),
+                    nat_label)
+
+
+def fill(sizes, ev: Evidence, tested: dict[int, str] | None = None
+         ) -> list[tuple[str | None, str]]:
+    """(label, how) per size from the decided ones: tested where decided; between two
+    decided sizes of the same label, that label (unless this size was measured and its
+    medians favour native); else native (`untested`; None without native)."""
+    tested = ev.tested if tested is None else tested
+    out = []
+    for i, s in enumerate(sizes):
+        if s in tested:
+            out.append((tested[s], "tested"))
+            continue
+        left = next((tested[t] for t in reversed(sizes[:i]) if t in tested), None)
+        right = next((tested[t] for t in sizes[i + 1:] if t in tested), None)
+        meds = ev.medians.get(int(s), {})
+        leans_native = (left is not None and ev.nat_label in meds and left in meds
+                        and meds[ev.nat_label] <= meds[left])
+        if left is not None and left == right and not leans_native:
+            out.append((left, "between"))
+        elif ev.nat_label is not None:
+            out.append((ev.nat_label, "untested"))
+        else:
+            out.append((left or right, "untested"))
+    return out
+
+
+def policy_choices(grid: Grid, frame: pd.DataFrame, pred: Prediction | None,
+                   target: str = "colltune", reps: int = 4) -> pd.DataFrame:
+    """Per grid size: the choice the measurements support (module docstring), as
+    tune.choices's columns, with `how` (tested, between, untested) and `candidate`."""
+    ev = evidence_of(grid, frame, target, reps)
+    rows = []
+    for i, (best, how) in enumerate(fill(list(grid.sizes), ev)):
+        if best is None and pred is not None:  # no native and nothing decided
+            best = ev.lab.get(grid.candidates[int(pred.best()[i])])
+        if best is None:
+            best = next(iter(ev.info.index))
+        alg, par = ev.info.loc[best, "algorithm"], ev.info.loc[best, "param_key"]
+        rows.append({"collective": grid.collective, "np": grid.np, "size": int(grid.sizes[i]),
+                     "best": best, "general": best, "how": how,
+                     "candidate": ev.cand_of[best], "algorithm": alg, "params": par,
+                     "general_algorithm": alg, "general_params": par})
+    return pd.DataFrame(rows)
+
+
+def testing_value(grid: Grid, pred: Prediction, ev: Evidence, counts: dict, reps: int,
+                  seed: int = 0) -> np.ndarray:
+    """Per size: what deciding it would gain, per cell it costs. The gain is the drop of
+    the rules' expected loss over every size (the model's draws) if the evidence test
+    settled this size on its predicted best (times the probability that it is the
+    best): one decided size can carry the sizes between it and a decided neighbour.
+    The cost: the repetitions of that candidate and native still missing there."""
+    sizes = list(grid.sizes)
+    n = len(sizes)
+    if ev.nat_label is None:
+        return np.zeros(n)
+    f = pred._samples(seed)
+    fmin = f.min(axis=2)
+    prob, _ = pred.decision(seed)
+    cols = np.arange(n)
+
+    def loss(tested) -> float:
+        idx = [grid.candidates.index(ev.cand_of[l]) for l, _ in fill(sizes, ev, tested)]
+        return float((f[:, cols, idx] - fmin).mean(axis=0).sum())
+
+    now = loss(ev.tested)
+    best = pred.best()
+    out = np.zeros(n)
+    for i, s in enumerate(sizes):
+        c = grid.candidates[int(best[i])]
+        if s in ev.tested or c not in ev.lab:
+            continue
+        gain = now - loss({**ev.tested, s: ev.lab[c]})
+        missing = sum(max(0, reps - counts.get((x, s), 0)) for x in {c, BASELINE})
+        if gain > 0 and missing > 0:
+            out[i] = gain * prob[i, int(best[i])] / missing
+    return out
 
 
 def final_choices(res: Result, target: str = "colltune") -> pd.DataFrame:
     """Per grid size: the choice (module docstring), as tune.choices's columns."""
-
-    frame = res.frame
-    pred = res.prediction
-    p = tune.prepare(frame, target)
-    d = p.frame
-    lab = {c: l for c, l in zip(d["candidate"], d["label"])}
-    info = d.drop_duplicates("label").set_index("label")
-    measured = tune.choices(p)
-    by_size = {int(r["size"]): r for r in measured.to_dict("records")}
-    labels_at = {int(s): set(g["label"]) for s, g in d.groupby("size")}
-    counts = _counts(frame)
-    nat = res.grid.candidates.index(BASELINE) if BASELINE in res.grid.candidates else None
-    rows = []
-    for i, s in enumerate(res.grid.sizes):
-        j = int(np.argmin(pred.mean[i]))
-        cand_best = res.grid.candidates[j]
-        full = (counts.get((cand_best, s), 0) >= res.reps
-                and (nat is None or counts.get((BASELINE, s), 0) >= res.reps))
-        if s in by_size and full and lab.get(cand_best) in labels_at.get(s, set()):
-            best, how = by_size[s]["best"], "measured"
-        else:
-            best_c, how = cand_best, "model"
-            if nat is not None and j != nat and not model_beats(pred, i, j, nat):
-                best_c = BASELINE
-            best = lab.get(best_c)
-            if best is None:  # never measured at all: cannot be labelled, keep native
-                best = lab.get(BASELINE, next(iter(info.index)))
-        rows.append({"collective": res.grid.collective, "np": res.grid.np, "size": int(s),
-                     "best": best, "general": best, "how": how,
-                     "algorithm": info.loc[best, "algorithm"],
-                     "params": info.loc[best, "param_key"],
-                     "general_algorithm": info.loc[best, "algorithm"],
-                     "general_params": info.loc[best, "param_key"]})
-    return pd.DataFrame(rows)
+    return policy_choices(res.grid, res.frame, res.prediction, target, res.reps)
 
 
 def final_rules(res: Result, target: str = "colltune", meta: dict | None = None):
 
     ch = final_choices(res, target)
-    policy = ("adaptive (colltune.adaptive): the measured choice where the predicted best "
-              "was measured, else the prediction (native within 3 %); " + tune.POLICY)
+    policy = ("adaptive (colltune.adaptive): the evidence test's choice where it settled a "
+              "size, between two settled sizes of one choice that choice, elsewhere native "
+              "(the model only picks what to measure); " + tune.POLICY)
     return tune.build_rules(ch, target, ["collective", "np", "size"],
                             {"policy": policy, **(meta or {})})
 
