@@ -147,23 +147,27 @@ def _cli(*args, timeout=120):
 
 def test_tune_measure_end_to_end(tmp_path, ompi_build):
     dbp, out = tmp_path / "r.db", tmp_path / "a.rules"
-    args = ["tune", "--db", dbp, "--measure", "--coll", "bcast", "--np", "2",
+    args = ["tune", "--db", dbp, "--measure", "--coll", "bcast", "--np", "1,2",
             "--size", "8,1K,64K", "--algo", "native,binomial,linear", "--target", "colltune",
             "--reps", "4", "--iterations", "30", "-o", out]
     res = _cli(*args, "--budget", "60%", "--format", "json")
     assert res.returncode == 0, res.stderr
     data = json.loads(res.stdout)
-    assert data["exhaustive_cells"] == 3 * 3 * 4
-    assert data["cells"] <= data["budget_cells"] == math.floor(0.6 * 36)
+    # two process counts, each its own loop and budget
+    assert data["exhaustive_cells"] == 2 * 3 * 3 * 4
+    assert data["cells"] <= data["budget_cells"] == 2 * math.floor(0.6 * 36)
     rs = rules.read(out)
     assert rs.target == "colltune" and rs.meta["study"] == "tune-adaptive-bcast"
-    for size in (0, 8, 1024, 65536, 1 << 30):
-        assert rs.lookup("bcast", 2, size).algorithm in {"native", "binomial", "linear"}
+    for np_ in (1, 2, 3):
+        for size in (0, 8, 1024, 65536, 1 << 30):
+            assert rs.lookup("bcast", np_, size).algorithm in {"native", "binomial", "linear"}
+    assert {c["np"] for c in data["choices"]} == {1, 2}
     con = sqlite3.connect(dbp)
     n = con.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
     units = con.execute("SELECT COUNT(*) FROM units").fetchone()[0]
+    unit_nps = {r[0] for r in con.execute("SELECT DISTINCT np FROM units")}
     con.close()
-    assert n == data["cells"] and units == data["launches"]
+    assert n == data["cells"] and units == data["launches"] and unit_nps == {1, 2}
     # the stored study can be tuned again like any other
     res = _cli("tune", "--db", dbp, "--study", "tune-adaptive-bcast", "--target", "colltune",
                "-o", tmp_path / "b.rules")

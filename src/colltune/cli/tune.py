@@ -134,8 +134,8 @@ def quality_table(summary, has_native: bool, points=None, keys=None) -> Table:
               help="Measure adaptively instead of reading a stored study: a small design, "
                    "then where the decision is least certain, until --budget; stores the "
                    "measurements as the study tune-adaptive-COLL (or --study).")
-@np_option("np_", many=False, help="--measure: the process count.",
-           one="the adaptive design measures at one count; run --measure once per count")
+@np_option("np_", help="--measure: the process counts (each its own adaptive design and "
+           "budget; the rules cover them all).")
 @size_option("sizes", help="--measure: the sizes (bytes: 8,64K,1M or a power-of-two range "
              "1:1M).")
 @click.option("--algo", "algos", default="ours,native", show_default=True,
@@ -351,8 +351,6 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
     if coll not in COLLECTIVES:
         fail(f"--coll '{coll}': one collective{did_you_mean(coll, COLLECTIVES)} "
              f"(valid: {', '.join(COLLECTIVES)})")
-    if np_ < 1:
-        fail(f"--np {np_}: a process count must be at least 1")
     if reps < 2:
         fail(f"--reps {reps}: at least 2 (the evidence test needs repetitions; 4 or more to "
              "tell 3 % apart)")
@@ -365,7 +363,8 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
         fail(f"{exc}")
     check_writable(output, "-o")
     db_mod.check_writable(db_path)
-    check_nps([np_])
+    nps = sorted(set(np_))
+    check_nps(nps)
     b = build_or_fail(mpi_spec)
     try:
         cands = bench_mod.expand_algos(b, coll, split_specs(algos))
@@ -374,12 +373,14 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
     registry.check_specs(b, coll, [c for c in cands if not is_lib_spec(c)])
     name = study or f"tune-adaptive-{coll}"
     try:
-        grid = adaptive.Grid(coll, tuple(cands), tuple(size_list), np_, np_)
-        measure_fn = adaptive.bench_measure(b, grid, iterations=iterations)
-        adaptive.check_budget(grid, reps, fraction)
+        grids = [adaptive.Grid(coll, tuple(cands), tuple(size_list), n, n) for n in nps]
+        measures = [adaptive.bench_measure(b, g, iterations=iterations) for g in grids]
+        for g in grids:
+            adaptive.check_budget(g, reps, fraction)
     except adaptive.AdaptiveError as exc:
         fail(str(exc))
-    definition = {"adaptive": True, "collective": coll, "np": np_, "sizes": size_list,
+    np_text = ",".join(map(str, nps))
+    definition = {"adaptive": True, "collective": coll, "np": nps, "sizes": size_list,
                   "candidates": list(cands), "budget": fraction, "repetitions": reps,
                   "iterations": iterations}
     # one measurement of a study into a database at a time, as sweeps (released at exit)
@@ -394,7 +395,7 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
                  "measured by colltune tune --measure; name another (the default is "
                  f"tune-adaptive-{coll})")
         sid = store.upsert_study(conn, name, definition,
-                                 f"colltune tune --measure: {coll} np {np_}, adaptive, "
+                                 f"colltune tune --measure: {coll} np {np_text}, adaptive, "
                                  f"budget {100 * fraction:g}%")
         has_runs = reader.run_count(conn, sid)
         rnd = reader.latest_round(conn, sid) + 1 if has_runs else 1  # each --measure a round
@@ -402,26 +403,35 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
                                  launcher="local", command_line=["colltune"] + sys.argv[1:],
                                  definition=definition, round=rnd)
 
-        def on_launch(number, launch, recs):
+        def on_launch(grid, number, launch, recs):
             store.store_unit(conn, study_id=sid, run_id=run_id, round=rnd,
-                             key=f"adaptive-{number}", collective=coll, np=np_, nodes=1,
-                             ppn=np_, mapping=None, rank_order=None, repetition=number,
+                             key=f"adaptive-np{grid.np}-{number}", collective=coll,
+                             np=grid.np, nodes=1, ppn=grid.np, mapping=None,
+                             rank_order=None, repetition=number,
                              algorithms=list(launch.algos), library_spec=None,
                              command=recs[0].get("command") if recs else None, env=None,
                              notes=None, started_at=db_mod.now(), seconds=None,
                              records=recs)
 
-        total = adaptive.budget_cells(grid, reps, fraction)
+        budgets = [adaptive.budget_cells(g, reps, fraction) for g in grids]
+        total = sum(budgets)
+        exhaustive = sum(g.exhaustive_cells(reps) for g in grids)
         status = "failed"
+        results = []
         with BenchProgress(total) as prog:
-            def progress(used, allowed, launch, rnd_no):
-                prog.set(used, f"{coll} np={np_} adaptive: round {rnd_no + 1}, "
-                                   f"{launch.cells} cells next", force=True)
-
             try:
-                res = adaptive.run(grid, measure_fn, reps=reps, budget=fraction,
-                                   progress=progress, on_launch=on_launch)
-                prog.set(res.cells, force=True)
+                for g, measure_fn in zip(grids, measures):
+                    done = sum(r.cells for r in results)
+
+                    def progress(used, allowed, launch, rnd_no, g=g, done=done):
+                        prog.set(done + used, f"{coll} np={g.np} adaptive: round "
+                                              f"{rnd_no + 1}, {launch.cells} cells next",
+                                 force=True)
+
+                    results.append(adaptive.run(
+                        g, measure_fn, reps=reps, budget=fraction, progress=progress,
+                        on_launch=lambda *a, g=g: on_launch(g, *a)))
+                    prog.set(sum(r.cells for r in results), force=True)
                 status = "done"
             except adaptive.AdaptiveError as exc:
                 fail(str(exc))
@@ -431,21 +441,27 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
             finally:
                 store.finish_run(conn, run_id, status if status == "done" else "failed")
         mpi = f"{b.mpi.kind} {b.mpi.version}"
+        cells = sum(r.cells for r in results)
+        launches = sum(len(r.launches) for r in results)
         meta = {"study": name, "round": str(rnd), "mpi": mpi, "created": db_mod.now(),
                 "colltune": __version__,
-                "adaptive": f"{res.cells} of {grid.exhaustive_cells(reps)} cells "
-                            f"({100 * fraction:g}% budget), {len(res.launches)} launches"}
-        rs = adaptive.final_rules(res, "colltune", meta)
+                "adaptive": f"{cells} of {exhaustive} cells "
+                            f"({100 * fraction:g}% budget), {launches} launches"}
+        rs = adaptive.final_rules_of(results, "colltune", meta)
         stored, _ = tune_mod.read_frame(conn, name, rnd)
         pts, summary = tune_mod.quality(stored, rs)
         text = rules_mod.to_text(rs)
-        ch = adaptive.final_choices(res)
-        how = ch["how"].value_counts()
-        notes = [f"adaptive: {res.cells} of {total} budget cells ({grid.exhaustive_cells(reps)} "
-                 f"exhaustive), {len(res.launches)} launches, {res.rounds} rounds ({res.stopped}); "
-                 f"of {len(ch)} sizes {how.get('tested', 0)} settled by the evidence test, "
-                 f"{how.get('between', 0)} between settled sizes of one choice, "
-                 f"{how.get('untested', 0)} not settled: native"]
+        ch = adaptive.final_choices_of(results)
+        notes = []
+        for r in results:
+            how = ch[ch["np"] == r.grid.np]["how"].value_counts()
+            notes.append(
+                f"adaptive np={r.grid.np}: {r.cells} of "
+                f"{adaptive.budget_cells(r.grid, reps, fraction)} budget cells ({r.grid.exhaustive_cells(reps)} exhaustive), "
+                f"{len(r.launches)} launches, {r.rounds} rounds ({r.stopped}); of "
+                f"{len(r.grid.sizes)} sizes {how.get('tested', 0)} settled by the evidence "
+                f"test, {how.get('between', 0)} between settled sizes of one choice, "
+                f"{how.get('untested', 0)} not settled: native")
         store.store_tuning(conn, study=name, round=rnd, target="colltune", collectives=[coll],
                            include_oversubscribed=False, rules=text,
                            summary=json.loads(summary.to_json(orient="records")),
@@ -458,9 +474,9 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
         err.print(f"note: {n}", highlight=False)
     if fmt == "json":
         click.echo(json.dumps({"study": name, "round": rnd, "output": str(output),
-                               "cells": res.cells, "budget_cells": total,
-                               "exhaustive_cells": grid.exhaustive_cells(reps),
-                               "launches": len(res.launches), "rounds": res.rounds,
+                               "cells": cells, "budget_cells": total,
+                               "exhaustive_cells": exhaustive, "launches": launches,
+                               "rounds": sum(r.rounds for r in results),
                                "rules": json.loads(rules_mod.to_json(rs)),
                                "choices": json.loads(ch.drop(columns=["params",
                                                                      "general_params"])
@@ -471,5 +487,5 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
     out.print(rules_table(rs))
     out.print(quality_table(summary.assign(evaluation="in-sample"), True,
                             {"in-sample": pts}))
-    out.print(f"{len(rs.rules)} rules from {res.cells} measured cells ({len(res.launches)} "
+    out.print(f"{len(rs.rules)} rules from {cells} measured cells ({launches} "
               f"launches) of study '{name}' round {rnd} written to {output}", highlight=False)

@@ -599,14 +599,25 @@ def final_choices(res: Result, target: str = "colltune") -> pd.DataFrame:
     return policy_choices(res.grid, res.frame, res.prediction, target, res.reps)
 
 
-def final_rules(res: Result, target: str = "colltune", meta: dict | None = None):
+def final_choices_of(results: list[Result], target: str = "colltune") -> pd.DataFrame:
+    """final_choices of several process counts' loops, one frame."""
+    return pd.concat([final_choices(r, target) for r in results], ignore_index=True)
 
-    ch = final_choices(res, target)
-    policy = ("adaptive (colltune.adaptive): the evidence test's choice where it settled a "
-              "size, between two settled sizes of one choice that choice, elsewhere native "
-              "(the model only picks what to measure); " + tune.POLICY)
-    return tune.build_rules(ch, target, ["collective", "np", "size"],
-                            {"policy": policy, **(meta or {})})
+
+POLICY = ("adaptive (colltune.adaptive): the evidence test's choice where it settled a size, "
+          "between two settled sizes of one choice that choice, elsewhere native (the model "
+          "only picks what to measure); " + tune.POLICY)
+
+
+def final_rules(res: Result, target: str = "colltune", meta: dict | None = None):
+    return final_rules_of([res], target, meta)
+
+
+def final_rules_of(results: list[Result], target: str = "colltune", meta: dict | None = None):
+    """The rules of one or more process counts' loops (tune.build_rules: a process
+    count's rules cover it up to the next one measured)."""
+    return tune.build_rules(final_choices_of(results, target), target,
+                            ["collective", "np", "size"], {"policy": POLICY, **(meta or {})})
 
 
 # ------------------------------------------------------------------ real launches
