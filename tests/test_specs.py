@@ -167,3 +167,17 @@ def test_did_you_mean():
     assert did_you_mean("allgater", collectives.COLLECTIVES) == " (did you mean 'allgather'?)"
     assert did_you_mean("xyz", collectives.COLLECTIVES) == ""
     assert did_you_mean("a", {"b": 1}) == ""
+
+
+def test_expand_grid():
+    from colltune.base.specs import SpecError, expand_grid
+    assert expand_grid("chain:segsize=4K..16K,fanout=2|4") == [
+        f"chain:segsize={s},fanout={f}" for s in (4096, 8192, 16384) for f in (2, 4)]
+    assert expand_grid("ompi:chain:segsize=1K..2K") == ["ompi:chain:segsize=1024",
+                                                        "ompi:chain:segsize=2048"]
+    assert expand_grid("ring") == ["ring"]
+    assert expand_grid("chain:segsize=8192") == ["chain:segsize=8192"]
+    with pytest.raises(SpecError, match="an empty value"):
+        expand_grid("chain:fanout=2||4")
+    with pytest.raises(SpecError, match="more than 256"):
+        expand_grid("chain:segsize=1..1G,fanout=1|2|3|4|5|6|7|8|9")

@@ -242,3 +242,22 @@ def test_bad_process_ranges(value, message):
     with pytest.raises(StudyError) as exc:
         st.loads(SMALLEST.replace("processes = [2, 3]", f"processes = {value}"))
     assert message in str(exc.value) and len(exc.value.errors) == 1
+
+
+def test_parameter_grids_expand_into_every_combination(ompi_build):
+    s = st.loads(SMALLEST.replace('"linear"', '"chain:segsize=4K..16K,fanout=1|2"'))
+    algos = st.resolve_algorithms(s, ompi_build)["bcast"]
+    assert algos == ["binomial"] + [f"chain:segsize={s},fanout={f}" for s in (4096, 8192, 16384)
+                                    for f in (1, 2)] + ["native"]
+    pytest.importorskip("colltune.mpi.libalgos")
+    s = st.loads(SMALLEST.replace('"linear"', '"ompi:chain:segsize=4K|8K"'))
+    assert st.resolve_algorithms(s, ompi_build)["bcast"][1:3] == [
+        "ompi:chain:segsize=4K", "ompi:chain:segsize=8K"]
+    # every point of a grid is checked; a bad range says which parameter
+    s = st.loads(SMALLEST.replace('"linear"', '"chain:segsize=4K..1K"'))
+    with pytest.raises(StudyError, match=r"study.algorithms\[1\]: chain:segsize=4K..1K: "
+                                         r"parameter 'segsize': size range"):
+        st.resolve_algorithms(s, ompi_build)
+    s = st.loads(SMALLEST.replace('"linear"', '"chain:segsize=4K|8K,fanot=1|2"'))
+    with pytest.raises(StudyError, match=r"has no parameter 'fanot'"):
+        st.resolve_algorithms(s, ompi_build)

@@ -12,11 +12,13 @@ Checking names and parameter names against an algorithm table is the caller's bu
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from typing import Any, Iterable, Iterator
 
 from colltune.base.errors import ColltuneError
+from colltune.base.units import parse_sizes
 
 LIBRARIES = ("ompi", "mpich")  # prefixes of the MPI library's own algorithms
 REMAPS = ("none", "seq", "rr", "auto")  # values of the remap parameter
@@ -86,6 +88,45 @@ def split_specs(text: str) -> list[str]:
         else:
             specs.append(tok)
     return specs
+
+
+GRID_MAX = 256  # specs one grid may stand for
+
+
+def expand_grid(spec: str) -> list[str]:
+    """A parameter grid -> one spec per combination, the first parameter varying
+    slowest: 'chain:segsize=4K..16K,fanout=2|4' -> 'chain:segsize=4096,fanout=2',
+    'chain:segsize=4096,fanout=4', 'chain:segsize=8192,fanout=2', ... A value 'A..B' is
+    the powers of two from A to B (sizes as --size takes them: 1K..64K); 'a|b|c' those
+    values. Library specs too ('ompi:chain:segsize=1K..8K'). A spec without a grid is
+    returned alone, unchanged."""
+    text = str(spec).strip()
+    if "|" not in text and ".." not in text:
+        return [text]
+    if is_lib_spec(text):
+        library, name, params = parse_lib_spec(text)
+        head = f"{library}:{name}"
+    else:
+        head, params = parse_spec(text)
+    axes = []
+    for key, value in params.items():
+        if "|" in value:
+            vals = [v.strip() for v in value.split("|")]
+            if not all(vals):
+                raise SpecError(f"{text}: parameter '{key}': an empty value in '{value}'")
+        elif ".." in value:
+            try:
+                vals = [str(v) for v in parse_sizes(value)]
+            except ValueError as exc:
+                raise SpecError(f"{text}: parameter '{key}': {exc}") from None
+        else:
+            vals = [value]
+        axes.append([(key, v) for v in vals])
+    count = math.prod(len(a) for a in axes)
+    if count > GRID_MAX:
+        raise SpecError(f"{text}: a grid of {count} specs, more than {GRID_MAX}: "
+                        "narrow its ranges")
+    return [format_spec(head, list(combo)) for combo in itertools.product(*axes)]
 
 
 def _unique(pairs: Iterable[tuple[str, str]], where: str) -> dict[str, str]:

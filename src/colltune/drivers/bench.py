@@ -21,7 +21,7 @@ from colltune.mpi import launch, libalgos, placement
 from colltune.mpi.build import Build
 from colltune.mpi.libraries import MPI
 from colltune.base.collectives import per_process
-from colltune.base.specs import is_lib_spec
+from colltune.base.specs import expand_grid, is_lib_spec
 from colltune.base.errors import ColltuneError
 
 
@@ -282,7 +282,8 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
 
 
 def expand_algos(build: Build, collective: str, specs: list[str]) -> list[str]:
-    """Expand `all` (ours, native and the library's), `ours`, `ompi:all`, `mpich:all`.
+    """Expand `all` (ours, native and the library's), `ours`, `ompi:all`, `mpich:all`,
+    and parameter grids (`chain:segsize=4K..64K,fanout=2|4`: specs.expand_grid).
 
     Other specs pass through; duplicates are dropped, order is kept.
     """
@@ -295,7 +296,7 @@ def expand_algos(build: Build, collective: str, specs: list[str]) -> list[str]:
         elif is_lib_spec(s) and s.split(":", 1)[1] == "all":
             out += libalgos.library_all(build.mpi, collective, s)
         else:
-            out.append(s)
+            out += expand_grid(s)
     return list(dict.fromkeys(out))
 
 

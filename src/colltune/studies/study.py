@@ -35,7 +35,7 @@ from typing import Any
 from colltune.base.collectives import COLLECTIVES
 from colltune.base.files import read_text
 from colltune.base.errors import ColltuneError, did_you_mean
-from colltune.base.specs import is_lib_spec, parse_params, split_spec
+from colltune.base.specs import SpecError, expand_grid, is_lib_spec, parse_params, split_spec
 from colltune.mpi.placement import LAUNCHERS, MAPPINGS, ORDERS
 from colltune.base.units import parse_ints, parse_size, parse_sizes
 from colltune.drivers import loadgen as workload
@@ -802,7 +802,14 @@ def resolve_algorithms(study: Study, build) -> dict[str, list[str]]:
 
 def _expand(build, coll: str, key: str, spec: str, reg: dict, ours: list[str],
             lib) -> list[str]:
-    """The algorithms one token of study.algorithms stands for (checked)."""
+    """The algorithms one token of study.algorithms stands for (checked); a parameter
+    grid (`chain:segsize=4K..64K,fanout=2|4`) stands for every combination."""
+    try:
+        grid = expand_grid(spec)
+    except SpecError as exc:
+        raise StudyError(f"{key}: {exc}") from None
+    if len(grid) > 1 or grid[0] != spec:
+        return [a for one in grid for a in _expand(build, coll, key, one, reg, ours, lib)]
     if spec in ("all", "library"):
         library_own = lib.all_names(build.mpi, coll) if lib is not None else []
         return (ours + ["native"] if spec == "all" else []) + library_own
