@@ -20,6 +20,7 @@ import subprocess
 import pytest
 
 from colltune.rules import interpose
+from colltune.rules import ruleset as rules
 from colltune.mpi import launch
 from colltune.drivers import registry
 from colltune.base.collectives import COLLECTIVES
@@ -209,6 +210,10 @@ PARITY_BAD = {
     "class nan": (H + "# load-class: quiet nan 5\n" + GOOD, 2),
     "class hex": (H + "# load-class: quiet 0x1 5\n" + GOOD, 2),
     "first of two": (H + "bcast 2 - 0 99 binomal -\nbcast 2 - 100 binomial -\n", 2),
+    "ppn garbage": (H + GOOD + "bcast 2 - 100 - binomial - ppn=two\n", 3),
+    "ppn reversed": (H + GOOD + "bcast 2 - 100 - binomial - ppn=4-2\n", 3),
+    "ppn zero": (H + GOOD + "bcast 2 - 100 - binomial - ppn=0-\n", 3),
+    "ppn twice": (H + GOOD + "bcast 2 - 100 - binomial - ppn=1 ppn=2\n", 3),
 }
 PARITY_GOOD = {
     "the demo file": RULES,
@@ -218,6 +223,12 @@ PARITY_GOOD = {
         "bcast 2 - 0 99 chain segsize=1M,fanout=2 node\n"
         "allgather 2 - 0 - gather_bcast gather=linear,bcast=knomial socket\n"
         "allreduce 2 8 0 - reduce_bcast reduce=binomial\n"
+        "gather 1 - 0 - native -\n"),
+    "processes per node, either order with load": (
+        H + "# load-class: quiet 0 9.5\n# load-class: busy 9.5 -\n"
+        "bcast 2 - 0 99 binomial - ppn=1-1 load=quiet\n"
+        "bcast 2 - 0 99 chain - load=busy ppn=2-\n"
+        "bcast 2 - 100 - linear - core ppn=3\n"
         "gather 1 - 0 - native -\n"),
 }
 
@@ -256,6 +267,27 @@ def test_rules_check_and_the_library_refuse_the_same_files(ompi_build, tmp_path)
         warnings, ran = _c_reader(ompi_build, path)
         assert warnings == [], (name, warnings)
         assert any(f"({path}:" in d for d in ran), (name, ran)
+
+
+@pytest.mark.parametrize("np", NPS)
+def test_ppn_rules_hold_at_the_communicators_processes_per_node(ompi_build, np, tmp_path):
+    """Every rank of this one-node job shares the node: ppn = np. The first rule whose
+    ppn range holds wins, as RuleSet.lookup says."""
+    text = (H + "bcast 1 - 0 - linear - ppn=1-1\nbcast 1 - 0 - binomial - ppn=2-2\n"
+            "bcast 1 - 0 - chain - ppn=3-\n")
+    path = tmp_path / "ppn.rules"
+    path.write_text(text)
+    want = {2: ("binomial", 3), 3: ("chain", 4)}[np]
+    rs = rules.from_text(text)
+    assert rs.lookup("bcast", np, 8, ppn=np).algorithm == want[0]
+    assert rs.lookup("bcast", np, 8, ppn=1).algorithm == "linear"
+    res = _run(ompi_build, np, {"COLLTUNE_RULES": str(path), "COLLTUNE_VERBOSE": "1"})
+    _passed(res)
+    text = "\n".join(_decisions(res.stderr))
+    assert re.search(rf"bcast np={np} size 0\.\. B: {want[0]} \({re.escape(str(path))}:{want[1]}\)",
+                     text), text
+    # ppn=1-1 never holds on the whole job's communicator (a one-process one may match it)
+    assert not re.search(rf"bcast np={np} .*\({re.escape(str(path))}:2\)", text), text
 
 
 def test_a_typo_is_refused_with_the_closest_name(ompi_build, tmp_path):

@@ -347,3 +347,45 @@ def test_mpich_alltoall_in_place_algorithm_refused(mpich_b):
     with pytest.raises(R.RulesError, match="MPI_IN_PLACE calls only"):
         em.to_json(_rs("mpich", "alltoall 2 - 0 - mpich:pairwise_sendrecv_replace -\n"),
                    em.Installed.of(mpich_b.mpi))
+
+
+# ------------------------------------------------------------------ processes per node
+
+PPN = """# colltune-rules 1
+# load-class: quiet 0 9.5
+bcast 16 - 0 - binomial - ppn=1-1
+bcast 16 - 0 - linear - load=quiet ppn=2-
+bcast 16 - 0 - chain - core ppn=4
+bcast 1 - 0 - native -
+"""
+
+
+def test_ppn_rules_round_trip_and_match_their_range():
+    rs = R.from_text(PPN, "p.rules")
+    assert [r.ppn for r in rs.rules] == [(1, 1), (2, None), (4, 4), None]
+    assert R.from_text(R.to_text(rs)).rules == rs.rules
+    assert "ppn=2-" in R.to_text(rs) and "ppn=1-1" in R.to_text(rs)
+    assert rs.lookup("bcast", 32, 8, ppn=1).algorithm == "binomial"
+    assert rs.lookup("bcast", 32, 8, ppn=8).algorithm == "linear"
+    assert rs.lookup("bcast", 8, 8, ppn=1).algorithm == "native"  # np below 16
+    # an unknown ppn (a caller without it) takes the first rule of the range, as load
+    assert rs.lookup("bcast", 32, 8).algorithm == "binomial"
+
+
+@pytest.mark.parametrize("line,match", [
+    ("bcast 2 - 0 - binomial - ppn=x", "ppn=x: write ppn=MIN-MAX"),
+    ("bcast 2 - 0 - binomial - ppn=4-2", r"needs 1 <= MIN <= MAX"),
+    ("bcast 2 - 0 - binomial - ppn=0", r"needs 1 <= MIN <= MAX"),
+    ("bcast 2 - 0 - binomial - ppn=1 ppn=2", "ppn= given twice"),
+])
+def test_bad_ppn_fields_are_named(line, match):
+    with pytest.raises(R.RulesError, match=match):
+        R.from_text("# colltune-rules 1\n" + line + "\n", "f.rules")
+
+
+def test_library_export_refuses_ppn_rules_in_one_line(tmp_path):
+    rs = R.from_text(PPN.replace("load=quiet ", "").replace("# load-class: quiet 0 9.5\n", ""))
+    for to in ("openmpi", "mpich"):
+        with pytest.raises(R.RulesError, match="processes per node"):
+            rf.export(rs, to, tmp_path / "x", None)
+    assert not (tmp_path / "x").exists()

@@ -196,6 +196,7 @@ static int setup_decision(ct_pmpi_decision_t *d, ct_coll_t c, const char *spec,
     d->size_min = 0;
     d->size_max = -1;
     d->load = -1;
+    d->ppn_min = d->ppn_max = -1;
     return 0;
 }
 
@@ -363,6 +364,7 @@ static void configure(int provided) {
     }
     for (int c = 0; c < CT_NCOLL; c++) st.last[c].d = NULL;
     ct_pmpi_ccache_init();
+    if (st.rules.has_ppn) ct_pmpi_ppn_init();
     st.observe = st.verbose || st.profile;
     st.active = 1;
     free(blob);

@@ -10,25 +10,72 @@
 #include "pmpi_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #define st ct_pmpi_st
 
+/* ---- processes per node, for ppn= rules ----------------------------------
+ * The largest number of the communicator's processes on one node (MPI_Comm_split_type
+ * MPI_COMM_TYPE_SHARED, then a maximum over the communicator): collective, so it is
+ * computed at the first call on a communicator that consults the rules, which every
+ * rank makes alike, and kept in an attribute of the communicator (freed with it). Only
+ * when the rules have ppn= keys. */
+static int ppn_key = MPI_KEYVAL_INVALID;
+
+static int ppn_delete(MPI_Comm comm, int key, void *val, void *extra) {
+    (void)comm;
+    (void)key;
+    (void)extra;
+    free(val);
+    return MPI_SUCCESS;
+}
+
+void ct_pmpi_ppn_init(void) {
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ppn_delete, &ppn_key, NULL) !=
+        MPI_SUCCESS)
+        ppn_key = MPI_KEYVAL_INVALID;
+}
+
+static int comm_ppn(MPI_Comm comm) {
+    int *v, flag = 0, local = 1, ppn = 1;
+    if (ppn_key != MPI_KEYVAL_INVALID &&
+        PMPI_Comm_get_attr(comm, ppn_key, &v, &flag) == MPI_SUCCESS && flag)
+        return *v;
+    MPI_Comm node;
+    if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        PMPI_Comm_size(node, &local);
+        PMPI_Comm_free(&node);
+    }
+    PMPI_Allreduce(&local, &ppn, 1, MPI_INT, MPI_MAX, comm);
+    if (ppn_key != MPI_KEYVAL_INVALID && (v = malloc(sizeof *v)) != NULL) {
+        *v = ppn;
+        if (PMPI_Comm_set_attr(comm, ppn_key, v) != MPI_SUCCESS) free(v);
+    }
+    return ppn;
+}
+
 /* ---- lookup -------------------------------------------------------------- */
 
-static const ct_pmpi_decision_t *decide(ct_coll_t c, int np, long long size) {
+static const ct_pmpi_decision_t *decide(ct_coll_t c, MPI_Comm comm, int np, long long size) {
     if (st.forced[c]) return st.forced[c];
-    if (st.last[c].d && st.last[c].np == np && st.last[c].size == size) return st.last[c].d;
+    int ppn = st.rules.has_ppn ? comm_ppn(comm) : 0;
+    if (st.last[c].d && st.last[c].np == np && st.last[c].size == size && st.last[c].ppn == ppn)
+        return st.last[c].d;
     const ct_pmpi_decision_t *d = &st.nomatch[c];
     const ct_pmpi_decision_t *r = st.rules.rules[c];
     for (int i = 0, n = st.rules.nrules[c]; i < n; i++)
         if ((r[i].load < 0 || r[i].load == st.load_class) && r[i].np_min <= np &&
             (r[i].np_max < 0 || np <= r[i].np_max) &&
-            r[i].size_min <= size && (r[i].size_max < 0 || size <= r[i].size_max)) {
+            r[i].size_min <= size && (r[i].size_max < 0 || size <= r[i].size_max) &&
+            (r[i].ppn_min < 0 || (r[i].ppn_min <= ppn && (r[i].ppn_max < 0 ||
+                                                          ppn <= r[i].ppn_max)))) {
             d = &r[i];
             break;
         }
     st.last[c].np = np;
     st.last[c].size = size;
+    st.last[c].ppn = ppn;
     st.last[c].d = d;
     return d;
 }
@@ -236,7 +283,7 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
         passthrough_note(CT_BCAST, np, size, WHY_ARGS);
         return PMPI_Bcast(buf, count, dt, root, comm);
     }
-    const ct_pmpi_decision_t *d = decide(CT_BCAST, np, size);
+    const ct_pmpi_decision_t *d = decide(CT_BCAST, comm, np, size);
     double t0 = start();
     int rc = d->native ? PMPI_Bcast(buf, count, dt, root, comm)
                        : ct_bcast(&d->choice, buf, count, dt, root, comm);
@@ -254,7 +301,7 @@ int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op 
         passthrough_note(CT_REDUCE, np, size, WHY_ARGS);
         return PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm);
     }
-    const ct_pmpi_decision_t *d = decide(CT_REDUCE, np, size);
+    const ct_pmpi_decision_t *d = decide(CT_REDUCE, comm, np, size);
     double t0 = start();
     int rc = d->native ? PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm)
                        : ct_reduce(&d->choice, sbuf, rbuf, count, dt, op, root, comm);
@@ -278,7 +325,7 @@ int MPI_Gather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int r
         passthrough_note(CT_GATHER, np, size, WHY_ARGS);
         return PMPI_Gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
     }
-    const ct_pmpi_decision_t *d = decide(CT_GATHER, np, size);
+    const ct_pmpi_decision_t *d = decide(CT_GATHER, comm, np, size);
     double t0 = start();
     int rc = d->native ? PMPI_Gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm)
                        : ct_gather(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
@@ -296,7 +343,7 @@ int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, in
         passthrough_note(CT_ALLGATHER, np, size, WHY_ARGS);
         return PMPI_Allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm);
     }
-    const ct_pmpi_decision_t *d = decide(CT_ALLGATHER, np, size);
+    const ct_pmpi_decision_t *d = decide(CT_ALLGATHER, comm, np, size);
     double t0 = start();
     int rc = d->native ? PMPI_Allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm)
                        : ct_allgather(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, comm);
@@ -313,7 +360,7 @@ int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_
         passthrough_note(CT_ALLREDUCE, np, size, WHY_ARGS);
         return PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm);
     }
-    const ct_pmpi_decision_t *d = decide(CT_ALLREDUCE, np, size);
+    const ct_pmpi_decision_t *d = decide(CT_ALLREDUCE, comm, np, size);
     double t0 = start();
     int rc = d->native ? PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm)
                        : ct_allreduce(&d->choice, sbuf, rbuf, count, dt, op, comm);
@@ -332,7 +379,7 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int
         passthrough_note(CT_ALLTOALL, np, size, WHY_ARGS);
         return PMPI_Alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm);
     }
-    const ct_pmpi_decision_t *d = decide(CT_ALLTOALL, np, size);
+    const ct_pmpi_decision_t *d = decide(CT_ALLTOALL, comm, np, size);
     double t0 = start();
     int rc = d->native ? PMPI_Alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm)
                        : ct_alltoall(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, comm);
@@ -361,7 +408,7 @@ int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MP
         passthrough_note(CT_ALLTOALLV, np, size, WHY_ARGS);
         return PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
     }
-    const ct_pmpi_decision_t *d = decide(CT_ALLTOALLV, np, size);
+    const ct_pmpi_decision_t *d = decide(CT_ALLTOALLV, comm, np, size);
     double t0 = start();
     int rc = d->native
                  ? PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm)
@@ -387,7 +434,7 @@ int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int 
         passthrough_note(CT_SCATTER, np, size, WHY_ARGS);
         return PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
     }
-    const ct_pmpi_decision_t *d = decide(CT_SCATTER, np, size);
+    const ct_pmpi_decision_t *d = decide(CT_SCATTER, comm, np, size);
     double t0 = start();
     int rc = d->native ? PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm)
                        : ct_scatter(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
@@ -397,7 +444,7 @@ int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int 
 int MPI_Barrier(MPI_Comm comm) {
     int np, r;
     if (!st.active || intra_size(CT_BARRIER, comm, &np, &r)) return PMPI_Barrier(comm);
-    const ct_pmpi_decision_t *d = decide(CT_BARRIER, np, 0); /* size 0: no message */
+    const ct_pmpi_decision_t *d = decide(CT_BARRIER, comm, np, 0); /* size 0: no message */
     double t0 = start();
     int rc = d->native ? PMPI_Barrier(comm) : ct_barrier(&d->choice, comm);
     return finish(CT_BARRIER, comm, np, 0, d, t0, rc);

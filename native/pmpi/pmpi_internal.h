@@ -34,6 +34,7 @@ typedef struct {
     int id;              /* distinct per decision of this process            */
     int rule;            /* from a rules file line (its ranges are the size class) */
     int load;            /* load class index (load=NAME), -1: under every load */
+    int ppn_min, ppn_max; /* processes per node (ppn=), -1: any; ppn_max -1: no bound */
 } ct_pmpi_decision_t;
 
 /* A load class of a rules file ('# load-class: NAME MIN MAX'): lo <= index < hi,
@@ -50,6 +51,7 @@ typedef struct {
     int nrules[CT_NCOLL];
     ct_pmpi_load_class_t classes[CT_PMPI_MAX_CLASSES];
     int nclasses;
+    int has_ppn; /* some rule has a ppn= range: decisions need the communicator's ppn */
 } ct_pmpi_rules_t;
 
 /* ---- the process's state (pmpi.c sets it up at MPI_Init; pmpi_call.c reads it
@@ -72,7 +74,7 @@ typedef struct {
     int pcontrol_level;    /* MPI_Pcontrol level that measures again */
     /* last lookup per collective (a loop calls one size again and again) */
     struct {
-        int np;
+        int np, ppn;
         long long size;
         const ct_pmpi_decision_t *d;
     } last[CT_NCOLL];
@@ -84,6 +86,8 @@ const char *ct_pmpi_env_force(ct_coll_t c);
 /* ---- calls (pmpi_call.c) --------------------------------------------------- */
 /* the communicator-facts cache, set up by configure() at MPI_Init */
 void ct_pmpi_ccache_init(void);
+/* the attribute key that keeps a communicator's processes per node (ppn= rules) */
+void ct_pmpi_ppn_init(void);
 
 /* ---- load (pmpi_load.c) ---------------------------------------------------- */
 /* The shortened probe (colltune-probe's exchange: a barrier, then 4 KB both ways

@@ -12,6 +12,9 @@
  *     # load-class: quiet 0 9.5
  *     # load-class: busy 9.5 -
  *     bcast 2 - 0 - binomial - load=quiet
+ * and node-aware rules, a range of processes per node (either order with load=):
+ *     bcast 16 - 0 - binomial - ppn=1-1
+ *     bcast 16 - 0 - linear - ppn=2-
  *
  * The same checks as `colltune rules check` (rules/ruleset.py from_text for the
  * form, rules/interpose.py first_problem for the algorithms against the registry's
@@ -37,9 +40,34 @@ void ct_pmpi_rules_free(ct_pmpi_rules_t *r) {
         r->rules[c] = NULL;
         r->nrules[c] = 0;
     }
+    r->has_ppn = 0;
 }
 
 /* A non-negative decimal integer, or '-' (-1) where allowed. */
+/* "1-4", "2-" (no bound: max -1), "4" (exactly 4): 0, else -1 */
+static int parse_ppn(const char *t, long long *lo, long long *hi) {
+    if (!isdigit((unsigned char)t[0])) return -1;
+    char *end;
+    errno = 0;
+    long long a = strtoll(t, &end, 10), b = a;
+    if (errno || a > (1 << 30)) return -1;
+    if (*end == '-') {
+        const char *q = end + 1;
+        if (!*q) {
+            b = -1;
+            end = (char *)q;
+        } else {
+            if (!isdigit((unsigned char)*q)) return -1;
+            b = strtoll(q, &end, 10);
+            if (errno || b > (1 << 30)) return -1;
+        }
+    }
+    if (*end) return -1;
+    *lo = a;
+    *hi = b;
+    return 0;
+}
+
 static int parse_bound(const char *s, int allow_dash, long long max, long long *out) {
     if (allow_dash && strcmp(s, "-") == 0) {
         *out = -1;
@@ -164,9 +192,28 @@ int ct_pmpi_rules_parse(const char *text, const char *name, int first_id,
             if (nf == MAX_FIELDS) break;
             f[nf++] = tok;
         }
-        int load = -1;
-        if ((nf == 8 || nf == 9) && strncmp(f[nf - 1], "load=", 5) == 0) {
-            const char *lname = f[nf - 1] + 5;
+        int load = -1, keyed = 0;
+        long long ppn_min = -1, ppn_max = -1; /* ppn=: -1 any; ppn_max -1 no bound */
+        while (nf > 7 && (strncmp(f[nf - 1], "load=", 5) == 0 ||
+                          strncmp(f[nf - 1], "ppn=", 4) == 0)) {
+            const char *kv = f[--nf];
+            keyed++;
+            if (kv[0] == 'p') {
+                if (ppn_min >= 0) return fail(err, errlen, name, lineno, "ppn= given twice", out);
+                if (parse_ppn(kv + 4, &ppn_min, &ppn_max)) {
+                    snprintf(msg, sizeof msg, "ppn=%.40s: write ppn=MIN-MAX, ppn=MIN- (no upper "
+                             "bound) or ppn=N, with whole numbers", kv + 4);
+                    return fail(err, errlen, name, lineno, msg, out);
+                }
+                if (ppn_min < 1 || (ppn_max >= 0 && ppn_max < ppn_min)) {
+                    snprintf(msg, sizeof msg, "ppn=%.40s: needs 1 <= MIN <= MAX <= %d", kv + 4,
+                             1 << 30);
+                    return fail(err, errlen, name, lineno, msg, out);
+                }
+                continue;
+            }
+            if (load >= 0) return fail(err, errlen, name, lineno, "load= given twice", out);
+            const char *lname = kv + 5;
             for (int k = 0; k < out->nclasses; k++)
                 if (strcmp(out->classes[k].name, lname) == 0) load = k;
             if (load < 0) {
@@ -174,13 +221,12 @@ int ct_pmpi_rules_parse(const char *text, const char *name, int first_id,
                          "'# load-class: NAME MIN MAX' line)", lname);
                 return fail(err, errlen, name, lineno, msg, out);
             }
-            nf--;
         }
         if (nf != 7 && nf != 8) {
             snprintf(msg, sizeof msg,
                      "expected 7 or 8 fields (COLLECTIVE NP_MIN NP_MAX SIZE_MIN SIZE_MAX "
-                     "ALGORITHM PARAMS [MAPPING]) and an optional load=CLASS, found %s%d",
-                     nf == MAX_FIELDS ? "at least " : "", nf + (load >= 0));
+                     "ALGORITHM PARAMS [MAPPING]) and optional load=CLASS and ppn=MIN-MAX, "
+                     "found %s%d", nf + keyed == MAX_FIELDS ? "at least " : "", nf + keyed);
             return fail(err, errlen, name, lineno, msg, out);
         }
         ct_coll_t coll;
@@ -281,6 +327,9 @@ int ct_pmpi_rules_parse(const char *text, const char *name, int first_id,
         d.id = id++;
         d.rule = 1;
         d.load = load;
+        d.ppn_min = (int)ppn_min;
+        d.ppn_max = (int)ppn_max;
+        if (ppn_min >= 0) out->has_ppn = 1;
         /* MAPPING (field 8, checked above): the interposition library does not know
          * the job's mapping, so a rule applies whatever mapping it names, as
          * RuleSet.lookup(mapping=None) does */

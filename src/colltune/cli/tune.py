@@ -51,8 +51,10 @@ def rules_table(rs) -> Table:
     t = Table(title=f"rules ({rs.target}): first match wins", title_justify="left")
     mapped = any(r.mapping is not None for r in rs.rules)
     loaded = any(r.load is not None for r in rs.rules)
+    noded = any(r.ppn is not None for r in rs.rules)
     cols = (["collective", "processes", "sizes", "algorithm", "params"]
-            + (["mapping"] if mapped else []) + (["load"] if loaded else []))
+            + (["mapping"] if mapped else []) + (["load"] if loaded else [])
+            + (["per node"] if noded else []))
     if loaded:
         t.caption = "load classes (probe µs): " + "; ".join(
             f"{c.name} {c.lo:g}–{'' if c.hi is None else f'{c.hi:g}'}" for c in rs.load_classes)
@@ -68,6 +70,9 @@ def rules_table(rs) -> Table:
             row.append(r.mapping or "")
         if loaded:
             row.append(r.load or "any")
+        if noded:
+            row.append("any" if r.ppn is None else
+                       f"{r.ppn[0]}–{'' if r.ppn[1] is None else r.ppn[1]}")
         t.add_row(*row)
     return t
 

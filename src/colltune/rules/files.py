@@ -200,6 +200,11 @@ def export(ruleset: RuleSet, to: str, path: str | Path, mpi) -> list[str]:
                          "measure or choose between: export the rules of one class (Python: "
                          "RuleSet.for_load(NAME)), or use the interposition library, which "
                          "measures the load (docs/workload.md)")
+    if any(r.ppn is not None for r in ruleset.rules):
+        raise RulesError(f"the rules are keyed by processes per node (ppn=), which colltune "
+                         f"does not write into {FORMAT_NAMES[to]} yet (Open MPI 5's classic "
+                         "file has no such key); the interposition library applies them "
+                         "(colltune run --rules FILE)")
     later = [c for c in ruleset.collectives() if c not in EXPORTED]
     if later:
         raise RulesError(f"{', '.join(later)} rules cannot be exported to {to} yet (exported: "

@@ -30,6 +30,18 @@ index (the probe's median exchange time of 4 KB between random pairs, in µs):
 
 A rule without `load=` applies under every load, so files without load classes read
 as before; a reader that finds `load=` needs the class defined above it.
+
+Processes per node (node-aware rules): a last field `ppn=A-B` (or `ppn=A-`, no upper
+bound; `ppn=A` alone: exactly A) makes a rule hold only on communicators whose
+processes per node lie in that range: the number of processes of the communicator
+that share this process's node (MPI_Comm_split_type MPI_COMM_TYPE_SHARED), the
+largest over the nodes, which the interposition library computes once per
+communicator. `load=` and `ppn=` may both be given, in either order, after MAPPING:
+
+    bcast 16 - 0 - binomial - ppn=1-1      (one process per node)
+    bcast 16 - 0 - linear - ppn=2-         (two or more per node)
+
+A rule without `ppn=` holds at every ppn.
 """
 
 from __future__ import annotations
@@ -71,14 +83,17 @@ class Rule:
     mapping: str | None = None  # only where the study varied the mapping
     load: str | None = None  # load class (LoadClass.name); None: under every load
     line: int = field(default=0, compare=False, repr=False)  # of the file it was read from
+    ppn: tuple[int, int | None] | None = None  # processes per node, inclusive; None: any
 
     def matches(self, collective: str, np: int, size: int, mapping: str | None = None,
-                load: str | None = None) -> bool:
+                load: str | None = None, ppn: int | None = None) -> bool:
         return (self.collective == collective
                 and self.np_min <= np and (self.np_max is None or np <= self.np_max)
                 and self.size_min <= size and (self.size_max is None or size <= self.size_max)
                 and (self.mapping is None or mapping is None or self.mapping == mapping)
-                and (self.load is None or load is None or self.load == load))
+                and (self.load is None or load is None or self.load == load)
+                and (self.ppn is None or ppn is None
+                     or (self.ppn[0] <= ppn and (self.ppn[1] is None or ppn <= self.ppn[1]))))
 
     @property
     def params_dict(self) -> dict[str, int | str]:
@@ -114,9 +129,9 @@ class RuleSet:
     load_classes: list[LoadClass] = field(default_factory=list)  # quietest first
 
     def lookup(self, collective: str, np: int, size: int, mapping: str | None = None,
-               load: str | None = None) -> Rule | None:
+               load: str | None = None, ppn: int | None = None) -> Rule | None:
         for r in self.rules:
-            if r.matches(collective, np, size, mapping, load):
+            if r.matches(collective, np, size, mapping, load, ppn):
                 return r
         return None
 
@@ -138,7 +153,8 @@ class RuleSet:
         if name not in names:
             raise RulesError(f"no load class '{name}' (classes: {', '.join(names) or 'none'})")
         rules = [Rule(r.collective, r.np_min, r.np_max, r.size_min, r.size_max, r.algorithm,
-                      r.params, r.mapping) for r in self.rules if r.load in (None, name)]
+                      r.params, r.mapping, ppn=r.ppn)
+                 for r in self.rules if r.load in (None, name)]
         return RuleSet(self.target, rules, {**self.meta, "load class": name})
 
     def collectives(self) -> list[str]:
@@ -161,7 +177,8 @@ def to_text(rs: RuleSet) -> str:
         lines.append(f"# load-class: {c.name} {_num(c.lo)} "
                      f"{'-' if c.hi is None else _num(c.hi)}")
     lines.append("# COLLECTIVE NP_MIN NP_MAX SIZE_MIN SIZE_MAX ALGORITHM PARAMS [MAPPING]"
-                 + (" [load=CLASS]" if rs.load_classes else ""))
+                 + (" [load=CLASS]" if rs.load_classes else "")
+                 + (" [ppn=MIN-MAX]" if any(r.ppn for r in rs.rules) else ""))
     for r in rs.rules:
         params = ",".join(f"{k}={v}" for k, v in r.params) or "-"
         row = [r.collective, str(r.np_min), _bound(r.np_max), str(r.size_min), _bound(r.size_max),
@@ -170,8 +187,31 @@ def to_text(rs: RuleSet) -> str:
             row.append(r.mapping)
         if r.load is not None:
             row.append(f"load={r.load}")
+        if r.ppn is not None:
+            row.append(ppn_text(r.ppn))
         lines.append(" ".join(row))
     return "\n".join(lines) + "\n"
+
+
+def ppn_text(ppn: tuple[int, int | None]) -> str:
+    """(1, 1) -> 'ppn=1-1', (2, None) -> 'ppn=2-'."""
+    return f"ppn={ppn[0]}-{'' if ppn[1] is None else ppn[1]}"
+
+
+_PPN_RE = re.compile(r"^(\d+)(?:-(\d*))?$")
+
+
+def parse_ppn(text: str, where: str) -> tuple[int, int | None]:
+    """'1-1', '2-' (no bound), '4' (exactly 4) -> (min, max or None)."""
+    m = _PPN_RE.match(text) if text.isascii() else None
+    if not m:
+        raise RulesError(f"{where}: ppn={text}: write ppn=MIN-MAX, ppn=MIN- (no upper bound) "
+                         "or ppn=N, with whole numbers")
+    lo = int(m.group(1))
+    hi = lo if m.group(2) is None else (None if m.group(2) == "" else int(m.group(2)))
+    if lo < 1 or lo > MAX_NP or (hi is not None and (hi < lo or hi > MAX_NP)):
+        raise RulesError(f"{where}: ppn={text}: needs 1 <= MIN <= MAX <= {MAX_NP}")
+    return lo, hi
 
 
 def _num(v: float) -> str:
@@ -241,17 +281,25 @@ def from_text(text: str, source: str = "<rules>") -> RuleSet:
                 meta[k.strip()] = v.strip()
             continue
         f = s.split()
-        load = None
-        if len(f) in (8, 9) and f[-1].startswith("load="):
-            load = f.pop()[len("load="):]
+        load = ppn = None
+        keyed = 0
+        while len(f) > 7 and f[-1].startswith(("load=", "ppn=")):
+            key, _, val = f.pop().partition("=")
+            keyed += 1
+            if (load if key == "load" else ppn) is not None:
+                raise RulesError(f"{where}: {key}= given twice")
+            if key == "ppn":
+                ppn = parse_ppn(val, where)
+                continue
+            load = val
             if load not in [c.name for c in classes]:
                 raise RulesError(f"{where}: load={load}: no such load class defined above "
                                  f"(a '# load-class: {load} MIN MAX' line; defined: "
                                  f"{', '.join(c.name for c in classes) or 'none'})")
         if len(f) not in (7, 8):
             raise RulesError(f"{where}: expected 7 or 8 fields (COLLECTIVE NP_MIN NP_MAX SIZE_MIN "
-                             f"SIZE_MAX ALGORITHM PARAMS [MAPPING]) and an optional load=CLASS, "
-                             f"found {len(f) + (load is not None)}")
+                             f"SIZE_MAX ALGORITHM PARAMS [MAPPING]) and optional load=CLASS and "
+                             f"ppn=MIN-MAX, found {len(f) + keyed}")
         coll = f[0]
         if coll not in COLLECTIVES:
             raise RulesError(f"{where}: unknown collective '{coll}' (valid: {', '.join(COLLECTIVES)})")
@@ -282,7 +330,7 @@ def from_text(text: str, source: str = "<rules>") -> RuleSet:
             raise RulesError(f"{where}: MAPPING '{mapping}' is not a mapping"
                              f"{did_you_mean(mapping, MAPPINGS)}; valid: {', '.join(MAPPINGS)}")
         rules.append(Rule(coll, np_min, np_max, size_min, size_max, f[5], make_params(params),
-                          mapping, load, line=i))
+                          mapping, load, line=i, ppn=ppn))
     target = meta.pop("target", "colltune")
     if target not in TARGETS:
         raise RulesError(f"{source}: unknown target '{target}' (valid: {', '.join(TARGETS)})")
@@ -299,6 +347,8 @@ def to_json(rs: RuleSet) -> str:
                        "rules": [{"collective": r.collective, "np_min": r.np_min, "np_max": r.np_max,
                                   "size_min": r.size_min, "size_max": r.size_max,
                                   "algorithm": r.algorithm, "params": r.params_dict,
-                                  "mapping": r.mapping, "load": r.load} for r in rs.rules],
+                                  "mapping": r.mapping, "load": r.load,
+                                  "ppn": None if r.ppn is None else
+                                  {"min": r.ppn[0], "max": r.ppn[1]}} for r in rs.rules],
                        "load_classes": [{"name": c.name, "min": c.lo, "max": c.hi}
                                         for c in rs.load_classes]}, indent=2)
