@@ -74,7 +74,8 @@ def table(text: str, kind: str, mpi=None, every: bool = False
     if kind == "colltune":
         rs = rules_mod.from_text(text)
         notes.append(f"target: {rs.target}" + "".join(f"; {k}: {v}" for k, v in rs.meta.items()))
-        sizes = {"gather": "B/process", "allgather": "B/process"}
+        sizes = {"gather": "B/process", "allgather": "B/process", "scatter": "B/process",
+                 "alltoall": "B/destination", "alltoallv": "B/destination"}
         rows = [[r.collective, _b(r.np_min, r.np_max),
                  _b(r.size_min, r.size_max) + f" {sizes.get(r.collective, 'B')}", r.spec,
                  r.mapping or ""] for r in rs.rules]
@@ -88,7 +89,8 @@ def table(text: str, kind: str, mpi=None, every: bool = False
                          "are shown")
         pf = eo.parse(text)
         notes.append(f"rule-file-version-{pf.version}; sizes are bytes of the whole message "
-                     f"(gather/allgather: all processes together)")
+                     f"(gather/allgather/alltoall/scatter: all processes together; "
+                     f"alltoallv/barrier: Open MPI counts every call as 0)")
         rows = [[str(r["line"]), r["collective"], _b(r["np_min"], r["np_max"]),
                  _b(r["bytes_min"], r["bytes_max"]), r["algorithm"], str(r["faninout"]),
                  str(r["segsize"])] + ([str(r["maxreq"])] if pf.version == 2 else [])
