@@ -250,18 +250,32 @@ def test_mpich_file_steers_the_library(tmp_path, mpich_b):
     assert forced[0].ok is False and "ring" in forced[0].ran.split(", ")
 
 
-def test_alltoallv_rules_are_refused_by_the_exporters_not_written_wrong(tmp_path, ompi_build):
-    """Alltoallv rules (issue 30) run under the interposition library; the library
-    rules files do not carry them yet: a one-line error, nothing written."""
-    src = tmp_path / "a2av.rules"
-    src.write_text(R.to_text(_rs("openmpi", OMPI_RULES + "alltoallv 2 - 0 - ompi:pairwise -\n")))
-    out = tmp_path / "a2av.conf"
-    r = colltune("rules", "export", str(src), "--to", "openmpi", "-o", str(out))
-    assert r.returncode == 2, r.stdout + r.stderr
-    assert "alltoallv rules cannot be exported to openmpi yet" in r.stderr
-    assert "alltoall)" in r.stderr.splitlines()[-1]  # alltoall itself is among the exported
-    assert "Traceback" not in r.stderr and not out.exists()
-    assert len(r.stderr.strip().splitlines()) == 1
+def test_a_collective_without_table_rows_is_refused_in_one_line(tmp_path, ompi_build,
+                                                                monkeypatch):
+    """A collective the exporters have no rows for (one added to colltune later) is
+    refused with one line naming what is not exported; nothing is written."""
+    monkeypatch.setattr(rf, "EXPORTED", tuple(c for c in rf.EXPORTED if c != "scatter"))
+    out = tmp_path / "s.conf"
+    with pytest.raises(R.RulesError) as ei:
+        rf.export(_rs("openmpi", "scatter 2 - 0 - ompi:binomial -\n"), "openmpi", out,
+                  ompi_build.mpi)
+    msg = str(ei.value)
+    assert "scatter rules cannot be exported to openmpi yet (not exported: scatter)" in msg
+    assert "\n" not in msg and not out.exists()
+
+
+def test_every_collective_has_its_rows_in_both_exporters():
+    """EXPORTED is every collective of the registry: an id and a byte count for Open MPI,
+    a size test for MPICH (the table rows a new collective needs)."""
+    from colltune.base.collectives import COLLECTIVES
+
+    assert rf.EXPORTED == COLLECTIVES
+    assert {c: eo.COLL_IDS[c] for c in ("alltoallv", "barrier", "scatter")} == {
+        "alltoallv": 4, "barrier": 6, "scatter": 15}  # coll_base_functions.h COLLTYPE
+    assert [eo.msg_bytes(c, 100, 4) for c in ("bcast", "scatter", "alltoallv", "barrier")] \
+        == [100, 400, 0, 0]
+    assert em.SIZE_TESTS["barrier"] == (None, False)
+    assert em.SIZE_TESTS["alltoallv"] == em.SIZE_TESTS["scatter"] == ("total_msg_size", True)
 
 
 # ------------------------------------------------------------------------- alltoall
@@ -347,6 +361,116 @@ def test_mpich_alltoall_in_place_algorithm_refused(mpich_b):
     with pytest.raises(R.RulesError, match="MPI_IN_PLACE calls only"):
         em.to_json(_rs("mpich", "alltoall 2 - 0 - mpich:pairwise_sendrecv_replace -\n"),
                    em.Installed.of(mpich_b.mpi))
+
+
+# ------------------------------------------------------ alltoallv, scatter, barrier
+
+NEW_OMPI = ("alltoallv 2 - 0 1023 ompi:pairwise -\n"
+            "alltoallv 2 - 1024 - ompi:linear -\n"
+            "scatter 2 - 0 511 ompi:binomial -\n"
+            "scatter 2 - 512 8191 ompi:linear_nb -\n"
+            "scatter 2 - 8192 - ompi:linear -\n"
+            "barrier 2 3 0 - ompi:bruck -\n"
+            "barrier 4 - 0 - ompi:double_ring -\n")
+
+
+def test_openmpi_alltoallv_scatter_barrier_export(ompi_installed):
+    """Ids 4, 15 and 6; scatter thresholds x the communicator size; alltoallv and
+    barrier one 0-byte rule per comm size (Open MPI measures them as 0 bytes), the
+    smallest size's algorithm for alltoallv, with a note saying so."""
+    ex = eo.to_text(_rs("openmpi", NEW_OMPI), ompi_installed)
+    pf = eo.parse(ex.text)
+    assert not pf.problems and eo.check(ex.text, ompi_installed) == []
+    by = {c.name: c for c in pf.colls}
+    assert {n: by[n].coll_id for n in by} == {"alltoallv": 4, "scatter": 15, "barrier": 6}
+
+    def rules(coll):
+        return {c.comm_size: [(m.msgbytes, ompi_installed.name(coll, m.alg) if m.alg else 0)
+                              for m in c.rules] for c in by[coll].comms}
+
+    assert rules("alltoallv") == {1: [(0, 0)], 2: [(0, "pairwise")]}
+    assert rules("barrier") == {1: [(0, 0)], 2: [(0, "bruck")], 4: [(0, "double_ring")]}
+    sc = rules("scatter")
+    for n in (2, 3, 9):
+        assert sc[n] == [(0, "binomial"), (512 * n, "linear_nb"), (8192 * n, "basic_linear")]
+    assert any("alltoallv: Open MPI's rules measure every alltoallv call as 0 bytes" in n
+               for n in ex.notes)
+    assert not any(n.startswith("barrier") for n in ex.notes)  # one size: nothing lost
+
+
+def test_openmpi_alltoallv_scatter_barrier_file_steers_the_library(tmp_path, ompi_build):
+    """Open MPI under the exported file runs, at np 2 and 4, the algorithm it names for
+    each size (alltoallv's at every size), seen by the preloaded observer; a forced
+    algorithm (which beats the file) is reported as a disagreement."""
+    path = tmp_path / "new.conf"
+    rf.export(_rs("openmpi", NEW_OMPI), "openmpi", path, ompi_build.mpi)
+    for np, bar in ((2, "bruck"), (4, "double_ring")):
+        _, rows, _ = rf.which_ran(path, ompi_build, np=np)
+        got = {(r.collective, r.size): (r.named, r.ran, r.ok) for r in rows}
+        assert got == {("alltoallv", 4): ("pairwise", "pairwise", True),
+                       ("scatter", 4): ("binomial", "binomial", True),
+                       ("scatter", 512): ("linear_nb", "linear_nb", True),
+                       ("scatter", 8192): ("basic_linear", "basic_linear", True),
+                       ("barrier", 0): (bar, bar, True)}, (np, got)
+    _, rows, _ = rf.which_ran(path, ompi_build, np=2, sizes=[65536], collectives=["alltoallv"])
+    assert [(r.ran, r.ok) for r in rows] == [("pairwise", True)]  # size-blind
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OMPI_MCA_coll_tuned_barrier_algorithm", "1")
+        _, forced, _ = rf.which_ran(path, ompi_build, np=4, collectives=["barrier"])
+    assert [(r.ran, r.ok) for r in forced] == [("linear", False)]
+
+
+NEW_MPICH = ("alltoallv 2 - 0 1023 mpich:scattered -\n"
+             "alltoallv 2 - 1024 - mpich:nb -\n"
+             "scatter 2 - 0 511 mpich:binomial -\n"
+             "scatter 2 - 512 - mpich:nb -\n"
+             "barrier 2 3 0 - mpich:recexch -\n"
+             "barrier 4 - 0 - mpich:k_bruck kval=3\n")
+
+
+@pytest.mark.mpich
+def test_mpich_alltoallv_scatter_barrier_json(mpich_b):
+    """total_msg_size (x the communicator size) for alltoallv (under MPICH's in-place
+    test) and scatter, no size test for barrier, and barrier's k inside the leaf."""
+    ex = em.to_json(_rs("mpich", NEW_MPICH), em.Installed.of(mpich_b.mpi))
+    tree = json.loads(ex.text)
+    a2av = tree["collective=alltoallv"]["comm_type=intra"]
+    assert a2av["is_sendbuf_inplace=yes"] == {
+        "algorithm=MPIR_Alltoallv_intra_pairwise_sendrecv_replace": {}}
+    assert a2av["is_sendbuf_inplace=no"]["comm_size<=4"] == {
+        "total_msg_size<=4092": {"algorithm=MPIR_Alltoallv_intra_scattered": {}},
+        "total_msg_size=any": {"algorithm=MPIR_Alltoallv_allcomm_nb": {}}}
+    assert tree["collective=scatter"]["comm_type=intra"]["comm_size<=3"] == {
+        "total_msg_size<=1533": {"algorithm=MPIR_Scatter_intra_binomial": {}},
+        "total_msg_size=any": {"algorithm=MPIR_Scatter_allcomm_nb": {}}}
+    bar = tree["collective=barrier"]["comm_type=intra"]
+    assert bar["comm_size<=3"] == {"algorithm=MPIR_Barrier_intra_recexch": {"k=2": {}}}
+    assert bar["comm_size=any"] == {"algorithm=MPIR_Barrier_intra_k_dissemination": {"k=3": {}}}
+    assert em.leaf_params(ex.text, "barrier", 4) == {
+        "MPIR_Barrier_intra_k_dissemination": {"kval": "3"}}
+    assert em.lookup(ex.text, "scatter", 3, 511) == "MPIR_Scatter_intra_binomial"
+    assert em.lookup(ex.text, "scatter", 3, 512) == "MPIR_Scatter_allcomm_nb"
+
+
+@pytest.mark.mpich
+def test_mpich_barrier_and_alltoallv_files_steer_the_library(tmp_path, mpich_b):
+    """MPICH's barrier under the exported file at np 4 has the traffic of
+    k_dissemination with k=3 (the leaf's k, the same algorithm with the default k=2
+    sends half as much: the only match), at np 3 that of recexch; alltoallv and scatter
+    are consistent with the file at np 4."""
+    path = tmp_path / "new.json"
+    rf.export(_rs("mpich", NEW_MPICH), "mpich", path, mpich_b.mpi)
+    _, rows, _ = rf.which_ran(path, mpich_b, np=4)
+    got = {(r.collective, r.size): r for r in rows}
+    bar = got[("barrier", 0)]
+    assert (bar.named, bar.ran, bar.ok) == ("k_dissemination", "k_dissemination", True)
+    assert got[("alltoallv", 4)].named == "scattered"
+    assert got[("alltoallv", 1024)].named == "nb"
+    assert got[("scatter", 512)].named == "nb"
+    assert all(r.ok for r in rows), rows
+    _, rows3, _ = rf.which_ran(path, mpich_b, np=3, collectives=["barrier"])
+    assert [(r.named, r.ok) for r in rows3] == [("recexch", True)]
+    assert "recexch" in rows3[0].ran.split(", ")
 
 
 # ------------------------------------------------------------------ processes per node

@@ -136,6 +136,33 @@ def test_presets_load_and_are_package_data():
         st.read_preset("quik")
 
 
+def test_the_alltoall_presets_measure_every_alltoall_algorithm(ompi_build):
+    """`alltoall`: every colltune Alltoall algorithm, native and every Open MPI one under
+    Open MPI, over sizes per destination and process counts scaled to the machine;
+    `alltoall-sim`: the same study simulated on seed 000's cluster (orfeo-thin), at
+    process counts its 2 nodes hold."""
+    from colltune.drivers import registry
+    from colltune.mpi import libalgos
+    from colltune.mpi.platforms import resolve
+
+    a = st.read_preset("alltoall")
+    assert a.collectives == ["alltoall"] and a.repetitions >= 4
+    assert len(a.sizes) >= 4 and a.sizes[0] <= 8 and a.sizes[-1] >= 64 * 1024
+    assert a.scaled_processes(2)[0] == [2, 4] and a.scaled_processes(32)[0][-1] == 64
+    got = st.resolve_algorithms(a, ompi_build)["alltoall"]
+    ours = [n for n in registry.names(ompi_build, "alltoall") if n != "native"]
+    assert set(ours) >= {"linear", "pairwise", "bruck", "linear_sync", "two_proc"}
+    lib = libalgos.all_names(ompi_build.mpi, "alltoall")
+    assert {x.split(":")[1] for x in lib} >= {"linear", "pairwise", "bruck", "linear_sync"}
+    assert set(got) == set(ours) | {"native"} | set(lib)
+    sim = st.read_preset("alltoall-sim")
+    assert (sim.mpi, sim.platform, sim.collectives) == ("smpi", "orfeo-thin", ["alltoall"])
+    assert sim.algorithms == a.algorithms and list(sim.mapping) == ["node"]
+    plat = resolve(sim.platform)
+    assert max(sim.processes) <= sim.nodes * plat.sockets * plat.cores_per_socket
+    assert sim.nodes <= plat.nodes
+
+
 def test_algorithm_names_are_checked_against_the_registry(ompi_build):
     s = st.loads(SMALLEST.replace('"native"]', '"natve"]'))
     with pytest.raises(StudyError, match=r"study.algorithms\[2\]: unknown bcast algorithm 'natve' "

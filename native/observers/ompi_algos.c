@@ -297,3 +297,55 @@ WRAP(ompi_coll_base_alltoall_intra_linear_sync, "alltoall", "linear_sync",
 DECL(ompi_coll_base_alltoall_intra_two_procs, A2A_P)
 WRAP(ompi_coll_base_alltoall_intra_two_procs, "alltoall", "two_proc", A2A_P, A2A_A,
      PER_PROC_SIZE, -1, -1, -1, -1)
+
+/* alltoallv (coll/tuned calls these two; its dynamic rules measure every call as 0 bytes)
+ * colltune's size: the bytes for the first destination (colltune-which sends the same
+ * to every destination) */
+#define A2AV_P const void *sbuf, const int *scounts, const int *sdisps, MPI_Datatype sdt, \
+               void *rbuf, const int *rcounts, const int *rdisps, MPI_Datatype rdt,      \
+               MPI_Comm comm, void *module
+#define A2AV_A sbuf, scounts, sdisps, sdt, rbuf, rcounts, rdisps, rdt, comm, module
+#define A2AV_SIZE (sbuf == MPI_IN_PLACE ? (long long)rcounts[0] * tsize(rdt) \
+                                        : (long long)scounts[0] * tsize(sdt))
+DECL(ompi_coll_base_alltoallv_intra_basic_linear, A2AV_P)
+WRAP(ompi_coll_base_alltoallv_intra_basic_linear, "alltoallv", "basic_linear", A2AV_P, A2AV_A,
+     A2AV_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_alltoallv_intra_pairwise, A2AV_P)
+WRAP(ompi_coll_base_alltoallv_intra_pairwise, "alltoallv", "pairwise", A2AV_P, A2AV_A,
+     A2AV_SIZE, -1, -1, -1, -1)
+
+/* scatter (linear_nb takes coll_tuned_scatter_algorithm_max_requests, not the file's
+ * MAXREQ); colltune's size: the bytes each process receives */
+#define SCAT_P GATHER_P /* scatter: the same arguments as gather */
+#define SCAT_A GATHER_A
+#define SCAT_SIZE (rbuf == MPI_IN_PLACE ? (long long)scount * tsize(sdt) \
+                                        : (long long)rcount * tsize(rdt))
+DECL(ompi_coll_base_scatter_intra_basic_linear, SCAT_P)
+WRAP(ompi_coll_base_scatter_intra_basic_linear, "scatter", "basic_linear", SCAT_P, SCAT_A,
+     SCAT_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_scatter_intra_binomial, SCAT_P)
+WRAP(ompi_coll_base_scatter_intra_binomial, "scatter", "binomial", SCAT_P, SCAT_A, SCAT_SIZE,
+     -1, -1, -1, -1)
+DECL(ompi_coll_base_scatter_intra_linear_nb, SCAT_P COMMA int max_reqs)
+WRAP(ompi_coll_base_scatter_intra_linear_nb, "scatter", "linear_nb", SCAT_P COMMA int max_reqs,
+     SCAT_A COMMA max_reqs, SCAT_SIZE, -1, -1, -1, max_reqs)
+
+/* barrier (size 0) */
+#define BAR_P MPI_Comm comm, void *module
+#define BAR_A comm, module
+DECL(ompi_coll_base_barrier_intra_basic_linear, BAR_P)
+WRAP(ompi_coll_base_barrier_intra_basic_linear, "barrier", "linear", BAR_P, BAR_A, 0LL, -1, -1,
+     -1, -1)
+DECL(ompi_coll_base_barrier_intra_doublering, BAR_P)
+WRAP(ompi_coll_base_barrier_intra_doublering, "barrier", "double_ring", BAR_P, BAR_A, 0LL, -1,
+     -1, -1, -1)
+DECL(ompi_coll_base_barrier_intra_recursivedoubling, BAR_P)
+WRAP(ompi_coll_base_barrier_intra_recursivedoubling, "barrier", "recursive_doubling", BAR_P,
+     BAR_A, 0LL, -1, -1, -1, -1)
+DECL(ompi_coll_base_barrier_intra_bruck, BAR_P)
+WRAP(ompi_coll_base_barrier_intra_bruck, "barrier", "bruck", BAR_P, BAR_A, 0LL, -1, -1, -1, -1)
+DECL(ompi_coll_base_barrier_intra_two_procs, BAR_P)
+WRAP(ompi_coll_base_barrier_intra_two_procs, "barrier", "two_proc", BAR_P, BAR_A, 0LL, -1, -1,
+     -1, -1)
+DECL(ompi_coll_base_barrier_intra_tree, BAR_P)
+WRAP(ompi_coll_base_barrier_intra_tree, "barrier", "tree", BAR_P, BAR_A, 0LL, -1, -1, -1, -1)

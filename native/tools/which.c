@@ -6,8 +6,9 @@
  *   colltune-which COLLECTIVE SIZE[,SIZE...] [ITERATIONS]
  *
  * SIZE is colltune's size in bytes: the message for bcast/reduce/allreduce (reduce and
- * allreduce sum ints: SIZE/4 of them), the bytes per process for gather/allgather and
- * per destination for alltoall (MPI_BYTE). Before and after the calls of each size the
+ * allreduce sum ints: SIZE/4 of them), the bytes per process for gather/allgather/scatter
+ * (root 0) and per destination for alltoall/alltoallv (every destination the same, in
+ * order; MPI_BYTE); barrier ignores it. Before and after the calls of each size the
  * program calls the observer's colltune_observe_mark("COLLECTIVE SIZE") /
  * colltune_observe_mark(NULL) when one is loaded (found with dlsym), so the observer counts those calls only.
  * Rank 0 prints one line per size: "ran COLLECTIVE SIZE NP ITERATIONS".
@@ -22,8 +23,8 @@
 typedef void (*mark_fn)(const char *label);
 
 static void usage(void) {
-    fprintf(stderr, "usage: colltune-which bcast|reduce|gather|allgather|allreduce|alltoall "
-                    "SIZE[,SIZE...] [ITERATIONS]\n");
+    fprintf(stderr, "usage: colltune-which bcast|reduce|gather|allgather|allreduce|alltoall|"
+                    "alltoallv|scatter|barrier SIZE[,SIZE...] [ITERATIONS]\n");
 }
 
 int main(int argc, char **argv) {
@@ -41,7 +42,8 @@ int main(int argc, char **argv) {
     if (iters < 1) iters = 1;
     int known = !strcmp(coll, "bcast") || !strcmp(coll, "reduce") || !strcmp(coll, "gather")
                 || !strcmp(coll, "allgather") || !strcmp(coll, "allreduce")
-                || !strcmp(coll, "alltoall");
+                || !strcmp(coll, "alltoall") || !strcmp(coll, "alltoallv")
+                || !strcmp(coll, "scatter") || !strcmp(coll, "barrier");
     if (!known) {
         if (rank == 0) usage();
         MPI_Finalize();
@@ -61,7 +63,12 @@ int main(int argc, char **argv) {
         }
         size_t total = (size_t)size * (size_t)np + 64;
         char *sbuf = calloc(total, 1), *rbuf = calloc(total, 1);
-        if (!sbuf || !rbuf) MPI_Abort(MPI_COMM_WORLD, 3);
+        int *counts = malloc(sizeof(int) * (size_t)np), *displs = malloc(sizeof(int) * (size_t)np);
+        if (!sbuf || !rbuf || !counts || !displs) MPI_Abort(MPI_COMM_WORLD, 3);
+        for (int p = 0; p < np; p++) {
+            counts[p] = (int)size;
+            displs[p] = (int)(size * p);
+        }
         char label[96];
         snprintf(label, sizeof label, "%s %lld", coll, size);
         MPI_Barrier(MPI_COMM_WORLD);
@@ -79,6 +86,14 @@ int main(int argc, char **argv) {
             else if (!strcmp(coll, "alltoall"))
                 MPI_Alltoall(sbuf, (int)size, MPI_BYTE, rbuf, (int)size, MPI_BYTE,
                              MPI_COMM_WORLD);
+            else if (!strcmp(coll, "alltoallv"))
+                MPI_Alltoallv(sbuf, counts, displs, MPI_BYTE, rbuf, counts, displs, MPI_BYTE,
+                              MPI_COMM_WORLD);
+            else if (!strcmp(coll, "scatter"))
+                MPI_Scatter(sbuf, (int)size, MPI_BYTE, rbuf, (int)size, MPI_BYTE, 0,
+                            MPI_COMM_WORLD);
+            else if (!strcmp(coll, "barrier"))
+                MPI_Barrier(MPI_COMM_WORLD);
             else
                 MPI_Allgather(sbuf, (int)size, MPI_BYTE, rbuf, (int)size, MPI_BYTE,
                               MPI_COMM_WORLD);
@@ -91,6 +106,8 @@ int main(int argc, char **argv) {
         }
         free(sbuf);
         free(rbuf);
+        free(counts);
+        free(displs);
     }
     free(list);
     MPI_Finalize();

@@ -32,9 +32,9 @@ from colltune.rules import openmpi as eo
 from colltune.mpi import libalgos
 from colltune.rules import interpose as ipose
 from colltune.rules import ruleset as rules_mod
-from colltune.base.collectives import COLLECTIVES, PER_PROCESS
+from colltune.base.collectives import COLLECTIVES
 from colltune.base.files import read_text as read_input, write_atomic
-from colltune.base.specs import is_lib_spec
+from colltune.base.specs import format_lib_spec, is_lib_spec
 from colltune.rules.ruleset import RulesError, RuleSet
 
 FORMATS = ("colltune", "openmpi", "mpich")
@@ -74,7 +74,8 @@ def table(text: str, kind: str, mpi=None, every: bool = False
     if kind == "colltune":
         rs = rules_mod.from_text(text)
         notes.append(f"target: {rs.target}" + "".join(f"; {k}: {v}" for k, v in rs.meta.items()))
-        sizes = {"gather": "B/process", "allgather": "B/process"}
+        sizes = {"gather": "B/process", "allgather": "B/process", "scatter": "B/process",
+                 "alltoall": "B/destination", "alltoallv": "B/destination"}
         rows = [[r.collective, _b(r.np_min, r.np_max),
                  _b(r.size_min, r.size_max) + f" {sizes.get(r.collective, 'B')}", r.spec,
                  r.mapping or ""] for r in rs.rules]
@@ -88,7 +89,8 @@ def table(text: str, kind: str, mpi=None, every: bool = False
                          "are shown")
         pf = eo.parse(text)
         notes.append(f"rule-file-version-{pf.version}; sizes are bytes of the whole message "
-                     f"(gather/allgather: all processes together)")
+                     f"(gather/allgather/alltoall/scatter: all processes together; "
+                     f"alltoallv/barrier: Open MPI counts every call as 0)")
         rows = [[str(r["line"]), r["collective"], _b(r["np_min"], r["np_max"]),
                  _b(r["bytes_min"], r["bytes_max"]), r["algorithm"], str(r["faninout"]),
                  str(r["segsize"])] + ([str(r["maxreq"])] if pf.version == 2 else [])
@@ -182,8 +184,9 @@ def written_for(text: str, kind: str) -> str | None:
 # ---------------------------------------------------------------------------- export
 
 
-# the collectives whose library rules files colltune writes (and `rules verify` proves)
-EXPORTED = ("bcast", "reduce", "gather", "allgather", "allreduce", "alltoall")
+# the collectives whose library rules files colltune writes (and `rules verify` proves):
+# those with a row in both exporters' tables (openmpi.COLLS, mpich.SIZE_TESTS)
+EXPORTED = tuple(c for c in COLLECTIVES if c in eo.COLLS and c in em.SIZE_TESTS)
 
 
 def export(ruleset: RuleSet, to: str, path: str | Path, mpi) -> list[str]:
@@ -207,9 +210,10 @@ def export(ruleset: RuleSet, to: str, path: str | Path, mpi) -> list[str]:
                          "(colltune run --rules FILE)")
     later = [c for c in ruleset.collectives() if c not in EXPORTED]
     if later:
-        raise RulesError(f"{', '.join(later)} rules cannot be exported to {to} yet (exported: "
-                         f"{', '.join(EXPORTED)}); the interposition library applies them "
-                         f"(colltune run --rules FILE)")
+        refused = [c for c in COLLECTIVES if c not in EXPORTED]
+        raise RulesError(f"{', '.join(later)} rules cannot be exported to {to} yet (not "
+                         f"exported: {', '.join(refused)}); the interposition library applies "
+                         f"them (colltune run --rules FILE)")
     if mpi is None or mpi.kind != to:
         have = getattr(mpi, "name", "no MPI library")
         raise RulesError(f"exporting for {FORMAT_NAMES[to].split(' ')[0] if to == 'mpich' else 'Open MPI'} "
@@ -241,9 +245,12 @@ class RanRow:
     unique: bool = True  # MPICH: no other algorithm sends the same traffic
 
 
-def _rep_size(coll: str, nbytes: int, np: int) -> int:
-    """A colltune size whose byte count is at least nbytes (the start of a rule)."""
-    s = math.ceil(nbytes / np) if coll in PER_PROCESS else nbytes
+def _rep_size(coll: str, nbytes: int, np: int, times_np: bool) -> int:
+    """A colltune size whose byte count (colltune's size x np where `times_np`) is at
+    least nbytes (the start of a rule); barrier's is 0, its only size."""
+    if coll == "barrier":
+        return 0
+    s = math.ceil(nbytes / np) if times_np else nbytes
     s = max(s, 4)
     if coll in ("reduce", "allreduce"):
         s = (s + 3) // 4 * 4
@@ -357,10 +364,11 @@ def _which_ran_openmpi(text, path, build, np, sizes, collectives, iterations, ti
         for c in ce.comms:
             if c.comm_size <= np:
                 entry = c
-        want = sizes or sorted({_rep_size(coll, mr.msgbytes, np) for mr in entry.rules})
+        want = sizes or sorted({_rep_size(coll, mr.msgbytes, np, eo.measure(coll) == eo.TIMES_NP)
+                                for mr in entry.rules})
 
         def rule_for(size):
-            nbytes = size * (np if coll in PER_PROCESS else 1)
+            nbytes = eo.msg_bytes(coll, size, np)
             chosen = entry.rules[0]
             for mr in entry.rules:
                 if mr.msgbytes <= nbytes:
@@ -456,13 +464,14 @@ def _mpich_sizes(text: str, coll: str, np: int) -> list[int] | None:
             break
     if not isinstance(block, dict):
         return None
+    if em.SIZE_TESTS[coll][0] is None:  # barrier: no size test, size 0
+        return [_rep_size(coll, 0, np, False)]
     out, lo = [], 0
     for k in block:
         m = re.fullmatch(r"(avg_msg_size|total_msg_size)(<=|=any)(\d*)", k)
         if not m:
             return None
-        per_dest = m.group(1) == "avg_msg_size" and coll in PER_PROCESS  # alltoall
-        out.append(_rep_size(coll, lo * np if per_dest else lo, np))
+        out.append(_rep_size(coll, lo, np, em.scales_with_np(coll)))
         if m.group(3):
             lo = int(m.group(3)) + 1
     return sorted(set(out))
@@ -491,10 +500,13 @@ def _which_ran_mpich(text, path, build, np, sizes, collectives, iterations, time
         under = _fingerprints(_observe(build, np, coll, want, file_env,
                                        "libcolltune-traffic.so", iterations, timeout))
         forced: dict[str, dict[str, tuple]] = {}
+        carried = em.leaf_params(text, coll, np)  # the file's k= of an algorithm: forced alike
         for algo in libalgos.algorithms("mpich", coll):
             if not algo.in_all or libalgos.skip_reason(build.mpi, coll, algo.spec, np):
                 continue
-            env = dict(MPICH_OBSERVE_ENV, **libalgos.lib_env(build.mpi, coll, algo.spec))
+            given = carried.get(em.function_name(coll, algo.lib_name))
+            spec = format_lib_spec("mpich", algo.lib_name, given) if given else algo.spec
+            env = dict(MPICH_OBSERVE_ENV, **libalgos.lib_env(build.mpi, coll, spec))
             try:
                 forced[em.function_name(coll, algo.lib_name)] = _fingerprints(
                     _observe(build, np, coll, want, env, "libcolltune-traffic.so", iterations,

@@ -9,12 +9,14 @@ collective the rule set covers, and keeps every other collective as MPICH has it
 A `native` range gets MPICH's own branch for that collective nested under the size
 test, which is exactly what MPICH would have done without the file.
 
-Keys written: `comm_size<=N` (then `comm_size=any`), `avg_msg_size<=N` for bcast,
-reduce, allreduce and alltoall (for alltoall the bytes per destination, colltune's size
-as it is; MPICH aborts on the key for allgather), `total_msg_size<=N` for gather
-and allgather (colltune's per-process size x the communicator size, written per
-communicator size), each list ended by its `=any` catch-all. Leaves
-`"algorithm=MPIR_<Coll>_intra_<name>": {}`, names checked against the library.
+Keys written (SIZE_TESTS, one row per collective): `comm_size<=N` (then
+`comm_size=any`), `avg_msg_size<=N` for bcast, reduce, allreduce and alltoall (for
+alltoall the bytes per destination, colltune's size as it is; MPICH aborts on the key
+for allgather), `total_msg_size<=N` for gather, allgather, alltoallv and scatter
+(colltune's per-process size x the communicator size, written per communicator size),
+no size test for barrier, each list ended by its `=any` catch-all. Leaves
+`"algorithm=MPIR_<Coll>_intra_<name>": {}`, names checked against the library; the
+k of k_brucks, k_dissemination and recexch goes inside the leaf (`"k=2": {}`).
 Where MPICH's own branch first tests `is_sendbuf_inplace` (alltoall: only
 pairwise_sendrecv_replace runs in place), the in-place branch is kept as MPICH has it
 and the rules go under `is_sendbuf_inplace=no`.
@@ -28,7 +30,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from colltune.base.collectives import PER_PROCESS
 from colltune.mpi import libalgos
 from colltune.rules.openmpi import comm_blocks, inexact_note
 from colltune.rules.ruleset import RulesError, RuleSet
@@ -37,12 +38,40 @@ AVG_OK = ("bcast", "reduce", "allreduce", "alltoall")  # avg_msg_size allowed
 ENV_FILE = "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"
 INPLACE_YES, INPLACE_NO = "is_sendbuf_inplace=yes", "is_sendbuf_inplace=no"
 
+# One row per collective the exporter writes: the size test of its rules and whether
+# that test counts colltune's size x the communicator size (MPICH's csel.c:
+# avg_msg_size is type size x count, total_msg_size the bytes of all processes;
+# alltoallv's total is the sum of the send counts, scatter's the receive count x
+# processes). None: no size test (barrier; a size key there makes MPICH abort).
+# A new collective is a row here (and one in openmpi.COLLS).
+SIZE_TESTS: dict[str, tuple[str | None, bool]] = {
+    "bcast": ("avg_msg_size", False),
+    "reduce": ("avg_msg_size", False),
+    "allreduce": ("avg_msg_size", False),
+    "alltoall": ("avg_msg_size", False),  # per destination: colltune's size as it is
+    "gather": ("total_msg_size", True),
+    "allgather": ("total_msg_size", True),  # avg_msg_size aborts here
+    "alltoallv": ("total_msg_size", True),
+    "scatter": ("total_msg_size", True),
+    "barrier": (None, False),
+}
+
+# Parameters MPICH's selection file carries inside a leaf ("k=N": {}): csel_container.c
+# reads them into an uninitialised container, so the leaf always names them (the spec's
+# value, else the parameter's default). (collective, MPICH name) -> {spec key: file key}
+LEAF_PARAMS = {
+    ("allgather", "k_brucks"): {"kval": "k"},
+    ("alltoall", "k_brucks"): {"kval": "k"},
+    ("barrier", "k_dissemination"): {"kval": "k"},
+    ("barrier", "recexch"): {"kval": "k"},
+}
+
 
 def scales_with_np(coll: str) -> bool:
     """Whether the file's byte thresholds for `coll` are colltune's size x the
     communicator size (total_msg_size of a per-process collective); alltoall's
     avg_msg_size is the bytes per destination, colltune's size itself."""
-    return coll in PER_PROCESS and coll not in AVG_OK
+    return SIZE_TESTS[coll][1]
 
 _NUMERIC = re.compile(r"^(comm_size|avg_msg_size|total_msg_size|count|comm_avg_ppn)(<=|<)(\d+)$")
 _ANY = re.compile(r"^(\w+)=any$")
@@ -114,6 +143,13 @@ class Installed:
         return sorted(f for f in self.functions if f.startswith(f"MPIR_{_cap(coll)}_"))
 
 
+def _default(algo, key: str):
+    for p in algo.params:
+        if p.key == key:
+            return p.default
+    raise RulesError(f"{algo.spec}: no parameter {key}")  # a table mistake of ours
+
+
 def function_name(coll: str, lib_name: str) -> str:
     if lib_name == "nb":
         return f"MPIR_{_cap(coll)}_allcomm_nb"
@@ -160,7 +196,8 @@ def to_json(rs: RuleSet, installed: Installed) -> Export:
             algo, values = libalgos.resolve("mpich", r.collective, r.spec)
         except ValueError as exc:
             raise RulesError(f"{r.collective} rule {r.spec}: {exc}") from None
-        if values:
+        carried = LEAF_PARAMS.get((r.collective, algo.lib_name), {})
+        if set(values) - set(carried):
             raise RulesError(f"{r.collective} rule {r.spec}: parameters ({', '.join(values)}) "
                              f"cannot be carried by colltune's MPICH selection file yet; "
                              f"name the algorithm without them")
@@ -172,7 +209,8 @@ def to_json(rs: RuleSet, installed: Installed) -> Export:
         if fn not in installed.functions:
             raise RulesError(f"{r.collective} rule {r.spec}: MPICH {installed.version} has no "
                              f"selectable {fn}; valid: {', '.join(installed.valid(r.collective))}")
-        leaf[id(r)] = {f"algorithm={fn}": {}}
+        inner = {f"{fk}={values.get(pk, _default(algo, pk))}": {} for pk, fk in carried.items()}
+        leaf[id(r)] = {f"algorithm={fn}": inner}
     tree = json.loads(json.dumps(installed.tree))  # a copy, in MPICH's order
     for coll in rs.collectives():
         key = f"collective={coll}"
@@ -190,11 +228,13 @@ def to_json(rs: RuleSet, installed: Installed) -> Export:
             blocks += [(first, last or 0, first) for first, last in bl]
             inexact |= inx
         noted = False
-        size_key = "avg_msg_size" if coll in AVG_OK else "total_msg_size"
+        size_key = SIZE_TESTS[coll][0]
         branch: dict = {}
         for first, last, exact in blocks:
             here = [r for r in crules if r.np_min <= first and (r.np_max is None or first <= r.np_max)]
             sizes = _breakpoints(here, "size_min", "size_max", 0)
+            if size_key is None:  # no size test: the rule of size 0 (barrier's only size)
+                sizes = sizes[:1]
             ranges: list[list] = []  # [lo, hi or None, leaf]
             for j, s in enumerate(sizes):
                 hi = sizes[j + 1] - 1 if j + 1 < len(sizes) else None
@@ -210,8 +250,12 @@ def to_json(rs: RuleSet, installed: Installed) -> Export:
                 noted = True
             sub: dict = {}
             for lo, hi, lf in ranges:
+                here_leaf = lf if lf is not None else json.loads(json.dumps(builtin))
+                if size_key is None:
+                    sub = here_leaf
+                    break
                 k = f"{size_key}=any" if hi is None else f"{size_key}<={hi * mult}"
-                sub[k] = lf if lf is not None else json.loads(json.dumps(builtin))
+                sub[k] = here_leaf
             ck = "comm_size=any" if not last else f"comm_size<={last}"
             branch[ck] = sub
         if "comm_size=any" not in branch:
@@ -361,6 +405,35 @@ def _check_children(nodes: list[Node], coll: str, installed, problems, parent_li
         if name not in anys:
             problems.append((line, f"the {name} tests have no '{name}=any' after them: a call "
                                    f"beyond the last bound matches nothing and MPICH aborts"))
+
+
+def leaf_params(text: str, coll: str, np: int) -> dict[str, dict[str, str]]:
+    """The parameters the file's leaves of `coll` carry at `np` processes, as spec
+    parameters: {function name: {"kval": "3"}} (the first leaf of each function in the
+    comm_size block that applies at np decides)."""
+    spec_key = {fk: pk for (c, _), ps in LEAF_PARAMS.items() if c == coll for pk, fk in ps.items()}
+    out: dict[str, dict[str, str]] = {}
+
+    def walk(node):
+        for k, v in node.items() if isinstance(node, dict) else ():
+            if k.startswith("algorithm="):
+                got = {spec_key[pk]: pv for pk, _, pv in (kk.partition("=") for kk in v)
+                       if pk in spec_key}
+                if got:
+                    out.setdefault(k.split("=", 1)[1], got)
+            else:
+                walk(v)
+
+    node = json.loads(text).get(f"collective={coll}", {}).get("comm_type=intra", {})
+    node = node.get(INPLACE_NO, node) if isinstance(node, dict) else {}
+    for k, v in node.items():
+        m = re.fullmatch(r"comm_size(<=|<)(\d+)", k)
+        if k == "comm_size=any" or (m and (np <= int(m.group(2)) if m.group(1) == "<="
+                                           else np < int(m.group(2)))):
+            node = v
+            break
+    walk(node)
+    return out
 
 
 def rows(text: str) -> list[dict]:

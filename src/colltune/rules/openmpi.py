@@ -13,11 +13,12 @@ Whitespace-separated integers read with C `%li` (`#` starts a comment to the end
 the line, any other non-digit character is skipped silently, so `1K` reads as 1 and
 shifts every later number). Lookup: the last comm-size entry with COMMSIZE <= the
 communicator size (else the first), then the last message rule with MSGBYTES <= the
-byte count; ALG 0 means Open MPI's fixed decision rules. The byte count is the
-message for bcast/reduce/allreduce and type size x count x communicator size for
-gather/allgather/alltoall: colltune's per-process (alltoall: per-destination) sizes are
-multiplied out here, per communicator size. MAXREQ (version 2) carries alltoall
-linear_sync's and the reduce trees' max_requests.
+byte count; ALG 0 means Open MPI's fixed decision rules. The byte count (COLLS, one
+row per collective) is the message for bcast/reduce/allreduce, type size x count x
+communicator size for gather/allgather/alltoall/scatter (colltune's per-process sizes,
+alltoall: per destination, are multiplied out here, per communicator size) and always 0
+for alltoallv and barrier (one message rule per comm size). MAXREQ (version 2) carries
+alltoall linear_sync's and the reduce trees' max_requests.
 
 Silent failures (the file is ignored, exit 0): a first MSGBYTES other than 0, a
 truncated file, a missing file; an unknown algorithm number aborts the first call.
@@ -31,12 +32,44 @@ import re
 from dataclasses import dataclass, field
 
 from colltune.mpi import libalgos
-from colltune.base.collectives import PER_PROCESS
 from colltune.rules.ruleset import Rule, RulesError, RuleSet
 
-# collective ids: the COLLTYPE enum of Open MPI's coll_base_functions.h (stable since 1.x)
-COLL_IDS = {"allgather": 0, "allreduce": 2, "alltoall": 3, "bcast": 7, "gather": 9, "reduce": 11}
+# How coll/tuned's dynamic rules measure a call (coll_tuned_decision_dynamic.c, 5.0.x):
+AS_IS = "bytes"  # the message: colltune's size itself
+TIMES_NP = "bytes x np"  # type size x count x communicator size: colltune's size x np
+ZERO = "0"  # every call is 0 bytes: the first message rule of the comm size decides
+# One row per collective the exporter writes: the COLLTYPE id of Open MPI's
+# coll_base_functions.h (stable since 1.x) and how the rules measure a call. A new
+# collective is a row here (and one in mpich.SIZE_TESTS).
+COLLS = {
+    "allgather": (0, TIMES_NP),
+    "allreduce": (2, AS_IS),
+    "alltoall": (3, TIMES_NP),  # colltune's size is per destination
+    "alltoallv": (4, ZERO),  # "no global knowledge of the amount of data"
+    "barrier": (6, ZERO),
+    "bcast": (7, AS_IS),
+    "gather": (9, TIMES_NP),
+    "reduce": (11, AS_IS),
+    "scatter": (15, TIMES_NP),  # the send count: significant at the root only
+}
+COLL_IDS = {c: v[0] for c, v in COLLS.items()}
 ID_COLLS = {v: k for k, v in COLL_IDS.items()}
+
+
+def measure(coll: str) -> str:
+    return COLLS[coll][1]
+
+
+def msg_bytes(coll: str, size: int, np: int) -> int:
+    """The byte count Open MPI's rules compare for a call of colltune's `size` at `np`."""
+    m = measure(coll)
+    return 0 if m == ZERO else size * (np if m == TIMES_NP else 1)
+
+
+def size_blind_note(coll: str) -> str:
+    return (f"{coll}: Open MPI's rules measure every {coll} call as 0 bytes (they choose by "
+            f"the communicator size only): the rule of the smallest size is written for each "
+            f"process count")
 COLLCOUNT = 22  # ids 0..21 are collectives Open MPI knows (ids of ones we do not write pass)
 VERSION2_SINCE = (5, 0, 7)
 RADIX_MCA = "coll_tuned_bcast_algorithm_knomial_radix"  # knomial's radix: not in the file
@@ -432,19 +465,25 @@ def to_text(rs: RuleSet, installed: Installed) -> Export:
         inexact = False
         for i, b in enumerate(nps):
             end = nps[i + 1] - 1 if i + 1 < len(nps) else None
-            bl, inx = comm_blocks(b, end, coll in PER_PROCESS)
+            bl, inx = comm_blocks(b, end, measure(coll) == TIMES_NP)
             blocks += [(first, first) for first, _last in bl]
             inexact |= inx
-        noted = False
+        noted = blind_noted = False
         entries = []
         for cs, n_at in blocks:
             here = [r for r in crules if r.np_min <= cs and (r.np_max is None or cs <= r.np_max)]
             sizes = _breakpoints(here, "size_min", "size_max", 0)
+            if measure(coll) == ZERO:
+                picks = {resolved.get(id(rs.lookup(coll, cs, s))) for s in sizes}
+                if len(picks) > 1 and not blind_noted:
+                    notes.append(size_blind_note(coll))
+                    blind_noted = True
+                sizes = sizes[:1]
             msg: list[tuple[int, tuple]] = []
             for s in sizes:
                 r = rs.lookup(coll, cs, s)
                 choice = resolved[id(r)] if r is not None else (0, 0, 0, None)
-                nbytes = s * (n_at if coll in PER_PROCESS else 1)
+                nbytes = msg_bytes(coll, s, n_at)
                 if msg and msg[-1][1] == choice:
                     continue
                 msg.append((nbytes, choice))
