@@ -513,3 +513,65 @@ def test_library_export_refuses_ppn_rules_in_one_line(tmp_path):
         with pytest.raises(R.RulesError, match="processes per node"):
             rf.export(rs, to, tmp_path / "x", None)
     assert not (tmp_path / "x").exists()
+
+
+# ------------------------------------------------------------------ Open MPI 6 JSON rules
+
+PPN_OMPI = """# colltune-rules 1
+# target: openmpi
+bcast 1 - 0 1023 ompi:binomial - ppn=1-1
+bcast 1 - 0 8191 ompi:chain segsize=8192,fanout=2
+bcast 1 - 8192 - ompi:pipeline segsize=65536
+allreduce 1 - 0 - ompi:ring - ppn=4-
+allreduce 1 - 0 - native -
+alltoall 1 - 0 - ompi:linear_sync max_requests=8
+"""
+
+
+def test_openmpi_json_export_follows_the_schema_and_maps_ppn(ompi_installed):
+    ex = eo.to_json(R.from_text(PPN_OMPI), ompi_installed)
+    doc = json.loads(ex.text)
+    assert eo.check_json(doc) == []
+    assert doc["rule_file_version"] == 3 and doc["module"] == "tuned"
+    got = {c: [(e["comm_size_min"], e["comm_size_max"], e.get("comm_rank_distribution", "any"),
+                [(r["msg_size_min"], r["msg_size_max"], r["alg"], r.get("faninout"),
+                  r.get("seg_size"), r.get("reqs")) for r in e["rules"]])
+               for e in es] for c, es in doc["collectives"].items()}
+    # ppn=1-1 -> one-per-node, first; the rules without ppn= -> any, last
+    assert got["bcast"][0] == (1, "inf", "one-per-node", [
+        (0, 1023, "binomial", None, None, None), (1024, 8191, "chain", 2, 8192, None),
+        (8192, "inf", "pipeline", None, 65536, None)])
+    assert got["bcast"][-1] == (1, "inf", "any", [(0, 8191, "chain", 2, 8192, None),
+                                                 (8192, "inf", "pipeline", None, 65536, None)])
+    # ppn=4- holds on a single node of 4 or more processes; native is alg 0 (ignore)
+    assert got["allreduce"] == [(4, "inf", "single-node", [(0, "inf", "ring", None, None, None)]),
+                                (1, "inf", "any", [(0, "inf", 0, None, None, None)])]
+    assert got["alltoall"] == [(1, "inf", "any", [(0, "inf", "linear_sync", None, None, 8)])]
+    assert any("ppn=4-" in n and "single-node" in n for n in ex.notes)
+
+
+def test_openmpi_json_check_names_what_breaks_the_schema():
+    bad = {"rule_file_version": 3, "module": "tuned", "extra": 1, "collectives": {
+        "reduce_scatter": [], "bcast": [{"comm_size_min": "big", "rules": [
+            {"msg_size_min": 0}, {"alg": "x", "seg_size": "8K", "colour": 1}]},
+            {"comm_rank_distribution": "two-per-node", "rules": []}]}}
+    problems = "\n".join(eo.check_json(bad))
+    for part in ("unknown keys ['extra']", "'reduce_scatter' is not one the schema names",
+                 "comm_size_min: 'big'", "rules[0]: an object with 'alg'",
+                 "rules[1].seg_size: an integer", "unknown keys ['colour']",
+                 "comm_rank_distribution 'two-per-node'"):
+        assert part in problems, (part, problems)
+
+
+def test_rules_export_format_json_on_the_command_line(tmp_path, ompi_build):
+    src = tmp_path / "ppn.rules"
+    src.write_text(PPN_OMPI)
+    res = colltune("rules", "export", str(src), "--to", "openmpi", "--format", "json",
+                   "-o", str(tmp_path / "r.json"))
+    assert res.returncode == 0, res.stderr
+    assert eo.check_json(json.loads((tmp_path / "r.json").read_text())) == []
+    assert "Open MPI 6 JSON rules file" in res.stdout
+    # the classic file cannot say ppn: one line naming the way out, nothing written
+    res = colltune("rules", "export", str(src), "--to", "openmpi", "-o", str(tmp_path / "c"))
+    assert res.returncode == 2 and "--format json" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "c").exists()

@@ -127,7 +127,12 @@ def check(file, mpi_spec) -> None:
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The file to write.")
 @click.option("--mpi", "mpi_spec", help="The installed library (default: the one --to names).")
-def export(file, to, output, mpi_spec) -> None:
+@click.option("--format", "fmt", type=click.Choice(["classic", "json"]), default="classic",
+              show_default=True,
+              help="--to openmpi: the classic rules file (Open MPI 5) or Open MPI 6's JSON "
+                   "rules (rule_file_version 3; rules keyed by ppn= become its "
+                   "comm_rank_distribution).")
+def export(file, to, output, mpi_spec, fmt) -> None:
     """Convert a colltune rules file (target openmpi or mpich) into the file that
     library reads, and print the lines that make it use the file."""
     rs = rules_mod.read(file)
@@ -139,8 +144,14 @@ def export(file, to, output, mpi_spec) -> None:
         mpi = mpi_mod.find(mpi_spec or to, auto_install=False)
     except ColltuneError as exc:
         fail(f"{exc}")
-    lines = rf.export(rs, to, output, mpi)
-    out.print(f"wrote {output} ({rf.FORMAT_NAMES[to]} for {mpi.name} {mpi.version})",
+    if fmt == "json" and to != "openmpi":
+        fail("--format json: only with --to openmpi (MPICH's file is JSON already)")
+    try:
+        lines = rf.export(rs, to, output, mpi, fmt)
+    except rules_mod.RulesError as exc:
+        fail(str(exc))
+    what = ("Open MPI 6 JSON rules file" if fmt == "json" else rf.FORMAT_NAMES[to])
+    out.print(f"wrote {output} ({what} for {mpi.name} {mpi.version})",
               highlight=False)
     out.print("use it with:", highlight=False)
     for ln in lines:

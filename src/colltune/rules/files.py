@@ -189,25 +189,31 @@ def written_for(text: str, kind: str) -> str | None:
 EXPORTED = tuple(c for c in COLLECTIVES if c in eo.COLLS and c in em.SIZE_TESTS)
 
 
-def export(ruleset: RuleSet, to: str, path: str | Path, mpi) -> list[str]:
+def export(ruleset: RuleSet, to: str, path: str | Path, mpi, fmt: str = "classic") -> list[str]:
     """Write `ruleset` as the file library `to` (openmpi | mpich) reads, at `path`
-    (whole or not at all), checked against the installed library `mpi`. Returns the
-    lines that use it (mpirun options / environment), then notes starting with '#'.
+    (whole or not at all), checked against the installed library `mpi`; for Open MPI
+    `fmt` "json" writes Open MPI 6's JSON rules instead of the classic file. Returns
+    the lines that use it (mpirun options / environment), then notes starting with '#'.
     Raises RulesError, and writes nothing, for a file the library would ignore."""
     path = Path(path)
     if to not in ("openmpi", "mpich"):
         raise RulesError(f"--to {to}: valid: openmpi, mpich")
+    if fmt not in ("classic", "json") or (fmt == "json" and to != "openmpi"):
+        raise RulesError(f"--format {fmt}: Open MPI's files are classic (default) or json "
+                         "(Open MPI 6); MPICH's is JSON already")
     if any(r.load is not None for r in ruleset.rules):
         names = ", ".join(c.name for c in ruleset.load_classes)
         raise RulesError(f"the rules have load classes ({names}), which {to} has no way to "
                          "measure or choose between: export the rules of one class (Python: "
                          "RuleSet.for_load(NAME)), or use the interposition library, which "
                          "measures the load (docs/workload.md)")
-    if any(r.ppn is not None for r in ruleset.rules):
-        raise RulesError(f"the rules are keyed by processes per node (ppn=), which colltune "
-                         f"does not write into {FORMAT_NAMES[to]} yet (Open MPI 5's classic "
-                         "file has no such key); the interposition library applies them "
-                         "(colltune run --rules FILE)")
+    if fmt == "classic" and any(r.ppn is not None for r in ruleset.rules):
+        raise RulesError(f"the rules are keyed by processes per node (ppn=), which "
+                         f"{FORMAT_NAMES[to]} cannot express"
+                         + (" (Open MPI 6's JSON rules can: --format json)" if to == "openmpi"
+                            else " as colltune writes it yet (comm_avg_ppn is not written)")
+                         + "; the interposition library applies them (colltune run --rules "
+                         "FILE)")
     later = [c for c in ruleset.collectives() if c not in EXPORTED]
     if later:
         refused = [c for c in COLLECTIVES if c not in EXPORTED]
@@ -221,6 +227,14 @@ def export(ruleset: RuleSet, to: str, path: str | Path, mpi) -> list[str]:
                          f"{'numbers' if to == 'openmpi' else 'names'} (found {have}); "
                          f"colltune build --mpi {to} installs it")
     if to == "openmpi":
+        if fmt == "json":
+            ex = eo.to_json(ruleset, eo.Installed.of(mpi))
+            write_atomic(path, ex.text)
+            return ([f"mpirun --mca coll_tuned_use_dynamic_rules 1 "
+                     f"--mca coll_tuned_dynamic_rules_filename {path.resolve()} ...  "
+                     "(Open MPI 6; 5.0.x reads the classic file only)"]
+                    + [f"# mca: {k} {v}" for k, v in ex.mca.items()]
+                    + [f"# note: {n}" for n in ex.notes])
         ex = eo.to_text(ruleset, eo.Installed.of(mpi))
         write_atomic(path, ex.text)
         return eo.usage(str(path.resolve()), ex.mca) + [f"# note: {n}" for n in ex.notes]

@@ -28,6 +28,7 @@ Algorithm numbers come from the installed library's `ompi_info`, never from a ta
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -374,6 +375,34 @@ class Export:
     notes: list[str]
 
 
+DISTS = ("one-per-node", "single-node", "any")  # JSON comm_rank_distribution, tried in order
+
+
+@dataclass
+class Plan:
+    version: int  # of the classic file: 2 where max_requests is carried
+    mca: dict[str, str]
+    notes: list[str]
+    # collective -> distribution -> [(first comm size, [(first byte count, choice)])]
+    colls: dict[str, dict[str, list[tuple[int, list[tuple[int, tuple]]]]]]
+
+
+def _holds(r: Rule, dist: str) -> bool:
+    """Whether rule r can apply to a communicator of this rank distribution: `any` takes
+    the rules without ppn=, the others every rule (_lookup checks its ppn range)."""
+    return r.ppn is None if dist == "any" else True
+
+
+def _lookup(crules: list[Rule], coll: str, cs: int, size: int, dist: str) -> Rule | None:
+    """The first rule for (cs, size) on a communicator of that distribution: one process
+    per node is ppn 1, a single node is ppn = cs."""
+    ppn = {"any": None, "one-per-node": 1, "single-node": cs}[dist]
+    for r in crules:
+        if r.matches(coll, cs, size, ppn=ppn):
+            return r
+    return None
+
+
 def _breakpoints(rules: list[Rule], lo_attr: str, hi_attr: str, start: int) -> list[int]:
     pts = {start}
     for r in rules:
@@ -394,9 +423,14 @@ def _param(r: Rule, key: str) -> int | None:
         raise RulesError(f"{r.collective} rule {r.spec}: {key}={v} is not a whole number") from None
 
 
-def to_text(rs: RuleSet, installed: Installed) -> Export:
-    """The rules file for `rs` (target openmpi), with the MCA parameters it needs.
-    Raises RulesError (naming the rule) for anything Open MPI would ignore or abort on."""
+def plan(rs: RuleSet, installed: Installed,
+         dists: tuple[str, ...] = ("any",)) -> Plan:
+    """What either file format says for `rs` (target openmpi): per collective and rank
+    distribution (`any`; with ppn= rules also `one-per-node`, `single-node`), the
+    communicator sizes and, for each, the message rules (bytes as Open MPI measures a
+    call, the algorithm number, fan-in/out, segment size, max requests), and the MCA
+    parameters and notes. Raises RulesError (naming the rule) for anything Open MPI
+    would ignore or abort on."""
     if rs.target not in ("openmpi",):
         raise RulesError(f"this rule set targets {rs.target}; an Open MPI rules file needs "
                          f"target openmpi (algorithms ompi:NAME or native)")
@@ -445,22 +479,16 @@ def to_text(rs: RuleSet, installed: Installed) -> Export:
     if want_v2 and not supports_version2(installed.version):
         raise RulesError(f"max_requests in a rules file needs rule-file-version-2 (Open MPI "
                          f"5.0.7 on); the installed version is {installed.version}")
-    version = 2 if want_v2 else 1
-    lines: list[str] = []
-    if version == 2:
-        lines.append("rule-file-version-2")
-    lines.append(f"# Open MPI coll/tuned dynamic rules written by colltune for Open MPI "
-                 f"{installed.version}")
-    for k in ("study", "created", "mpi"):
-        if k in rs.meta:
-            lines.append(f"# {k}: {' '.join(rs.meta[k].split())}")
-    for k, v in mca.items():  # read back by `colltune rules verify` (a comment to Open MPI)
-        lines.append(f"# mca: {k} {v}")
-    colls = rs.collectives()
-    lines.append(f"{len(colls)}  # collectives")
-    for coll in colls:
-        crules = [r for r in rs.rules if r.collective == coll]
+    out: dict[str, dict[str, list]] = {}
+    for coll, dist in ((c, d) for c in rs.collectives() for d in dists):
+        crules = [r for r in rs.rules if r.collective == coll and _holds(r, dist)]
+        if not crules:
+            continue
         nps = _breakpoints(crules, "np_min", "np_max", 1)
+        if dist == "single-node":  # ppn = comm size: a ppn bound is a comm size bound
+            nps = sorted(set(nps) | {b for r in crules if r.ppn for b in
+                                     (r.ppn[0], None if r.ppn[1] is None else r.ppn[1] + 1)
+                                     if b is not None and b >= nps[0]})
         blocks: list[tuple[int, int]] = []  # (comm size, np the sizes are exact at)
         inexact = False
         for i, b in enumerate(nps):
@@ -474,14 +502,14 @@ def to_text(rs: RuleSet, installed: Installed) -> Export:
             here = [r for r in crules if r.np_min <= cs and (r.np_max is None or cs <= r.np_max)]
             sizes = _breakpoints(here, "size_min", "size_max", 0)
             if measure(coll) == ZERO:
-                picks = {resolved.get(id(rs.lookup(coll, cs, s))) for s in sizes}
+                picks = {resolved.get(id(_lookup(crules, coll, cs, s, dist))) for s in sizes}
                 if len(picks) > 1 and not blind_noted:
                     notes.append(size_blind_note(coll))
                     blind_noted = True
                 sizes = sizes[:1]
             msg: list[tuple[int, tuple]] = []
             for s in sizes:
-                r = rs.lookup(coll, cs, s)
+                r = _lookup(crules, coll, cs, s, dist)
                 choice = resolved[id(r)] if r is not None else (0, 0, 0, None)
                 nbytes = msg_bytes(coll, s, n_at)
                 if msg and msg[-1][1] == choice:
@@ -497,6 +525,28 @@ def to_text(rs: RuleSet, installed: Installed) -> Export:
             if merged and merged[-1][1] == msg:
                 continue
             merged.append((cs, msg))
+        out.setdefault(coll, {})[dist] = merged
+    return Plan(2 if want_v2 else 1, mca, list(dict.fromkeys(notes)), out)
+
+
+def to_text(rs: RuleSet, installed: Installed) -> Export:
+    """The classic rules file for `rs` (target openmpi), with the MCA parameters it
+    needs. Raises RulesError for anything Open MPI would ignore or abort on."""
+    pl = plan(rs, installed)
+    version, mca, notes = pl.version, pl.mca, pl.notes
+    lines: list[str] = []
+    if version == 2:
+        lines.append("rule-file-version-2")
+    lines.append(f"# Open MPI coll/tuned dynamic rules written by colltune for Open MPI "
+                 f"{installed.version}")
+    for k in ("study", "created", "mpi"):
+        if k in rs.meta:
+            lines.append(f"# {k}: {' '.join(rs.meta[k].split())}")
+    for k, v in mca.items():  # read back by `colltune rules verify` (a comment to Open MPI)
+        lines.append(f"# mca: {k} {v}")
+    lines.append(f"{len(pl.colls)}  # collectives")
+    for coll, by_dist in pl.colls.items():
+        merged = by_dist["any"]
         lines.append(f"{COLL_IDS[coll]} {len(merged)}  # {coll}")
         for cs, msg in merged:
             lines.append(f"  {cs} {len(msg)}  # comm size {cs} and up")
@@ -512,6 +562,154 @@ def to_text(rs: RuleSet, installed: Installed) -> Export:
         raise RulesError("refusing to write an Open MPI rules file Open MPI would not read as "
                          "meant: " + "; ".join(f"line {ln}: {p}" for ln, p in problems))
     return Export(text, mca, notes)
+
+
+# Open MPI 6's JSON rules (docs/tuning-apps/tuned_dynamic_file_schema.json in Open MPI's
+# repository; facts in docs/rules-files.md): the collectives' keys, where they differ
+JSON_VERSION = 3
+JSON_NAMES = {"reduce_scatter": "reducescatter", "reduce_scatter_block": "reducescatterblock"}
+
+
+def _as_any(lo: int, hi: int | None, msg: list, anyp: list) -> bool:
+    """Whether the `any` plan gives `msg` at every communicator size lo..hi."""
+    for i, (cs, m) in enumerate(anyp):
+        end = anyp[i + 1][0] - 1 if i + 1 < len(anyp) else None
+        overlaps = (end is None or end >= lo) and (hi is None or cs <= hi)
+        if overlaps and m != msg:
+            return False
+    return bool(anyp) and anyp[0][0] <= lo
+
+
+def _inf(v: int | None) -> int | str:
+    return "inf" if v is None else v
+
+
+def to_json(rs: RuleSet, installed: Installed) -> Export:
+    """Open MPI 6's JSON rules file (rule_file_version 3) for `rs`: per collective a list
+    of communicator-size rules, first match wins, each with comm_size_min/max,
+    comm_rank_distribution (one-per-node and single-node blocks first, where the rules
+    have ppn= keys, then any) and its message rules (msg_size_min/max inclusive, alg by
+    name, faninout, seg_size, reqs); native is alg 0 ("ignore": the library's own
+    decision), written so that a range never falls through to another rule."""
+    ppn = [r for r in rs.rules if r.ppn is not None]
+    pl = plan(rs, installed, DISTS if ppn else ("any",))
+    notes = list(pl.notes)
+    odd = sorted({f"ppn={r.ppn[0]}-{'' if r.ppn[1] is None else r.ppn[1]}" for r in ppn
+                  if r.ppn != (1, 1)})
+    if odd:
+        notes.append(f"rules with {', '.join(odd)}: Open MPI's JSON names three rank "
+                     "distributions only (any, one-per-node, single-node); they are written "
+                     "where they coincide with one process per node (ppn 1) or a single node "
+                     "(ppn = communicator size); elsewhere the rules without ppn= apply")
+    colls: dict[str, list] = {}
+    for coll, by_dist in pl.colls.items():
+        entries = []
+        anyp = by_dist.get("any", [])
+        for dist in (d for d in DISTS if d in by_dist):
+            merged = by_dist[dist]
+            for i, (cs, msg) in enumerate(merged):
+                hi = merged[i + 1][0] - 1 if i + 1 < len(merged) else None
+                if dist != "any" and _as_any(cs, hi, msg, anyp):
+                    continue  # what the rules for any distribution say there too
+                rules = []
+                for j, (nbytes, (alg, fan, seg, maxreq)) in enumerate(msg):
+                    rule: dict = {"msg_size_min": nbytes,
+                                  "msg_size_max": _inf(msg[j + 1][0] - 1 if j + 1 < len(msg)
+                                                       else None),
+                                  "alg": installed.name(coll, alg) if alg else 0}
+                    if fan:
+                        rule["faninout"] = fan
+                    if seg:
+                        rule["seg_size"] = seg
+                    if maxreq:
+                        rule["reqs"] = maxreq
+                    rules.append(rule)
+                entry: dict = {"comm_size_min": cs,
+                               "comm_size_max": _inf(merged[i + 1][0] - 1
+                                                     if i + 1 < len(merged) else None)}
+                if dist != "any":
+                    entry["comm_rank_distribution"] = dist
+                entry["rules"] = rules
+                entries.append(entry)
+        colls[JSON_NAMES.get(coll, coll)] = entries
+    doc = {"rule_file_version": JSON_VERSION, "module": "tuned", "collectives": colls}
+    problems = check_json(doc)
+    if problems:  # a bug of ours
+        raise RulesError("refusing to write an Open MPI JSON rules file that breaks the "
+                         "schema: " + "; ".join(problems))
+    return Export(json.dumps(doc, indent=2) + "\n", pl.mca, notes)
+
+
+JSON_COLLS = ("allgather", "allreduce", "alltoall", "alltoallv", "alltoallw", "barrier",
+              "bcast", "exscan", "gather", "gatherv", "reduce", "reducescatter",
+              "reducescatterblock", "scan", "scatter", "scatterv", "neighbor_allgather",
+              "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv",
+              "neighbor_alltoallw")
+
+
+def check_json(doc) -> list[str]:
+    """The schema's facts (docs/rules-files.md) checked on a parsed JSON rules file: the
+    problems, none for a good one."""
+    out: list[str] = []
+
+    def int_or_inf(v, where):
+        if not ((isinstance(v, int) and not isinstance(v, bool)) or v in ("inf", "INF", "Inf")):
+            out.append(f"{where}: {v!r} is neither an integer nor inf")
+
+    if not isinstance(doc, dict):
+        return ["the file is not a JSON object"]
+    for k in ("rule_file_version", "module", "collectives"):
+        if k not in doc:
+            out.append(f"'{k}' is missing")
+    extra = set(doc) - {"rule_file_version", "module", "collectives", "$schema"}
+    if extra:
+        out.append(f"unknown keys {sorted(extra)}")
+    if not isinstance(doc.get("rule_file_version", 0), (int, float)):
+        out.append("rule_file_version is not a number")
+    if not isinstance(doc.get("module", ""), str):
+        out.append("module is not a string")
+    colls = doc.get("collectives", {})
+    if not isinstance(colls, dict):
+        return out + ["collectives is not an object"]
+    for name, entries in colls.items():
+        if name not in JSON_COLLS:
+            out.append(f"collective '{name}' is not one the schema names")
+        if not isinstance(entries, list):
+            out.append(f"{name}: not an array")
+            continue
+        for i, e in enumerate(entries):
+            w = f"{name}[{i}]"
+            if not isinstance(e, dict) or "rules" not in e:
+                out.append(f"{w}: an object with 'rules' is required")
+                continue
+            extra = set(e) - {"comm_size_min", "comm_size_max", "comm_rank_distribution",
+                              "rules"}
+            if extra:
+                out.append(f"{w}: unknown keys {sorted(extra)}")
+            for k in ("comm_size_min", "comm_size_max"):
+                if k in e:
+                    int_or_inf(e[k], f"{w}.{k}")
+            if e.get("comm_rank_distribution", "any") not in ("any", "one-per-node",
+                                                              "single-node"):
+                out.append(f"{w}: comm_rank_distribution {e['comm_rank_distribution']!r}")
+            for j, r in enumerate(e["rules"] if isinstance(e["rules"], list) else []):
+                wr = f"{w}.rules[{j}]"
+                if not isinstance(r, dict) or "alg" not in r:
+                    out.append(f"{wr}: an object with 'alg' is required")
+                    continue
+                extra = set(r) - {"msg_size_min", "msg_size_max", "alg", "reqs", "faninout",
+                                  "seg_size", "bine_imp"}
+                if extra:
+                    out.append(f"{wr}: unknown keys {sorted(extra)}")
+                for k in ("msg_size_min", "msg_size_max"):
+                    if k in r:
+                        int_or_inf(r[k], f"{wr}.{k}")
+                if not isinstance(r["alg"], (str, int)) or isinstance(r["alg"], bool):
+                    out.append(f"{wr}.alg: a string or an integer")
+                for k in ("reqs", "faninout", "seg_size"):
+                    if k in r and (not isinstance(r[k], int) or isinstance(r[k], bool)):
+                        out.append(f"{wr}.{k}: an integer")
+    return out
 
 
 def usage(path: str, mca: dict[str, str] | None = None) -> list[str]:
