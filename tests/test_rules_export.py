@@ -507,12 +507,29 @@ def test_bad_ppn_fields_are_named(line, match):
         R.from_text("# colltune-rules 1\n" + line + "\n", "f.rules")
 
 
-def test_library_export_refuses_ppn_rules_in_one_line(tmp_path):
+def test_openmpi_classic_export_refuses_ppn_rules_in_one_line(tmp_path):
     rs = R.from_text(PPN.replace("load=quiet ", "").replace("# load-class: quiet 0 9.5\n", ""))
-    for to in ("openmpi", "mpich"):
-        with pytest.raises(R.RulesError, match="processes per node"):
-            rf.export(rs, to, tmp_path / "x", None)
+    with pytest.raises(R.RulesError, match="processes per node.*--format json"):
+        rf.export(rs, "openmpi", tmp_path / "x", None)
     assert not (tmp_path / "x").exists()
+
+
+def test_mpich_export_writes_ppn_rules_as_comm_avg_ppn_tests(mpich_b):
+    rs = R.from_text("# colltune-rules 1\n# target: mpich\n"
+                     "bcast 1 - 0 - mpich:binomial - ppn=1-1\n"
+                     "bcast 1 - 0 1023 mpich:scatter_recursive_doubling_allgather - ppn=2-4\n"
+                     "bcast 1 - 0 - mpich:scatter_ring_allgather -\n")
+    inst = em.Installed.of(mpich_b.mpi)
+    text = em.to_json(rs, inst).text
+    assert em.check(text, inst) == []
+    assert '"comm_avg_ppn<=1"' in text and '"comm_avg_ppn<=4"' in text
+    assert '"comm_avg_ppn=any"' in text
+    fn = {a: em.function_name("bcast", a) for a in
+          ("binomial", "scatter_recursive_doubling_allgather", "scatter_ring_allgather")}
+    assert em.lookup(text, "bcast", 16, 64, ppn=1) == fn["binomial"]
+    assert em.lookup(text, "bcast", 16, 64, ppn=3) == fn["scatter_recursive_doubling_allgather"]
+    assert em.lookup(text, "bcast", 16, 4096, ppn=3) == fn["scatter_ring_allgather"]
+    assert em.lookup(text, "bcast", 16, 64, ppn=8) == fn["scatter_ring_allgather"]
 
 
 # ------------------------------------------------------------------ Open MPI 6 JSON rules
@@ -575,3 +592,18 @@ def test_rules_export_format_json_on_the_command_line(tmp_path, ompi_build):
     res = colltune("rules", "export", str(src), "--to", "openmpi", "-o", str(tmp_path / "c"))
     assert res.returncode == 2 and "--format json" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "c").exists()
+
+
+def test_mpich_runs_what_a_ppn_keyed_file_says_on_emulated_nodes(tmp_path, mpich_b):
+    """rules verify runs MPICH with a node per rank (MPIR_CVAR_NOLOCAL=1: comm_avg_ppn is
+    1). The ppn=2- rule comes first: an MPICH that ignored the comm_avg_ppn test, or
+    counted the ranks of this one machine as one node, would run binomial; the traffic
+    shows the ppn=1-1 rule's algorithm."""
+    rs = R.from_text("# colltune-rules 1\n# target: mpich\n"
+                     "bcast 1 - 0 - mpich:binomial - ppn=2-\n"
+                     "bcast 1 - 0 - mpich:scatter_ring_allgather - ppn=1-1\n")
+    path = tmp_path / "ppn.json"
+    rf.export(rs, "mpich", path, mpich_b.mpi)
+    _, rows, _ = rf.which_ran(path, mpich_b, np=4, sizes=[65536], collectives=["bcast"])
+    assert [(r.named, r.ok) for r in rows] == [("scatter_ring_allgather", True)], rows
+    assert "binomial" not in rows[0].ran.split(", ")

@@ -207,13 +207,11 @@ def export(ruleset: RuleSet, to: str, path: str | Path, mpi, fmt: str = "classic
                          "measure or choose between: export the rules of one class (Python: "
                          "RuleSet.for_load(NAME)), or use the interposition library, which "
                          "measures the load (docs/workload.md)")
-    if fmt == "classic" and any(r.ppn is not None for r in ruleset.rules):
-        raise RulesError(f"the rules are keyed by processes per node (ppn=), which "
-                         f"{FORMAT_NAMES[to]} cannot express"
-                         + (" (Open MPI 6's JSON rules can: --format json)" if to == "openmpi"
-                            else " as colltune writes it yet (comm_avg_ppn is not written)")
-                         + "; the interposition library applies them (colltune run --rules "
-                         "FILE)")
+    if to == "openmpi" and fmt == "classic" and any(r.ppn is not None for r in ruleset.rules):
+        raise RulesError("the rules are keyed by processes per node (ppn=), which Open MPI's "
+                         "classic rules file cannot express (Open MPI 6's JSON rules can: "
+                         "--format json); the interposition library applies them (colltune "
+                         "run --rules FILE)")
     later = [c for c in ruleset.collectives() if c not in EXPORTED]
     if later:
         refused = [c for c in COLLECTIVES if c not in EXPORTED]
@@ -532,7 +530,7 @@ def _which_ran_mpich(text, path, build, np, sizes, collectives, iterations, time
             label = f"{coll} {size}"
             fp = under.get(label)
             match = sorted(fn for fn, fps in forced.items() if fp is not None and fps.get(label) == fp)
-            expected = em.lookup(text, coll, np, size)
+            expected = em.lookup(text, coll, np, size, ppn=1)  # NOLOCAL: a node per rank
             short = lambda fn: fn.split("_intra_")[-1].split("_allcomm_")[-1]  # noqa: E731
             ran = ", ".join(short(m) for m in match) or "no forced algorithm has this traffic"
             if expected is None:

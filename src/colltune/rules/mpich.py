@@ -175,6 +175,15 @@ def _breakpoints(rules, lo, hi, start):
     return sorted(p for p in pts if p >= start)
 
 
+def _swap(tree: dict, old, new) -> None:
+    """Replace every subtree equal to `old` below `tree` by a copy of `new`."""
+    for k, v in list(tree.items()):
+        if v == old:
+            tree[k] = json.loads(json.dumps(new))
+        elif isinstance(v, dict):
+            _swap(v, old, new)
+
+
 def to_json(rs: RuleSet, installed: Installed) -> Export:
     """The selection file for `rs` (target mpich) and the environment that uses it.
     Raises RulesError (naming the rule) for anything MPICH would reject."""
@@ -235,27 +244,47 @@ def to_json(rs: RuleSet, installed: Installed) -> Export:
             sizes = _breakpoints(here, "size_min", "size_max", 0)
             if size_key is None:  # no size test: the rule of size 0 (barrier's only size)
                 sizes = sizes[:1]
-            ranges: list[list] = []  # [lo, hi or None, leaf]
-            for j, s in enumerate(sizes):
-                hi = sizes[j + 1] - 1 if j + 1 < len(sizes) else None
-                r = rs.lookup(coll, first, s)
-                lf = leaf[id(r)] if r is not None else None
-                if ranges and ranges[-1][2] == lf:
-                    ranges[-1][1] = hi
-                    continue
-                ranges.append([s, hi, lf])
             mult = exact if scales_with_np(coll) else 1
-            if inexact and len(ranges) > 1 and not noted:
-                notes.append(inexact_note(coll, "MPICH"))
-                noted = True
-            sub: dict = {}
-            for lo, hi, lf in ranges:
-                here_leaf = lf if lf is not None else json.loads(json.dumps(builtin))
-                if size_key is None:
-                    sub = here_leaf
-                    break
-                k = f"{size_key}=any" if hi is None else f"{size_key}<={hi * mult}"
-                sub[k] = here_leaf
+
+            def size_sub(ppn):
+                ranges: list[list] = []  # [lo, hi or None, leaf]
+                for j, s in enumerate(sizes):
+                    hi = sizes[j + 1] - 1 if j + 1 < len(sizes) else None
+                    r = rs.lookup(coll, first, s, ppn=ppn)
+                    lf = leaf[id(r)] if r is not None else None
+                    if ranges and ranges[-1][2] == lf:
+                        ranges[-1][1] = hi
+                        continue
+                    ranges.append([s, hi, lf])
+                sub: dict = {}
+                for lo, hi, lf in ranges:
+                    here_leaf = lf if lf is not None else json.loads(json.dumps(builtin))
+                    if size_key is None:
+                        return here_leaf, len(ranges)
+                    k = f"{size_key}=any" if hi is None else f"{size_key}<={hi * mult}"
+                    sub[k] = here_leaf
+                return sub, len(ranges)
+
+            # processes per node (ppn= rules): MPICH's comm_avg_ppn tests, then the sizes
+            ppns = sorted({1} | {b for r in here if r.ppn for b in
+                                 (r.ppn[0], None if r.ppn[1] is None else r.ppn[1] + 1)
+                                 if b is not None})
+            subs = []
+            for j, p_lo in enumerate(ppns):
+                p_hi = ppns[j + 1] - 1 if j + 1 < len(ppns) else None
+                sub, nranges = size_sub(p_lo if len(ppns) > 1 else None)
+                if subs and subs[-1][2] == sub:
+                    subs[-1][1] = p_hi
+                    continue
+                subs.append([p_lo, p_hi, sub])
+                if inexact and nranges > 1 and not noted:
+                    notes.append(inexact_note(coll, "MPICH"))
+                    noted = True
+            if len(subs) == 1:
+                sub = subs[0][2]
+            else:
+                sub = {("comm_avg_ppn=any" if p_hi is None else f"comm_avg_ppn<={p_hi}"): v
+                       for _lo, p_hi, v in subs}
             ck = "comm_size=any" if not last else f"comm_size<={last}"
             branch[ck] = sub
         if "comm_size=any" not in branch:
@@ -263,10 +292,7 @@ def to_json(rs: RuleSet, installed: Installed) -> Export:
         if isinstance(builtin, dict) and INPLACE_YES in builtin:
             # MPICH's in-place calls keep MPICH's in-place algorithm (the others refuse
             # MPI_IN_PLACE); the rules decide the calls that are not in place
-            for v in branch.values():
-                for sk, sv in list(v.items()):
-                    if sv == builtin:
-                        v[sk] = json.loads(json.dumps(builtin[INPLACE_NO]))
+            _swap(branch, builtin, builtin[INPLACE_NO])
             if branch["comm_size=any"] == builtin:
                 branch["comm_size=any"] = json.loads(json.dumps(builtin[INPLACE_NO]))
             branch = {INPLACE_YES: json.loads(json.dumps(builtin[INPLACE_YES])),
@@ -458,7 +484,8 @@ def looks_like(text: str) -> bool:
     return text.lstrip().startswith("{") and '"collective=' in text
 
 
-def lookup(text: str, coll: str, np: int, size: int, comm_type: str = "intra") -> str | None:
+def lookup(text: str, coll: str, np: int, size: int, comm_type: str = "intra",
+           ppn: int | None = None) -> str | None:
     """The algorithm the file names for (collective, np, colltune size), for the tests
     this module writes (comm_size, avg/total_msg_size, =any); None where another test
     decides (MPICH's own branch: the file leaves the choice to MPICH)."""
@@ -467,7 +494,8 @@ def lookup(text: str, coll: str, np: int, size: int, comm_type: str = "intra") -
     if node is None:
         return None
     nbytes = size * (np if scales_with_np(coll) else 1)
-    vals = {"comm_size": np, "avg_msg_size": nbytes, "total_msg_size": nbytes}
+    vals = {"comm_size": np, "avg_msg_size": nbytes, "total_msg_size": nbytes,
+            "comm_avg_ppn": np if ppn is None else ppn}
     while True:
         for k, v in node.items():
             if k.startswith("algorithm="):
