@@ -560,3 +560,27 @@ def test_a_profile_weighs_the_quality_on_the_command_line(tmp_path, ompi_build):
     bad.write_text("{}")
     res = _cli("tune", "--db", dbp, "--study", "tinytune", "--rules", out, "--profile", bad)
     assert res.returncode == 2 and "not a colltune profile" in res.stderr
+
+
+def test_layouts_of_one_count_give_node_aware_rules():
+    """np 16 measured as 16 nodes x 1 and 2 nodes x 8: binomial wins at one process per
+    node, linear at 8 per node; the rules carry ppn ranges and the interposition file
+    says them (ppn=1-7, ppn=8-)."""
+    one = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 5.0, "linear": 20.0},
+                     nps=(16,), sizes=(8, 1024)))
+    eight = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 20.0, "linear": 5.0},
+                       nps=(16,), sizes=(8, 1024)))
+    one = one.assign(nodes=16, ppn=1)
+    eight = eight.assign(nodes=2, ppn=8, unit_id=eight["unit_id"] + 100)
+    t = tune.tune(pd.concat([one, eight], ignore_index=True), "colltune")
+    assert "ppn" in t.keys
+    got = [(r.algorithm, r.ppn) for r in t.rules.rules]
+    assert got == [("binomial", (1, 7)), ("linear", (8, None))], got
+    assert t.rules.lookup("bcast", 16, 8, ppn=1).algorithm == "binomial"
+    assert t.rules.lookup("bcast", 16, 8, ppn=8).algorithm == "linear"
+    assert (t.points["in-sample"]["regret"] == 1).all()
+    text = rules.to_text(t.rules)
+    assert "ppn=1-7" in text and "ppn=8-" in text
+    assert rules.from_text(text).rules == t.rules.rules
+    # one layout per count: no ppn dimension, as before
+    assert "ppn" not in tune.tune(one, "colltune").keys

@@ -144,7 +144,7 @@ class Prepared:
     """The candidates' rows of a frame, ready for decisions."""
 
     frame: pd.DataFrame          # one row per measurement: keys, label, median_us, launch keys
-    keys: list[str]              # collective, [mapping,] np, size
+    keys: list[str]              # collective, [mapping,] [load_level,] [ppn,] np, size
     target: str
     has_native: bool
     notes: list[str] = field(default_factory=list)  # what the user should know
@@ -195,6 +195,14 @@ def prepare(frame: pd.DataFrame, target: str, collectives=None,
                         + f"; run a sweep with {sweep}")
     d = evidence.with_oversubscribed(d)
     mapping = ("mapping" in d.columns and d["mapping"].fillna("").nunique() > 1)
+    noded = False
+    if "ppn" in d.columns:  # several layouts (nodes x processes per node) of one count
+        ppn = pd.to_numeric(d["ppn"], errors="coerce")
+        one_node = (pd.to_numeric(d["nodes"], errors="coerce").fillna(1) == 1
+                    if "nodes" in d.columns else True)
+        d = d.assign(ppn=ppn.where(ppn.notna() | ~one_node, d["np"]))
+        noded = bool(d["ppn"].notna().all()
+                     and (d.groupby(["collective", "np"])["ppn"].nunique() > 1).any())
     loaded = ("load_level" in d.columns and d["load_level"].notna().any()
               and d["load_level"].dropna().nunique() > 1)
     notes: list[str] = []
@@ -209,7 +217,10 @@ def prepare(frame: pd.DataFrame, target: str, collectives=None,
         notes.append("load classes (probe µs): " + "; ".join(
             f"{c.name} {c.lo:g}..{'' if c.hi is None else f'{c.hi:g}'}" for c in classes))
     keys = (["collective"] + (["mapping"] if mapping else [])
-            + (["load_level"] if loaded else []) + ["np", "size"])
+            + (["load_level"] if loaded else []) + (["ppn"] if noded else []) + ["np", "size"])
+    if noded:
+        notes.append("processes per node: " + ", ".join(
+            map(str, sorted({int(x) for x in d["ppn"]}))) + " (rules per ppn range, ppn=)")
     over = d[d["oversubscribed"]]
     n_over = 0
     if len(over):
@@ -231,7 +242,7 @@ def prepare(frame: pd.DataFrame, target: str, collectives=None,
                  if "params" in d.columns
                  else [()] * len(d))
     d["label"] = [_label(a, p) for a, p in zip(d["algorithm"], d["param_key"])]
-    for c in ("np", "size"):
+    for c in ("np", "size") + (("ppn",) if noded else ()):
         d[c] = d[c].astype(int)
     if mapping:
         d["mapping"] = d["mapping"].fillna("").astype(str)
@@ -332,19 +343,35 @@ def build_rules(ch: pd.DataFrame, target: str, keys: list[str],
     rules: list[Rule] = []
     mapped = "mapping" in keys
     loaded = "load_level" in keys
-    groups = ["collective"] + (["mapping"] if mapped else []) + (["load_level"] if loaded else [])
+    noded = "ppn" in keys
+    groups = (["collective"] + (["mapping"] if mapped else []) + (["load_level"] if loaded else [])
+              + (["ppn"] if noded else []))
     order = {c: i for i, c in enumerate(COLLECTIVES)}
     lorder = {c.name: i for i, c in enumerate(load_classes or [])}
+    li = groups.index("load_level") if loaded else None
 
     def sort_key(kv):
         k = kv[0]
         return ((order.get(k[0], 99),) + ((str(k[1]),) if mapped else ())
-                + ((lorder.get(k[-1], 99), str(k[-1])) if loaded else ()))
+                + ((lorder.get(k[li], 99), str(k[li])) if loaded else ())
+                + ((int(k[-1]),) if noded else ()))
+
+    # a ppn's rules hold from it up to the next ppn measured (the first from 1, the last
+    # with no bound), per collective (and mapping, load)
+    ppn_span: dict = {}
+    if noded:
+        for k, g in ch.groupby(groups[:-1] or ["collective"], sort=True):
+            vals = sorted({int(x) for x in g["ppn"]})
+            k = k if isinstance(k, tuple) else (k,)
+            for i, v in enumerate(vals):
+                ppn_span[k + (v,)] = (1 if i == 0 else v,
+                                      None if i == len(vals) - 1 else vals[i + 1] - 1)
 
     for gkey, g in sorted(ch.groupby(groups, sort=True), key=sort_key):
         coll = gkey[0]
         mapping = gkey[1] if mapped else None
-        load = str(gkey[-1]) if loaded else None
+        load = str(gkey[li]) if loaded else None
+        ppn = ppn_span[tuple(gkey[:-1]) + (int(gkey[-1]),)] if noded else None
         per_np = []
         for np_, h in g.groupby("np", sort=True):
             h = h.sort_values("size")
@@ -375,7 +402,7 @@ def build_rules(ch: pd.DataFrame, target: str, keys: list[str],
                 merged.append([lo, hi, srules])
         for lo, hi, srules in merged:
             for smin, smax, a, prm in srules:
-                rules.append(Rule(coll, lo, hi, smin, smax, a, prm, mapping, load))
+                rules.append(Rule(coll, lo, hi, smin, smax, a, prm, mapping, load, ppn=ppn))
     return RuleSet(target, rules, dict(meta or {}), list(load_classes or []) if loaded else [])
 
 
@@ -398,7 +425,7 @@ def evaluate(ch: pd.DataFrame, rs: RuleSet, keys: list[str]) -> pd.DataFrame:
     for r in ch.to_dict("records"):
         meds = r["medians"]
         rule = rs.lookup(r["collective"], int(r["np"]), int(r["size"]), r.get("mapping"),
-                         r.get("load_level"))
+                         r.get("load_level"), int(r["ppn"]) if "ppn" in r else None)
         chosen = rule.spec if rule is not None else None
         fastest = min(meds, key=meds.get)
         sel = meds.get(chosen) if chosen is not None else None
@@ -504,6 +531,8 @@ def _at(row, keys: list[str]) -> str:
         parts.append(str(row["mapping"]))
     if "load_level" in keys:
         parts.append(f"load {row['load_level']}")
+    if "ppn" in keys:
+        parts.append(f"ppn {int(row['ppn'])}")
     return " ".join(parts)
 
 
