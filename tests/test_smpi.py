@@ -20,6 +20,7 @@ from colltune.mpi import simgrid
 from colltune.base.errors import ColltuneError
 from colltune.analysis.fit import load_measurements
 from colltune.mpi.platforms import resolve
+from colltune.rules import ruleset as rules
 
 
 @dataclass(frozen=True)
@@ -385,3 +386,38 @@ def test_the_alltoall_sim_preset_runs_on_a_seeds_cluster(smpi_build, tmp_path):
     t = df.groupby(["algorithm", "size"])["median_us"].median()
     for a in want:
         assert t[(a, 65536)] > t[(a, 8)] > 0
+
+
+def test_a_study_measures_each_count_in_several_layouts_and_tune_makes_ppn_rules(
+        smpi_build, tmp_path):
+    """study.nodes as a list: every process count in each layout (8 processes on 1 node
+    and on 4 nodes of tapems-16x12), recorded with its processes per node; tune then
+    decides per ppn and its rules carry ppn ranges (first from 1, last open)."""
+    from conftest import colltune
+
+    st = tmp_path / "layouts.toml"
+    st.write_text('[study]\nname = "layouts"\ncollectives = ["bcast"]\n'
+                  'algorithms = ["binomial", "linear", "native"]\nsizes = [8, 65536]\n'
+                  'processes = [8]\nrepetitions = 2\nmpi = "smpi"\n'
+                  'platform = "tapems-16x12"\nmapping = ["node"]\nnodes = [1, 4]\n')
+    dbp = tmp_path / "l.db"
+    r = colltune("sweep", str(st), "--db", str(dbp), timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    conn = db.open_reader(dbp)
+    try:
+        df = reader.measurements_frame(conn, study="layouts", only_simulated=True)
+    finally:
+        conn.close()
+    assert set(zip(df["nodes"], df["ppn"])) == {(1, 8), (4, 2)}
+    out = tmp_path / "t.rules"
+    r = colltune("tune", "--db", str(dbp), "--study", "layouts", "--include-simulated",
+                 "--target", "colltune", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "processes per node: 2, 8" in r.stdout + r.stderr
+    rs = rules.read(out)
+    spans = {x.ppn for x in rs.rules}
+    assert spans <= {(1, 7), (8, None)} and None not in spans, rs.rules
+    # a layout that cannot be made is refused before launching
+    st.write_text(st.read_text().replace('mpi = "smpi"\nplatform = "tapems-16x12"\n', ""))
+    r = colltune("sweep", str(st), "--db", str(tmp_path / "x.db"))
+    assert r.returncode == 2 and "this machine is one node" in r.stderr

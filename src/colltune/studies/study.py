@@ -75,8 +75,10 @@ KEYS: dict[str, tuple[str, Any]] = {
                  "file (colltune.platform); default 'flat'", None),
     "launcher": ("'local', 'hostfile' or 'slurm'", "local"),
     "hostfile": ("path of a hostfile (launcher = 'hostfile'), relative to the study file", None),
-    "nodes": ("whole number >= 1: nodes to spread over (hostfile, slurm; the simulated "
-              "platform's nodes under mpi = 'smpi')", None),
+    "nodes": ("whole number >= 1, or a list of them: nodes to spread over (hostfile, "
+              "slurm; the simulated platform's nodes under mpi = 'smpi'); a list measures "
+              "every process count in each layout (nodes x processes per node), for "
+              "node-aware rules", None),
     "bind": ("true/false: bind processes to cores when mapping", True),
     "root": ("whole number >= 0", 0),
     "dtype": ("'char', 'int', 'float' or 'double'", "char"),
@@ -206,7 +208,7 @@ class Study:
     platform: str | None = None
     launcher: str = "local"
     hostfile: str | None = None
-    nodes: int | None = None
+    nodes: int | list[int] | None = None
     bind: bool = True
     root: int = 0
     dtype: str = "char"
@@ -295,6 +297,25 @@ def _want(key: str, v: Any, kind, what: str) -> Any:
     if not ok:
         raise StudyError(f"{key}: expected {what}, got {_type_name(v)} {v!r}")
     return v
+
+
+def _nodes(key: str, v: Any) -> int | list[int]:
+    """A whole number of nodes, or a list of them (layouts)."""
+    if isinstance(v, list):
+        if not v:
+            raise StudyError(f"{key}: an empty list (a number of nodes, or a list of them)")
+        vals = [_int(f"{key}[{i}]", x, 1) for i, x in enumerate(v)]
+        if len(set(vals)) < len(vals):
+            raise StudyError(f"{key}: {vals} names a layout twice")
+        return vals
+    return _int(key, v, 1)
+
+
+def layouts(study: "Study") -> list[int | None]:
+    """The node counts a study measures each process count at ([None]: the launcher's
+    own spread)."""
+    n = study.nodes
+    return [None] if n is None else list(n) if isinstance(n, list) else [n]
 
 
 def _int(key: str, v: Any, minimum: int) -> int:
@@ -560,7 +581,7 @@ def _read_settings(s: Study, st: dict, base_dir: Path | None, errs: _Errors) -> 
                        ("platform", lambda k, v: _want(
                            k, v, str, "a platform preset name or a description file")),
                        ("launcher", lambda k, v: _choice(k, v, LAUNCHERS)),
-                       ("nodes", lambda k, v: _int(k, v, 1)),
+                       ("nodes", _nodes),
                        ("root", lambda k, v: _int(k, v, 0)),
                        ("dtype", lambda k, v: _choice(k, v, DTYPES)),
                        ("op", lambda k, v: _choice(k, v, OPS)),

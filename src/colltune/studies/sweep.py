@@ -42,7 +42,7 @@ from colltune.results import reader, store
 from colltune.mpi import launch
 from colltune.mpi.placement import LaunchError, Placement, capacity, cores, parse_hostfile
 from colltune.base.specs import format_params, is_lib_spec
-from colltune.studies.study import Study, StudyError, fmt_ints
+from colltune.studies.study import Study, StudyError, fmt_ints, layouts
 from colltune.studies.study import HEAT, STREAM, parse_heat_spec, resolve_algorithms
 from colltune.drivers.loadgen import PROBE_SIZE
 from colltune.mpi.platforms import resolve
@@ -67,6 +67,7 @@ class Unit:
     library_spec: str | None  # the MPI library's algorithm this launch forces
     key: str  # identity within the study (the resume key)
     load: str | None = None  # load level (study.load), None: no load dimension
+    nodes: int | None = None  # the layout (study.nodes), None: the launcher's spread
 
     @property
     def label(self) -> str:
@@ -74,6 +75,7 @@ class Unit:
                                      else f"{len(self.algos)} algorithms")
         return (f"{self.collective} np={self.np} {self.mapping}/{self.order} "
                 f"rep {self.repetition}" + (f" load {self.load}" if self.load else "")
+                + (f" nodes {self.nodes}" if self.nodes else "")
                 + f" [{what}]")
 
 
@@ -93,7 +95,7 @@ class Plan:
     def placement(self, unit: Unit) -> Placement:
         s = self.study
         return Placement(launcher=s.launcher, mapping=unit.mapping, order=unit.order,
-                                hostfile=s.hostfile, nodes=s.nodes, bind=s.bind)
+                         hostfile=s.hostfile, nodes=unit.nodes, bind=s.bind)
 
     def env(self, unit: Unit) -> dict[str, str]:
         env = dict(self.study.env)
@@ -123,7 +125,7 @@ def bench_spec(study: Study, unit: Unit) -> bench_mod.BenchSpec:
 
 
 def _unit_key(study: Study, build, coll, np, mapping, order, rep, algos, lib,
-              hosts=None, load=None, platform=None) -> str:
+              hosts=None, load=None, platform=None, nodes=None) -> str:
     ident = {
         "collective": coll, "np": np, "mapping": mapping, "order": order, "repetition": rep,
         "algos": list(algos), "library": lib, "sizes": study.sizes,
@@ -132,7 +134,7 @@ def _unit_key(study: Study, build, coll, np, mapping, order, rep, algos, lib,
         "time_budget": study.time_budget, "raw": study.raw, "validate": study.validate,
         "root": study.root, "dtype": study.dtype, "op": study.op, "env": study.env,
         "mpi": f"{build.mpi.kind}-{build.mpi.version}", "launcher": study.launcher,
-        "nodes": study.nodes, "bind": study.bind,
+        "nodes": nodes, "bind": study.bind,
     }
     if platform is not None:  # simulated: the platform, not this host, defines the point
         ident["platform"] = platform.name
@@ -165,7 +167,7 @@ def _capacity(study: Study) -> tuple[int, str | None]:
     except LaunchError:
         if study.launcher != "slurm":
             raise
-        nodes = study.nodes or study.sbatch.get("nodes") or 1
+        nodes = max(layouts(study), key=lambda n: n or 0) or study.sbatch.get("nodes") or 1
         per = study.sbatch.get("ntasks_per_node") or cores()
         return nodes * per, (f"not inside a Slurm allocation: assumed {nodes} node(s) x {per} "
                              "slots for planning")
@@ -228,6 +230,10 @@ def make_plan(study: Study, build, *, seed: int | None = None,
     if bad_root:
         notes.append(f"root {study.root} is not a rank at np={fmt_ints(bad_root)}: those launches "
                      "will fail (and be recorded as failed)")
+    if len(layouts(study)) > 1 and study.launcher == "local" and platform is None:
+        raise StudyError(f"study.nodes: layouts {layouts(study)} need nodes: launcher "
+                         "'hostfile' or 'slurm', or mpi = 'smpi' (a simulated platform); "
+                         "this machine is one node")
     hosts = None
     if study.launcher == "hostfile":
         hosts = [list(h) for h in parse_hostfile(study.hostfile).hosts]
@@ -258,12 +264,17 @@ def make_plan(study: Study, build, *, seed: int | None = None,
                                 continue
                             lib_envs[(coll, spec)] = lib.lib_env(build.mpi, coll, spec)
                             groups.append((("native",), spec))
-                        for algos, spec in groups:
-                            for level in (study.load or [None]):
-                                key = _unit_key(study, build, coll, np, mapping, order, rep,
-                                                algos, spec, hosts, level, platform)
-                                units.append(Unit(coll, np, mapping, order, rep, algos, spec,
-                                                  key, level))
+                        for algos, spec, level, nodes in (
+                                (a, sp, lv, nd) for a, sp in groups
+                                for lv in (study.load or [None]) for nd in layouts(study)):
+                            if nodes is not None and nodes > np:
+                                skipped.add(f"layouts with more nodes than processes (nodes "
+                                            f"{nodes} at np={np}) left out")
+                                continue
+                            key = _unit_key(study, build, coll, np, mapping, order, rep,
+                                            algos, spec, hosts, level, platform, nodes)
+                            units.append(Unit(coll, np, mapping, order, rep, algos, spec,
+                                              key, level, nodes))
     notes += sorted(skipped)
     if study.load and study.launcher == "local" and platform is None:
         busy = [n for n in study.load if study.load_levels[n].get("np")]
@@ -674,7 +685,7 @@ def sbatch_script(study: Study, *, study_arg: str, db_path: Path, mpi: str | Non
                   workdir: Path, python: str | None = None) -> str:
     """A Slurm batch script that runs the study inside its allocation (launcher slurm)."""
     sb = study.sbatch
-    nodes = sb.get("nodes") or study.nodes or 1
+    nodes = sb.get("nodes") or max(layouts(study), key=lambda n: n or 0) or 1
     name = f"colltune-{study.name}"
     lines = ["#!/bin/bash", f"#SBATCH --job-name={name}", f"#SBATCH --nodes={nodes}"]
     if sb.get("ntasks_per_node"):
