@@ -187,6 +187,7 @@ int ct_alltoall_two_proc(const void *sbuf, int scount, MPI_Datatype sdt, void *r
 static int to_stream(const void *buf, int count, MPI_Datatype dt, const ct_type_t *t, int dense,
                      char *out, MPI_Comm comm) {
     if (dense) {
+        CT_SIM_CHARGE(CT_SIM_COPY, (double)count * t->size); /* SMPI only (simcharge.h) */
         memcpy(out, (const char *)buf + t->true_lb, (size_t)count * (size_t)t->size);
         return MPI_SUCCESS;
     }
@@ -195,6 +196,7 @@ static int to_stream(const void *buf, int count, MPI_Datatype dt, const ct_type_
 static int from_stream(const char *in, void *buf, int count, MPI_Datatype dt, const ct_type_t *t,
                        int dense, MPI_Comm comm) {
     if (dense) {
+        CT_SIM_CHARGE(CT_SIM_COPY, (double)count * t->size); /* SMPI only (simcharge.h) */
         memcpy((char *)buf + t->true_lb, in, (size_t)count * (size_t)t->size);
         return MPI_SUCCESS;
     }
@@ -252,11 +254,13 @@ int ct_alltoall_bruck(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf
         int n = 0;
         for (int i = 1; i < np; i++)
             if (i & d) memcpy(spk + (size_t)(n++) * (size_t)B, tmp + (size_t)i * (size_t)B, (size_t)B);
+        CT_SIM_CHARGE(CT_SIM_COPY, (double)n * B); /* SMPI only (simcharge.h) */
         CT_TRY(ct_sendrecv(spk, n * per, unit, (r + d) % np, CT_TAG_ALLTOALL, rpk, n * per, unit,
                            (r - d + np) % np, CT_TAG_ALLTOALL, comm, MPI_STATUS_IGNORE));
         n = 0;
         for (int i = 1; i < np; i++)
             if (i & d) memcpy(tmp + (size_t)i * (size_t)B, rpk + (size_t)(n++) * (size_t)B, (size_t)B);
+        CT_SIM_CHARGE(CT_SIM_COPY, (double)n * B); /* SMPI only (simcharge.h) */
     }
     for (int i = 1; i < np; i++)
         CT_TRY(from_stream(tmp + (size_t)i * (size_t)B, rblk(rbuf, &g, rcount, (r - i + np) % np),

@@ -17,6 +17,7 @@
 #define CT_INTERNAL_H
 
 #include "colltune.h"
+#include "simcharge.h" /* SMPI only: copies and local reductions charged */
 
 #include <stdlib.h>
 #include <string.h>

@@ -130,6 +130,7 @@ int ct_scatter_binomial(const void *sbuf, int scount, MPI_Datatype sdt, void *rb
                 for (int i = 0; i < cnt && rc == MPI_SUCCESS; i++) {
                     const char *blk = (const char *)sbuf +
                                       (MPI_Aint)((a0 + i) % np) * scount * sext;
+                    if (dense) CT_SIM_CHARGE(CT_SIM_COPY, B); /* SMPI only (simcharge.h) */
                     if (dense) memcpy(pk + (size_t)i * (size_t)B, blk + t.true_lb, (size_t)B);
                     else rc = ct_pack_stream(blk, scount, sdt, &t, pk + (size_t)i * (size_t)B,
                                              comm);
@@ -153,6 +154,7 @@ int ct_scatter_binomial(const void *sbuf, int scount, MPI_Datatype sdt, void *rb
         CT_TRY(ct_send(tmp + (size_t)m * (size_t)B, (int)(cnt * B), MPI_BYTE, (v + m + root) % np,
                        CT_TAG_SCATTER, comm));
     }
+    if (ct_type_dense(rdt, &t)) CT_SIM_CHARGE(CT_SIM_COPY, B); /* SMPI only (simcharge.h) */
     if (ct_type_dense(rdt, &t)) memcpy((char *)rbuf + t.true_lb, tmp, (size_t)B);
     else CT_TRY(ct_unpack_stream(tmp, rbuf, rcount, rdt, &t, comm));
 out:

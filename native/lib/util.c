@@ -84,6 +84,7 @@ int ct_copy(const void *src, void *dst, int count, MPI_Datatype dt) {
     ct_type_t t;
     CT_CHECK(ct_type(dt, &t));
     if (t.size == t.extent && t.size == t.true_extent) {
+        CT_SIM_CHARGE(CT_SIM_COPY, (double)count * t.size); /* SMPI only (simcharge.h) */
         /* dense elements (no holes, no gaps between them): one memmove, several
          * times cheaper than a self send/receive for both small and large counts */
         memmove((char *)dst + t.true_lb, (const char *)src + t.true_lb,

@@ -13,6 +13,8 @@ from rich.table import Table
 from colltune.mpi import platforms as plat
 from colltune.mpi.placement import MAPPINGS, ORDERS
 from colltune.base.files import check_writable
+from colltune.base.units import fmt_size
+from colltune.drivers.gamma import COMPUTE_SIZES, GammaError, measure_gamma
 from colltune.drivers.p2p import P2PError, PingpongSpec, run_pingpong
 from ._common import (MPI_HELP, Command, build_or_fail, check_nps, err, fail, np_option, out,
                       size_option, write_or_keep)
@@ -36,6 +38,11 @@ def platform() -> None:
 
 def _fmt(x: float) -> str:
     return f"{x:.4g}"
+
+
+def _charge_text(pts) -> str:
+    """A charged computation's table, short: '8 0.003 µs, ..., 1M 40.4 µs'."""
+    return ", ".join(f"{fmt_size(m)} {t:.4g} µs" for m, t in pts)
 
 
 @platform.command(name="list", cls=Command)
@@ -100,6 +107,9 @@ def show(name, as_json) -> None:
               "link(s) between the nearest nodes; ranks of one node use its loopback link",
               highlight=False)
     out.print("smpirun options: " + " ".join(sg["cfg"]), highlight=False)
+    for kind, pts in p.compute.items():
+        out.print(f"charged in simulation: local {kind} {_charge_text(pts)} "
+                  f"({escape(p.sources.get('compute_' + kind, 'not stated'))})", highlight=False)
     if p.calibration:
         c = p.calibration
         out.print(f"calibrated {c.get('date')} on {c.get('host')} ({c.get('mpi', '')}): "
@@ -171,12 +181,21 @@ def write(name, output, hostfile, np, mapping, order, nodes, oversubscribe, desc
                    "running the ping-pong.")
 @click.option("-o", "--output", help="Where to write the description (default: the colltune "
               "cache, where the this-machine preset reads it).")
+@click.option("--compute/--no-compute", default=None,
+              help="Also time a local copy (memcpy) and a local reduction (MPI_Reduce_local, "
+                   "char sum) on one process: the computation simulation charges "
+                   "[default: on; off with --from-json].")
 @click.option("--timeout", default=600.0, show_default=True, help="Seconds before giving up.")
-def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, output, timeout) -> None:
-    """Measure this machine (2-process ping-pong) and write the this-machine platform."""
+def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, compute, output,
+              timeout) -> None:
+    """Measure this machine (2-process ping-pong, local copy and reduction) and write
+    the this-machine platform."""
     target = Path(output) if output else plat.calibration_path()
     check_writable(target, "-o" if output else "the calibration file",
                    create_folders=not output)  # the cache's folder is made when needed
+    if compute is None:
+        compute = not from_json
+    b = None
     if from_json:
         try:
             records = json.loads(Path(from_json).read_text())
@@ -200,14 +219,27 @@ def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, output, ti
         except P2PError as exc:
             fail(str(exc))
         command_line = records[0].get("command", "")
+    charged = {}
+    if compute:
+        b = b or build_or_fail(mpi_spec)
+        for kind, op in (("copy", "copy"), ("reduce", "sum")):
+            err.print(f"local {kind} ({'memcpy' if op == 'copy' else 'MPI_Reduce_local, char sum'}"
+                      f"), one process, {len(COMPUTE_SIZES)} sizes ...", highlight=False)
+            try:
+                g = measure_gamma(b, "char", op, sizes=COMPUTE_SIZES, timeout=timeout)
+            except GammaError as exc:
+                fail(str(exc))
+            charged[kind] = {"points": g.points, "command": g.command}
     p = plat.calibrated(records, statistic=statistic, piecewise=piecewise,
-                        command=command_line)
+                        command=command_line, compute=charged)
     write_or_keep(target, p.to_toml(), "this-machine.toml")
     c = p.calibration
     out.print(f"wrote {target}: alpha {c['alpha_us']:.4g} µs, beta {c['beta_GBps']:.4g} GB/s "
               f"(Hockney fit, median |error| {100 * c['fit_median_abs_rel_error']:.1f}%, "
               f"max {100 * c['fit_max_abs_rel_error']:.1f}%)"
               + ("; piecewise factors for each size" if piecewise else ""), highlight=False)
+    for kind, pts in p.compute.items():
+        out.print(f"charged in simulation: local {kind} " + _charge_text(pts), highlight=False)
     far = [m for m, t in zip(c["sizes"], c["times_us"])
            if not 0.5 <= t / (c["alpha_us"] + m / (c["beta_GBps"] * 1e3)) <= 2]
     if far:

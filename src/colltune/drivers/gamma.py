@@ -14,6 +14,9 @@ from colltune.drivers.run import run_program
 from colltune.mpi.build import Build
 
 GAMMA_SIZES = (16384, 65536, 262144, 1048576, 4194304)
+# sizes of the local copy and reduction `colltune platform calibrate` times: the table
+# simulation charges them from (docs/simulation.md, "Charged computation")
+COMPUTE_SIZES = (8, 1024, 8192, 65536, 262144, 1048576)
 
 
 class GammaError(ColltuneError, RuntimeError):
@@ -32,7 +35,8 @@ class GammaRun:
 
 def measure_gamma(build: Build, dtype: str = "char", op: str = "sum", sizes=GAMMA_SIZES,
                   timeout: float = 300) -> GammaRun:
-    """Time MPI_Reduce_local of `dtype` and `op` on one process at each size (bytes)."""
+    """Time MPI_Reduce_local of `dtype` and `op` on one process at each size (bytes);
+    op "copy": a memcpy of the same bytes instead."""
     sizes = tuple(int(s) for s in sizes)
     res = run_program(build, "colltune-gamma", 1, [dtype, op, ",".join(map(str, sizes))],
                       error=GammaError, timeout=timeout, require_records=True)

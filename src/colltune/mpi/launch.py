@@ -29,7 +29,9 @@ SimGrid XML and a hostfile with the host of every rank (`Platform.rank_hosts` of
 mapping and order) are written into the colltune cache, named by their content. The
 platform comes from `simulate(...)` (the commands' `--platform`), else the preset
 `flat`. Computation is not simulated (`smpi/simulate-computation:no`): the time of a
-collective is its communication on the simulated network, deterministic.
+collective is its communication on the simulated network, plus the local copies and
+reductions the platform charges (`platforms.sim_env`: COLLTUNE_SIM_CHARGE, read by
+native/lib/simcharge.c), deterministic.
 
 A sweep runs library code that calls `prepare` without knowing about placement
 (bench.run); it sets the placement for a block of code with `session(...)`, which
@@ -58,7 +60,7 @@ from colltune.base.paths import cache_dir
 from colltune.mpi.libraries import MPI
 from colltune.mpi.placement import (LaunchError, Placement, allocation, cores, layout,
                                     rank_nodes)
-from colltune.mpi.platforms import resolve, simgrid_cfg
+from colltune.mpi.platforms import resolve, sim_env, simgrid_cfg
 
 
 @dataclass
@@ -229,11 +231,13 @@ def _prepare_smpi(mpi: MPI, np: int, program: list[str], extra_env: dict[str, st
         per_node[h] = per_node.get(h, 0) + 1
     notes.insert(0, f"simulated on platform '{plat.name}' (SimGrid {mpi.version}), mapping "
                     f"{mapping}, order {order}: {len(per_node)} node(s)")
+    # the platform's charged computation (copies, reductions: native/lib/simcharge.c),
+    # shown in the command like the caller's variables so that it reproduces the run
+    forced = {**(sim_env(plat) if hasattr(plat, "compute") else {}), **(extra_env or {})}
     env = mpi.env()
-    if extra_env:
-        env.update(extra_env)
+    env.update(forced)
     return Launch(argv + program, env, notes, nodes=len(per_node), ppn=max(per_node.values()),
-                  placement=p, extra_env=dict(extra_env or {}))
+                  placement=p, extra_env=forced)
 
 
 # ---------------------------------------------------------------------- prepare

@@ -54,6 +54,9 @@ HOST_SPEED_FLOPS = 1e9  # any fixed value: computation is not what is simulated
 # (smpi_request.cpp: payload = size + 16) and looks network factors up by that payload.
 SMPI_ENVELOPE_BYTES = 16
 THIS_MACHINE = "this-machine"
+COMPUTE_KINDS = ("copy", "reduce")  # what simulation charges (native/lib/simcharge.h)
+SIM_CHARGE_ENV = "COLLTUNE_SIM_CHARGE"
+COMPUTE_MAX_POINTS = 32  # per kind (native/lib/simcharge.c CT_SIM_POINTS)
 CALIBRATION_FILE = "this-machine.toml"  # in <colltune cache>/platforms/
 
 PRESETS: tuple[str, ...] = ("orfeo-thin", "cloud-8vm", "tapems-16x12", "marconi100", "flat",
@@ -99,6 +102,13 @@ class Platform:
     # for messages larger than size (up to the next size); empty: plain (1).
     lat_factors: tuple[tuple[int, float], ...] = ()
     bw_factors: tuple[tuple[int, float], ...] = ()
+    # Computation charged in simulation (docs/simulation.md "Charged computation"):
+    # kind ("copy", "reduce") -> ((size, us), ...): a local copy or reduction of m bytes
+    # inside colltune's algorithms costs the time interpolated linearly between the two
+    # sizes around m (below the first: its time; above the last: its time per byte).
+    # Empty: not charged.
+    compute: Mapping[str, tuple[tuple[int, float], ...]] = field(default_factory=dict,
+                                                                  hash=False)
 
     def __post_init__(self) -> None:
         where = f"platform '{self.name}'"
@@ -136,6 +146,18 @@ class Platform:
                 raise PlatformError(f"{where}: {key}: sizes must be distinct, >= 0 and increasing")
             if any(not _is_number(f) or f <= 0 for _, f in fs):
                 raise PlatformError(f"{where}: {key}: factors must be > 0")
+        for kind, pts in self.compute.items():
+            if kind not in COMPUTE_KINDS:
+                raise PlatformError(f"{where}: compute kind '{kind}'"
+                                    f"{did_you_mean(kind, COMPUTE_KINDS)}; valid: "
+                                    f"{', '.join(COMPUTE_KINDS)}")
+            sizes = [m for m, _ in pts]
+            if (not pts or len(pts) > COMPUTE_MAX_POINTS or sizes != sorted(set(sizes))
+                    or any(not isinstance(m, int) or m < 1 for m in sizes)
+                    or any(not _is_number(t) or t < 0 or not math.isfinite(t) for _, t in pts)):
+                raise PlatformError(f"{where}: compute {kind}: [[bytes, us], ...], 1 to "
+                                    f"{COMPUTE_MAX_POINTS} points, sizes >= 1 increasing, "
+                                    "times >= 0")
 
     # ------------------------------------------------------------------ figures
 
@@ -320,6 +342,11 @@ class Platform:
                 "cfg": simgrid_cfg(self),
             },
         }
+        if self.compute:
+            out["compute"] = {k: {"points_bytes_us": [list(x) for x in pts],
+                                  "source": src.get(f"compute_{k}", "not stated")}
+                              for k, pts in self.compute.items()}
+            out["simgrid"]["env"] = sim_env(self)
         if self.lat_factors or self.bw_factors:
             out["simgrid"]["lat_factors"] = [list(x) for x in self.lat_factors]
             out["simgrid"]["bw_factors"] = [list(x) for x in self.bw_factors]
@@ -355,6 +382,9 @@ class Platform:
             lines += ["", "[factors]",
                       f"latency = {_toml_pairs(self.lat_factors)}",
                       f"bandwidth = {_toml_pairs(self.bw_factors)}"]
+        if self.compute:
+            lines += ["", "[compute]"]
+            lines += [f"{k} = {_toml_pairs(pts)}" for k, pts in self.compute.items()]
         if self.sources:
             lines += ["", "[sources]"]
             lines += [f"{_toml_str(k)} = {_toml_str(v)}" for k, v in self.sources.items()]
@@ -367,7 +397,7 @@ class Platform:
 
 _FIELD_KEYS = {"nodes", "sockets", "cores_per_socket", "intra_latency_us", "intra_bandwidth_GBps",
                "net_latency_us", "net_bandwidth_GBps", "topology", "switch_bandwidth_GBps",
-               "allocation"}
+               "allocation", "compute_copy", "compute_reduce"}
 
 
 # ------------------------------------------------------------------------ topologies
@@ -457,6 +487,16 @@ def simgrid_cfg(platform: Platform) -> list[str]:
     return cfg
 
 
+def sim_env(platform: Platform) -> dict[str, str]:
+    """Environment of a simulated launch on `platform`: the computation to charge
+    (COLLTUNE_SIM_CHARGE="copy=BYTES:US,BYTES:US,...;reduce=...", read once per simulated
+    rank by native/lib/simcharge.c); empty when the platform charges none."""
+    if not platform.compute:
+        return {}
+    return {SIM_CHARGE_ENV: ";".join(f"{k}=" + ",".join(f"{m}:{t:.6g}" for m, t in pts)
+                                     for k, pts in sorted(platform.compute.items()))}
+
+
 def _factor_string(fs) -> str:
     return ";".join(f"{s}:{f:.6g}" for s, f in fs)
 
@@ -491,10 +531,11 @@ def loads(text: str, source: str = "<string>") -> Platform:
 
 _TOP_KEYS = {"name", "about", "nodes", "sockets", "cores_per_socket", "topology",
              "topo_parameters", "allocation", "intra", "network", "factors", "sources",
-             "calibration"}
+             "calibration", "compute"}
 _SECTION_KEYS = {"intra": {"latency_us", "bandwidth_GBps"},
                  "network": {"latency_us", "bandwidth_GBps", "switch_bandwidth_GBps"},
-                 "factors": {"latency", "bandwidth"}}
+                 "factors": {"latency", "bandwidth"},
+                 "compute": set(COMPUTE_KINDS)}
 
 
 def from_dict(data: dict, source: str = "<dict>") -> Platform:
@@ -527,6 +568,12 @@ def from_dict(data: dict, source: str = "<dict>") -> Platform:
     if not isinstance(sources, dict) or not all(isinstance(v, str) for v in sources.values()):
         raise PlatformError(f"{source}: [sources] maps a figure to the text of its source")
     factors = data.get("factors", {})
+    compute = {}
+    for k, v in data.get("compute", {}).items():
+        try:
+            compute[k] = tuple((int(m), float(t)) for m, t in v)
+        except (TypeError, ValueError):
+            raise PlatformError(f"{source}: [compute] {k} = [[bytes, us], ...]") from None
 
     def pairs(key: str):
         v = factors.get(key, [])
@@ -546,7 +593,7 @@ def from_dict(data: dict, source: str = "<dict>") -> Platform:
         topology=data.get("topology", "flat"), topo_parameters=str(data.get("topo_parameters", "")),
         allocation=data.get("allocation", "first"),
         sources=dict(sources), calibration=dict(data.get("calibration", {})),
-        lat_factors=pairs("latency"), bw_factors=pairs("bandwidth"))
+        lat_factors=pairs("latency"), bw_factors=pairs("bandwidth"), compute=compute)
 
 
 def load(path: str | Path) -> Platform:
@@ -698,13 +745,29 @@ def piecewise_factors(sizes, times_us, alpha_us: float, beta_GBps: float,
     return tuple(lat), tuple(bw)
 
 
+def compute_points(points: list[dict], statistic: str = "min") -> tuple[tuple[int, float], ...]:
+    """((size, us), ...) of a local operation from colltune-gamma records (one size a
+    record: size, min_us, median_us): the table simulation charges a copy or a
+    reduction from (Platform.compute)."""
+    key = {"min": "min_us", "median": "median_us"}.get(statistic)
+    if key is None:
+        raise PlatformError(f"statistic '{statistic}': valid: min, median")
+    pts = sorted({int(r["size"]): round(float(r[key]), 6) for r in points}.items())
+    if not pts:
+        raise PlatformError("no local-operation records to calibrate from")
+    return tuple(pts)
+
+
 def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool = True,
-               cores: int | None = None, command: str = "", when: str | None = None) -> Platform:
+               cores: int | None = None, command: str = "", when: str | None = None,
+               compute: Mapping[str, dict] | None = None) -> Platform:
     """`this-machine` from ping-pong records (colltune-pingpong's, 2 processes, one size a
     record): one node with this machine's cores, intra-node latency/bandwidth fitted
     (Hockney), and the piecewise factors (unless `piecewise` is false) that make the
     simulated ping-pong follow the measured one size by size. `statistic`: which
-    time of a record (min: the least disturbed by other load; median)."""
+    time of a record (min: the least disturbed by other load; median).
+    `compute`: kind ("copy", "reduce") -> {"points": colltune-gamma records,
+    "command": how they were measured}: the charged computation (compute_points)."""
     key = {"min": "min_us", "median": "median_us"}.get(statistic)
     if key is None:
         raise PlatformError(f"statistic '{statistic}': valid: min, median")
@@ -727,6 +790,15 @@ def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool =
            "fit_max_abs_rel_error": info["max_abs_rel_error"],
            "fit_downweighted_sizes": info["downweighted_points"],
            "piecewise": bool(piecewise)}
+    charge: dict[str, tuple[tuple[int, float], ...]] = {}
+    comp_sources = {}
+    for kind, m in (compute or {}).items():
+        pts = charge[kind] = compute_points(m["points"], statistic)
+        what = "memcpy" if kind == "copy" else "MPI_Reduce_local (char, sum)"
+        comp_sources[f"compute_{kind}"] = (
+            f"{what} on one process, {statistic} time of {len(pts)} sizes "
+            f"({pts[0][0]}..{pts[-1][0]} B), colltune platform calibrate on {host}, {when}")
+        cal[f"{kind}_command"] = m.get("command", "")
     return Platform(
         name=THIS_MACHINE, nodes=1, sockets=1, cores_per_socket=ncores,
         about=f"this machine ({host}): one node with its {ncores} cores, calibrated {when}",
@@ -743,5 +815,5 @@ def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool =
                  "net_bandwidth_GBps": "unused (one node); set to the intra-node figure",
                  "factors": ("piecewise SimGrid latency/bandwidth factors: simulated one-way "
                              "time = measured time at each calibrated size" if piecewise
-                             else "none: plain Hockney")},
-        calibration=cal, lat_factors=lat_f, bw_factors=bw_f)
+                             else "none: plain Hockney"), **comp_sources},
+        calibration=cal, lat_factors=lat_f, bw_factors=bw_f, compute=charge)

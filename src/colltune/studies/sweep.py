@@ -139,6 +139,8 @@ def _unit_key(study: Study, build, coll, np, mapping, order, rep, algos, lib,
     if platform is not None:  # simulated: the platform, not this host, defines the point
         ident["platform"] = platform.name
         ident["platform_xml"] = hashlib.sha1(platform.xml().encode()).hexdigest()[:16]
+        if getattr(platform, "compute", None):  # charged copies/reductions change the times
+            ident["platform_compute"] = {k: list(v) for k, v in sorted(platform.compute.items())}
     elif study.launcher == "local":
         ident["host"] = socket.gethostname()
     elif hosts is not None:  # hostfile: the hosts it lists

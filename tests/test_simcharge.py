@@ -1,0 +1,131 @@
+"""Charged computation in simulation (issue 28): local copies and reductions of
+colltune's algorithms cost simulated time from the platform's table (native/lib/
+simcharge.c), measured by `colltune platform calibrate`; the launch passes it on."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from colltune.base.errors import ColltuneError
+from colltune.drivers import bench as bench_mod
+from colltune.mpi import launch
+from colltune.mpi import platforms as P
+
+
+class FakeMPI:
+    """SMPI as mpi.MPI describes it, without an installation behind it."""
+
+    kind, version, banner, simulated = "smpi", "4.1", "SimGrid 4.1 (SMPI)", True
+    launcher = Path("/nonexistent/bin/smpirun")
+
+    def env(self) -> dict[str, str]:
+        return {}
+
+
+def _pingpong(alpha=0.5, beta=4.0):
+    return [{"kind": "pingpong", "size": m, "min_us": alpha + m / (beta * 1e3),
+             "median_us": alpha + m / (beta * 1e3)} for m in (8, 1024, 65536, 1048576)]
+
+
+def _gamma(us_per_byte, fixed=0.01):
+    return [{"size": m, "min_us": fixed + m * us_per_byte, "median_us": 2 * (fixed + m * us_per_byte)}
+            for m in (8, 1024, 65536, 1048576)]
+
+
+def _charged(copy=1e-4, reduce=2e-4, **kw):
+    """this-machine calibrated with copy and reduction times (µs per byte)."""
+    return P.calibrated(_pingpong(), cores=2, when="2026-01-01T00:00:00Z", **kw,
+                        compute={"copy": {"points": _gamma(copy), "command": "gamma copy"},
+                                 "reduce": {"points": _gamma(reduce), "command": "gamma sum"}})
+
+
+def test_calibration_round_trip_and_the_launch_passes_it_on(tmp_path, monkeypatch):
+    p = _charged()
+    assert p.compute["reduce"][-1] == (1048576, pytest.approx(0.01 + 1048576 * 2e-4))
+    assert p.compute["copy"][0] == (8, pytest.approx(0.01 + 8e-4))
+    # written and read back: the same table, with where it came from
+    back = P.loads(p.to_toml())
+    assert back.compute == p.compute
+    assert "memcpy" in back.sources["compute_copy"]
+    assert back.calibration["reduce_command"] == "gamma sum"
+    assert "compute" in json.loads(json.dumps(back.describe()))
+    # the cache's calibration is the this-machine preset, and a launch on it carries
+    # the table in the environment the ranks read (and in the command it shows)
+    monkeypatch.setenv("COLLTUNE_CACHE", str(tmp_path))
+    P.calibration_path().parent.mkdir(parents=True)
+    P.calibration_path().write_text(p.to_toml())
+    with launch.simulate("this-machine"):
+        ln = launch.prepare(FakeMPI(), 2, ["prog"])
+    env = ln.env[P.SIM_CHARGE_ENV]
+    assert env == P.sim_env(p)[P.SIM_CHARGE_ENV]
+    assert env.startswith("copy=8:") and ";reduce=8:" in env and ",1048576:" in env
+    assert f"{P.SIM_CHARGE_ENV}=" in ln.shell_command
+    # a platform without a table: nothing passed, nothing charged
+    with launch.simulate("flat"):
+        ln = launch.prepare(FakeMPI(), 2, ["prog"])
+    assert P.SIM_CHARGE_ENV not in ln.env
+
+
+def test_statistic_picks_the_table_and_bad_tables_are_refused():
+    assert _charged(statistic="median").compute["copy"][0][1] == pytest.approx(2 * (0.01 + 8e-4))
+    with pytest.raises(ColltuneError, match="compute kind 'cpy'.*copy"):
+        dataclasses.replace(P.resolve("flat"), compute={"cpy": ((8, 1.0),)})
+    with pytest.raises(ColltuneError, match="increasing"):
+        dataclasses.replace(P.resolve("flat"), compute={"copy": ((64, 1.0), (8, 2.0))})
+    with pytest.raises(ColltuneError, match=r"\[compute\] reduce"):
+        P.loads(P.resolve("flat").to_toml() + "\n[compute]\nreduce = 3\n")
+
+
+def _allreduce(build, platform, algos=("ring", "recursive_doubling"), sizes=(8, 1048576)):
+    spec = bench_mod.BenchSpec("allreduce", list(algos), 2, list(sizes), reps=1)
+    with launch.simulate(platform):
+        recs, _ = bench_mod.run(build, spec, timeout=300)
+    return {(r["spec"], r["size"]): r["median_us"] for r in recs}
+
+
+def test_charged_reductions_cost_simulated_time_and_stay_deterministic(smpi_build):
+    charged = _charged(copy=1e-4, reduce=2e-4)  # 1 MiB: a copy 105 µs, a reduction 210 µs
+    plain = dataclasses.replace(charged, compute={})
+    a = _allreduce(smpi_build, charged)
+    b = _allreduce(smpi_build, charged)
+    c = _allreduce(smpi_build, plain)
+    assert a == b  # deterministic: the charge depends on the bytes only
+    # ring at 2 processes reduces one half (512 KiB, about 105 µs) per rank; recursive
+    # doubling copies the input (1 MiB, 105 µs) and reduces all of it (210 µs)
+    ring = a[("ring", 1048576)] - c[("ring", 1048576)]
+    rd = a[("recursive_doubling", 1048576)] - c[("recursive_doubling", 1048576)]
+    assert 90 < ring < 400, (a, c)
+    assert 250 < rd < 700, (a, c)
+    # at 8 B the table's 0.01 µs per operation is all that is added
+    assert 0 <= a[("ring", 8)] - c[("ring", 8)] < 1.0
+
+
+def test_cli_calibrate_times_the_copy_and_the_reduction_here(tmp_path, ompi_build):
+    from click.testing import CliRunner
+
+    from colltune.cli import main
+
+    src = tmp_path / "pp.json"
+    src.write_text(json.dumps(_pingpong()))
+    out = tmp_path / "cal.toml"
+    r = CliRunner().invoke(main, ["platform", "calibrate", "--from-json", str(src), "--compute",
+                                  "-o", str(out)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert "charged in simulation: local copy 8 " in r.output
+    p = P.load(out)
+    for kind in P.COMPUTE_KINDS:
+        sizes = [m for m, _ in p.compute[kind]]
+        assert sizes == [8, 1024, 8192, 65536, 262144, 1048576], kind
+        assert all(t > 0 for _, t in p.compute[kind]), kind
+        # 1 MiB of memcpy or sums takes longer than 8 bytes of them
+        assert p.compute[kind][-1][1] > p.compute[kind][0][1], kind
+        assert "colltune-gamma char" in p.calibration[f"{kind}_command"]
+    # --from-json alone: the ping-pong only, no table (nothing is measured here)
+    out2 = tmp_path / "cal2.toml"
+    r = CliRunner().invoke(main, ["platform", "calibrate", "--from-json", str(src), "-o",
+                                  str(out2)], catch_exceptions=False)
+    assert r.exit_code == 0 and P.load(out2).compute == {}
