@@ -362,22 +362,26 @@ def test_the_report_shows_simulated_points_in_a_section_of_their_own(tmp_path):
     assert 'id="summary"' not in text  # nothing simulated in the measured sections
 
 
+def _swept(dbp, study: str, *args):
+    """colltune sweep ARGS into dbp; the study's simulated points."""
+    from conftest import colltune
+
+    r = colltune("sweep", *args, "--db", str(dbp), timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    conn = db.open_reader(dbp)
+    try:
+        return reader.measurements_frame(conn, study=study, only_simulated=True)
+    finally:
+        conn.close()
+
+
 def test_the_alltoall_sim_preset_runs_on_a_seeds_cluster(smpi_build, tmp_path):
     """`alltoall-sim` at its smallest count: every colltune Alltoall algorithm and SMPI's
     native at every size, stored as simulated on orfeo-thin, 8 processes on 2 nodes;
     larger messages take longer."""
-    from conftest import colltune
     from colltune.drivers import registry
 
-    dbp = tmp_path / "a2a.db"
-    r = colltune("sweep", "--preset", "alltoall-sim", "--np", "8", "--db", str(dbp),
-                 timeout=600)
-    assert r.returncode == 0, r.stdout + r.stderr
-    conn = db.open_reader(dbp)
-    try:
-        df = reader.measurements_frame(conn, study="alltoall-sim", only_simulated=True)
-    finally:
-        conn.close()
+    df = _swept(tmp_path / "a2a.db", "alltoall-sim", "--preset", "alltoall-sim", "--np", "8")
     assert set(df["platform"]) == {"orfeo-thin"} and set(df["np"]) == {8}
     assert set(df["nodes"]) == {2}
     want = set(registry.names(smpi_build, "alltoall"))
@@ -401,13 +405,7 @@ def test_a_study_measures_each_count_in_several_layouts_and_tune_makes_ppn_rules
                   'processes = [8]\nrepetitions = 2\nmpi = "smpi"\n'
                   'platform = "tapems-16x12"\nmapping = ["node"]\nnodes = [1, 4]\n')
     dbp = tmp_path / "l.db"
-    r = colltune("sweep", str(st), "--db", str(dbp), timeout=600)
-    assert r.returncode == 0, r.stdout + r.stderr
-    conn = db.open_reader(dbp)
-    try:
-        df = reader.measurements_frame(conn, study="layouts", only_simulated=True)
-    finally:
-        conn.close()
+    df = _swept(dbp, "layouts", str(st))
     assert set(zip(df["nodes"], df["ppn"])) == {(1, 8), (4, 2)}
     out = tmp_path / "t.rules"
     r = colltune("tune", "--db", str(dbp), "--study", "layouts", "--include-simulated",

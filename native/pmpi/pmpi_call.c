@@ -268,6 +268,19 @@ static long long bytes_of(int count, MPI_Datatype dt) {
     return (long long)count * ts;
 }
 
+/* colltune's size of a rooted call (gather, scatter): bytes per process, from the
+ * arguments significant on this rank: each rank's own block (`mine`: gather's send,
+ * scatter's receive; not significant at a root with MPI_IN_PLACE) and at the root the
+ * root's side (`all`: gather's receive, scatter's send), whose signature must match.
+ * -1: an argument the algorithms do not take. */
+static long long rooted_size(int r, int root, int np, int in_place, int mcount,
+                             MPI_Datatype mdt, int acount, MPI_Datatype adt) {
+    if (root < 0 || root >= np || (in_place && r != root)) return -1;
+    long long mine = in_place ? 0 : bytes_of(mcount, mdt);
+    if (r != root) return mine;
+    return mine < 0 ? -1 : bytes_of(acount, adt);
+}
+
 /* ---- the intercepts ---------------------------------------------------------
  * Each one, in order: inactive, MPI_COMM_NULL or an intercommunicator -> the
  * library (intra_size); colltune's size of the call from the arguments significant
@@ -313,14 +326,7 @@ int MPI_Gather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int r
     int np, r;
     if (!st.active || intra_size(CT_GATHER, comm, &np, &r))
         return PMPI_Gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
-    long long size = -1;
-    if (root >= 0 && root < np && (sbuf != MPI_IN_PLACE || r == root)) {
-        /* colltune's size: bytes per process (the send signature, or at the root
-         * the receive signature, which must match it) */
-        long long ssize = sbuf == MPI_IN_PLACE ? 0 : bytes_of(scount, sdt);
-        long long rsize = r == root ? bytes_of(rcount, rdt) : 0;
-        size = r == root ? (ssize < 0 ? -1 : rsize) : ssize;
-    }
+    long long size = rooted_size(r, root, np, sbuf == MPI_IN_PLACE, scount, sdt, rcount, rdt);
     if (size < 0) {
         passthrough_note(CT_GATHER, np, size, WHY_ARGS);
         return PMPI_Gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
@@ -422,14 +428,7 @@ int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int 
     int np, r;
     if (!st.active || intra_size(CT_SCATTER, comm, &np, &r))
         return PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
-    long long size = -1;
-    if (root >= 0 && root < np && (rbuf != MPI_IN_PLACE || r == root)) {
-        /* colltune's size: bytes per process (the root's send signature, elsewhere the
-         * receive signature, which must match it) */
-        long long rsize = rbuf == MPI_IN_PLACE ? 0 : bytes_of(rcount, rdt);
-        long long ssize = r == root ? bytes_of(scount, sdt) : 0;
-        size = r == root ? (rsize < 0 ? -1 : ssize) : rsize;
-    }
+    long long size = rooted_size(r, root, np, rbuf == MPI_IN_PLACE, rcount, rdt, scount, sdt);
     if (size < 0) {
         passthrough_note(CT_SCATTER, np, size, WHY_ARGS);
         return PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
