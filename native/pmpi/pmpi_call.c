@@ -282,170 +282,114 @@ static long long rooted_size(int r, int root, int np, int in_place, int mcount,
 }
 
 /* ---- the intercepts ---------------------------------------------------------
- * Each one, in order: inactive, MPI_COMM_NULL or an intercommunicator -> the
- * library (intra_size); colltune's size of the call from the arguments significant
- * on this rank, -1 (and the library) for any argument the algorithms do not take;
- * decide(); the library's own call or ct_<coll>(); finish(). */
+ * Every one is CT_INTERCEPT(C, SIZE, LIBRARY_CALL, OUR_CALL): inactive, MPI_COMM_NULL
+ * or an intercommunicator -> the library (intra_size); SIZE, colltune's size of the
+ * call from the arguments significant on this rank (np and r, this rank, are known
+ * there), -1 (and the library) for any argument the algorithms do not take; decide();
+ * the library's own call or ours (`d->choice`); finish(). */
+#define CT_INTERCEPT(C, SIZE, LIBRARY_CALL, OUR_CALL)                                   \
+    do {                                                                                \
+        int np, r;                                                                      \
+        if (!st.active || intra_size(C, comm, &np, &r)) return LIBRARY_CALL;            \
+        long long size = (SIZE);                                                        \
+        if (size < 0) {                                                                 \
+            passthrough_note(C, np, size, WHY_ARGS);                                    \
+            return LIBRARY_CALL;                                                        \
+        }                                                                               \
+        const ct_pmpi_decision_t *d = decide(C, comm, np, size);                        \
+        double t0 = start();                                                            \
+        int rc = d->native ? LIBRARY_CALL : OUR_CALL;                                   \
+        return finish(C, comm, np, size, d, t0, rc);                                    \
+    } while (0)
+
+/* allgather, alltoall: the receive signature per process (per destination), and a
+ * send signature that has a size unless in place */
+static long long block_size(const void *sbuf, int scount, MPI_Datatype sdt, int rcount,
+                            MPI_Datatype rdt) {
+    long long size = bytes_of(rcount, rdt);
+    return size >= 0 && sbuf != MPI_IN_PLACE && bytes_of(scount, sdt) < 0 ? -1 : size;
+}
+
+/* alltoallv: bytes this process receives per source, on average */
+static long long alltoallv_size(const void *sbuf, const int scounts[], const int sdispls[],
+                                MPI_Datatype sdt, const int rcounts[], const int rdispls[],
+                                MPI_Datatype rdt, int np) {
+    if (!rcounts || !rdispls ||
+        (sbuf != MPI_IN_PLACE && (!scounts || !sdispls || bytes_of(0, sdt) != 0)))
+        return -1;
+    long long total = 0;
+    for (int j = 0; j < np; j++) {
+        long long b = bytes_of(rcounts[j], rdt);
+        if (b < 0 || (sbuf != MPI_IN_PLACE && scounts[j] < 0)) return -1;
+        total += b;
+    }
+    return total / np;
+}
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
-    int np, r;
-    if (!st.active || intra_size(CT_BCAST, comm, &np, &r))
-        return PMPI_Bcast(buf, count, dt, root, comm);
-    long long size = bytes_of(count, dt);
-    if (size < 0 || root < 0 || root >= np) {
-        passthrough_note(CT_BCAST, np, size, WHY_ARGS);
-        return PMPI_Bcast(buf, count, dt, root, comm);
-    }
-    const ct_pmpi_decision_t *d = decide(CT_BCAST, comm, np, size);
-    double t0 = start();
-    int rc = d->native ? PMPI_Bcast(buf, count, dt, root, comm)
-                       : ct_bcast(&d->choice, buf, count, dt, root, comm);
-    return finish(CT_BCAST, comm, np, size, d, t0, rc);
+    CT_INTERCEPT(CT_BCAST, root < 0 || root >= np ? -1 : bytes_of(count, dt),
+                 PMPI_Bcast(buf, count, dt, root, comm),
+                 ct_bcast(&d->choice, buf, count, dt, root, comm));
 }
 
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
                MPI_Comm comm) {
-    int np, r;
-    if (!st.active || intra_size(CT_REDUCE, comm, &np, &r))
-        return PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm);
-    long long size = bytes_of(count, dt);
-    if (size < 0 || root < 0 || root >= np || op == MPI_OP_NULL ||
-        (sbuf == MPI_IN_PLACE && r != root)) {
-        passthrough_note(CT_REDUCE, np, size, WHY_ARGS);
-        return PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm);
-    }
-    const ct_pmpi_decision_t *d = decide(CT_REDUCE, comm, np, size);
-    double t0 = start();
-    int rc = d->native ? PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm)
-                       : ct_reduce(&d->choice, sbuf, rbuf, count, dt, op, root, comm);
-    return finish(CT_REDUCE, comm, np, size, d, t0, rc);
+    CT_INTERCEPT(CT_REDUCE,
+                 root < 0 || root >= np || op == MPI_OP_NULL ||
+                         (sbuf == MPI_IN_PLACE && r != root) ? -1 : bytes_of(count, dt),
+                 PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm),
+                 ct_reduce(&d->choice, sbuf, rbuf, count, dt, op, root, comm));
 }
 
 int MPI_Gather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
                MPI_Datatype rdt, int root, MPI_Comm comm) {
-    int np, r;
-    if (!st.active || intra_size(CT_GATHER, comm, &np, &r))
-        return PMPI_Gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
-    long long size = rooted_size(r, root, np, sbuf == MPI_IN_PLACE, scount, sdt, rcount, rdt);
-    if (size < 0) {
-        passthrough_note(CT_GATHER, np, size, WHY_ARGS);
-        return PMPI_Gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
-    }
-    const ct_pmpi_decision_t *d = decide(CT_GATHER, comm, np, size);
-    double t0 = start();
-    int rc = d->native ? PMPI_Gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm)
-                       : ct_gather(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
-    return finish(CT_GATHER, comm, np, size, d, t0, rc);
+    CT_INTERCEPT(CT_GATHER,
+                 rooted_size(r, root, np, sbuf == MPI_IN_PLACE, scount, sdt, rcount, rdt),
+                 PMPI_Gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm),
+                 ct_gather(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm));
 }
 
 int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
                   MPI_Datatype rdt, MPI_Comm comm) {
-    int np, r;
-    if (!st.active || intra_size(CT_ALLGATHER, comm, &np, &r))
-        return PMPI_Allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm);
-    long long size = bytes_of(rcount, rdt);
-    if (size >= 0 && sbuf != MPI_IN_PLACE && bytes_of(scount, sdt) < 0) size = -1;
-    if (size < 0) {
-        passthrough_note(CT_ALLGATHER, np, size, WHY_ARGS);
-        return PMPI_Allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm);
-    }
-    const ct_pmpi_decision_t *d = decide(CT_ALLGATHER, comm, np, size);
-    double t0 = start();
-    int rc = d->native ? PMPI_Allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm)
-                       : ct_allgather(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, comm);
-    return finish(CT_ALLGATHER, comm, np, size, d, t0, rc);
+    CT_INTERCEPT(CT_ALLGATHER, block_size(sbuf, scount, sdt, rcount, rdt),
+                 PMPI_Allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm),
+                 ct_allgather(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
 }
 
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
                   MPI_Comm comm) {
-    int np, r;
-    if (!st.active || intra_size(CT_ALLREDUCE, comm, &np, &r))
-        return PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm);
-    long long size = bytes_of(count, dt);
-    if (size < 0 || op == MPI_OP_NULL) {
-        passthrough_note(CT_ALLREDUCE, np, size, WHY_ARGS);
-        return PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm);
-    }
-    const ct_pmpi_decision_t *d = decide(CT_ALLREDUCE, comm, np, size);
-    double t0 = start();
-    int rc = d->native ? PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm)
-                       : ct_allreduce(&d->choice, sbuf, rbuf, count, dt, op, comm);
-    return finish(CT_ALLREDUCE, comm, np, size, d, t0, rc);
+    CT_INTERCEPT(CT_ALLREDUCE, op == MPI_OP_NULL ? -1 : bytes_of(count, dt),
+                 PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm),
+                 ct_allreduce(&d->choice, sbuf, rbuf, count, dt, op, comm));
 }
 
 int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
                  MPI_Datatype rdt, MPI_Comm comm) {
-    int np, r;
-    if (!st.active || intra_size(CT_ALLTOALL, comm, &np, &r))
-        return PMPI_Alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm);
     /* colltune's size: bytes per process per destination (as osu_alltoall) */
-    long long size = bytes_of(rcount, rdt);
-    if (size >= 0 && sbuf != MPI_IN_PLACE && bytes_of(scount, sdt) < 0) size = -1;
-    if (size < 0) {
-        passthrough_note(CT_ALLTOALL, np, size, WHY_ARGS);
-        return PMPI_Alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm);
-    }
-    const ct_pmpi_decision_t *d = decide(CT_ALLTOALL, comm, np, size);
-    double t0 = start();
-    int rc = d->native ? PMPI_Alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm)
-                       : ct_alltoall(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, comm);
-    return finish(CT_ALLTOALL, comm, np, size, d, t0, rc);
+    CT_INTERCEPT(CT_ALLTOALL, block_size(sbuf, scount, sdt, rcount, rdt),
+                 PMPI_Alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm),
+                 ct_alltoall(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
 }
 
 int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype sdt,
                   void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rdt,
                   MPI_Comm comm) {
-    int np, r;
-    if (!st.active || intra_size(CT_ALLTOALLV, comm, &np, &r))
-        return PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
-    /* colltune's size: bytes this process receives per source, on average */
-    long long size = -1;
-    if (rcounts && rdispls && (sbuf == MPI_IN_PLACE || (scounts && sdispls &&
-                                                        bytes_of(0, sdt) == 0))) {
-        long long total = 0;
-        for (int j = 0; j < np && total >= 0; j++) {
-            long long b = bytes_of(rcounts[j], rdt);
-            if (b < 0 || (sbuf != MPI_IN_PLACE && scounts[j] < 0)) total = -1;
-            else total += b;
-        }
-        size = total < 0 ? -1 : total / np;
-    }
-    if (size < 0) {
-        passthrough_note(CT_ALLTOALLV, np, size, WHY_ARGS);
-        return PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
-    }
-    const ct_pmpi_decision_t *d = decide(CT_ALLTOALLV, comm, np, size);
-    double t0 = start();
-    int rc = d->native
-                 ? PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm)
-                 : ct_alltoallv(&d->choice, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls,
-                                rdt, comm);
-    return finish(CT_ALLTOALLV, comm, np, size, d, t0, rc);
+    CT_INTERCEPT(CT_ALLTOALLV,
+                 alltoallv_size(sbuf, scounts, sdispls, sdt, rcounts, rdispls, rdt, np),
+                 PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm),
+                 ct_alltoallv(&d->choice, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls,
+                              rdt, comm));
 }
 
 int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
                 MPI_Datatype rdt, int root, MPI_Comm comm) {
-    int np, r;
-    if (!st.active || intra_size(CT_SCATTER, comm, &np, &r))
-        return PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
-    long long size = rooted_size(r, root, np, rbuf == MPI_IN_PLACE, rcount, rdt, scount, sdt);
-    if (size < 0) {
-        passthrough_note(CT_SCATTER, np, size, WHY_ARGS);
-        return PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
-    }
-    const ct_pmpi_decision_t *d = decide(CT_SCATTER, comm, np, size);
-    double t0 = start();
-    int rc = d->native ? PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm)
-                       : ct_scatter(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
-    return finish(CT_SCATTER, comm, np, size, d, t0, rc);
+    CT_INTERCEPT(CT_SCATTER,
+                 rooted_size(r, root, np, rbuf == MPI_IN_PLACE, rcount, rdt, scount, sdt),
+                 PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm),
+                 ct_scatter(&d->choice, sbuf, scount, sdt, rbuf, rcount, rdt, root, comm));
 }
 
 int MPI_Barrier(MPI_Comm comm) {
-    int np, r;
-    if (!st.active || intra_size(CT_BARRIER, comm, &np, &r)) return PMPI_Barrier(comm);
-    const ct_pmpi_decision_t *d = decide(CT_BARRIER, comm, np, 0); /* size 0: no message */
-    double t0 = start();
-    int rc = d->native ? PMPI_Barrier(comm) : ct_barrier(&d->choice, comm);
-    return finish(CT_BARRIER, comm, np, 0, d, t0, rc);
+    CT_INTERCEPT(CT_BARRIER, 0 /* no message */, PMPI_Barrier(comm),
+                 ct_barrier(&d->choice, comm));
 }
-
