@@ -22,6 +22,7 @@
  */
 #include "pmpi_internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,8 @@ typedef struct {
 static entry_t *tab;
 static int ntab, dropped;
 static int last_hit = -1;
+/* tab, ntab, dropped, last_hit: any thread's call adds to them */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static long long bucket_of(long long size) {
     long long b = 1;
@@ -53,8 +56,8 @@ static int same_key(const entry_t *e, int coll, int np, long long bucket, int us
            strcmp(e->spec, spec) == 0 && strcmp(e->source, source) == 0;
 }
 
-void ct_pmpi_profile_add(ct_coll_t coll, int np, long long size, const ct_pmpi_decision_t *d,
-                         int used_algo, double seconds) {
+static void add_locked(ct_coll_t coll, int np, long long size, const ct_pmpi_decision_t *d,
+                       int used_algo, double seconds) {
     long long bucket = bucket_of(size);
     int i = -1;
     if (last_hit >= 0 &&
@@ -83,6 +86,13 @@ void ct_pmpi_profile_add(ct_coll_t coll, int np, long long size, const ct_pmpi_d
     tab[i].calls++;
     tab[i].total += seconds;
     last_hit = i;
+}
+
+void ct_pmpi_profile_add(ct_coll_t coll, int np, long long size, const ct_pmpi_decision_t *d,
+                         int used_algo, double seconds) {
+    pthread_mutex_lock(&lock);
+    add_locked(coll, np, size, d, used_algo, seconds);
+    pthread_mutex_unlock(&lock);
 }
 
 /* merged entry at rank 0 */
