@@ -35,7 +35,7 @@ typedef struct {
 
 #define CCACHE 8
 static _Atomic unsigned ccache_epoch = 1; /* a thread's table starts at 0: emptied first */
-static _Thread_local struct {
+static CT_THREAD_LOCAL struct {
     unsigned epoch;
     int next;
     struct {
@@ -154,7 +154,7 @@ static int shadow_comm(MPI_Comm comm, comm_info_t *ci, MPI_Comm *out) {
 /* ---- constraints and fallbacks ------------------------------------------- */
 /* the record of the calling thread's last dispatch (one per thread, so a thread
  * reads what its own call ran) */
-static _Thread_local ct_dispatch_t last;
+static CT_THREAD_LOCAL ct_dispatch_t last;
 static _Atomic(ct_fallback_hook_t) hook;
 
 const ct_dispatch_t *ct_last_dispatch(void) { return &last; }
@@ -193,7 +193,7 @@ static const char *violated(const ct_algo_t *a, int p, int count, MPI_Op op) {
  * caller may change its struct between calls): a repeated call skips the
  * parameter checks. Only the algorithm's own parameters are read (and
  * checked), so only they are compared. Per thread, as `last`. */
-static _Thread_local struct {
+static CT_THREAD_LOCAL struct {
     int ok;
     ct_choice_t c;
     const ct_algo_t *a; /* its registry entry */

@@ -20,7 +20,7 @@
 /* The last lookup per collective, per thread (a loop calls one size again and
  * again); the load class is part of the key, so MPI_Pcontrol's new class, set in
  * one thread, is seen by every thread's next lookup. */
-static _Thread_local struct {
+static CT_THREAD_LOCAL struct {
     int np, load_class;
     long long size;
     const ct_pmpi_decision_t *d;
@@ -163,7 +163,7 @@ static int raise_error(MPI_Comm comm, ct_coll_t c, int rc) {
  * lookup. */
 #define CCACHE 16
 static _Atomic unsigned ccache_epoch = 1; /* a thread's table starts at 0: emptied first */
-static _Thread_local struct {
+static CT_THREAD_LOCAL struct {
     unsigned epoch;
     int next;
     struct {

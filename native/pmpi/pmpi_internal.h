@@ -22,6 +22,14 @@ int ct_type_size(MPI_Datatype dt, int *size);
 void ct_did_you_mean(const char *word, const char *const *cands, int n, char *buf,
                      size_t len);
 
+/* Per-thread state on the path of every call, as lib/ct_internal.h's
+ * CT_THREAD_LOCAL: initial-exec TLS (this library is loaded at start-up). */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(SMPI_SHARED_MALLOC)
+#define CT_THREAD_LOCAL _Thread_local __attribute__((tls_model("initial-exec")))
+#else
+#define CT_THREAD_LOCAL _Thread_local
+#endif
+
 /* One way of running a collective: the library's own (native) or one of ours. */
 typedef struct {
     int native;          /* nonzero: the MPI library's own collective        */

@@ -2,7 +2,8 @@
  * pmpi_profile.c -- COLLTUNE_PROFILE=file: what the application's collectives
  * cost, per collective x communicator size x size bucket x algorithm.
  *
- * Each rank counts its own calls and times them (PMPI_Wtime around the call).
+ * Each rank counts its own calls and times them (PMPI_Wtime around the call; the
+ * calls of all its threads, into one table under a lock).
  * At MPI_Finalize the entries of every rank go to rank 0 of MPI_COMM_WORLD,
  * which merges them by key and writes one JSON document (written to FILE.tmp,
  * then renamed, so a reader never sees half a file):
