@@ -157,7 +157,8 @@ def _mpi4py_tests() -> Path:
             with tarfile.open(tars[0]) as tf:
                 members = [m for m in tf.getmembers() if m.name.startswith(
                     f"mpi4py-{version}/test/")]
-                tf.extractall(tmp, members=members, filter="data")
+                safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+                tf.extractall(tmp, members=members, **safe)
             dest.mkdir(parents=True, exist_ok=True)
             shutil.rmtree(dest / "test", ignore_errors=True)
             os.replace(Path(tmp) / f"mpi4py-{version}" / "test", dest / "test")
