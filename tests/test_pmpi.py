@@ -352,15 +352,19 @@ def test_bad_specs_and_a_missing_file_warn_and_the_rest_still_applies(ompi_build
     assert "gather np=3 size 4..7 B: native (no rule)" in lines, lines
 
 
-def test_thread_multiple_refuses_clearly_and_runs_the_library(ompi_build):
-    """Under MPI_THREAD_MULTIPLE the per-process dispatch state is not safe: one
-    warning, and every call is the library's own (the corrupting Bcast forced here
-    does not run)."""
-    res = _run(ompi_build, 2, {"COLLTUNE_BCAST": "_broken", "COLLTUNE_VERBOSE": "1"},
+def test_thread_multiple_runs_our_algorithms(ompi_build):
+    """MPI_THREAD_MULTIPLE is no longer refused (issue 30; threads at once:
+    tests/test_threads.py): the forced Bcast runs, says so, and the corrupting one
+    forced is caught, so it really ran."""
+    res = _run(ompi_build, 2, {"COLLTUNE_BCAST": "binomial", "COLLTUNE_VERBOSE": "1"},
                ["--multiple"])
     _passed(res)
-    assert res.stderr.count("MPI_THREAD_MULTIPLE") == 1, res.stderr
-    assert _decisions(res.stderr) == []
+    assert "MPI_THREAD_MULTIPLE" not in res.stderr and "warning" not in res.stderr
+    assert "colltune-pmpi: bcast np=2 size 4..7 B: binomial (COLLTUNE_BCAST)" in \
+        _decisions(res.stderr), res.stderr
+    res = _run(ompi_build, 2, {"COLLTUNE_BCAST": "_broken"}, ["--multiple"])
+    assert res.returncode != 0
+    assert "FAIL rank" in res.stderr and "bcast" in res.stderr
 
 
 @pytest.mark.mpich

@@ -8,6 +8,11 @@
  *
  * Every function returns an MPI error code (MPI_SUCCESS on success); after a
  * failure, ct_last_error() says what was wrong and what is valid.
+ *
+ * Threads: different threads may call the collectives on different communicators
+ * at the same time (MPI_THREAD_MULTIPLE); the error message and the dispatch
+ * record are per thread. The same communicator in two threads at once is erroneous,
+ * as in MPI. The traffic counters (ct_traffic_enable) are process-wide.
  */
 #ifndef COLLTUNE_H
 #define COLLTUNE_H
@@ -186,7 +191,7 @@ int ct_scatter(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype 
                void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
 int ct_barrier(const ct_choice_t *c, MPI_Comm comm);
 
-/* What the last dispatch on this process actually ran. */
+/* What the calling thread's last dispatch actually ran (a record per thread). */
 typedef struct {
     int requested;     /* registry index asked for                 */
     int used;          /* registry index that ran                  */
@@ -196,8 +201,9 @@ typedef struct {
 } ct_dispatch_t;
 const ct_dispatch_t *ct_last_dispatch(void);
 
-/* Called on every fallback (default: none). The library never falls back silently:
- * ct_last_dispatch() always records it, and this hook lets a driver print it. */
+/* Called on every fallback (default: none), in the thread that made the call. The
+ * library never falls back silently: ct_last_dispatch() always records it, and this
+ * hook lets a driver print it. Set it before other threads call collectives. */
 typedef void (*ct_fallback_hook_t)(const ct_dispatch_t *d);
 void ct_set_fallback_hook(ct_fallback_hook_t hook);
 
@@ -250,7 +256,7 @@ int ct_remap_shared_scratch(int on);
 void ct_traffic_enable(long long *bytes, long long *msgs);
 void ct_traffic_disable(void);
 
-/* Message of the last error on this process ("" if none). */
+/* Message of the calling thread's last error ("" if none). */
 const char *ct_last_error(void);
 
 #ifdef __cplusplus

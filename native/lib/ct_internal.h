@@ -32,6 +32,18 @@ enum { CT_TAG_BCAST = 100, CT_TAG_REDUCE = 200, CT_TAG_GATHER = 300,
 #define CT_RADIX(p) ((int)(p)->v[CT_P_RADIX])
 #define CT_MAX_REQUESTS(p) ((p)->v[CT_P_MAX_REQUESTS])
 
+/* Per-thread state on the path of every call (the dispatch record, the
+ * communicator table): C11 _Thread_local, in the initial-exec model where the
+ * compiler has it, so that libcolltune-pmpi.so (preloaded or linked, so loaded at
+ * start-up) reaches it with one load instead of a call to __tls_get_addr. Not
+ * under SimGrid's SMPI, which loads the program once per simulated rank with
+ * dlopen (static TLS would run out). */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(SMPI_SHARED_MALLOC)
+#define CT_THREAD_LOCAL _Thread_local __attribute__((tls_model("initial-exec")))
+#else
+#define CT_THREAD_LOCAL _Thread_local
+#endif
+
 /* Return on MPI error. */
 #define CT_CHECK(call)                                                     \
     do {                                                                   \

@@ -6,6 +6,7 @@
  */
 #include "ct_internal.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 
 /* ---- per-communicator facts and the private communicator ----------------
@@ -14,10 +15,18 @@
  * algorithms run (made on first use by one of them, never for `native`).
  * A small table keyed by the handle answers repeated calls without any call
  * into the MPI library; an entry lives only while the attribute does: the
- * attribute's delete callback (run by MPI_Comm_free) removes it, so a handle
- * reused after a free is never mistaken (the copy callback is
+ * attribute's delete callback (run by MPI_Comm_free) has the table forget it, so
+ * a handle reused after a free is never mistaken (the copy callback is
  * MPI_COMM_NULL_COPY_FN, so a duplicate of the communicator starts without it).
- * Intercommunicators are refused and never cached. */
+ * Intercommunicators are refused and never cached.
+ *
+ * Threads (MPI_THREAD_MULTIPLE): a collective runs on one communicator in one
+ * thread at a time (concurrent collectives on one communicator are erroneous),
+ * but different communicators may be used by different threads at once. So the
+ * table is per thread: a hit reads nothing another thread writes. The delete
+ * callback may run in any thread and cannot reach the other threads' tables:
+ * it advances a process-wide epoch instead, and a table filled under an older
+ * epoch is emptied before its next lookup. */
 typedef struct {
     MPI_Comm dup; /* MPI_COMM_NULL until an algorithm of ours first needs it */
     int size, rank;
@@ -25,26 +34,41 @@ typedef struct {
 } comm_info_t;
 
 #define CCACHE 8
-static struct {
-    MPI_Comm comm;
-    comm_info_t *info;
-} ccache[CCACHE];
-static int ccache_next, info_key = MPI_KEYVAL_INVALID;
+static _Atomic unsigned ccache_epoch = 1; /* a thread's table starts at 0: emptied first */
+static CT_THREAD_LOCAL struct {
+    unsigned epoch;
+    int next;
+    struct {
+        MPI_Comm comm;
+        comm_info_t *info;
+    } e[CCACHE];
+} tc;
+static _Atomic int info_key = MPI_KEYVAL_INVALID;
 
 static int info_delete(MPI_Comm comm, int key, void *val, void *extra) {
     (void)comm; (void)key; (void)extra;
     comm_info_t *ci = (comm_info_t *)val;
-    for (int i = 0; i < CCACHE; i++)
-        if (ccache[i].info == ci) {
-            ccache[i].comm = MPI_COMM_NULL;
-            ccache[i].info = NULL;
-        }
+    /* every thread's table forgets its entries before the next lookup (the freed
+     * handle may be reused by a new communicator) */
+    atomic_fetch_add_explicit(&ccache_epoch, 1, memory_order_release);
     int finalized = 0;
     MPI_Finalized(&finalized);
     ct_place_free(ci->pl, finalized);
     if (!finalized && ci->dup != MPI_COMM_NULL) MPI_Comm_free(&ci->dup);
     free(ci);
     return MPI_SUCCESS;
+}
+
+/* This thread's table, emptied when a communicator was freed since it was filled. */
+static inline void ccache_sync(void) {
+    unsigned ep = atomic_load_explicit(&ccache_epoch, memory_order_acquire);
+    if (tc.epoch != ep) {
+        for (int i = 0; i < CCACHE; i++) {
+            tc.e[i].comm = MPI_COMM_NULL;
+            tc.e[i].info = NULL;
+        }
+        tc.epoch = ep;
+    }
 }
 
 /* colltune's algorithms are intracommunicator algorithms: refuse anything else
@@ -67,10 +91,19 @@ static int comm_info_slow(ct_coll_t coll, MPI_Comm comm, comm_info_t **out) {
     if (comm == MPI_COMM_NULL) return comm_refused(coll, comm);
     CT_CHECK(MPI_Comm_test_inter(comm, &inter));
     if (inter) return comm_refused(coll, comm);
-    if (info_key == MPI_KEYVAL_INVALID)
-        CT_CHECK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, info_delete, &info_key, NULL));
+    int key = atomic_load_explicit(&info_key, memory_order_acquire);
+    if (key == MPI_KEYVAL_INVALID) { /* the first use in the process, maybe in two threads */
+        int mine, none = MPI_KEYVAL_INVALID;
+        CT_CHECK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, info_delete, &mine, NULL));
+        if (atomic_compare_exchange_strong(&info_key, &none, mine)) {
+            key = mine;
+        } else {
+            MPI_Comm_free_keyval(&mine);
+            key = none;
+        }
+    }
     comm_info_t *ci = NULL;
-    CT_CHECK(MPI_Comm_get_attr(comm, info_key, &ci, &found));
+    CT_CHECK(MPI_Comm_get_attr(comm, key, &ci, &found));
     if (!found) {
         ci = malloc(sizeof *ci);
         if (!ci) return ct_set_error(MPI_ERR_NO_MEM, "out of memory");
@@ -78,16 +111,17 @@ static int comm_info_slow(ct_coll_t coll, MPI_Comm comm, comm_info_t **out) {
         ci->pl = NULL;
         int rc = MPI_Comm_size(comm, &ci->size);
         if (rc == MPI_SUCCESS) rc = MPI_Comm_rank(comm, &ci->rank);
-        if (rc == MPI_SUCCESS) rc = MPI_Comm_set_attr(comm, info_key, ci);
+        if (rc == MPI_SUCCESS) rc = MPI_Comm_set_attr(comm, key, ci);
         if (rc != MPI_SUCCESS) {
             free(ci);
             return rc;
         }
     }
-    int slot = ccache_next;
-    ccache_next = (ccache_next + 1) % CCACHE;
-    ccache[slot].comm = comm;
-    ccache[slot].info = ci;
+    ccache_sync();
+    int slot = tc.next;
+    tc.next = (tc.next + 1) % CCACHE;
+    tc.e[slot].comm = comm;
+    tc.e[slot].info = ci;
     *out = ci;
     return MPI_SUCCESS;
 }
@@ -95,10 +129,11 @@ static int comm_info_slow(ct_coll_t coll, MPI_Comm comm, comm_info_t **out) {
 /* The facts of an intracommunicator, or an error for MPI_COMM_NULL and
  * intercommunicators (an invalid handle raises the library's own error). */
 static inline int comm_info(ct_coll_t coll, MPI_Comm comm, comm_info_t **out) {
+    ccache_sync();
     if (comm != MPI_COMM_NULL)
         for (int i = 0; i < CCACHE; i++)
-            if (ccache[i].comm == comm) {
-                *out = ccache[i].info;
+            if (tc.e[i].comm == comm) {
+                *out = tc.e[i].info;
                 return MPI_SUCCESS;
             }
     return comm_info_slow(coll, comm, out);
@@ -117,11 +152,19 @@ static int shadow_comm(MPI_Comm comm, comm_info_t *ci, MPI_Comm *out) {
 }
 
 /* ---- constraints and fallbacks ------------------------------------------- */
-static ct_dispatch_t last;
-static ct_fallback_hook_t hook;
+/* the record of the calling thread's last dispatch (one per thread, so a thread
+ * reads what its own call ran) */
+static CT_THREAD_LOCAL ct_dispatch_t last;
+static _Atomic(ct_fallback_hook_t) hook;
 
 const ct_dispatch_t *ct_last_dispatch(void) { return &last; }
-void ct_set_fallback_hook(ct_fallback_hook_t h) { hook = h; }
+void ct_set_fallback_hook(ct_fallback_hook_t h) {
+    atomic_store_explicit(&hook, h, memory_order_relaxed);
+}
+static void call_hook(void) {
+    ct_fallback_hook_t h = atomic_load_explicit(&hook, memory_order_relaxed);
+    if (h) h(&last);
+}
 
 /* the predefined reduction operations are commutative: no call needed */
 static int op_commutes(MPI_Op op) {
@@ -149,8 +192,8 @@ static const char *violated(const ct_algo_t *a, int p, int count, MPI_Op op) {
 /* The last choice per collective that passed ct_choice_check, by value (the
  * caller may change its struct between calls): a repeated call skips the
  * parameter checks. Only the algorithm's own parameters are read (and
- * checked), so only they are compared. */
-static struct {
+ * checked), so only they are compared. Per thread, as `last`. */
+static CT_THREAD_LOCAL struct {
     int ok;
     ct_choice_t c;
     const ct_algo_t *a; /* its registry entry */
@@ -214,7 +257,7 @@ static int resolve_fallback(const ct_choice_t *c, ct_coll_t coll, int p, int cou
         *ra = fa;
         last.used = f;
         a = fa;
-        if (hook) hook(&last);
+        call_hook();
         why = violated(a, p, count, op);
     }
     return MPI_SUCCESS;
@@ -264,7 +307,7 @@ static int remap_slow(ct_coll_t coll, const ct_choice_t *run, MPI_Op op, MPI_Com
                  "%s%s/%s: remap=%s not applied: the op is not commutative (rank order kept)",
                  used ? "; " : "", ct_coll_name(coll), ct_algo_get(run->algo)->name,
                  ct_remap_name(asked));
-        if (hook) hook(&last);
+        call_hook();
         return MPI_SUCCESS;
     }
     MPI_Comm dup;
@@ -335,14 +378,16 @@ static int allgather_remapped(ct_allgather_fn fn, const ct_params_t *prm, const 
     return rc;
 }
 
-/* registry index of each collective's `native` entry (no strcmp per call) */
-static int native_algo[CT_NCOLL], native_known[CT_NCOLL];
+/* registry index + 1 of each collective's `native` entry, 0 until first needed
+ * (no strcmp per call; any thread may fill it in, all write the same value) */
+static _Atomic int native_algo1[CT_NCOLL];
 static int is_native(const ct_choice_t *c, ct_coll_t coll) {
-    if (!native_known[coll]) {
-        native_algo[coll] = ct_algo_find(coll, "native");
-        native_known[coll] = 1;
+    int n1 = atomic_load_explicit(&native_algo1[coll], memory_order_relaxed);
+    if (!n1) {
+        n1 = ct_algo_find(coll, "native") + 1;
+        atomic_store_explicit(&native_algo1[coll], n1, memory_order_relaxed);
     }
-    return c->algo == native_algo[coll];
+    return c->algo == n1 - 1;
 }
 
 /* bytes per element of dt: MPI_Type_size, answered from a small table for the

@@ -88,8 +88,9 @@ static int virtual_node(int wr, int W, int *node) {
 }
 
 /* ---- Allgather's remap scratch -------------------------------------------------
- * ct_remap_shared_scratch: per process (SMPI privatises it per simulated rank) */
-static int shared_scratch;
+ * ct_remap_shared_scratch: per process (SMPI privatises it per simulated rank);
+ * atomic, as every thread's remapped Allgather reads it */
+static _Atomic int shared_scratch;
 
 int ct_remap_shared_scratch(int on) {
 #ifdef SMPI_SHARED_MALLOC

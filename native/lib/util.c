@@ -2,12 +2,15 @@
  * errors: the helpers every algorithm file shares. */
 #include "ct_internal.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <limits.h>
 
-static char last_error[512];
+/* per thread: a thread's ct_last_error() is the message of its own last error */
+static _Thread_local char last_error[512];
 
 int ct_set_error(int code, const char *fmt, ...) {
     va_list ap;
@@ -21,18 +24,32 @@ const char *ct_last_error(void) { return last_error; }
 
 /* The geometry of the predefined datatypes a process uses, remembered: they are
  * never freed, so their handles never change meaning (a derived type's handle
- * may be reused after MPI_Type_free, so derived types are always asked). */
+ * may be reused after MPI_Type_free, so derived types are always asked).
+ * Threads: entries are only ever added, under a lock, each written before the
+ * count that makes it visible is published; readers take no lock. */
 #define TCACHE 16
 static struct {
     MPI_Datatype dt;
     ct_type_t t;
 } tcache[TCACHE];
-static int tcache_n;
+static _Atomic int tcache_n;
+static pthread_mutex_t tcache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static inline int tcache_find(MPI_Datatype dt) {
-    for (int i = 0; i < tcache_n; i++)
+    for (int i = 0, n = atomic_load_explicit(&tcache_n, memory_order_acquire); i < n; i++)
         if (tcache[i].dt == dt) return i;
     return -1;
+}
+
+static void tcache_add(MPI_Datatype dt, const ct_type_t *t) {
+    pthread_mutex_lock(&tcache_lock);
+    int n = atomic_load_explicit(&tcache_n, memory_order_relaxed);
+    if (n < TCACHE && tcache_find(dt) < 0) {
+        tcache[n].dt = dt;
+        tcache[n].t = *t;
+        atomic_store_explicit(&tcache_n, n + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&tcache_lock);
 }
 
 int ct_type(MPI_Datatype dt, ct_type_t *t) {
@@ -45,13 +62,10 @@ int ct_type(MPI_Datatype dt, ct_type_t *t) {
     CT_CHECK(MPI_Type_get_true_extent(dt, &t->true_lb, &t->true_extent));
     CT_CHECK(MPI_Type_size(dt, &t->size));
     int ni, na, nd, comb;
-    if (tcache_n < TCACHE &&
+    if (atomic_load_explicit(&tcache_n, memory_order_relaxed) < TCACHE &&
         MPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) == MPI_SUCCESS &&
-        comb == MPI_COMBINER_NAMED) {
-        tcache[tcache_n].dt = dt;
-        tcache[tcache_n].t = *t;
-        tcache_n++;
-    }
+        comb == MPI_COMBINER_NAMED)
+        tcache_add(dt, t);
     return MPI_SUCCESS;
 }
 
@@ -64,7 +78,8 @@ int ct_type_size(MPI_Datatype dt, int *size) {
     CT_CHECK(MPI_Type_size(dt, size));
     int ni, na, nd, comb;
     ct_type_t t;
-    if (tcache_n < TCACHE && MPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) == MPI_SUCCESS &&
+    if (atomic_load_explicit(&tcache_n, memory_order_relaxed) < TCACHE &&
+        MPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) == MPI_SUCCESS &&
         comb == MPI_COMBINER_NAMED)
         (void)ct_type(dt, &t); /* a predefined type's first use: remember it */
     return MPI_SUCCESS;
@@ -77,6 +92,16 @@ void *ct_tmp_alloc(MPI_Aint count, const ct_type_t *t, void **raw) {
     *raw = malloc((size_t)bytes);
     if (!*raw) return NULL;
     return (char *)*raw - t->true_lb;
+}
+
+/* The tag of this thread's self send/receives on MPI_COMM_SELF: threads copying at
+ * the same time must not receive each other's message. Distinct for the first
+ * 32768 threads of the process (MPI guarantees tags up to 32767), then reused. */
+static int self_tag(void) {
+    static _Atomic unsigned next;
+    static _Thread_local int tag = -1;
+    if (tag < 0) tag = (int)(atomic_fetch_add_explicit(&next, 1, memory_order_relaxed) % 32768u);
+    return tag;
 }
 
 int ct_copy(const void *src, void *dst, int count, MPI_Datatype dt) {
@@ -92,7 +117,8 @@ int ct_copy(const void *src, void *dst, int count, MPI_Datatype dt) {
         return MPI_SUCCESS;
     }
     /* a self send/receive copies any datatype, holes untouched */
-    return MPI_Sendrecv(src, count, dt, 0, 0, dst, count, dt, 0, 0, MPI_COMM_SELF,
+    int tag = self_tag();
+    return MPI_Sendrecv(src, count, dt, 0, tag, dst, count, dt, 0, tag, MPI_COMM_SELF,
                         MPI_STATUS_IGNORE);
 }
 
@@ -100,7 +126,8 @@ int ct_copy_sig(const void *src, int scount, MPI_Datatype sdt, void *dst, int rc
                 MPI_Datatype rdt) {
     if (sdt == rdt && scount == rcount) return ct_copy(src, dst, scount, sdt);
     /* two layouts of one type signature: the self send/receive converts */
-    return MPI_Sendrecv(src, scount, sdt, 0, 0, dst, rcount, rdt, 0, 0, MPI_COMM_SELF,
+    int tag = self_tag();
+    return MPI_Sendrecv(src, scount, sdt, 0, tag, dst, rcount, rdt, 0, tag, MPI_COMM_SELF,
                         MPI_STATUS_IGNORE);
 }
 

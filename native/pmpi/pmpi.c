@@ -13,11 +13,19 @@
  * non-commutative ops and process counts). Everything an algorithm cannot take
  * goes to the library's own collective, unchanged: intercommunicators,
  * MPI_COMM_NULL, MPI_DATATYPE_NULL, invalid counts or roots (so the library
- * raises the error exactly as it would), a datatype whose size does not fit an
- * int, and every call of a process initialised with MPI_THREAD_MULTIPLE (the
- * dispatcher's state is per process). Until MPI_Init or MPI_Init_thread has been
- * seen (a Fortran program's init does not come through here), every call is
- * passed through.
+ * raises the error exactly as it would), and a datatype whose size does not fit
+ * an int. Until MPI_Init or MPI_Init_thread has been seen (a Fortran program's
+ * init does not come through here), every call is passed through.
+ *
+ * Threads: any level MPI_Init_thread gives, MPI_THREAD_MULTIPLE included.
+ * Different threads may run collectives on different communicators at the same
+ * time (the same communicator at once is erroneous in MPI itself): what a call
+ * records (the last dispatch, the last error, the last lookup) is per thread,
+ * the communicator caches are per thread with an epoch the attribute delete
+ * callbacks advance, the verbose and profile tables take a lock, and the rest is
+ * set once here, before any other thread can call. MPI_Pcontrol(level) that
+ * measures the load again is collective over MPI_COMM_WORLD: one thread per
+ * process calls it, as for any collective on MPI_COMM_WORLD.
  *
  * Configuration is read on rank 0 of MPI_COMM_WORLD at MPI_Init and broadcast,
  * so every rank decides alike (a rank deciding differently would hang). A bad
@@ -219,14 +227,13 @@ static void measure_load(const char *when) {
             if (st.verbose)
                 ct_pmpi_say("load probe off (COLLTUNE_LOAD_PROBE=0): class %s, the quietest",
                             st.rules.classes[0].name);
-            for (int c = 0; c < CT_NCOLL; c++) st.last[c].d = NULL;
             return;
         }
         st.load_index = ct_pmpi_load_probe(st.probe_iterations, &ms);
         how = "probe";
     }
+    /* every thread's next lookup sees the new class (pmpi_call.c's decide) */
     st.load_class = ct_pmpi_load_class_of(&st.rules, st.load_index);
-    for (int c = 0; c < CT_NCOLL; c++) st.last[c].d = NULL;
     if (st.verbose) {
         const ct_pmpi_load_class_t *lc = &st.rules.classes[st.load_class];
         char hi[32];
@@ -243,13 +250,8 @@ static void measure_load(const char *when) {
 }
 
 /* Called by every rank of MPI_COMM_WORLD right after PMPI_Init/_thread. */
-static void configure(int provided) {
-    int size, multiple = provided == MPI_THREAD_MULTIPLE, any_multiple = 0;
+static void configure(void) {
     PMPI_Comm_rank(MPI_COMM_WORLD, &st.rank);
-    PMPI_Comm_size(MPI_COMM_WORLD, &size);
-    /* collective decisions must agree: one rank under MPI_THREAD_MULTIPLE turns
-     * the library off everywhere */
-    PMPI_Allreduce(&multiple, &any_multiple, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     size_t len = 0;
     char *blob = NULL;
     long long n = 0;
@@ -321,14 +323,6 @@ static void configure(int provided) {
                              "collectives run where COLLTUNE_<COLL> forces none", err);
         }
     }
-    if (any_multiple) {
-        if (warn)
-            ct_pmpi_warn("MPI_THREAD_MULTIPLE: colltune's dispatch state is per process, not "
-                         "per thread, so every collective runs the MPI library's own algorithm");
-        ct_pmpi_rules_free(&st.rules);
-        free(blob);
-        return;
-    }
     st.load_class = -1;
     long iters = env_long(s[B_LOAD_PROBE], 50, 0, 1000000);
     if (iters < 0) {
@@ -362,7 +356,6 @@ static void configure(int provided) {
         st.verbose = s[B_VERBOSE][0] && st.rank == 0;
         measure_load("MPI_Init");
     }
-    for (int c = 0; c < CT_NCOLL; c++) st.last[c].d = NULL;
     ct_pmpi_ccache_init();
     if (st.rules.has_ppn) ct_pmpi_ppn_init();
     st.observe = st.verbose || st.profile;
@@ -374,17 +367,14 @@ static void configure(int provided) {
 
 int MPI_Init(int *argc, char ***argv) {
     int rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS) {
-        int provided = MPI_THREAD_SINGLE;
-        PMPI_Query_thread(&provided);
-        configure(provided);
-    }
+    if (rc == MPI_SUCCESS) configure();
     return rc;
 }
 
+/* Any thread level, MPI_THREAD_MULTIPLE included (see the top of this file). */
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS) configure(*provided);
+    if (rc == MPI_SUCCESS) configure();
     return rc;
 }
 

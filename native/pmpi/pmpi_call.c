@@ -9,6 +9,8 @@
  */
 #include "pmpi_internal.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -57,15 +59,27 @@ static int comm_ppn(MPI_Comm comm) {
 
 /* ---- lookup -------------------------------------------------------------- */
 
+/* The last lookup per collective, per thread (a loop calls one size again and
+ * again); the load class and the communicator's processes per node are part of the
+ * key, so MPI_Pcontrol's new class, set in one thread, is seen by every thread's next
+ * lookup. */
+static CT_THREAD_LOCAL struct {
+    int np, load_class, ppn;
+    long long size;
+    const ct_pmpi_decision_t *d;
+} last[CT_NCOLL];
+
 static const ct_pmpi_decision_t *decide(ct_coll_t c, MPI_Comm comm, int np, long long size) {
     if (st.forced[c]) return st.forced[c];
+    int cls = atomic_load_explicit(&st.load_class, memory_order_relaxed);
     int ppn = st.rules.has_ppn ? comm_ppn(comm) : 0;
-    if (st.last[c].d && st.last[c].np == np && st.last[c].size == size && st.last[c].ppn == ppn)
-        return st.last[c].d;
+    if (last[c].d && last[c].np == np && last[c].size == size && last[c].load_class == cls &&
+        last[c].ppn == ppn)
+        return last[c].d;
     const ct_pmpi_decision_t *d = &st.nomatch[c];
     const ct_pmpi_decision_t *r = st.rules.rules[c];
     for (int i = 0, n = st.rules.nrules[c]; i < n; i++)
-        if ((r[i].load < 0 || r[i].load == st.load_class) && r[i].np_min <= np &&
+        if ((r[i].load < 0 || r[i].load == cls) && r[i].np_min <= np &&
             (r[i].np_max < 0 || np <= r[i].np_max) &&
             r[i].size_min <= size && (r[i].size_max < 0 || size <= r[i].size_max) &&
             (r[i].ppn_min < 0 || (r[i].ppn_min <= ppn && (r[i].ppn_max < 0 ||
@@ -73,10 +87,11 @@ static const ct_pmpi_decision_t *decide(ct_coll_t c, MPI_Comm comm, int np, long
             d = &r[i];
             break;
         }
-    st.last[c].np = np;
-    st.last[c].size = size;
-    st.last[c].ppn = ppn;
-    st.last[c].d = d;
+    last[c].np = np;
+    last[c].size = size;
+    last[c].load_class = cls;
+    last[c].ppn = ppn;
+    last[c].d = d;
     return d;
 }
 
@@ -89,6 +104,7 @@ static struct {
     const char *why;
 } seen[SEEN_MAX];
 static int nseen;
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER; /* seen, nseen */
 
 static long long bucket_of(long long size) {
     long long b = 1;
@@ -97,17 +113,17 @@ static long long bucket_of(long long size) {
     return b;
 }
 
-static void say(ct_coll_t c, int np, long long size, const ct_pmpi_decision_t *d, int used,
-                const char *why, const char *detail) {
-    /* forced and unmatched decisions have no size class of their own: the
-     * power-of-two bucket of the size stands for it */
-    int ranged = d->rule;
-    long long bucket = ranged ? -1 : bucket_of(size);
+/* 1 when the decision is new (and now recorded), 0 when it was seen before */
+static int first_seen(ct_coll_t c, int np, const ct_pmpi_decision_t *d, int used,
+                      long long bucket, const char *why) {
+    int fresh = 0;
+    pthread_mutex_lock(&seen_lock);
     for (int i = 0; i < nseen; i++)
         if (seen[i].coll == (int)c && seen[i].np == np && seen[i].id == d->id &&
             seen[i].used == used && seen[i].bucket == bucket && seen[i].why == why)
-            return;
-    if (nseen == SEEN_MAX) return;
+            goto out;
+    if (nseen == SEEN_MAX) goto out;
+    fresh = 1;
     seen[nseen].coll = (int)c;
     seen[nseen].np = np;
     seen[nseen].id = d->id;
@@ -115,6 +131,18 @@ static void say(ct_coll_t c, int np, long long size, const ct_pmpi_decision_t *d
     seen[nseen].bucket = bucket;
     seen[nseen].why = why;
     nseen++;
+out:
+    pthread_mutex_unlock(&seen_lock);
+    return fresh;
+}
+
+static void say(ct_coll_t c, int np, long long size, const ct_pmpi_decision_t *d, int used,
+                const char *why, const char *detail) {
+    /* forced and unmatched decisions have no size class of their own: the
+     * power-of-two bucket of the size stands for it */
+    int ranged = d->rule;
+    long long bucket = ranged ? -1 : bucket_of(size);
+    if (!first_seen(c, np, d, used, bucket, why)) return;
     char cls[96];
     if (size < 0) {
         snprintf(cls, sizeof cls, "-");
@@ -184,28 +212,46 @@ static inline int finish(ct_coll_t c, MPI_Comm comm, int np, long long size,
  * The size of a communicator and whether it is an intercommunicator never
  * change, but a handle may be reused after MPI_Comm_free. So an entry lives only
  * while an attribute of ours sits on its communicator: the attribute's delete
- * callback, which MPI_Comm_free runs, removes the entry (the copy callback is
- * MPI_COMM_NULL_COPY_FN, so a duplicate starts without it). MPI_COMM_WORLD is
+ * callback, which MPI_Comm_free runs, has the entry forgotten (the copy callback
+ * is MPI_COMM_NULL_COPY_FN, so a duplicate starts without it). MPI_COMM_WORLD is
  * answered from what MPI_Init found. A hit costs a few compares instead of two
- * calls into the library. */
+ * calls into the library.
+ * Threads: the table is per thread (different threads may call collectives on
+ * different communicators at once), so a hit reads nothing another thread
+ * writes; the delete callback, which may run in any thread, advances a
+ * process-wide epoch, and a table of an older epoch is emptied before its next
+ * lookup. */
 #define CCACHE 16
-static struct {
-    MPI_Comm comm;
-    int np, inter, rank;
-} ccache[CCACHE];
-static int ccache_next, ccache_key = MPI_KEYVAL_INVALID, world_np;
+static _Atomic unsigned ccache_epoch = 1; /* a thread's table starts at 0: emptied first */
+static CT_THREAD_LOCAL struct {
+    unsigned epoch;
+    int next;
+    struct {
+        MPI_Comm comm;
+        int np, inter, rank;
+    } e[CCACHE];
+} tc;
+static int ccache_key = MPI_KEYVAL_INVALID, world_np; /* set at MPI_Init */
 
 static int ccache_delete(MPI_Comm comm, int key, void *val, void *extra) {
+    (void)comm;
     (void)key;
     (void)val;
     (void)extra;
-    for (int i = 0; i < CCACHE; i++)
-        if (ccache[i].comm == comm) ccache[i].comm = MPI_COMM_NULL;
+    atomic_fetch_add_explicit(&ccache_epoch, 1, memory_order_release);
     return MPI_SUCCESS;
 }
 
+/* This thread's table, emptied when a communicator was freed since it was filled. */
+static inline void ccache_sync(void) {
+    unsigned ep = atomic_load_explicit(&ccache_epoch, memory_order_acquire);
+    if (tc.epoch != ep) {
+        for (int i = 0; i < CCACHE; i++) tc.e[i].comm = MPI_COMM_NULL;
+        tc.epoch = ep;
+    }
+}
+
 void ct_pmpi_ccache_init(void) {
-    for (int i = 0; i < CCACHE; i++) ccache[i].comm = MPI_COMM_NULL;
     PMPI_Comm_size(MPI_COMM_WORLD, &world_np);
     if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ccache_delete, &ccache_key, NULL) !=
         MPI_SUCCESS)
@@ -222,26 +268,32 @@ static int comm_facts(MPI_Comm comm, int *np, int *inter, int *rank) {
         return 0;
     }
     if (comm == MPI_COMM_NULL) return -1;
+    ccache_sync();
     for (int i = 0; i < CCACHE; i++)
-        if (ccache[i].comm == comm) {
-            *np = ccache[i].np;
-            *inter = ccache[i].inter;
-            *rank = ccache[i].rank;
+        if (tc.e[i].comm == comm) {
+            *np = tc.e[i].np;
+            *inter = tc.e[i].inter;
+            *rank = tc.e[i].rank;
             return 0;
         }
     if (PMPI_Comm_test_inter(comm, inter) != MPI_SUCCESS ||
         PMPI_Comm_size(comm, np) != MPI_SUCCESS || PMPI_Comm_rank(comm, rank) != MPI_SUCCESS)
         return -1;
-    /* setting the attribute first: replacing an old one runs the delete
-     * callback, which must not remove the entry made after it */
+    /* the attribute is set once per communicator (another thread's table may hold
+     * it already: replacing it would run the delete callback and empty every
+     * table), then the entry is made under the epoch after it */
+    void *val;
+    int found = 0;
     if (ccache_key != MPI_KEYVAL_INVALID &&
-        PMPI_Comm_set_attr(comm, ccache_key, NULL) == MPI_SUCCESS) {
-        int slot = ccache_next;
-        ccache_next = (ccache_next + 1) % CCACHE;
-        ccache[slot].comm = comm;
-        ccache[slot].np = *np;
-        ccache[slot].inter = *inter;
-        ccache[slot].rank = *rank;
+        PMPI_Comm_get_attr(comm, ccache_key, &val, &found) == MPI_SUCCESS &&
+        (found || PMPI_Comm_set_attr(comm, ccache_key, NULL) == MPI_SUCCESS)) {
+        ccache_sync();
+        int slot = tc.next;
+        tc.next = (tc.next + 1) % CCACHE;
+        tc.e[slot].comm = comm;
+        tc.e[slot].np = *np;
+        tc.e[slot].inter = *inter;
+        tc.e[slot].rank = *rank;
     }
     return 0;
 }

@@ -22,6 +22,14 @@ int ct_type_size(MPI_Datatype dt, int *size);
 void ct_did_you_mean(const char *word, const char *const *cands, int n, char *buf,
                      size_t len);
 
+/* Per-thread state on the path of every call, as lib/ct_internal.h's
+ * CT_THREAD_LOCAL: initial-exec TLS (this library is loaded at start-up). */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(SMPI_SHARED_MALLOC)
+#define CT_THREAD_LOCAL _Thread_local __attribute__((tls_model("initial-exec")))
+#else
+#define CT_THREAD_LOCAL _Thread_local
+#endif
+
 /* One way of running a collective: the library's own (native) or one of ours. */
 typedef struct {
     int native;          /* nonzero: the MPI library's own collective        */
@@ -55,7 +63,9 @@ typedef struct {
 } ct_pmpi_rules_t;
 
 /* ---- the process's state (pmpi.c sets it up at MPI_Init; pmpi_call.c reads it
- * on every call). Both files name it `st` (#define st ct_pmpi_st). */
+ * on every call, in any thread). Both files name it `st` (#define st ct_pmpi_st).
+ * Only load_class changes after MPI_Init (MPI_Pcontrol), hence atomic; what is
+ * per thread (the last lookup, the communicator facts) lives in pmpi_call.c. */
 typedef struct {
     int active;   /* 0: every call goes to PMPI_ */
     int rank;     /* in MPI_COMM_WORLD */
@@ -67,17 +77,11 @@ typedef struct {
     ct_pmpi_decision_t forced_store[CT_NCOLL];
     ct_pmpi_decision_t nomatch[CT_NCOLL]; /* the library's own: no rule, no forcing */
     ct_pmpi_rules_t rules;
-    int load_class;        /* index into rules.classes; -1 without classes */
+    _Atomic int load_class; /* index into rules.classes; -1 without classes */
     double load_index;     /* µs per probe iteration, last measured (or forced) */
     int load_forced;       /* COLLTUNE_LOAD_INDEX given */
     int probe_iterations;  /* COLLTUNE_LOAD_PROBE */
     int pcontrol_level;    /* MPI_Pcontrol level that measures again */
-    /* last lookup per collective (a loop calls one size again and again) */
-    struct {
-        int np, ppn;
-        long long size;
-        const ct_pmpi_decision_t *d;
-    } last[CT_NCOLL];
 } ct_pmpi_state_t;
 extern ct_pmpi_state_t ct_pmpi_st;
 /* "COLLTUNE_BCAST", ...: the variable that forces an algorithm for collective c */

@@ -2,7 +2,8 @@
  * pmpi_profile.c -- COLLTUNE_PROFILE=file: what the application's collectives
  * cost, per collective x communicator size x size bucket x algorithm.
  *
- * Each rank counts its own calls and times them (PMPI_Wtime around the call).
+ * Each rank counts its own calls and times them (PMPI_Wtime around the call; the
+ * calls of all its threads, into one table under a lock).
  * At MPI_Finalize the entries of every rank go to rank 0 of MPI_COMM_WORLD,
  * which merges them by key and writes one JSON document (written to FILE.tmp,
  * then renamed, so a reader never sees half a file):
@@ -22,6 +23,7 @@
  */
 #include "pmpi_internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,8 @@ typedef struct {
 static entry_t *tab;
 static int ntab, dropped;
 static int last_hit = -1;
+/* tab, ntab, dropped, last_hit: any thread's call adds to them */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static long long bucket_of(long long size) {
     long long b = 1;
@@ -53,8 +57,8 @@ static int same_key(const entry_t *e, int coll, int np, long long bucket, int us
            strcmp(e->spec, spec) == 0 && strcmp(e->source, source) == 0;
 }
 
-void ct_pmpi_profile_add(ct_coll_t coll, int np, long long size, const ct_pmpi_decision_t *d,
-                         int used_algo, double seconds) {
+static void add_locked(ct_coll_t coll, int np, long long size, const ct_pmpi_decision_t *d,
+                       int used_algo, double seconds) {
     long long bucket = bucket_of(size);
     int i = -1;
     if (last_hit >= 0 &&
@@ -83,6 +87,13 @@ void ct_pmpi_profile_add(ct_coll_t coll, int np, long long size, const ct_pmpi_d
     tab[i].calls++;
     tab[i].total += seconds;
     last_hit = i;
+}
+
+void ct_pmpi_profile_add(ct_coll_t coll, int np, long long size, const ct_pmpi_decision_t *d,
+                         int used_algo, double seconds) {
+    pthread_mutex_lock(&lock);
+    add_locked(coll, np, size, d, used_algo, seconds);
+    pthread_mutex_unlock(&lock);
 }
 
 /* merged entry at rank 0 */
