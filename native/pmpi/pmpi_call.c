@@ -403,3 +403,52 @@ int MPI_Barrier(MPI_Comm comm) {
     return rc;
 }
 
+
+int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt,
+                             MPI_Op op, MPI_Comm comm) {
+    int np, r;
+    if (!st.active || intra_size(CT_REDUCE_SCATTER_BLOCK, comm, &np, &r))
+        return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dt, op, comm);
+    /* colltune's size: bytes each process receives (one block) */
+    long long size = bytes_of(rcount, dt);
+    if (size < 0 || op == MPI_OP_NULL) {
+        passthrough_note(CT_REDUCE_SCATTER_BLOCK, np, size, WHY_ARGS);
+        return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dt, op, comm);
+    }
+    const ct_pmpi_decision_t *d = decide(CT_REDUCE_SCATTER_BLOCK, np, size);
+    double t0 = st.profile ? PMPI_Wtime() : 0;
+    int rc = d->native ? PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dt, op, comm)
+                       : ct_reduce_scatter_block(&d->choice, sbuf, rbuf, rcount, dt, op, comm);
+    if (st.observe) observe(CT_REDUCE_SCATTER_BLOCK, np, size, d, t0);
+    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_REDUCE_SCATTER_BLOCK, rc);
+    return rc;
+}
+
+int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt,
+                       MPI_Op op, MPI_Comm comm) {
+    int np, r;
+    if (!st.active || intra_size(CT_REDUCE_SCATTER, comm, &np, &r))
+        return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dt, op, comm);
+    /* colltune's size: bytes each process receives, on average (the same on every rank:
+     * recvcounts is) */
+    long long size = -1;
+    if (rcounts && op != MPI_OP_NULL) {
+        long long total = 0;
+        for (int j = 0; j < np && total >= 0; j++) {
+            long long b = bytes_of(rcounts[j], dt);
+            total = b < 0 ? -1 : total + b;
+        }
+        size = total < 0 ? -1 : total / np;
+    }
+    if (size < 0) {
+        passthrough_note(CT_REDUCE_SCATTER, np, size, WHY_ARGS);
+        return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dt, op, comm);
+    }
+    const ct_pmpi_decision_t *d = decide(CT_REDUCE_SCATTER, np, size);
+    double t0 = st.profile ? PMPI_Wtime() : 0;
+    int rc = d->native ? PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dt, op, comm)
+                       : ct_reduce_scatter(&d->choice, sbuf, rbuf, rcounts, dt, op, comm);
+    if (st.observe) observe(CT_REDUCE_SCATTER, np, size, d, t0);
+    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_REDUCE_SCATTER, rc);
+    return rc;
+}
