@@ -560,3 +560,34 @@ def test_a_profile_weighs_the_quality_on_the_command_line(tmp_path, ompi_build):
     bad.write_text("{}")
     res = _cli("tune", "--db", dbp, "--study", "tinytune", "--rules", out, "--profile", bad)
     assert res.returncode == 2 and "not a colltune profile" in res.stderr
+
+
+TINY_RS = """
+[study]
+name = "tinyrs"
+collectives = ["reduce_scatter_block", "reduce_scatter"]
+algorithms = ["native", "butterfly", "ring", "recursive_halving"]
+sizes = [8, 65536]
+processes = [2]
+repetitions = 2
+iterations = 20
+warmup = 2
+"""
+
+
+def test_sweep_and_tune_reduce_scatter(tmp_path, ompi_build):
+    """Reduce_scatter(_block) through sweep, the results database and tune (issue 30):
+    sizes per process, every algorithm measured, a colltune rules file the
+    interposition library's checker accepts."""
+    study = tmp_path / "rs.toml"
+    study.write_text(TINY_RS)
+    dbp, out = tmp_path / "r.db", tmp_path / "rs.rules"
+    res = _cli("sweep", study, "--db", dbp)
+    assert res.returncode == 0, res.stderr
+    assert "32 points" in res.stdout + res.stderr
+    res = _cli("tune", "--db", dbp, "--study", "tinyrs", "--target", "colltune", "-o", out)
+    assert res.returncode == 0, res.stderr
+    rules = [ln.split()[0] for ln in out.read_text().splitlines() if not ln.startswith("#")]
+    assert set(rules) == {"reduce_scatter_block", "reduce_scatter"}, rules
+    res = _cli("rules", "check", out)
+    assert res.returncode == 0 and "a valid colltune rules file" in res.stdout, res.stderr
