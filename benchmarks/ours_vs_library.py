@@ -51,6 +51,10 @@ PAIRS: dict[str, list[tuple[str, str]]] = {
     "scatter": [(n, n) for n in ("linear", "linear_nb", "binomial")],
     "barrier": [(n, n) for n in ("linear", "double_ring", "recursive_doubling", "bruck",
                                  "two_proc", "tree")],
+    "reduce_scatter_block": [(n, n) for n in ("basic_linear", "recursive_doubling",
+                                              "recursive_halving", "butterfly")],
+    "reduce_scatter": [(n, n) for n in ("nonoverlapping", "recursive_halving", "ring",
+                                        "butterfly")],
 }
 
 SHARED_PARAMS = ("segsize", "fanout", "radix", "max_requests")

@@ -440,3 +440,20 @@ def test_barrier_spec_has_one_size():
 
     assert bench_mod.BenchSpec("barrier", ["bruck"], 4, [8, 1024]).sizes == [0]
     assert bench_mod.BenchSpec("scatter", ["binomial"], 4, [8, 1024]).sizes == [8, 1024]
+
+
+def test_bench_reduce_scatter(ompi_build):
+    """Reduce_scatter(_block): size = the block each process receives (the send vector is
+    processes x size), validated against the MPI library's own call (sum and the
+    non-commutative-safe algorithms alike)."""
+    for coll, algos in (("reduce_scatter_block", ["native", "basic_linear", "butterfly",
+                                                  "recursive_halving", "ring"]),
+                        ("reduce_scatter", ["native", "nonoverlapping", "recursive_doubling",
+                                            "pairwise"])):
+        recs = _bench(ompi_build, coll, algos, 3, [0, 8, 8000], iterations=3, warmup=1,
+                      reps=1, validate=True)
+        assert all(r["valid"] is True for r in recs), [(r["spec"], r["size"]) for r in recs]
+    from colltune.drivers import bench as bench_mod
+
+    assert bench_mod.buffer_bytes("reduce_scatter", 1000, 4) == 4 * 1000 + 1000
+    assert bench_mod.buffer_bytes("reduce_scatter_block", 1000, 4, validate=True) == 6000

@@ -468,3 +468,30 @@ def test_alltoall_bench_against_the_library(ompi_build):
     recs = json.loads(res.stdout)
     assert {r["spec"] for r in recs} >= {"ompi:linear_sync:max_requests=2", "ompi:bruck"}
     assert all(r["valid"] is True for r in recs), recs
+
+
+def test_reduce_scatter_library_candidates():
+    """Open MPI's reduce_scatter(_block) algorithms (numbers from ompi_info, checked
+    above) under colltune's names; MPICH's under its own."""
+    assert L.lib_env(FAKE_OMPI, "reduce_scatter", "ompi:nonoverlapping") == \
+        L.lib_env(FAKE_OMPI, "reduce_scatter", "ompi:non-overlapping")
+    assert L.lib_env(FAKE_OMPI, "reduce_scatter", "ompi:butterfly")[
+        "OMPI_MCA_coll_tuned_reduce_scatter_algorithm"] == "4"
+    assert L.lib_env(FAKE_OMPI, "reduce_scatter_block", "ompi:recursive_halving")[
+        "OMPI_MCA_coll_tuned_reduce_scatter_block_algorithm"] == "3"
+    assert L.lib_env(FAKE_MPICH, "reduce_scatter_block", "mpich:pairwise") == {
+        "MPIR_CVAR_DEVICE_COLLECTIVES": "none",
+        "MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM": "pairwise",
+    }
+    with pytest.raises(ValueError, match="unknown Open MPI reduce_scatter algorithm"):
+        L.resolve(FAKE_OMPI, "reduce_scatter", "ompi:recursive_doubling")
+
+
+def test_reduce_scatter_bench_against_the_library(ompi_build):
+    res = colltune("bench", "--coll", "reduce_scatter_block", "--algo",
+                   "butterfly,ompi:butterfly,ompi:basic_linear", "--np", "2", "--sizes",
+                   "8,1K", "--reps", "1", "--validate", "--format", "json")
+    assert res.returncode == 0, res.stderr[-2000:]
+    recs = json.loads(res.stdout)
+    assert {r["spec"] for r in recs} >= {"ompi:butterfly", "ompi:basic_linear", "butterfly"}
+    assert all(r["valid"] is True for r in recs), recs

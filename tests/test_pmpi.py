@@ -797,3 +797,43 @@ def test_scatter_barrier_every_algorithm_under_colltune_run_openmpi(ompi_build, 
 @pytest.mark.mpich
 def test_scatter_barrier_every_algorithm_under_colltune_run_mpich(mpich_build):
     _scatter_barrier_forced_by_colltune_run(mpich_build, "mpich", 3)
+
+
+def _reduce_scatter_forced_by_colltune_run(build, mpi_flag, np):
+    """Every Reduce_scatter_block and Reduce_scatter algorithm under `colltune run
+    --force` in an unmodified program (plaincolls: MPI_Reduce_scatter_block with sum,
+    MPI_Reduce_scatter with a non-commutative op and uneven counts, some zero, each in
+    place every other count, on the world, a sub-communicator and dups): right results,
+    and ours ran (or, for the non-commutative op, its declared fallback, which says so)."""
+    ln = launch.prepare(build.mpi, np, [str(build.program("colltune-plaincolls"))])
+    bl = registry.names(build, "reduce_scatter_block")
+    rs = registry.names(build, "reduce_scatter")
+    assert {"basic_linear", "recursive_halving", "butterfly", "recursive_doubling", "ring",
+            "pairwise"} <= set(bl), bl
+    assert {"nonoverlapping", "recursive_halving", "butterfly", "recursive_doubling", "ring",
+            "pairwise"} <= set(rs), rs
+    for k in range(max(len(bl), len(rs))):
+        b, s = bl[k % len(bl)], rs[k % len(rs)]
+        res = colltune("run", "--mpi", mpi_flag, "--force", f"reduce_scatter_block={b}",
+                       "--force", f"reduce_scatter={s}", "--verbose", "--", *ln.argv)
+        assert res.returncode == 0, f"{b}/{s}: " + res.stdout + res.stderr[-3000:]
+        assert re.search(r"plaincolls: \d+ checks passed", res.stdout), res.stdout
+        lines = _decisions(res.stderr)
+        for coll, algo in (("reduce_scatter_block", b), ("reduce_scatter", s)):
+            var = interpose.force_variable(coll)
+            mine = [x for x in lines if x.startswith(f"colltune-pmpi: {coll} np={np} ")
+                    and f"({var}" in x]
+            assert mine, f"{coll}/{algo}: no decision printed\n" + "\n".join(lines)
+            for x in mine:
+                ran = x.split(": ", 2)[2].split(" ", 1)[0]
+                assert ran == algo or f"{coll}/{algo} ->" in x, x
+
+
+@pytest.mark.parametrize("np", NPS)
+def test_reduce_scatter_every_algorithm_under_colltune_run_openmpi(ompi_build, np):
+    _reduce_scatter_forced_by_colltune_run(ompi_build, "openmpi", np)
+
+
+@pytest.mark.mpich
+def test_reduce_scatter_every_algorithm_under_colltune_run_mpich(mpich_build):
+    _reduce_scatter_forced_by_colltune_run(mpich_build, "mpich", 3)

@@ -584,3 +584,32 @@ def test_layouts_of_one_count_give_node_aware_rules():
     assert rules.from_text(text).rules == t.rules.rules
     # one layout per count: no ppn dimension, as before
     assert "ppn" not in tune.tune(one, "colltune").keys
+TINY_RS = """
+[study]
+name = "tinyrs"
+collectives = ["reduce_scatter_block", "reduce_scatter"]
+algorithms = ["native", "butterfly", "ring", "recursive_halving"]
+sizes = [8, 65536]
+processes = [2]
+repetitions = 2
+iterations = 20
+warmup = 2
+"""
+
+
+def test_sweep_and_tune_reduce_scatter(tmp_path, ompi_build):
+    """Reduce_scatter(_block) through sweep, the results database and tune (issue 30):
+    sizes per process, every algorithm measured, a colltune rules file the
+    interposition library's checker accepts."""
+    study = tmp_path / "rs.toml"
+    study.write_text(TINY_RS)
+    dbp, out = tmp_path / "r.db", tmp_path / "rs.rules"
+    res = _cli("sweep", study, "--db", dbp)
+    assert res.returncode == 0, res.stderr
+    assert "32 points" in res.stdout + res.stderr
+    res = _cli("tune", "--db", dbp, "--study", "tinyrs", "--target", "colltune", "-o", out)
+    assert res.returncode == 0, res.stderr
+    rules = [ln.split()[0] for ln in out.read_text().splitlines() if not ln.startswith("#")]
+    assert set(rules) == {"reduce_scatter_block", "reduce_scatter"}, rules
+    res = _cli("rules", "check", out)
+    assert res.returncode == 0 and "a valid colltune rules file" in res.stdout, res.stderr

@@ -162,3 +162,38 @@ def test_verify_scatter_barrier_openmpi(ompi_build, np):
 @pytest.mark.parametrize("np", [1, 2, 3, 5])
 def test_verify_scatter_barrier_mpich(mpich_build, np):
     _check_scatter_barrier(mpich_build, np, quick=True)
+
+
+# ---- issue 30: Reduce_scatter_block and Reduce_scatter ----------------------------
+RS = ["reduce_scatter_block", "reduce_scatter"]
+RS_ALGOS = ("basic_linear", "recursive_halving", "butterfly", "recursive_doubling", "ring",
+            "pairwise")
+
+
+def _check_reduce_scatter(build, np, quick):
+    report = verify.run(build, [np], RS, None, quick=quick, timeout=1500,
+                        families=["main", *FAMILIES])
+    assert report.ok, "\n".join(report.failure_lines())
+    run = report.runs[0]
+    algos = {(a["collective"], a["algorithm"]): a for a in run.algos}
+    assert {("reduce_scatter_block", n) for n in RS_ALGOS} <= set(algos), algos
+    assert {("reduce_scatter", n) for n in ("nonoverlapping", *RS_ALGOS[1:])} <= set(algos)
+    assert all(a["cases"] > 100 for a in run.algos), run.algos
+    # the commutative-only algorithms declare their fallback for the non-commutative op;
+    # the order-preserving ones run it themselves
+    for coll in RS:
+        for name in ("recursive_halving", "ring", "pairwise"):
+            assert f"{coll}/{name} -> butterfly" in (algos[(coll, name)]["fallback"] or "")
+        for name in ("butterfly", "recursive_doubling"):
+            assert algos[(coll, name)]["fallback"] is None
+
+
+@pytest.mark.parametrize("np", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_verify_reduce_scatter_openmpi(ompi_build, np):
+    _check_reduce_scatter(ompi_build, np, quick=np > 5)
+
+
+@pytest.mark.mpich
+@pytest.mark.parametrize("np", [1, 2, 3, 5, 6])
+def test_verify_reduce_scatter_mpich(mpich_build, np):
+    _check_reduce_scatter(mpich_build, np, quick=True)

@@ -37,6 +37,8 @@ typedef enum {
     CT_ALLTOALLV,
     CT_SCATTER,
     CT_BARRIER,
+    CT_REDUCE_SCATTER_BLOCK,
+    CT_REDUCE_SCATTER,
     CT_NCOLL
 } ct_coll_t;
 
@@ -118,6 +120,14 @@ typedef int (*ct_alltoallv_fn)(const void *sbuf, const int *scounts, const int *
                                MPI_Datatype sdt, void *rbuf, const int *rcounts,
                                const int *rdispls, MPI_Datatype rdt, MPI_Comm comm,
                                const ct_params_t *p);
+/* Reduce_scatter(_block): sbuf may be MPI_IN_PLACE (the input is then rbuf's whole
+ * vector, the result overwrites its start) */
+typedef int (*ct_reduce_scatter_block_fn)(const void *sbuf, void *rbuf, int rcount,
+                                          MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                                          const ct_params_t *p);
+typedef int (*ct_reduce_scatter_fn)(const void *sbuf, void *rbuf, const int *rcounts,
+                                    MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                                    const ct_params_t *p);
 
 typedef struct {
     const char *name;     /* e.g. "binomial"                                      */
@@ -132,6 +142,8 @@ typedef struct {
         ct_alltoallv_fn alltoallv;
         ct_scatter_fn scatter;
         ct_barrier_fn barrier;
+        ct_reduce_scatter_block_fn reduce_scatter_block;
+        ct_reduce_scatter_fn reduce_scatter;
     } fn;
     int nparams;
     ct_param_spec_t params[CT_MAX_ALGO_PARAMS];
@@ -190,6 +202,12 @@ int ct_alltoallv(const ct_choice_t *c, const void *sbuf, const int *scounts,
 int ct_scatter(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
                void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
 int ct_barrier(const ct_choice_t *c, MPI_Comm comm);
+/* sbuf may be MPI_IN_PLACE (the input is rbuf's whole vector, the result overwrites
+ * its start); rbuf is ignored where this rank receives no element */
+int ct_reduce_scatter_block(const ct_choice_t *c, const void *sbuf, void *rbuf, int rcount,
+                            MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+int ct_reduce_scatter(const ct_choice_t *c, const void *sbuf, void *rbuf, const int *rcounts,
+                      MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
 
 /* What the calling thread's last dispatch actually ran (a record per thread). */
 typedef struct {

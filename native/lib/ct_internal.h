@@ -25,7 +25,8 @@
 /* Tags (each algorithm may use any tag; these are only for readability). */
 enum { CT_TAG_BCAST = 100, CT_TAG_REDUCE = 200, CT_TAG_GATHER = 300,
        CT_TAG_ALLGATHER = 400, CT_TAG_ALLREDUCE = 500, CT_TAG_ALLTOALL = 600,
-       CT_TAG_SCATTER = 700, CT_TAG_BARRIER = 800 };
+       CT_TAG_SCATTER = 700, CT_TAG_BARRIER = 800,
+       CT_TAG_REDUCE_SCATTER = 900 };
 
 #define CT_SEGSIZE(p) ((p)->v[CT_P_SEGSIZE])
 #define CT_FANOUT(p) ((int)(p)->v[CT_P_FANOUT])
@@ -316,5 +317,25 @@ CT_DECL_BARRIER(ct_barrier_recursive_doubling);
 CT_DECL_BARRIER(ct_barrier_bruck);
 CT_DECL_BARRIER(ct_barrier_two_proc);
 CT_DECL_BARRIER(ct_barrier_tree);
+
+/* reduce_scatter.c */
+#define CT_DECL_REDUCE_SCATTER(name)                                                       \
+    int name(const void *, void *, const int *, MPI_Datatype, MPI_Op, MPI_Comm, \
+             const ct_params_t *)
+#define CT_DECL_REDUCE_SCATTER_BLOCK(name) CT_DECL_ALLREDUCE(name)
+CT_DECL_REDUCE_SCATTER(ct_reduce_scatter_native);
+CT_DECL_REDUCE_SCATTER(ct_reduce_scatter_nonoverlapping);
+CT_DECL_REDUCE_SCATTER(ct_reduce_scatter_recursive_halving);
+CT_DECL_REDUCE_SCATTER(ct_reduce_scatter_butterfly);
+CT_DECL_REDUCE_SCATTER(ct_reduce_scatter_recursive_doubling);
+CT_DECL_REDUCE_SCATTER(ct_reduce_scatter_ring);
+CT_DECL_REDUCE_SCATTER(ct_reduce_scatter_pairwise);
+CT_DECL_REDUCE_SCATTER_BLOCK(ct_reduce_scatter_block_native);
+CT_DECL_REDUCE_SCATTER_BLOCK(ct_reduce_scatter_block_basic_linear);
+CT_DECL_REDUCE_SCATTER_BLOCK(ct_reduce_scatter_block_recursive_halving);
+CT_DECL_REDUCE_SCATTER_BLOCK(ct_reduce_scatter_block_butterfly);
+CT_DECL_REDUCE_SCATTER_BLOCK(ct_reduce_scatter_block_recursive_doubling);
+CT_DECL_REDUCE_SCATTER_BLOCK(ct_reduce_scatter_block_ring);
+CT_DECL_REDUCE_SCATTER_BLOCK(ct_reduce_scatter_block_pairwise);
 
 #endif /* CT_INTERNAL_H */

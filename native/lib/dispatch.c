@@ -7,6 +7,7 @@
 #include "ct_internal.h"
 
 #include <stdatomic.h>
+#include <limits.h>
 #include <stdio.h>
 
 /* ---- per-communicator facts and the private communicator ----------------
@@ -698,6 +699,63 @@ int ct_barrier(const ct_choice_t *c, MPI_Comm comm) {
     MPI_Comm pc;
     CT_CHECK(shadow_comm(comm, ci, &pc));
     return fn(pc, &run->params);
+}
+
+/* Reduce_scatter(_block): the vector (the sum of the counts) must fit an int for
+ * colltune's algorithms, which cut it at element offsets; `native` takes any. */
+static int rs_run(const ct_choice_t *run, const ct_algo_t *ra, ct_coll_t coll,
+                  comm_info_t *ci, long long total, const void *sbuf, void *rbuf,
+                  int rcount, const int *rcounts, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    int size;
+    TYPE_SIZE(dt, &size);
+    if (total == 0 || size == 0) return MPI_SUCCESS;
+    int native = is_native(run, coll);
+    if (!native && total > INT_MAX)
+        return ct_set_error(MPI_ERR_COUNT, "%s/%s: a vector of %lld elements; colltune's "
+                            "algorithms take at most %d (use native)", ct_coll_name(coll),
+                            ra->name, total, INT_MAX);
+    MPI_Comm pc = comm;
+    if (!native) CT_CHECK(shadow_comm(comm, ci, &pc));
+    if (coll == CT_REDUCE_SCATTER_BLOCK)
+        return ra->fn.reduce_scatter_block(sbuf, rbuf, rcount, dt, op, pc, &run->params);
+    return ra->fn.reduce_scatter(sbuf, rbuf, rcounts, dt, op, pc, &run->params);
+}
+
+int ct_reduce_scatter_block(const ct_choice_t *c, const void *sbuf, void *rbuf, int rcount,
+                            MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    ct_choice_t fb;
+    const ct_choice_t *run;
+    const ct_algo_t *ra;
+    comm_info_t *ci;
+    CT_CHECK(comm_info(CT_REDUCE_SCATTER_BLOCK, comm, &ci));
+    long long total = (long long)rcount * ci->size;
+    CT_CHECK(resolve(c, CT_REDUCE_SCATTER_BLOCK, ci->size, total > INT_MAX ? INT_MAX :
+                     (int)total, op, &fb, &run, &ra));
+    if (rcount < 0)
+        return ct_set_error(MPI_ERR_COUNT, "reduce_scatter_block: recvcount %d is negative",
+                            rcount);
+    return rs_run(run, ra, CT_REDUCE_SCATTER_BLOCK, ci, total, sbuf, rbuf, rcount, NULL, dt,
+                  op, comm);
+}
+
+int ct_reduce_scatter(const ct_choice_t *c, const void *sbuf, void *rbuf, const int *rcounts,
+                      MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    ct_choice_t fb;
+    const ct_choice_t *run;
+    const ct_algo_t *ra;
+    comm_info_t *ci;
+    CT_CHECK(comm_info(CT_REDUCE_SCATTER, comm, &ci));
+    if (!rcounts) return ct_set_error(MPI_ERR_ARG, "reduce_scatter: recvcounts is NULL");
+    long long total = 0;
+    for (int j = 0; j < ci->size; j++) {
+        if (rcounts[j] < 0)
+            return ct_set_error(MPI_ERR_COUNT, "reduce_scatter: recvcounts[%d] = %d is negative",
+                                j, rcounts[j]);
+        total += rcounts[j];
+    }
+    CT_CHECK(resolve(c, CT_REDUCE_SCATTER, ci->size, total > INT_MAX ? INT_MAX : (int)total,
+                     op, &fb, &run, &ra));
+    return rs_run(run, ra, CT_REDUCE_SCATTER, ci, total, sbuf, rbuf, 0, rcounts, dt, op, comm);
 }
 
 /* ---- inner algorithms of composites (already on a private communicator) --- */

@@ -353,6 +353,83 @@ static const entry_t table[] = {
       "binomial tree: arrivals gathered at rank 0, then released down the same tree",
       "tree" },
       AUTO_NONE },
+
+    /* ----------------------------------------------- Reduce_scatter(_block)
+     * n: the whole vector each process contributes (p blocks; colltune's size is one
+     * block, the bytes a process receives). RS_FOLD: the fold of the extra ranks of
+     * a non-power-of-two p (a whole vector in, a block out). */
+#define RS_FOLD "(ceil(log2(p)) - floor(log2(p)))*(2*a + n*b + n*g + n/p*b)"
+    /* Reduce_scatter_block */
+    { { "native", CT_REDUCE_SCATTER_BLOCK, { .reduce_scatter_block = ct_reduce_scatter_block_native }, 0, { { 0 } }, 0, NULL, NULL,
+      "the MPI library's own MPI_Reduce_scatter_block", NULL },
+      AUTO_NONE },
+    { { "basic_linear", CT_REDUCE_SCATTER_BLOCK, { .reduce_scatter_block = ct_reduce_scatter_block_basic_linear }, 0, { { 0 } }, 0, NULL,
+      "(p-1)*(a + n*b + n*g) + (p-1)*(a + n/p*b)",
+      "linear reduce of the whole vector to rank 0 (rank order kept), then linear scatter "
+      "of the blocks", "basic_linear" },
+      AUTO_NONE },
+    { { "recursive_halving", CT_REDUCE_SCATTER_BLOCK, { .reduce_scatter_block = ct_reduce_scatter_block_recursive_halving }, 0,
+      { { 0 } }, CT_NEED_COMMUTATIVE, "butterfly",
+      "floor(log2(p))*a + (p-1)/p*n*(b + g) + " RS_FOLD,
+      "vector halving, distance halving: partners at pof2/2, ..., 2, 1 swap half of what "
+      "they hold; extra ranks folded in first", "recursive_halving" },
+      AUTO_NONE },
+    { { "butterfly", CT_REDUCE_SCATTER_BLOCK, { .reduce_scatter_block = ct_reduce_scatter_block_butterfly }, 0, { { 0 } }, 0, NULL,
+      "floor(log2(p))*a + (p-1)/p*n*(b + g) + " RS_FOLD,
+      "vector halving, distance doubling on bit-reversed blocks (Traff): rank order kept; "
+      "extra ranks folded in first", "butterfly" },
+      AUTO_NONE },
+    { { "recursive_doubling", CT_REDUCE_SCATTER_BLOCK, { .reduce_scatter_block = ct_reduce_scatter_block_recursive_doubling }, 0,
+      { { 0 } }, 0, NULL,
+      "floor(log2(p))*a + (floor(log2(p)) - (p-1)/p)*n*(b + g) + " RS_FOLD,
+      "partners at distance 1, 2, 4, ... exchange every block outside their own group "
+      "(rank order kept); extra ranks folded in first", "recursive_doubling" },
+      AUTO_NONE },
+    { { "ring", CT_REDUCE_SCATTER_BLOCK, { .reduce_scatter_block = ct_reduce_scatter_block_ring }, 0, { { 0 } }, CT_NEED_COMMUTATIVE,
+      "butterfly", "(p-1)*(a + n/p*(b + g))",
+      "p-1 steps around the ring, each passing one partial block on to rank+1", NULL },
+      AUTO_NONE },
+    { { "pairwise", CT_REDUCE_SCATTER_BLOCK, { .reduce_scatter_block = ct_reduce_scatter_block_pairwise }, 0, { { 0 } },
+      CT_NEED_COMMUTATIVE, "butterfly", "(p-1)*(a + n/p*(b + g))",
+      "p-1 steps; in step i a rank sends rank+i its input block and combines rank-i's "
+      "contribution to its own", NULL },
+      AUTO_NONE },
+
+    /* Reduce_scatter */
+    { { "native", CT_REDUCE_SCATTER, { .reduce_scatter = ct_reduce_scatter_native }, 0, { { 0 } }, 0, NULL, NULL,
+      "the MPI library's own MPI_Reduce_scatter", NULL },
+      AUTO_NONE },
+    { { "nonoverlapping", CT_REDUCE_SCATTER, { .reduce_scatter = ct_reduce_scatter_nonoverlapping }, 0, { { 0 } }, 0, NULL,
+      "(p-1)*(a + n*b + n*g) + (p-1)*(a + n/p*b)",
+      "linear reduce of the whole vector to rank 0 (rank order kept), then linear scatter "
+      "of the blocks", "non-overlapping" },
+      AUTO_NONE },
+    { { "recursive_halving", CT_REDUCE_SCATTER, { .reduce_scatter = ct_reduce_scatter_recursive_halving }, 0,
+      { { 0 } }, CT_NEED_COMMUTATIVE, "butterfly",
+      "floor(log2(p))*a + (p-1)/p*n*(b + g) + " RS_FOLD,
+      "vector halving, distance halving: partners at pof2/2, ..., 2, 1 swap half of what "
+      "they hold; extra ranks folded in first", "recursive_halving" },
+      AUTO_NONE },
+    { { "butterfly", CT_REDUCE_SCATTER, { .reduce_scatter = ct_reduce_scatter_butterfly }, 0, { { 0 } }, 0, NULL,
+      "floor(log2(p))*a + (p-1)/p*n*(b + g) + " RS_FOLD,
+      "vector halving, distance doubling on bit-reversed blocks (Traff): rank order kept; "
+      "extra ranks folded in first", "butterfly" },
+      AUTO_NONE },
+    { { "recursive_doubling", CT_REDUCE_SCATTER, { .reduce_scatter = ct_reduce_scatter_recursive_doubling }, 0,
+      { { 0 } }, 0, NULL,
+      "floor(log2(p))*a + (floor(log2(p)) - (p-1)/p)*n*(b + g) + " RS_FOLD,
+      "partners at distance 1, 2, 4, ... exchange every block outside their own group "
+      "(rank order kept); extra ranks folded in first", NULL },
+      AUTO_NONE },
+    { { "ring", CT_REDUCE_SCATTER, { .reduce_scatter = ct_reduce_scatter_ring }, 0, { { 0 } }, CT_NEED_COMMUTATIVE,
+      "butterfly", "(p-1)*(a + n/p*(b + g))",
+      "p-1 steps around the ring, each passing one partial block on to rank+1", "ring" },
+      AUTO_NONE },
+    { { "pairwise", CT_REDUCE_SCATTER, { .reduce_scatter = ct_reduce_scatter_pairwise }, 0, { { 0 } },
+      CT_NEED_COMMUTATIVE, "butterfly", "(p-1)*(a + n/p*(b + g))",
+      "p-1 steps; in step i a rank sends rank+i its input block and combines rank-i's "
+      "contribution to its own", NULL },
+      AUTO_NONE },
 };
 
 int ct_algo_count(void) { return (int)(sizeof table / sizeof table[0]); }

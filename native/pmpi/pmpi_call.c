@@ -445,3 +445,32 @@ int MPI_Barrier(MPI_Comm comm) {
     CT_INTERCEPT(CT_BARRIER, 0 /* no message */, PMPI_Barrier(comm),
                  ct_barrier(&d->choice, comm));
 }
+
+
+/* reduce_scatter: bytes each process receives, on average (the same on every rank:
+ * recvcounts is); -1 for a negative count */
+static long long avg_size(const int counts[], MPI_Datatype dt, int np) {
+    if (!counts) return -1;
+    long long total = 0;
+    for (int j = 0; j < np; j++) {
+        long long b = bytes_of(counts[j], dt);
+        if (b < 0) return -1;
+        total += b;
+    }
+    return total / np;
+}
+
+int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt,
+                             MPI_Op op, MPI_Comm comm) {
+    /* colltune's size: bytes each process receives (one block) */
+    CT_INTERCEPT(CT_REDUCE_SCATTER_BLOCK, op == MPI_OP_NULL ? -1 : bytes_of(rcount, dt),
+                 PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dt, op, comm),
+                 ct_reduce_scatter_block(&d->choice, sbuf, rbuf, rcount, dt, op, comm));
+}
+
+int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt,
+                       MPI_Op op, MPI_Comm comm) {
+    CT_INTERCEPT(CT_REDUCE_SCATTER, op == MPI_OP_NULL ? -1 : avg_size(rcounts, dt, np),
+                 PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dt, op, comm),
+                 ct_reduce_scatter(&d->choice, sbuf, rbuf, rcounts, dt, op, comm));
+}

@@ -1,9 +1,9 @@
 /*
  * plaincolls.c -- colltune-plaincolls: a plain MPI program that knows nothing of
  * colltune. It calls MPI_Bcast, MPI_Reduce, MPI_Gather, MPI_Allgather,
- * MPI_Allreduce, MPI_Alltoall, MPI_Alltoallv, MPI_Scatter and MPI_Barrier the way
- * applications do and checks every result against values it
- * computes itself: several counts (segmented algorithms included) and roots,
+ * MPI_Allreduce, MPI_Alltoall, MPI_Alltoallv, MPI_Scatter, MPI_Barrier,
+ * MPI_Reduce_scatter_block and MPI_Reduce_scatter the way applications do and
+ * checks every result against values it computes itself: several counts (segmented algorithms included) and roots,
  * MPI_IN_PLACE, a non-commutative user op, a sub-communicator (odd/even ranks)
  * next to MPI_COMM_WORLD, an intercommunicator, and communicators created and
  * freed in a loop. tests/test_pmpi.py runs it under libcolltune-pmpi.so.
@@ -222,6 +222,51 @@ static void run_all(MPI_Comm comm, const char *name, MPI_Datatype affine_t_dt, M
             }
             CHECK(!bad, "%s barrier: a rank left before the late one entered (%d of %d)", name,
                   bad, p);
+        }
+        /* Reduce_scatter_block: sum, n ints per rank, in place every other count */
+        if (n <= 20000) {
+            int inplace = k % 2;
+            for (int i = 0; i < n * p; i++) {
+                a[i] = val(r, i, 9);
+                b[i] = inplace ? a[i] : -1;
+            }
+            MPI_Reduce_scatter_block(inplace ? MPI_IN_PLACE : a, b, n, MPI_INT, MPI_SUM, comm);
+            int bad = 0;
+            for (int i = 0; i < n; i++) {
+                int e = 0;
+                for (int s = 0; s < p; s++) e += val(s, r * n + i, 9);
+                bad += b[i] != e;
+            }
+            CHECK(!bad, "%s reduce_scatter_block sum count=%d%s: %d wrong", name, n,
+                  inplace ? " in place" : "", bad);
+        }
+        /* Reduce_scatter: the non-commutative op on n elements cut unevenly (rank s
+         * gets a share of weight s % 3: some none), in place every other count */
+        {
+            int inplace = k % 2, *cnt = malloc(sizeof(int) * (size_t)p), w = 0, at = 0;
+            for (int s = 0; s < p; s++) w += s % 3;
+            for (int s = 0; s < p; s++) {
+                cnt[s] = w ? (int)((long)n * (s % 3) / w) : n;
+                at += cnt[s];
+            }
+            cnt[p - 1] += n - at;
+            int first = 0;
+            for (int s = 0; s < r; s++) first += cnt[s];
+            for (int i = 0; i < n; i++) x[i] = y[i] = affine_of(r, i);
+            MPI_Reduce_scatter(inplace ? MPI_IN_PLACE : x, y, cnt, affine_t_dt, affine, comm);
+            int bad = 0;
+            for (int i = 0; i < cnt[r]; i++) {
+                affine_t e = affine_of(p - 1, first + i);
+                for (int s = p - 2; s >= 0; s--) {
+                    affine_t u = affine_of(s, first + i);
+                    int one = 1;
+                    affine_op(&u, &e, &one, NULL);
+                }
+                bad += y[i].a != e.a || y[i].b != e.b;
+            }
+            CHECK(!bad, "%s reduce_scatter non-commutative count=%d%s: %d wrong", name, n,
+                  inplace ? " in place" : "", bad);
+            free(cnt);
         }
         /* Allreduce: sum, in place every other count; and the non-commutative op */
         {

@@ -399,7 +399,10 @@ int main(int argc, char **argv) {
     /* all-to-all: the size is per process per destination (osu_alltoall): send and
      * receive processes x size */
     int a2a = coll == CT_ALLTOALL || coll == CT_ALLTOALLV;
-    int sends_p = a2a || coll == CT_SCATTER; /* send buffer: processes x size */
+    /* reduce-scatter: the size is what each process receives (one block): the send
+     * buffer is processes x size */
+    int sends_p = a2a || coll == CT_SCATTER || coll == CT_REDUCE_SCATTER_BLOCK ||
+                  coll == CT_REDUCE_SCATTER; /* send buffer: processes x size */
     int gathered = coll == CT_GATHER || coll == CT_ALLGATHER || a2a; /* receive: p x size */
     long *sizes = malloc((size_t)nsizes * sizeof *sizes);
     long max_size = 0;
@@ -414,7 +417,8 @@ int main(int argc, char **argv) {
                    dtype_name, tsize);
         if (coll == CT_BARRIER && sizes[s] != 0)
             ct_die(rank, "size %ld B: a barrier moves no data; use --sizes 0", sizes[s]);
-        if (sizes[s] / tsize > (a2a ? INT_MAX / nprocs : INT_MAX))
+        if (sizes[s] / tsize > (a2a || (sends_p && coll != CT_SCATTER) ? INT_MAX / nprocs
+                                                                        : INT_MAX))
             ct_die(rank, "size %ld B is %ld %s elements, more than an MPI count can hold (%d)",
                    sizes[s], sizes[s] / tsize, dtype_name, INT_MAX);
         if ((gathered || sends_p) && (size_t)sizes[s] > SIZE_MAX / 4 / (size_t)nprocs)
@@ -503,7 +507,8 @@ int main(int argc, char **argv) {
                 /* warm-up: osu as OSU's skipped iterations (a barrier after each
                  * call), window back to back */
                 if (prepare && s == 0 && r == 0 && !c->native) {
-                    int reduces = coll == CT_REDUCE || coll == CT_ALLREDUCE;
+                    int reduces = coll == CT_REDUCE || coll == CT_ALLREDUCE ||
+                                  coll == CT_REDUCE_SCATTER_BLOCK || coll == CT_REDUCE_SCATTER;
                     check_rc(ct_comm_prepare(&c->choice, world, p.count,
                                              reduces ? op : MPI_OP_NULL), c);
                     MPI_Barrier(world);

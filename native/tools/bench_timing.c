@@ -51,7 +51,8 @@ void bench_timing_init(MPI_Comm measured, double sleep_seconds, double budget_se
 }
 
 /* Alltoallv's arguments at one point: `count` elements for every peer, blocks
- * side by side (what osu_alltoallv measures); made once per count. */
+ * side by side (what osu_alltoallv measures); made once per count. Reduce_scatter
+ * uses the counts: `count` elements for every rank. */
 static int *vcounts, *vdispls, vcount = -1;
 static void v_args(int count) {
     if (count == vcount) return;
@@ -90,6 +91,11 @@ static int run_mpi(const point_t *p) {
     case CT_SCATTER:
         return MPI_Scatter(p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt, p->root, world);
     case CT_BARRIER: return MPI_Barrier(world);
+    case CT_REDUCE_SCATTER_BLOCK:
+        return MPI_Reduce_scatter_block(p->sbuf, p->rbuf, p->count, p->dt, p->op, world);
+    case CT_REDUCE_SCATTER:
+        v_args(p->count);
+        return MPI_Reduce_scatter(p->sbuf, p->rbuf, vcounts, p->dt, p->op, world);
     default: return MPI_ERR_ARG;
     }
 }
@@ -117,6 +123,11 @@ static int run_choice(const point_t *p, const ct_choice_t *c) {
         return ct_scatter(c, p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt, p->root,
                           world);
     case CT_BARRIER: return ct_barrier(c, world);
+    case CT_REDUCE_SCATTER_BLOCK:
+        return ct_reduce_scatter_block(c, p->sbuf, p->rbuf, p->count, p->dt, p->op, world);
+    case CT_REDUCE_SCATTER:
+        v_args(p->count);
+        return ct_reduce_scatter(c, p->sbuf, p->rbuf, vcounts, p->dt, p->op, world);
     default: return MPI_ERR_ARG;
     }
 }
@@ -374,7 +385,8 @@ static void fill_values(void *buf, int count, MPI_Datatype dt, int who, int kind
 static const char *mpi_coll_name(ct_coll_t coll) {
     static const char *names[] = { "MPI_Bcast",     "MPI_Reduce",   "MPI_Gather",
                                    "MPI_Allgather", "MPI_Allreduce", "MPI_Alltoall",
-                                   "MPI_Alltoallv", "MPI_Scatter",   "MPI_Barrier" };
+                                   "MPI_Alltoallv", "MPI_Scatter",   "MPI_Barrier",
+                                   "MPI_Reduce_scatter_block", "MPI_Reduce_scatter" };
     return (unsigned)coll < sizeof names / sizeof *names ? names[coll] : "?";
 }
 
@@ -383,11 +395,12 @@ static const char *mpi_coll_name(ct_coll_t coll) {
 int validate_point(const point_t *p, candidate_t *c, char *ref, long size) {
     size_t bytes = (size_t)p->count * (size_t)p->tsize;
     const int a2a = p->coll == CT_ALLTOALL || p->coll == CT_ALLTOALLV;
-    const int sends_p = a2a || p->coll == CT_SCATTER; /* the send buffer: p blocks */
+    const int rs = p->coll == CT_REDUCE_SCATTER_BLOCK || p->coll == CT_REDUCE_SCATTER;
+    const int sends_p = a2a || rs || p->coll == CT_SCATTER; /* the send buffer: p blocks */
     size_t outb = (p->coll == CT_GATHER || p->coll == CT_ALLGATHER || a2a)
                       ? bytes * (size_t)nprocs : bytes;
     int kind = V_DATA;
-    if (p->coll == CT_REDUCE || p->coll == CT_ALLREDUCE)
+    if (p->coll == CT_REDUCE || p->coll == CT_ALLREDUCE || rs)
         kind = p->op == MPI_SUM ? V_SUM : p->op == MPI_PROD ? V_PROD : V_DATA;
     int rc, rrc, ok = 1;
     if (p->coll == CT_BARRIER) { /* no data: both calls must succeed */
@@ -426,6 +439,13 @@ int validate_point(const point_t *p, candidate_t *c, char *ref, long size) {
             break;
         case CT_SCATTER:
             rrc = MPI_Scatter(p->sbuf, p->count, p->dt, ref, p->count, p->dt, p->root, world);
+            break;
+        case CT_REDUCE_SCATTER_BLOCK:
+            rrc = MPI_Reduce_scatter_block(p->sbuf, ref, p->count, p->dt, p->op, world);
+            break;
+        case CT_REDUCE_SCATTER:
+            v_args(p->count);
+            rrc = MPI_Reduce_scatter(p->sbuf, ref, vcounts, p->dt, p->op, world);
             break;
         default:
             rrc = MPI_Allreduce(p->sbuf, ref, p->count, p->dt, p->op, world);

@@ -99,10 +99,12 @@ static int has_inner_param(const ct_algo_t *a) {
 /* The case families beyond the main matrix, for every parameter variant (the
  * defaults in full, the other variants a cross-section):
  *  - mixed: different datatypes of one type signature on different ranks
- *    (Bcast, Gather, Allgather; Reduce and Allreduce need one datatype);
+ *    (Bcast, Gather, Allgather; Reduce and Allreduce need one datatype; for
+ *    Reduce_scatter, shapes of recvcounts instead, see verify_rs.c);
  *  - garbage: the arguments MPI ignores filled with garbage -- NULL buffers,
- *    count -1, MPI_DATATYPE_NULL (Reduce, Gather, Allgather; Bcast has none,
- *    Allreduce only MPI_IN_PLACE, which the main matrix covers);
+ *    count -1, MPI_DATATYPE_NULL (Reduce, Gather, Allgather; Reduce_scatter: the
+ *    receive buffer where recvcounts[rank] is 0; Bcast has none, Allreduce and
+ *    Reduce_scatter_block only MPI_IN_PLACE, which the main matrix covers);
  *  - self: the collective on MPI_COMM_SELF, at every process count;
  *  - inter: an intercommunicator gets MPI_ERR_COMM at once (defaults only). */
 static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const int *roots,
@@ -112,7 +114,8 @@ static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const
         vcase_t c = { coll, var[vi], 0, 0, 0, O_SUM, 0, MPI_COMM_WORLD, 0, NULL, "" };
         if ((families & F_MIXED) && (coll == CT_BCAST || coll == CT_GATHER ||
                                      coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
-                                     coll == CT_ALLTOALLV || coll == CT_SCATTER)) {
+                                     coll == CT_ALLTOALLV || coll == CT_SCATTER ||
+                                     coll == CT_REDUCE_SCATTER)) {
             static const int pairs[] = { 0, 1, 7, 1000 };
             c.family = "mixed";
             c.t = T_INT;
@@ -140,7 +143,8 @@ static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const
         }
         if ((families & F_GARBAGE) && (coll == CT_REDUCE || coll == CT_GATHER ||
                                        coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
-                                       coll == CT_ALLTOALLV || coll == CT_SCATTER)) {
+                                       coll == CT_ALLTOALLV || coll == CT_SCATTER ||
+                                       coll == CT_REDUCE_SCATTER)) {
             static const int counts[] = { 1, 7, 1000 };
             c.family = "garbage";
             c.garbage = 1;
@@ -437,7 +441,8 @@ static void usage(void) {
            "variants, at the launch's process count. JSON lines on stdout; exit 1 on any\n"
            "mismatch.\n\n"
            "  --coll LIST    collectives (bcast,reduce,gather,allgather,allreduce,alltoall,\n"
-           "                 alltoallv,scatter,barrier; default all)\n"
+           "                 alltoallv,scatter,barrier,reduce_scatter_block,reduce_scatter;\n"
+           "                 default all)\n"
            "  --algo LIST    algorithm names (default: all but native and hidden ones)\n"
            "  --quick        skip the large count\n"
            "  --max-fail N   failures printed per run (default 20)\n"

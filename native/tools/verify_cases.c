@@ -88,7 +88,7 @@ static MPI_Op vec_sum;
 
 /* The op of a case: on the derived type, sum is a user-defined commutative op
  * and max/prod are not tested (MPI does not define them there). */
-static MPI_Op case_op(int t, int o) {
+MPI_Op case_op(int t, int o) {
     if (t == T_VEC && o == O_SUM) return vec_sum;
     return ops[o];
 }
@@ -515,6 +515,7 @@ void run_mixed(vcase_t *c, int a) {
     else if (c->coll == CT_ALLTOALL) run_mixed_alltoall(c, a);
     else if (c->coll == CT_ALLTOALLV) run_mixed_alltoallv(c, a);
     else if (c->coll == CT_SCATTER) run_mixed_scatter(c, a);
+    else if (c->coll == CT_REDUCE_SCATTER) run_mixed_reduce_scatter(c, a);
     /* Reduce and Allreduce: MPI requires the same count and datatype everywhere */
 }
 
@@ -557,6 +558,15 @@ void run_inter(vcase_t *c) {
         rc = ct_scatter(&c->choice, out, 4, MPI_INT, buf, 4, MPI_INT, root, intercomm);
         break;
     case CT_BARRIER: rc = ct_barrier(&c->choice, intercomm); break;
+    case CT_REDUCE_SCATTER_BLOCK:
+        rc = ct_reduce_scatter_block(&c->choice, out, buf, 4, MPI_INT, MPI_SUM, intercomm);
+        break;
+    case CT_REDUCE_SCATTER: {
+        int cnt[64];
+        for (int j = 0; j < 64; j++) cnt[j] = 4;
+        rc = ct_reduce_scatter(&c->choice, out, buf, cnt, MPI_INT, MPI_SUM, intercomm);
+        break;
+    }
     default: rc = ct_allreduce(&c->choice, buf, out, 4, MPI_INT, MPI_SUM, intercomm); break;
     }
     double secs = MPI_Wtime() - t0;
@@ -587,6 +597,8 @@ void run_case(const vcase_t *c) {
     case CT_ALLTOALLV: run_alltoallv(c); break;
     case CT_SCATTER: run_scatter(c); break;
     case CT_BARRIER: run_barrier(c); break;
+    case CT_REDUCE_SCATTER_BLOCK: run_reduce_scatter_block(c); break;
+    case CT_REDUCE_SCATTER: run_reduce_scatter(c); break;
     default: break;
     }
 }

@@ -11,7 +11,10 @@ enum { O_SUM, O_MAX, O_PROD, O_NONCOMM, NOPS };
 /* rank assignments of the mixed-layout family (run_mixed's `a`) */
 #define NASSIGN 4
 
-static inline int has_reduction(ct_coll_t c) { return c == CT_REDUCE || c == CT_ALLREDUCE; }
+static inline int has_reduction(ct_coll_t c) {
+    return c == CT_REDUCE || c == CT_ALLREDUCE || c == CT_REDUCE_SCATTER_BLOCK ||
+           c == CT_REDUCE_SCATTER;
+}
 
 /* One case. */
 typedef struct {

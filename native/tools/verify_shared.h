@@ -41,4 +41,10 @@ void run_mixed_alltoall(vcase_t *c, int a);
 void run_mixed_alltoallv(vcase_t *c, int a);
 void run_mixed_scatter(vcase_t *c, int a);
 
+/* verify_rs.c */
+MPI_Op case_op(int t, int o); /* the op of a case (verify_cases.c) */
+void run_reduce_scatter_block(const vcase_t *c);
+void run_reduce_scatter(const vcase_t *c);
+void run_mixed_reduce_scatter(vcase_t *c, int a);
+
 #endif

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 COLLECTIVES = ("bcast", "reduce", "gather", "allgather", "allreduce", "alltoall", "alltoallv",
-               "scatter", "barrier")
+               "scatter", "barrier", "reduce_scatter_block", "reduce_scatter")
 
 # collectives whose size is per process: the message of the whole call is size x processes
 # (Alltoall(v): bytes per process per destination, as osu_alltoall; each process sends
-# size x processes)
-PER_PROCESS = ("gather", "allgather", "alltoall", "alltoallv", "scatter")
+# size x processes; Reduce_scatter(_block): bytes each process receives, one block, of a
+# vector of size x processes; Reduce_scatter with uneven counts: their average)
+PER_PROCESS = ("gather", "allgather", "alltoall", "alltoallv", "scatter",
+               "reduce_scatter_block", "reduce_scatter")
 
 
 def per_process(collective: str) -> bool:
     """True when `collective`'s size counts bytes per process (gather, allgather,
-    scatter; alltoall, alltoallv: per destination). Barrier moves no data: size 0."""
+    scatter; alltoall, alltoallv: per destination; reduce_scatter(_block): the block each
+    process receives). Barrier moves no data: size 0."""
     return collective in PER_PROCESS

@@ -26,7 +26,8 @@ from ._common import MPI_HELP, build_or_fail, command, err, fail, np_option, out
 @click.option("--quick", is_flag=True, help="Skip the large count (2^17+3 elements).")
 @click.option("--family", "families", default=",".join(verify_mod.FAMILIES), show_default=True,
               help="Case families: main (roots, counts, datatypes, ops, in-place, parameters), "
-                   "mixed (different datatypes of equal type signature on different ranks), "
+                   "mixed (different datatypes of equal type signature on different ranks; "
+                   "for reduce_scatter, shapes of recvcounts), "
                    "garbage (ignored arguments filled with garbage), self (MPI_COMM_SELF), "
                    "inter (intercommunicators get one clear error), remap (remap=seq, rr, auto "
                    "on virtual nodes: regular, uneven and irregular placements). Under --mpi smpi "

@@ -188,6 +188,21 @@ OMPI: dict[str, tuple[LibAlgo, ...]] = {
            note="Open MPI returns an error unless there are exactly 2 processes"),
         _o("barrier", 6, "tree", "tree"),
     ),
+    "reduce_scatter_block": (
+        _o("reduce_scatter_block", 1, "basic_linear", "basic_linear"),
+        _o("reduce_scatter_block", 2, "recursive_doubling", "recursive_doubling"),
+        _o("reduce_scatter_block", 3, "recursive_halving", "recursive_halving",
+           note="commutative ops only"),
+        _o("reduce_scatter_block", 4, "butterfly", "butterfly"),
+    ),
+    "reduce_scatter": (
+        _o("reduce_scatter", 1, "non-overlapping", "nonoverlapping",
+           note="tuned's own Reduce to rank 0, then Scatterv"),
+        _o("reduce_scatter", 2, "recursive_halving", "recursive_halving",
+           note="commutative ops only"),
+        _o("reduce_scatter", 3, "ring", "ring", note="commutative ops only"),
+        _o("reduce_scatter", 4, "butterfly", "butterfly"),
+    ),
 }
 
 OMPI_COMMON_ENV = {
@@ -304,6 +319,24 @@ MPICH: dict[str, tuple[LibAlgo, ...]] = {
         _m("alltoallv", "pairwise_sendrecv_replace", in_all=False,
            note="MPI_IN_PLACE only: MPICH runs its own choice on other calls"),
         _m("alltoallv", "scattered"),
+    ),
+    "reduce_scatter_block": (
+        _m("reduce_scatter_block", "noncommutative",
+           note="MPICH's butterfly for non-commutative ops (power-of-two p); "
+                "MPICH runs its own choice elsewhere"),
+        _m("reduce_scatter_block", "recursive_doubling"),
+        _m("reduce_scatter_block", "pairwise", note="commutative ops only"),
+        _m("reduce_scatter_block", "recursive_halving", note="commutative ops only"),
+        _m("reduce_scatter_block", "nb"),
+    ),
+    "reduce_scatter": (
+        _m("reduce_scatter", "nb"),
+        _m("reduce_scatter", "noncommutative",
+           note="MPICH's butterfly for non-commutative ops (power-of-two p, equal counts); "
+                "MPICH runs its own choice elsewhere"),
+        _m("reduce_scatter", "pairwise", note="commutative ops only"),
+        _m("reduce_scatter", "recursive_doubling"),
+        _m("reduce_scatter", "recursive_halving", note="commutative ops only"),
     ),
 }
 
