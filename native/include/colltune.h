@@ -32,6 +32,7 @@ typedef enum {
     CT_ALLTOALLV,
     CT_SCATTER,
     CT_BARRIER,
+    CT_ALLGATHERV,
     CT_NCOLL
 } ct_coll_t;
 
@@ -113,6 +114,9 @@ typedef int (*ct_alltoallv_fn)(const void *sbuf, const int *scounts, const int *
                                MPI_Datatype sdt, void *rbuf, const int *rcounts,
                                const int *rdispls, MPI_Datatype rdt, MPI_Comm comm,
                                const ct_params_t *p);
+typedef int (*ct_allgatherv_fn)(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                                const int *rcounts, const int *displs, MPI_Datatype rdt,
+                                MPI_Comm comm, const ct_params_t *p);
 
 typedef struct {
     const char *name;     /* e.g. "binomial"                                      */
@@ -127,6 +131,7 @@ typedef struct {
         ct_alltoallv_fn alltoallv;
         ct_scatter_fn scatter;
         ct_barrier_fn barrier;
+        ct_allgatherv_fn allgatherv;
     } fn;
     int nparams;
     ct_param_spec_t params[CT_MAX_ALGO_PARAMS];
@@ -185,6 +190,11 @@ int ct_alltoallv(const ct_choice_t *c, const void *sbuf, const int *scounts,
 int ct_scatter(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
                void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
 int ct_barrier(const ct_choice_t *c, MPI_Comm comm);
+/* sbuf may be MPI_IN_PLACE (this rank's block is then already at displs[rank] of
+ * rbuf; scount and sdt are ignored) */
+int ct_allgatherv(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
+                  void *rbuf, const int *rcounts, const int *displs, MPI_Datatype rdt,
+                  MPI_Comm comm);
 
 /* What the last dispatch on this process actually ran. */
 typedef struct {

@@ -403,3 +403,33 @@ int MPI_Barrier(MPI_Comm comm) {
     return rc;
 }
 
+
+int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                   const int rcounts[], const int displs[], MPI_Datatype rdt, MPI_Comm comm) {
+    int np, r;
+    if (!st.active || intra_size(CT_ALLGATHERV, comm, &np, &r))
+        return PMPI_Allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
+    /* colltune's size: bytes per process on average (the whole result / p, as
+     * osu_allgatherv); the same on every rank, since block j's signature is rank j's */
+    long long size = -1;
+    if (rcounts && displs && (sbuf == MPI_IN_PLACE || bytes_of(scount, sdt) >= 0)) {
+        long long total = 0;
+        for (int j = 0; j < np && total >= 0; j++) {
+            long long b = bytes_of(rcounts[j], rdt);
+            total = b < 0 ? -1 : total + b;
+        }
+        size = total < 0 ? -1 : total / np;
+    }
+    if (size < 0) {
+        passthrough_note(CT_ALLGATHERV, np, size, WHY_ARGS);
+        return PMPI_Allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
+    }
+    const ct_pmpi_decision_t *d = decide(CT_ALLGATHERV, np, size);
+    double t0 = st.profile ? PMPI_Wtime() : 0;
+    int rc = d->native ? PMPI_Allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm)
+                       : ct_allgatherv(&d->choice, sbuf, scount, sdt, rbuf, rcounts, displs,
+                                       rdt, comm);
+    if (st.observe) observe(CT_ALLGATHERV, np, size, d, t0);
+    if (rc != MPI_SUCCESS && !d->native) return raise_error(comm, CT_ALLGATHERV, rc);
+    return rc;
+}

@@ -515,6 +515,7 @@ void run_mixed(vcase_t *c, int a) {
     else if (c->coll == CT_ALLTOALL) run_mixed_alltoall(c, a);
     else if (c->coll == CT_ALLTOALLV) run_mixed_alltoallv(c, a);
     else if (c->coll == CT_SCATTER) run_mixed_scatter(c, a);
+    else if (c->coll == CT_ALLGATHERV) run_mixed_allgatherv(c, a);
     /* Reduce and Allreduce: MPI requires the same count and datatype everywhere */
 }
 
@@ -557,6 +558,11 @@ void run_inter(vcase_t *c) {
         rc = ct_scatter(&c->choice, out, 4, MPI_INT, buf, 4, MPI_INT, root, intercomm);
         break;
     case CT_BARRIER: rc = ct_barrier(&c->choice, intercomm); break;
+    case CT_ALLGATHERV: {
+        int cnt[16] = { 0 }, dsp[16] = { 0 };
+        rc = ct_allgatherv(&c->choice, buf, 0, MPI_INT, out, cnt, dsp, MPI_INT, intercomm);
+        break;
+    }
     default: rc = ct_allreduce(&c->choice, buf, out, 4, MPI_INT, MPI_SUM, intercomm); break;
     }
     double secs = MPI_Wtime() - t0;
@@ -587,6 +593,7 @@ void run_case(const vcase_t *c) {
     case CT_ALLTOALLV: run_alltoallv(c); break;
     case CT_SCATTER: run_scatter(c); break;
     case CT_BARRIER: run_barrier(c); break;
+    case CT_ALLGATHERV: run_allgatherv(c); break;
     default: break;
     }
 }

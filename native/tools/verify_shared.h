@@ -41,4 +41,8 @@ void run_mixed_alltoall(vcase_t *c, int a);
 void run_mixed_alltoallv(vcase_t *c, int a);
 void run_mixed_scatter(vcase_t *c, int a);
 
+/* verify_allgatherv.c */
+void run_allgatherv(const vcase_t *c);
+void run_mixed_allgatherv(vcase_t *c, int a);
+
 #endif

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 COLLECTIVES = ("bcast", "reduce", "gather", "allgather", "allreduce", "alltoall", "alltoallv",
-               "scatter", "barrier")
+               "scatter", "barrier", "allgatherv")
 
 # collectives whose size is per process: the message of the whole call is size x processes
 # (Alltoall(v): bytes per process per destination, as osu_alltoall; each process sends
-# size x processes)
-PER_PROCESS = ("gather", "allgather", "alltoall", "alltoallv", "scatter")
+# size x processes; Allgatherv: bytes per process on average, the whole result / processes,
+# as osu_allgatherv)
+PER_PROCESS = ("gather", "allgather", "alltoall", "alltoallv", "scatter", "allgatherv")
 
 
 def per_process(collective: str) -> bool:
     """True when `collective`'s size counts bytes per process (gather, allgather,
-    scatter; alltoall, alltoallv: per destination). Barrier moves no data: size 0."""
+    scatter; alltoall, alltoallv: per destination; allgatherv: on average). Barrier moves
+    no data: size 0."""
     return collective in PER_PROCESS

@@ -147,7 +147,7 @@ def validation_failures(records: list[dict]) -> list[dict]:
 def buffer_bytes(collective: str, size: int, np: int, validate: bool = False) -> int:
     """Bytes colltune-bench allocates per process for one size (as bench.c does): the
     send buffer (np x size for alltoall(v) and scatter), the receive buffer (np x size
-    at every process for (all)gather and alltoall(v)), and with --validate the MPI
+    at every process for (all)gather(v) and alltoall(v)), and with --validate the MPI
     library's result."""
     gathered = per_process(collective) and collective != "scatter"
     send = size * (np if collective in ("alltoall", "alltoallv", "scatter") else 1)
