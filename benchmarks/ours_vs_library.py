@@ -51,6 +51,9 @@ PAIRS: dict[str, list[tuple[str, str]]] = {
     "scatter": [(n, n) for n in ("linear", "linear_nb", "binomial")],
     "barrier": [(n, n) for n in ("linear", "double_ring", "recursive_doubling", "bruck",
                                  "two_proc", "tree")],
+    # Open MPI's "default" allgatherv is a gatherv + bcast, i.e. our gatherv_bcast
+    "allgatherv": [(n, n) for n in ("ring", "bruck", "neighbor_exchange", "two_proc",
+                                    "sparbit")] + [("gatherv_bcast", "default")],
 }
 
 SHARED_PARAMS = ("segsize", "fanout", "radix", "max_requests")

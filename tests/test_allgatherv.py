@@ -178,3 +178,44 @@ def test_allgatherv_a_wrong_algorithm_is_caught(ompi_build):
     assert not res.timed_out
     assert res.returncode != 0
     assert "FAIL rank 2" in res.stderr and "allgatherv count=" in res.stderr
+
+
+def test_allgatherv_rules_verbose_and_profile(ompi_build, tmp_path):
+    """A rules file with Allgatherv lines (colltune's size: bytes per process on average):
+    the first matching line per size range runs, a declared fallback is reported
+    (neighbor_exchange at 3 processes runs ring), and the profile counts the calls."""
+    path = tmp_path / "agv.rules"
+    path.write_text("# colltune-rules 1\n# target: colltune\n"
+                    "allgatherv 2 - 0 100 bruck -\n"
+                    "allgatherv 2 - 101 - neighbor_exchange -\n")
+    prof = tmp_path / "agv.profile.json"
+    e = {v: "" for v in (interpose.force_variable("allgatherv"),)}
+    e.update(interpose.preload(ompi_build, {}))
+    e.update({"COLLTUNE_RULES": str(path), "COLLTUNE_VERBOSE": "1",
+              "COLLTUNE_PROFILE": str(prof)})
+    ln = launch.prepare(ompi_build.mpi, 3, [str(ompi_build.program("colltune-plaincolls"))], e)
+    res = launch.run(ln, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
+    assert re.search(r"plaincolls: \d+ checks passed", res.stdout), res.stdout
+    f = str(path)
+    text = res.stderr
+    assert f"allgatherv np=3 size 0..100 B: bruck ({f}:3)" in text, text
+    assert f"allgatherv np=2 size 101.. B: neighbor_exchange ({f}:4)" in text, text
+    assert (f"allgatherv np=3 size 101.. B: ring ({f}:4; allgatherv/neighbor_exchange -> "
+            "ring: the process count is odd)") in text, text
+    assert "allgatherv np=2 size -: native (intercommunicator" in text, text
+    p = interpose.read_profile(prof)
+    mine = [x for x in p.entries if x.collective == "allgatherv"]
+    assert any(x.np == 3 and x.algorithm == "ring" and x.source == f"{f}:4" for x in mine), mine
+    assert any(x.np == 2 and x.algorithm == "bruck" for x in mine), mine
+    assert any(x.np == 1 and x.algorithm == "native" and x.source == "no rule" for x in mine)
+
+
+def test_allgatherv_under_smpi(smpi_build):
+    """`colltune build --mpi smpi` compiles allgatherv.c (smpicc) and every algorithm is
+    right under SimGrid's SMPI at 3 and 4 processes."""
+    report = verify.run(smpi_build, [3, 4], ["allgatherv"], None, quick=True, timeout=600,
+                        families=["main", "garbage", "self"])
+    assert report.ok, "\n".join(report.failure_lines())
+    assert {a["algorithm"] for r in report.runs for a in r.algos} == ALGOS
+    assert report.cases > 1000

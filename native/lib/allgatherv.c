@@ -51,7 +51,7 @@ static int place_own(agv_t *g) {
 static int agv_begin(agv_t *g, int *stack, const void *sbuf, int scount, MPI_Datatype sdt,
                      void *rbuf, const int *rcounts, const int *displs, MPI_Datatype rdt,
                      MPI_Comm comm) {
-    MPI_Aint lb;
+    ct_type_t t;
     g->comm = comm;
     g->rbuf = rbuf;
     g->rcounts = rcounts;
@@ -64,7 +64,8 @@ static int agv_begin(agv_t *g, int *stack, const void *sbuf, int scount, MPI_Dat
     g->heap = NULL;
     CT_CHECK(MPI_Comm_size(comm, &g->np));
     CT_CHECK(MPI_Comm_rank(comm, &g->r));
-    CT_CHECK(MPI_Type_get_extent(rdt, &lb, &g->rext));
+    CT_CHECK(ct_type(rdt, &t)); /* cached after the first call */
+    g->rext = t.extent;
     int *a = stack;
     if (g->np > AGV_STACK) {
         a = g->heap = malloc((size_t)(4 * g->np) * sizeof *a);
@@ -179,8 +180,9 @@ int ct_allgatherv_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *r
     (void)prm;
     agv_t g;
     int stack[4 * AGV_STACK], rc = MPI_SUCCESS, n = 0, rsize;
+    MPI_Request rstack[2 * AGV_STACK];
     CT_CHECK(agv_begin(&g, stack, sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm));
-    MPI_Request *req = malloc((size_t)(2 * g.np) * sizeof *req);
+    MPI_Request *req = g.np <= AGV_STACK ? rstack : malloc((size_t)(2 * g.np) * sizeof *req);
     if (!req)
         return agv_end(&g, ct_set_error(MPI_ERR_NO_MEM, "allgatherv/linear: out of memory"));
     CT_TRY(ct_type_size(rdt, &rsize));
@@ -204,7 +206,7 @@ int ct_allgatherv_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *r
     CT_TRY(place_own(&g));
     CT_TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
 out:
-    free(req);
+    if (req != rstack) free(req);
     return agv_end(&g, rc);
 }
 
@@ -219,12 +221,12 @@ int ct_allgatherv_gatherv_bcast(const void *sbuf, int scount, MPI_Datatype sdt, 
                                 MPI_Comm comm, const ct_params_t *prm) {
     agv_t g;
     int stack[4 * AGV_STACK], rc = MPI_SUCCESS, n = 0, rsize;
-    MPI_Request *req = NULL;
+    MPI_Request rstack[AGV_STACK], *req = NULL;
     MPI_Datatype all = MPI_DATATYPE_NULL;
     CT_CHECK(agv_begin(&g, stack, sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm));
     CT_TRY(ct_type_size(rdt, &rsize));
     if (g.r == 0) {
-        req = malloc((size_t)g.np * sizeof *req);
+        req = g.np <= AGV_STACK ? rstack : malloc((size_t)g.np * sizeof *req);
         if (!req) {
             rc = ct_set_error(MPI_ERR_NO_MEM, "allgatherv/gatherv_bcast: out of memory");
             goto out;
@@ -254,7 +256,7 @@ int ct_allgatherv_gatherv_bcast(const void *sbuf, int scount, MPI_Datatype sdt, 
         if (owned) MPI_Type_free(&all);
     }
 out:
-    free(req);
+    if (req != rstack) free(req);
     return agv_end(&g, rc);
 }
 
