@@ -158,9 +158,10 @@ def test_remap():
 # ---- the collectives and did-you-mean --------------------------------------------
 def test_one_collective_list():
     assert collectives.COLLECTIVES == ("bcast", "reduce", "gather", "allgather", "allreduce",
-                                       "alltoall", "alltoallv", "scatter", "barrier")
+                                       "alltoall", "alltoallv", "scatter", "barrier",
+                                       "allgatherv")
     assert [c for c in collectives.COLLECTIVES if collectives.per_process(c)] == \
-        ["gather", "allgather", "alltoall", "alltoallv", "scatter"]
+        ["gather", "allgather", "alltoall", "alltoallv", "scatter", "allgatherv"]
 
 
 def test_did_you_mean():

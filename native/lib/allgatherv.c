@@ -118,7 +118,7 @@ static int set_msg(agv_t *g, int n, const int *idx, void **addr, int *count, MPI
 static int xchg_set(agv_t *g, int sn, const int *sidx, int dst, int rn, const int *ridx,
                     int src) {
     void *sa = NULL, *ra = NULL;
-    int sc = 0, rc_ = 0, sown = 0, rown = 0, rc = MPI_SUCCESS, from_sbuf = 0;
+    int sc = 0, rcnt = 0, sown = 0, rown = 0, rc = MPI_SUCCESS, from_sbuf = 0;
     MPI_Datatype st = g->rdt, rt = g->rdt;
     if (dst != MPI_PROC_NULL && g->own_pending && sn == 1 && sidx[0] == g->r) {
         from_sbuf = 1;
@@ -129,20 +129,20 @@ static int xchg_set(agv_t *g, int sn, const int *sidx, int dst, int rn, const in
         CT_CHECK(place_own(g));
         if (dst != MPI_PROC_NULL) CT_CHECK(set_msg(g, sn, sidx, &sa, &sc, &st, &sown));
     }
-    if (src != MPI_PROC_NULL) CT_TRY(set_msg(g, rn, ridx, &ra, &rc_, &rt, &rown));
+    if (src != MPI_PROC_NULL) CT_TRY(set_msg(g, rn, ridx, &ra, &rcnt, &rt, &rown));
 #ifdef SMPI_SHARED_MALLOC
     /* SMPI refuses a Sendrecv whose two buffers start at one address (legal MPI when
      * the datatypes select disjoint bytes): a receive and a send in flight together */
     {
         MPI_Request req[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
         if (src != MPI_PROC_NULL)
-            CT_TRY(MPI_Irecv(ra, rc_, rt, src, CT_TAG_ALLGATHERV, g->comm, &req[0]));
+            CT_TRY(MPI_Irecv(ra, rcnt, rt, src, CT_TAG_ALLGATHERV, g->comm, &req[0]));
         if (dst != MPI_PROC_NULL)
             CT_TRY(ct_isend(sa, sc, st, dst, CT_TAG_ALLGATHERV, g->comm, &req[1]));
         CT_TRY(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
     }
 #else
-    CT_TRY(ct_sendrecv(sa, sc, st, dst, CT_TAG_ALLGATHERV, ra, rc_, rt, src, CT_TAG_ALLGATHERV,
+    CT_TRY(ct_sendrecv(sa, sc, st, dst, CT_TAG_ALLGATHERV, ra, rcnt, rt, src, CT_TAG_ALLGATHERV,
                        g->comm, MPI_STATUS_IGNORE));
 #endif
     if (from_sbuf) rc = place_own(g);
@@ -157,7 +157,7 @@ static int xchg1(agv_t *g, int sblk, int dst, int rblk, int src) {
     return xchg_set(g, 1, &sblk, dst, 1, &rblk, src);
 }
 
-/* Bytes of block j (the same on every rank: block j's signature is rank j's). */
+/* Whether block j is empty (the same on every rank: its signature is rank j's). */
 static int blk_empty(const agv_t *g, int j, int rsize) {
     return g->rcounts[j] == 0 || rsize == 0;
 }
