@@ -55,6 +55,9 @@ PAIRS: dict[str, list[tuple[str, str]]] = {
                                               "recursive_halving", "butterfly")],
     "reduce_scatter": [(n, n) for n in ("nonoverlapping", "recursive_halving", "ring",
                                         "butterfly")],
+    # Open MPI's "default" allgatherv is a gatherv + bcast, i.e. our gatherv_bcast
+    "allgatherv": [(n, n) for n in ("ring", "bruck", "neighbor_exchange", "two_proc",
+                                    "sparbit")] + [("gatherv_bcast", "default")],
 }
 
 SHARED_PARAMS = ("segsize", "fanout", "radix", "max_requests")

@@ -39,6 +39,7 @@ typedef enum {
     CT_BARRIER,
     CT_REDUCE_SCATTER_BLOCK,
     CT_REDUCE_SCATTER,
+    CT_ALLGATHERV,
     CT_NCOLL
 } ct_coll_t;
 
@@ -128,6 +129,9 @@ typedef int (*ct_reduce_scatter_block_fn)(const void *sbuf, void *rbuf, int rcou
 typedef int (*ct_reduce_scatter_fn)(const void *sbuf, void *rbuf, const int *rcounts,
                                     MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                                     const ct_params_t *p);
+typedef int (*ct_allgatherv_fn)(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                                const int *rcounts, const int *displs, MPI_Datatype rdt,
+                                MPI_Comm comm, const ct_params_t *p);
 
 typedef struct {
     const char *name;     /* e.g. "binomial"                                      */
@@ -144,6 +148,7 @@ typedef struct {
         ct_barrier_fn barrier;
         ct_reduce_scatter_block_fn reduce_scatter_block;
         ct_reduce_scatter_fn reduce_scatter;
+        ct_allgatherv_fn allgatherv;
     } fn;
     int nparams;
     ct_param_spec_t params[CT_MAX_ALGO_PARAMS];
@@ -208,6 +213,11 @@ int ct_reduce_scatter_block(const ct_choice_t *c, const void *sbuf, void *rbuf, 
                             MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
 int ct_reduce_scatter(const ct_choice_t *c, const void *sbuf, void *rbuf, const int *rcounts,
                       MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+/* sbuf may be MPI_IN_PLACE (this rank's block is then already at displs[rank] of
+ * rbuf; scount and sdt are ignored) */
+int ct_allgatherv(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
+                  void *rbuf, const int *rcounts, const int *displs, MPI_Datatype rdt,
+                  MPI_Comm comm);
 
 /* What the calling thread's last dispatch actually ran (a record per thread). */
 typedef struct {

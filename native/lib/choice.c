@@ -10,7 +10,8 @@
 
 static const char *coll_names[CT_NCOLL] = { "bcast",     "reduce",   "gather",    "allgather",
                                             "allreduce", "alltoall", "alltoallv", "scatter",
-                                            "barrier", "reduce_scatter_block", "reduce_scatter" };
+                                            "barrier", "reduce_scatter_block", "reduce_scatter",
+                                            "allgatherv" };
 
 const char *ct_coll_name(ct_coll_t coll) {
     return (coll >= 0 && coll < CT_NCOLL) ? coll_names[coll] : "?";

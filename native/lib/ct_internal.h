@@ -26,7 +26,7 @@
 enum { CT_TAG_BCAST = 100, CT_TAG_REDUCE = 200, CT_TAG_GATHER = 300,
        CT_TAG_ALLGATHER = 400, CT_TAG_ALLREDUCE = 500, CT_TAG_ALLTOALL = 600,
        CT_TAG_SCATTER = 700, CT_TAG_BARRIER = 800,
-       CT_TAG_REDUCE_SCATTER = 900 };
+       CT_TAG_REDUCE_SCATTER = 900, CT_TAG_ALLGATHERV = 1000 };
 
 #define CT_SEGSIZE(p) ((p)->v[CT_P_SEGSIZE])
 #define CT_FANOUT(p) ((int)(p)->v[CT_P_FANOUT])
@@ -337,5 +337,19 @@ CT_DECL_REDUCE_SCATTER_BLOCK(ct_reduce_scatter_block_butterfly);
 CT_DECL_REDUCE_SCATTER_BLOCK(ct_reduce_scatter_block_recursive_doubling);
 CT_DECL_REDUCE_SCATTER_BLOCK(ct_reduce_scatter_block_ring);
 CT_DECL_REDUCE_SCATTER_BLOCK(ct_reduce_scatter_block_pairwise);
+/* allgatherv.c */
+#define CT_DECL_ALLGATHERV(name)                                                      \
+    int name(const void *, int, MPI_Datatype, void *, const int *, const int *, \
+             MPI_Datatype, MPI_Comm, const ct_params_t *)
+CT_DECL_ALLGATHERV(ct_allgatherv_native);
+CT_DECL_ALLGATHERV(ct_allgatherv_linear);
+CT_DECL_ALLGATHERV(ct_allgatherv_gatherv_bcast);
+CT_DECL_ALLGATHERV(ct_allgatherv_ring);
+CT_DECL_ALLGATHERV(ct_allgatherv_bruck);
+CT_DECL_ALLGATHERV(ct_allgatherv_recursive_doubling);
+CT_DECL_ALLGATHERV(ct_allgatherv_neighbor_exchange);
+CT_DECL_ALLGATHERV(ct_allgatherv_two_proc);
+CT_DECL_ALLGATHERV(ct_allgatherv_sparbit);
+CT_DECL_ALLGATHERV(ct_allgatherv_broken); /* test-only: corrupts data on purpose */
 
 #endif /* CT_INTERNAL_H */

@@ -758,6 +758,38 @@ int ct_reduce_scatter(const ct_choice_t *c, const void *sbuf, void *rbuf, const 
     return rs_run(run, ra, CT_REDUCE_SCATTER, ci, total, sbuf, rbuf, 0, rcounts, dt, op, comm);
 }
 
+int ct_allgatherv(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
+                  void *rbuf, const int *rcounts, const int *displs, MPI_Datatype rdt,
+                  MPI_Comm comm) {
+    ct_choice_t fb;
+    const ct_choice_t *run;
+    const ct_algo_t *ra;
+    comm_info_t *ci;
+    int size;
+    CT_CHECK(comm_info(CT_ALLGATHERV, comm, &ci));
+    CT_CHECK(resolve(c, CT_ALLGATHERV, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
+    if (!rcounts || !displs)
+        return ct_set_error(MPI_ERR_ARG, "allgatherv: recvcounts or displs is NULL");
+    long long total = 0;
+    for (int j = 0; j < ci->size; j++) {
+        if (rcounts[j] < 0)
+            return ct_set_error(MPI_ERR_COUNT, "allgatherv: recvcounts[%d] = %d is negative", j,
+                                rcounts[j]);
+        total += rcounts[j];
+    }
+    if (sbuf != MPI_IN_PLACE && scount < 0) /* ignored with MPI_IN_PLACE */
+        return ct_set_error(MPI_ERR_COUNT, "allgatherv: sendcount %d is negative", scount);
+    TYPE_SIZE(rdt, &size);
+    /* nothing to move (block j's signature is rank j's everywhere: every rank agrees) */
+    if (total == 0 || size == 0) return MPI_SUCCESS;
+    ct_allgatherv_fn fn = ra->fn.allgatherv;
+    if (is_native(run, CT_ALLGATHERV))
+        return fn(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, &run->params);
+    MPI_Comm pc;
+    CT_CHECK(shadow_comm(comm, ci, &pc));
+    return fn(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, pc, &run->params);
+}
+
 /* ---- inner algorithms of composites (already on a private communicator) --- */
 static int inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI_Op op,
                          ct_choice_t *run) {

@@ -10,7 +10,8 @@
  * reads this table.
  *
  * Cost formulas: p processes, n bytes (Bcast/Reduce/Allreduce: the vector;
- * Gather/Allgather: the whole gathered result, p blocks; Alltoall(v): what one
+ * Gather/Allgather/Allgatherv: the whole gathered result, p blocks (Allgatherv's
+ * of n/p bytes on average); Alltoall(v): what one
  * process sends, p blocks of n/p bytes), a = alpha (s),
  * b = beta (s/byte), g = gamma (s/byte of reduction), s = segment bytes
  * (= n when unsegmented), k = fan-out or radix. nseg = ceil(n/s).
@@ -429,6 +430,54 @@ static const entry_t table[] = {
       CT_NEED_COMMUTATIVE, "butterfly", "(p-1)*(a + n/p*(b + g))",
       "p-1 steps; in step i a rank sends rank+i its input block and combines rank-i's "
       "contribution to its own", NULL },
+      AUTO_NONE },
+    /* ----------------------------------------------------------- Allgatherv */
+    { { "native", CT_ALLGATHERV, { .allgatherv = ct_allgatherv_native }, 0, { { 0 } }, 0,
+      NULL, NULL, "the MPI library's own MPI_Allgatherv", NULL },
+      AUTO_NONE },
+    { { "linear", CT_ALLGATHERV, { .allgatherv = ct_allgatherv_linear }, 0, { { 0 } }, 0, NULL,
+      "(p-1)*(a + n/p*b)",
+      "every rank sends its block to every other rank (non-blocking, empty blocks skipped)",
+      NULL },
+      AUTO_NONE },
+    { { "gatherv_bcast", CT_ALLGATHERV, { .allgatherv = ct_allgatherv_gatherv_bcast }, 1,
+      { INNER(CT_P_BCAST, "binomial") }, 0, NULL,
+      "(p-1)*(a + n/p*b) + ceil(log2(p))*(a + n*b)",
+      "linear gatherv to rank 0, then a colltune Bcast of all blocks as one indexed type",
+      "default" },
+      AUTO_NONE },
+    { { "ring", CT_ALLGATHERV, { .allgatherv = ct_allgatherv_ring }, 0, { { 0 } }, 0, NULL,
+      "(p-1)*a + (p-1)/p*n*b", "p-1 steps, each rank passes one block to its right neighbour",
+      "ring" },
+      AUTO_NONE },
+    { { "bruck", CT_ALLGATHERV, { .allgatherv = ct_allgatherv_bruck }, 0, { { 0 } }, 0, NULL,
+      "ceil(log2(p))*a + (p-1)/p*n*b",
+      "Bruck: in step j send the blocks held to rank-2^j, receive from rank+2^j, straight "
+      "into place",
+      "bruck" },
+      AUTO_NONE },
+    { { "recursive_doubling", CT_ALLGATHERV, { .allgatherv = ct_allgatherv_recursive_doubling },
+      0, { { 0 } }, 0, NULL, RD_FOLD_COST,
+      "partners at distance 1, 2, 4, ... exchange everything they hold; for p not a power "
+      "of two, extra ranks fold into partners first and get the result at the end",
+      NULL },
+      AUTO_NONE },
+    { { "neighbor_exchange", CT_ALLGATHERV, { .allgatherv = ct_allgatherv_neighbor_exchange },
+      0, { { 0 } }, CT_NEED_EVEN, "ring", "(p/2)*a + (p-1)/p*n*b",
+      "p/2 steps exchanging with alternate neighbours, two blocks per step", "neighbor" },
+      AUTO_NONE },
+    { { "two_proc", CT_ALLGATHERV, { .allgatherv = ct_allgatherv_two_proc }, 0, { { 0 } },
+      CT_NEED_TWO_PROCS, "ring", "a + n/2*b", "one exchange between the two ranks",
+      "two_proc" },
+      AUTO_NONE },
+    { { "sparbit", CT_ALLGATHERV, { .allgatherv = ct_allgatherv_sparbit }, 0, { { 0 } }, 0,
+      NULL, "ceil(log2(p))*a + (p-1)/p*n*b",
+      "Sparbit: distances halve each step, data doubles, keeping traffic local late",
+      "sparbit" },
+      AUTO_NONE },
+    { { "_broken", CT_ALLGATHERV, { .allgatherv = ct_allgatherv_broken }, 0, { { 0 } },
+      CT_HIDDEN, NULL, "(p-1)*a + (p-1)/p*n*b",
+      "TEST ONLY: ring, then the last rank corrupts one byte of block 0", NULL },
       AUTO_NONE },
 };
 

@@ -474,3 +474,20 @@ int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Da
                  PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dt, op, comm),
                  ct_reduce_scatter(&d->choice, sbuf, rbuf, rcounts, dt, op, comm));
 }
+
+/* allgatherv: bytes per process on average (the whole result / p, as osu_allgatherv);
+ * the same on every rank, since block j's signature is rank j's */
+static long long allgatherv_size(const void *sbuf, int scount, MPI_Datatype sdt,
+                                 const int rcounts[], const int displs[], MPI_Datatype rdt,
+                                 int np) {
+    if (!displs || (sbuf != MPI_IN_PLACE && bytes_of(scount, sdt) < 0)) return -1;
+    return avg_size(rcounts, rdt, np);
+}
+
+int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                   const int rcounts[], const int displs[], MPI_Datatype rdt, MPI_Comm comm) {
+    CT_INTERCEPT(CT_ALLGATHERV, allgatherv_size(sbuf, scount, sdt, rcounts, displs, rdt, np),
+                 PMPI_Allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm),
+                 ct_allgatherv(&d->choice, sbuf, scount, sdt, rbuf, rcounts, displs, rdt,
+                               comm));
+}

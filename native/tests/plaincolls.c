@@ -2,8 +2,9 @@
  * plaincolls.c -- colltune-plaincolls: a plain MPI program that knows nothing of
  * colltune. It calls MPI_Bcast, MPI_Reduce, MPI_Gather, MPI_Allgather,
  * MPI_Allreduce, MPI_Alltoall, MPI_Alltoallv, MPI_Scatter, MPI_Barrier,
- * MPI_Reduce_scatter_block and MPI_Reduce_scatter the way applications do and
- * checks every result against values it computes itself: several counts (segmented algorithms included) and roots,
+ * MPI_Reduce_scatter_block, MPI_Reduce_scatter and MPI_Allgatherv the way applications
+ * do and checks every result against values it computes itself: several counts
+ * (segmented algorithms included) and roots,
  * MPI_IN_PLACE, a non-commutative user op, a sub-communicator (odd/even ranks)
  * next to MPI_COMM_WORLD, an intercommunicator, and communicators created and
  * freed in a loop. tests/test_pmpi.py runs it under libcolltune-pmpi.so.
@@ -204,6 +205,29 @@ static void run_all(MPI_Comm comm, const char *name, MPI_Datatype affine_t_dt, M
             CHECK(!bad, "%s alltoallv count=%d: %d wrong", name, n, bad);
             free(cnt);
         }
+        /* Allgatherv (in place every other count): rank s contributes (n + 3s) % (n + 1)
+         * ints at s*n, blocks n apart (the rest of each block must stay untouched) */
+        if (n <= 20000) {
+            int inplace = k % 2;
+            int *cnt = malloc(sizeof(int) * 2 * (size_t)p), *dsp = cnt + p;
+            for (int s = 0; s < p; s++) {
+                cnt[s] = (n + 3 * s) % (n + 1);
+                dsp[s] = s * n;
+            }
+            for (int i = 0; i < cnt[r]; i++) a[i] = val(r, i, 9);
+            for (int i = 0; i < n * p; i++) b[i] = -1;
+            if (inplace)
+                for (int i = 0; i < cnt[r]; i++) b[(size_t)r * n + i] = a[i];
+            MPI_Allgatherv(inplace ? MPI_IN_PLACE : a, cnt[r], MPI_INT, b, cnt, dsp, MPI_INT,
+                           comm);
+            int bad = 0;
+            for (int s = 0; s < p; s++)
+                for (int i = 0; i < n; i++)
+                    bad += b[(size_t)s * n + i] != (i < cnt[s] ? val(s, i, 9) : -1);
+            CHECK(!bad, "%s allgatherv count=%d%s: %d wrong", name, n,
+                  inplace ? " in place" : "", bad);
+            free(cnt);
+        }
         /* Barrier: each rank in turn enters 2 ms late; no rank may leave before the
          * late one has entered (CLOCK_MONOTONIC: one clock for the node) */
         if (k == 0) {
@@ -344,6 +368,19 @@ static void run_inter(MPI_Comm world) {
     int bad = 0;
     for (int j = 0; j < rp; j++) bad += from[j] != 1000 * (2 * j + (1 - color)) + hr;
     CHECK(!bad, "intercommunicator alltoall: %d wrong", bad);
+    /* allgatherv: one int from every rank of the other group, side by side */
+    int *ones = malloc(sizeof(int) * 2 * (size_t)rp), *at = ones + rp;
+    for (int j = 0; j < rp; j++) {
+        ones[j] = 1;
+        at[j] = j;
+        from[j] = -1;
+    }
+    int me = 2000 + r;
+    MPI_Allgatherv(&me, 1, MPI_INT, from, ones, at, MPI_INT, inter);
+    bad = 0;
+    for (int j = 0; j < rp; j++) bad += from[j] != 2000 + 2 * j + (1 - color);
+    CHECK(!bad, "intercommunicator allgatherv: %d wrong", bad);
+    free(ones);
     free(to);
     free(from);
     MPI_Comm_free(&inter);

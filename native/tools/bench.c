@@ -77,11 +77,12 @@ static void usage(void) {
            "                      [--load-size B] [--load-window W] [--load-seed S]]\n"
            "                      [--probe-iterations N [--probe-size B]]\n\n"
            "  --coll        bcast | reduce | gather | allgather | allreduce | alltoall |\n"
-           "                alltoallv | scatter | barrier\n"
+           "                alltoallv | scatter | barrier | allgatherv\n"
            "  --algo        comma-separated algorithm specs, e.g. native,binomial,chain:fanout=2\n"
            "  --sizes       message sizes in bytes (default 8,65536,1048576); for gather and\n"
            "                allgather: bytes per process; alltoall(v): per process per\n"
-           "                destination (as osu_alltoall); scatter: per process; barrier: 0\n"
+           "                destination (as osu_alltoall); scatter: per process; barrier: 0;\n"
+           "                allgatherv: per process, equal on every process (as osu_allgatherv)\n"
            "  --iterations  timed calls (osu) or samples (window) per point and repetition\n"
            "                (default 1000 up to 8 KiB, 100 above)\n"
            "  --warmup      untimed calls first (default iterations/10)\n"
@@ -353,7 +354,7 @@ int main(int argc, char **argv) {
     }
     ct_coll_t coll;
     if (!coll_name) ct_die(rank, "--coll is required (bcast, reduce, gather, allgather, allreduce, "
-                                 "alltoall, alltoallv, scatter, barrier)");
+                                 "alltoall, alltoallv, scatter, barrier, allgatherv)");
     if (ct_coll_from_name(coll_name, &coll) != MPI_SUCCESS) ct_die(rank, "%s", ct_last_error());
     if (!algo_list) ct_die(rank, "--algo is required");
     MPI_Datatype dt;
@@ -403,7 +404,9 @@ int main(int argc, char **argv) {
      * buffer is processes x size */
     int sends_p = a2a || coll == CT_SCATTER || coll == CT_REDUCE_SCATTER_BLOCK ||
                   coll == CT_REDUCE_SCATTER; /* send buffer: processes x size */
-    int gathered = coll == CT_GATHER || coll == CT_ALLGATHER || a2a; /* receive: p x size */
+    int gathered = coll == CT_GATHER || coll == CT_ALLGATHER || a2a ||
+                   coll == CT_ALLGATHERV; /* receive: p x size */
+    int vdispl = a2a || coll == CT_ALLGATHERV; /* displacements j x count fit an int */
     long *sizes = malloc((size_t)nsizes * sizeof *sizes);
     long max_size = 0;
     for (int s = 0; s < nsizes; s++) {
@@ -417,8 +420,8 @@ int main(int argc, char **argv) {
                    dtype_name, tsize);
         if (coll == CT_BARRIER && sizes[s] != 0)
             ct_die(rank, "size %ld B: a barrier moves no data; use --sizes 0", sizes[s]);
-        if (sizes[s] / tsize > (a2a || (sends_p && coll != CT_SCATTER) ? INT_MAX / nprocs
-                                                                        : INT_MAX))
+        if (sizes[s] / tsize > (vdispl || (sends_p && coll != CT_SCATTER) ? INT_MAX / nprocs
+                                                                          : INT_MAX))
             ct_die(rank, "size %ld B is %ld %s elements, more than an MPI count can hold (%d)",
                    sizes[s], sizes[s] / tsize, dtype_name, INT_MAX);
         if ((gathered || sends_p) && (size_t)sizes[s] > SIZE_MAX / 4 / (size_t)nprocs)

@@ -50,9 +50,9 @@ void bench_timing_init(MPI_Comm measured, double sleep_seconds, double budget_se
     budget_s = budget_seconds;
 }
 
-/* Alltoallv's arguments at one point: `count` elements for every peer, blocks
- * side by side (what osu_alltoallv measures); made once per count. Reduce_scatter
- * uses the counts: `count` elements for every rank. */
+/* Alltoallv's (and Allgatherv's) arguments at one point: `count` elements for every
+ * peer, blocks side by side (what osu_alltoallv and osu_allgatherv measure); made
+ * once per count. Reduce_scatter uses the counts: `count` elements for every rank. */
 static int *vcounts, *vdispls, vcount = -1;
 static void v_args(int count) {
     if (count == vcount) return;
@@ -96,6 +96,10 @@ static int run_mpi(const point_t *p) {
     case CT_REDUCE_SCATTER:
         v_args(p->count);
         return MPI_Reduce_scatter(p->sbuf, p->rbuf, vcounts, p->dt, p->op, world);
+    case CT_ALLGATHERV:
+        v_args(p->count);
+        return MPI_Allgatherv(p->sbuf, p->count, p->dt, p->rbuf, vcounts, vdispls, p->dt,
+                              world);
     default: return MPI_ERR_ARG;
     }
 }
@@ -128,6 +132,10 @@ static int run_choice(const point_t *p, const ct_choice_t *c) {
     case CT_REDUCE_SCATTER:
         v_args(p->count);
         return ct_reduce_scatter(c, p->sbuf, p->rbuf, vcounts, p->dt, p->op, world);
+    case CT_ALLGATHERV:
+        v_args(p->count);
+        return ct_allgatherv(c, p->sbuf, p->count, p->dt, p->rbuf, vcounts, vdispls, p->dt,
+                             world);
     default: return MPI_ERR_ARG;
     }
 }
@@ -386,7 +394,8 @@ static const char *mpi_coll_name(ct_coll_t coll) {
     static const char *names[] = { "MPI_Bcast",     "MPI_Reduce",   "MPI_Gather",
                                    "MPI_Allgather", "MPI_Allreduce", "MPI_Alltoall",
                                    "MPI_Alltoallv", "MPI_Scatter",   "MPI_Barrier",
-                                   "MPI_Reduce_scatter_block", "MPI_Reduce_scatter" };
+                                   "MPI_Reduce_scatter_block", "MPI_Reduce_scatter",
+                                   "MPI_Allgatherv" };
     return (unsigned)coll < sizeof names / sizeof *names ? names[coll] : "?";
 }
 
@@ -397,7 +406,8 @@ int validate_point(const point_t *p, candidate_t *c, char *ref, long size) {
     const int a2a = p->coll == CT_ALLTOALL || p->coll == CT_ALLTOALLV;
     const int rs = p->coll == CT_REDUCE_SCATTER_BLOCK || p->coll == CT_REDUCE_SCATTER;
     const int sends_p = a2a || rs || p->coll == CT_SCATTER; /* the send buffer: p blocks */
-    size_t outb = (p->coll == CT_GATHER || p->coll == CT_ALLGATHER || a2a)
+    size_t outb = (p->coll == CT_GATHER || p->coll == CT_ALLGATHER || a2a ||
+                   p->coll == CT_ALLGATHERV)
                       ? bytes * (size_t)nprocs : bytes;
     int kind = V_DATA;
     if (p->coll == CT_REDUCE || p->coll == CT_ALLREDUCE || rs)
@@ -436,6 +446,10 @@ int validate_point(const point_t *p, candidate_t *c, char *ref, long size) {
             v_args(p->count);
             rrc = MPI_Alltoallv(p->sbuf, vcounts, vdispls, p->dt, ref, vcounts, vdispls,
                                 p->dt, world);
+            break;
+        case CT_ALLGATHERV:
+            v_args(p->count);
+            rrc = MPI_Allgatherv(p->sbuf, p->count, p->dt, ref, vcounts, vdispls, p->dt, world);
             break;
         case CT_SCATTER:
             rrc = MPI_Scatter(p->sbuf, p->count, p->dt, ref, p->count, p->dt, p->root, world);

@@ -115,7 +115,7 @@ static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const
         if ((families & F_MIXED) && (coll == CT_BCAST || coll == CT_GATHER ||
                                      coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
                                      coll == CT_ALLTOALLV || coll == CT_SCATTER ||
-                                     coll == CT_REDUCE_SCATTER)) {
+                                     coll == CT_REDUCE_SCATTER || coll == CT_ALLGATHERV)) {
             static const int pairs[] = { 0, 1, 7, 1000 };
             c.family = "mixed";
             c.t = T_INT;
@@ -144,7 +144,7 @@ static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const
         if ((families & F_GARBAGE) && (coll == CT_REDUCE || coll == CT_GATHER ||
                                        coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
                                        coll == CT_ALLTOALLV || coll == CT_SCATTER ||
-                                       coll == CT_REDUCE_SCATTER)) {
+                                       coll == CT_REDUCE_SCATTER || coll == CT_ALLGATHERV)) {
             static const int counts[] = { 1, 7, 1000 };
             c.family = "garbage";
             c.garbage = 1;
@@ -158,7 +158,7 @@ static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const
                         c.t = t;
                         /* all-to-all collectives ignore arguments only in place */
                         int ip0 = coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
-                                  coll == CT_ALLTOALLV;
+                                  coll == CT_ALLTOALLV || coll == CT_ALLGATHERV;
                         for (int ip = ip0; ip < 2; ip++) {
                             c.inplace = ip;
                             run_case(&c);
@@ -395,7 +395,7 @@ static void verify_algo(int algo) {
         if (!full && has_inner_param(a))
             continue; /* inner algorithms are verified at large counts on their own */
         int gathers = coll == CT_GATHER || coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
-                      coll == CT_ALLTOALLV || coll == CT_SCATTER;
+                      coll == CT_ALLTOALLV || coll == CT_SCATTER || coll == CT_ALLGATHERV;
         for (int ri = 0; ri < nroots; ri++) {
             if (ri == 2 || (!full && ri == 0 && nroots > 1)) continue;
             c.root = roots[ri];
@@ -441,8 +441,8 @@ static void usage(void) {
            "variants, at the launch's process count. JSON lines on stdout; exit 1 on any\n"
            "mismatch.\n\n"
            "  --coll LIST    collectives (bcast,reduce,gather,allgather,allreduce,alltoall,\n"
-           "                 alltoallv,scatter,barrier,reduce_scatter_block,reduce_scatter;\n"
-           "                 default all)\n"
+           "                 alltoallv,scatter,barrier,reduce_scatter_block,reduce_scatter,\n"
+           "                 allgatherv; default all)\n"
            "  --algo LIST    algorithm names (default: all but native and hidden ones)\n"
            "  --quick        skip the large count\n"
            "  --max-fail N   failures printed per run (default 20)\n"

@@ -516,6 +516,7 @@ void run_mixed(vcase_t *c, int a) {
     else if (c->coll == CT_ALLTOALLV) run_mixed_alltoallv(c, a);
     else if (c->coll == CT_SCATTER) run_mixed_scatter(c, a);
     else if (c->coll == CT_REDUCE_SCATTER) run_mixed_reduce_scatter(c, a);
+    else if (c->coll == CT_ALLGATHERV) run_mixed_allgatherv(c, a);
     /* Reduce and Allreduce: MPI requires the same count and datatype everywhere */
 }
 
@@ -567,6 +568,11 @@ void run_inter(vcase_t *c) {
         rc = ct_reduce_scatter(&c->choice, out, buf, cnt, MPI_INT, MPI_SUM, intercomm);
         break;
     }
+    case CT_ALLGATHERV: {
+        int cnt[16] = { 0 }, dsp[16] = { 0 };
+        rc = ct_allgatherv(&c->choice, buf, 0, MPI_INT, out, cnt, dsp, MPI_INT, intercomm);
+        break;
+    }
     default: rc = ct_allreduce(&c->choice, buf, out, 4, MPI_INT, MPI_SUM, intercomm); break;
     }
     double secs = MPI_Wtime() - t0;
@@ -599,6 +605,7 @@ void run_case(const vcase_t *c) {
     case CT_BARRIER: run_barrier(c); break;
     case CT_REDUCE_SCATTER_BLOCK: run_reduce_scatter_block(c); break;
     case CT_REDUCE_SCATTER: run_reduce_scatter(c); break;
+    case CT_ALLGATHERV: run_allgatherv(c); break;
     default: break;
     }
 }

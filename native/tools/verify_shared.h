@@ -46,5 +46,8 @@ MPI_Op case_op(int t, int o); /* the op of a case (verify_cases.c) */
 void run_reduce_scatter_block(const vcase_t *c);
 void run_reduce_scatter(const vcase_t *c);
 void run_mixed_reduce_scatter(vcase_t *c, int a);
+/* verify_allgatherv.c */
+void run_allgatherv(const vcase_t *c);
+void run_mixed_allgatherv(vcase_t *c, int a);
 
 #endif

@@ -179,6 +179,17 @@ OMPI: dict[str, tuple[LibAlgo, ...]] = {
         _o("scatter", 2, "binomial", "binomial"),
         _o("scatter", 3, "linear_nb", "linear_nb"),
     ),
+    "allgatherv": (
+        _o("allgatherv", 1, "default", "gatherv_bcast",
+           note="Open MPI's default allgatherv: a gatherv to rank 0, then a bcast of all "
+                "blocks as one indexed type"),
+        _o("allgatherv", 2, "bruck", "bruck"),
+        _o("allgatherv", 3, "ring", "ring"),
+        _o("allgatherv", 4, "neighbor", "neighbor_exchange"),
+        _o("allgatherv", 5, "two_proc", "two_proc", np_exact=2,
+           note="Open MPI returns an error unless there are exactly 2 processes"),
+        _o("allgatherv", 6, "sparbit", "sparbit"),
+    ),
     "barrier": (
         _o("barrier", 1, "linear", "linear"),
         _o("barrier", 2, "double_ring", "double_ring"),
@@ -337,6 +348,12 @@ MPICH: dict[str, tuple[LibAlgo, ...]] = {
         _m("reduce_scatter", "pairwise", note="commutative ops only"),
         _m("reduce_scatter", "recursive_doubling"),
         _m("reduce_scatter", "recursive_halving", note="commutative ops only"),
+    ),
+    "allgatherv": (
+        _m("allgatherv", "brucks", "bruck"),
+        _m("allgatherv", "nb"),
+        _m("allgatherv", "recursive_doubling"),
+        _m("allgatherv", "ring"),
     ),
 }
 

@@ -1,0 +1,102 @@
+/*
+ * verify_allgatherv.c -- colltune-verify's cases of Allgatherv (main, garbage and
+ * self through run_case, mixed through run_mixed, inter in run_inter; the inputs,
+ * layouts and verdicts are verify_cases.c's, see verify_shared.h).
+ */
+#include "verify_shared.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Allgatherv's count of block j for base count n: uneven, some zero (n > 0). */
+static int agv_count(int n, int j) { return n == 0 ? 0 : (n + 3 * j) % (n + 2); }
+
+/* blocks laid out last rank first, one element apart (holes and reversed order);
+ * cnt[j] = elements of block j; returns the elements spanned */
+static long agv_layout(int cn, const int *cnt, int *dsp) {
+    long at = 1;
+    for (int j = cn - 1; j >= 0; j--) {
+        dsp[j] = (int)at;
+        at += cnt[j] + 1;
+    }
+    return at;
+}
+
+/* Allgatherv: block j (agv_count elements) from rank j, at displs[j]. With
+ * MPI_IN_PLACE this rank's block is already in place and the send count and type
+ * are ignored (garbage: -1 and MPI_DATATYPE_NULL). */
+void run_allgatherv(const vcase_t *c) {
+    verdict_t v = { 0, "" };
+    int cr, cn;
+    MPI_Comm_rank(c->comm, &cr);
+    MPI_Comm_size(c->comm, &cn);
+    int *ar = malloc((size_t)(2 * cn) * sizeof *ar);
+    int *cnt = ar, *dsp = ar + cn;
+    for (int j = 0; j < cn; j++) cnt[j] = agv_count(c->count, j);
+    long span = agv_layout(cn, cnt, dsp);
+    size_t ext = type_extent(c->t), sbytes = (size_t)cnt[cr] * ext, rbytes = (size_t)span * ext;
+    uint32_t salt = ++salt_counter;
+    char *in = alloc_region(sbytes), *in_ref = alloc_region(sbytes);
+    char *rn = alloc_region(rbytes), *ro = alloc_region(rbytes);
+    fill(in, c->t, cnt[cr], O_SUM, rank, salt);
+    memcpy(in_ref, in, sbytes);
+    if (c->inplace) {
+        memcpy(rn + (size_t)dsp[cr] * ext, in, sbytes);
+        memcpy(ro + (size_t)dsp[cr] * ext, in, sbytes);
+    }
+    const void *sn = c->inplace ? MPI_IN_PLACE : in;
+    MPI_Datatype dt = types[c->t], sd = dt;
+    int sc = cnt[cr];
+    if (c->garbage && c->inplace) {
+        sc = -1;
+        sd = MPI_DATATYPE_NULL;
+    }
+    MPI_Allgatherv(sn, cnt[cr], dt, rn, cnt, dsp, dt, c->comm);
+    check_rc(&v, ct_allgatherv(&c->choice, sn, sc, sd, ro, cnt, dsp, dt, c->comm));
+    compare(&v, "result", ro, rn, c->t, span);
+    if (!c->inplace) compare(&v, "send buffer was modified", in, in_ref, c->t, cnt[cr]);
+    report(c, &v);
+    free(ar);
+    free(in);
+    free(in_ref);
+    free(rn);
+    free(ro);
+}
+
+/* Allgatherv: rank j sends agv_count(pairs, j) pairs of ints in its layout; each
+ * rank receives every block in its own layout (counts in its own elements), blocks
+ * in reverse order one element apart. The expected result is computed here (rank
+ * j's ints do not depend on its layout): Open MPI 5.0.11's own MPI_Allgatherv hangs
+ * on these layouts at 3 processes and 65539 pairs (its sparbit, algorithm 6, which
+ * its default selection picks there). */
+void run_mixed_allgatherv(vcase_t *c, int a) {
+    verdict_t v = { 0, "" };
+    const int pairs = c->count;
+    if (pairs == 0) return; /* the empty layouts: Allgather's family covers them */
+    const int Ls = lay_of(a, rank, pairs), Lr = lay_of(a, rank + 1, pairs);
+    int *ar = malloc((size_t)(2 * nprocs) * sizeof *ar);
+    int *rc = ar, *rd = ar + nprocs;
+    for (int j = 0; j < nprocs; j++) rc[j] = lay_count(Lr, agv_count(pairs, j));
+    long rspan = agv_layout(nprocs, rc, rd);
+    const int mine = agv_count(pairs, rank), sc = lay_count(Ls, mine);
+    size_t sbytes = lay_bytes(Ls, mine) + 1, rbytes = (size_t)rspan * lay_extent(Lr);
+    uint32_t salt = ++salt_counter;
+    mixed_desc(c, a, pairs);
+    char *in = alloc_region(sbytes), *in_ref = alloc_region(sbytes);
+    char *rn = alloc_region(rbytes), *ro = alloc_region(rbytes);
+    lay_fill(in, Ls, mine, rank, salt);
+    memcpy(in_ref, in, sbytes);
+    for (int j = 0; j < nprocs; j++)
+        lay_fill(rn + (size_t)rd[j] * lay_extent(Lr), Lr, agv_count(pairs, j), j, salt);
+    check_rc(&v, ct_allgatherv(&c->choice, in, sc, lay_dt[Ls], ro, rc, rd, lay_dt[Lr],
+                               MPI_COMM_WORLD));
+    compare_bytes(&v, "result", ro, rn, rbytes);
+    compare_bytes(&v, "send buffer was modified", in, in_ref, sbytes);
+    report(c, &v);
+    free(ar);
+    free(in);
+    free(in_ref);
+    free(rn);
+    free(ro);
+}
