@@ -607,3 +607,16 @@ def test_mpich_runs_what_a_ppn_keyed_file_says_on_emulated_nodes(tmp_path, mpich
     _, rows, _ = rf.which_ran(path, mpich_b, np=4, sizes=[65536], collectives=["bcast"])
     assert [(r.named, r.ok) for r in rows] == [("scatter_ring_allgather", True)], rows
     assert "binomial" not in rows[0].ran.split(", ")
+
+
+def test_rules_show_and_check_say_the_ppn_ranges(tmp_path, ompi_build):
+    path = tmp_path / "ppn.rules"
+    path.write_text("# colltune-rules 1\nbcast 16 - 0 - binomial - ppn=1-1\n"
+                    "bcast 16 - 0 - linear - ppn=2-\nallreduce 1 - 0 - ring -\n")
+    res = colltune("rules", "check", str(path))
+    assert res.returncode == 0 and "a valid colltune rules file" in res.stdout, res.stderr
+    headers, rows, _ = rf.table(path.read_text(), "colltune")
+    assert headers[-1] == "per node"
+    assert [r[-1] for r in rows] == ["1", "2-", "any"]
+    res = colltune("rules", "show", str(path))
+    assert res.returncode == 0 and "per node" in res.stdout

@@ -32,7 +32,7 @@ from colltune.rules import openmpi as eo
 from colltune.mpi import libalgos
 from colltune.rules import interpose as ipose
 from colltune.rules import ruleset as rules_mod
-from colltune.base.collectives import COLLECTIVES
+from colltune.base.collectives import COLLECTIVES, per_process
 from colltune.base.files import read_text as read_input, write_atomic
 from colltune.base.specs import format_lib_spec, is_lib_spec
 from colltune.rules.ruleset import RulesError, RuleSet
@@ -74,12 +74,19 @@ def table(text: str, kind: str, mpi=None, every: bool = False
     if kind == "colltune":
         rs = rules_mod.from_text(text)
         notes.append(f"target: {rs.target}" + "".join(f"; {k}: {v}" for k, v in rs.meta.items()))
-        sizes = {"gather": "B/process", "allgather": "B/process", "scatter": "B/process",
-                 "alltoall": "B/destination", "alltoallv": "B/destination"}
+        def unit(c: str) -> str:
+            return ("B/destination" if c in ("alltoall", "alltoallv")
+                    else "B/process" if per_process(c) else "B")
+
+        loaded = any(r.load is not None for r in rs.rules)
+        noded = any(r.ppn is not None for r in rs.rules)
         rows = [[r.collective, _b(r.np_min, r.np_max),
-                 _b(r.size_min, r.size_max) + f" {sizes.get(r.collective, 'B')}", r.spec,
-                 r.mapping or ""] for r in rs.rules]
-        return ["collective", "processes", "size", "algorithm", "mapping"], rows, notes
+                 _b(r.size_min, r.size_max) + f" {unit(r.collective)}", r.spec, r.mapping or ""]
+                + ([r.load or "any"] if loaded else [])
+                + ([("any" if r.ppn is None else _b(r.ppn[0], r.ppn[1]))] if noded else [])
+                for r in rs.rules]
+        return (["collective", "processes", "size", "algorithm", "mapping"]
+                + (["load"] if loaded else []) + (["per node"] if noded else [])), rows, notes
     if kind == "openmpi":
         installed = None
         if mpi is not None and mpi.kind == "openmpi":
