@@ -58,8 +58,7 @@ static int ag_begin(ag_t *g, const void *sbuf, int scount, MPI_Datatype sdt, voi
     g->rcount = rcount;
     g->rdt = rdt;
     g->own_pending = sbuf != MPI_IN_PLACE;
-    CT_CHECK(MPI_Comm_size(comm, &g->np));
-    CT_CHECK(MPI_Comm_rank(comm, &g->r));
+    CT_CHECK(ct_comm_geom(comm, &g->np, &g->r));
     return ct_blk_init(&g->b, rcount, rdt, g->np);
 }
 
@@ -238,8 +237,7 @@ int ct_allgather_gather_bcast(const void *sbuf, int scount, MPI_Datatype sdt, vo
                               int rcount, MPI_Datatype rdt, MPI_Comm comm,
                               const ct_params_t *prm) {
     int np, r, rc;
-    CT_CHECK(MPI_Comm_size(comm, &np));
-    CT_CHECK(MPI_Comm_rank(comm, &r));
+    CT_CHECK(ct_comm_geom(comm, &np, &r));
     ct_type_t t;
     CT_CHECK(ct_type(rdt, &t));
     /* with MPI_IN_PLACE my block already sits in rbuf: send it from there

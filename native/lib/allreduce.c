@@ -134,8 +134,7 @@ int ct_allreduce_recursive_doubling(const void *sbuf, void *rbuf, int count,
     int rank, size, rc = MPI_SUCCESS;
     void *tmp_raw = NULL;
     ct_type_t t;
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
-    CT_CHECK(MPI_Comm_size(comm, &size));
+    CT_CHECK(ct_comm_geom(comm, &size, &rank));
     CT_CHECK(ct_type(dt, &t));
     CT_CHECK(input_to_rbuf(sbuf, rbuf, count, dt));
     if (size == 1) return MPI_SUCCESS;
@@ -205,8 +204,7 @@ static int ring_allreduce(const char *name, const void *sbuf, void *rbuf, int co
     void *tmp_raw = NULL;
     MPI_Request req[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
     ct_type_t t;
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
-    CT_CHECK(MPI_Comm_size(comm, &size));
+    CT_CHECK(ct_comm_geom(comm, &size, &rank));
     CT_CHECK(ct_type(dt, &t));
     CT_CHECK(input_to_rbuf(sbuf, rbuf, count, dt));
     if (size == 1) return MPI_SUCCESS;
@@ -306,8 +304,7 @@ int ct_allreduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datat
     int rank, size, rc = MPI_SUCCESS;
     void *tmp_raw = NULL;
     ct_type_t t;
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
-    CT_CHECK(MPI_Comm_size(comm, &size));
+    CT_CHECK(ct_comm_geom(comm, &size, &rank));
     CT_CHECK(ct_type(dt, &t));
     CT_CHECK(input_to_rbuf(sbuf, rbuf, count, dt));
     if (size == 1) return MPI_SUCCESS;
@@ -376,8 +373,7 @@ int ct_allreduce_allgather_reduce(const void *sbuf, void *rbuf, int count, MPI_D
     void *all_raw = NULL;
     MPI_Datatype vec = MPI_DATATYPE_NULL;
     ct_type_t t;
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
-    CT_CHECK(MPI_Comm_size(comm, &size));
+    CT_CHECK(ct_comm_geom(comm, &size, &rank));
     CT_CHECK(ct_type(dt, &t));
     if (size == 1) return input_to_rbuf(sbuf, rbuf, count, dt);
 

@@ -31,9 +31,27 @@ static struct {
 } ccache[CCACHE];
 static int ccache_next, info_key = MPI_KEYVAL_INVALID;
 
+/* The facts of the private duplicate the last call ran on, for ct_comm_geom:
+ * one pointer, read and written whole (a thread that reads it sees some
+ * complete entry and checks its handle). */
+static comm_info_t *geom;
+
+int ct_comm_geom(MPI_Comm comm, int *size, int *rank) {
+    comm_info_t *g = __atomic_load_n(&geom, __ATOMIC_RELAXED);
+    if (g && g->dup == comm && comm != MPI_COMM_NULL) {
+        *size = g->size;
+        *rank = g->rank;
+        return MPI_SUCCESS;
+    }
+    CT_CHECK(MPI_Comm_size(comm, size));
+    return MPI_Comm_rank(comm, rank);
+}
+
 static int info_delete(MPI_Comm comm, int key, void *val, void *extra) {
     (void)comm; (void)key; (void)extra;
     comm_info_t *ci = (comm_info_t *)val;
+    comm_info_t *expect = ci; /* forget it if it is the last one used */
+    __atomic_compare_exchange_n(&geom, &expect, NULL, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     for (int i = 0; i < CCACHE; i++)
         if (ccache[i].info == ci) {
             ccache[i].comm = MPI_COMM_NULL;
@@ -113,6 +131,7 @@ static int shadow_comm(MPI_Comm comm, comm_info_t *ci, MPI_Comm *out) {
         ci->dup = dup;
     }
     *out = ci->dup;
+    if (__atomic_load_n(&geom, __ATOMIC_RELAXED) != ci) __atomic_store_n(&geom, ci, __ATOMIC_RELAXED);
     return MPI_SUCCESS;
 }
 
@@ -123,7 +142,12 @@ static ct_fallback_hook_t hook;
 const ct_dispatch_t *ct_last_dispatch(void) { return &last; }
 void ct_set_fallback_hook(ct_fallback_hook_t h) { hook = h; }
 
-/* the predefined reduction operations are commutative: no call needed */
+/* the predefined reduction operations are commutative: no call needed. Out of
+ * line: inlined into violated(), the compiler evaluated its 13 comparisons on
+ * every call, needed or not (callgrind: a third of resolve()'s instructions). */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
 static int op_commutes(MPI_Op op) {
     if (op == MPI_SUM || op == MPI_MAX || op == MPI_MIN || op == MPI_PROD ||
         op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR || op == MPI_LAND ||
@@ -163,7 +187,16 @@ static inline int same_choice(const ct_choice_t *x, const ct_choice_t *y, const 
     return 1;
 }
 
-static int check_choice_slow(const ct_choice_t *c, ct_coll_t coll, const ct_algo_t **out) {
+/* Out of line (first call, a changed choice, fallbacks): kept out of the per-call
+ * path, whose frame and register saves they would otherwise enlarge. */
+#if defined(__GNUC__)
+#define CT_COLD __attribute__((noinline, cold))
+#else
+#define CT_COLD
+#endif
+
+CT_COLD static int check_choice_slow(const ct_choice_t *c, ct_coll_t coll,
+                                     const ct_algo_t **out) {
     CT_CHECK(ct_choice_check(c));
     const ct_algo_t *a = ct_algo_get(c->algo);
     if (a->coll != coll)
@@ -186,9 +219,9 @@ static inline int check_choice(const ct_choice_t *c, ct_coll_t coll, const ct_al
 
 /* A declared fallback instead of `a` (its constraint `why` is violated),
  * repeatedly: records the chain in `last`, fills fb, sets *run and *ra. */
-static int resolve_fallback(const ct_choice_t *c, ct_coll_t coll, int p, int count, MPI_Op op,
-                            ct_choice_t *fb, const ct_choice_t **run, const ct_algo_t **ra,
-                            const ct_algo_t *a, const char *why) {
+CT_COLD static int resolve_fallback(const ct_choice_t *c, ct_coll_t coll, int p, int count,
+                                    MPI_Op op, ct_choice_t *fb, const ct_choice_t **run,
+                                    const ct_algo_t **ra, const ct_algo_t *a, const char *why) {
     for (int hops = 0; hops < 8 && why; hops++) {
         int f = ct_algo_find(coll, a->fallback);
         if (f < 0)
