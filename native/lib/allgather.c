@@ -38,6 +38,8 @@ static char *blk_at(const ag_t *g, int i) { return g->rbuf + (MPI_Aint)i * g->b.
 static int ag_place_own(ag_t *g) {
     if (!g->own_pending) return MPI_SUCCESS;
     g->own_pending = 0;
+    if (g->sdt == g->rdt && g->scount == g->rcount) /* b.t: the geometry of rdt */
+        return ct_copy_t(g->sbuf, blk_at(g, g->r), g->rcount, g->rdt, &g->b.t);
     return ct_copy_sig(g->sbuf, g->scount, g->sdt, blk_at(g, g->r), g->rcount, g->rdt);
 }
 
@@ -271,9 +273,14 @@ int ct_allgather_ring(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf
     ag_t g;
     int rc = MPI_SUCCESS;
     CT_CHECK(ag_begin(&g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
-    const int np = g.np, right = (g.r + 1) % np, left = (g.r - 1 + np) % np;
-    for (int i = 0; i < np - 1 && rc == MPI_SUCCESS; i++)
-        rc = xchg(&g, (g.r - i + np) % np, 1, right, (g.r - i - 1 + np) % np, 1, left);
+    const int np = g.np, right = g.r + 1 < np ? g.r + 1 : 0, left = g.r > 0 ? g.r - 1 : np - 1;
+    /* step i sends block r-i and receives block r-i-1 (mod p): counted down
+     * without a division per step */
+    for (int i = 0, sb = g.r; i < np - 1 && rc == MPI_SUCCESS; i++) {
+        const int rb = sb > 0 ? sb - 1 : np - 1;
+        rc = xchg(&g, sb, 1, right, rb, 1, left);
+        sb = rb;
+    }
     return ag_end(&g, rc);
 }
 

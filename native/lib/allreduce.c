@@ -134,12 +134,13 @@ int ct_allreduce_recursive_doubling(const void *sbuf, void *rbuf, int count,
     int rank, size, rc = MPI_SUCCESS;
     void *tmp_raw = NULL;
     ct_type_t t;
+    ct_small_t small;
     CT_CHECK(ct_comm_geom(comm, &size, &rank));
     CT_CHECK(ct_type(dt, &t));
-    CT_CHECK(input_to_rbuf(sbuf, rbuf, count, dt));
+    if (sbuf != MPI_IN_PLACE) CT_CHECK(ct_copy_t(sbuf, rbuf, count, dt, &t));
     if (size == 1) return MPI_SUCCESS;
 
-    void *tmp = ct_tmp_alloc(count, &t, &tmp_raw);
+    void *tmp = ct_tmp_alloc_in(count, &t, &tmp_raw, &small, sizeof small);
     if (!tmp) return alloc_failed("recursive_doubling", count, &t);
 
     int pof2 = ct_pow2_floor(size), rem = size - pof2;
@@ -161,7 +162,7 @@ int ct_allreduce_recursive_doubling(const void *sbuf, void *rbuf, int count,
                 other = swap;
             }
         }
-        if (cur != rbuf) CT_TRY(ct_copy(cur, rbuf, count, dt));
+        if (cur != rbuf) CT_TRY(ct_copy_t(cur, rbuf, count, dt, &t));
     }
     CT_TRY(fold_out(rbuf, count, dt, rank, rem, comm));
 out:

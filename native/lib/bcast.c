@@ -256,8 +256,12 @@ static int tree_bcast(void *buf, int count, MPI_Datatype dt, long segsize, const
     msg_t m;
     ct_type_t t;
     const int is_root = tr->parent < 0;
+    int size;
     if (segsize <= 0) return tree_once(buf, count, dt, tr, tag, comm);
-    /* the datatype's geometry only when a segment size may cut the message */
+    /* the datatype's geometry only when a segment size may cut the message:
+     * a segment at least as long as the message never does */
+    CT_CHECK(ct_type_size(dt, &size));
+    if (segsize >= (MPI_Aint)count * size) return tree_once(buf, count, dt, tr, tag, comm);
     CT_CHECK(ct_type(dt, &t));
     if (!segmented(segsize, count, &t)) return tree_once(buf, count, dt, tr, tag, comm);
     int rc = stream_open(&m, buf, count, dt, &t, is_root, segsize, comm);

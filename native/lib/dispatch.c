@@ -692,12 +692,20 @@ int ct_barrier(const ct_choice_t *c, MPI_Comm comm) {
 static int inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI_Op op,
                          ct_choice_t *run) {
     ct_choice_t c;
+    int p, rank;
     CT_CHECK(ct_choice_default(algo, &c));
+    CT_CHECK(ct_comm_geom(comm, &p, &rank));
+    /* the common case, a default choice of this collective whose constraints
+     * hold, runs as it is: the record of the outer call stays as it was (as the
+     * general path below leaves it), without copying it twice */
+    const ct_algo_t *ia = ct_algo_get(algo);
+    if (ia && ia->coll == coll && !violated(ia, p, count, op)) {
+        *run = c;
+        return MPI_SUCCESS;
+    }
     ct_dispatch_t saved = last;
     const ct_choice_t *r;
     const ct_algo_t *ra;
-    int p;
-    CT_CHECK(MPI_Comm_size(comm, &p));
     int rc = resolve(&c, coll, p, count, op, run, &r, &ra);
     if (rc == MPI_SUCCESS && r != run) *run = *r;
     /* an inner fallback is still reported, appended to the outer record */
