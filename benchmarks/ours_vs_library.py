@@ -8,7 +8,10 @@ colltune.drivers.bench.run_bench: ours and native share one launch, each ompi:
 algorithm has its own, and the launches alternate one repetition at a time.
 
 Prints, per collective, the median latency ratio ours / ompi for each size
-(< 1: ours is faster).
+(< 1: ours is faster) and their geometric mean. A cell where Open MPI's algorithm
+switches to another schedule at that count (library_switch) is marked ≠ and left
+out of the mean; NOT_PAIRED says why a registry algorithm with an Open MPI twin has
+no row. docs/performance.md has the table and where the time went.
 
     .venv/bin/python benchmarks/ours_vs_library.py --np 2
     .venv/bin/python benchmarks/ours_vs_library.py --np 4 --sizes 8,1K,64K,1M --reps 5 -o out.json
@@ -30,17 +33,21 @@ from colltune.mpi import libalgos
 from colltune.mpi import libraries as mpi_mod
 from colltune.drivers import registry
 from colltune.mpi.build import build as do_build
+from colltune.base.specs import parse_lib_spec
 from colltune.base.units import fmt_size, parse_sizes
 
 # (ours, Open MPI's) per collective; same name unless noted
 PAIRS: dict[str, list[tuple[str, str]]] = {
     "bcast": [(n, n) for n in ("binomial", "knomial", "chain", "pipeline", "binary",
-                               "split_binary", "scatter_allgather")],
+                               "split_binary", "scatter_allgather", "scatter_ring_allgather",
+                               "linear")],
     "reduce": [(n, n) for n in ("binomial", "chain", "pipeline", "binary", "in_order_binary",
                                 "rabenseifner", "linear")],
+    "gather": [(n, n) for n in ("linear", "binomial")],
+    # Open MPI's "linear" allgather is a gather + bcast, i.e. our gather_bcast (our
+    # linear, every rank sending to every other, has no twin there)
     "allgather": [(n, n) for n in ("ring", "recursive_doubling", "bruck", "neighbor_exchange",
-                                   "two_proc", "sparbit", "linear")]
-    # Open MPI's "linear" allgather is a gather + bcast, i.e. our gather_bcast
+                                   "two_proc", "sparbit")]
     + [("gather_bcast", "linear")],
     "allreduce": [(n, n) for n in ("ring", "segmented_ring", "recursive_doubling",
                                    "rabenseifner", "basic_linear")],
@@ -61,6 +68,44 @@ PAIRS: dict[str, list[tuple[str, str]]] = {
 }
 
 SHARED_PARAMS = ("segsize", "fanout", "radix", "max_requests")
+
+# Algorithms with an Open MPI twin in the registry that are not paired, and why.
+NOT_PAIRED: dict[tuple[str, str], str] = {
+    ("allreduce", "reduce_bcast"): "Open MPI's nonoverlapping runs its own decision rules "
+    "for the inner Reduce and Bcast, so no parameter makes the two schedules equal",
+    ("allreduce", "allgather_reduce"): "not in Open MPI 5.0's coll/tuned",
+}
+
+
+def _pof2_floor(n: int) -> int:
+    return 1 << (n.bit_length() - 1)
+
+
+def library_switch(collective: str, theirs: str, count: int, np_: int) -> str | None:
+    """The schedule Open MPI's `theirs` runs instead of its own at this count of
+    elements (the benchmark's datatype is char: count = bytes), or None when it runs
+    its own. Such a cell compares two different schedules: it is shown, marked, and
+    left out of the geometric mean and the largest ratio."""
+    if collective in ("allreduce", "reduce") and theirs == "rabenseifner" \
+            and count < _pof2_floor(np_):
+        return "basic_linear" if collective == "allreduce" else "linear"
+    return None
+
+
+def unpaired_twins(build) -> list[tuple[str, str]]:
+    """(collective, name) of every registry algorithm with an Open MPI twin in the
+    library table that neither PAIRS nor NOT_PAIRED lists."""
+    out = []
+    for a in registry.algorithms(build):
+        if not a.ompi_name or a.hidden or (a.collective, a.name) in NOT_PAIRED:
+            continue
+        try:
+            libalgos.find("ompi", a.collective, a.ompi_name)
+        except ValueError:
+            continue
+        if not any(o.split(":")[0] == a.name for o, _ in PAIRS.get(a.collective, [])):
+            out.append((a.collective, a.name))
+    return out
 
 
 def ompi_spec(build, collective: str, ours: str, theirs: str) -> str:
@@ -123,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         t.add_column("Open MPI (our default parameters)")
         for s in csizes:
             t.add_column(fmt_size(s), justify="right")
-        ratios = []
+        ratios, switched = [], set()
         for ours, theirs in pairs:
             row = [ours, theirs]
             for s in csizes:
@@ -133,7 +178,11 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 cell = (f"{a['median_us'] / b['median_us']:.2f}" if b["median_us"] > 0
                         else "n/a")
-                if b["median_us"] > 0 and a["median_us"] > 0:
+                other = library_switch(coll, parse_lib_spec(theirs)[1], s, args.np)
+                if other:
+                    switched.add(f"{theirs} runs {other} at {fmt_size(s)}")
+                    cell += " ≠"
+                elif b["median_us"] > 0 and a["median_us"] > 0:
                     ratios.append(a["median_us"] / b["median_us"])
                 cell += f" ({a['median_us']:.2f}/{b['median_us']:.2f})"
                 if a.get("fallback"):
@@ -145,6 +194,12 @@ def main(argv: list[str] | None = None) -> int:
             gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
             out.print(f"  {coll}: geometric mean {gm:.2f}, largest {max(ratios):.2f} over "
                       f"{len(ratios)} points", highlight=False)
+        if switched:
+            out.print("  ≠ not the same schedule, left out of the mean: "
+                      + "; ".join(sorted(switched)), highlight=False)
+        for (c, name), why in NOT_PAIRED.items():
+            if c == coll:
+                out.print(f"  not paired: {name}: {why}", highlight=False)
         for note in notes:
             if not note.startswith("running as root"):
                 out.print(f"  note: {note}", highlight=False)

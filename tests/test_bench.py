@@ -457,3 +457,43 @@ def test_bench_reduce_scatter(ompi_build):
 
     assert bench_mod.buffer_bytes("reduce_scatter", 1000, 4) == 4 * 1000 + 1000
     assert bench_mod.buffer_bytes("reduce_scatter_block", 1000, 4, validate=True) == 6000
+
+
+def _ours_vs_library():
+    import importlib.util
+
+    from conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location(
+        "ours_vs_library", ROOT / "benchmarks" / "ours_vs_library.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_ours_vs_library_pairs_every_twin_with_equal_parameters(ompi_build):
+    """Every registry algorithm with an Open MPI twin has a row (or a reason not to),
+    each row names a real Open MPI algorithm, and the parameters both sides have are
+    forced to ours."""
+    from colltune.drivers import registry as reg
+    from colltune.mpi import libalgos
+
+    ovl = _ours_vs_library()
+    assert ovl.unpaired_twins(ompi_build) == []
+    ours = {(a.collective, a.name): a for a in reg.algorithms(ompi_build)}
+    for coll, pairs in ovl.PAIRS.items():
+        for o, t in pairs:
+            a = ours[(coll, o.split(":")[0])]
+            lib = libalgos.find("ompi", coll, t)  # raises for an unknown twin
+            # the twin is the registry's own, except for the gather + bcast pair
+            assert a.ompi_name in (lib.name, lib.lib_name, *lib.aliases), (coll, o, t)
+            spec = ovl.ompi_spec(ompi_build, coll, o, t)
+            for p in a.params:
+                if p["name"] in ovl.SHARED_PARAMS and p["name"] in {q.key for q in lib.params}:
+                    want = dict(kv.split("=") for kv in o.partition(":")[2].split(",") if kv)
+                    assert f"{p['name']}={want.get(p['name'], p['default'])}" in spec
+    # a library-side switch of schedule is recognised, and only below its threshold
+    assert ovl.library_switch("allreduce", "rabenseifner", 3, 4) == "basic_linear"
+    assert ovl.library_switch("allreduce", "rabenseifner", 4, 4) is None
+    assert ovl.library_switch("reduce", "rabenseifner", 1, 2) == "linear"
+    assert ovl.library_switch("allreduce", "ring", 1, 4) is None

@@ -38,6 +38,8 @@ static char *blk_at(const ag_t *g, int i) { return g->rbuf + (MPI_Aint)i * g->b.
 static int ag_place_own(ag_t *g) {
     if (!g->own_pending) return MPI_SUCCESS;
     g->own_pending = 0;
+    if (g->sdt == g->rdt && g->scount == g->rcount) /* b.t: the geometry of rdt */
+        return ct_copy_t(g->sbuf, blk_at(g, g->r), g->rcount, g->rdt, &g->b.t);
     return ct_copy_sig(g->sbuf, g->scount, g->sdt, blk_at(g, g->r), g->rcount, g->rdt);
 }
 
@@ -58,8 +60,7 @@ static int ag_begin(ag_t *g, const void *sbuf, int scount, MPI_Datatype sdt, voi
     g->rcount = rcount;
     g->rdt = rdt;
     g->own_pending = sbuf != MPI_IN_PLACE;
-    CT_CHECK(MPI_Comm_size(comm, &g->np));
-    CT_CHECK(MPI_Comm_rank(comm, &g->r));
+    CT_CHECK(ct_comm_geom(comm, &g->np, &g->r));
     return ct_blk_init(&g->b, rcount, rdt, g->np);
 }
 
@@ -238,8 +239,7 @@ int ct_allgather_gather_bcast(const void *sbuf, int scount, MPI_Datatype sdt, vo
                               int rcount, MPI_Datatype rdt, MPI_Comm comm,
                               const ct_params_t *prm) {
     int np, r, rc;
-    CT_CHECK(MPI_Comm_size(comm, &np));
-    CT_CHECK(MPI_Comm_rank(comm, &r));
+    CT_CHECK(ct_comm_geom(comm, &np, &r));
     ct_type_t t;
     CT_CHECK(ct_type(rdt, &t));
     /* with MPI_IN_PLACE my block already sits in rbuf: send it from there
@@ -273,9 +273,14 @@ int ct_allgather_ring(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf
     ag_t g;
     int rc = MPI_SUCCESS;
     CT_CHECK(ag_begin(&g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
-    const int np = g.np, right = (g.r + 1) % np, left = (g.r - 1 + np) % np;
-    for (int i = 0; i < np - 1 && rc == MPI_SUCCESS; i++)
-        rc = xchg(&g, (g.r - i + np) % np, 1, right, (g.r - i - 1 + np) % np, 1, left);
+    const int np = g.np, right = g.r + 1 < np ? g.r + 1 : 0, left = g.r > 0 ? g.r - 1 : np - 1;
+    /* step i sends block r-i and receives block r-i-1 (mod p): counted down
+     * without a division per step */
+    for (int i = 0, sb = g.r; i < np - 1 && rc == MPI_SUCCESS; i++) {
+        const int rb = sb > 0 ? sb - 1 : np - 1;
+        rc = xchg(&g, sb, 1, right, rb, 1, left);
+        sb = rb;
+    }
     return ag_end(&g, rc);
 }
 

@@ -134,13 +134,13 @@ int ct_allreduce_recursive_doubling(const void *sbuf, void *rbuf, int count,
     int rank, size, rc = MPI_SUCCESS;
     void *tmp_raw = NULL;
     ct_type_t t;
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
-    CT_CHECK(MPI_Comm_size(comm, &size));
+    ct_small_t small;
+    CT_CHECK(ct_comm_geom(comm, &size, &rank));
     CT_CHECK(ct_type(dt, &t));
-    CT_CHECK(input_to_rbuf(sbuf, rbuf, count, dt));
+    if (sbuf != MPI_IN_PLACE) CT_CHECK(ct_copy_t(sbuf, rbuf, count, dt, &t));
     if (size == 1) return MPI_SUCCESS;
 
-    void *tmp = ct_tmp_alloc(count, &t, &tmp_raw);
+    void *tmp = ct_tmp_alloc_in(count, &t, &tmp_raw, &small, sizeof small);
     if (!tmp) return alloc_failed("recursive_doubling", count, &t);
 
     int pof2 = ct_pow2_floor(size), rem = size - pof2;
@@ -162,7 +162,7 @@ int ct_allreduce_recursive_doubling(const void *sbuf, void *rbuf, int count,
                 other = swap;
             }
         }
-        if (cur != rbuf) CT_TRY(ct_copy(cur, rbuf, count, dt));
+        if (cur != rbuf) CT_TRY(ct_copy_t(cur, rbuf, count, dt, &t));
     }
     CT_TRY(fold_out(rbuf, count, dt, rank, rem, comm));
 out:
@@ -205,8 +205,7 @@ static int ring_allreduce(const char *name, const void *sbuf, void *rbuf, int co
     void *tmp_raw = NULL;
     MPI_Request req[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
     ct_type_t t;
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
-    CT_CHECK(MPI_Comm_size(comm, &size));
+    CT_CHECK(ct_comm_geom(comm, &size, &rank));
     CT_CHECK(ct_type(dt, &t));
     CT_CHECK(input_to_rbuf(sbuf, rbuf, count, dt));
     if (size == 1) return MPI_SUCCESS;
@@ -306,8 +305,7 @@ int ct_allreduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datat
     int rank, size, rc = MPI_SUCCESS;
     void *tmp_raw = NULL;
     ct_type_t t;
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
-    CT_CHECK(MPI_Comm_size(comm, &size));
+    CT_CHECK(ct_comm_geom(comm, &size, &rank));
     CT_CHECK(ct_type(dt, &t));
     CT_CHECK(input_to_rbuf(sbuf, rbuf, count, dt));
     if (size == 1) return MPI_SUCCESS;
@@ -376,8 +374,7 @@ int ct_allreduce_allgather_reduce(const void *sbuf, void *rbuf, int count, MPI_D
     void *all_raw = NULL;
     MPI_Datatype vec = MPI_DATATYPE_NULL;
     ct_type_t t;
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
-    CT_CHECK(MPI_Comm_size(comm, &size));
+    CT_CHECK(ct_comm_geom(comm, &size, &rank));
     CT_CHECK(ct_type(dt, &t));
     if (size == 1) return input_to_rbuf(sbuf, rbuf, count, dt);
 

@@ -92,8 +92,25 @@ static inline char *ct_elem(const void *buf, MPI_Aint i, const ct_type_t *t) {
  * dummy buffer). */
 void *ct_tmp_alloc(MPI_Aint count, const ct_type_t *t, void **raw);
 
+/* The same from a small buffer of the caller's (on its stack) when the count
+ * elements fit in `bytes` bytes of it -- *raw is then NULL, and free(*raw) is
+ * still right -- else from malloc. A small message's malloc and free cost as
+ * much as its exchange (callgrind: about 100 instructions a call). */
+void *ct_tmp_alloc_in(MPI_Aint count, const ct_type_t *t, void **raw, void *small,
+                      size_t bytes);
+/* room for a small temporary on the stack, aligned for any basic type */
+#define CT_TMP_SMALL 256
+typedef union {
+    char c[CT_TMP_SMALL];
+    long double ld;
+    long long ll;
+    void *p;
+} ct_small_t;
+
 /* Local copy of count elements between buffers laid out with datatype dt. */
 int ct_copy(const void *src, void *dst, int count, MPI_Datatype dt);
+/* The same when the caller has the datatype's geometry t already. */
+int ct_copy_t(const void *src, void *dst, int count, MPI_Datatype dt, const ct_type_t *t);
 /* Local copy between two layouts of the same type signature (scount x sdt into
  * rcount x rdt); a plain ct_copy when both are the same. */
 int ct_copy_sig(const void *src, int scount, MPI_Datatype sdt, void *dst, int rcount,
@@ -156,6 +173,12 @@ static inline int ct_pow2_floor(int n) {
     while (r * 2 <= n) r *= 2;
     return r;
 }
+
+/* MPI_Comm_size and MPI_Comm_rank of comm in one call, answered without a call
+ * into the MPI library for the private communicator the dispatcher just handed
+ * to the algorithm (dispatch.c) -- the two calls cost about 60 instructions,
+ * a tenth of a small broadcast's own work. */
+int ct_comm_geom(MPI_Comm comm, int *size, int *rank);
 
 /* ---- choices (choice.c) ------------------------------------------------------ */
 /* How algorithm a declares parameter id; NULL if it has no such parameter. */

@@ -46,12 +46,30 @@ static CT_THREAD_LOCAL struct {
 } tc;
 static _Atomic int info_key = MPI_KEYVAL_INVALID;
 
+/* The facts of the private duplicate this thread's current call runs on, for
+ * ct_comm_geom: set by shadow_comm, cleared at the start of every dispatch
+ * (comm_info), so it never outlives the call that set it (another thread may free
+ * that communicator afterwards). */
+static CT_THREAD_LOCAL comm_info_t *geom;
+
+int ct_comm_geom(MPI_Comm comm, int *size, int *rank) {
+    comm_info_t *g = geom;
+    if (g && g->dup == comm && comm != MPI_COMM_NULL) {
+        *size = g->size;
+        *rank = g->rank;
+        return MPI_SUCCESS;
+    }
+    CT_CHECK(MPI_Comm_size(comm, size));
+    return MPI_Comm_rank(comm, rank);
+}
+
 static int info_delete(MPI_Comm comm, int key, void *val, void *extra) {
     (void)comm; (void)key; (void)extra;
     comm_info_t *ci = (comm_info_t *)val;
     /* every thread's table forgets its entries before the next lookup (the freed
      * handle may be reused by a new communicator) */
     atomic_fetch_add_explicit(&ccache_epoch, 1, memory_order_release);
+    if (geom == ci) geom = NULL; /* this thread's; the others reset theirs per call */
     int finalized = 0;
     MPI_Finalized(&finalized);
     ct_place_free(ci->pl, finalized);
@@ -130,6 +148,7 @@ static int comm_info_slow(ct_coll_t coll, MPI_Comm comm, comm_info_t **out) {
 /* The facts of an intracommunicator, or an error for MPI_COMM_NULL and
  * intercommunicators (an invalid handle raises the library's own error). */
 static inline int comm_info(ct_coll_t coll, MPI_Comm comm, comm_info_t **out) {
+    geom = NULL;
     ccache_sync();
     if (comm != MPI_COMM_NULL)
         for (int i = 0; i < CCACHE; i++)
@@ -149,6 +168,7 @@ static int shadow_comm(MPI_Comm comm, comm_info_t *ci, MPI_Comm *out) {
         ci->dup = dup;
     }
     *out = ci->dup;
+    geom = ci;
     return MPI_SUCCESS;
 }
 
@@ -167,7 +187,12 @@ static void call_hook(void) {
     if (h) h(&last);
 }
 
-/* the predefined reduction operations are commutative: no call needed */
+/* the predefined reduction operations are commutative: no call needed. Out of
+ * line: inlined into violated(), the compiler evaluated its 13 comparisons on
+ * every call, needed or not (callgrind: a third of resolve()'s instructions). */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
 static int op_commutes(MPI_Op op) {
     if (op == MPI_SUM || op == MPI_MAX || op == MPI_MIN || op == MPI_PROD ||
         op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR || op == MPI_LAND ||
@@ -207,7 +232,16 @@ static inline int same_choice(const ct_choice_t *x, const ct_choice_t *y, const 
     return 1;
 }
 
-static int check_choice_slow(const ct_choice_t *c, ct_coll_t coll, const ct_algo_t **out) {
+/* Out of line (first call, a changed choice, fallbacks): kept out of the per-call
+ * path, whose frame and register saves they would otherwise enlarge. */
+#if defined(__GNUC__)
+#define CT_COLD __attribute__((noinline, cold))
+#else
+#define CT_COLD
+#endif
+
+CT_COLD static int check_choice_slow(const ct_choice_t *c, ct_coll_t coll,
+                                     const ct_algo_t **out) {
     CT_CHECK(ct_choice_check(c));
     const ct_algo_t *a = ct_algo_get(c->algo);
     if (a->coll != coll)
@@ -230,9 +264,9 @@ static inline int check_choice(const ct_choice_t *c, ct_coll_t coll, const ct_al
 
 /* A declared fallback instead of `a` (its constraint `why` is violated),
  * repeatedly: records the chain in `last`, fills fb, sets *run and *ra. */
-static int resolve_fallback(const ct_choice_t *c, ct_coll_t coll, int p, int count, MPI_Op op,
-                            ct_choice_t *fb, const ct_choice_t **run, const ct_algo_t **ra,
-                            const ct_algo_t *a, const char *why) {
+CT_COLD static int resolve_fallback(const ct_choice_t *c, ct_coll_t coll, int p, int count,
+                                    MPI_Op op, ct_choice_t *fb, const ct_choice_t **run,
+                                    const ct_algo_t **ra, const ct_algo_t *a, const char *why) {
     for (int hops = 0; hops < 8 && why; hops++) {
         int f = ct_algo_find(coll, a->fallback);
         if (f < 0)
@@ -794,12 +828,20 @@ int ct_allgatherv(const ct_choice_t *c, const void *sbuf, int scount, MPI_Dataty
 static int inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI_Op op,
                          ct_choice_t *run) {
     ct_choice_t c;
+    int p, rank;
     CT_CHECK(ct_choice_default(algo, &c));
+    CT_CHECK(ct_comm_geom(comm, &p, &rank));
+    /* the common case, a default choice of this collective whose constraints
+     * hold, runs as it is: the record of the outer call stays as it was (as the
+     * general path below leaves it), without copying it twice */
+    const ct_algo_t *ia = ct_algo_get(algo);
+    if (ia && ia->coll == coll && !violated(ia, p, count, op)) {
+        *run = c;
+        return MPI_SUCCESS;
+    }
     ct_dispatch_t saved = last;
     const ct_choice_t *r;
     const ct_algo_t *ra;
-    int p;
-    CT_CHECK(MPI_Comm_size(comm, &p));
     int rc = resolve(&c, coll, p, count, op, run, &r, &ra);
     if (rc == MPI_SUCCESS && r != run) *run = *r;
     /* an inner fallback is still reported, appended to the outer record */

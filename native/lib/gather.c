@@ -134,8 +134,7 @@ int ct_gather_binomial(const void *sbuf, int scount, MPI_Datatype sdt, void *rbu
                        const ct_params_t *prm) {
     (void)prm;
     int np, r;
-    CT_CHECK(MPI_Comm_size(comm, &np));
-    CT_CHECK(MPI_Comm_rank(comm, &r));
+    CT_CHECK(ct_comm_geom(comm, &np, &r));
     if (r == root) return binomial_root(sbuf, scount, sdt, rbuf, rcount, rdt, root, np, comm);
     return binomial_nonroot(sbuf, scount, sdt, root, np, (r - root + np) % np, comm);
 }

@@ -45,8 +45,7 @@ int ct_reduce_native(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, M
 int ct_reduce_linear(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, const ct_params_t *p) {
     (void)p;
     int np, rank, rc = MPI_SUCCESS;
-    CT_CHECK(MPI_Comm_size(comm, &np));
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
+    CT_CHECK(ct_comm_geom(comm, &np, &rank));
     const void *in = ct_input_of(sbuf, rbuf);
 
     if (rank != root) return ct_send(in, count, dt, root, CT_TAG_REDUCE, comm);
@@ -72,7 +71,9 @@ int ct_reduce_linear(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, M
         }
         CT_TRY(MPI_Irecv(rbuf, count, dt, np - 1, CT_TAG_REDUCE, comm, &req[1]));
     }
-    for (int k = 0; k < 2; k++) {
+    /* temporaries for the receives from ranks other than the root and p-1 (none
+     * at 2 processes), at most two in use at a time */
+    for (int k = 0; k < 2 && k < np - 1 - (root < np - 1); k++) {
         buf[k] = ct_tmp_alloc(count, &t, &raw[k]);
         if (!buf[k]) { rc = no_mem("linear"); goto out; }
     }

@@ -104,16 +104,31 @@ static int self_tag(void) {
     return tag;
 }
 
+void *ct_tmp_alloc_in(MPI_Aint count, const ct_type_t *t, void **raw, void *small,
+                      size_t bytes) {
+    MPI_Aint need = count > 0 ? (count - 1) * t->extent + t->true_extent : 1;
+    if (need > 0 && (size_t)need <= bytes) {
+        *raw = NULL;
+        return (char *)small - t->true_lb;
+    }
+    return ct_tmp_alloc(count, t, raw);
+}
+
 int ct_copy(const void *src, void *dst, int count, MPI_Datatype dt) {
     if (count <= 0 || src == dst) return MPI_SUCCESS;
     ct_type_t t;
     CT_CHECK(ct_type(dt, &t));
-    if (t.size == t.extent && t.size == t.true_extent) {
-        CT_SIM_CHARGE(CT_SIM_COPY, (double)count * t.size); /* SMPI only (simcharge.h) */
+    return ct_copy_t(src, dst, count, dt, &t);
+}
+
+int ct_copy_t(const void *src, void *dst, int count, MPI_Datatype dt, const ct_type_t *t) {
+    if (count <= 0 || src == dst) return MPI_SUCCESS;
+    if (t->size == t->extent && t->size == t->true_extent) {
+        CT_SIM_CHARGE(CT_SIM_COPY, (double)count * t->size); /* SMPI only (simcharge.h) */
         /* dense elements (no holes, no gaps between them): one memmove, several
          * times cheaper than a self send/receive for both small and large counts */
-        memmove((char *)dst + t.true_lb, (const char *)src + t.true_lb,
-                (size_t)count * (size_t)t.size);
+        memmove((char *)dst + t->true_lb, (const char *)src + t->true_lb,
+                (size_t)count * (size_t)t->size);
         return MPI_SUCCESS;
     }
     /* a self send/receive copies any datatype, holes untouched */
