@@ -39,6 +39,9 @@ ALL_VARS = ["COLLTUNE_RULES", "COLLTUNE_VERBOSE", "COLLTUNE_PROFILE",
 FORCED = {"bcast": "binomial", "reduce": "binomial", "gather": "binomial",
           "allgather": "ring", "allreduce": "ring", "alltoall": "pairwise",
           "alltoallv": "pairwise", "scatter": "binomial", "barrier": "double_ring"}
+# mpi4py's tests also call these (colltune-threads does not)
+MPI4PY_FORCED = {**FORCED, "reduce_scatter_block": "butterfly", "reduce_scatter": "butterfly",
+                 "allgatherv": "ring"}
 THREADS, ROUNDS = 4, 40
 
 
@@ -62,11 +65,11 @@ def _decisions(stderr: str) -> list[str]:
             and "warning:" not in ln]
 
 
-def _check_ours_ran(lines: list[str], np: int, colls=tuple(FORCED)) -> None:
+def _check_ours_ran(lines: list[str], np: int, colls=tuple(FORCED), forced=FORCED) -> None:
     """Every forced collective of `colls` printed a decision at np, and each says the
     forced algorithm ran, or its declared fallback with the reason."""
     for coll in colls:
-        algo = FORCED[coll]
+        algo = forced[coll]
         var = interpose.force_variable(coll)
         mine = [ln for ln in lines if ln.startswith(f"colltune-pmpi: {coll} np={np} ")]
         assert mine, f"{coll}: no decision at np={np}\n" + "\n".join(lines)
@@ -175,7 +178,8 @@ def test_mpi4py_collective_tests_run_our_algorithms(ompi_build, tmp_path):
              "print('level', mpi4py.rc.thread_level, "
              "MPI.Query_thread() == MPI.THREAD_MULTIPLE)")
     env = _env(ompi_build, {"COLLTUNE_VERBOSE": "1", "COLLTUNE_PROFILE": str(prof),
-                            "PYTHONDONTWRITEBYTECODE": "1"})
+                            "PYTHONDONTWRITEBYTECODE": "1",
+                            **{interpose.force_variable(c): a for c, a in MPI4PY_FORCED.items()}})
     res = _run(ompi_build, 2, [sys.executable, "-c", probe], env, timeout=120)
     assert res.returncode == 0 and res.stdout.count("level multiple True") == 2, \
         res.stdout + res.stderr[-2000:]
@@ -185,9 +189,9 @@ def test_mpi4py_collective_tests_run_our_algorithms(ompi_build, tmp_path):
     assert len(re.findall(r"^Ran \d+ tests", res.stderr, re.M)) == 2, res.stderr[-3000:]
     assert res.stderr.count("\nOK") == 2, res.stderr[-3000:]
     assert "MPI_THREAD_MULTIPLE" not in res.stderr
-    used = [c for c in FORCED if c != "barrier"]  # these tests call no MPI_Barrier
-    _check_ours_ran(_decisions(res.stderr), 2, used)
+    used = [c for c in MPI4PY_FORCED if c != "barrier"]  # these tests call no MPI_Barrier
+    _check_ours_ran(_decisions(res.stderr), 2, used, MPI4PY_FORCED)
     p = interpose.read_profile(prof)
-    ours = {e.collective for e in p.entries if e.np == 2 and e.algorithm == FORCED[
-        e.collective] and e.source == interpose.force_variable(e.collective)}
+    ours = {e.collective for e in p.entries if e.np == 2 and e.algorithm == MPI4PY_FORCED.get(
+        e.collective) and e.source == interpose.force_variable(e.collective)}
     assert set(used) <= ours, ours
