@@ -89,10 +89,10 @@ def _threads(build, np, extra=None):
     assert "MPI_THREAD_MULTIPLE" not in res.stderr, res.stderr
     lines = _decisions(res.stderr)
     _check_ours_ran(lines, np)
-    # each thread's record is its own: the even threads' 8-byte MPI_SUM Allreduce ran
+    # each thread's record is its own: the even threads' 16-byte MPI_SUM Allreduce ran
     # ring, the odd threads' 80-byte affine one fell back, never the other way round
     ar = [ln for ln in lines if ln.startswith(f"colltune-pmpi: allreduce np={np} ")]
-    assert f"colltune-pmpi: allreduce np={np} size 8..15 B: ring (COLLTUNE_ALLREDUCE)" in ar, ar
+    assert f"colltune-pmpi: allreduce np={np} size 16..31 B: ring (COLLTUNE_ALLREDUCE)" in ar, ar
     assert (f"colltune-pmpi: allreduce np={np} size 64..127 B: recursive_doubling "
             "(COLLTUNE_ALLREDUCE; allreduce/ring -> recursive_doubling: the op is not "
             "commutative)") in ar, ar
@@ -120,7 +120,7 @@ def test_the_profile_counts_every_threads_calls(ompi_build, tmp_path):
     calls = {(e.collective, e.size_min, e.algorithm): e.calls for e in p.entries
              if e.np == 2}
     even, odd = (THREADS + 1) // 2, THREADS // 2
-    assert calls[("allreduce", 8, "ring")] == even * ROUNDS, calls
+    assert calls[("allreduce", 16, "ring")] == even * ROUNDS, calls
     assert calls[("allreduce", 64, "recursive_doubling")] == odd * ROUNDS, calls
     for coll in ("bcast", "reduce", "gather", "scatter", "allgather", "alltoall",
                  "alltoallv", "barrier"):

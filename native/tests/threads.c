@@ -103,12 +103,13 @@ static void round_of(int t, int it, MPI_Comm comm) {
         }
         CHECK(!bad, "thread %d round %d reduce n=%d root=%d: %d wrong", t, it, n, root, bad);
     }
-    /* Allreduce: even threads 2 ints with MPI_SUM, odd threads 10 affine maps */
+    /* Allreduce: even threads 4 ints with MPI_SUM (at least as many elements as
+     * processes up to 4: ring runs, no fallback), odd threads 10 affine maps */
     if (t % 2 == 0) {
-        for (int i = 0; i < 2; i++) a[i] = val(r, i, salt);
-        MPI_Allreduce(a, b, 2, MPI_INT, MPI_SUM, comm);
+        for (int i = 0; i < 4; i++) a[i] = val(r, i, salt);
+        MPI_Allreduce(a, b, 4, MPI_INT, MPI_SUM, comm);
         bad = 0;
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < 4; i++) {
             int e = 0;
             for (int s = 0; s < p; s++) e += val(s, i, salt);
             bad += b[i] != e;
@@ -239,8 +240,10 @@ int main(int argc, char **argv) {
     for (int t = 0; t < nthreads; t++) pthread_create(&tid[t], NULL, worker, &jobs[t]);
     for (int t = 0; t < nthreads; t++) pthread_join(tid[t], NULL);
     for (int t = 0; t < nthreads; t++) MPI_Comm_free(&jobs[t].comm);
-    long mine[2] = { nfail, nchecks }, all[2];
-    MPI_Allreduce(mine, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    /* four elements (two used): at least one per process up to 4, so the forced ring
+     * runs here too and the only fallback is the odd threads' */
+    long mine[4] = { nfail, nchecks, 0, 0 }, all[4];
+    MPI_Allreduce(mine, all, 4, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (wrank == 0 && all[0] == 0)
         printf("threads: %ld checks passed (%d threads x %d rounds, %d processes)\n", all[1],
                nthreads, iters, p);
