@@ -84,6 +84,17 @@ static void *input_copy(const char *name, const rs_t *s, const void *in, MPI_Dat
     return acc;
 }
 
+/* The prologue of the algorithms that work on the whole vector: a copy of the input
+ * (`acc`) and a temporary as large (`tmp`); the caller frees both raws. */
+static int whole_vector(const char *name, const rs_t *s, const void *in, MPI_Datatype dt,
+                        char **acc, void **raw, char **tmp, void **traw) {
+    int rc = MPI_SUCCESS;
+    *acc = input_copy(name, s, in, dt, raw, &rc);
+    if (rc != MPI_SUCCESS) return rc;
+    *tmp = ct_tmp_alloc(s->disp[s->p], &s->t, traw);
+    return *tmp ? MPI_SUCCESS : alloc_failed(name, s->disp[s->p], &s->t);
+}
+
 /* Fold: even ranks of the first 2*rem send their whole vector, odd ones combine it
  * on the left of theirs (tmp: room for the vector). */
 static int fold_in(const rs_t *s, void *acc, void *tmp, MPI_Datatype dt, MPI_Op op,
@@ -177,15 +188,9 @@ int ct_reduce_scatter_recursive_halving(const void *sbuf, void *rbuf, const int 
     int rc = MPI_SUCCESS;
     void *raw = NULL, *traw = NULL;
     CT_CHECK(rs_init(&s, cnt, dt, comm));
-    const int n = s.disp[s.p];
-    char *acc = input_copy("recursive_halving", &s, ct_input_of(sbuf, rbuf), dt, &raw, &rc);
-    char *tmp = NULL;
-    if (rc != MPI_SUCCESS) goto out;
-    tmp = ct_tmp_alloc(n, &s.t, &traw);
-    if (!tmp) {
-        rc = alloc_failed("recursive_halving", n, &s.t);
-        goto out;
-    }
+    char *acc = NULL, *tmp = NULL;
+    CT_TRY(whole_vector("recursive_halving", &s, ct_input_of(sbuf, rbuf), dt, &acc, &raw, &tmp,
+                        &traw));
     CT_TRY(fold_in(&s, acc, tmp, dt, op, comm));
     if (s.newrank >= 0) {
         int lo = 0, hi = s.pof2; /* new blocks this rank is responsible for */
@@ -238,12 +243,11 @@ int ct_reduce_scatter_butterfly(const void *sbuf, void *rbuf, const int *cnt,
     void *raw = NULL, *wraw = NULL;
     CT_CHECK(rs_init(&s, cnt, dt, comm));
     const int n = s.disp[s.p];
-    char *acc = input_copy("butterfly", &s, ct_input_of(sbuf, rbuf), dt, &raw, &rc);
-    char *w = NULL, *res = acc;
-    if (rc != MPI_SUCCESS) goto out;
-    w = ct_tmp_alloc(n, &s.t, &wraw);
+    char *acc = NULL, *w = NULL;
+    CT_TRY(whole_vector("butterfly", &s, ct_input_of(sbuf, rbuf), dt, &acc, &raw, &w, &wraw));
+    char *res = acc;
     pd = malloc((size_t)(s.pof2 + 1) * sizeof *pd);
-    if (!w || !pd) {
+    if (!pd) {
         rc = alloc_failed("butterfly", n, &s.t);
         goto out;
     }
@@ -308,14 +312,10 @@ int ct_reduce_scatter_recursive_doubling(const void *sbuf, void *rbuf, const int
     void *raw = NULL, *traw = NULL;
     CT_CHECK(rs_init(&s, cnt, dt, comm));
     const int n = s.disp[s.p];
-    char *acc = input_copy("recursive_doubling", &s, ct_input_of(sbuf, rbuf), dt, &raw, &rc);
-    char *tmp = NULL, *res = acc;
-    if (rc != MPI_SUCCESS) goto out;
-    tmp = ct_tmp_alloc(n, &s.t, &traw);
-    if (!tmp) {
-        rc = alloc_failed("recursive_doubling", n, &s.t);
-        goto out;
-    }
+    char *acc = NULL, *tmp = NULL;
+    CT_TRY(whole_vector("recursive_doubling", &s, ct_input_of(sbuf, rbuf), dt, &acc, &raw, &tmp,
+                        &traw));
+    char *res = acc;
     CT_TRY(fold_in(&s, acc, tmp, dt, op, comm));
     if (s.newrank >= 0) {
         const int me = s.newrank;
