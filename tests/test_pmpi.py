@@ -762,24 +762,26 @@ def test_alltoall_rules_verbose_and_profile(ompi_build, tmp_path):
     assert any(k[0] == "alltoallv" and k[3] == "pairwise" for k in by), by.keys()
 
 
-def _scatter_barrier_forced_by_colltune_run(build, mpi_flag, np):
-    """Every Scatter and Barrier algorithm under `colltune run --force` in an unmodified
-    program (plaincolls: MPI_Scatter at both end roots, in place at the root every
-    other pass; MPI_Barrier with each rank entering late in turn, checked on one
-    clock): right results, and ours ran (or its declared fallback, which says so)."""
+def _two_forced_by_colltune_run(build, mpi_flag, np, first, second):
+    """Every algorithm of two collectives (each (name, algorithms it must have)) under
+    `colltune run --force` in the unmodified plaincolls, paired round by round: right
+    results, and the verbose lines say that ours ran (or its declared fallback, which
+    says so)."""
     ln = launch.prepare(build.mpi, np, [str(build.program("colltune-plaincolls"))])
-    sc = registry.names(build, "scatter")
-    ba = registry.names(build, "barrier")
-    assert {"linear", "linear_nb", "binomial"} <= set(sc), sc
-    assert {"linear", "double_ring", "recursive_doubling", "bruck", "tree"} <= set(ba), ba
-    for k in range(max(len(sc), len(ba))):
-        s, b = sc[k % len(sc)], ba[k % len(ba)]
-        res = colltune("run", "--mpi", mpi_flag, "--force", f"scatter={s}", "--force",
-                       f"barrier={b}", "--verbose", "--", *ln.argv)
-        assert res.returncode == 0, f"{s}/{b}: " + res.stdout + res.stderr[-3000:]
+    names = []
+    for coll, need in (first, second):
+        have = registry.names(build, coll)
+        assert set(need) <= set(have), (coll, have)
+        names.append(have)
+    for k in range(max(map(len, names))):
+        pair = [(coll, algos[k % len(algos)]) for (coll, _), algos in zip((first, second), names)]
+        res = colltune("run", "--mpi", mpi_flag,
+                       *[x for coll, algo in pair for x in ("--force", f"{coll}={algo}")],
+                       "--verbose", "--", *ln.argv)
+        assert res.returncode == 0, f"{pair}: " + res.stdout + res.stderr[-3000:]
         assert re.search(r"plaincolls: \d+ checks passed", res.stdout), res.stdout
         lines = _decisions(res.stderr)
-        for coll, algo in (("scatter", s), ("barrier", b)):
+        for coll, algo in pair:
             var = interpose.force_variable(coll)
             mine = [x for x in lines if x.startswith(f"colltune-pmpi: {coll} np={np} ")
                     and f"({var}" in x]
@@ -787,6 +789,16 @@ def _scatter_barrier_forced_by_colltune_run(build, mpi_flag, np):
             for x in mine:
                 ran = x.split(": ", 2)[2].split(" ", 1)[0]
                 assert ran == algo or f"{coll}/{algo} ->" in x, x
+
+
+def _scatter_barrier_forced_by_colltune_run(build, mpi_flag, np):
+    """Every Scatter and Barrier algorithm under `colltune run --force` in an unmodified
+    program (plaincolls: MPI_Scatter at both end roots, in place at the root every
+    other pass; MPI_Barrier with each rank entering late in turn, checked on one
+    clock): right results, and ours ran (or its declared fallback, which says so)."""
+    _two_forced_by_colltune_run(
+        build, mpi_flag, np, ("scatter", ("linear", "linear_nb", "binomial")),
+        ("barrier", ("linear", "double_ring", "recursive_doubling", "bruck", "tree")))
 
 
 @pytest.mark.parametrize("np", NPS)
@@ -805,28 +817,12 @@ def _reduce_scatter_forced_by_colltune_run(build, mpi_flag, np):
     MPI_Reduce_scatter with a non-commutative op and uneven counts, some zero, each in
     place every other count, on the world, a sub-communicator and dups): right results,
     and ours ran (or, for the non-commutative op, its declared fallback, which says so)."""
-    ln = launch.prepare(build.mpi, np, [str(build.program("colltune-plaincolls"))])
-    bl = registry.names(build, "reduce_scatter_block")
-    rs = registry.names(build, "reduce_scatter")
-    assert {"basic_linear", "recursive_halving", "butterfly", "recursive_doubling", "ring",
-            "pairwise"} <= set(bl), bl
-    assert {"nonoverlapping", "recursive_halving", "butterfly", "recursive_doubling", "ring",
-            "pairwise"} <= set(rs), rs
-    for k in range(max(len(bl), len(rs))):
-        b, s = bl[k % len(bl)], rs[k % len(rs)]
-        res = colltune("run", "--mpi", mpi_flag, "--force", f"reduce_scatter_block={b}",
-                       "--force", f"reduce_scatter={s}", "--verbose", "--", *ln.argv)
-        assert res.returncode == 0, f"{b}/{s}: " + res.stdout + res.stderr[-3000:]
-        assert re.search(r"plaincolls: \d+ checks passed", res.stdout), res.stdout
-        lines = _decisions(res.stderr)
-        for coll, algo in (("reduce_scatter_block", b), ("reduce_scatter", s)):
-            var = interpose.force_variable(coll)
-            mine = [x for x in lines if x.startswith(f"colltune-pmpi: {coll} np={np} ")
-                    and f"({var}" in x]
-            assert mine, f"{coll}/{algo}: no decision printed\n" + "\n".join(lines)
-            for x in mine:
-                ran = x.split(": ", 2)[2].split(" ", 1)[0]
-                assert ran == algo or f"{coll}/{algo} ->" in x, x
+    _two_forced_by_colltune_run(
+        build, mpi_flag, np,
+        ("reduce_scatter_block", ("basic_linear", "recursive_halving", "butterfly",
+                                  "recursive_doubling", "ring", "pairwise")),
+        ("reduce_scatter", ("nonoverlapping", "recursive_halving", "butterfly",
+                            "recursive_doubling", "ring", "pairwise")))
 
 
 @pytest.mark.parametrize("np", NPS)
