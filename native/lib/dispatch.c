@@ -314,6 +314,20 @@ static int resolve(const ct_choice_t *c, ct_coll_t coll, int p, int count, MPI_O
     return why ? resolve_fallback(c, coll, p, count, op, fb, run, ra, a, why) : MPI_SUCCESS;
 }
 
+/* segsize=auto: the segment of ct_segsize_resolve for this call, in fb (a copy
+ * of the choice unless fb already holds the fallback). Bcast and Reduce only
+ * (the algorithms with a rule). */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static const ct_choice_t *seg_auto(const ct_choice_t *run, ct_choice_t *fb, long long bytes,
+                                   int p) {
+    if (run != fb) *fb = *run;
+    fb->params.v[CT_P_SEGSIZE] =
+        ct_segsize_resolve(fb->algo, fb->params.v[CT_P_FANOUT], bytes, p);
+    return fb;
+}
+
 /* ---- rank remapping ---------------------------------------------------------
  * remap=seq|rr|auto runs the algorithm on a cached permuted communicator (see
  * remap.c); the root of Bcast/Reduce is translated, Allgather's blocks land
@@ -461,6 +475,7 @@ int ct_bcast(const ct_choice_t *c, void *buf, int count, MPI_Datatype dt, int ro
                             "communicator", root, ci->size);
     TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
+    if (run->params.v[CT_P_SEGSIZE] < 0) run = seg_auto(run, &fb, (long long)count * size, ci->size);
     ct_bcast_fn fn = ra->fn.bcast;
     remap_run_t rm;
     CT_CHECK(remap_of(CT_BCAST, run, MPI_OP_NULL, comm, ci, &rm));
@@ -489,6 +504,7 @@ int ct_reduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count, MPI
         return ct_set_error(MPI_ERR_BUFFER, "reduce: MPI_IN_PLACE is only valid at the root");
     TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
+    if (run->params.v[CT_P_SEGSIZE] < 0) run = seg_auto(run, &fb, (long long)count * size, ci->size);
     ct_reduce_fn fn = ra->fn.reduce;
     remap_run_t rm;
     CT_CHECK(remap_of(CT_REDUCE, run, op, comm, ci, &rm));
@@ -855,10 +871,22 @@ static int inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI
     return rc;
 }
 
+/* segsize=auto of an inner Bcast or Reduce, as seg_auto */
+static int inner_seg_auto(ct_choice_t *run, MPI_Comm comm, int count, MPI_Datatype dt) {
+    int size, p, rank;
+    if (run->params.v[CT_P_SEGSIZE] >= 0) return MPI_SUCCESS;
+    TYPE_SIZE(dt, &size);
+    CT_CHECK(ct_comm_geom(comm, &p, &rank));
+    run->params.v[CT_P_SEGSIZE] =
+        ct_segsize_resolve(run->algo, run->params.v[CT_P_FANOUT], (long long)count * size, p);
+    return MPI_SUCCESS;
+}
+
 int ct_run_bcast(int algo, void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
     ct_choice_t run;
     CT_CHECK(inner_resolve(algo, CT_BCAST, comm, count, MPI_OP_NULL, &run));
     if (count == 0) return MPI_SUCCESS;
+    CT_CHECK(inner_seg_auto(&run, comm, count, dt));
     return ct_algo_get(run.algo)->fn.bcast(buf, count, dt, root, comm, &run.params);
 }
 
@@ -867,6 +895,7 @@ int ct_run_reduce(int algo, const void *sbuf, void *rbuf, int count, MPI_Datatyp
     ct_choice_t run;
     CT_CHECK(inner_resolve(algo, CT_REDUCE, comm, count, op, &run));
     if (count == 0) return MPI_SUCCESS;
+    CT_CHECK(inner_seg_auto(&run, comm, count, dt));
     return ct_algo_get(run.algo)->fn.reduce(sbuf, rbuf, count, dt, op, root, comm,
                                             &run.params);
 }
