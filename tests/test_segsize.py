@@ -1,0 +1,65 @@
+"""segsize=auto: the C rule (registry.c ct_segsize_resolve) and its Python mirror
+(analysis/segsize.py) agree; the registry shows the default as auto; explicit values
+win."""
+
+import json
+import subprocess
+
+from colltune.analysis import segsize
+from conftest import colltune
+
+
+def test_c_and_python_rules_agree_over_a_grid(ompi_build):
+    # answered before MPI_Init, as --list-json
+    res = subprocess.run([str(ompi_build.program("colltune-verify")), "--segsize-table"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(res.stdout)["segsize"]
+    algos = json.loads(colltune("algorithms", "--json").stdout)
+    rule = {(a["collective"], a["name"]): segsize.segsize_param(a).get("auto_rule")
+            for a in algos if segsize.segsize_param(a)}
+    assert {k for k, v in rule.items() if v} == {
+        ("bcast", "chain"), ("bcast", "pipeline"), ("bcast", "binary"),
+        ("bcast", "split_binary"), ("reduce", "chain"), ("reduce", "pipeline"),
+        ("reduce", "binary"), ("reduce", "in_order_binary")}
+    assert len(rows) > 5000
+    bad = [r for r in rows
+           if segsize.resolve(rule[(r[0], r[1])], r[0], r[4], r[3], r[2]) != r[5]]
+    assert not bad, bad[:10]
+    # what the rule promises: powers of two in range or 0, unsegmented at np 2
+    for coll, name, fan, p, n, s in rows:
+        assert s == 0 or (segsize.MIN <= s <= segsize.MAX and s & (s - 1) == 0 and s < n)
+        if p <= 2:
+            assert s == 0
+
+
+def test_rule_values():
+    r = segsize.resolve
+    assert r("chain", "bcast", 1 << 20, 2, 4) == 0           # no pipeline at np 2
+    assert r("chain", "bcast", 1 << 20, 5, 4) == 0           # 4 chains of one rank
+    assert r("pipeline", "bcast", 8, 64) == 0                # below the smallest segment
+    assert r("pipeline", "bcast", 1 << 20, 8) == 65536       # sqrt(2^20 * 2^14 / 6) ~ 2^15.7
+    assert r("pipeline", "reduce", 1 << 20, 8) == 32768      # L halved for the reduction
+    assert r("binary", "bcast", 1 << 20, 3) == 0             # one level
+    assert r("split_binary", "bcast", 1 << 20, 8) == 65536   # halves (2^19) down 3 hops: 2^16
+    assert r(None, "bcast", 1 << 20, 8) == 0
+
+
+def test_effective_explicit_wins_and_auto_resolves():
+    algos = json.loads(colltune("algorithms", "--json").stdout)
+    chain = next(a for a in algos if a["collective"] == "bcast" and a["name"] == "chain")
+    binom = next(a for a in algos if a["collective"] == "bcast" and a["name"] == "binomial")
+    lin = next(a for a in algos if a["collective"] == "bcast" and a["name"] == "linear")
+    assert segsize.segsize_param(chain)["default"] == "auto"
+    assert segsize.effective(chain, 1 << 20, 8) == segsize.resolve("chain", "bcast", 1 << 20, 8, 4)
+    assert segsize.effective(chain, 1 << 20, 8, {"fanout": "1"}) == 65536
+    assert segsize.effective(chain, 1 << 20, 8, {"segsize": "8K"}) == 8192
+    assert segsize.effective(chain, 1 << 20, 2, {"segsize": "0"}) == 0
+    assert segsize.effective(binom, 1 << 20, 8) == 0
+    assert segsize.effective(lin, 1 << 20, 8) is None
+
+
+def test_algorithms_shows_auto():
+    res = colltune("algorithms", "--coll", "bcast")
+    assert res.returncode == 0, res.stderr
+    assert "segsize=auto" in res.stdout and "segsize=0" in res.stdout
