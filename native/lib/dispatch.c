@@ -223,6 +223,7 @@ static CT_THREAD_LOCAL struct {
     int ok;
     ct_choice_t c;
     const ct_algo_t *a; /* its registry entry */
+    ct_choice_t run;    /* c as it runs: segsize=auto replaced per call (seg_auto) */
 } checked[CT_NCOLL];
 
 static inline int same_choice(const ct_choice_t *x, const ct_choice_t *y, const ct_algo_t *a) {
@@ -248,6 +249,7 @@ CT_COLD static int check_choice_slow(const ct_choice_t *c, ct_coll_t coll,
         return ct_set_error(MPI_ERR_ARG, "algorithm %s/%s used for a %s", ct_coll_name(a->coll),
                             a->name, ct_coll_name(coll));
     checked[coll].c = *c;
+    checked[coll].run = *c;
     checked[coll].a = a;
     checked[coll].ok = 1;
     *out = a;
@@ -314,18 +316,18 @@ static int resolve(const ct_choice_t *c, ct_coll_t coll, int p, int count, MPI_O
     return why ? resolve_fallback(c, coll, p, count, op, fb, run, ra, a, why) : MPI_SUCCESS;
 }
 
-/* segsize=auto: the segment of ct_segsize_resolve for this call, in fb (a copy
- * of the choice unless fb already holds the fallback). Bcast and Reduce only
- * (the algorithms with a rule). */
-#if defined(__GNUC__)
-__attribute__((noinline))
-#endif
-static const ct_choice_t *seg_auto(const ct_choice_t *run, ct_choice_t *fb, long long bytes,
-                                   int p) {
-    if (run != fb) *fb = *run;
-    fb->params.v[CT_P_SEGSIZE] =
-        ct_segsize_resolve(fb->algo, fb->params.v[CT_P_FANOUT], bytes, p);
-    return fb;
+/* segsize=auto: the choice to run with the segment of ct_segsize_resolve for
+ * this call: fb when it holds the fallback, else the checked copy of the choice
+ * (resolve() just matched it; only the segment is written: no copy per call).
+ * Bcast and Reduce only (the algorithms with a rule). A message of at most
+ * CT_SEG_AUTO_MIN bytes, or 2 processes, is never cut: answered without the call. */
+static inline const ct_choice_t *seg_auto(const ct_choice_t *run, ct_choice_t *fb,
+                                          ct_coll_t coll, long long bytes, int p) {
+    ct_choice_t *to = run == fb ? fb : &checked[coll].run;
+    to->params.v[CT_P_SEGSIZE] =
+        bytes <= CT_SEG_AUTO_MIN || p < 3
+            ? 0 : ct_segsize_resolve(to->algo, to->params.v[CT_P_FANOUT], bytes, p);
+    return to;
 }
 
 /* ---- rank remapping ---------------------------------------------------------
@@ -475,7 +477,8 @@ int ct_bcast(const ct_choice_t *c, void *buf, int count, MPI_Datatype dt, int ro
                             "communicator", root, ci->size);
     TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
-    if (run->params.v[CT_P_SEGSIZE] < 0) run = seg_auto(run, &fb, (long long)count * size, ci->size);
+    if (run->params.v[CT_P_SEGSIZE] < 0)
+        run = seg_auto(run, &fb, CT_BCAST, (long long)count * size, ci->size);
     ct_bcast_fn fn = ra->fn.bcast;
     remap_run_t rm;
     CT_CHECK(remap_of(CT_BCAST, run, MPI_OP_NULL, comm, ci, &rm));
@@ -504,7 +507,8 @@ int ct_reduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count, MPI
         return ct_set_error(MPI_ERR_BUFFER, "reduce: MPI_IN_PLACE is only valid at the root");
     TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
-    if (run->params.v[CT_P_SEGSIZE] < 0) run = seg_auto(run, &fb, (long long)count * size, ci->size);
+    if (run->params.v[CT_P_SEGSIZE] < 0)
+        run = seg_auto(run, &fb, CT_REDUCE, (long long)count * size, ci->size);
     ct_reduce_fn fn = ra->fn.reduce;
     remap_run_t rm;
     CT_CHECK(remap_of(CT_REDUCE, run, op, comm, ci, &rm));
