@@ -38,10 +38,11 @@ def test_rule_values():
     assert r("chain", "bcast", 1 << 20, 2, 4) == 0           # no pipeline at np 2
     assert r("chain", "bcast", 1 << 20, 5, 4) == 0           # 4 chains of one rank
     assert r("pipeline", "bcast", 8, 64) == 0                # below the smallest segment
-    assert r("pipeline", "bcast", 1 << 20, 8) == 65536       # sqrt(2^20 * 2^14 / 6) ~ 2^15.7
-    assert r("pipeline", "reduce", 1 << 20, 8) == 32768      # L halved for the reduction
+    assert r("pipeline", "bcast", 1 << 20, 8) == 32768       # sqrt(2^20 * 2^13 / 6) ~ 2^15.2
+    assert r("pipeline", "reduce", 1 << 20, 8) == 32768      # sqrt(2^20 * 2^12 / 6) ~ 2^14.7
+    assert r("pipeline", "reduce", 1 << 20, 64) == 8192      # sqrt(2^20 * 2^12 / 62) ~ 2^13
     assert r("binary", "bcast", 1 << 20, 3) == 0             # one level
-    assert r("split_binary", "bcast", 1 << 20, 8) == 65536   # halves (2^19) down 3 hops: 2^16
+    assert r("split_binary", "bcast", 1 << 20, 8) == 65536   # halves (2^19) down 3 hops: 2^15.5
     assert r(None, "bcast", 1 << 20, 8) == 0
 
 
@@ -52,7 +53,7 @@ def test_effective_explicit_wins_and_auto_resolves():
     lin = next(a for a in algos if a["collective"] == "bcast" and a["name"] == "linear")
     assert segsize.segsize_param(chain)["default"] == "auto"
     assert segsize.effective(chain, 1 << 20, 8) == segsize.resolve("chain", "bcast", 1 << 20, 8, 4)
-    assert segsize.effective(chain, 1 << 20, 8, {"fanout": "1"}) == 65536
+    assert segsize.effective(chain, 1 << 20, 8, {"fanout": "1"}) == 32768
     assert segsize.effective(chain, 1 << 20, 8, {"segsize": "8K"}) == 8192
     assert segsize.effective(chain, 1 << 20, 2, {"segsize": "0"}) == 0
     assert segsize.effective(binom, 1 << 20, 8) == 0

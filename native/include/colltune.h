@@ -83,8 +83,8 @@ typedef struct {
 #define CT_SEGSIZE_AUTO (-1L)
 #define CT_SEG_AUTO_MIN 1024L           /* smallest segment the rule gives     */
 #define CT_SEG_AUTO_MAX (1024L * 1024L) /* largest                              */
-#define CT_SEG_AUTO_L 16384LL         /* L = alpha/beta in bytes (Bcast)       */
-#define CT_SEG_AUTO_L_REDUCE 8192LL   /* alpha/(beta+gamma), gamma ~ beta      */
+#define CT_SEG_AUTO_L 8192LL          /* L = alpha/beta in bytes (Bcast)       */
+#define CT_SEG_AUTO_L_REDUCE 4096LL   /* alpha/(beta+gamma), gamma ~ beta      */
 /* The segment segsize=auto gives registry algorithm `algo` (with fan-out
  * `fanout` where it has one) for a message of `bytes` bytes on p processes: 0
  * (unsegmented) or a power of two in [CT_SEG_AUTO_MIN, CT_SEG_AUTO_MAX]; 0 for

@@ -235,7 +235,7 @@ int main(int argc, char **argv) {
         int bi = ct_algo_find(CT_BCAST, "binomial");
         EXPECT(ct_segsize_resolve(ch, 4, 1 << 20, 2) == 0, "chain np 2 segmented");
         EXPECT(ct_segsize_resolve(pl, 1, 8, 8) == 0, "pipeline 8 B segmented");
-        EXPECT(ct_segsize_resolve(pl, 1, 1 << 20, 8) == 65536, "pipeline 1 MiB np 8: %ld",
+        EXPECT(ct_segsize_resolve(pl, 1, 1 << 20, 8) == 32768, "pipeline 1 MiB np 8: %ld",
                ct_segsize_resolve(pl, 1, 1 << 20, 8));
         EXPECT(ct_segsize_resolve(bi, 1, 1 << 20, 8) == 0, "binomial has no rule");
     }

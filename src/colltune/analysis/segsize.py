@@ -16,8 +16,8 @@ from __future__ import annotations
 AUTO = "auto"
 MIN = 1024                 # CT_SEG_AUTO_MIN
 MAX = 1024 * 1024          # CT_SEG_AUTO_MAX
-L_BCAST = 16384            # CT_SEG_AUTO_L: α/β in bytes
-L_REDUCE = 8192            # CT_SEG_AUTO_L_REDUCE: α/(β+γ), γ taken equal to β
+L_BCAST = 8192             # CT_SEG_AUTO_L: α/β in bytes
+L_REDUCE = 4096            # CT_SEG_AUTO_L_REDUCE: α/(β+γ), γ taken equal to β
 RULES = ("chain", "pipeline", "binary", "split_binary")
 
 
