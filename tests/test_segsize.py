@@ -64,3 +64,25 @@ def test_algorithms_shows_auto():
     res = colltune("algorithms", "--coll", "bcast")
     assert res.returncode == 0, res.stderr
     assert "segsize=auto" in res.stdout and "segsize=0" in res.stdout
+
+
+def _msgs(coll: str, spec: str, np_: int, size: str) -> int:
+    res = colltune("traffic", "--coll", coll, "--algo", spec, "--np", str(np_), "--size", size,
+                   "--format", "json")
+    assert res.returncode == 0, res.stderr
+    (rec,) = json.loads(res.stdout)
+    return rec["total"]["intra_msgs"]
+
+
+def test_the_dispatcher_runs_the_rules_segment_and_an_explicit_one_wins():
+    """Messages actually sent (colltune traffic counts every send): auto cuts as the rule
+    says, segsize=N as given."""
+    mib = 1 << 20
+    assert _msgs("bcast", "pipeline", 2, "1M") == 1                    # np 2: one piece
+    s = segsize.resolve("pipeline", "bcast", mib, 3)                   # 128 KiB
+    assert s and _msgs("bcast", "pipeline", 3, "1M") == 2 * (mib // s)  # 2 hops
+    assert _msgs("bcast", "pipeline:segsize=0", 3, "1M") == 2
+    assert _msgs("bcast", "pipeline:segsize=8K", 3, "1M") == 2 * 128
+    s = segsize.resolve("pipeline", "reduce", mib, 3)
+    assert s and _msgs("reduce", "pipeline", 3, "1M") == 2 * (mib // s)
+    assert _msgs("reduce", "pipeline:segsize=0", 3, "1M") == 2
