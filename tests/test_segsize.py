@@ -86,3 +86,15 @@ def test_the_dispatcher_runs_the_rules_segment_and_an_explicit_one_wins():
     s = segsize.resolve("pipeline", "reduce", mib, 3)
     assert s and _msgs("reduce", "pipeline", 3, "1M") == 2 * (mib // s)
     assert _msgs("reduce", "pipeline:segsize=0", 3, "1M") == 2
+
+
+def test_cost_model_evaluates_s_by_the_rule():
+    from colltune.analysis import costmodel
+
+    algos = json.loads(colltune("algorithms", "--json").stdout)
+    pipe = next(a for a in algos if a["collective"] == "reduce" and a["name"] == "pipeline")
+    mib = 1 << 20
+    env = costmodel.formula_variables(pipe, 8, mib, 4)
+    assert env["s"] == segsize.resolve("pipeline", "reduce", mib, 8) == 32768
+    assert costmodel.formula_variables(pipe, 2, mib, 4)["s"] == mib  # unsegmented
+    assert costmodel.formula_variables(pipe, 8, mib, 4, {"segsize": "8K"})["s"] == 8192
