@@ -318,7 +318,9 @@ static int resolve(const ct_choice_t *c, ct_coll_t coll, int p, int count, MPI_O
 
 /* segsize=auto: the choice to run with the segment of ct_segsize_resolve for
  * this call: fb when it holds the fallback, else the checked copy of the choice
- * (resolve() just matched it; only the segment is written: no copy per call).
+ * (resolve() just matched it; only the segment is written: no copy per call; no
+ * Bcast or Reduce algorithm dispatches a call of its own collective, which could
+ * rewrite it while it runs).
  * Bcast and Reduce only (the algorithms with a rule). A message of at most
  * CT_SEG_AUTO_MIN bytes, or 2 processes, is never cut: answered without the call. */
 static inline const ct_choice_t *seg_auto(const ct_choice_t *run, ct_choice_t *fb,
