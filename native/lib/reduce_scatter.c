@@ -89,6 +89,12 @@ typedef struct {
     ct_small_t small[2];
 } rs_bufs_t;
 
+/* (not `= { 0 }`: that would clear the stack room too, 512 bytes a call) */
+static inline void rs_bufs_init(rs_bufs_t *v) {
+    v->b[0] = v->b[1] = NULL;
+    v->raw[0] = v->raw[1] = NULL;
+}
+
 static char *rs_buf(rs_bufs_t *v, int i, const rs_t *s, const char *name, int *rc) {
     if (!v->b[i]) {
         v->b[i] = ct_tmp_alloc_in(s->disp[s->p], &s->t, &v->raw[i], v->small[i].c,
@@ -238,7 +244,8 @@ int ct_reduce_scatter_recursive_halving(const void *sbuf, void *rbuf, const int 
     static const char name[] = "recursive_halving";
     rs_t s;
     int rc = MPI_SUCCESS;
-    rs_bufs_t v = { 0 };
+    rs_bufs_t v;
+    rs_bufs_init(&v);
     char *w = NULL; /* receives from the second round on (the kept ranges only shrink) */
     void *wraw = NULL;
     ct_small_t wsmall;
@@ -309,7 +316,8 @@ int ct_reduce_scatter_butterfly(const void *sbuf, void *rbuf, const int *cnt,
     static const char name[] = "butterfly";
     rs_t s;
     int rc = MPI_SUCCESS, pdsmall[RS_SMALL_P + 1], *pd = pdsmall;
-    rs_bufs_t v = { 0 };
+    rs_bufs_t v;
+    rs_bufs_init(&v);
     const char *in = ct_input_of(sbuf, rbuf);
     CT_CHECK(rs_init(&s, cnt, dt, comm));
     const char *cur = fold_in(&s, in, &v, 1, name, dt, op, comm, &rc);
@@ -393,7 +401,8 @@ int ct_reduce_scatter_recursive_doubling(const void *sbuf, void *rbuf, const int
     static const char name[] = "recursive_doubling";
     rs_t s;
     int rc = MPI_SUCCESS;
-    rs_bufs_t v = { 0 };
+    rs_bufs_t v;
+    rs_bufs_init(&v);
     const char *in = ct_input_of(sbuf, rbuf);
     CT_CHECK(rs_init(&s, cnt, dt, comm));
     const int n = s.disp[s.p];
