@@ -81,6 +81,29 @@ def _pof2_floor(n: int) -> int:
     return 1 << (n.bit_length() - 1)
 
 
+# Open MPI 5.0's coll_tuned fixed decision for a commutative Reduce (ompi_coll_tuned_
+# reduce_intra_dec_fixed, coll_tuned_decision_fixed.c): per communicator size below
+# the bound, (vector bytes below the bound, algorithm) in order; the last has no bound.
+_OMPI_REDUCE_FIXED: list[tuple[int, list[tuple[int | None, str]]]] = [
+    (4, [(8, "rabenseifner"), (16, "binary"), (32, "pipeline"), (262144, "linear"),
+         (524288, "pipeline"), (1048576, "chain"), (None, "pipeline")]),
+    (8, [(4096, "binary"), (65536, "chain"), (262144, "binomial"), (524288, "linear"),
+         (1048576, "binomial"), (None, "linear")]),
+    (16, [(8192, "binary"), (None, "binomial")]),
+    (32, [(4096, "binary"), (None, "binomial")]),
+]
+
+
+def _ompi_reduce_fixed(np_: int, nbytes: int) -> str:
+    """The Reduce algorithm Open MPI 5.0's fixed decision picks for a commutative op
+    (`binomial` from 32 processes on: the table's few other arms there are not
+    needed at the sizes this benchmark runs)."""
+    for bound, arms in _OMPI_REDUCE_FIXED:
+        if np_ < bound:
+            return next(a for lim, a in arms if lim is None or nbytes < lim)
+    return "binomial"
+
+
 def library_switch(collective: str, theirs: str, count: int, np_: int) -> str | None:
     """The schedule Open MPI's `theirs` runs instead of its own at this count of
     elements (the benchmark's datatype is char: count = bytes), or None when it runs
@@ -89,6 +112,17 @@ def library_switch(collective: str, theirs: str, count: int, np_: int) -> str | 
     if collective in ("allreduce", "reduce") and theirs == "rabenseifner" \
             and count < _pof2_floor(np_):
         return "basic_linear" if collective == "allreduce" else "linear"
+    # Open MPI's basic_linear (Reduce_scatter_block) and non-overlapping
+    # (Reduce_scatter) call the communicator's Reduce of the whole vector
+    # (count * np bytes), which the benchmark does not force: coll_tuned's fixed
+    # decision picks it (ours is always linear). Verified with callgrind on 5.0.11
+    # at np 2: ompi_coll_base_reduce_intra_pipeline at 8 B and 1 MiB per process,
+    # ompi_coll_base_reduce_intra_basic_linear at 1 KiB and 64 KiB.
+    if (collective, theirs) in (("reduce_scatter_block", "basic_linear"),
+                                ("reduce_scatter", "nonoverlapping")):
+        inner = _ompi_reduce_fixed(np_, count * np_)
+        if inner != "linear":
+            return f"a {inner} Reduce"
     return None
 
 
