@@ -141,6 +141,43 @@ def library_switch(collective: str, theirs: str, count: int, np_: int, segsize: 
     return None
 
 
+def _stream_unit(nbytes: int) -> int:
+    """bcast.c stream_unit: the largest power of two up to 8 that divides nbytes."""
+    u = 1
+    while u < 8 and nbytes > 0 and nbytes % (2 * u) == 0:
+        u *= 2
+    return u
+
+
+def ours_switch(collective: str, ours: str, count: int, np_: int,
+                type_size: int = 1) -> str | None:
+    """What our side does differently from Open MPI's twin at this count, where the
+    two algorithms of the same name send different messages; None when they send the
+    same ones. Such a cell is marked ≠ and left out of the mean, as library_switch's.
+
+    Our scatter_allgather and scatter_ring_allgather Bcast cut the message's bytes in
+    units of bcast.c's stream_unit (up to 8 bytes) and give each rank a run of whole
+    units; Open MPI's (coll_base_bcast.c, bcast_intra_scatter_allgather(_ring)) give
+    each rank ceil(count / p) elements. When that leaves a different set of ranks with
+    an empty block, the messages differ: at 8 bytes of char on 2 processes ours is one
+    8-byte block (the root's) and the allgather sends it to rank 1 in one message,
+    while Open MPI scatters 4 bytes to rank 1 and then both exchange 4 bytes -- two
+    dependent messages before the root has its peer's block."""
+    name = ours.split(":")[0]
+    if collective == "bcast" and name in ("scatter_allgather", "scatter_ring_allgather") \
+            and count >= np_ > 1:
+        nbytes = count * type_size
+        unit = _stream_unit(nbytes)
+        k = nbytes // unit
+        mine = [unit * (k // np_ + (1 if i < k % np_ else 0)) for i in range(np_)]
+        sc = -(-count // np_)
+        theirs = [max(0, min(sc, count - i * sc)) * type_size for i in range(np_)]
+        if [b > 0 for b in mine] != [b > 0 for b in theirs]:
+            return (f"ours cuts {nbytes} B into {unit}-byte units, {sum(b > 0 for b in mine)} "
+                    f"non-empty block(s) against Open MPI's {sum(b > 0 for b in theirs)}")
+    return None
+
+
 def unpaired_twins(build) -> list[tuple[str, str]]:
     """(collective, name) of every registry algorithm with an Open MPI twin in the
     library table that neither PAIRS nor NOT_PAIRED lists."""
@@ -275,8 +312,12 @@ def main(argv: list[str] | None = None) -> int:
                 _, tname, tparams = parse_lib_spec(theirs)
                 other = library_switch(coll, tname, s, args.np,
                                        int(tparams.get("segsize", 0) or 0), DTYPE_SIZE)
+                mine = ours_switch(coll, ours, s, args.np, DTYPE_SIZE)
                 if other:
                     switched.add(f"{theirs} runs {other} at {fmt_size(s)}")
+                    cell += " ≠"
+                elif mine:
+                    switched.add(f"{ours} at {fmt_size(s)}: {mine}")
                     cell += " ≠"
                 elif b["median_us"] > 0 and a["median_us"] > 0:
                     ratios.append(a["median_us"] / b["median_us"])

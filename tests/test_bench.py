@@ -518,6 +518,13 @@ def test_ours_vs_library_pairs_every_twin_with_equal_parameters(ompi_build):
     assert ovl.library_switch("allgather", "recursive_doubling", 8, 4) is None
     assert ovl.library_switch("allgatherv", "neighbor_exchange", 8, 5) == "ring"
     assert ovl.library_switch("allgather", "neighbor_exchange", 8, 4) is None
+    # our scatter-based Bcasts cut in units of up to 8 bytes: 8 bytes on 2 processes
+    # are one block, Open MPI's are two of 4 (a different set of messages)
+    assert ovl.ours_switch("bcast", "scatter_allgather", 8, 2) is not None
+    assert ovl.ours_switch("bcast", "scatter_ring_allgather", 8, 2) is not None
+    assert ovl.ours_switch("bcast", "scatter_allgather", 1024, 2) is None
+    assert ovl.ours_switch("bcast", "scatter_allgather", 24, 3) is None
+    assert ovl.ours_switch("bcast", "binomial", 8, 2) is None
 
 
 def test_ours_vs_library_control_row():
