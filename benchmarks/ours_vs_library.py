@@ -69,6 +69,7 @@ PAIRS: dict[str, list[tuple[str, str]]] = {
 
 SHARED_PARAMS = ("segsize", "fanout", "radix", "max_requests")
 DTYPE_SIZE = 1  # the benchmark's datatype is char (colltune-bench's default)
+FAR = 0.7  # a cell below this is "far faster" and needs an explanation (docs/performance.md)
 
 # Algorithms with an Open MPI twin in the registry that are not paired, and why.
 NOT_PAIRED: dict[tuple[str, str], str] = {
@@ -299,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         t.add_column("Open MPI (our default parameters)")
         for s in csizes:
             t.add_column(fmt_size(s), justify="right")
-        ratios, switched = [], set()
+        ratios, switched, fastest = [], set(), []
         for ours, theirs in pairs:
             row = [ours, theirs]
             for s in csizes:
@@ -321,6 +322,10 @@ def main(argv: list[str] | None = None) -> int:
                     cell += " ≠"
                 elif b["median_us"] > 0 and a["median_us"] > 0:
                     ratios.append(a["median_us"] / b["median_us"])
+                    if ratios[-1] < FAR and (a.get("rep_min_us") or 0) > 0 \
+                            and (b.get("rep_min_us") or 0) > 0:
+                        fastest.append(f"{ours} {fmt_size(s)}: "
+                                       f"{a['rep_min_us'] / b['rep_min_us']:.2f}")
                 cell += f" ({a['median_us']:.2f}/{b['median_us']:.2f})"
                 if a.get("fallback"):
                     cell += " *"
@@ -345,6 +350,10 @@ def main(argv: list[str] | None = None) -> int:
             gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
             out.print(f"  {coll}: geometric mean {gm:.2f}, largest {max(ratios):.2f} over "
                       f"{len(ratios)} points", highlight=False)
+        if fastest:
+            out.print(f"  below {FAR}: the fastest repetitions' ratio (near 1: the medians' gap "
+                      f"is launch-to-launch spread, see --control): " + "; ".join(fastest),
+                      highlight=False)
         if switched:
             out.print("  ≠ not the same schedule, left out of the mean: "
                       + "; ".join(sorted(switched)), highlight=False)
