@@ -101,8 +101,9 @@ def library_switch(collective: str, theirs: str, count: int, np_: int, segsize: 
     segment size or datatype size reaches them: op-dependent switches (rabenseifner
     Reduce/Allreduce and recursive_halving Reduce_scatter(_block) fall back for
     non-commutative ops; the benchmark's op is sum), the trivial count 0
-    (reduce_scatter_intra_basic_recursivehalving returns at once), and two_proc, which
-    refuses np != 2 (libalgos np_exact, the cell is skipped)."""
+    (reduce_scatter_intra_basic_recursivehalving returns at once), two_proc, which
+    refuses np != 2 (libalgos np_exact, the cell is skipped), and reduce_scatter_intra_ring
+    and _butterfly, which have no switch."""
     if collective in ("allreduce", "reduce") and theirs == "rabenseifner" \
             and count < _pof2_floor(np_):
         # reduce_intra_redscat_gather: "nprocs_pof2 < 2 || count < nprocs_pof2 ||
@@ -322,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
                     cell += " ≠"
                 elif b["median_us"] > 0 and a["median_us"] > 0:
                     ratios.append(a["median_us"] / b["median_us"])
-                    if ratios[-1] < FAR and (a.get("rep_min_us") or 0) > 0 \
+                    if ratios[-1] < FAR and args.reps > 1 and (a.get("rep_min_us") or 0) > 0 \
                             and (b.get("rep_min_us") or 0) > 0:
                         fastest.append(f"{ours} {fmt_size(s)}: "
                                        f"{a['rep_min_us'] / b['rep_min_us']:.2f}")
