@@ -10,11 +10,16 @@ algorithm has its own, and the launches alternate one repetition at a time.
 Prints, per collective, the median latency ratio ours / ompi for each size
 (< 1: ours is faster) and their geometric mean. A cell where Open MPI's algorithm
 switches to another schedule at that count (library_switch) is marked ≠ and left
-out of the mean; NOT_PAIRED says why a registry algorithm with an Open MPI twin has
-no row. docs/performance.md has the table and where the time went.
+out of the mean (ours_switch: where ours sends other messages); NOT_PAIRED says why a
+registry algorithm with an Open MPI twin has no row. For each cell below 0.7 the ratio
+of the two sides' fastest repetitions is printed too, and --control adds an A/A row:
+the first pair's Open MPI algorithm against itself in two alternating series of
+launches, the noise floor of the cells. docs/performance.md has the table, where the
+time went and why each pair below 0.7 is there.
 
     .venv/bin/python benchmarks/ours_vs_library.py --np 2
     .venv/bin/python benchmarks/ours_vs_library.py --np 4 --sizes 8,1K,64K,1M --reps 5 -o out.json
+    .venv/bin/python benchmarks/ours_vs_library.py --np 2 --colls bcast --reps 3 --control
 """
 
 from __future__ import annotations
@@ -217,7 +222,7 @@ def _median(xs: list[float]) -> float:
 
 
 def run_control(build, coll: str, spec_x: str, np_: int, sizes: list[int],
-                iterations: int | None, reps: int, progress=None) -> dict[str, dict[int, list]]:
+                iterations: int | None, reps: int, progress=None) -> dict:
     """The A/A control: Open MPI's `spec_x` in 2 * reps launches of its own, A B A B ...
     (one repetition each), so that the ratio A / B -- the same algorithm against itself
     -- shows how far two series of launches differ with nothing different in them.
@@ -359,9 +364,9 @@ def main(argv: list[str] | None = None) -> int:
             out.print("  ≠ not the same schedule, left out of the mean: "
                       + "; ".join(sorted(switched)), highlight=False)
         if ctl is not None:
-            out.print(f"  A/A control: the same Open MPI algorithm in two alternating series "
-                      f"of launches; its distance from 1.00 is the noise floor of a cell "
-                      f"(not in the mean)", highlight=False)
+            out.print("  A/A control: the same Open MPI algorithm in two alternating series "
+                      "of launches; its distance from 1.00 is the noise floor of a cell "
+                      "(not in the mean)", highlight=False)
         for (c, name), why in NOT_PAIRED.items():
             if c == coll:
                 out.print(f"  not paired: {name}: {why}", highlight=False)
