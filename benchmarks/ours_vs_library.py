@@ -10,11 +10,16 @@ algorithm has its own, and the launches alternate one repetition at a time.
 Prints, per collective, the median latency ratio ours / ompi for each size
 (< 1: ours is faster) and their geometric mean. A cell where Open MPI's algorithm
 switches to another schedule at that count (library_switch) is marked ≠ and left
-out of the mean; NOT_PAIRED says why a registry algorithm with an Open MPI twin has
-no row. docs/performance.md has the table and where the time went.
+out of the mean (ours_switch: where ours sends other messages); NOT_PAIRED says why a
+registry algorithm with an Open MPI twin has no row. For each cell below 0.7 the ratio
+of the two sides' fastest repetitions is printed too, and --control adds an A/A row:
+the first pair's Open MPI algorithm against itself in two alternating series of
+launches, the noise floor of the cells. docs/performance.md has the table, where the
+time went and why each pair below 0.7 is there.
 
     .venv/bin/python benchmarks/ours_vs_library.py --np 2
     .venv/bin/python benchmarks/ours_vs_library.py --np 4 --sizes 8,1K,64K,1M --reps 5 -o out.json
+    .venv/bin/python benchmarks/ours_vs_library.py --np 2 --colls bcast --reps 3 --control
 """
 
 from __future__ import annotations
@@ -69,6 +74,8 @@ PAIRS: dict[str, list[tuple[str, str]]] = {
 }
 
 SHARED_PARAMS = ("segsize", "fanout", "radix", "max_requests")
+DTYPE_SIZE = 1  # the benchmark's datatype is char (colltune-bench's default)
+FAR = 0.7  # a cell below this is "far faster" and needs an explanation (docs/performance.md)
 
 # Algorithms with an Open MPI twin in the registry that are not paired, and why.
 NOT_PAIRED: dict[tuple[str, str], str] = {
@@ -82,14 +89,134 @@ def _pof2_floor(n: int) -> int:
     return 1 << (n.bit_length() - 1)
 
 
-def library_switch(collective: str, theirs: str, count: int, np_: int) -> str | None:
+# Open MPI 5.0's coll_tuned fixed decision for a commutative Reduce (ompi_coll_tuned_
+# reduce_intra_dec_fixed, coll_tuned_decision_fixed.c): per communicator size below
+# the bound, (vector bytes below the bound, algorithm) in order; the last has no bound.
+_OMPI_REDUCE_FIXED: list[tuple[int, list[tuple[int | None, str]]]] = [
+    (4, [(8, "rabenseifner"), (16, "binary"), (32, "pipeline"), (262144, "linear"),
+         (524288, "pipeline"), (1048576, "chain"), (None, "pipeline")]),
+    (8, [(4096, "binary"), (65536, "chain"), (262144, "binomial"), (524288, "linear"),
+         (1048576, "binomial"), (None, "linear")]),
+    (16, [(8192, "binary"), (None, "binomial")]),
+    (32, [(4096, "binary"), (None, "binomial")]),
+]
+
+
+def _ompi_reduce_fixed(np_: int, nbytes: int) -> str:
+    """The Reduce algorithm Open MPI 5.0's fixed decision picks for a commutative op
+    (`binomial` from 32 processes on: the table's few other arms there are not
+    needed at the sizes this benchmark runs)."""
+    for bound, arms in _OMPI_REDUCE_FIXED:
+        if np_ < bound:
+            return next(a for lim, a in arms if lim is None or nbytes < lim)
+    return "binomial"
+
+
+def _is_pof2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def library_switch(collective: str, theirs: str, count: int, np_: int, segsize: int = 0,
+                   type_size: int = 1) -> str | None:
     """The schedule Open MPI's `theirs` runs instead of its own at this count of
-    elements (the benchmark's datatype is char: count = bytes), or None when it runs
-    its own. Such a cell compares two different schedules: it is shown, marked, and
-    left out of the geometric mean and the largest ratio."""
+    elements, process count, segment size (bytes, 0: none) and datatype size, or None
+    when it runs its own. The benchmark's datatype is char (count = bytes; for
+    allgather(v) count is the block of one process). Such a cell compares two
+    different schedules: it is shown, marked, and left out of the geometric mean and
+    the largest ratio.
+
+    Each switch names the Open MPI 5.0 function (ompi/mca/coll/base/coll_base_*.c)
+    and its condition. Checked and not listed, because no count, process count,
+    segment size or datatype size reaches them: op-dependent switches (rabenseifner
+    Reduce/Allreduce and recursive_halving Reduce_scatter(_block) fall back for
+    non-commutative ops; the benchmark's op is sum), the trivial count 0
+    (reduce_scatter_intra_basic_recursivehalving returns at once), two_proc, which
+    refuses np != 2 (libalgos np_exact, the cell is skipped), and reduce_scatter_intra_ring
+    and _butterfly, which have no switch."""
     if collective in ("allreduce", "reduce") and theirs == "rabenseifner" \
             and count < _pof2_floor(np_):
+        # reduce_intra_redscat_gather: "nprocs_pof2 < 2 || count < nprocs_pof2 ||
+        # !commute" -> reduce_intra_basic_linear; allreduce_intra_redscat_allgather:
+        # "count < nprocs_pof2" -> allreduce_intra_basic_linear
         return "basic_linear" if collective == "allreduce" else "linear"
+    if collective == "allreduce" and theirs in ("ring", "segmented_ring") and count < np_:
+        # allreduce_intra_ring: "count < size" -> allreduce_intra_recursivedoubling;
+        # allreduce_intra_ring_segmented goes to the ring first when
+        # "count < size * segcount" (segcount = segsize / type size), which is the same
+        # schedule as our segmented_ring in one phase (not marked), and the ring then
+        # to recursive doubling below `size` elements
+        return "recursive_doubling"
+    if collective == "bcast" and theirs in ("scatter_allgather", "scatter_ring_allgather") \
+            and count < np_:
+        # bcast_intra_scatter_allgather(_ring): "count < comm_size" ->
+        # bcast_intra_basic_linear
+        return "linear"
+    if collective == "bcast" and theirs == "split_binary" and np_ > 1:
+        # bcast_intra_split_bintree ("if the message is too small to be split into
+        # segments"): halves counts[0] = ceil(count/2), counts[1] = count - counts[0];
+        # "counts[0] == 0 || counts[1] == 0 || segsize > counts[0] * type_size ||
+        # segsize > counts[1] * type_size" -> bcast_intra_chain(segsize, fanout 1),
+        # i.e. a pipeline (a segsize below one element is first raised to one)
+        seg = max(segsize, type_size) if segsize > 0 else 0
+        half0 = (count + 1) // 2
+        half1 = count - half0
+        if half0 == 0 or half1 == 0 or seg > half0 * type_size or seg > half1 * type_size:
+            return "chain:fanout=1 (pipeline)"
+    if collective == "allgather" and theirs == "recursive_doubling" and not _is_pof2(np_):
+        # allgather_intra_recursivedoubling: "pow2size != size" -> allgather_intra_bruck
+        return "bruck"
+    if collective in ("allgather", "allgatherv") and theirs == "neighbor_exchange" \
+            and np_ % 2:
+        # allgather(v)_intra_neighborexchange: "size % 2" (odd) -> allgather(v)_intra_ring
+        return "ring"
+    # Open MPI's basic_linear (Reduce_scatter_block) and non-overlapping
+    # (Reduce_scatter) call the communicator's Reduce of the whole vector
+    # (count * np bytes), which the benchmark does not force: coll_tuned's fixed
+    # decision picks it (ours is always linear). Verified with callgrind on 5.0.11
+    # at np 2: ompi_coll_base_reduce_intra_pipeline at 8 B and 1 MiB per process,
+    # ompi_coll_base_reduce_intra_basic_linear at 1 KiB and 64 KiB.
+    if (collective, theirs) in (("reduce_scatter_block", "basic_linear"),
+                                ("reduce_scatter", "nonoverlapping")):
+        inner = _ompi_reduce_fixed(np_, count * np_)
+        if inner != "linear":
+            return f"a {inner} Reduce"
+    return None
+
+
+def _stream_unit(nbytes: int) -> int:
+    """bcast.c stream_unit: the largest power of two up to 8 that divides nbytes."""
+    u = 1
+    while u < 8 and nbytes > 0 and nbytes % (2 * u) == 0:
+        u *= 2
+    return u
+
+
+def ours_switch(collective: str, ours: str, count: int, np_: int,
+                type_size: int = 1) -> str | None:
+    """What our side does differently from Open MPI's twin at this count, where the
+    two algorithms of the same name send different messages; None when they send the
+    same ones. Such a cell is marked ≠ and left out of the mean, as library_switch's.
+
+    Our scatter_allgather and scatter_ring_allgather Bcast cut the message's bytes in
+    units of bcast.c's stream_unit (up to 8 bytes) and give each rank a run of whole
+    units; Open MPI's (coll_base_bcast.c, bcast_intra_scatter_allgather(_ring)) give
+    each rank ceil(count / p) elements. When that leaves a different set of ranks with
+    an empty block, the messages differ: at 8 bytes of char on 2 processes ours is one
+    8-byte block (the root's) and the allgather sends it to rank 1 in one message,
+    while Open MPI scatters 4 bytes to rank 1 and then both exchange 4 bytes -- two
+    dependent messages before the root has its peer's block."""
+    name = ours.split(":")[0]
+    if collective == "bcast" and name in ("scatter_allgather", "scatter_ring_allgather") \
+            and count >= np_ > 1:
+        nbytes = count * type_size
+        unit = _stream_unit(nbytes)
+        k = nbytes // unit
+        mine = [unit * (k // np_ + (1 if i < k % np_ else 0)) for i in range(np_)]
+        sc = -(-count // np_)
+        theirs = [max(0, min(sc, count - i * sc)) * type_size for i in range(np_)]
+        if [b > 0 for b in mine] != [b > 0 for b in theirs]:
+            return (f"ours cuts {nbytes} B into {unit}-byte units, {sum(b > 0 for b in mine)} "
+                    f"non-empty block(s) against Open MPI's {sum(b > 0 for b in theirs)}")
     return None
 
 
@@ -144,6 +271,47 @@ def size_groups(build, collective: str, sizes: list[int], np_: int
     return [(ss, list(pairs)) for pairs, ss in groups.items()]
 
 
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def run_control(build, coll: str, spec_x: str, np_: int, sizes: list[int],
+                iterations: int | None, reps: int, progress=None) -> dict:
+    """The A/A control: Open MPI's `spec_x` in 2 * reps launches of its own, A B A B ...
+    (one repetition each), so that the ratio A / B -- the same algorithm against itself
+    -- shows how far two series of launches differ with nothing different in them.
+    Returns {"A": {size: [per-launch median µs]}, "B": {...}} and the records
+    (tagged control="A"/"B") under "records"."""
+    out: dict = {"A": {}, "B": {}, "records": []}
+    for rep in range(reps):
+        for side in ("A", "B"):
+            if progress:
+                progress(coll, rep, side)
+            spec = bench_mod.BenchSpec(coll, [spec_x], np_, sizes, iterations=iterations, reps=1)
+            records, _ = bench_mod.run_bench(build, spec)
+            for r in records:
+                if r["spec"] == spec_x and r.get("median_us") is not None:
+                    out[side].setdefault(r["size"], []).append(r["median_us"])
+                    out["records"].append({**r, "control": side, "control_rep": rep})
+    return out
+
+
+def control_row(ctl: dict, sizes: list[int]) -> list[str]:
+    """Cells of the A/A row: ratio of the medians over launches, A / B, then the
+    (A µs/B µs) as in the table."""
+    cells = []
+    for s in sizes:
+        a, b = ctl["A"].get(s), ctl["B"].get(s)
+        if not a or not b:
+            cells.append("skipped")
+            continue
+        ma, mb = _median(a), _median(b)
+        cells.append((f"{ma / mb:.2f}" if mb > 0 else "n/a") + f" ({ma:.2f}/{mb:.2f})")
+    return cells
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--np", type=int, default=2, help="processes (default 2)")
@@ -152,6 +320,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, help="timed calls per point (driver default)")
     ap.add_argument("--reps", type=int, default=3, help="alternating repetitions (default 3)")
     ap.add_argument("--mpi", default="openmpi", help="Open MPI to use (default: openmpi)")
+    ap.add_argument("--control", action="store_true",
+                    help="add an A/A row per collective: the first pair's Open MPI algorithm "
+                    "in 2 x --reps launches of its own, alternating, A against B (the noise "
+                    "floor of comparing two series of launches)")
     ap.add_argument("-o", "--output", help="also write all records as JSON here")
     args = ap.parse_args(argv)
 
@@ -207,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         t.add_column("Open MPI (our default parameters)")
         for s in csizes:
             t.add_column(fmt_size(s), justify="right")
-        ratios, switched = [], set()
+        ratios, switched, fastest = [], set(), []
         for ours, theirs in pairs:
             row = [ours, theirs]
             for s in csizes:
@@ -217,26 +389,57 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 cell = (f"{a['median_us'] / b['median_us']:.2f}" if b["median_us"] > 0
                         else "n/a")
-                other = library_switch(coll, parse_lib_spec(spec_at[(ours, s)])[1], s,
-                                       args.np)
+                _, tname, tparams = parse_lib_spec(spec_at[(ours, s)])
+                other = library_switch(coll, tname, s, args.np,
+                                       int(tparams.get("segsize", 0) or 0), DTYPE_SIZE)
+                mine = ours_switch(coll, ours, s, args.np, DTYPE_SIZE)
                 if other:
                     switched.add(f"{spec_at[(ours, s)]} runs {other} at {fmt_size(s)}")
                     cell += " ≠"
+                elif mine:
+                    switched.add(f"{ours} at {fmt_size(s)}: {mine}")
+                    cell += " ≠"
                 elif b["median_us"] > 0 and a["median_us"] > 0:
                     ratios.append(a["median_us"] / b["median_us"])
+                    if ratios[-1] < FAR and args.reps > 1 and (a.get("rep_min_us") or 0) > 0 \
+                            and (b.get("rep_min_us") or 0) > 0:
+                        fastest.append(f"{ours} {fmt_size(s)}: "
+                                       f"{a['rep_min_us'] / b['rep_min_us']:.2f}")
                 cell += f" ({a['median_us']:.2f}/{b['median_us']:.2f})"
                 if a.get("fallback"):
                     cell += " *"
                 row.append(cell)
             t.add_row(*row)
+        ctl = None
+        if args.control:
+            spec_x = spec_at[(pairs[0][0], csizes[0])]  # its spec at the first size
+
+            def cprogress(c, rep, side):
+                err.print(f"  {c}: control {spec_x} rep {rep + 1}/{args.reps} launch {side}",
+                          highlight=False, end="\r")
+
+            ctl = run_control(build, coll, spec_x, args.np, csizes, args.iterations,
+                              args.reps, progress=cprogress)
+            err.print(" " * 60, end="\r")
+            all_records += ctl["records"]
+            t.add_row("A/A control", f"{spec_x} (A / B)", *control_row(ctl, csizes),
+                      style="dim")
         out.print(t)
         if ratios:
             gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
             out.print(f"  {coll}: geometric mean {gm:.2f}, largest {max(ratios):.2f} over "
                       f"{len(ratios)} points", highlight=False)
+        if fastest:
+            out.print(f"  below {FAR}: the fastest repetitions' ratio (near 1: the medians' gap "
+                      f"is launch-to-launch spread, see --control): " + "; ".join(fastest),
+                      highlight=False)
         if switched:
             out.print("  ≠ not the same schedule, left out of the mean: "
                       + "; ".join(sorted(switched)), highlight=False)
+        if ctl is not None:
+            out.print("  A/A control: the same Open MPI algorithm in two alternating series "
+                      "of launches; its distance from 1.00 is the noise floor of a cell "
+                      "(not in the mean)", highlight=False)
         for (c, name), why in NOT_PAIRED.items():
             if c == coll:
                 out.print(f"  not paired: {name}: {why}", highlight=False)

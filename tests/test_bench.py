@@ -510,4 +510,39 @@ def test_ours_vs_library_pairs_every_twin_with_equal_parameters(ompi_build):
     assert ovl.library_switch("allreduce", "rabenseifner", 3, 4) == "basic_linear"
     assert ovl.library_switch("allreduce", "rabenseifner", 4, 4) is None
     assert ovl.library_switch("reduce", "rabenseifner", 1, 2) == "linear"
-    assert ovl.library_switch("allreduce", "ring", 1, 4) is None
+    assert ovl.library_switch("allreduce", "ring", 4, 4) is None
+    assert ovl.library_switch("allreduce", "ring", 3, 4) == "recursive_doubling"
+    assert ovl.library_switch("allreduce", "segmented_ring", 1, 2, 65536) == "recursive_doubling"
+    # below size * segcount Open MPI's segmented ring is the plain ring, as ours in one phase
+    assert ovl.library_switch("allreduce", "segmented_ring", 65536, 2, 65536) is None
+    assert ovl.library_switch("bcast", "scatter_allgather", 1, 2) == "linear"
+    assert ovl.library_switch("bcast", "scatter_ring_allgather", 8, 2) is None
+    # split_bintree: a chain of fan-out 1 when a half is shorter than one segment
+    split = "chain:fanout=1 (pipeline)"
+    assert ovl.library_switch("bcast", "split_binary", 8, 2, 8192) == split
+    assert ovl.library_switch("bcast", "split_binary", 1024, 2, 8192) == split
+    assert ovl.library_switch("bcast", "split_binary", 16384, 2, 8192) is None
+    assert ovl.library_switch("bcast", "split_binary", 16383, 2, 8192) == split
+    assert ovl.library_switch("bcast", "split_binary", 1, 2, 0) == split  # a half is empty
+    assert ovl.library_switch("bcast", "split_binary", 2, 2, 0) is None
+    # with the datatype size: 4096 ints are halves of 8 KiB each
+    assert ovl.library_switch("bcast", "split_binary", 4096, 2, 8192, 4) is None
+    assert ovl.library_switch("bcast", "split_binary", 4095, 2, 8192, 4) == split
+    assert ovl.library_switch("allgather", "recursive_doubling", 8, 3) == "bruck"
+    assert ovl.library_switch("allgather", "recursive_doubling", 8, 4) is None
+    assert ovl.library_switch("allgatherv", "neighbor_exchange", 8, 5) == "ring"
+    assert ovl.library_switch("allgather", "neighbor_exchange", 8, 4) is None
+    # our scatter-based Bcasts cut in units of up to 8 bytes: 8 bytes on 2 processes
+    # are one block, Open MPI's are two of 4 (a different set of messages)
+    assert ovl.ours_switch("bcast", "scatter_allgather", 8, 2) is not None
+    assert ovl.ours_switch("bcast", "scatter_ring_allgather", 8, 2) is not None
+    assert ovl.ours_switch("bcast", "scatter_allgather", 1024, 2) is None
+    assert ovl.ours_switch("bcast", "scatter_allgather", 24, 3) is None
+    assert ovl.ours_switch("bcast", "binomial", 8, 2) is None
+
+
+def test_ours_vs_library_control_row():
+    """The A/A row: the ratio of the medians over the two series of launches."""
+    ovl = _ours_vs_library()
+    ctl = {"A": {8: [1.0, 3.0, 2.0], 0: [1.0]}, "B": {8: [4.0, 4.0]}}
+    assert ovl.control_row(ctl, [8, 0]) == ["0.50 (2.00/4.00)", "skipped"]
