@@ -37,6 +37,7 @@ from colltune.drivers import bench as bench_mod
 from colltune.mpi import libalgos
 from colltune.mpi import libraries as mpi_mod
 from colltune.drivers import registry
+from colltune.analysis import segsize as segsize_rule
 from colltune.mpi.build import build as do_build
 from colltune.base.specs import parse_lib_spec
 from colltune.base.units import fmt_size, parse_sizes
@@ -235,18 +236,39 @@ def unpaired_twins(build) -> list[tuple[str, str]]:
     return out
 
 
-def ompi_spec(build, collective: str, ours: str, theirs: str) -> str:
+def ompi_spec(build, collective: str, ours: str, theirs: str, size: int = 0,
+              np_: int = 2) -> str:
     """ompi:THEIRS with our values (defaults, or those `ours` sets) of the parameters
-    both sides have."""
+    both sides have, as ours runs them at `size` bytes on `np_` processes: a segsize
+    of auto (the segmented trees' default) is the segment the dispatcher's rule gives
+    there (analysis.segsize), so Open MPI gets the same segment at every size."""
     name, _, given = ours.partition(":")
-    defaults = {}
+    defaults: dict = {}
+    algo = None
     for a in registry.algorithms(build):
         if a.collective == collective and a.name == name:
+            algo = a
             defaults = {p["name"]: p["default"] for p in a.params}
     defaults.update(kv.split("=", 1) for kv in given.split(",") if "=" in kv)
+    if algo is not None and segsize_rule.is_auto(defaults.get("segsize")):
+        defaults["segsize"] = segsize_rule.effective(algo, size, np_, defaults)
     accepted = {p.key for p in libalgos.find("ompi", collective, theirs).params}
     shared = [f"{k}={defaults[k]}" for k in SHARED_PARAMS if k in defaults and k in accepted]
     return f"ompi:{theirs}" + (":" + ",".join(shared) if shared else "")
+
+
+def size_groups(build, collective: str, sizes: list[int], np_: int
+                ) -> list[tuple[list[int], list[tuple[str, str]]]]:
+    """The sizes cut into groups at which every pair's Open MPI spec is the same (one
+    group unless a segsize=auto default changes with the size): [(sizes, [(ours,
+    ompi spec)])], one bench run each, so each spec is launched over the sizes that
+    use it."""
+    groups: dict[tuple, list[int]] = {}
+    for s in sizes:
+        pairs = tuple((ours, ompi_spec(build, collective, ours, theirs, s, np_))
+                      for ours, theirs in PAIRS[collective])
+        groups.setdefault(pairs, []).append(s)
+    return [(ss, list(pairs)) for pairs, ss in groups.items()]
 
 
 def _median(xs: list[float]) -> float:
@@ -320,20 +342,37 @@ def main(argv: list[str] | None = None) -> int:
 
     all_records: list[dict] = []
     for coll in colls:
-        pairs = [(ours, ompi_spec(build, coll, ours, theirs)) for ours, theirs in PAIRS[coll]]
-        algos = list(dict.fromkeys([o for o, _ in pairs] + [t for _, t in pairs]))
         csizes = [0] if coll == "barrier" else sizes  # a barrier moves no data
-        spec = bench_mod.BenchSpec(coll, algos, args.np, csizes, iterations=args.iterations,
-                                   reps=args.reps)
+        # one bench run per group of sizes whose Open MPI specs agree (segsize=auto)
+        groups = size_groups(build, coll, csizes, args.np)
+        records, notes, by = [], [], {}
+        spec_at: dict[tuple[str, int], str] = {}  # (ours, size) -> Open MPI spec there
+        for gi, (gsizes, gpairs) in enumerate(groups):
+            algos = list(dict.fromkeys([o for o, _ in gpairs] + [t for _, t in gpairs]))
+            spec = bench_mod.BenchSpec(coll, algos, args.np, gsizes,
+                                       iterations=args.iterations, reps=args.reps)
 
-        def progress(i, n, launch, coll=coll):
-            err.print(f"  {coll}: launch {i + 1}/{n} "
-                      f"({launch.library_spec or 'ours'})", highlight=False, end="\r")
+            def progress(i, n, launch, coll=coll, gi=gi):
+                part = f" sizes {gi + 1}/{len(groups)}" if len(groups) > 1 else ""
+                err.print(f"  {coll}{part}: launch {i + 1}/{n} "
+                          f"({launch.library_spec or 'ours'})", highlight=False, end="\r")
 
-        records, notes = bench_mod.run_bench(build, spec, progress=progress)
-        err.print(" " * 60, end="\r")
+            grecords, gnotes = bench_mod.run_bench(build, spec, progress=progress)
+            err.print(" " * 60, end="\r")
+            records += grecords
+            notes += [n for n in gnotes if n not in notes]
+            for r in grecords:
+                if (r["spec"], r["size"]) not in by:
+                    by[(r["spec"], r["size"])] = r
+            for ours, theirs in gpairs:
+                for s in gsizes:
+                    spec_at[(ours, s)] = theirs
         all_records += records
-        by = {(r["spec"], r["size"]): r for r in records}
+        # a row per pair: its Open MPI spec, or the specs by size when they differ
+        pairs = []
+        for ours, _ in PAIRS[coll]:
+            seen = list(dict.fromkeys(spec_at[(ours, s)] for s in csizes))
+            pairs.append((ours, seen[0] if len(seen) == 1 else " | ".join(seen)))
         t = Table(title=f"{coll}, np={args.np}: median latency ours / Open MPI "
                         f"(< 1: ours faster)", title_justify="left")
         t.add_column("ours")
@@ -344,18 +383,18 @@ def main(argv: list[str] | None = None) -> int:
         for ours, theirs in pairs:
             row = [ours, theirs]
             for s in csizes:
-                a, b = by.get((ours, s)), by.get((theirs, s))
+                a, b = by.get((ours, s)), by.get((spec_at[(ours, s)], s))
                 if not a or not b:
                     row.append("skipped")
                     continue
                 cell = (f"{a['median_us'] / b['median_us']:.2f}" if b["median_us"] > 0
                         else "n/a")
-                _, tname, tparams = parse_lib_spec(theirs)
+                _, tname, tparams = parse_lib_spec(spec_at[(ours, s)])
                 other = library_switch(coll, tname, s, args.np,
                                        int(tparams.get("segsize", 0) or 0), DTYPE_SIZE)
                 mine = ours_switch(coll, ours, s, args.np, DTYPE_SIZE)
                 if other:
-                    switched.add(f"{theirs} runs {other} at {fmt_size(s)}")
+                    switched.add(f"{spec_at[(ours, s)]} runs {other} at {fmt_size(s)}")
                     cell += " ≠"
                 elif mine:
                     switched.add(f"{ours} at {fmt_size(s)}: {mine}")
@@ -373,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
             t.add_row(*row)
         ctl = None
         if args.control:
-            spec_x = pairs[0][1]
+            spec_x = spec_at[(pairs[0][0], csizes[0])]  # its spec at the first size
 
             def cprogress(c, rep, side):
                 err.print(f"  {c}: control {spec_x} rep {rep + 1}/{args.reps} launch {side}",

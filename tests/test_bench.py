@@ -475,6 +475,7 @@ def test_ours_vs_library_pairs_every_twin_with_equal_parameters(ompi_build):
     """Every registry algorithm with an Open MPI twin has a row (or a reason not to),
     each row names a real Open MPI algorithm, and the parameters both sides have are
     forced to ours."""
+    from colltune.analysis import segsize
     from colltune.drivers import registry as reg
     from colltune.mpi import libalgos
 
@@ -487,11 +488,24 @@ def test_ours_vs_library_pairs_every_twin_with_equal_parameters(ompi_build):
             lib = libalgos.find("ompi", coll, t)  # raises for an unknown twin
             # the twin is the registry's own, except for the gather + bcast pair
             assert a.ompi_name in (lib.name, lib.lib_name, *lib.aliases), (coll, o, t)
-            spec = ovl.ompi_spec(ompi_build, coll, o, t)
-            for p in a.params:
-                if p["name"] in ovl.SHARED_PARAMS and p["name"] in {q.key for q in lib.params}:
-                    want = dict(kv.split("=") for kv in o.partition(":")[2].split(",") if kv)
-                    assert f"{p['name']}={want.get(p['name'], p['default'])}" in spec
+            for size, np_ in ((8, 2), (1 << 20, 2), (65536, 8), (1 << 20, 8)):
+                spec = ovl.ompi_spec(ompi_build, coll, o, t, size, np_)
+                for p in a.params:
+                    if p["name"] in ovl.SHARED_PARAMS and \
+                            p["name"] in {q.key for q in lib.params}:
+                        want = dict(kv.split("=") for kv in o.partition(":")[2].split(",")
+                                    if kv)
+                        value = want.get(p["name"], p["default"])
+                        if value == "auto":  # segsize=auto: the rule's segment here
+                            value = segsize.effective(a, size, np_, want)
+                            assert value == segsize.resolve(p["auto_rule"], coll, size, np_,
+                                                            int(want.get("fanout", 4)))
+                        assert f"{p['name']}={value}" in spec, (spec, size, np_)
+    # segsize=auto: one bench run per group of sizes whose Open MPI specs agree
+    groups = ovl.size_groups(ompi_build, "bcast", [8, 1024, 65536, 1 << 20], 8)
+    assert len(groups) > 1 and sorted(s for g, _ in groups for s in g) == [8, 1024, 65536,
+                                                                           1 << 20]
+    assert len(ovl.size_groups(ompi_build, "bcast", [8, 1024, 65536, 1 << 20], 2)) == 1
     # a library-side switch of schedule is recognised, and only below its threshold
     assert ovl.library_switch("allreduce", "rabenseifner", 3, 4) == "basic_linear"
     assert ovl.library_switch("allreduce", "rabenseifner", 4, 4) is None

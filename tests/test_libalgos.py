@@ -495,3 +495,12 @@ def test_reduce_scatter_bench_against_the_library(ompi_build):
     recs = json.loads(res.stdout)
     assert {r["spec"] for r in recs} >= {"ompi:butterfly", "ompi:basic_linear", "butterfly"}
     assert all(r["valid"] is True for r in recs), recs
+
+
+def test_matched_spec_leaves_an_auto_segsize_to_the_library():
+    """colltune's segsize=auto changes with the message size; one library launch has one
+    segment size, so it is not forced (ours_vs_library forces the rule's value per size)."""
+    spec = L.matched_spec("openmpi", "bcast", "ompi:chain", {"segsize": "auto", "fanout": 4})
+    assert spec == "ompi:chain:fanout=4"
+    assert L.matched_spec("openmpi", "bcast", "ompi:chain", {"segsize": 8192, "fanout": 4}) == \
+        "ompi:chain:segsize=8192,fanout=4"

@@ -199,6 +199,8 @@ PARITY_BAD = {
     "inner algorithm": (H + GOOD + "allgather 2 - 0 - gather_bcast gather=nosuch\n", 3),
     "hidden inner": (H + GOOD + "allreduce 2 - 0 - reduce_bcast bcast=_broken\n", 3),
     "remap": (H + GOOD + "bcast 2 - 100 - binomial remap=sideways\n", 3),
+    "segsize auto without a rule": (H + GOOD + "bcast 2 - 100 - binomial segsize=auto\n", 3),
+    "negative segsize": (H + GOOD + "reduce 2 - 100 - pipeline segsize=-1\n", 3),
     "gather has no remap": (H + GOOD + "gather 2 - 0 - binomial remap=rr\n", 3),
     "mapping garbage": (H + GOOD + "bcast 2 - 100 - binomial - garbage\n", 3),
     "mapping typo": (H + GOOD + "bcast 2 - 100 - binomial - cores\n", 3),
@@ -221,6 +223,8 @@ PARITY_GOOD = {
         H + "# target: colltune\n# load-class: quiet 0 9.5\n# load-class: busy 9.5 -\n"
         "bcast 2 - 0 99 binomial segsize=8K,remap=rr core load=quiet\n"
         "bcast 2 - 0 99 chain segsize=1M,fanout=2 node\n"
+        "bcast 2 - 100 - pipeline segsize=auto\n"
+        "reduce 2 - 0 - in_order_binary segsize=auto\n"
         "allgather 2 - 0 - gather_bcast gather=linear,bcast=knomial socket\n"
         "allreduce 2 8 0 - reduce_bcast reduce=binomial\n"
         "gather 1 - 0 - native -\n"),

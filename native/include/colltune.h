@@ -75,6 +75,25 @@ typedef struct {
     long v[CT_NPARAMS]; /* indexed by ct_param_id_t; only an algorithm's own params are read */
 } ct_params_t;
 
+/* segsize=auto, the default of the segmented Bcast and Reduce trees (chain,
+ * pipeline, binary, split_binary; Reduce's in_order_binary): the dispatcher
+ * replaces it on every call by ct_segsize_resolve()'s segment for the call's
+ * message size and process count (docs/algorithms/bcast.md, "Segment size
+ * default"). An explicit segsize (0 = unsegmented) is used as given. */
+#define CT_SEGSIZE_AUTO (-1L)
+#define CT_SEG_AUTO_MIN 1024L           /* smallest segment the rule gives     */
+#define CT_SEG_AUTO_MAX (1024L * 1024L) /* largest                              */
+#define CT_SEG_AUTO_L 8192LL          /* L = alpha/beta in bytes (Bcast)       */
+#define CT_SEG_AUTO_L_REDUCE 4096LL   /* alpha/(beta+gamma), gamma ~ beta      */
+/* The segment segsize=auto gives registry algorithm `algo` (with fan-out
+ * `fanout` where it has one) for a message of `bytes` bytes on p processes: 0
+ * (unsegmented) or a power of two in [CT_SEG_AUTO_MIN, CT_SEG_AUTO_MAX]; 0 for
+ * algorithms without a rule. No MPI call. */
+long ct_segsize_resolve(int algo, long fanout, long long bytes, int p);
+/* The pipeline shape the rule reads for `algo` ("chain", "pipeline", "binary",
+ * "split_binary"), NULL when it has none (segsize=auto then means 0). */
+const char *ct_segsize_rule_name(int algo);
+
 /* How one parameter is declared by one algorithm. */
 typedef struct {
     ct_param_id_t id;

@@ -35,7 +35,7 @@ int ct_coll_from_name(const char *name, ct_coll_t *out) {
 static const struct {
     const char *name, *help;
 } param_info[CT_NPARAMS] = {
-    { "segsize", "segment size in bytes (0 = no segmentation; Bcast cuts bytes of the type signature, Reduce/Allreduce whole elements)" },
+    { "segsize", "segment size in bytes (0 = no segmentation; auto = chosen per call from the message size and the process count; Bcast cuts bytes of the type signature, Reduce/Allreduce whole elements)" },
     { "fanout", "number of children per tree node / number of chains" },
     { "radix", "k-nomial tree radix" },
     { "bcast", "inner Bcast algorithm" },
@@ -161,6 +161,13 @@ const ct_param_spec_t *ct_param_spec(const ct_algo_t *a, ct_param_id_t id) {
     return NULL;
 }
 
+static int range_error(const ct_algo_t *a, const ct_param_spec_t *ps, long v) {
+    return ct_set_error(MPI_ERR_ARG, "%s/%s: %s=%ld is out of range: valid %ld..%ld%s (%s)",
+                        ct_coll_name(a->coll), a->name, ct_param_name(ps->id), v, ps->min,
+                        ps->max, ps->def == CT_SEGSIZE_AUTO ? " or auto" : "",
+                        ct_param_help(ps->id));
+}
+
 static int check_value(const ct_algo_t *a, const ct_param_spec_t *ps, long v) {
     if (is_inner(ps->id)) {
         const ct_algo_t *in = ct_algo_get((int)v);
@@ -173,10 +180,10 @@ static int check_value(const ct_algo_t *a, const ct_param_spec_t *ps, long v) {
         }
         return MPI_SUCCESS;
     }
-    if (v < ps->min || v > ps->max)
-        return ct_set_error(MPI_ERR_ARG, "%s/%s: %s=%ld is out of range: valid %ld..%ld (%s)",
-                            ct_coll_name(a->coll), a->name, ct_param_name(ps->id), v, ps->min,
-                            ps->max, ct_param_help(ps->id));
+    /* auto: where it is the default (the algorithms with a rule) */
+    if (ps->id == CT_P_SEGSIZE && v == CT_SEGSIZE_AUTO && ps->def == CT_SEGSIZE_AUTO)
+        return MPI_SUCCESS;
+    if (v < ps->min || v > ps->max) return range_error(a, ps, v);
     return MPI_SUCCESS;
 }
 
@@ -275,6 +282,12 @@ int ct_choice_parse(ct_coll_t coll, const char *spec, ct_choice_t *out) {
                                     ct_coll_name(coll), a->name,
                                     ct_coll_name(inner_coll(ps->id)), val, hint, names);
             }
+        } else if (ps->id == CT_P_SEGSIZE && strcmp(val, "auto") == 0) {
+            if (ps->def != CT_SEGSIZE_AUTO)
+                return ct_set_error(MPI_ERR_ARG, "%s/%s: segsize=auto: this algorithm has no "
+                                    "segment-size rule (its default is %ld); valid %ld..%ld",
+                                    ct_coll_name(coll), a->name, ps->def, ps->min, ps->max);
+            v = CT_SEGSIZE_AUTO;
         } else {
             char *end = NULL;
             errno = 0;
@@ -285,6 +298,8 @@ int ct_choice_parse(ct_coll_t coll, const char *spec, ct_choice_t *out) {
             if (errno || !end || end == val || *end)
                 return ct_set_error(MPI_ERR_ARG, "%s/%s: %s='%s' is not an integer",
                                     ct_coll_name(coll), a->name, key, val);
+            /* a number in range (auto is written as the word) */
+            if (v < ps->min || v > ps->max) return range_error(a, ps, v);
         }
         CT_CHECK(check_value(a, ps, v));
         out->params.v[ps->id] = v;
@@ -309,6 +324,8 @@ void ct_choice_format(const ct_choice_t *c, char *buf, size_t len) {
             const ct_algo_t *in = ct_algo_get((int)c->params.v[id]);
             w = snprintf(buf + used, len - used, "%s%s=%s", j ? "," : ":", ct_param_name(id),
                          in ? in->name : "?");
+        } else if (id == CT_P_SEGSIZE && c->params.v[id] == CT_SEGSIZE_AUTO) {
+            w = snprintf(buf + used, len - used, "%s%s=auto", j ? "," : ":", ct_param_name(id));
         } else {
             w = snprintf(buf + used, len - used, "%s%s=%ld", j ? "," : ":", ct_param_name(id),
                          c->params.v[id]);

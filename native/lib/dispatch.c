@@ -223,6 +223,7 @@ static CT_THREAD_LOCAL struct {
     int ok;
     ct_choice_t c;
     const ct_algo_t *a; /* its registry entry */
+    ct_choice_t run;    /* c as it runs: segsize=auto replaced per call (seg_auto) */
 } checked[CT_NCOLL];
 
 static inline int same_choice(const ct_choice_t *x, const ct_choice_t *y, const ct_algo_t *a) {
@@ -248,6 +249,7 @@ CT_COLD static int check_choice_slow(const ct_choice_t *c, ct_coll_t coll,
         return ct_set_error(MPI_ERR_ARG, "algorithm %s/%s used for a %s", ct_coll_name(a->coll),
                             a->name, ct_coll_name(coll));
     checked[coll].c = *c;
+    checked[coll].run = *c;
     checked[coll].a = a;
     checked[coll].ok = 1;
     *out = a;
@@ -312,6 +314,22 @@ static int resolve(const ct_choice_t *c, ct_coll_t coll, int p, int count, MPI_O
     last.remap = CT_REMAP_NONE;
     const char *why = violated(a, p, count, op);
     return why ? resolve_fallback(c, coll, p, count, op, fb, run, ra, a, why) : MPI_SUCCESS;
+}
+
+/* segsize=auto: the choice to run with the segment of ct_segsize_resolve for
+ * this call: fb when it holds the fallback, else the checked copy of the choice
+ * (resolve() just matched it; only the segment is written: no copy per call; no
+ * Bcast or Reduce algorithm dispatches a call of its own collective, which could
+ * rewrite it while it runs).
+ * Bcast and Reduce only (the algorithms with a rule). A message of at most
+ * CT_SEG_AUTO_MIN bytes, or 2 processes, is never cut: answered without the call. */
+static inline const ct_choice_t *seg_auto(const ct_choice_t *run, ct_choice_t *fb,
+                                          ct_coll_t coll, long long bytes, int p) {
+    ct_choice_t *to = run == fb ? fb : &checked[coll].run;
+    to->params.v[CT_P_SEGSIZE] =
+        bytes <= CT_SEG_AUTO_MIN || p < 3
+            ? 0 : ct_segsize_resolve(to->algo, to->params.v[CT_P_FANOUT], bytes, p);
+    return to;
 }
 
 /* ---- rank remapping ---------------------------------------------------------
@@ -461,6 +479,8 @@ int ct_bcast(const ct_choice_t *c, void *buf, int count, MPI_Datatype dt, int ro
                             "communicator", root, ci->size);
     TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
+    if (run->params.v[CT_P_SEGSIZE] < 0)
+        run = seg_auto(run, &fb, CT_BCAST, (long long)count * size, ci->size);
     ct_bcast_fn fn = ra->fn.bcast;
     remap_run_t rm;
     CT_CHECK(remap_of(CT_BCAST, run, MPI_OP_NULL, comm, ci, &rm));
@@ -489,6 +509,8 @@ int ct_reduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count, MPI
         return ct_set_error(MPI_ERR_BUFFER, "reduce: MPI_IN_PLACE is only valid at the root");
     TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
+    if (run->params.v[CT_P_SEGSIZE] < 0)
+        run = seg_auto(run, &fb, CT_REDUCE, (long long)count * size, ci->size);
     ct_reduce_fn fn = ra->fn.reduce;
     remap_run_t rm;
     CT_CHECK(remap_of(CT_REDUCE, run, op, comm, ci, &rm));
@@ -855,10 +877,22 @@ static int inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI
     return rc;
 }
 
+/* segsize=auto of an inner Bcast or Reduce, as seg_auto */
+static int inner_seg_auto(ct_choice_t *run, MPI_Comm comm, int count, MPI_Datatype dt) {
+    int size, p, rank;
+    if (run->params.v[CT_P_SEGSIZE] >= 0) return MPI_SUCCESS;
+    TYPE_SIZE(dt, &size);
+    CT_CHECK(ct_comm_geom(comm, &p, &rank));
+    run->params.v[CT_P_SEGSIZE] =
+        ct_segsize_resolve(run->algo, run->params.v[CT_P_FANOUT], (long long)count * size, p);
+    return MPI_SUCCESS;
+}
+
 int ct_run_bcast(int algo, void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
     ct_choice_t run;
     CT_CHECK(inner_resolve(algo, CT_BCAST, comm, count, MPI_OP_NULL, &run));
     if (count == 0) return MPI_SUCCESS;
+    CT_CHECK(inner_seg_auto(&run, comm, count, dt));
     return ct_algo_get(run.algo)->fn.bcast(buf, count, dt, root, comm, &run.params);
 }
 
@@ -867,6 +901,7 @@ int ct_run_reduce(int algo, const void *sbuf, void *rbuf, int count, MPI_Datatyp
     ct_choice_t run;
     CT_CHECK(inner_resolve(algo, CT_REDUCE, comm, count, op, &run));
     if (count == 0) return MPI_SUCCESS;
+    CT_CHECK(inner_seg_auto(&run, comm, count, dt));
     return ct_algo_get(run.algo)->fn.reduce(sbuf, rbuf, count, dt, op, root, comm,
                                             &run.params);
 }

@@ -19,6 +19,7 @@
 #include "ct_internal.h"
 
 #define SEG(d) { CT_P_SEGSIZE, (d), 0, 1L << 30, NULL }
+#define SEG_AUTO SEG(CT_SEGSIZE_AUTO)
 #define FAN(d) { CT_P_FANOUT, (d), 1, 1024, NULL }
 #define RADIX(d) { CT_P_RADIX, (d), 2, 64, NULL }
 #define INNER(id, name) { (id), -1, -1, -1, (name) }
@@ -48,10 +49,22 @@
 #define AUTO_SEQ CT_REMAP_SEQ
 #define AUTO_RR CT_REMAP_RR
 
-/* One row: the public description, then the remap=auto order. */
+/* ---- the segsize=auto column -------------------------------------------------
+ * The pipeline whose depth the segsize=auto rule (ct_segsize_resolve, below)
+ * reads, packed into the remap=auto column's upper bits: the chain of fan-out
+ * k, the single chain, the balanced binary tree, the split binary tree. */
+#define SR_SHIFT 4
+#define SR_MASK (7 << SR_SHIFT)
+#define SR_CHAIN (1 << SR_SHIFT)
+#define SR_PIPELINE (2 << SR_SHIFT)
+#define SR_BINARY (3 << SR_SHIFT)
+#define SR_SPLIT (4 << SR_SHIFT)
+
+/* One row: the public description, then the remap=auto order (| the
+ * segsize=auto rule, SR_*, for the segmented trees). */
 typedef struct {
     ct_algo_t a;
-    int remap_auto; /* CT_REMAP_NONE, _SEQ or _RR */
+    int remap_auto; /* CT_REMAP_NONE, _SEQ or _RR, | SR_* */
 } entry_t;
 
 static const entry_t table[] = {
@@ -68,25 +81,25 @@ static const entry_t table[] = {
       "(p-1)*(a + n*b)",
       "root posts an Isend to every rank and waits for all (the seed's \"simple\")", NULL },
       AUTO_NONE },
-    { { "chain", CT_BCAST, { .bcast = ct_bcast_chain }, 2, { SEG(8192), FAN(4) }, 0, NULL,
+    { { "chain", CT_BCAST, { .bcast = ct_bcast_chain }, 2, { SEG_AUTO, FAN(4) }, 0, NULL,
       "(min(k,p-1)*" NSEG " + ceil((p-1)/min(k,p-1)) - 1)*(a + s*b)",
       "root feeds k chains of ranks; segments are pipelined down each chain", "chain" },
-      AUTO_SEQ },
-    { { "pipeline", CT_BCAST, { .bcast = ct_bcast_pipeline }, 1, { SEG(8192) }, 0, NULL,
+      AUTO_SEQ | SR_CHAIN },
+    { { "pipeline", CT_BCAST, { .bcast = ct_bcast_pipeline }, 1, { SEG_AUTO }, 0, NULL,
       "(p + " NSEG " - 2)*(a + s*b)",
       "a single chain through all ranks, segments pipelined", "pipeline" },
-      AUTO_SEQ },
-    { { "binary", CT_BCAST, { .bcast = ct_bcast_binary }, 1, { SEG(8192) }, 0, NULL,
+      AUTO_SEQ | SR_PIPELINE },
+    { { "binary", CT_BCAST, { .bcast = ct_bcast_binary }, 1, { SEG_AUTO }, 0, NULL,
       "2*max(0, ceil(log2(p+1)) + " NSEG " - 2)*(a + s*b)",
       "segments pipelined down a balanced binary tree", "binary_tree" },
-      AUTO_NONE },
-    { { "split_binary", CT_BCAST, { .bcast = ct_bcast_split_binary }, 1, { SEG(8192) }, 0,
+      AUTO_NONE | SR_BINARY },
+    { { "split_binary", CT_BCAST, { .bcast = ct_bcast_split_binary }, 1, { SEG_AUTO }, 0,
       NULL,
       "2*max(0, ceil(log2(p+1)) + ceil(" NSEG "/2) - 2)*(a + s*b) + a + n/2*b",
       "each half of the message goes down one subtree of a binary tree, then "
       "left and right partners swap halves",
       "split_binary_tree" },
-      AUTO_NONE },
+      AUTO_NONE | SR_SPLIT },
     { { "binomial", CT_BCAST, { .bcast = ct_bcast_binomial }, 1, { SEG(0) }, 0, NULL,
       "ceil(log2(p))*" NSEG "*(a + s*b)",
       "binomial tree: in round r, every rank that has the data sends it 2^r "
@@ -120,31 +133,31 @@ static const entry_t table[] = {
       "(p-1)*(a + n*b + n*g)",
       "root receives every rank's vector and combines them in rank order", "linear" },
       AUTO_NONE },
-    { { "chain", CT_REDUCE, { .reduce = ct_reduce_chain }, 2, { SEG(8192), FAN(4) },
+    { { "chain", CT_REDUCE, { .reduce = ct_reduce_chain }, 2, { SEG_AUTO, FAN(4) },
       CT_NEED_COMMUTATIVE, "in_order_binary",
       "(min(k,p-1)*" NSEG " + ceil((p-1)/min(k,p-1)) - 1)*(a + s*b + s*g)",
       "k chains of ranks reduce segments towards the root, pipelined", "chain" },
-      AUTO_SEQ },
-    { { "pipeline", CT_REDUCE, { .reduce = ct_reduce_pipeline }, 1, { SEG(8192) },
+      AUTO_SEQ | SR_CHAIN },
+    { { "pipeline", CT_REDUCE, { .reduce = ct_reduce_pipeline }, 1, { SEG_AUTO },
       CT_NEED_COMMUTATIVE, "in_order_binary", "(p + " NSEG " - 2)*(a + s*b + s*g)",
       "one chain through all ranks reduces segments towards the root", "pipeline" },
-      AUTO_SEQ },
-    { { "binary", CT_REDUCE, { .reduce = ct_reduce_binary }, 1, { SEG(8192) },
+      AUTO_SEQ | SR_PIPELINE },
+    { { "binary", CT_REDUCE, { .reduce = ct_reduce_binary }, 1, { SEG_AUTO },
       CT_NEED_COMMUTATIVE, "in_order_binary",
       "2*max(0, ceil(log2(p+1)) + " NSEG " - 2)*(a + s*b + s*g)",
       "segments reduced up a balanced binary tree rooted at the root", "binary" },
-      AUTO_NONE },
+      AUTO_NONE | SR_BINARY },
     { { "binomial", CT_REDUCE, { .reduce = ct_reduce_binomial }, 1, { SEG(0) },
       CT_NEED_COMMUTATIVE, "in_order_binary", "ceil(log2(p))*" NSEG "*(a + s*b + s*g)",
       "binomial tree: in round r, ranks 2^r apart combine", "binomial" },
       AUTO_RR },
-    { { "in_order_binary", CT_REDUCE, { .reduce = ct_reduce_in_order_binary }, 1, { SEG(8192) },
+    { { "in_order_binary", CT_REDUCE, { .reduce = ct_reduce_in_order_binary }, 1, { SEG_AUTO },
       0, NULL,
       "2*max(0, ceil(log2(p+1)) + " NSEG " - 2)*(a + s*b + s*g) + a + n*b",
       "binary tree over ranks in order (lower ranks on the left), so any "
       "associative op works; the result is forwarded to the root",
       "in-order_binary" },
-      AUTO_NONE },
+      AUTO_NONE | SR_BINARY },
     { { "rabenseifner", CT_REDUCE, { .reduce = ct_reduce_rabenseifner }, 0, { { 0 } },
       CT_NEED_COMMUTATIVE | CT_NEED_COUNT_GE_P, "binomial",
       "2*ceil(log2(p))*a + 2*(p-1)/p*n*b + (p-1)/p*n*g",
@@ -497,5 +510,51 @@ int ct_algo_find(ct_coll_t coll, const char *name) {
 
 int ct_remap_auto(int algo) {
     if (algo < 0 || algo >= ct_algo_count()) return CT_REMAP_NONE;
-    return table[algo].remap_auto;
+    return table[algo].remap_auto & ~SR_MASK;
+}
+
+/* ---- segsize=auto -------------------------------------------------------------
+ * docs/algorithms/bcast.md, "Segment size default", derives the rule: a
+ * pipeline of d hops moving n bytes in segments of s bytes takes about
+ * (d + n/s - 1)(a + s*b') (b' = b for Bcast, b + g for Reduce), least at
+ * s* = sqrt(n*L/(d-1)) with L = a/b' bytes. The segment is s* rounded to the
+ * nearest power of two (in log scale: 2^((m+1)/2), m = floor(log2(n*L/(d-1))),
+ * integers only), clamped to [CT_SEG_AUTO_MIN, CT_SEG_AUTO_MAX]; unsegmented
+ * (0) when d <= 1 or when the segment would hold the whole message.
+ * src/colltune/analysis/segsize.py is the same rule in Python (tests compare
+ * both over a grid). */
+static int floor_log2ll(unsigned long long x) { return 63 - __builtin_clzll(x); }
+
+const char *ct_segsize_rule_name(int algo) {
+    static const char *names[] = { NULL, "chain", "pipeline", "binary", "split_binary" };
+    if (algo < 0 || algo >= ct_algo_count()) return NULL;
+    return names[(table[algo].remap_auto & SR_MASK) >> SR_SHIFT];
+}
+
+long ct_segsize_resolve(int algo, long fanout, long long bytes, int p) {
+    if (algo < 0 || algo >= ct_algo_count() || p < 3 || bytes <= CT_SEG_AUTO_MIN) return 0;
+    long long n = bytes, d;
+    switch (table[algo].remap_auto & SR_MASK) {
+    case SR_CHAIN: { /* k = min(fanout, p-1) chains of ceil((p-1)/k) ranks */
+        long k = fanout < 1 ? 1 : fanout > p - 1 ? p - 1 : fanout;
+        d = (p - 1 + k - 1) / k;
+        break;
+    }
+    case SR_PIPELINE: d = p - 1; break;
+    case SR_BINARY: d = floor_log2ll((unsigned long long)p); break; /* tree height */
+    case SR_SPLIT: /* each half down the root's edge and a subtree of ceil((p-1)/2) */
+        d = 1 + floor_log2ll((unsigned long long)(p / 2));
+        n = bytes - bytes / 2;
+        break;
+    default: return 0;
+    }
+    if (d <= 1) return 0;
+    if (n > (1LL << 40)) n = 1LL << 40; /* the segment is at its maximum long before */
+    const long long lambda = ct_algo_get(algo)->coll == CT_REDUCE ? CT_SEG_AUTO_L_REDUCE
+                                                                   : CT_SEG_AUTO_L;
+    unsigned long long x = (unsigned long long)(n * lambda / (d - 1));
+    long s = 1L << ((floor_log2ll(x) + 1) >> 1);
+    if (s < CT_SEG_AUTO_MIN) s = CT_SEG_AUTO_MIN;
+    if (s > CT_SEG_AUTO_MAX) s = CT_SEG_AUTO_MAX;
+    return s >= n ? 0 : s;
 }

@@ -214,6 +214,32 @@ int main(int argc, char **argv) {
     ct_choice_format(&c, buf, sizeof buf);
     EXPECT(!strcmp(buf, "chain:segsize=8192,fanout=4"), "format gave %s", buf);
 
+    /* segsize=auto: the default of the segmented trees, written back as auto; an
+     * explicit value wins; auto only where it is the default */
+    rc = ct_choice_parse(CT_BCAST, "chain", &c);
+    EXPECT(rc == MPI_SUCCESS && c.params.v[CT_P_SEGSIZE] == CT_SEGSIZE_AUTO,
+           "chain default segsize %ld", c.params.v[CT_P_SEGSIZE]);
+    ct_choice_format(&c, buf, sizeof buf);
+    EXPECT(!strcmp(buf, "chain:segsize=auto,fanout=4"), "format gave %s", buf);
+    rc = ct_choice_parse(CT_REDUCE, "pipeline:segsize=0", &c);
+    EXPECT(rc == MPI_SUCCESS && c.params.v[CT_P_SEGSIZE] == 0, "explicit 0: %s", ct_last_error());
+    rc = ct_choice_parse(CT_REDUCE, "in_order_binary:segsize=auto", &c);
+    EXPECT(rc == MPI_SUCCESS && c.params.v[CT_P_SEGSIZE] == CT_SEGSIZE_AUTO, "auto: %s",
+           ct_last_error());
+    rc = ct_choice_parse(CT_BCAST, "binomial:segsize=auto", &c);
+    EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "segsize=auto") &&
+               contains(ct_last_error(), "no segment-size rule"),
+           "auto on binomial: %s", ct_last_error());
+    {
+        int ch = ct_algo_find(CT_BCAST, "chain"), pl = ct_algo_find(CT_BCAST, "pipeline");
+        int bi = ct_algo_find(CT_BCAST, "binomial");
+        EXPECT(ct_segsize_resolve(ch, 4, 1 << 20, 2) == 0, "chain np 2 segmented");
+        EXPECT(ct_segsize_resolve(pl, 1, 8, 8) == 0, "pipeline 8 B segmented");
+        EXPECT(ct_segsize_resolve(pl, 1, 1 << 20, 8) == 32768, "pipeline 1 MiB np 8: %ld",
+               ct_segsize_resolve(pl, 1, 1 << 20, 8));
+        EXPECT(ct_segsize_resolve(bi, 1, 1 << 20, 8) == 0, "binomial has no rule");
+    }
+
     /* bad arguments: an MPI error code and a message saying what is valid */
     rc = ct_choice_parse(CT_BCAST, "bogus", &c);
     EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "unknown bcast algorithm 'bogus'") &&

@@ -33,6 +33,11 @@ void ct_print_registry_json(FILE *f, int include_hidden) {
             if (ps->def_algo) {
                 fprintf(f, ", \"kind\": \"algorithm\", \"default\": ");
                 ct_json_str(f, ps->def_algo);
+            } else if (ps->id == CT_P_SEGSIZE && ps->def == CT_SEGSIZE_AUTO) {
+                /* segsize=auto: chosen per call by the rule named in auto_rule */
+                fprintf(f, ", \"kind\": \"int\", \"default\": \"auto\", \"auto_rule\": ");
+                ct_json_str(f, ct_segsize_rule_name(i));
+                fprintf(f, ", \"min\": %ld, \"max\": %ld", ps->min, ps->max);
             } else {
                 fprintf(f, ", \"kind\": \"int\", \"default\": %ld, \"min\": %ld, \"max\": %ld",
                         ps->def, ps->min, ps->max);

@@ -461,6 +461,30 @@ int main(int argc, char **argv) {
             usage();
             return 0;
         }
+        if (!strcmp(argv[i], "--segsize-table")) { /* segsize=auto over a grid (tests) */
+            static const long long sizes[] = { 1, 1000, 1024, 1025, 4096, 8192, 12345, 65536,
+                                               100000, 262144, 1048576, 3000000, 16777216,
+                                               1LL << 30, 1LL << 34 };
+            static const int procs[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100,
+                                         1000, 4096 };
+            static const long fanouts[] = { 1, 2, 3, 4, 8, 1024 };
+            printf("{\"segsize\": [\n");
+            int first = 1;
+            for (int a = 0; a < ct_algo_count(); a++) {
+                if (!ct_segsize_rule_name(a)) continue;
+                const ct_algo_t *al = ct_algo_get(a);
+                for (size_t f = 0; f < sizeof fanouts / sizeof *fanouts; f++)
+                    for (size_t q = 0; q < sizeof procs / sizeof *procs; q++)
+                        for (size_t n = 0; n < sizeof sizes / sizeof *sizes; n++) {
+                            printf("%s[\"%s\", \"%s\", %ld, %d, %lld, %ld]", first ? "" : ",\n",
+                                   ct_coll_name(al->coll), al->name, fanouts[f], procs[q],
+                                   sizes[n], ct_segsize_resolve(a, fanouts[f], sizes[n], procs[q]));
+                            first = 0;
+                        }
+            }
+            printf("\n]}\n");
+            return 0;
+        }
         if (!strcmp(argv[i], "--list-json")) {
             int hidden = 0;
             for (int j = 1; j < argc; j++)

@@ -42,6 +42,7 @@ from colltune.base.collectives import per_process
 from colltune.base.errors import ColltuneError
 from colltune.base.specs import parse_params
 from colltune.analysis.fit import _json_clean
+from colltune.analysis import segsize as segsize_rule
 from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size
 from colltune.base.units import parse_size
@@ -216,7 +217,14 @@ def formula_variables(algo: dict, p: int, size: int, elem: int = 1,
     n = size * p if per_process(algo["collective"]) else size  # size is per process
     env: dict[str, float] = {"p": float(p), "n": float(n)}
     if "segsize" in defaults:
-        seg = _int_param(params.get("segsize"), defaults["segsize"]) or 0
+        raw = params.get("segsize", defaults["segsize"])
+        if segsize_rule.is_auto(raw):  # the dispatcher's rule for this call (analysis/segsize)
+            q = segsize_rule.segsize_param(algo) or {}
+            fan = _int_param(params.get("fanout"), defaults.get("fanout") or 1)
+            seg = segsize_rule.resolve(q.get("auto_rule"), algo["collective"], int(n), p,
+                                       int(fan))
+        else:
+            seg = _int_param(raw, 0) or 0
         if algo["collective"] == "bcast":  # bytes of the type signature, cut on
             unit = 1                          # the largest power of two <= 8 dividing n
             while unit < 8 and n % (2 * unit) == 0:

@@ -32,6 +32,9 @@ class Algorithm:
             elif p["kind"] == "choice":
                 auto = f"; auto = {p['auto']}" if p.get("auto") else ""
                 out.append(f"{p['name']}={p['default']} ({'|'.join(p['values'])}{auto})")
+            elif p["default"] == "auto":  # segsize=auto: chosen per call (analysis.segsize)
+                out.append(f"{p['name']}=auto (per call, {p.get('auto_rule')} depth) "
+                           f"[{p['min']}..{p['max']}]")
             else:
                 out.append(f"{p['name']}={p['default']} [{p['min']}..{p['max']}]")
         return ", ".join(out)

@@ -550,13 +550,17 @@ def matched_spec(mpi: MPI | str, collective: str, spec: str, ours: dict[str, Any
     """`spec` (a library spec) forced with colltune's effective values `ours` ({key:
     value} of the same-named colltune algorithm) for every parameter of MATCHED_KEYS
     both have: `ompi:chain` + {segsize: 8192, fanout: 4} -> `ompi:chain:segsize=8192,fanout=4`.
-    Values the spec sets itself win; without a shared parameter the spec is returned as is."""
+    Values the spec sets itself win; without a shared parameter the spec is returned as is.
+    A segsize of `auto` (colltune's per-call rule, analysis.segsize) is not forced: one
+    launch of the library has one segment size for every message size, so the library
+    keeps its own there (benchmarks/ours_vs_library.py forces the rule's value per size)."""
     algo, values = resolve(mpi, collective, spec)
     if not ours:
         return spec
     forced = dict(values)
     for p in algo.params:
-        if p.key in MATCHED_KEYS and p.key in ours and p.key not in forced:
+        if p.key in MATCHED_KEYS and p.key in ours and p.key not in forced and \
+                str(ours[p.key]) != "auto":
             forced[p.key] = str(ours[p.key])
     if forced == values:
         return spec

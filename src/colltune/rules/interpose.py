@@ -86,14 +86,20 @@ def spec_problem(coll: str, spec: str, algorithms, test_only: bool = False) -> s
             if val not in p["values"]:
                 return (f"{coll}/{name}: {key}='{val}' is invalid"
                         f"{did_you_mean(val, p['values'])}; valid: {', '.join(p['values'])}")
+        elif key == "segsize" and val == "auto":  # segsize=auto: where it is the default
+            if p.get("default") != "auto":
+                return (f"{coll}/{name}: segsize=auto: this algorithm has no segment-size "
+                        f"rule (its default is {p.get('default')}); valid "
+                        f"{p['min']}..{p['max']}")
         else:
             m = _INT.fullmatch(val)
             if not m:
                 return f"{coll}/{name}: {key}='{val}' is not an integer"
             v = int(m.group(1)) * {"": 1, "k": 1024, "m": 1 << 20}[m.group(2).lower()]
             if not p["min"] <= v <= p["max"]:
+                auto = " or auto" if p.get("default") == "auto" else ""
                 return (f"{coll}/{name}: {key}={v} is out of range: valid "
-                        f"{p['min']}..{p['max']} ({p.get('help', '')})")
+                        f"{p['min']}..{p['max']}{auto} ({p.get('help', '')})")
     return None
 
 
