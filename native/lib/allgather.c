@@ -253,11 +253,11 @@ int ct_allgather_gather_bcast(const void *sbuf, int scount, MPI_Datatype sdt, vo
                               const ct_params_t *prm) {
     int np, r, rc;
     CT_CHECK(ct_comm_geom(comm, &np, &r));
-    ct_type_t t;
-    CT_CHECK(ct_type(rdt, &t));
     /* with MPI_IN_PLACE my block already sits in rbuf: send it from there
      * (the root of the gather may keep MPI_IN_PLACE) */
     if (sbuf == MPI_IN_PLACE && r != 0) {
+        ct_type_t t;
+        CT_CHECK(ct_type(rdt, &t));
         sbuf = (char *)rbuf + (MPI_Aint)r * rcount * t.extent;
         scount = rcount;
         sdt = rdt;
