@@ -61,7 +61,20 @@ static int ag_begin(ag_t *g, const void *sbuf, int scount, MPI_Datatype sdt, voi
     g->rdt = rdt;
     g->own_pending = sbuf != MPI_IN_PLACE;
     CT_CHECK(ct_comm_geom(comm, &g->np, &g->r));
-    return ct_blk_init(&g->b, rcount, rdt, g->np);
+    if (rcount > INT_MAX / g->np) return ct_blk_init(&g->b, rcount, rdt, g->np);
+    /* the common case of ct_blk_init without the call: blocks of rcount x rdt */
+    CT_CHECK(ct_type(rdt, &g->b.t));
+    g->b.owned = 0;
+    g->b.dt = rdt;
+    g->b.per = rcount;
+    g->b.ext = (MPI_Aint)rcount * g->b.t.extent;
+    return MPI_SUCCESS;
+}
+
+/* Copy n blocks from src to dst (the geometry at hand where the block type is rdt). */
+static int blk_copy(const ag_t *g, const void *src, void *dst, int n) {
+    if (!g->b.owned) return ct_copy_t(src, dst, n * g->b.per, g->b.dt, &g->b.t);
+    return ct_copy(src, dst, n * g->b.per, g->b.dt);
 }
 
 /* Finish the call: place my own block if no step did, release the block type. */
@@ -75,7 +88,7 @@ static int ag_end(ag_t *g, int rc) {
  * rfirst..rfirst+rcnt-1 from src. While my own block is still only in sbuf
  * (see ag_begin), a step that sends just that block sends it from sbuf and
  * places it in rbuf afterwards; any other step places it first. */
-static int xchg(ag_t *g, int sfirst, int scnt, int dst, int rfirst, int rcnt, int src) {
+static inline int xchg(ag_t *g, int sfirst, int scnt, int dst, int rfirst, int rcnt, int src) {
     if (g->own_pending && sfirst == g->r && scnt == 1) {
         CT_CHECK(ct_sendrecv(g->sbuf, g->scount, g->sdt, dst, CT_TAG_ALLGATHER,
                               blk_at(g, rfirst), rcnt * g->b.per, g->b.dt, src,
@@ -240,11 +253,11 @@ int ct_allgather_gather_bcast(const void *sbuf, int scount, MPI_Datatype sdt, vo
                               const ct_params_t *prm) {
     int np, r, rc;
     CT_CHECK(ct_comm_geom(comm, &np, &r));
-    ct_type_t t;
-    CT_CHECK(ct_type(rdt, &t));
     /* with MPI_IN_PLACE my block already sits in rbuf: send it from there
      * (the root of the gather may keep MPI_IN_PLACE) */
     if (sbuf == MPI_IN_PLACE && r != 0) {
+        ct_type_t t;
+        CT_CHECK(ct_type(rdt, &t));
         sbuf = (char *)rbuf + (MPI_Aint)r * rcount * t.extent;
         scount = rcount;
         sdt = rdt;
@@ -376,17 +389,23 @@ int ct_allgather_bruck(const void *sbuf, int scount, MPI_Datatype sdt, void *rbu
     CT_CHECK(ag_begin(&g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
     const int np = g.np, r = g.r, per = g.b.per;
     if (np == 1) return ag_end(&g, MPI_SUCCESS);
-    char *tmp = ct_tmp_alloc((MPI_Aint)np * rcount, &g.b.t, &raw);
+    if (np == 2) /* one step, one block each way: received in place, no rotation */
+        return ag_end(&g, xchg(&g, r, 1, 1 - r, 1 - r, 1, 1 - r));
+    ct_small_t small;
+    char *tmp = ct_tmp_alloc_in((MPI_Aint)np * rcount, &g.b.t, &raw, &small, sizeof small);
     if (!tmp) return ag_end(&g, ct_set_error(MPI_ERR_NO_MEM, "allgather/bruck: out of memory"));
     int d = 1;
     if (g.own_pending) { /* step 1 sends my block straight from sbuf (see ag_begin) */
         CT_TRY(ct_sendrecv(sbuf, scount, sdt, (r - 1 + np) % np, CT_TAG_ALLGATHER,
                          tmp + g.b.ext, per, g.b.dt, (r + 1) % np, CT_TAG_ALLGATHER, comm,
                          MPI_STATUS_IGNORE));
-        CT_TRY(ct_copy_sig(sbuf, scount, sdt, tmp, per, g.b.dt));
+        if (sdt == g.b.dt && scount == per)
+            CT_TRY(blk_copy(&g, sbuf, tmp, 1));
+        else
+            CT_TRY(ct_copy_sig(sbuf, scount, sdt, tmp, per, g.b.dt));
         d = 2;
     } else {
-        CT_TRY(ct_copy(blk_at(&g, r), tmp, per, g.b.dt));
+        CT_TRY(blk_copy(&g, blk_at(&g, r), tmp, 1));
     }
     for (; d < np; d <<= 1) {
         int cnt = d < np - d ? d : np - d;
@@ -395,8 +414,8 @@ int ct_allgather_bruck(const void *sbuf, int scount, MPI_Datatype sdt, void *rbu
                          CT_TAG_ALLGATHER, comm, MPI_STATUS_IGNORE));
     }
     /* slots 1..p-r-1 are blocks r+1..p-1, slots p-r..p-1 are blocks 0..r-1 */
-    CT_TRY(ct_copy(tmp + g.b.ext, blk_at(&g, r + 1), (np - r - 1) * per, g.b.dt));
-    CT_TRY(ct_copy(tmp + (MPI_Aint)(np - r) * g.b.ext, blk_at(&g, 0), r * per, g.b.dt));
+    CT_TRY(blk_copy(&g, tmp + g.b.ext, blk_at(&g, r + 1), np - r - 1));
+    CT_TRY(blk_copy(&g, tmp + (MPI_Aint)(np - r) * g.b.ext, blk_at(&g, 0), r));
 out:
     free(raw);
     return ag_end(&g, rc);
@@ -439,17 +458,30 @@ out:
     return ag_end(&g, rc);
 }
 
-/* Two processes: a single exchange of the two blocks. */
+/* Two processes: a single exchange of the two blocks. Without the state of the
+ * other algorithms: one block of rcount elements is a message, so no block type
+ * is ever needed. */
 int ct_allgather_two_proc(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                           int rcount, MPI_Datatype rdt, MPI_Comm comm, const ct_params_t *prm) {
     (void)prm;
-    ag_t g;
-    CT_CHECK(ag_begin(&g, sbuf, scount, sdt, rbuf, rcount, rdt, comm));
-    if (g.np != 2)
-        return ag_end(&g, ct_set_error(MPI_ERR_ARG, "allgather/two_proc needs exactly 2 "
-                                       "processes (got %d)", g.np));
-    const int o = 1 - g.r;
-    return ag_end(&g, xchg(&g, g.r, 1, o, o, 1, o));
+    int np, r;
+    ct_type_t t;
+    CT_CHECK(ct_comm_geom(comm, &np, &r));
+    if (np != 2)
+        return ct_set_error(MPI_ERR_ARG, "allgather/two_proc needs exactly 2 processes (got %d)",
+                            np);
+    CT_CHECK(ct_type(rdt, &t));
+    const int o = 1 - r;
+    const MPI_Aint bext = (MPI_Aint)rcount * t.extent;
+    char *mine = (char *)rbuf + r * bext, *theirs = (char *)rbuf + o * bext;
+    if (sbuf == MPI_IN_PLACE)
+        return ct_sendrecv(mine, rcount, rdt, o, CT_TAG_ALLGATHER, theirs, rcount, rdt, o,
+                           CT_TAG_ALLGATHER, comm, MPI_STATUS_IGNORE);
+    /* my block straight from sbuf, placed after the exchange (see ag_begin) */
+    CT_CHECK(ct_sendrecv(sbuf, scount, sdt, o, CT_TAG_ALLGATHER, theirs, rcount, rdt, o,
+                         CT_TAG_ALLGATHER, comm, MPI_STATUS_IGNORE));
+    if (sdt == rdt && scount == rcount) return ct_copy_t(sbuf, mine, rcount, rdt, &t);
+    return ct_copy_sig(sbuf, scount, sdt, mine, rcount, rdt);
 }
 
 /*
