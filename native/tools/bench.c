@@ -66,13 +66,14 @@ static int warmup_once;        /* --warmup-once: warm-up calls before a candidat
 static int prepare;            /* --prepare: ct_comm_prepare before a candidate's first point */
 static long align = -1;        /* --align: buffer alignment in bytes, 1 = plain malloc */
 static int shared_bufs;        /* --shared-buffers (SMPI only): SMPI_SHARED_MALLOC */
+static int no_dup;             /* --no-dup: do not hold the run's duplicate communicator */
 
 static void usage(void) {
     printf("usage: colltune-bench --coll C --algo LIST [--sizes LIST] [--iterations N]\n"
            "                      [--warmup N] [--warmup-once] [--prepare] [--reps R]\n"
            "                      [--root R] [--dtype T] [--op O]\n"
            "                      [--timing osu|window] [--sleep US] [--time-budget S]\n"
-           "                      [--align BYTES] [--validate] [--raw] [--trace]\n"
+           "                      [--align BYTES] [--validate] [--raw] [--trace] [--no-dup]\n"
            "                      [--shared-buffers] [--load-ranks K [--load-pattern P]\n"
            "                      [--load-size B] [--load-window W] [--load-seed S]]\n"
            "                      [--probe-iterations N [--probe-size B]]\n\n"
@@ -112,6 +113,9 @@ static void usage(void) {
            "                every rank's buffer is the same memory, so thousands of\n"
            "                simulated ranks fit; timing only, the data is not meaningful\n"
            "                (not with --validate); the remapped Allgather's scratch too\n"
+           "  --no-dup      do not hold a duplicate of the communicator for the run (every\n"
+           "                launch holds one by default, as the dispatcher makes one for\n"
+           "                colltune's algorithms, so all launches wait alike)\n"
            "  --raw         add the per-repetition (osu) or per-sample (window) times\n"
            "  --trace       print the buffer addresses (\"buffers ...\") and the order of the\n"
            "                timed loops (\"trace size=... rep=... algo=...\") on stderr\n"
@@ -238,7 +242,8 @@ int main(int argc, char **argv) {
         const char *name;
         int *on;
     } flags[] = { { "--validate", &validate }, { "--raw", &raw }, { "--trace", &trace },
-                  { "--warmup-once", &warmup_once }, { "--prepare", &prepare } };
+                  { "--warmup-once", &warmup_once }, { "--prepare", &prepare },
+                  { "--no-dup", &no_dup } };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int flag = 0;
@@ -352,6 +357,14 @@ int main(int argc, char **argv) {
             fflush(stdout);
         }
     }
+    /* Every launch holds one duplicate of the measured communicator for the whole run,
+     * as colltune's dispatcher makes one for our algorithms: in Open MPI 5 the first
+     * duplicate registers libnbc's progress callback, which every later wait then
+     * polls. Without this, launches of the library's algorithms alone (ompi:, mpich:)
+     * would wait with a shorter progress loop than launches that run ours and native
+     * (docs/benchmarking.md). --no-dup measures the difference. */
+    MPI_Comm run_dup = MPI_COMM_NULL;
+    if (!no_dup) MPI_Comm_dup(world, &run_dup);
     ct_coll_t coll;
     if (!coll_name) ct_die(rank, "--coll is required (bcast, reduce, gather, allgather, allreduce, "
                                  "alltoall, alltoallv, scatter, barrier, allgatherv)");
@@ -565,6 +578,7 @@ int main(int argc, char **argv) {
     free_buf(ref);
     ct_free_list(specs, ncand);
     ct_free_list(sizes_s, nsizes);
+    if (run_dup != MPI_COMM_NULL) MPI_Comm_free(&run_dup);
     if (stop_comm != MPI_COMM_NULL) { /* the generator ranks stop after this */
         MPI_Request stop;
         MPI_Ibarrier(stop_comm, &stop);
