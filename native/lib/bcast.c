@@ -261,7 +261,7 @@ static int tree_bcast(void *buf, int count, MPI_Datatype dt, long segsize, const
     if (segsize <= 0) return tree_once(buf, count, dt, tr, tag, comm);
     /* the datatype's geometry only when a segment size may cut the message:
      * a segment at least as long as the message never does */
-    CT_CHECK(ct_type_size(dt, &size));
+    CT_CHECK(ct_call_type_size(dt, comm, &size));
     if (segsize >= (MPI_Aint)count * size) return tree_once(buf, count, dt, tr, tag, comm);
     CT_CHECK(ct_type(dt, &t));
     if (!segmented(segsize, count, &t)) return tree_once(buf, count, dt, tr, tag, comm);
