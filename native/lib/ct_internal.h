@@ -179,10 +179,6 @@ static inline int ct_pow2_floor(int n) {
  * to the algorithm (dispatch.c) -- the two calls cost about 60 instructions,
  * a tenth of a small broadcast's own work. */
 int ct_comm_geom(MPI_Comm comm, int *size, int *rank);
-/* MPI_Type_size of dt, answered from the dispatcher's own lookup when dt is the
- * datatype of the call that handed the private communicator comm over (as
- * ct_comm_geom), else ct_type_size. */
-int ct_call_type_size(MPI_Datatype dt, MPI_Comm comm, int *size);
 
 /* ---- choices (choice.c) ------------------------------------------------------ */
 /* How algorithm a declares parameter id; NULL if it has no such parameter. */

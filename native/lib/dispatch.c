@@ -63,23 +63,6 @@ int ct_comm_geom(MPI_Comm comm, int *size, int *rank) {
     return MPI_Comm_rank(comm, rank);
 }
 
-/* The datatype of this thread's current call and its size, as the dispatcher
- * found them (TYPE_SIZE), for ct_call_type_size: valid with `geom`, for the
- * private communicator of the call that set both. */
-static CT_THREAD_LOCAL struct {
-    MPI_Datatype dt;
-    int size;
-} call_type;
-
-int ct_call_type_size(MPI_Datatype dt, MPI_Comm comm, int *size) {
-    comm_info_t *g = geom;
-    if (g && g->dup == comm && dt == call_type.dt && comm != MPI_COMM_NULL) {
-        *size = call_type.size;
-        return MPI_SUCCESS;
-    }
-    return ct_type_size(dt, size);
-}
-
 static int info_delete(MPI_Comm comm, int key, void *val, void *extra) {
     (void)comm; (void)key; (void)extra;
     comm_info_t *ci = (comm_info_t *)val;
@@ -490,8 +473,6 @@ int ct_bcast(const ct_choice_t *c, void *buf, int count, MPI_Datatype dt, int ro
                             "communicator", root, ci->size);
     TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
-    call_type.dt = dt; /* for ct_call_type_size, with geom (shadow_comm) */
-    call_type.size = size;
     ct_bcast_fn fn = ra->fn.bcast;
     remap_run_t rm;
     CT_CHECK(remap_of(CT_BCAST, run, MPI_OP_NULL, comm, ci, &rm));
@@ -520,8 +501,6 @@ int ct_reduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count, MPI
         return ct_set_error(MPI_ERR_BUFFER, "reduce: MPI_IN_PLACE is only valid at the root");
     TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
-    call_type.dt = dt; /* for ct_call_type_size, with geom (shadow_comm) */
-    call_type.size = size;
     ct_reduce_fn fn = ra->fn.reduce;
     remap_run_t rm;
     CT_CHECK(remap_of(CT_REDUCE, run, op, comm, ci, &rm));

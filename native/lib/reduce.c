@@ -134,6 +134,12 @@ static void tree_free(tree_t *tr) {
     tr->child = tr->local;
 }
 
+/* 1 if a segment size does not cut a message of count elements of size bytes
+ * (as ct_seg_elems(segsize, count, t) >= count, without its division). */
+static inline int one_piece(long segsize, int count, int size) {
+    return segsize <= 0 || size <= 0 || (long)count * size <= segsize;
+}
+
 /*
  * The message in one piece (one segment) on a rank with at most one child:
  * a blocking receive from the child, one local reduction, a blocking send to
@@ -141,7 +147,8 @@ static void tree_free(tree_t *tr) {
  * below, without its request windows (a Waitall over SEND_DEPTH slots, Waits
  * on null requests) and its two temporaries, which at 8 bytes cost more than
  * the message (callgrind: about 700 of the root's instructions per call at 2
- * processes). As there, `direct` receives the child straight into acc.
+ * processes). As there, `direct` receives the child straight into acc; t
+ * (ct_type(dt)) is read only without `direct` and may be NULL with it.
  */
 static int reduce_once(const void *in, void *acc, int count, MPI_Datatype dt, MPI_Op op,
                        const tree_t *tr, const ct_type_t *t, int direct, MPI_Comm comm) {
@@ -187,7 +194,7 @@ static int tree_reduce(const void *in, void *acc, int count, MPI_Datatype dt, MP
     if (nc == 0 && tr->parent < 0) return ct_copy_t(in, acc, count, dt, t);
     /* one piece: segsize does not cut the message (as ct_seg_elems >= count,
      * without its division) */
-    if (nc <= 1 && (segsize <= 0 || t->size <= 0 || (long)count * t->size <= segsize))
+    if (nc <= 1 && one_piece(segsize, count, t->size))
         return reduce_once(in, acc, count, dt, op, tr, t, direct, comm);
     const int segel = ct_seg_elems(segsize, count, t);
 
@@ -259,11 +266,23 @@ out:
  */
 static int reduce_on_tree(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
                           tree_t *tr, long segsize, int ordered, MPI_Comm comm) {
-    int rc;
+    int rc, size;
     ct_type_t t;
     ct_small_t small;
     void *raw = NULL, *acc = rbuf;
     const void *in = ct_input_of(sbuf, rbuf);
+    /* One piece on a leaf, or on a root whose one child lands in rbuf: no
+     * temporary, so no datatype geometry (callgrind: ct_type and the engine's
+     * set-up were half of a leaf's own instructions at 8 bytes). */
+    if (tr->nchild == 0 ? tr->parent >= 0
+                        : tr->nchild == 1 && tr->parent < 0 && !ordered && in != rbuf) {
+        CT_CHECK(ct_type_size(dt, &size));
+        if (one_piece(segsize, count, size)) {
+            rc = reduce_once(in, rbuf, count, dt, op, tr, NULL, 1, comm);
+            tree_free(tr);
+            return rc;
+        }
+    }
     rc = ct_type(dt, &t);
     if (rc == MPI_SUCCESS && tr->parent >= 0 && tr->nchild > 0) {
         acc = ct_tmp_alloc_in(count, &t, &raw, &small, sizeof small);
@@ -296,15 +315,26 @@ static int build_chain(int np, int rank, int root, int fanout, tree_t *tr) {
     int m = np - 1, k = fanout < m ? fanout : m;
     int v = rel_rank(rank, root, np);
     CT_CHECK(tree_init(tr, k));
-    if (v == 0) {
-        for (int j = 0; j < k; j++) tr->child[tr->nchild++] = real_rank(1 + ct_block_start(m, k, j), root, np);
+    if (k <= 0) return MPI_SUCCESS; /* one process */
+    if (k == 1) { /* one chain (pipeline; chain at 2 processes): no divisions */
+        if (v > 0) tr->parent = real_rank(v - 1, root, np);
+        if (v < m) tr->child[tr->nchild++] = real_rank(v + 1, root, np);
         return MPI_SUCCESS;
     }
-    int idx = v - 1, j = 0; /* position among the non-root ranks, its chain */
-    while (ct_block_start(m, k, j + 1) <= idx) j++;
-    int first = ct_block_start(m, k, j), end = first + ct_block_count(m, k, j);
+    /* chains of ct_block_count(m, k, j) ranks: q or q+1, one division */
+    const int q = m / k, r = m - q * k;
+    if (v == 0) {
+        for (int j = 0, start = 0; j < k; start += q + (j < r), j++)
+            tr->child[tr->nchild++] = real_rank(1 + start, root, np);
+        return MPI_SUCCESS;
+    }
+    int idx = v - 1, first = 0, len = q + (0 < r); /* position among the non-root ranks */
+    for (int j = 1; idx >= first + len; j++) { /* its chain: [first, first + len) */
+        first += len;
+        len = q + (j < r);
+    }
     tr->parent = idx == first ? root : real_rank(v - 1, root, np);
-    if (idx + 1 < end) tr->child[tr->nchild++] = real_rank(v + 1, root, np);
+    if (idx + 1 < first + len) tr->child[tr->nchild++] = real_rank(v + 1, root, np);
     return MPI_SUCCESS;
 }
 
