@@ -312,9 +312,11 @@ CT_COLD static int resolve_fallback(const ct_choice_t *c, ct_coll_t coll, int p,
 
 /* Resolve the algorithm to run for this call on p processes; records it in
  * `last`. *run is c itself, or `fb` filled with the declared fallback; *ra is
- * its registry entry. */
-static int resolve(const ct_choice_t *c, ct_coll_t coll, int p, int count, MPI_Op op,
-                   ct_choice_t *fb, const ct_choice_t **run, const ct_algo_t **ra) {
+ * its registry entry. Inline: as a call, its eight arguments, frame and the
+ * pointers it returns through memory cost about 45 instructions of each
+ * collective call (callgrind, 8-byte Bcast and Reduce at 2 processes). */
+static inline int resolve(const ct_choice_t *c, ct_coll_t coll, int p, int count, MPI_Op op,
+                          ct_choice_t *fb, const ct_choice_t **run, const ct_algo_t **ra) {
     const ct_algo_t *a = NULL;
     CT_CHECK(check_choice(c, coll, &a));
     *run = c;
