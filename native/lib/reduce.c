@@ -264,7 +264,7 @@ out:
  * accumulates in rbuf, inner ranks in a temporary of count elements, leaves
  * need none. Frees the tree.
  */
-static int reduce_on_tree(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static inline int reduce_on_tree(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
                           tree_t *tr, long segsize, int ordered, MPI_Comm comm) {
     int rc, size;
     ct_type_t t;
@@ -278,7 +278,8 @@ static int reduce_on_tree(const void *sbuf, void *rbuf, int count, MPI_Datatype 
                         : tr->nchild == 1 && tr->parent < 0 && !ordered && in != rbuf) {
         CT_CHECK(ct_type_size(dt, &size));
         if (one_piece(segsize, count, size)) {
-            rc = reduce_once(in, rbuf, count, dt, op, tr, NULL, 1, comm);
+            rc = tr->nchild == 0 ? ct_send(in, count, dt, tr->parent, CT_TAG_REDUCE, comm)
+                                 : reduce_once(in, rbuf, count, dt, op, tr, NULL, 1, comm);
             tree_free(tr);
             return rc;
         }
