@@ -372,15 +372,23 @@ static int chain_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm
     const int v = rel_rank(rank, root, np);
     tree_t tr;
     CT_CHECK(tree_init(&tr, v == 0 ? k : 1));
-    if (v == 0) {
-        for (int c = 0; c < k; c++) /* head of chain c */
-            tr.child[tr.nchild++] = real_rank(1 + ct_block_start(n, k, c), root, np);
+    if (k == 1) { /* one chain (pipeline; chain at 2 processes): no divisions */
+        if (v > 0) tr.parent = real_rank(v - 1, root, np);
+        if (v < n) tr.child[tr.nchild++] = real_rank(v + 1, root, np);
+    } else if (v == 0) {
+        /* runs as ct_block_start(n, k, c): q or q+1 ranks, one division */
+        const int q = n / k, r = n - q * k;
+        for (int c = 0, start = 0; c < k; start += q + (c < r), c++) /* head of chain c */
+            tr.child[tr.nchild++] = real_rank(1 + start, root, np);
     } else {
-        int c = 0; /* the chain holding v: runs are [1+start(c), 1+start(c)+len(c)) */
-        while (v - 1 >= ct_block_start(n, k, c) + ct_block_count(n, k, c)) c++;
-        int head = 1 + ct_block_start(n, k, c), tail = head + ct_block_count(n, k, c) - 1;
+        const int q = n / k, r = n - q * k;
+        int head = 1, len = q + (0 < r); /* the chain holding v: [head, head + len) */
+        for (int c = 1; v >= head + len; c++) {
+            head += len;
+            len = q + (c < r);
+        }
         tr.parent = real_rank(v == head ? 0 : v - 1, root, np);
-        if (v < tail) tr.child[tr.nchild++] = real_rank(v + 1, root, np);
+        if (v < head + len - 1) tr.child[tr.nchild++] = real_rank(v + 1, root, np);
     }
     int rc = tree_bcast(buf, count, dt, segsize, &tr, CT_TAG_BCAST, comm);
     tree_free(&tr);
@@ -525,7 +533,8 @@ static int knomial_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Co
     long long d = 1;
     while (d * k <= v) d *= k; /* largest power of k <= v (1 for v <= 1) */
     if (v > 0) {
-        tr.parent = real_rank((int)(v % d), root, np);
+        /* v mod d, d a power of k: a mask for the binomial tree, no division */
+        tr.parent = real_rank((int)(k == 2 ? v & (d - 1) : v % d), root, np);
         d *= k; /* the first round in which v sends */
     }
     for (; d < np; d *= k)

@@ -105,19 +105,75 @@ out:
 
 /* ---- the segmented tree engine ------------------------------------------- */
 
-/* One rank's place in a reduction tree (ranks of comm). */
+/* One rank's place in a reduction tree (ranks of comm). The child list lives
+ * in the struct up to TREE_LOCAL children (a binomial tree of any int-sized
+ * communicator), so a call mallocs nothing for it; wider chains (fanout) get
+ * a malloc'ed list. */
+#define TREE_LOCAL 32
 typedef struct {
     int parent;  /* -1 at the tree root                                  */
     int nchild;
     int *child;  /* combined in this order; each child's partial result  */
                  /* becomes the LEFT operand of the accumulator          */
+    int local[TREE_LOCAL];
 } tree_t;
 
-static int tree_alloc(tree_t *tr, int maxchild) {
+static int tree_init(tree_t *tr, int maxchild) {
     tr->parent = -1;
     tr->nchild = 0;
-    tr->child = malloc(sizeof(int) * (size_t)(maxchild > 0 ? maxchild : 1));
-    return tr->child ? MPI_SUCCESS : no_mem("tree");
+    tr->child = tr->local;
+    if (maxchild > TREE_LOCAL && !(tr->child = malloc(sizeof(int) * (size_t)maxchild))) {
+        tr->child = tr->local;
+        return no_mem("tree");
+    }
+    return MPI_SUCCESS;
+}
+
+static void tree_free(tree_t *tr) {
+    if (tr->child != tr->local) free(tr->child);
+    tr->child = tr->local;
+}
+
+/* 1 if a segment size does not cut a message of count elements of size bytes
+ * (as ct_seg_elems(segsize, count, t) >= count, without its division). */
+static inline int one_piece(long segsize, int count, int size) {
+    return segsize <= 0 || size <= 0 || (long)count * size <= segsize;
+}
+
+/*
+ * The message in one piece (one segment) on a rank with at most one child:
+ * a blocking receive from the child, one local reduction, a blocking send to
+ * the parent -- the same operations in the same order as the segment engine
+ * below, without its request windows (a Waitall over SEND_DEPTH slots, Waits
+ * on null requests) and its two temporaries, which at 8 bytes cost more than
+ * the message (callgrind: about 700 of the root's instructions per call at 2
+ * processes). As there, `direct` receives the child straight into acc; t
+ * (ct_type(dt)) is read only without `direct` and may be NULL with it.
+ */
+static int reduce_once(const void *in, void *acc, int count, MPI_Datatype dt, MPI_Op op,
+                       const tree_t *tr, const ct_type_t *t, int direct, MPI_Comm comm) {
+    if (tr->nchild == 1) {
+        if (direct) {
+            CT_CHECK(MPI_Recv(acc, count, dt, tr->child[0], CT_TAG_REDUCE, comm,
+                              MPI_STATUS_IGNORE));
+            CT_CHECK(MPI_Reduce_local(in, acc, count, dt, op));
+        } else {
+            ct_small_t small;
+            void *raw;
+            void *tmp = ct_tmp_alloc_in(count, t, &raw, &small, sizeof small);
+            if (!tmp) return no_mem("tree");
+            int rc = ct_copy_t(in, acc, count, dt, t); /* nothing when acc == in */
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Recv(tmp, count, dt, tr->child[0], CT_TAG_REDUCE, comm,
+                              MPI_STATUS_IGNORE);
+            if (rc == MPI_SUCCESS) rc = MPI_Reduce_local(tmp, acc, count, dt, op);
+            free(raw);
+            CT_CHECK(rc);
+        }
+        in = acc; /* the subtree's result goes up */
+    }
+    return tr->parent >= 0 ? ct_send(in, count, dt, tr->parent, CT_TAG_REDUCE, comm)
+                           : MPI_SUCCESS;
 }
 
 /*
@@ -128,69 +184,76 @@ static int tree_alloc(tree_t *tr, int maxchild) {
  * order, then acc[s] goes to the parent. With `ordered`, the children must
  * arrive in that order (order-preserving trees); otherwise the op commutes and
  * the first child's segment is received straight into acc and combined with
- * the input there, which saves the local copy of the input.
+ * the input there, which saves the local copy of the input. t: ct_type(dt).
  */
 static int tree_reduce(const void *in, void *acc, int count, MPI_Datatype dt, MPI_Op op,
-                       const tree_t *tr, long segsize, int ordered, MPI_Comm comm) {
+                       const tree_t *tr, const ct_type_t *t, long segsize, int ordered,
+                       MPI_Comm comm) {
     int rc = MPI_SUCCESS;
-    ct_type_t t;
-    CT_CHECK(ct_type(dt, &t));
-    const int segel = ct_seg_elems(segsize, count, &t);
+    const int nc = tr->nchild, direct = !ordered && acc != in; /* first child lands in acc */
+    if (nc == 0 && tr->parent < 0) return ct_copy_t(in, acc, count, dt, t);
+    /* one piece: segsize does not cut the message (as ct_seg_elems >= count,
+     * without its division) */
+    if (nc <= 1 && one_piece(segsize, count, t->size))
+        return reduce_once(in, acc, count, dt, op, tr, t, direct, comm);
+    const int segel = ct_seg_elems(segsize, count, t);
+
     const long nseg = (count + (long)segel - 1) / segel;
     MPI_Request sreq[SEND_DEPTH], rreq[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
     for (int j = 0; j < SEND_DEPTH; j++) sreq[j] = MPI_REQUEST_NULL;
     void *raw[2] = { NULL, NULL }, *tmp[2] = { NULL, NULL };
+    ct_small_t small[2];
 
-    if (tr->nchild == 0) {
-        if (tr->parent < 0) return acc == in ? MPI_SUCCESS : ct_copy(in, acc, count, dt);
+    if (nc == 0) {
         /* leaf: stream the input to the parent, segment by segment */
         for (long s = 0; s < nseg; s++) {
             int off = (int)(s * segel), n = count - off < segel ? count - off : segel;
             MPI_Request *r = &sreq[s % SEND_DEPTH];
             CT_TRY(MPI_Wait(r, MPI_STATUS_IGNORE));
-            CT_TRY(ct_isend(ct_elem(in, off, &t), n, dt, tr->parent, CT_TAG_REDUCE, comm, r));
+            CT_TRY(ct_isend(ct_elem(in, off, t), n, dt, tr->parent, CT_TAG_REDUCE, comm, r));
         }
         goto out;
     }
 
-    for (int j = 0; j < 2; j++) {
-        tmp[j] = ct_tmp_alloc(segel, &t, &raw[j]);
+    /* the temporaries, unless every item lands in acc (one child, direct) */
+    for (int j = 0; j < 2 && !(direct && nc == 1); j++) {
+        tmp[j] = ct_tmp_alloc_in(segel, t, &raw[j], &small[j], sizeof small[j]);
         if (!tmp[j]) { rc = no_mem("tree"); goto out; }
     }
-    const int direct = !ordered && acc != in; /* first child lands in acc */
-    const long nitems = nseg * tr->nchild;    /* item = (segment, child)  */
+    const long nitems = nseg * nc; /* item = (segment, child) */
 
     /* Item j: segment j / nchild from child j % nchild, received into
      * tmp[j % 2] (or acc). Item j+1 is posted before item j is combined;
      * tmp[j % 2] is reused by item j+2, posted after item j is combined. */
     for (long j = 0; j <= nitems; j++) {
         if (j < nitems) { /* post item j */
-            long s = j / tr->nchild;
-            int c = (int)(j % tr->nchild);
+            long s = j / nc;
+            int c = (int)(j % nc);
             int off = (int)(s * segel), n = count - off < segel ? count - off : segel;
-            void *dst = (direct && c == 0) ? ct_elem(acc, off, &t) : tmp[j % 2];
+            void *dst = (direct && c == 0) ? ct_elem(acc, off, t) : tmp[j % 2];
             CT_TRY(MPI_Irecv(dst, n, dt, tr->child[c], CT_TAG_REDUCE, comm, &rreq[j % 2]));
         }
         if (j == 0) continue;
         long i = j - 1; /* combine item i */
-        long s = i / tr->nchild;
-        int c = (int)(i % tr->nchild);
+        long s = i / nc;
+        int c = (int)(i % nc);
         int off = (int)(s * segel), n = count - off < segel ? count - off : segel;
-        void *a = ct_elem(acc, off, &t);
-        if (c == 0 && !direct && acc != in) CT_TRY(ct_copy(ct_elem(in, off, &t), a, n, dt));
+        void *a = ct_elem(acc, off, t);
+        if (c == 0 && !direct && acc != in) CT_TRY(ct_copy_t(ct_elem(in, off, t), a, n, dt, t));
         CT_TRY(MPI_Wait(&rreq[i % 2], MPI_STATUS_IGNORE));
         if (direct && c == 0)
-            CT_TRY(MPI_Reduce_local(ct_elem(in, off, &t), a, n, dt, op));
+            CT_TRY(MPI_Reduce_local(ct_elem(in, off, t), a, n, dt, op));
         else
             CT_TRY(MPI_Reduce_local(tmp[i % 2], a, n, dt, op));
-        if (c == tr->nchild - 1 && tr->parent >= 0) {
+        if (c == nc - 1 && tr->parent >= 0) {
             MPI_Request *r = &sreq[s % SEND_DEPTH];
             CT_TRY(MPI_Wait(r, MPI_STATUS_IGNORE));
             CT_TRY(ct_isend(a, n, dt, tr->parent, CT_TAG_REDUCE, comm, r));
         }
     }
 out:
-    if (rc == MPI_SUCCESS) rc = MPI_Waitall(SEND_DEPTH, sreq, MPI_STATUSES_IGNORE);
+    /* sends exist only below the tree root */
+    if (rc == MPI_SUCCESS && tr->parent >= 0) rc = MPI_Waitall(SEND_DEPTH, sreq, MPI_STATUSES_IGNORE);
     free(raw[0]);
     free(raw[1]);
     return rc;
@@ -201,21 +264,46 @@ out:
  * accumulates in rbuf, inner ranks in a temporary of count elements, leaves
  * need none. Frees the tree.
  */
-static int reduce_on_tree(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+static inline int reduce_on_tree(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
                           tree_t *tr, long segsize, int ordered, MPI_Comm comm) {
-    int rc;
+    int rc, size;
     ct_type_t t;
+    ct_small_t small;
     void *raw = NULL, *acc = rbuf;
     const void *in = ct_input_of(sbuf, rbuf);
+    /* One piece on a leaf, or on a root whose one child lands in rbuf: no
+     * temporary, so no datatype geometry (callgrind: ct_type and the engine's
+     * set-up were half of a leaf's own instructions at 8 bytes). */
+    if (tr->nchild == 0 ? tr->parent >= 0
+                        : tr->nchild == 1 && tr->parent < 0 && !ordered && in != rbuf) {
+        CT_CHECK(ct_type_size(dt, &size));
+        if (one_piece(segsize, count, size)) {
+            rc = tr->nchild == 0 ? ct_send(in, count, dt, tr->parent, CT_TAG_REDUCE, comm)
+                                 : reduce_once(in, rbuf, count, dt, op, tr, NULL, 1, comm);
+            tree_free(tr);
+            return rc;
+        }
+    }
     rc = ct_type(dt, &t);
     if (rc == MPI_SUCCESS && tr->parent >= 0 && tr->nchild > 0) {
-        acc = ct_tmp_alloc(count, &t, &raw);
+        acc = ct_tmp_alloc_in(count, &t, &raw, &small, sizeof small);
         if (!acc) rc = no_mem("tree");
     }
-    if (rc == MPI_SUCCESS) rc = tree_reduce(in, acc, count, dt, op, tr, segsize, ordered, comm);
+    if (rc == MPI_SUCCESS) rc = tree_reduce(in, acc, count, dt, op, tr, &t, segsize, ordered, comm);
     free(raw);
-    free(tr->child);
+    tree_free(tr);
     return rc;
+}
+
+/* Ranks relative to the root and back, without a division (an integer
+ * division costs more cycles than the rest of a small call's tree set-up). */
+static inline int rel_rank(int rank, int root, int p) {
+    const int v = rank - root; /* rank and root are ranks of comm */
+    return v < 0 ? v + p : v;
+}
+static inline int real_rank(int v, int root, int p) {
+    const int r = v + root; /* 0 <= v < p */
+    return r >= p ? r - p : r;
 }
 
 /*
@@ -226,17 +314,28 @@ static int reduce_on_tree(const void *sbuf, void *rbuf, int count, MPI_Datatype 
  */
 static int build_chain(int np, int rank, int root, int fanout, tree_t *tr) {
     int m = np - 1, k = fanout < m ? fanout : m;
-    int v = (rank - root + np) % np;
-    CT_CHECK(tree_alloc(tr, k));
-    if (v == 0) {
-        for (int j = 0; j < k; j++) tr->child[tr->nchild++] = (root + 1 + ct_block_start(m, k, j)) % np;
+    int v = rel_rank(rank, root, np);
+    CT_CHECK(tree_init(tr, k));
+    if (k <= 0) return MPI_SUCCESS; /* one process */
+    if (k == 1) { /* one chain (pipeline; chain at 2 processes): no divisions */
+        if (v > 0) tr->parent = real_rank(v - 1, root, np);
+        if (v < m) tr->child[tr->nchild++] = real_rank(v + 1, root, np);
         return MPI_SUCCESS;
     }
-    int idx = v - 1, j = 0; /* position among the non-root ranks, its chain */
-    while (ct_block_start(m, k, j + 1) <= idx) j++;
-    int first = ct_block_start(m, k, j), end = first + ct_block_count(m, k, j);
-    tr->parent = idx == first ? root : (rank - 1 + np) % np;
-    if (idx + 1 < end) tr->child[tr->nchild++] = (rank + 1) % np;
+    /* chains of ct_block_count(m, k, j) ranks: q or q+1, one division */
+    const int q = m / k, r = m - q * k;
+    if (v == 0) {
+        for (int j = 0, start = 0; j < k; start += q + (j < r), j++)
+            tr->child[tr->nchild++] = real_rank(1 + start, root, np);
+        return MPI_SUCCESS;
+    }
+    int idx = v - 1, first = 0, len = q + (0 < r); /* position among the non-root ranks */
+    for (int j = 1; idx >= first + len; j++) { /* its chain: [first, first + len) */
+        first += len;
+        len = q + (j < r);
+    }
+    tr->parent = idx == first ? root : real_rank(v - 1, root, np);
+    if (idx + 1 < first + len) tr->child[tr->nchild++] = real_rank(v + 1, root, np);
     return MPI_SUCCESS;
 }
 
@@ -248,8 +347,7 @@ static int build_chain(int np, int rank, int root, int fanout, tree_t *tr) {
 int ct_reduce_chain(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, const ct_params_t *p) {
     int np, rank;
     tree_t tr;
-    CT_CHECK(MPI_Comm_size(comm, &np));
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
+    CT_CHECK(ct_comm_geom(comm, &np, &rank));
     CT_CHECK(build_chain(np, rank, root, CT_FANOUT(p) > 0 ? CT_FANOUT(p) : 1, &tr));
     return reduce_on_tree(sbuf, rbuf, count, dt, op, &tr, CT_SEGSIZE(p), 0, comm);
 }
@@ -262,8 +360,7 @@ int ct_reduce_chain(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MP
 int ct_reduce_pipeline(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, const ct_params_t *p) {
     int np, rank;
     tree_t tr;
-    CT_CHECK(MPI_Comm_size(comm, &np));
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
+    CT_CHECK(ct_comm_geom(comm, &np, &rank));
     CT_CHECK(build_chain(np, rank, root, 1, &tr));
     return reduce_on_tree(sbuf, rbuf, count, dt, op, &tr, CT_SEGSIZE(p), 0, comm);
 }
@@ -277,12 +374,11 @@ int ct_reduce_pipeline(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
 int ct_reduce_binary(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, const ct_params_t *p) {
     int np, rank;
     tree_t tr;
-    CT_CHECK(MPI_Comm_size(comm, &np));
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
-    CT_CHECK(tree_alloc(&tr, 2));
-    int v = (rank - root + np) % np;
-    if (v > 0) tr.parent = ((v - 1) / 2 + root) % np;
-    for (int c = 2 * v + 1; c <= 2 * v + 2 && c < np; c++) tr.child[tr.nchild++] = (c + root) % np;
+    CT_CHECK(ct_comm_geom(comm, &np, &rank));
+    CT_CHECK(tree_init(&tr, 2));
+    int v = rel_rank(rank, root, np);
+    if (v > 0) tr.parent = real_rank((v - 1) / 2, root, np);
+    for (int c = 2 * v + 1; c <= 2 * v + 2 && c < np; c++) tr.child[tr.nchild++] = real_rank(c, root, np);
     return reduce_on_tree(sbuf, rbuf, count, dt, op, &tr, CT_SEGSIZE(p), 0, comm);
 }
 
@@ -295,16 +391,15 @@ int ct_reduce_binary(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, M
 int ct_reduce_binomial(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, const ct_params_t *p) {
     int np, rank;
     tree_t tr;
-    CT_CHECK(MPI_Comm_size(comm, &np));
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
-    CT_CHECK(tree_alloc(&tr, 32));
-    int v = (rank - root + np) % np;
+    CT_CHECK(ct_comm_geom(comm, &np, &rank));
+    CT_CHECK(tree_init(&tr, 32));
+    int v = rel_rank(rank, root, np);
     for (int mask = 1; mask < np; mask <<= 1) {
         if (v & mask) {
-            tr.parent = (v - mask + root) % np;
+            tr.parent = real_rank(v - mask, root, np);
             break;
         }
-        if (v + mask < np) tr.child[tr.nchild++] = (v + mask + root) % np;
+        if (v + mask < np) tr.child[tr.nchild++] = real_rank(v + mask, root, np);
     }
     return reduce_on_tree(sbuf, rbuf, count, dt, op, &tr, CT_SEGSIZE(p), 0, comm);
 }
@@ -323,9 +418,8 @@ int ct_reduce_binomial(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
 int ct_reduce_in_order_binary(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, const ct_params_t *p) {
     int np, rank, rc;
     tree_t tr;
-    CT_CHECK(MPI_Comm_size(comm, &np));
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
-    CT_CHECK(tree_alloc(&tr, 2));
+    CT_CHECK(ct_comm_geom(comm, &np, &rank));
+    CT_CHECK(tree_init(&tr, 2));
     int lo = 0, hi = np - 1; /* range of the subtree being descended */
     for (;;) {
         int n = hi - lo, nlow = (n + 1) / 2; /* ranks below hi, in the lower half */
@@ -349,21 +443,23 @@ int ct_reduce_in_order_binary(const void *sbuf, void *rbuf, int count, MPI_Datat
     /* The tree root is not the Reduce root: p-1 accumulates in a temporary
      * and forwards it. Every other rank keeps rbuf out of the tree. */
     ct_type_t t;
+    ct_small_t small;
     void *raw = NULL, *acc = NULL;
     const void *in = ct_input_of(sbuf, rbuf);
     rc = ct_type(dt, &t);
     if (rc == MPI_SUCCESS && tr.nchild > 0) {
-        acc = ct_tmp_alloc(count, &t, &raw);
+        acc = ct_tmp_alloc_in(count, &t, &raw, &small, sizeof small);
         if (!acc) rc = no_mem("in_order_binary");
     }
-    if (rc == MPI_SUCCESS) rc = tree_reduce(in, acc, count, dt, op, &tr, CT_SEGSIZE(p), 1, comm);
+    if (rc == MPI_SUCCESS)
+        rc = tree_reduce(in, acc, count, dt, op, &tr, &t, CT_SEGSIZE(p), 1, comm);
     /* the root's own sends (possibly from rbuf) are complete here */
     if (rc == MPI_SUCCESS && rank == top)
         rc = ct_send(acc, count, dt, root, CT_TAG_REDUCE + 1, comm);
     if (rc == MPI_SUCCESS && rank == root)
         rc = MPI_Recv(rbuf, count, dt, top, CT_TAG_REDUCE + 1, comm, MPI_STATUS_IGNORE);
     free(raw);
-    free(tr.child);
+    tree_free(&tr);
     return rc;
 }
 
@@ -385,8 +481,7 @@ int ct_reduce_in_order_binary(const void *sbuf, void *rbuf, int count, MPI_Datat
 int ct_reduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, const ct_params_t *p) {
     (void)p;
     int np, rank, rc = MPI_SUCCESS;
-    CT_CHECK(MPI_Comm_size(comm, &np));
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
+    CT_CHECK(ct_comm_geom(comm, &np, &rank));
     const void *in = ct_input_of(sbuf, rbuf);
     if (np == 1) return rank == root ? ct_copy(in, rbuf, count, dt) : MPI_SUCCESS;
 
@@ -401,13 +496,14 @@ int ct_reduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datatype
     void *raw[2] = { NULL, NULL }, *acc = rbuf, *tmp;
     /* biggest receive: a whole vector in the fold, else the lower half */
     int tmpcount = v < 2 * rem ? count : ct_block_start(count, pof2, pof2 / 2);
-    tmp = ct_tmp_alloc(tmpcount, &t, &raw[0]);
+    ct_small_t small[2]; /* small temporaries from the stack, not malloc */
+    tmp = ct_tmp_alloc_in(tmpcount, &t, &raw[0], &small[0], sizeof small[0]);
     if (!tmp) { rc = no_mem("rabenseifner"); goto out; }
     if (v != 0) {
-        acc = ct_tmp_alloc(count, &t, &raw[1]);
+        acc = ct_tmp_alloc_in(count, &t, &raw[1], &small[1], sizeof small[1]);
         if (!acc) { rc = no_mem("rabenseifner"); goto out; }
     }
-    CT_TRY(ct_copy(in, acc, count, dt));
+    CT_TRY(ct_copy_t(in, acc, count, dt, &t));
 
     if (v < 2 * rem) { /* 1. fold the odd neighbour in */
         CT_TRY(MPI_Recv(tmp, count, dt, REAL(v + 1), CT_TAG_REDUCE, comm, MPI_STATUS_IGNORE));
