@@ -238,6 +238,20 @@ static CT_THREAD_LOCAL struct {
     ct_choice_t run;    /* c as it runs: segsize=auto replaced per call (seg_auto) */
 } checked[CT_NCOLL];
 
+/* The fallback resolve_fallback last found for checked[coll], with the inputs of
+ * violated() it was found for (process count, fewer elements than processes, a
+ * commutative op): a repeated call that falls back the same way takes it from here
+ * instead of walking the chain again (two snprintf and the defaults: about 1,900
+ * instructions a call, callgrind, Reduce rabenseifner below p elements). Reset
+ * whenever checked[coll] changes. Per thread, as `checked`. */
+static CT_THREAD_LOCAL struct {
+    int ok, p, few, commutes;
+    ct_choice_t fb;
+    const ct_algo_t *ra;
+    int used;
+    char reason[sizeof last.reason];
+} fallen[CT_NCOLL];
+
 static inline int same_choice(const ct_choice_t *x, const ct_choice_t *y, const ct_algo_t *a) {
     if (x->algo != y->algo || x->params.v[CT_P_REMAP] != y->params.v[CT_P_REMAP]) return 0;
     for (int j = 0; j < a->nparams; j++)
@@ -264,6 +278,7 @@ CT_COLD static int check_choice_slow(const ct_choice_t *c, ct_coll_t coll,
     checked[coll].run = *c;
     checked[coll].a = a;
     checked[coll].ok = 1;
+    fallen[coll].ok = 0;
     *out = a;
     return MPI_SUCCESS;
 }
@@ -281,6 +296,17 @@ static inline int check_choice(const ct_choice_t *c, ct_coll_t coll, const ct_al
 CT_COLD static int resolve_fallback(const ct_choice_t *c, ct_coll_t coll, int p, int count,
                                     MPI_Op op, ct_choice_t *fb, const ct_choice_t **run,
                                     const ct_algo_t **ra, const ct_algo_t *a, const char *why) {
+    int few = count < p, commutes = op == MPI_OP_NULL || op_commutes_fast(op);
+    if (fallen[coll].ok && fallen[coll].p == p && fallen[coll].few == few
+        && fallen[coll].commutes == commutes) {
+        *fb = fallen[coll].fb;
+        *run = fb;
+        *ra = fallen[coll].ra;
+        last.used = fallen[coll].used;
+        memcpy(last.reason, fallen[coll].reason, sizeof last.reason);
+        call_hook();
+        return MPI_SUCCESS;
+    }
     for (int hops = 0; hops < 8 && why; hops++) {
         int f = ct_algo_find(coll, a->fallback);
         if (f < 0)
@@ -309,6 +335,14 @@ CT_COLD static int resolve_fallback(const ct_choice_t *c, ct_coll_t coll, int p,
         call_hook();
         why = violated(a, p, count, op);
     }
+    fallen[coll].p = p;
+    fallen[coll].few = few;
+    fallen[coll].commutes = commutes;
+    fallen[coll].fb = *fb;
+    fallen[coll].ra = *ra;
+    fallen[coll].used = last.used;
+    memcpy(fallen[coll].reason, last.reason, sizeof last.reason);
+    fallen[coll].ok = 1;
     return MPI_SUCCESS;
 }
 
