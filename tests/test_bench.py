@@ -546,3 +546,39 @@ def test_ours_vs_library_control_row():
     ovl = _ours_vs_library()
     ctl = {"A": {8: [1.0, 3.0, 2.0], 0: [1.0]}, "B": {8: [4.0, 4.0]}}
     assert ovl.control_row(ctl, [8, 0]) == ["0.50 (2.00/4.00)", "skipped"]
+
+
+def test_ours_vs_library_paired_cell():
+    """A paired cell: the median of the per-launch ratios, their range, and each side's
+    median µs over the launches."""
+    ovl = _ours_vs_library()
+    assert ovl.paired_cell([1.2, 0.9, 1.0], ([2.0, 3.0, 4.0], [1.0, 5.0, 3.0])) == \
+        "1.00 [0.90-1.20] (3.00/3.00)"
+    assert ovl.paired_cell([0.5], ([1.0], [2.0])) == "0.50 (1.00/2.00)"
+
+
+def test_ours_vs_library_paired_runs_both_sides_in_one_launch(ompi_build, monkeypatch):
+    """--paired: every launch forces Open MPI's twin through the environment and runs
+    ours beside `native` (the library's collective, which then runs the twin), the
+    order of the two alternating from launch to launch; each launch gives one ratio
+    per size."""
+    ovl = _ours_vs_library()
+    calls = []
+
+    def fake_run(build, spec, extra_env=None, **kw):
+        calls.append((list(spec.algos), dict(extra_env or {}), spec.reps))
+        us = {"linear": 2.0, "native": 1.0}
+        return [{"spec": a, "size": s, "median_us": us.get(a, 1.5)} for s in spec.sizes
+                for a in spec.algos], []
+
+    monkeypatch.setattr(ovl.bench_mod, "run", fake_run)
+    groups = ovl.size_groups(ompi_build, "gather", [8, 1024], 2)
+    res = ovl.run_paired(ompi_build, "gather", groups, 2, reps=3, inner_reps=2,
+                         iterations=None)
+    assert len(calls) == 3 * len(ovl.PAIRS["gather"])
+    assert [c[0] for c in calls[:2]] == [["linear", "native"], ["binomial", "native"]]
+    assert calls[2][0] == ["native", "linear"]  # the next launch swaps the order
+    assert all(c[2] == 2 for c in calls)
+    assert any(k.endswith("gather_algorithm") for k in calls[0][1])
+    assert res["ratios"][("linear", 8)] == [2.0, 2.0, 2.0]
+    assert res["spec_at"][("binomial", 1024)] == "ompi:binomial"
