@@ -895,24 +895,39 @@ int ct_allgatherv(const ct_choice_t *c, const void *sbuf, int scount, MPI_Dataty
 }
 
 /* ---- inner algorithms of composites (already on a private communicator) --- */
+/* The default choice of the last inner algorithm per collective (a composite asks
+ * for the same one on every call, and the registry's defaults never change): no
+ * ct_choice_default and registry look-ups per call. Per thread. */
+static CT_THREAD_LOCAL struct {
+    int ok, algo;
+    ct_choice_t c;
+    const ct_algo_t *a;
+} inner_def[CT_NCOLL];
+
 static int inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI_Op op,
                          ct_choice_t *run) {
-    ct_choice_t c;
     int p, rank;
-    CT_CHECK(ct_choice_default(algo, &c));
+    if (!inner_def[coll].ok || inner_def[coll].algo != algo) {
+        inner_def[coll].ok = 0;
+        CT_CHECK(ct_choice_default(algo, &inner_def[coll].c));
+        inner_def[coll].a = ct_algo_get(algo);
+        inner_def[coll].algo = algo;
+        inner_def[coll].ok = 1;
+    }
+    const ct_choice_t *c = &inner_def[coll].c;
     CT_CHECK(ct_comm_geom(comm, &p, &rank));
     /* the common case, a default choice of this collective whose constraints
      * hold, runs as it is: the record of the outer call stays as it was (as the
      * general path below leaves it), without copying it twice */
-    const ct_algo_t *ia = ct_algo_get(algo);
+    const ct_algo_t *ia = inner_def[coll].a;
     if (ia && ia->coll == coll && !violated(ia, p, count, op)) {
-        *run = c;
+        *run = *c;
         return MPI_SUCCESS;
     }
     ct_dispatch_t saved = last;
     const ct_choice_t *r;
     const ct_algo_t *ra;
-    int rc = resolve(&c, coll, p, count, op, run, &r, &ra);
+    int rc = resolve(c, coll, p, count, op, run, &r, &ra);
     if (rc == MPI_SUCCESS && r != run) *run = *r;
     /* an inner fallback is still reported, appended to the outer record */
     if (last.reason[0] && !saved.reason[0]) {
