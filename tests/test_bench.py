@@ -136,7 +136,7 @@ def test_bench_interleaves_algorithms_within_each_size_and_repetition(ompi_build
     assert res.returncode == 0, res.stderr
     order = [tuple(kv.split("=", 1)[1] for kv in line.split()[1:])
              for line in res.stderr.splitlines() if line.startswith("trace ")]
-    algos = ["native", "binomial:segsize=0", "chain:segsize=8192,fanout=4"]
+    algos = ["native", "binomial:segsize=0", "chain:segsize=auto,fanout=4"]
     expected = [(str(s), str(r), a) for s in (8, 1024) for r in range(3) for a in algos]
     assert order == expected
 

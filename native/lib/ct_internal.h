@@ -232,6 +232,12 @@ void *ct_place_scratch(ct_place_t *pl, size_t bytes);
 int ct_place_build(MPI_Comm dup, int rank, int size, ct_place_t **out);
 int ct_place_comm(ct_place_t *pl, MPI_Comm dup, int rank, int target, MPI_Comm *out);
 void ct_place_free(ct_place_t *pl, int finalized);
+/* Allgather run by `fn` on the permuted communicator pcomm (remap.c): the blocks
+ * gathered in new-rank order into pl's scratch, then each put at the caller's rank
+ * perm[j] by one local copy. */
+int ct_remap_allgather(ct_allgather_fn fn, const ct_params_t *prm, const void *sbuf, int scount,
+                       MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt,
+                       ct_place_t *pl, int rank, int p, MPI_Comm pcomm, const int *perm);
 
 /* Inner algorithms of composite algorithms (e.g. Allreduce reduce_bcast):
  * run registry entry `algo` with its default parameters on an already private

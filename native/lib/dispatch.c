@@ -238,17 +238,13 @@ static CT_THREAD_LOCAL struct {
     ct_choice_t run;    /* c as it runs: segsize=auto replaced per call (seg_auto) */
 } checked[CT_NCOLL];
 
-/* The fallback resolve_fallback last found for checked[coll], with the inputs of
- * violated() it was found for (process count, fewer elements than processes, a
- * commutative op): a repeated call that falls back the same way takes it from here
- * instead of walking the chain again (two snprintf and the defaults: about 1,900
- * instructions a call, callgrind, Reduce rabenseifner below p elements). Reset
- * whenever checked[coll] changes. Per thread, as `checked`. */
+/* The fallback last found for checked[coll] and violated()'s inputs then (p, count < p,
+ * commutative op): a call that falls back the same way skips the chain's walk (5,262
+ * instructions a call, callgrind). Reset when checked[coll] changes. Per thread. */
 static CT_THREAD_LOCAL struct {
-    int ok, p, few, commutes;
+    int ok, p, few, commutes, used;
     ct_choice_t fb;
     const ct_algo_t *ra;
-    int used;
     char reason[sizeof last.reason];
 } fallen[CT_NCOLL];
 
@@ -335,12 +331,8 @@ CT_COLD static int resolve_fallback(const ct_choice_t *c, ct_coll_t coll, int p,
         call_hook();
         why = violated(a, p, count, op);
     }
-    fallen[coll].p = p;
-    fallen[coll].few = few;
-    fallen[coll].commutes = commutes;
-    fallen[coll].fb = *fb;
-    fallen[coll].ra = *ra;
-    fallen[coll].used = last.used;
+    fallen[coll].p = p, fallen[coll].few = few, fallen[coll].commutes = commutes;
+    fallen[coll].fb = *fb, fallen[coll].ra = *ra, fallen[coll].used = last.used;
     memcpy(fallen[coll].reason, last.reason, sizeof last.reason);
     fallen[coll].ok = 1;
     return MPI_SUCCESS;
@@ -364,13 +356,10 @@ static inline int resolve(const ct_choice_t *c, ct_coll_t coll, int p, int count
     return why ? resolve_fallback(c, coll, p, count, op, fb, run, ra, a, why) : MPI_SUCCESS;
 }
 
-/* segsize=auto: the choice to run with the segment of ct_segsize_resolve for
- * this call: fb when it holds the fallback, else the checked copy of the choice
- * (resolve() just matched it; only the segment is written: no copy per call; no
- * Bcast or Reduce algorithm dispatches a call of its own collective, which could
- * rewrite it while it runs).
- * Bcast and Reduce only (the algorithms with a rule). A message of at most
- * CT_SEG_AUTO_MIN bytes, or 2 processes, is never cut: answered without the call. */
+/* segsize=auto (Bcast, Reduce): the choice with this call's ct_segsize_resolve segment:
+ * fb when it holds the fallback, else the checked copy resolve() just matched (only the
+ * segment is written, no copy; no Bcast or Reduce algorithm calls its own collective).
+ * At most CT_SEG_AUTO_MIN bytes or 2 processes: never cut, answered without the call. */
 static inline const ct_choice_t *seg_auto(const ct_choice_t *run, ct_choice_t *fb,
                                           ct_coll_t coll, long long bytes, int p) {
     ct_choice_t *to = run == fb ? fb : &checked[coll].run;
@@ -449,36 +438,6 @@ int ct_comm_remap_order(MPI_Comm comm, int remap, const int **perm) {
     return MPI_SUCCESS;
 }
 
-/* Allgather on the permuted communicator: the algorithm gathers new-rank order
- * into a scratch buffer, one local pass puts block j at the caller's rank
- * perm[j]. Costs: P*rcount elements of scratch (kept with the communicator for
- * the next call, so repeated calls allocate and fault in nothing) and one local
- * copy of them. */
-static int allgather_remapped(ct_allgather_fn fn, const ct_params_t *prm, const void *sbuf,
-                              int scount, MPI_Datatype sdt, void *rbuf, int rcount,
-                              MPI_Datatype rdt, comm_info_t *ci, const remap_run_t *rm) {
-    ct_type_t t;
-    CT_CHECK(ct_type(rdt, &t));
-    const int p = ci->size;
-    MPI_Aint n = (MPI_Aint)p * rcount;
-    size_t bytes = (size_t)((n - 1) * t.extent + t.true_extent);
-    void *scratch = ct_place_scratch(ci->pl, bytes);
-    if (!scratch)
-        return ct_set_error(MPI_ERR_NO_MEM, "allgather: out of memory (remap scratch, "
-                            "%zu bytes)", bytes);
-    char *tmp = (char *)scratch - t.true_lb;
-    if (sbuf == MPI_IN_PLACE) { /* this rank's block, where the caller put it */
-        sbuf = ct_elem(rbuf, (MPI_Aint)ci->rank * rcount, &t);
-        scount = rcount;
-        sdt = rdt;
-    }
-    int rc = fn(sbuf, scount, sdt, tmp, rcount, rdt, rm->comm, prm);
-    for (int j = 0; j < p && rc == MPI_SUCCESS; j++)
-        rc = ct_copy(ct_elem(tmp, (MPI_Aint)j * rcount, &t),
-                     ct_elem(rbuf, (MPI_Aint)rm->perm[j] * rcount, &t), rcount, rdt);
-    return rc;
-}
-
 /* registry index + 1 of each collective's `native` entry, 0 until first needed
  * (no strcmp per call; any thread may fill it in, all write the same value) */
 static _Atomic int native_algo1[CT_NCOLL];
@@ -494,6 +453,18 @@ static int is_native(const ct_choice_t *c, ct_coll_t coll) {
 /* bytes per element of dt: MPI_Type_size, answered from a small table for the
  * predefined types (util.c) */
 #define TYPE_SIZE(dt, size) CT_CHECK(ct_type_size((dt), (size)))
+
+/* the locals of every entry point: fallback room, the choice run, its entry, comm facts */
+#define CALL_VARS ct_choice_t fb; const ct_choice_t *run; const ct_algo_t *ra; comm_info_t *ci
+
+/* The communicator the algorithm runs on: the caller's for `native` (the library's
+ * own collective), the private duplicate for ours. */
+static inline int run_comm(const ct_choice_t *run, ct_coll_t coll, MPI_Comm comm,
+                           comm_info_t *ci, MPI_Comm *out) {
+    if (!is_native(run, coll)) return shadow_comm(comm, ci, out);
+    *out = comm;
+    return MPI_SUCCESS;
+}
 
 int ct_comm_prepare(const ct_choice_t *c, MPI_Comm comm, int count, MPI_Op op) {
     ct_choice_t fb;
@@ -514,10 +485,7 @@ int ct_comm_prepare(const ct_choice_t *c, MPI_Comm comm, int count, MPI_Op op) {
 
 int ct_bcast(const ct_choice_t *c, void *buf, int count, MPI_Datatype dt, int root,
              MPI_Comm comm) {
-    ct_choice_t fb;
-    const ct_choice_t *run;
-    const ct_algo_t *ra;
-    comm_info_t *ci;
+    CALL_VARS;
     int size;
     CT_CHECK(comm_info(CT_BCAST, comm, &ci));
     CT_CHECK(resolve(c, CT_BCAST, ci->size, count, MPI_OP_NULL, &fb, &run, &ra));
@@ -534,18 +502,14 @@ int ct_bcast(const ct_choice_t *c, void *buf, int count, MPI_Datatype dt, int ro
     CT_CHECK(remap_of(CT_BCAST, run, MPI_OP_NULL, comm, ci, &rm));
     if (rm.comm != MPI_COMM_NULL)
         return fn(buf, count, dt, rm.inv[root], rm.comm, &run->params);
-    if (is_native(run, CT_BCAST)) return fn(buf, count, dt, root, comm, &run->params);
     MPI_Comm pc;
-    CT_CHECK(shadow_comm(comm, ci, &pc));
+    CT_CHECK(run_comm(run, CT_BCAST, comm, ci, &pc));
     return fn(buf, count, dt, root, pc, &run->params);
 }
 
 int ct_reduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
               MPI_Op op, int root, MPI_Comm comm) {
-    ct_choice_t fb;
-    const ct_choice_t *run;
-    const ct_algo_t *ra;
-    comm_info_t *ci;
+    CALL_VARS;
     int size;
     CT_CHECK(comm_info(CT_REDUCE, comm, &ci));
     CT_CHECK(resolve(c, CT_REDUCE, ci->size, count, op, &fb, &run, &ra));
@@ -564,19 +528,14 @@ int ct_reduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count, MPI
     CT_CHECK(remap_of(CT_REDUCE, run, op, comm, ci, &rm));
     if (rm.comm != MPI_COMM_NULL)
         return fn(sbuf, rbuf, count, dt, op, rm.inv[root], rm.comm, &run->params);
-    if (is_native(run, CT_REDUCE))
-        return fn(sbuf, rbuf, count, dt, op, root, comm, &run->params);
     MPI_Comm pc;
-    CT_CHECK(shadow_comm(comm, ci, &pc));
+    CT_CHECK(run_comm(run, CT_REDUCE, comm, ci, &pc));
     return fn(sbuf, rbuf, count, dt, op, root, pc, &run->params);
 }
 
 int ct_gather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
               void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm) {
-    ct_choice_t fb;
-    const ct_choice_t *run;
-    const ct_algo_t *ra;
-    comm_info_t *ci;
+    CALL_VARS;
     CT_CHECK(comm_info(CT_GATHER, comm, &ci));
     CT_CHECK(resolve(c, CT_GATHER, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
     int p = ci->size, r = ci->rank;
@@ -599,19 +558,14 @@ int ct_gather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype s
         if ((in_place_root ? rcount : scount) == 0 || size == 0) return MPI_SUCCESS;
     }
     ct_gather_fn fn = ra->fn.gather;
-    if (is_native(run, CT_GATHER))
-        return fn(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, &run->params);
     MPI_Comm pc;
-    CT_CHECK(shadow_comm(comm, ci, &pc));
+    CT_CHECK(run_comm(run, CT_GATHER, comm, ci, &pc));
     return fn(sbuf, scount, sdt, rbuf, rcount, rdt, root, pc, &run->params);
 }
 
 int ct_allgather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
                  void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm) {
-    ct_choice_t fb;
-    const ct_choice_t *run;
-    const ct_algo_t *ra;
-    comm_info_t *ci;
+    CALL_VARS;
     int size;
     CT_CHECK(comm_info(CT_ALLGATHER, comm, &ci));
     CT_CHECK(resolve(c, CT_ALLGATHER, ci->size, rcount, MPI_OP_NULL, &fb, &run, &ra));
@@ -625,21 +579,16 @@ int ct_allgather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatyp
     remap_run_t rm;
     CT_CHECK(remap_of(CT_ALLGATHER, run, MPI_OP_NULL, comm, ci, &rm));
     if (rm.comm != MPI_COMM_NULL)
-        return allgather_remapped(fn, &run->params, sbuf, scount, sdt, rbuf, rcount, rdt, ci,
-                                  &rm);
-    if (is_native(run, CT_ALLGATHER))
-        return fn(sbuf, scount, sdt, rbuf, rcount, rdt, comm, &run->params);
+        return ct_remap_allgather(fn, &run->params, sbuf, scount, sdt, rbuf, rcount, rdt,
+                                  ci->pl, ci->rank, ci->size, rm.comm, rm.perm);
     MPI_Comm pc;
-    CT_CHECK(shadow_comm(comm, ci, &pc));
+    CT_CHECK(run_comm(run, CT_ALLGATHER, comm, ci, &pc));
     return fn(sbuf, scount, sdt, rbuf, rcount, rdt, pc, &run->params);
 }
 
 int ct_allreduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count,
                  MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-    ct_choice_t fb;
-    const ct_choice_t *run;
-    const ct_algo_t *ra;
-    comm_info_t *ci;
+    CALL_VARS;
     int size;
     CT_CHECK(comm_info(CT_ALLREDUCE, comm, &ci));
     CT_CHECK(resolve(c, CT_ALLREDUCE, ci->size, count, op, &fb, &run, &ra));
@@ -650,9 +599,8 @@ int ct_allreduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count,
     remap_run_t rm;
     CT_CHECK(remap_of(CT_ALLREDUCE, run, op, comm, ci, &rm));
     if (rm.comm != MPI_COMM_NULL) return fn(sbuf, rbuf, count, dt, op, rm.comm, &run->params);
-    if (is_native(run, CT_ALLREDUCE)) return fn(sbuf, rbuf, count, dt, op, comm, &run->params);
     MPI_Comm pc;
-    CT_CHECK(shadow_comm(comm, ci, &pc));
+    CT_CHECK(run_comm(run, CT_ALLREDUCE, comm, ci, &pc));
     return fn(sbuf, rbuf, count, dt, op, pc, &run->params);
 }
 
@@ -679,10 +627,7 @@ static int inplace_copy(const void *rbuf, const int *rcounts, const int *rdispls
 
 int ct_alltoall(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
                 void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm) {
-    ct_choice_t fb;
-    const ct_choice_t *run;
-    const ct_algo_t *ra;
-    comm_info_t *ci;
+    CALL_VARS;
     int size;
     CT_CHECK(comm_info(CT_ALLTOALL, comm, &ci));
     CT_CHECK(resolve(c, CT_ALLTOALL, ci->size, rcount, MPI_OP_NULL, &fb, &run, &ra));
@@ -723,10 +668,7 @@ int ct_alltoall(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype
 int ct_alltoallv(const ct_choice_t *c, const void *sbuf, const int *scounts,
                  const int *sdispls, MPI_Datatype sdt, void *rbuf, const int *rcounts,
                  const int *rdispls, MPI_Datatype rdt, MPI_Comm comm) {
-    ct_choice_t fb;
-    const ct_choice_t *run;
-    const ct_algo_t *ra;
-    comm_info_t *ci;
+    CALL_VARS;
     CT_CHECK(comm_info(CT_ALLTOALLV, comm, &ci));
     CT_CHECK(resolve(c, CT_ALLTOALLV, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
     const int p = ci->size, inplace = sbuf == MPI_IN_PLACE;
@@ -758,10 +700,7 @@ int ct_alltoallv(const ct_choice_t *c, const void *sbuf, const int *scounts,
 
 int ct_scatter(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
                void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm) {
-    ct_choice_t fb;
-    const ct_choice_t *run;
-    const ct_algo_t *ra;
-    comm_info_t *ci;
+    CALL_VARS;
     CT_CHECK(comm_info(CT_SCATTER, comm, &ci));
     CT_CHECK(resolve(c, CT_SCATTER, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
     int p = ci->size, r = ci->rank;
@@ -783,18 +722,13 @@ int ct_scatter(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype 
         if ((r == root ? scount : rcount) == 0 || size == 0) return MPI_SUCCESS;
     }
     ct_scatter_fn fn = ra->fn.scatter;
-    if (is_native(run, CT_SCATTER))
-        return fn(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, &run->params);
     MPI_Comm pc;
-    CT_CHECK(shadow_comm(comm, ci, &pc));
+    CT_CHECK(run_comm(run, CT_SCATTER, comm, ci, &pc));
     return fn(sbuf, scount, sdt, rbuf, rcount, rdt, root, pc, &run->params);
 }
 
 int ct_barrier(const ct_choice_t *c, MPI_Comm comm) {
-    ct_choice_t fb;
-    const ct_choice_t *run;
-    const ct_algo_t *ra;
-    comm_info_t *ci;
+    CALL_VARS;
     CT_CHECK(comm_info(CT_BARRIER, comm, &ci));
     CT_CHECK(resolve(c, CT_BARRIER, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
     ct_barrier_fn fn = ra->fn.barrier;
@@ -827,10 +761,7 @@ static int rs_run(const ct_choice_t *run, const ct_algo_t *ra, ct_coll_t coll,
 
 int ct_reduce_scatter_block(const ct_choice_t *c, const void *sbuf, void *rbuf, int rcount,
                             MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-    ct_choice_t fb;
-    const ct_choice_t *run;
-    const ct_algo_t *ra;
-    comm_info_t *ci;
+    CALL_VARS;
     CT_CHECK(comm_info(CT_REDUCE_SCATTER_BLOCK, comm, &ci));
     long long total = (long long)rcount * ci->size;
     CT_CHECK(resolve(c, CT_REDUCE_SCATTER_BLOCK, ci->size, total > INT_MAX ? INT_MAX :
@@ -844,10 +775,7 @@ int ct_reduce_scatter_block(const ct_choice_t *c, const void *sbuf, void *rbuf, 
 
 int ct_reduce_scatter(const ct_choice_t *c, const void *sbuf, void *rbuf, const int *rcounts,
                       MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-    ct_choice_t fb;
-    const ct_choice_t *run;
-    const ct_algo_t *ra;
-    comm_info_t *ci;
+    CALL_VARS;
     CT_CHECK(comm_info(CT_REDUCE_SCATTER, comm, &ci));
     if (!rcounts) return ct_set_error(MPI_ERR_ARG, "reduce_scatter: recvcounts is NULL");
     long long total = 0;
@@ -865,10 +793,7 @@ int ct_reduce_scatter(const ct_choice_t *c, const void *sbuf, void *rbuf, const 
 int ct_allgatherv(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
                   void *rbuf, const int *rcounts, const int *displs, MPI_Datatype rdt,
                   MPI_Comm comm) {
-    ct_choice_t fb;
-    const ct_choice_t *run;
-    const ct_algo_t *ra;
-    comm_info_t *ci;
+    CALL_VARS;
     int size;
     CT_CHECK(comm_info(CT_ALLGATHERV, comm, &ci));
     CT_CHECK(resolve(c, CT_ALLGATHERV, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
@@ -887,22 +812,16 @@ int ct_allgatherv(const ct_choice_t *c, const void *sbuf, int scount, MPI_Dataty
     /* nothing to move (block j's signature is rank j's everywhere: every rank agrees) */
     if (total == 0 || size == 0) return MPI_SUCCESS;
     ct_allgatherv_fn fn = ra->fn.allgatherv;
-    if (is_native(run, CT_ALLGATHERV))
-        return fn(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, &run->params);
     MPI_Comm pc;
-    CT_CHECK(shadow_comm(comm, ci, &pc));
+    CT_CHECK(run_comm(run, CT_ALLGATHERV, comm, ci, &pc));
     return fn(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, pc, &run->params);
 }
 
 /* ---- inner algorithms of composites (already on a private communicator) --- */
-/* The default choice of the last inner algorithm per collective (a composite asks
- * for the same one on every call, and the registry's defaults never change): no
- * ct_choice_default and registry look-ups per call. Per thread. */
-static CT_THREAD_LOCAL struct {
-    int ok, algo;
-    ct_choice_t c;
-    const ct_algo_t *a;
-} inner_def[CT_NCOLL];
+/* The default choice of the last inner algorithm per collective and thread (the
+ * registry's defaults never change): no ct_choice_default per call. */
+static CT_THREAD_LOCAL struct { int ok, algo; ct_choice_t c; const ct_algo_t *a; }
+    inner_def[CT_NCOLL];
 
 static int inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI_Op op,
                          ct_choice_t *run) {

@@ -249,3 +249,32 @@ int ct_place_comm(ct_place_t *pl, MPI_Comm dup, int rank, int target, MPI_Comm *
     *out = pl->rcomm[target];
     return MPI_SUCCESS;
 }
+
+/* Allgather on the permuted communicator: the algorithm gathers new-rank order
+ * into a scratch buffer, one local pass puts block j at the caller's rank
+ * perm[j]. Costs: P*rcount elements of scratch (kept with the communicator for
+ * the next call, so repeated calls allocate and fault in nothing) and one local
+ * copy of them. */
+int ct_remap_allgather(ct_allgather_fn fn, const ct_params_t *prm, const void *sbuf, int scount,
+                       MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt,
+                       ct_place_t *pl, int rank, int p, MPI_Comm pcomm, const int *perm) {
+    ct_type_t t;
+    CT_CHECK(ct_type(rdt, &t));
+    MPI_Aint n = (MPI_Aint)p * rcount;
+    size_t bytes = (size_t)((n - 1) * t.extent + t.true_extent);
+    void *scratch = ct_place_scratch(pl, bytes);
+    if (!scratch)
+        return ct_set_error(MPI_ERR_NO_MEM, "allgather: out of memory (remap scratch, "
+                            "%zu bytes)", bytes);
+    char *tmp = (char *)scratch - t.true_lb;
+    if (sbuf == MPI_IN_PLACE) { /* this rank's block, where the caller put it */
+        sbuf = ct_elem(rbuf, (MPI_Aint)rank * rcount, &t);
+        scount = rcount;
+        sdt = rdt;
+    }
+    int rc = fn(sbuf, scount, sdt, tmp, rcount, rdt, pcomm, prm);
+    for (int j = 0; j < p && rc == MPI_SUCCESS; j++)
+        rc = ct_copy(ct_elem(tmp, (MPI_Aint)j * rcount, &t),
+                     ct_elem(rbuf, (MPI_Aint)perm[j] * rcount, &t), rcount, rdt);
+    return rc;
+}

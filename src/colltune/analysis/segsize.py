@@ -13,6 +13,8 @@ message.
 
 from __future__ import annotations
 
+from colltune.base.units import parse_size
+
 AUTO = "auto"
 MIN = 1024                 # CT_SEG_AUTO_MIN
 MAX = 1024 * 1024          # CT_SEG_AUTO_MAX
@@ -70,8 +72,6 @@ def effective(algo, nbytes: int, p: int, params: dict | None = None) -> int | No
     """The segment (bytes; 0 = unsegmented) `algo` runs with for an nbytes message on p
     processes under `params` (strings or numbers, as recorded; missing: the default):
     explicit values as given, auto by the rule. None when the algorithm has no segsize."""
-    from colltune.base.units import parse_size
-
     q = segsize_param(algo)
     if q is None:
         return None
