@@ -241,6 +241,18 @@ def unpaired_twins(build) -> list[tuple[str, str]]:
     return out
 
 
+def unequal(collective: str, ours: str, theirs_spec: str, size: int, np_: int) -> str | None:
+    """Why the cell of `ours` against Open MPI's `theirs_spec` at `size` bytes compares
+    two different schedules (library_switch, then ours_switch), or None."""
+    _, tname, tparams = parse_lib_spec(theirs_spec)
+    other = library_switch(collective, tname, size, np_, int(tparams.get("segsize", 0) or 0),
+                           DTYPE_SIZE)
+    if other:
+        return f"{theirs_spec} runs {other} at {fmt_size(size)}"
+    mine = ours_switch(collective, ours, size, np_, DTYPE_SIZE)
+    return f"{ours} at {fmt_size(size)}: {mine}" if mine else None
+
+
 def ompi_spec(build, collective: str, ours: str, theirs: str, size: int = 0,
               np_: int = 2) -> str:
     """ompi:THEIRS with our values (defaults, or those `ours` sets) of the parameters
@@ -463,15 +475,9 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 cell = (f"{a['median_us'] / b['median_us']:.2f}" if b["median_us"] > 0
                         else "n/a")
-                _, tname, tparams = parse_lib_spec(spec_at[(ours, s)])
-                other = library_switch(coll, tname, s, args.np,
-                                       int(tparams.get("segsize", 0) or 0), DTYPE_SIZE)
-                mine = ours_switch(coll, ours, s, args.np, DTYPE_SIZE)
-                if other:
-                    switched.add(f"{spec_at[(ours, s)]} runs {other} at {fmt_size(s)}")
-                    cell += " ≠"
-                elif mine:
-                    switched.add(f"{ours} at {fmt_size(s)}: {mine}")
+                why = unequal(coll, ours, spec_at[(ours, s)], s, args.np)
+                if why:
+                    switched.add(why)
                     cell += " ≠"
                 elif b["median_us"] > 0 and a["median_us"] > 0:
                     ratios.append(a["median_us"] / b["median_us"])
@@ -499,31 +505,16 @@ def main(argv: list[str] | None = None) -> int:
             t.add_row("A/A control", f"{spec_x} (A / B)", *control_row(ctl, csizes),
                       style="dim")
         out.print(t)
-        if ratios:
-            gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
-            out.print(f"  {coll}: geometric mean {gm:.2f}, largest {max(ratios):.2f} over "
-                      f"{len(ratios)} points", highlight=False)
+        extra = []
         if fastest:
-            out.print(f"  below {FAR}: the fastest repetitions' ratio (near 1: the medians' gap "
-                      f"is launch-to-launch spread, see --control): " + "; ".join(fastest),
-                      highlight=False)
-        if switched:
-            out.print("  ≠ not the same schedule, left out of the mean: "
-                      + "; ".join(sorted(switched)), highlight=False)
+            extra.append(f"  below {FAR}: the fastest repetitions' ratio (near 1: the medians' "
+                         f"gap is launch-to-launch spread, see --control): " + "; ".join(fastest))
         if ctl is not None:
-            out.print("  A/A control: the same Open MPI algorithm in two alternating series "
-                      "of launches; its distance from 1.00 is the noise floor of a cell "
-                      "(not in the mean)", highlight=False)
-        for (c, name), why in NOT_PAIRED.items():
-            if c == coll:
-                out.print(f"  not paired: {name}: {why}", highlight=False)
-        for note in notes:
-            if not note.startswith("running as root"):
-                out.print(f"  note: {note}", highlight=False)
-        fallbacks = sorted({r["fallback"] for r in records if r.get("fallback")})
-        if fallbacks:
-            out.print("  * ours ran a declared fallback: " + "; ".join(fallbacks),
-                      highlight=False)
+            extra.append("  A/A control: the same Open MPI algorithm in two alternating series "
+                         "of launches; its distance from 1.00 is the noise floor of a cell "
+                         "(not in the mean)")
+        print_tail(out, coll, ratios, switched, notes,
+                   {r["fallback"] for r in records if r.get("fallback")}, extra)
     if args.paired:
         out.print("cells: median over launches of each launch's ratio ours / Open MPI (its "
                   "medians over the launch's repetitions), \\[range over launches], (ours µs / "
@@ -535,6 +526,30 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.output).write_text(json.dumps(all_records, indent=2) + "\n")
         err.print(f"records written to {args.output}", highlight=False)
     return 0
+
+
+def print_tail(out, coll: str, ratios: list[float], switched: set[str], notes: list[str],
+               fallbacks: set[str], extra: list[str] = ()) -> None:
+    """The lines under a collective's table: geometric mean and largest cell, `extra`,
+    the unequal cells, unpaired algorithms, the launcher's notes, our fallbacks."""
+    if ratios:
+        gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+        out.print(f"  {coll}: geometric mean {gm:.2f}, largest {max(ratios):.2f} over "
+                  f"{len(ratios)} points", highlight=False)
+    for line in extra:
+        out.print(line, highlight=False)
+    if switched:
+        out.print("  ≠ not the same schedule, left out of the mean: "
+                  + "; ".join(sorted(switched)), highlight=False)
+    for (c, name), why in NOT_PAIRED.items():
+        if c == coll:
+            out.print(f"  not paired: {name}: {why}", highlight=False)
+    for note in notes:
+        if not note.startswith("running as root"):
+            out.print(f"  note: {note}", highlight=False)
+    if fallbacks:
+        out.print("  * ours ran a declared fallback: " + "; ".join(sorted(fallbacks)),
+                  highlight=False)
 
 
 def print_paired(build, coll: str, groups, csizes: list[int], args, out, err) -> list[dict]:
@@ -565,15 +580,9 @@ def print_paired(build, coll: str, groups, csizes: list[int], args, out, err) ->
                 row.append("skipped")
                 continue
             cell = paired_cell(r, res["us"][(ours, s)])
-            _, tname, tparams = parse_lib_spec(spec_at[(ours, s)])
-            other = library_switch(coll, tname, s, args.np,
-                                   int(tparams.get("segsize", 0) or 0), DTYPE_SIZE)
-            mine = ours_switch(coll, ours, s, args.np, DTYPE_SIZE)
-            if other:
-                switched.add(f"{spec_at[(ours, s)]} runs {other} at {fmt_size(s)}")
-                cell = cell.replace(" ", " ≠ ", 1)
-            elif mine:
-                switched.add(f"{ours} at {fmt_size(s)}: {mine}")
+            why = unequal(coll, ours, spec_at[(ours, s)], s, args.np)
+            if why:
+                switched.add(why)
                 cell = cell.replace(" ", " ≠ ", 1)
             else:
                 ratios.append(_median(r))
@@ -582,22 +591,7 @@ def print_paired(build, coll: str, groups, csizes: list[int], args, out, err) ->
             row.append(cell)
         t.add_row(*row)
     out.print(t)
-    if ratios:
-        gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
-        out.print(f"  {coll}: geometric mean {gm:.2f}, largest {max(ratios):.2f} over "
-                  f"{len(ratios)} points", highlight=False)
-    if switched:
-        out.print("  ≠ not the same schedule, left out of the mean: "
-                  + "; ".join(sorted(switched)), highlight=False)
-    for (c, name), why in NOT_PAIRED.items():
-        if c == coll:
-            out.print(f"  not paired: {name}: {why}", highlight=False)
-    for note in res["notes"]:
-        if not note.startswith("running as root"):
-            out.print(f"  note: {note}", highlight=False)
-    fallbacks = sorted(set(res.get("fallback", {}).values()))
-    if fallbacks:
-        out.print("  * ours ran a declared fallback: " + "; ".join(fallbacks), highlight=False)
+    print_tail(out, coll, ratios, switched, res["notes"], set(res.get("fallback", {}).values()))
     return res["records"]
 
 

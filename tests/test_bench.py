@@ -582,3 +582,14 @@ def test_ours_vs_library_paired_runs_both_sides_in_one_launch(ompi_build, monkey
     assert any(k.endswith("gather_algorithm") for k in calls[0][1])
     assert res["ratios"][("linear", 8)] == [2.0, 2.0, 2.0]
     assert res["spec_at"][("binomial", 1024)] == "ompi:binomial"
+
+
+def test_ours_vs_library_unequal_names_the_switch():
+    """A cell is unequal when Open MPI's algorithm runs another schedule (its spec and
+    the switch named) or ours does (our name and why); else None."""
+    ovl = _ours_vs_library()
+    assert ovl.unequal("bcast", "split_binary", "ompi:split_binary:segsize=8192", 8, 2) \
+        == "ompi:split_binary:segsize=8192 runs chain:fanout=1 (pipeline) at 8"
+    assert ovl.unequal("bcast", "scatter_allgather", "ompi:scatter_allgather", 8, 2) \
+        .startswith("scatter_allgather at 8: ours cuts 8 B")
+    assert ovl.unequal("bcast", "binomial", "ompi:binomial:segsize=0", 8, 2) is None
