@@ -24,6 +24,12 @@ Two questions every table, figure and report asks before it calls something
      the two-sided Mann–Whitney U test (exact); at least `MIN_REPS` repetitions a side
      (with 3 against 3 no rank test can reach 5 %).
 
+   - **exact** (`exact=True`: a deterministic simulation, where a point's every
+     repetition and every launch give the same time to within `EXACT_TOL`): the
+     ratio of medians decides alone, one repetition suffices; `faster` is a speedup
+     of at least 1 + `EXACT_TOL` (the largest difference seen between launches of
+     the same simulated point, docs/simulation.md "Speed", is 0.05 %).
+
    `faster` needs the interval above 1 (and, unpaired, U below `ALPHA`) and a
    speedup of at least 1 + `MIN_EFFECT`; `slower` is the mirror image; anything else
    is a `tie`; too few repetitions are `insufficient`. (The tests work on the speedup
@@ -57,6 +63,7 @@ MIN_REPS = 4
 MIN_PAIRS = 3
 ALPHA = 0.05
 MIN_EFFECT = 0.03
+EXACT_TOL = 0.001  # exact (simulated) comparisons: differences below this are ties
 N_BOOT = 4000
 SEED = 20240601
 OVER_MARK = "†"
@@ -155,6 +162,7 @@ class Verdict:
     n_baseline: int
     paired: bool = False    # per-launch ratios (paired t on logs), else unpaired
     seed: int = SEED        # of the bootstrap (unpaired); recorded with the interval
+    exact: bool = False     # a deterministic simulation: the ratio alone decides
 
     @property
     def n(self) -> int:
@@ -163,6 +171,8 @@ class Verdict:
     @property
     def level(self) -> str:
         """The evidence level in words: significant, within noise, insufficient."""
+        if self.exact and self.outcome != "insufficient":
+            return "exact (simulated)"
         return {"faster": "significant", "slower": "significant", "tie": "within noise",
                 "insufficient": "insufficient"}[self.outcome]
 
@@ -192,6 +202,8 @@ class Verdict:
         if self.outcome == "insufficient":
             need = MIN_PAIRS if self.paired else MIN_REPS
             return f"{self.n_text()}; {need} repetitions needed"
+        if self.exact:
+            return f"exact: deterministic simulation, {self.n_text()}"
         return f"{self.ci_text()}, p={self.p:.2g}, {self.n_text()}"
 
     def measured_text(self, baseline: str = "native") -> str:
@@ -206,7 +218,10 @@ class Verdict:
             need = MIN_PAIRS if self.paired else MIN_REPS
             return (f"insufficient evidence ({n}; {need} repetitions needed): measured "
                     + ratio_text(self.ratio, baseline))
-        stats = f"{self.ci_text()}, p={self.p:.2g}, {n}"
+        stats = self.stats_text()
+        if self.exact and self.outcome == "tie":
+            return "tie: " + ratio_text(self.ratio, baseline,
+                                        f"within {100 * EXACT_TOL:g} %; " + stats)
         if self.outcome in ("faster", "slower"):
             return ratio_text(self.ratio, baseline, stats)
         return "tie: " + ratio_text(self.ratio, baseline, "within noise; " + stats)
@@ -246,10 +261,13 @@ def bootstrap_ratio_ci(candidate, baseline, level: float = 0.95, n_boot: int = N
 
 def compare(candidate, baseline, *, pairs: bool = False, alpha: float = ALPHA,
             min_effect: float = MIN_EFFECT, min_reps: int = MIN_REPS,
-            min_pairs: int = MIN_PAIRS, n_boot: int = N_BOOT, seed: int = SEED) -> Verdict:
+            min_pairs: int = MIN_PAIRS, n_boot: int = N_BOOT, seed: int = SEED,
+            exact: bool = False) -> Verdict:
     """Is `candidate` faster than `baseline`? Both: per-repetition latencies (µs) at
     one point; with pairs=True, aligned (the i-th of each from the same launch). The
     method is in the module's docstring."""
+    if exact:
+        return _compare_exact(candidate, baseline, pairs)
     if pairs:
         return _compare_paired(candidate, baseline, alpha, min_effect, min_pairs)
     from scipy.stats import mannwhitneyu
@@ -309,6 +327,20 @@ def _compare_paired(candidate, baseline, alpha: float, min_effect: float,
     else:
         outcome = "tie"
     return Verdict(outcome, ratio, lo, hi, p, n, n, True)
+
+
+def _compare_exact(candidate, baseline, pairs: bool) -> Verdict:
+    """A deterministic simulation's values: the ratio of medians decides (EXACT_TOL)."""
+    a, b = _values(candidate), _values(baseline)
+    if len(a) == 0 or len(b) == 0:
+        return Verdict("insufficient", math.nan, math.nan, math.nan, math.nan, len(a), len(b),
+                       pairs, exact=True)
+    ratio = ratio_to_baseline(a, b)
+    speedup = 1 / ratio
+    outcome = ("faster" if speedup >= 1 + EXACT_TOL else
+               "slower" if ratio >= 1 + EXACT_TOL else "tie")
+    return Verdict(outcome, ratio, speedup, speedup, math.nan, len(a), len(b), pairs,
+                   exact=True)
 
 
 def _ties(a: np.ndarray, b: np.ndarray) -> bool:

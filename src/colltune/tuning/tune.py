@@ -150,6 +150,7 @@ class Prepared:
     notes: list[str] = field(default_factory=list)  # what the user should know
     excluded_oversubscribed: int = 0                # points left out
     load_classes: list = field(default_factory=list)  # rules.LoadClass, quietest first
+    exact: bool = False          # every row simulated: deterministic, compared exactly
 
 
 def prepare(frame: pd.DataFrame, target: str, collectives=None,
@@ -263,7 +264,12 @@ def prepare(frame: pd.DataFrame, target: str, collectives=None,
         if no_nat.any():
             notes.append(f"{int(no_nat.sum())} point(s) without native: the fastest median wins "
                          "there and no ratio to native is computed")
-    return Prepared(d, keys, target, has_native, notes, n_over, classes)
+    exact = bool("simulated" in d.columns and d["simulated"].fillna(False).astype(bool).all())
+    if exact:
+        notes.append("simulated points (deterministic): a candidate is chosen when it is "
+                     f"faster than native by at least {100 * evidence.EXACT_TOL:g} % "
+                     "(evidence.py, exact comparisons)")
+    return Prepared(d, keys, target, has_native, notes, n_over, classes, exact)
 
 
 def np_exact(collective: str, algorithm: str) -> int | None:
@@ -289,13 +295,14 @@ def choices(p: Prepared) -> pd.DataFrame:
     rules extend to."""
     d = p.frame
     best = evidence.best_per_point(d, p.keys, label="label", value="median_us",
-                                   baseline=BASELINE, include_oversubscribed=True)
+                                   baseline=BASELINE, include_oversubscribed=True,
+                                   exact=p.exact)
     restricted = {lab for lab, c, a in zip(d["label"], d["collective"], d["algorithm"])
                   if np_exact(c, a) is not None}
     if restricted:
         gen = evidence.best_per_point(d[~d["label"].isin(restricted)], p.keys, label="label",
                                       value="median_us", baseline=BASELINE,
-                                      include_oversubscribed=True)
+                                      include_oversubscribed=True, exact=p.exact)
         best = best.merge(gen[p.keys + ["best"]].rename(columns={"best": "general"}),
                           on=p.keys, how="left")
         best["general"] = best["general"].where(best["general"].notna(), best["best"])
