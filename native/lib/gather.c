@@ -28,14 +28,15 @@ int ct_gather_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                      MPI_Datatype rdt, int root, MPI_Comm comm, const ct_params_t *prm) {
     (void)prm;
     int np, r, rc = MPI_SUCCESS, n = 0;
-    CT_CHECK(MPI_Comm_size(comm, &np));
-    CT_CHECK(MPI_Comm_rank(comm, &r));
+    CT_CHECK(ct_comm_geom(comm, &np, &r));
     if (r != root) return ct_send(sbuf, scount, sdt, root, CT_TAG_GATHER, comm);
 
     ct_type_t rt;
     CT_CHECK(ct_type(rdt, &rt));
     const MPI_Aint bext = (MPI_Aint)rcount * rt.extent;
-    MPI_Request *req = malloc((size_t)(np > 1 ? np - 1 : 1) * sizeof *req);
+    /* the receives' requests: from the stack up to 32 processes (no malloc a call) */
+    MPI_Request small[32];
+    MPI_Request *req = np <= 32 ? small : malloc((size_t)(np - 1) * sizeof *req);
     if (!req) return ct_set_error(MPI_ERR_NO_MEM, "gather/linear: out of memory");
     for (int i = 1; i < np; i++) {
         int src = (root + i) % np;
@@ -47,7 +48,7 @@ int ct_gather_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
         CT_TRY(ct_copy_sig(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * bext, rcount, rdt));
     CT_TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
 out:
-    free(req);
+    if (req != small) free(req);
     return rc;
 }
 

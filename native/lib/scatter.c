@@ -36,8 +36,7 @@ int ct_scatter_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf
                       MPI_Datatype rdt, int root, MPI_Comm comm, const ct_params_t *prm) {
     (void)prm;
     int np, r;
-    CT_CHECK(MPI_Comm_size(comm, &np));
-    CT_CHECK(MPI_Comm_rank(comm, &r));
+    CT_CHECK(ct_comm_geom(comm, &np, &r));
     if (r != root)
         return MPI_Recv(rbuf, rcount, rdt, root, CT_TAG_SCATTER, comm, MPI_STATUS_IGNORE);
     MPI_Aint lb, ext;
@@ -57,13 +56,14 @@ int ct_scatter_linear_nb(const void *sbuf, int scount, MPI_Datatype sdt, void *r
                          const ct_params_t *prm) {
     (void)prm;
     int np, r, rc = MPI_SUCCESS, n = 0;
-    CT_CHECK(MPI_Comm_size(comm, &np));
-    CT_CHECK(MPI_Comm_rank(comm, &r));
+    CT_CHECK(ct_comm_geom(comm, &np, &r));
     if (r != root)
         return MPI_Recv(rbuf, rcount, rdt, root, CT_TAG_SCATTER, comm, MPI_STATUS_IGNORE);
     MPI_Aint lb, ext;
     CT_CHECK(MPI_Type_get_extent(sdt, &lb, &ext));
-    MPI_Request *req = malloc((size_t)np * sizeof *req);
+    /* the sends' requests: from the stack up to 32 processes (no malloc a call) */
+    MPI_Request small[32];
+    MPI_Request *req = np <= 32 ? small : malloc((size_t)np * sizeof *req);
     if (!req) return ct_set_error(MPI_ERR_NO_MEM, "scatter/linear_nb: out of memory");
     for (int i = 1; i < np; i++) {
         int dst = (root + i) % np;
@@ -74,7 +74,7 @@ int ct_scatter_linear_nb(const void *sbuf, int scount, MPI_Datatype sdt, void *r
     CT_TRY(own_block(sbuf, scount, sdt, rbuf, rcount, rdt, root));
     CT_TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
 out:
-    free(req);
+    if (req != small) free(req);
     return rc;
 }
 
@@ -91,8 +91,7 @@ int ct_scatter_binomial(const void *sbuf, int scount, MPI_Datatype sdt, void *rb
                         const ct_params_t *prm) {
     (void)prm;
     int np, r, rc = MPI_SUCCESS;
-    CT_CHECK(MPI_Comm_size(comm, &np));
-    CT_CHECK(MPI_Comm_rank(comm, &r));
+    CT_CHECK(ct_comm_geom(comm, &np, &r));
     const int v = (r - root + np) % np;
     ct_type_t t;
     /* the bytes of one block: the send signature at the root, the receive one elsewhere */
