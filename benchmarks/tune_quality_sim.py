@@ -61,11 +61,8 @@ import pandas as pd  # noqa: E402
 from colltune.analysis import costmodel  # noqa: E402
 from colltune.base.files import write_atomic  # noqa: E402
 from colltune.base.units import fmt_size, parse_sizes  # noqa: E402
-from colltune.drivers import bench as bench_mod  # noqa: E402
 from colltune.drivers import registry  # noqa: E402
-from colltune.mpi import launch  # noqa: E402
 from colltune.mpi.build import build_for  # noqa: E402
-from colltune.mpi.placement import Placement  # noqa: E402
 from colltune.mpi.platforms import resolve  # noqa: E402
 from colltune.tuning import adaptive, exact  # noqa: E402
 from colltune.tuning.exact import Grid, Launch, Point  # noqa: E402
@@ -96,14 +93,11 @@ EVALS = ("in-sample", "leave-one-np-out", "leave-one-layout-out")
 
 
 def platform_for(name: str, np_: int, ppn: int):
-    """The platform with room for np/ppn nodes (flat ones grow, as launch.py does)."""
-    plat = resolve(name)
-    nodes = -(-np_ // ppn)
-    if nodes > plat.nodes:
-        plat = plat.with_nodes(nodes)  # PlatformError for a non-flat topology: said plainly
-    if ppn > plat.cores_per_node:
-        raise SystemExit(f"ppn {ppn} on {name}: its nodes have {plat.cores_per_node} cores")
-    return plat, nodes
+    """The platform with room for np/ppn nodes (exact.layout_platform)."""
+    try:
+        return exact.layout_platform(resolve(name), np_, ppn)
+    except adaptive.AdaptiveError as exc:
+        raise SystemExit(f"{name}: {exc}") from None
 
 
 class Store:
@@ -136,22 +130,7 @@ class Store:
 
 def simulate(build, plat_name: str, coll: str, la: Launch) -> list[dict]:
     """One smpirun: la.algos at la.sizes on the layout; records with `candidate`."""
-    plat, nodes = platform_for(plat_name, la.np, la.ppn)
-    spec = bench_mod.BenchSpec(coll, list(la.algos), la.np, list(la.sizes), reps=1)
-    with launch.simulate(plat), launch.session(Placement(mapping="node", nodes=nodes)):
-        recs, _ = bench_mod.run(build, spec, timeout=3600)
-    out, left = [], {s: list(la.algos) for s in la.sizes}
-    for r in recs:
-        pending = left.get(int(r["size"]), [])
-        c = adaptive._match(r, pending)
-        if c is None:
-            continue
-        pending.remove(c)
-        if r.get("ppn") not in (None, la.ppn):
-            raise SystemExit(f"{plat_name} np {la.np}: asked for {la.ppn} a node, the launch "
-                             f"placed {r.get('ppn')}")
-        out.append({**r, "candidate": c})
-    return out
+    return exact.sim_measure(build, resolve(plat_name), coll)(la)
 
 
 def exhaustive(build, store: Store, plat: str, coll: str, grid: Grid, jobs: int,

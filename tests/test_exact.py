@@ -165,3 +165,46 @@ def test_tune_quality_sim_benchmark_runs_a_small_grid(tmp_path, smpi_build):
     res2 = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert res2.returncode == 0 and "launches simulated" in res2.stdout
     assert json.loads(out.read_text())["results"][0]["simulated_launches"] == 0
+
+
+def test_tune_measure_simulated_covers_every_count_and_layout(tmp_path, smpi_build):
+    """colltune tune --measure --mpi smpi: one exact loop over the process counts and
+    layouts, stored as a study (simulated points), rules with ppn ranges."""
+    import json
+    import os
+    import sqlite3
+    import subprocess
+    import sys
+
+    from colltune.rules import ruleset
+
+    dbp, out = tmp_path / "s.db", tmp_path / "s.rules"
+    args = [sys.executable, "-m", "colltune", "tune", "--db", str(dbp), "--measure",
+            "--mpi", "smpi", "--platform", "tapems-16x12", "--coll", "allreduce",
+            "--np", "4,8", "--ppn", "1,2", "--size", "8,1K,64K,1M",
+            "--algo", "native,recursive_doubling,ring,rabenseifner,basic_linear",
+            "--target", "colltune", "-o", str(out)]
+    env = {**os.environ, "COLLTUNE_NO_PROGRESS": "1"}
+    res = subprocess.run(args + ["--budget", "50%", "--format", "json"], capture_output=True,
+                         text=True, timeout=900, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    data = json.loads(res.stdout)
+    assert data["exhaustive_cells"] == 5 * 2 * 2 * 4
+    assert 0 < data["cells"] <= data["budget_cells"] == 40
+    assert "exact adaptive (simulated on tapems-16x12)" in res.stderr
+    rs = ruleset.read(out)
+    assert rs.meta["platform"] == "tapems-16x12"
+    assert {r.ppn for r in rs.rules} == {(1, 1), (2, None)}
+    con = sqlite3.connect(dbp)
+    n, sim = con.execute("SELECT COUNT(*), SUM(simulated) FROM measurements").fetchone()
+    layouts = set(con.execute("SELECT DISTINCT np, ppn FROM units"))
+    con.close()
+    assert n == sim == data["cells"] and layouts <= {(4, 1), (4, 2), (8, 1), (8, 2)}
+    # bad layouts and options: a clear error before anything runs
+    res = subprocess.run(args[:args.index("--ppn") + 1] + ["3"] + args[args.index("--ppn") + 2:]
+                         + ["--budget", "50%"], capture_output=True, text=True, env=env)
+    assert res.returncode == 2 and "multiple of ppn" in res.stderr
+    res = subprocess.run([a for a in args if a not in ("--mpi", "smpi", "--platform",
+                                                       "tapems-16x12")] + ["--budget", "50%"],
+                         capture_output=True, text=True, env=env)
+    assert res.returncode == 2 and "--ppn" in res.stderr

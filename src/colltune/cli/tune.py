@@ -26,10 +26,10 @@ from colltune.drivers import bench as bench_mod
 from colltune.drivers import registry
 from colltune.rules.ruleset import TARGETS
 from colltune.studies.sweep import sweep_lock
-from colltune.tuning import adaptive
+from colltune.tuning import adaptive, exact
 from colltune.tuning import tune as tune_mod
-from ._common import (MPI_HELP, build_or_fail, check_nps, command, db_option, err, fail,
-                      np_option, out, size_option, write_or_keep)
+from ._common import (MPI_HELP, PLATFORM_HELP, build_or_fail, check_nps, command, db_option,
+                      err, fail, np_option, out, resolve_platform, size_option, write_or_keep)
 from .bench import BenchProgress
 
 pd = LazyModule("pandas")
@@ -154,6 +154,13 @@ def quality_table(summary, has_native: bool, points=None, keys=None) -> Table:
 @click.option("--iterations", type=int, help="--measure: timed calls per point (default: the "
               "driver's).")
 @click.option("--mpi", "mpi_spec", help="--measure: " + MPI_HELP)
+@click.option("--platform", "platform_spec", help="--measure --mpi smpi: " + PLATFORM_HELP)
+@click.option("--ppn", "ppn_text",
+              help="--measure --mpi smpi: the layouts, processes per node (comma-separated: "
+                   "each process count runs as np/ppn nodes of each); simulated points are "
+                   "exact, so one model covers every process count and layout "
+                   "(colltune.tuning.exact) and --reps does not apply. Default: the "
+                   "platform's cores a node (at most np).")
 @click.option("--load-level", "load_level",
               help="A study with load levels (study.load): tune from this level's points "
                    "alone, rules without a load dimension (e.g. 'none': rules of a quiet "
@@ -164,7 +171,8 @@ def quality_table(summary, has_native: bool, points=None, keys=None) -> Table:
                    "they are never mixed with measurements.")
 def tune(db_path, study, round_, target, coll, output, colltune_format, rules_path,
          profile_path, fmt, include_oversubscribed, measure, np_, sizes, algos, budget, reps,
-         iterations, mpi_spec, load_level, include_simulated=False) -> None:
+         iterations, mpi_spec, platform_spec, ppn_text, load_level,
+         include_simulated=False) -> None:
     """The best algorithm (with its parameters) for every collective, process count
     and size of a study, as a rules file; prints the decision table and its quality
     (regret against the fastest measured, gain over native; in-sample and
@@ -177,10 +185,12 @@ def tune(db_path, study, round_, target, coll, output, colltune_format, rules_pa
         if calls is not None:
             fail("--profile: not with --measure (tune the stored study afterwards with it)")
         _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budget, reps,
-                 iterations, mpi_spec, rules_path, round_)
+                 iterations, mpi_spec, rules_path, round_, platform_spec, ppn_text)
         return
     extra = [o for o, v in (("--np", np_), ("--size", sizes), ("--budget", budget),
-                            ("--iterations", iterations), ("--mpi", mpi_spec)) if v is not None]
+                            ("--iterations", iterations), ("--mpi", mpi_spec),
+                            ("--platform", platform_spec), ("--ppn", ppn_text))
+             if v is not None]
     if extra:
         fail(f"{', '.join(extra)}: only with --measure")
     if rules_path is not None:
@@ -340,8 +350,10 @@ def _evaluate(rs, path, frame, study, rnd, colls, include_oversubscribed, fmt,
 
 
 def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budget, reps,
-             iterations, mpi_spec, rules_path, round_) -> None:
-    """--measure: the adaptive loop (colltune.adaptive), stored as a study, then rules."""
+             iterations, mpi_spec, rules_path, round_, platform_spec=None,
+             ppn_text=None) -> None:
+    """--measure: the adaptive loop (colltune.adaptive; colltune.tuning.exact when
+    simulated), stored as a study, then rules."""
     if rules_path is not None or round_ is not None:
         fail("--measure makes rules from new measurements: leave out --rules and --round")
     missing = [o for o, v in (("--coll", coll), ("--np", np_), ("--size", sizes),
@@ -356,9 +368,6 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
     if coll not in COLLECTIVES:
         fail(f"--coll '{coll}': one collective{did_you_mean(coll, COLLECTIVES)} "
              f"(valid: {', '.join(COLLECTIVES)})")
-    if reps < 2:
-        fail(f"--reps {reps}: at least 2 (the evidence test needs repetitions; 4 or more to "
-             "tell 3 % apart)")
     if iterations is not None and iterations < 1:
         fail(f"--iterations {iterations}: must be >= 1")
     try:
@@ -369,25 +378,48 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
     check_writable(output, "-o")
     db_mod.check_writable(db_path)
     nps = sorted(set(np_))
-    check_nps(nps)
     b = build_or_fail(mpi_spec)
+    plat = resolve_platform(platform_spec, b.mpi)
+    if b.mpi.simulated:
+        ppns = _ppns(ppn_text, plat, nps)
+    else:
+        if ppn_text is not None:
+            fail("--ppn: layouts are simulated (--mpi smpi); measured, a process count runs "
+                 "in the launcher's layout")
+        if reps < 2:
+            fail(f"--reps {reps}: at least 2 (the evidence test needs repetitions; 4 or more "
+                 "to tell 3 % apart)")
+        check_nps(nps)
     try:
         cands = bench_mod.expand_algos(b, coll, split_specs(algos))
     except ValueError as exc:
         fail(str(exc))
     registry.check_specs(b, coll, [c for c in cands if not is_lib_spec(c)])
     name = study or f"tune-adaptive-{coll}"
-    try:
-        grids = [adaptive.Grid(coll, tuple(cands), tuple(size_list), n, n) for n in nps]
-        measures = [adaptive.bench_measure(b, g, iterations=iterations) for g in grids]
-        for g in grids:
-            adaptive.check_budget(g, reps, fraction)
-    except adaptive.AdaptiveError as exc:
-        fail(str(exc))
     np_text = ",".join(map(str, nps))
     definition = {"adaptive": True, "collective": coll, "np": nps, "sizes": size_list,
                   "candidates": list(cands), "budget": fraction, "repetitions": reps,
                   "iterations": iterations}
+    if b.mpi.simulated:
+        try:
+            grid = exact.Grid(coll, tuple(cands), tuple(
+                exact.Point(n, q, s) for n in nps for q in ppns[n] for s in size_list))
+            for n in nps:
+                for q in ppns[n]:
+                    exact.layout_platform(plat, n, q)
+            exact.initial_launches(grid, exact.budget_cells(grid, fraction))
+        except adaptive.AdaptiveError as exc:
+            fail(str(exc))
+        definition.update(repetitions=1, platform=plat.name,
+                          ppn={str(n): ppns[n] for n in nps})
+    else:
+        try:
+            grids = [adaptive.Grid(coll, tuple(cands), tuple(size_list), n, n) for n in nps]
+            measures = [adaptive.bench_measure(b, g, iterations=iterations) for g in grids]
+            for g in grids:
+                adaptive.check_budget(g, reps, fraction)
+        except adaptive.AdaptiveError as exc:
+            fail(str(exc))
     # one measurement of a study into a database at a time, as sweeps (released at exit)
     click.get_current_context().with_resource(sweep_lock(db_path, name))
     conn = db_mod.open_db(db_path)
@@ -408,65 +440,35 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
                                  launcher="local", command_line=["colltune"] + sys.argv[1:],
                                  definition=definition, round=rnd)
 
-        def on_launch(grid, number, launch, recs):
-            store.store_unit(conn, study_id=sid, run_id=run_id, round=rnd,
-                             key=f"adaptive-np{grid.np}-{number}", collective=coll,
-                             np=grid.np, nodes=1, ppn=grid.np, mapping=None,
-                             rank_order=None, repetition=number,
+        def on_launch(np_, ppn, key, number, launch, recs):
+            store.store_unit(conn, study_id=sid, run_id=run_id, round=rnd, key=key,
+                             collective=coll, np=np_, nodes=-(-np_ // ppn), ppn=ppn,
+                             mapping=None, rank_order=None, repetition=number,
                              algorithms=list(launch.algos), library_spec=None,
                              command=recs[0].get("command") if recs else None, env=None,
                              notes=None, started_at=db_mod.now(), seconds=None,
                              records=recs)
 
-        budgets = [adaptive.budget_cells(g, reps, fraction) for g in grids]
-        total = sum(budgets)
-        exhaustive = sum(g.exhaustive_cells(reps) for g in grids)
         status = "failed"
-        results = []
-        with BenchProgress(total) as prog:
-            try:
-                for g, measure_fn in zip(grids, measures):
-                    done = sum(r.cells for r in results)
-
-                    def progress(used, allowed, launch, rnd_no, g=g, done=done):
-                        prog.set(done + used, f"{coll} np={g.np} adaptive: round "
-                                              f"{rnd_no + 1}, {launch.cells} cells next",
-                                 force=True)
-
-                    results.append(adaptive.run(
-                        g, measure_fn, reps=reps, budget=fraction, progress=progress,
-                        on_launch=lambda *a, g=g: on_launch(g, *a)))
-                    prog.set(sum(r.cells for r in results), force=True)
-                status = "done"
-            except adaptive.AdaptiveError as exc:
-                fail(str(exc))
-            except (bench_mod.BenchError, ColltuneError, OSError) as exc:
-                fail(f"a launch failed: {exc} (the launches before it are stored in study "
-                     f"'{name}' round {rnd})")
-            finally:
-                store.finish_run(conn, run_id, status if status == "done" else "failed")
         mpi = f"{b.mpi.kind} {b.mpi.version}"
-        cells = sum(r.cells for r in results)
-        launches = sum(len(r.launches) for r in results)
-        meta = {"study": name, "round": str(rnd), "mpi": mpi, "created": db_mod.now(),
-                "colltune": __version__,
-                "adaptive": f"{cells} of {exhaustive} cells "
-                            f"({100 * fraction:g}% budget), {launches} launches"}
-        rs = adaptive.final_rules_of(results, "colltune", meta)
-        stored, _ = tune_mod.read_frame(conn, name, rnd)
+        try:
+            if b.mpi.simulated:
+                rs, ch, cells, launches, rounds, exhaustive, total, notes = _run_exact(
+                    b, plat, grid, fraction, on_launch, name, rnd, mpi)
+            else:
+                rs, ch, cells, launches, rounds, exhaustive, total, notes = _run_measured(
+                    grids, measures, reps, fraction, on_launch, name, rnd, mpi)
+            status = "done"
+        except adaptive.AdaptiveError as exc:
+            fail(str(exc))
+        except (bench_mod.BenchError, ColltuneError, OSError) as exc:
+            fail(f"a launch failed: {exc} (the launches before it are stored in study "
+                 f"'{name}' round {rnd})")
+        finally:
+            store.finish_run(conn, run_id, status)
+        stored, _ = tune_mod.read_frame(conn, name, rnd, include_simulated=b.mpi.simulated)
         pts, summary = tune_mod.quality(stored, rs)
         text = rules_mod.to_text(rs)
-        ch = adaptive.final_choices_of(results)
-        notes = []
-        for r in results:
-            how = ch[ch["np"] == r.grid.np]["how"].value_counts()
-            notes.append(
-                f"adaptive np={r.grid.np}: {r.cells} of "
-                f"{adaptive.budget_cells(r.grid, reps, fraction)} budget cells ({r.grid.exhaustive_cells(reps)} exhaustive), "
-                f"{len(r.launches)} launches, {r.rounds} rounds ({r.stopped}); of "
-                f"{len(r.grid.sizes)} sizes {how.get('tested', 0)} settled by the evidence "
-                f"test, {how.get('between', 0)} between settled sizes of one choice, "
-                f"{how.get('untested', 0)} not settled: native")
         store.store_tuning(conn, study=name, round=rnd, target="colltune", collectives=[coll],
                            include_oversubscribed=False, rules=text,
                            summary=json.loads(summary.to_json(orient="records")),
@@ -481,7 +483,7 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
         click.echo(json.dumps({"study": name, "round": rnd, "output": str(output),
                                "cells": cells, "budget_cells": total,
                                "exhaustive_cells": exhaustive, "launches": launches,
-                               "rounds": sum(r.rounds for r in results),
+                               "rounds": rounds,
                                "rules": json.loads(rules_mod.to_json(rs)),
                                "choices": json.loads(ch.drop(columns=["params",
                                                                      "general_params"])
@@ -492,5 +494,98 @@ def _measure(db_path, study, target, coll, output, fmt, np_, sizes, algos, budge
     out.print(rules_table(rs))
     out.print(quality_table(summary.assign(evaluation="in-sample"), True,
                             {"in-sample": pts}))
-    out.print(f"{len(rs.rules)} rules from {cells} measured cells ({launches} "
-              f"launches) of study '{name}' round {rnd} written to {output}", highlight=False)
+    out.print(f"{len(rs.rules)} rules from {cells} {'simulated' if b.mpi.simulated else 'measured'}"
+              f" cells ({launches} launches) of study '{name}' round {rnd} written to {output}",
+              highlight=False)
+
+
+def _ppns(text, plat, nps) -> dict[int, list[int]]:
+    """--ppn per process count (default: the platform's cores a node, at most np)."""
+    if text is None:
+        return {n: [min(n, plat.cores_per_node)] for n in nps}
+    try:
+        vals = sorted({int(x) for x in str(text).split(",") if x.strip()})
+    except ValueError:
+        fail(f"--ppn {text}: whole numbers, comma-separated (e.g. 2,8)")
+    if not vals or vals[0] < 1:
+        fail(f"--ppn {text}: at least one, each >= 1")
+    return {n: [q for q in vals if q <= n] or [n] for n in nps}
+
+
+def _run_measured(grids, measures, reps, fraction, on_launch, name, rnd, mpi):
+    """The measured loops (colltune.adaptive), one per process count."""
+    budgets = [adaptive.budget_cells(g, reps, fraction) for g in grids]
+    total = sum(budgets)
+    exhaustive = sum(g.exhaustive_cells(reps) for g in grids)
+    coll = grids[0].collective
+    results = []
+    with BenchProgress(total) as prog:
+        for g, measure_fn in zip(grids, measures):
+            done = sum(r.cells for r in results)
+
+            def progress(used, allowed, launch, rnd_no, g=g, done=done):
+                prog.set(done + used, f"{coll} np={g.np} adaptive: round "
+                                      f"{rnd_no + 1}, {launch.cells} cells next", force=True)
+
+            results.append(adaptive.run(
+                g, measure_fn, reps=reps, budget=fraction, progress=progress,
+                on_launch=lambda number, la, recs, g=g: on_launch(
+                    g.np, g.np, f"adaptive-np{g.np}-{number}", number, la, recs)))
+            prog.set(sum(r.cells for r in results), force=True)
+    cells = sum(r.cells for r in results)
+    launches = sum(len(r.launches) for r in results)
+    meta = {"study": name, "round": str(rnd), "mpi": mpi, "created": db_mod.now(),
+            "colltune": __version__,
+            "adaptive": f"{cells} of {exhaustive} cells "
+                        f"({100 * fraction:g}% budget), {launches} launches"}
+    rs = adaptive.final_rules_of(results, "colltune", meta)
+    ch = adaptive.final_choices_of(results)
+    notes = []
+    for r in results:
+        how = ch[ch["np"] == r.grid.np]["how"].value_counts()
+        notes.append(
+            f"adaptive np={r.grid.np}: {r.cells} of "
+            f"{adaptive.budget_cells(r.grid, reps, fraction)} budget cells "
+            f"({r.grid.exhaustive_cells(reps)} exhaustive), "
+            f"{len(r.launches)} launches, {r.rounds} rounds ({r.stopped}); of "
+            f"{len(r.grid.sizes)} sizes {how.get('tested', 0)} settled by the evidence "
+            f"test, {how.get('between', 0)} between settled sizes of one choice, "
+            f"{how.get('untested', 0)} not settled: native")
+    return rs, ch, cells, launches, sum(r.rounds for r in results), exhaustive, total, notes
+
+
+def _run_exact(b, plat, grid, fraction, on_launch, name, rnd, mpi):
+    """The exact loop (colltune.tuning.exact): every process count and layout, one
+    model, one repetition a cell (simulated)."""
+    total = exact.budget_cells(grid, fraction)
+    sim = exact.sim_measure(b, plat, grid.collective)
+    count = [0]
+
+    def measure(la):
+        recs = sim(la)
+        on_launch(la.np, la.ppn, f"exact-np{la.np}-ppn{la.ppn}-{count[0]}", count[0], la, recs)
+        count[0] += 1
+        return recs
+
+    with BenchProgress(total) as prog:
+        def progress(used, allowed, la, rnd_no):
+            prog.set(used, f"{grid.collective} np={la.np} ppn={la.ppn} exact adaptive: round "
+                           f"{rnd_no + 1}, {la.cells} cells next", force=True)
+
+        res = exact.run(grid, measure, budget=fraction, progress=progress)
+        prog.set(res.cells, force=True)
+    meta = {"study": name, "round": str(rnd), "mpi": mpi, "created": db_mod.now(),
+            "colltune": __version__, "platform": plat.name,
+            "adaptive": f"{res.cells} of {grid.exhaustive_cells()} cells "
+                        f"({100 * fraction:g}% budget), {len(res.launches)} launches, "
+                        "simulated (exact)"}
+    ch = exact.choices(grid, res.values)
+    rs = exact.rules(ch, meta)
+    settled = len(ch)
+    notes = [f"exact adaptive (simulated on {plat.name}): {res.cells} of {total} budget cells "
+             f"({grid.exhaustive_cells()} exhaustive), {len(res.launches)} launches, "
+             f"{res.rounds} rounds ({res.stopped}); {settled} of {len(grid.points)} points "
+             "settled (native and another candidate simulated), the rules' interpolation "
+             "elsewhere"]
+    return rs, ch, res.cells, len(res.launches), res.rounds, grid.exhaustive_cells(), total, \
+        notes

@@ -41,8 +41,9 @@ The final choice (`choices`): conclusions from simulations only
     (geometric midpoints between sizes, a process count's rules up to the next, a
     ppn's up to the next). The model only picks what to simulate.
 
-Nothing here launches a simulation: `run` gets a `measure` callback (one launch:
-a layout, candidates and sizes -> its records).
+`run` launches nothing itself: it gets a `measure` callback (one launch: a layout,
+candidates and sizes -> its records); `sim_measure` makes the one that simulates
+(colltune-bench under SMPI, np/ppn nodes of the platform, mapping `node`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ from typing import Callable
 
 from colltune.analysis import costmodel
 from colltune.base.lazy import LazyModule
+from colltune.drivers import bench as bench_mod
+from colltune.mpi import launch as launch_mod
+from colltune.mpi.placement import Placement
 from colltune.base.specs import parse_params
 from colltune.rules.ruleset import make_params
 from colltune.tuning import adaptive, tune
@@ -413,3 +417,50 @@ def rules(ch: pd.DataFrame, meta: dict | None = None):
 POLICY = ("exact (colltune.tuning.exact): the fastest simulated candidate where native and "
           "another were simulated, within evidence.EXACT_TOL native; elsewhere the rules' "
           "interpolation; " + tune.POLICY)
+
+
+# ------------------------------------------------------------------ simulated launches
+
+
+def layout_platform(plat, np_: int, ppn: int):
+    """(platform, nodes) for np_ processes at ppn a node: a flat platform grows to
+    np_/ppn nodes when it has fewer (as launch.py grows one for more ranks than cores)."""
+    if ppn < 1 or np_ % ppn:
+        raise AdaptiveError(f"np {np_} at {ppn} a node: np must be a multiple of ppn")
+    if ppn > plat.cores_per_node:
+        raise AdaptiveError(f"{ppn} processes a node on platform '{plat.name}': its nodes have "
+                            f"{plat.cores_per_node} cores")
+    nodes = np_ // ppn
+    if nodes > plat.nodes:
+        try:
+            plat = plat.with_nodes(nodes)
+        except ValueError as exc:  # PlatformError: a topology that does not grow
+            raise AdaptiveError(str(exc)) from None
+    return plat, nodes
+
+
+def sim_measure(build, plat, collective: str, timeout: float = 3600) -> Measure:
+    """A `measure` that simulates: one smpirun per launch on its layout; each record
+    labelled with its candidate (and the nodes and ppn it ran on)."""
+    if not build.mpi.simulated:
+        raise AdaptiveError("exact (simulated) tuning needs --mpi smpi")
+
+    def measure(la: Launch) -> list[dict]:
+        p, nodes = layout_platform(plat, la.np, la.ppn)
+        spec = bench_mod.BenchSpec(collective, list(la.algos), la.np, list(la.sizes), reps=1)
+        with launch_mod.simulate(p), launch_mod.session(Placement(mapping="node", nodes=nodes)):
+            recs, _ = bench_mod.run(build, spec, timeout=timeout)
+        out, left = [], {s: list(la.algos) for s in la.sizes}
+        for r in recs:
+            pending = left.get(int(r["size"]), [])
+            c = adaptive._match(r, pending)
+            if c is None:
+                continue
+            pending.remove(c)
+            if r.get("ppn") not in (None, la.ppn):
+                raise AdaptiveError(f"np {la.np}: asked for {la.ppn} a node, the launch placed "
+                                    f"{r.get('ppn')}")
+            out.append({**r, "candidate": c})
+        return out
+
+    return measure
