@@ -18,20 +18,25 @@ The loop (`run`)
     1. Initial design: every candidate at the sizes `spread` over the grid (the
        smallest, the largest, evenly between) of the corner layouts: the smallest
        and the largest process count, each with its fewest and its most processes
-       per node. At most `initial_share` of the budget (fewer sizes when it would be
-       more; at least the smallest and the largest size of the two extreme layouts).
-    2. Model (`fit`): Gaussian processes (adaptive._gp) over log2(size),
-       log2(processes) and log2(processes per node): one of native's log time, and
-       per other candidate one of its log time relative to native at the points where
-       both were simulated, with a zero prior mean (unknown = as native).
+       per node. At most `initial_share` of the budget: fewer sizes when it would be
+       more, down to two; then the two extreme layouts at their smallest and largest
+       size, at their middle size, the largest layout's middle size alone.
+    2. Model (`fit`): Gaussian processes over log2(size), log2(processes) and
+       log2(processes per node), noise-free but for a jitter (EXACT_ALPHA), their
+       hyperparameters searched every REFIT rounds and kept fixed between: one of
+       native's log time; per other candidate, with a `prior` (cost_prior: the
+       registry's cost formula with Hockney α, β, γ), the formula's log time plus a
+       process of the residual at the points it was simulated (zero mean: unknown =
+       as the formula); without one, its log time relative to native where both were
+       simulated (zero mean: unknown = as native). A simulated cell is known exactly.
     3. Where the rules made so far lose most: at every point, the expected loss
-       (under the model's draws) of the candidate the current rules choose there
-       against the best; the `batch` unsettled points with the largest are simulated
-       next, each with the candidates that could be best
-       there (probability >= 10 %, at least the two best predicted) and native, in one
-       launch per layout. A point is *settled* once native and every candidate with a
-       probability of being best >= 10 % were simulated there.
-    4. Repeat until the budget is spent or every point is settled.
+       (Monte Carlo over the model's draws, adaptive.Prediction) of the candidate the
+       rules built from the points settled so far choose there, against the best;
+       the `batch` points with the largest that still have a plausible candidate
+       unsimulated are simulated next, each with native and its `most` most probable
+       best (probability >= 10 %, at least the two best predicted, `most` of them),
+       in one launch per layout and candidate set.
+    4. Repeat until the budget is spent or no point has a plausible candidate left.
 
 The final choice (`choices`): conclusions from simulations only
     At every point where native and at least one other candidate were simulated: the
