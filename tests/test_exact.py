@@ -208,3 +208,16 @@ def test_tune_measure_simulated_covers_every_count_and_layout(tmp_path, smpi_bui
                                                        "tapems-16x12")] + ["--budget", "50%"],
                          capture_output=True, text=True, env=env)
     assert res.returncode == 2 and "--ppn" in res.stderr
+
+
+def test_the_terminal_and_report_table_agree_with_tune_on_simulated_points():
+    """points.best_table (colltune results, the report) and load's per-level table
+    decide simulated points exactly too: the same choice as tune."""
+    from colltune.analysis import points
+
+    sim = _frame(1)
+    assert evidence.is_exact(sim) and not evidence.is_exact(_frame(0))
+    assert not evidence.is_exact(pd.concat([_frame(1), _frame(0)]))
+    tab = points.best_table(sim)
+    assert tab["best"].tolist() == ["binomial"] and "exact" in tab["level"].iloc[0]
+    assert points.best_table(_frame(0))["best"].tolist() == ["native"]

@@ -329,6 +329,13 @@ def _compare_paired(candidate, baseline, alpha: float, min_effect: float,
     return Verdict(outcome, ratio, lo, hi, p, n, n, True)
 
 
+def is_exact(df: pd.DataFrame) -> bool:
+    """Whether a frame's points are compared exactly: every row simulated (SimGrid is
+    deterministic); a frame mixing measurements in is never."""
+    return bool(len(df) and "simulated" in df.columns
+                and pd.to_numeric(df["simulated"], errors="coerce").fillna(0).astype(bool).all())
+
+
 def _compare_exact(candidate, baseline, pairs: bool) -> Verdict:
     """A deterministic simulation's values: the ratio of medians decides (EXACT_TOL)."""
     a, b = _values(candidate), _values(baseline)

@@ -81,7 +81,8 @@ def best_per_level(df: pd.DataFrame, label: str = "label") -> pd.DataFrame:
     d = with_load(df)
     if label not in d.columns:
         d = d.assign(**{label: d["algorithm"]})
-    best = evidence.best_per_point(d, ["collective", "np", "size", "load_level"], label=label)
+    best = evidence.best_per_point(d, ["collective", "np", "size", "load_level"], label=label,
+                                   exact=evidence.is_exact(d))
     probe_med = d.groupby("load_level")["probe_us"].median()
     best["probe_us"] = best["load_level"].map(probe_med)
     order = {lv: i for i, lv in enumerate(level_order(d))}

@@ -5,7 +5,7 @@ DataFrames in, DataFrames out."""
 
 from __future__ import annotations
 
-from colltune.analysis.evidence import best_per_point, with_oversubscribed
+from colltune.analysis.evidence import best_per_point, is_exact, with_oversubscribed
 from colltune.base.lazy import LazyModule
 from colltune.base.specs import is_lib_spec, params_text
 from colltune.mpi import libalgos
@@ -140,8 +140,8 @@ def honest_np(d: pd.DataFrame):
 def best_table(df: pd.DataFrame, baseline: str = "native",
                include_oversubscribed: bool = False) -> pd.DataFrame:
     """The algorithm to use per (collective, [mapping,] np, size) with its evidence
-    (evidence.best_per_point: the baseline unless another is faster beyond the noise;
-    no conclusion at oversubscribed points), the runner-up by median, and the choice's
+    (evidence.best_per_point: the baseline unless another is faster beyond the noise,
+    simulated points exactly; no conclusion at oversubscribed points), the runner-up by median, and the choice's
     `ratio` (time / the baseline's time, evidence.ratio_to_baseline) with its interval.
     From the latest round of each study (latest_round): the terminal and the report
     give the same table, digit for digit, for the same database."""
@@ -151,7 +151,7 @@ def best_table(df: pd.DataFrame, baseline: str = "native",
     if d.empty:
         return pd.DataFrame()
     tab = best_per_point(d, keys, baseline=baseline,
-                         include_oversubscribed=include_oversubscribed)
+                         include_oversubscribed=include_oversubscribed, exact=is_exact(d))
     tab = tab.rename(columns={"baseline_us": f"{baseline}_us"})
     stats = point_stats(d, keys + ["label"], "none")
     second, second_us = [], []

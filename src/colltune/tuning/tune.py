@@ -264,7 +264,7 @@ def prepare(frame: pd.DataFrame, target: str, collectives=None,
         if no_nat.any():
             notes.append(f"{int(no_nat.sum())} point(s) without native: the fastest median wins "
                          "there and no ratio to native is computed")
-    exact = bool("simulated" in d.columns and d["simulated"].fillna(False).astype(bool).all())
+    exact = evidence.is_exact(d)
     if exact:
         notes.append("simulated points (deterministic): a candidate is chosen when it is "
                      f"faster than native by at least {100 * evidence.EXACT_TOL:g} % "
