@@ -49,9 +49,11 @@ from colltune.base.units import fmt_size, parse_sizes
 
 # (ours, Open MPI's) per collective; same name unless noted
 PAIRS: dict[str, list[tuple[str, str]]] = {
+    # Open MPI's "linear" Bcast posts an Isend to every rank at once: our linear_nb (our
+    # linear sends one blocking message after another, a schedule Open MPI does not have)
     "bcast": [(n, n) for n in ("binomial", "knomial", "chain", "pipeline", "binary",
-                               "split_binary", "scatter_allgather", "scatter_ring_allgather",
-                               "linear")],
+                               "split_binary", "scatter_allgather", "scatter_ring_allgather")]
+    + [("linear_nb", "linear")],
     "reduce": [(n, n) for n in ("binomial", "chain", "pipeline", "binary", "in_order_binary",
                                 "rabenseifner", "linear")],
     "gather": [(n, n) for n in ("linear", "binomial")],

@@ -294,6 +294,7 @@ CT_DECL_REDUCE(ct_reduce_rabenseifner);
 /* gather.c */
 CT_DECL_GATHER(ct_gather_native);
 CT_DECL_GATHER(ct_gather_linear);
+CT_DECL_GATHER(ct_gather_linear_nb);
 CT_DECL_GATHER(ct_gather_binomial);
 
 /* allgather.c */

@@ -21,10 +21,36 @@ int ct_gather_native(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
 
 /*
  * Linear: every non-root rank sends its block straight to the root; the root
- * posts all p-1 receives at once (Irecv + Waitall, so the senders are served
- * in whatever order they arrive) and copies its own block locally.
+ * receives them one at a time with blocking receives in rank order 0, 1, ...,
+ * p-1, copying its own block locally when its turn comes (Open MPI's
+ * basic_linear schedule).
  */
 int ct_gather_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
+                     MPI_Datatype rdt, int root, MPI_Comm comm, const ct_params_t *prm) {
+    (void)prm;
+    int np, r;
+    CT_CHECK(ct_comm_geom(comm, &np, &r));
+    if (r != root) return ct_send(sbuf, scount, sdt, root, CT_TAG_GATHER, comm);
+
+    ct_type_t rt;
+    CT_CHECK(ct_type(rdt, &rt));
+    const MPI_Aint bext = (MPI_Aint)rcount * rt.extent;
+    for (int src = 0; src < np; src++) {
+        char *blk = (char *)rbuf + (MPI_Aint)src * bext;
+        if (src != root)
+            CT_CHECK(MPI_Recv(blk, rcount, rdt, src, CT_TAG_GATHER, comm, MPI_STATUS_IGNORE));
+        else if (sbuf != MPI_IN_PLACE)
+            CT_CHECK(ct_copy_sig(sbuf, scount, sdt, blk, rcount, rdt));
+    }
+    return MPI_SUCCESS;
+}
+
+/*
+ * Linear, nonblocking: every non-root rank sends its block straight to the root;
+ * the root posts all p-1 receives at once (Irecv + Waitall, so the senders are
+ * served in whatever order they arrive) and copies its own block locally.
+ */
+int ct_gather_linear_nb(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
                      MPI_Datatype rdt, int root, MPI_Comm comm, const ct_params_t *prm) {
     (void)prm;
     int np, r, rc = MPI_SUCCESS, n = 0;
@@ -37,7 +63,7 @@ int ct_gather_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
     /* the receives' requests: from the stack up to 32 processes (no malloc a call) */
     MPI_Request small[32];
     MPI_Request *req = np <= 32 ? small : malloc((size_t)(np - 1) * sizeof *req);
-    if (!req) return ct_set_error(MPI_ERR_NO_MEM, "gather/linear: out of memory");
+    if (!req) return ct_set_error(MPI_ERR_NO_MEM, "gather/linear_nb: out of memory");
     for (int i = 1; i < np; i++) {
         int src = (root + i) % np;
         CT_TRY(MPI_Irecv((char *)rbuf + (MPI_Aint)src * bext, rcount, rdt, src, CT_TAG_GATHER,

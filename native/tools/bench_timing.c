@@ -26,6 +26,7 @@
 #define WIN_MAX_S 10.0          /* longest window                                   */
 #define WIN_MAX_GROWTH 32       /* a window grows to at most 32 x its first length  */
 #define WIN_SPIN_S 500e-6       /* longer waits sleep until this close to the start */
+#define WIN_SPIN_MAX_S 0.05     /* ... a margin that grows with the oversleep seen   */
 #define WIN_EST_CALLS 5         /* calls timed to choose the first window           */
 /* --time-budget */
 #define CAL_FRACTION 0.05       /* of the budget spent calibrating (osu)            */
@@ -41,6 +42,10 @@ static double budget_s;  /* --time-budget, 0 if none */
 static double clk_offset;     /* this rank's clock minus rank 0's */
 static double clk_err;        /* rank 0: largest offset uncertainty over ranks */
 static double t_barrier;      /* rank 0: mean barrier time */
+/* How close to a window's start a waiting rank stops sleeping and spins: at least
+ * WIN_SPIN_S, and twice the largest oversleep this rank has seen (a virtual CPU
+ * woken from idle can take a millisecond), so that sleeping never makes it late. */
+static double spin_s = WIN_SPIN_S;
 
 void bench_timing_init(MPI_Comm measured, double sleep_seconds, double budget_seconds) {
     world = measured;
@@ -339,9 +344,12 @@ void window_block(const point_t *p, candidate_t *c, double deadline) {
         for (int k = 0; k < n; k++) {
             double start = sched[0] + k * sched[1];
             double now = gnow();
-            if (start - now > 2 * WIN_SPIN_S) { /* long wait: sleep, then spin */
-                pause_for(start - now - WIN_SPIN_S);
+            if (start - now > 2 * spin_s) { /* long wait: sleep, then spin */
+                double wake = start - spin_s;
+                pause_for(wake - now);
                 now = gnow();
+                if (2 * (now - wake) > spin_s) /* overslept: spin earlier from now on */
+                    spin_s = 2 * (now - wake) < WIN_SPIN_MAX_S ? 2 * (now - wake) : WIN_SPIN_MAX_S;
             }
             late[k] = now > start; /* arrived (or woke) after the window opened */
             while (now < start) now = gnow();
