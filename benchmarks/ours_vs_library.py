@@ -198,6 +198,49 @@ def _stream_unit(nbytes: int) -> int:
     return u
 
 
+# Pairs whose two sides send other messages, or the same messages in another order or
+# flow control, from this many processes on (at 2 they coincide): (collective, ours) ->
+# (first np, what differs). From a reading of Open MPI's coll/base sources against
+# ours (2026-11-27, docs/performance.md "Twins at more than 2 processes"); such cells
+# are marked and left out of the means like the library's own switches.
+DIFFERS_FROM: dict[tuple[str, str], tuple[int, str]] = {
+    ("alltoall", "linear"): (3, "ours receives from r-1, r-2, ... and sends to r+1, ...; "
+                             "Open MPI's the other way round, its own block copied first"),
+    ("alltoall", "linear_sync"): (3, "ours receives from r-1, ... and sends to r+1, ...; "
+                                  "Open MPI's the other way round, its own block copied first"),
+    ("alltoallv", "linear"): (3, "Open MPI copies its own block, then receives and sends in "
+                              "rank order 0..p-1; ours in relative order"),
+    ("barrier", "linear"): (3, "Open MPI's root posts p-1 receives from any source at once, "
+                            "ours receives from 1, 2, ... in turn"),
+    ("reduce", "linear"): (3, "ours keeps two receives posted, Open MPI's one blocking "
+                           "receive at a time"),
+    ("allreduce", "basic_linear"): (3, "ours keeps two receives posted in the Reduce, Open "
+                                    "MPI's one blocking receive at a time"),
+    ("allgather", "gather_bcast"): (3, "Open MPI's inner Gather and Bcast are its fixed "
+                                    "decisions, ours binomial and binomial"),
+    ("allgatherv", "gatherv_bcast"): (3, "Open MPI's Gatherv receives in rank order and its "
+                                      "Bcast is its fixed decision; ours posts every receive "
+                                      "and broadcasts binomially"),
+    ("reduce_scatter_block", "basic_linear"): (3, "Open MPI's Scatter phase is its fixed "
+                                               "decision; ours sends the blocks in turn"),
+    ("reduce_scatter", "nonoverlapping"): (3, "Open MPI's Scatterv phase is not ours: ours "
+                                           "sends the blocks in turn"),
+    ("bcast", "split_binary"): (4, "Open MPI splits the ranks by parity and pairs v with "
+                                "v+-1; ours splits them in two ranges"),
+    ("reduce_scatter", "butterfly"): (4, "Open MPI keeps blocks in natural order and ends "
+                                      "with a mirror exchange; ours lays them out "
+                                      "bit-reversed"),
+    ("reduce_scatter_block", "recursive_doubling"): (4, "Open MPI sends both ranges as one "
+                                                     "indexed message a round and has no "
+                                                     "fold; ours up to two messages and a "
+                                                     "fold"),
+    ("bcast", "binary"): (5, "Open MPI's binary tree gives v the children v+d, v+2d "
+                          "(d = 2^level), ours a heap (2v+1, 2v+2)"),
+    ("reduce", "binary"): (5, "Open MPI's binary tree gives v the children v+d, v+2d "
+                           "(d = 2^level), ours a heap (2v+1, 2v+2)"),
+}
+
+
 def ours_switch(collective: str, ours: str, count: int, np_: int,
                 type_size: int = 1) -> str | None:
     """What our side does differently from Open MPI's twin at this count, where the
@@ -212,7 +255,19 @@ def ours_switch(collective: str, ours: str, count: int, np_: int,
     8-byte block (the root's) and the allgather sends it to rank 1 in one message,
     while Open MPI scatters 4 bytes to rank 1 and then both exchange 4 bytes -- two
     dependent messages before the root has its peer's block."""
-    name = ours.split(":")[0]
+    name, _, params = ours.partition(":")
+    first, why = DIFFERS_FROM.get((collective, name), (0, ""))
+    if first and np_ >= first:
+        return why
+    if collective == "bcast" and name == "knomial":
+        radix = int(dict(kv.split("=") for kv in params.split(",") if kv).get("radix", 4))
+        if np_ > radix:  # the root alone has every other rank as a child up to radix
+            return ("Open MPI's k-nomial tree clears a rank's lowest nonzero base-k digit "
+                    "and serves the farthest child first, ours the highest and the nearest")
+    if collective == "reduce_scatter_block" and name == "butterfly" \
+            and not _is_pof2(np_) and _pof2_floor(np_) >= 4:
+        return ("Open MPI keeps blocks in natural order and ends with a mirror exchange; "
+                "ours lays them out bit-reversed")
     if collective == "bcast" and name in ("scatter_allgather", "scatter_ring_allgather") \
             and count >= np_ > 1:
         nbytes = count * type_size

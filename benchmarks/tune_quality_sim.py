@@ -136,18 +136,18 @@ def simulate(build, plat_name: str, coll: str, la: Launch) -> list[dict]:
 def exhaustive(build, store: Store, plat: str, coll: str, grid: Grid, jobs: int,
                log) -> tuple[dict, float, int]:
     """Every cell (cached ones read back): values, CPU-free wall seconds, launches run."""
-    todo = []
+    wanted = []
     values = {}
     for (n, ppn) in grid.layouts:
         sizes = grid.sizes_of((n, ppn))
         for c in grid.candidates:
             got = store.get(plat, coll, n, ppn, c, sizes)
             if got is None:
-                todo.append(Launch((c,), tuple(sizes), np=n, ppn=ppn))
+                wanted.append(Launch((c,), tuple(sizes), np=n, ppn=ppn))
             else:
                 values.update({(c, Point(n, ppn, s)): v for s, v in got.items()})
     # the largest launches first: they set the wall time
-    todo.sort(key=lambda la: -la.np)
+    wanted.sort(key=lambda la: -la.np)
     t0, done = time.monotonic(), 0
 
     def one(la: Launch):
@@ -157,16 +157,16 @@ def exhaustive(build, store: Store, plat: str, coll: str, grid: Grid, jobs: int,
         return la, vals
 
     with cf.ThreadPoolExecutor(max_workers=jobs) as ex:
-        for la, vals in ex.map(one, todo):
+        for la, vals in ex.map(one, wanted):
             done += 1
             values.update({(la.algos[0], Point(la.np, la.ppn, s)): v for s, v in vals.items()})
-            log(f"  {plat} {coll}: {done}/{len(todo)} launches "
+            log(f"  {plat} {coll}: {done}/{len(wanted)} launches "
                 f"(np {la.np}, ppn {la.ppn}, {la.algos[0]}), {time.monotonic() - t0:.0f} s")
     missing = [(c, p) for p in grid.points for c in grid.candidates if (c, p) not in values]
     if missing:
         raise SystemExit(f"{plat} {coll}: {len(missing)} cells not simulated, e.g. "
                          f"{missing[0]}")
-    return values, time.monotonic() - t0, len(todo)
+    return values, time.monotonic() - t0, len(wanted)
 
 
 def lookup_measure(values: dict):

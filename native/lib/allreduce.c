@@ -102,8 +102,8 @@ int ct_allreduce_reduce_bcast(const void *sbuf, void *rbuf, int count, MPI_Datat
 /*
  * colltune's linear Reduce to rank 0 (rank 0 receives every other vector and
  * accumulates x0 op ... op x(p-1) in rank order directly in rbuf, so any
- * associative op works), then its linear Bcast from rank 0 (blocking sends,
- * one after the other). Open MPI's basic_linear has the same two phases.
+ * associative op works), then its linear_nb Bcast from rank 0 (an Isend to
+ * every rank at once). Open MPI's basic_linear has the same two phases.
  */
 int ct_allreduce_basic_linear(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
                               MPI_Op op, MPI_Comm comm, const ct_params_t *p) {
@@ -112,7 +112,8 @@ int ct_allreduce_basic_linear(const void *sbuf, void *rbuf, int count, MPI_Datat
     if (size == 1) return input_to_rbuf(sbuf, rbuf, count, dt);
     /* in place, every rank's input is in rbuf: the Reduce reads it there too */
     CT_CHECK(ct_reduce_linear(sbuf, rbuf, count, dt, op, 0, comm, p));
-    return ct_bcast_linear(rbuf, count, dt, 0, comm, p);
+    /* all sends posted at once, as Open MPI's basic_linear broadcasts */
+    return ct_bcast_linear_nb(rbuf, count, dt, 0, comm, p);
 }
 
 /* ------------------------------------------------------ recursive_doubling */

@@ -311,23 +311,24 @@ def next_launches(grid: Grid, pred: Prediction, values: dict, left: int, batch: 
     picks: list[tuple[Point, tuple[str, ...]]] = []
     for i in np.argsort(-loss, kind="stable"):
         p = grid.points[int(i)]
-        todo = tuple(c for c in _plausible(grid, pred, prob, int(i), most)
-                     if (c, p) not in values)
-        if not todo:
+        wanted = tuple(c for c in _plausible(grid, pred, prob, int(i), most)
+                       if (c, p) not in values)
+        if not wanted:
             continue
-        if len(todo) > left:
-            todo = tuple(sorted(todo, key=lambda c: (c != BASELINE,
-                                                     pred.mean[int(i), grid.candidates.index(c)]))
-                         [:left])
-        picks.append((p, todo))
-        left -= len(todo)
+        if len(wanted) > left:
+            wanted = tuple(sorted(wanted, key=lambda c: (c != BASELINE,
+                                                         pred.mean[int(i),
+                                                                   grid.candidates.index(c)]))
+                           [:left])
+        picks.append((p, wanted))
+        left -= len(wanted)
         if len(picks) >= batch or left <= 0:
             break
     groups: dict[tuple, list[int]] = {}
-    for p, todo in picks:
-        groups.setdefault((p.np, p.ppn, todo), []).append(p.size)
-    return [Launch(todo, tuple(sorted(sizes)), np=n, ppn=pp)
-            for (n, pp, todo), sizes in groups.items()]
+    for p, wanted in picks:
+        groups.setdefault((p.np, p.ppn, wanted), []).append(p.size)
+    return [Launch(wanted, tuple(sorted(sizes)), np=n, ppn=pp)
+            for (n, pp, wanted), sizes in groups.items()]
 
 
 def run(grid: Grid, measure: Measure, *, budget: float, batch: int = 4, seed: int = 0,

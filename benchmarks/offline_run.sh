@@ -1,0 +1,75 @@
+#!/bin/bash
+# colltune's measurements on a machine that cannot install anything, from the kit
+# benchmarks/offline_kit.py writes (this file is copied next to the kit's ctkit/).
+# Run from the repository root of a checkout of the kit's commit:
+#     bash .devkit/run.sh
+# Every step runs under its own timeout, capped by what is left of BUDGET seconds, and
+# everything written so far is bundled into $OUT/results.tgz after each step, so a run
+# cut short still brings back its figures. Environment (defaults):
+#   NP=16  processes of the benchmarks      BUDGET=540  seconds for the whole run
+#   PY=python3  PREFIX=/tmp/ctkit  OUT=/tmp/ctout
+#   COLLS="bcast allreduce reduce allgather alltoall gather scatter barrier"
+#   PER=60  seconds per collective          TIMING=auto (window on dedicated cores)
+#   PAIRED=bcast,allreduce  ours against Open MPI's same algorithm at NP (--paired)
+#   OVL=150  seconds for that step (0 skips it)
+set -u
+KIT=$(cd "$(dirname "$0")" && pwd)
+R=$PWD
+NP=${NP:-16}
+PY=${PY:-python3}
+PREFIX=${PREFIX:-/tmp/ctkit}
+OUT=${OUT:-/tmp/ctout}
+RES=$(mktemp -d)
+mkdir -p "$PREFIX" "$OUT"
+[ -x "$PREFIX/ompi/bin/mpirun" ] || cp -a "$KIT/ctkit/." "$PREFIX/"
+export COLLTUNE_CACHE=$PREFIX/cache PATH=$PREFIX/ompi/bin:$PATH PYTHONPATH=$R/src
+export PYTHONUNBUFFERED=1 COLLTUNE_MPI=$PREFIX/ompi/bin
+T0=$(date +%s)
+log() { echo "=== +$(( $(date +%s) - T0 ))s $*"; }
+pack() { tar czf "$OUT/results.tgz.tmp" -C "$RES" . && mv "$OUT/results.tgz.tmp" "$OUT/results.tgz"; }
+left() { echo $(( ${BUDGET:-540} - ($(date +%s) - T0) )); }
+step() {  # step NAME SECONDS CMD...
+  local name=$1 t=$2; shift 2
+  local l; l=$(left)
+  [ "$t" -gt "$l" ] && t=$l
+  if [ "$t" -lt 10 ]; then log "skip $name (no time left)"; return; fi
+  log "start $name (timeout ${t}s)"
+  timeout "$t" "$@" >"$RES/$name.out" 2>"$RES/$name.err"
+  log "end $name rc=$?"
+  tail -n 30 "$RES/$name.out"; tail -n 3 "$RES/$name.err"
+  pack
+}
+sanity() {
+  timeout 60 $PY -m colltune bench --coll allreduce --algo native --np "$NP" --size 8,1M \
+    --iterations 20 --reps 1 >"$RES/sanity.out" 2>&1
+}
+
+log machine
+{ nproc; grep -m1 "model name" /proc/cpuinfo; uname -a; head -1 /proc/meminfo; $PY --version
+  cat /proc/loadavg; env | grep -E "^(OMPI|PRTE|PMIX)_MCA" ; } 2>&1 | tee "$RES/machine.txt"
+step info 90 $PY -m colltune info
+log sanity
+if ! sanity; then  # shared memory without single-copy, then TCP only
+  tail -20 "$RES/sanity.out"; export OMPI_MCA_smsc=^cma; log "retry with OMPI_MCA_smsc=^cma"
+  if ! sanity; then
+    tail -20 "$RES/sanity.out"; unset OMPI_MCA_smsc; export OMPI_MCA_btl=self,tcp
+    log "retry with OMPI_MCA_btl=self,tcp"
+    sanity || { tail -30 "$RES/sanity.out"; pack; exit 1; }
+  fi
+fi
+env | grep OMPI_MCA | tee "$RES/mca.txt"
+pack
+step calibrate 60 $PY -m colltune platform calibrate --reps 5 -o "$RES/platform.toml"
+for c in ${COLLS:-bcast allreduce reduce allgather alltoall gather scatter barrier}; do
+  step "bench$NP-$c" "${PER:-60}" $PY -m colltune bench --coll "$c" --algo ours,native \
+    --np "$NP" --size 8,1K,64K,1M --reps 3 --timing "${TIMING:-auto}" --format json \
+    -o "$RES/bench$NP-$c.json" --db "$RES/results.db"
+done
+if [ "${OVL:-150}" -gt 0 ]; then
+  step "paired$NP" "${OVL:-150}" $PY benchmarks/ours_vs_library.py --np "$NP" \
+    --sizes 8,1K,64K,1M --colls "${PAIRED:-bcast,allreduce}" --reps 3 --inner-reps 3 \
+    --paired -o "$RES/paired$NP.json"
+fi
+cat /proc/loadavg
+log done
+pack
