@@ -234,6 +234,16 @@ DIFFERS_FROM: dict[tuple[str, str], tuple[int, str]] = {
                                                      "indexed message a round and has no "
                                                      "fold; ours up to two messages and a "
                                                      "fold"),
+    ("reduce", "rabenseifner"): (3, "Open MPI's extra ranks swap halves and its reduce-"
+                                 "scatter goes to partners 1, 2, ... (gather far partner "
+                                 "first); ours folds whole vectors and goes far partner "
+                                 "first"),
+    ("gather", "binomial"): (3, "Open MPI receives from its children one at a time with "
+                             "blocking receives, ours posts them all at once"),
+    ("allgather", "sparbit"): (4, "Open MPI sends one message per block and tag, ours a "
+                               "step's blocks as one message of an indexed type"),
+    ("allgatherv", "sparbit"): (4, "Open MPI sends one message per block and tag, ours a "
+                                "step's blocks as one message of an indexed type"),
     ("bcast", "binary"): (5, "Open MPI's binary tree gives v the children v+d, v+2d "
                           "(d = 2^level), ours a heap (2v+1, 2v+2)"),
     ("reduce", "binary"): (5, "Open MPI's binary tree gives v the children v+d, v+2d "
@@ -264,6 +274,15 @@ def ours_switch(collective: str, ours: str, count: int, np_: int,
         if np_ > radix:  # the root alone has every other rank as a child up to radix
             return ("Open MPI's k-nomial tree clears a rank's lowest nonzero base-k digit "
                     "and serves the farthest child first, ours the highest and the nearest")
+    if collective == "allreduce" and name in ("rabenseifner", "segmented_ring") \
+            and np_ > 2 and not _is_pof2(np_):
+        seg = int(dict(kv.split("=") for kv in params.split(",") if kv).get("segsize", 65536))
+        if name == "rabenseifner":
+            return ("Open MPI's extra ranks swap halves in three messages and the even one "
+                    "stays in; ours folds the whole vector into the odd one")
+        if count * type_size >= np_ * seg > 0:
+            return ("Open MPI cuts each block into count/(p*segcount) near-equal segments, "
+                    "ours into segments of exactly segsize and a short last one")
     if collective == "reduce_scatter_block" and name == "butterfly" \
             and not _is_pof2(np_) and _pof2_floor(np_) >= 4:
         return ("Open MPI keeps blocks in natural order and ends with a mirror exchange; "
