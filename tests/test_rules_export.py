@@ -254,7 +254,8 @@ def test_a_collective_without_table_rows_is_refused_in_one_line(tmp_path, ompi_b
                                                                 monkeypatch):
     """A collective the exporters have no rows for (one added to colltune later) is
     refused with one line naming what is not exported; nothing is written."""
-    monkeypatch.setattr(rf, "EXPORTED", tuple(c for c in rf.EXPORTED if c != "scatter"))
+    monkeypatch.setattr(rf, "EXPORTED_TO", {**rf.EXPORTED_TO, "openmpi": tuple(
+        c for c in rf.EXPORTED_TO["openmpi"] if c != "scatter")})
     out = tmp_path / "s.conf"
     with pytest.raises(R.RulesError) as ei:
         rf.export(_rs("openmpi", "scatter 2 - 0 - ompi:binomial -\n"), "openmpi", out,
@@ -265,17 +266,22 @@ def test_a_collective_without_table_rows_is_refused_in_one_line(tmp_path, ompi_b
 
 
 def test_every_collective_has_its_rows_in_both_exporters():
-    """EXPORTED is every collective of the registry but the three that have no rows yet:
-    an id and a byte count for Open MPI, a size test for MPICH (the table rows a new
-    collective needs)."""
+    """Open MPI's exporter has every collective of the registry (an id and a byte count
+    each); MPICH's all but the three that have no size test yet (EXPORTED: what both
+    take)."""
     from colltune.base.collectives import COLLECTIVES
 
-    assert rf.EXPORTED == tuple(c for c in COLLECTIVES if c not in (
+    assert rf.EXPORTED_TO["openmpi"] == COLLECTIVES
+    assert rf.EXPORTED_TO["mpich"] == rf.EXPORTED == tuple(c for c in COLLECTIVES if c not in (
         "reduce_scatter_block", "reduce_scatter", "allgatherv"))
-    assert {c: eo.COLL_IDS[c] for c in ("alltoallv", "barrier", "scatter")} == {
-        "alltoallv": 4, "barrier": 6, "scatter": 15}  # coll_base_functions.h COLLTYPE
-    assert [eo.msg_bytes(c, 100, 4) for c in ("bcast", "scatter", "alltoallv", "barrier")] \
-        == [100, 400, 0, 0]
+    assert {c: eo.COLL_IDS[c] for c in ("alltoallv", "barrier", "scatter", "allgatherv",
+                                        "reduce_scatter", "reduce_scatter_block")} == {
+        "alltoallv": 4, "barrier": 6, "scatter": 15, "allgatherv": 1, "reduce_scatter": 12,
+        "reduce_scatter_block": 13}  # coll_base_functions.h COLLTYPE
+    assert [eo.msg_bytes(c, 100, 4) for c in ("bcast", "scatter", "alltoallv", "barrier",
+                                              "allgatherv", "reduce_scatter",
+                                              "reduce_scatter_block")] \
+        == [100, 400, 0, 0, 100, 400, 400]
     assert em.SIZE_TESTS["barrier"] == (None, False)
     assert em.SIZE_TESTS["alltoallv"] == em.SIZE_TESTS["scatter"] == ("total_msg_size", True)
 
@@ -622,3 +628,46 @@ def test_rules_show_and_check_say_the_ppn_ranges(tmp_path, ompi_build):
     assert [r[-1] for r in rows] == ["1", "2-", "any"]
     res = colltune("rules", "show", str(path))
     assert res.returncode == 0 and "per node" in res.stdout
+
+
+# ------------------------------------------- reduce_scatter(_block), allgatherv (Open MPI)
+
+RS_OMPI = ("reduce_scatter_block 2 - 0 1023 ompi:recursive_halving -\n"
+           "reduce_scatter_block 2 - 1024 - ompi:butterfly -\n"
+           "reduce_scatter 2 - 0 1023 ompi:ring -\n"
+           "reduce_scatter 2 - 1024 - ompi:recursive_halving -\n"
+           "allgatherv 2 - 0 1023 ompi:ring -\n"
+           "allgatherv 2 - 1024 - ompi:bruck -\n")
+
+
+def test_openmpi_reduce_scatter_and_allgatherv_files_steer_the_library(tmp_path, ompi_build):
+    """Ids 13, 12 and 1 in the classic file; Open MPI 5.0.11 runs what it names at 2 and
+    4 processes. The sizes tell the byte counts apart: at 4 processes a 1 KiB block is
+    4 KiB of Reduce_scatter(_block) (the file's threshold x 4: butterfly and
+    recursive_halving, not the small-size algorithms) while a 512 B Allgatherv block
+    stays under the file's 1 KiB (Open MPI compares the counts' total / comm size: ring;
+    the total, 2 KiB, would have given bruck). MPICH's exporter refuses them in one
+    line, and so does Open MPI's JSON format for allgatherv, which its schema lacks."""
+    path = tmp_path / "rs.conf"
+    rf.export(_rs("openmpi", RS_OMPI), "openmpi", path, ompi_build.mpi)
+    ids = [c.coll_id for c in eo.parse(path.read_text()).colls]
+    assert sorted(ids) == [1, 12, 13]
+    want = {("reduce_scatter_block", 4): "recursive_halving",
+            ("reduce_scatter_block", 512): "recursive_halving",
+            ("reduce_scatter_block", 1024): "butterfly",
+            ("reduce_scatter", 4): "ring", ("reduce_scatter", 1024): "recursive_halving",
+            ("allgatherv", 4): "ring", ("allgatherv", 512): "ring",
+            ("allgatherv", 1024): "bruck"}
+    for np in (2, 4):
+        _, rows, _ = rf.which_ran(path, ompi_build, np=np, sizes=[4, 512, 1024])
+        got = {(r.collective, r.size): (r.ran, r.ok) for r in rows}
+        for key, algo in want.items():
+            assert got[key] == (algo, True), (np, key, got)
+    with pytest.raises(R.RulesError, match="reduce_scatter_block, reduce_scatter, allgatherv "
+                       "rules cannot be exported to mpich yet"):
+        rf.export(_rs("mpich", RS_OMPI.replace("ompi:", "mpich:")), "mpich",
+                  tmp_path / "m.json", ompi_build.mpi)
+    with pytest.raises(R.RulesError, match="schema names no allgatherv key"):
+        rf.export(_rs("openmpi", RS_OMPI), "openmpi", tmp_path / "r.json", ompi_build.mpi,
+                  fmt="json")
+    assert not (tmp_path / "r.json").exists() and not (tmp_path / "m.json").exists()

@@ -34,7 +34,7 @@
 
 typedef struct {
     char label[96];
-    char coll[16];
+    char coll[24];
     char algo[48];
     long long size;
     int np, rank, faninout, segsize, radix, maxreq, depth;
@@ -349,3 +349,64 @@ WRAP(ompi_coll_base_barrier_intra_two_procs, "barrier", "two_proc", BAR_P, BAR_A
      -1, -1)
 DECL(ompi_coll_base_barrier_intra_tree, BAR_P)
 WRAP(ompi_coll_base_barrier_intra_tree, "barrier", "tree", BAR_P, BAR_A, 0LL, -1, -1, -1, -1)
+
+/* allgatherv (colltune-which gives every process the same count); colltune's size: one
+ * process's block, which is also what Open MPI's rules compare (total / comm size) */
+#define AGV_P const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, const int *rcounts, \
+              const int *rdispls, MPI_Datatype rdt, MPI_Comm comm, void *module
+#define AGV_A sbuf, scount, sdt, rbuf, rcounts, rdispls, rdt, comm, module
+#define AGV_SIZE ((long long)rcounts[0] * tsize(rdt))
+DECL(ompi_coll_base_allgatherv_intra_basic_default, AGV_P)
+WRAP(ompi_coll_base_allgatherv_intra_basic_default, "allgatherv", "default", AGV_P, AGV_A,
+     AGV_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_allgatherv_intra_bruck, AGV_P)
+WRAP(ompi_coll_base_allgatherv_intra_bruck, "allgatherv", "bruck", AGV_P, AGV_A, AGV_SIZE, -1,
+     -1, -1, -1)
+DECL(ompi_coll_base_allgatherv_intra_ring, AGV_P)
+WRAP(ompi_coll_base_allgatherv_intra_ring, "allgatherv", "ring", AGV_P, AGV_A, AGV_SIZE, -1, -1,
+     -1, -1)
+DECL(ompi_coll_base_allgatherv_intra_neighborexchange, AGV_P)
+WRAP(ompi_coll_base_allgatherv_intra_neighborexchange, "allgatherv", "neighbor", AGV_P, AGV_A,
+     AGV_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_allgatherv_intra_two_procs, AGV_P)
+WRAP(ompi_coll_base_allgatherv_intra_two_procs, "allgatherv", "two_proc", AGV_P, AGV_A,
+     AGV_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_allgatherv_intra_sparbit, AGV_P)
+WRAP(ompi_coll_base_allgatherv_intra_sparbit, "allgatherv", "sparbit", AGV_P, AGV_A, AGV_SIZE,
+     -1, -1, -1, -1)
+
+/* reduce_scatter (equal counts from colltune-which); colltune's size: one process's block */
+#define RS_P const void *sbuf, void *rbuf, const int *rcounts, MPI_Datatype dt, MPI_Op op, \
+             MPI_Comm comm, void *module
+#define RS_A sbuf, rbuf, rcounts, dt, op, comm, module
+#define RS_SIZE ((long long)rcounts[0] * tsize(dt))
+DECL(ompi_coll_base_reduce_scatter_intra_nonoverlapping, RS_P)
+WRAP(ompi_coll_base_reduce_scatter_intra_nonoverlapping, "reduce_scatter", "non-overlapping",
+     RS_P, RS_A, RS_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_reduce_scatter_intra_basic_recursivehalving, RS_P)
+WRAP(ompi_coll_base_reduce_scatter_intra_basic_recursivehalving, "reduce_scatter",
+     "recursive_halving", RS_P, RS_A, RS_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_reduce_scatter_intra_ring, RS_P)
+WRAP(ompi_coll_base_reduce_scatter_intra_ring, "reduce_scatter", "ring", RS_P, RS_A, RS_SIZE,
+     -1, -1, -1, -1)
+DECL(ompi_coll_base_reduce_scatter_intra_butterfly, RS_P)
+WRAP(ompi_coll_base_reduce_scatter_intra_butterfly, "reduce_scatter", "butterfly", RS_P, RS_A,
+     RS_SIZE, -1, -1, -1, -1)
+
+/* reduce_scatter_block; colltune's size: one process's block */
+#define RSB_P const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt, MPI_Op op, \
+              MPI_Comm comm, void *module
+#define RSB_A sbuf, rbuf, rcount, dt, op, comm, module
+#define RSB_SIZE ((long long)rcount * tsize(dt))
+DECL(ompi_coll_base_reduce_scatter_block_basic_linear, RSB_P)
+WRAP(ompi_coll_base_reduce_scatter_block_basic_linear, "reduce_scatter_block", "basic_linear",
+     RSB_P, RSB_A, RSB_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_reduce_scatter_block_intra_recursivedoubling, RSB_P)
+WRAP(ompi_coll_base_reduce_scatter_block_intra_recursivedoubling, "reduce_scatter_block",
+     "recursive_doubling", RSB_P, RSB_A, RSB_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_reduce_scatter_block_intra_recursivehalving, RSB_P)
+WRAP(ompi_coll_base_reduce_scatter_block_intra_recursivehalving, "reduce_scatter_block",
+     "recursive_halving", RSB_P, RSB_A, RSB_SIZE, -1, -1, -1, -1)
+DECL(ompi_coll_base_reduce_scatter_block_intra_butterfly, RSB_P)
+WRAP(ompi_coll_base_reduce_scatter_block_intra_butterfly, "reduce_scatter_block", "butterfly",
+     RSB_P, RSB_A, RSB_SIZE, -1, -1, -1, -1)

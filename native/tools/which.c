@@ -7,8 +7,10 @@
  *
  * SIZE is colltune's size in bytes: the message for bcast/reduce/allreduce (reduce and
  * allreduce sum ints: SIZE/4 of them), the bytes per process for gather/allgather/scatter
- * (root 0) and per destination for alltoall/alltoallv (every destination the same, in
- * order; MPI_BYTE); barrier ignores it. Before and after the calls of each size the
+ * (root 0) and allgatherv (every process the same), per destination for alltoall/alltoallv
+ * (every destination the same, in order; MPI_BYTE), the block of one process for
+ * reduce_scatter_block and reduce_scatter (ints, SIZE/4 of them, every process the
+ * same); barrier ignores it. Before and after the calls of each size the
  * program calls the observer's colltune_observe_mark("COLLECTIVE SIZE") /
  * colltune_observe_mark(NULL) when one is loaded (found with dlsym), so the observer counts those calls only.
  * Rank 0 prints one line per size: "ran COLLECTIVE SIZE NP ITERATIONS".
@@ -24,7 +26,8 @@ typedef void (*mark_fn)(const char *label);
 
 static void usage(void) {
     fprintf(stderr, "usage: colltune-which bcast|reduce|gather|allgather|allreduce|alltoall|"
-                    "alltoallv|scatter|barrier SIZE[,SIZE...] [ITERATIONS]\n");
+                    "alltoallv|scatter|barrier|reduce_scatter_block|reduce_scatter|allgatherv "
+                    "SIZE[,SIZE...] [ITERATIONS]\n");
 }
 
 int main(int argc, char **argv) {
@@ -43,7 +46,9 @@ int main(int argc, char **argv) {
     int known = !strcmp(coll, "bcast") || !strcmp(coll, "reduce") || !strcmp(coll, "gather")
                 || !strcmp(coll, "allgather") || !strcmp(coll, "allreduce")
                 || !strcmp(coll, "alltoall") || !strcmp(coll, "alltoallv")
-                || !strcmp(coll, "scatter") || !strcmp(coll, "barrier");
+                || !strcmp(coll, "scatter") || !strcmp(coll, "barrier")
+                || !strcmp(coll, "reduce_scatter_block") || !strcmp(coll, "reduce_scatter")
+                || !strcmp(coll, "allgatherv");
     if (!known) {
         if (rank == 0) usage();
         MPI_Finalize();
@@ -64,10 +69,12 @@ int main(int argc, char **argv) {
         size_t total = (size_t)size * (size_t)np + 64;
         char *sbuf = calloc(total, 1), *rbuf = calloc(total, 1);
         int *counts = malloc(sizeof(int) * (size_t)np), *displs = malloc(sizeof(int) * (size_t)np);
-        if (!sbuf || !rbuf || !counts || !displs) MPI_Abort(MPI_COMM_WORLD, 3);
+        int *icounts = malloc(sizeof(int) * (size_t)np);
+        if (!sbuf || !rbuf || !counts || !displs || !icounts) MPI_Abort(MPI_COMM_WORLD, 3);
         for (int p = 0; p < np; p++) {
             counts[p] = (int)size;
             displs[p] = (int)(size * p);
+            icounts[p] = (int)(size / 4);
         }
         char label[96];
         snprintf(label, sizeof label, "%s %lld", coll, size);
@@ -94,6 +101,14 @@ int main(int argc, char **argv) {
                             MPI_COMM_WORLD);
             else if (!strcmp(coll, "barrier"))
                 MPI_Barrier(MPI_COMM_WORLD);
+            else if (!strcmp(coll, "reduce_scatter_block"))
+                MPI_Reduce_scatter_block(sbuf, rbuf, (int)(size / 4), MPI_INT, MPI_SUM,
+                                         MPI_COMM_WORLD);
+            else if (!strcmp(coll, "reduce_scatter"))
+                MPI_Reduce_scatter(sbuf, rbuf, icounts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            else if (!strcmp(coll, "allgatherv"))
+                MPI_Allgatherv(sbuf, (int)size, MPI_BYTE, rbuf, counts, displs, MPI_BYTE,
+                               MPI_COMM_WORLD);
             else
                 MPI_Allgather(sbuf, (int)size, MPI_BYTE, rbuf, (int)size, MPI_BYTE,
                               MPI_COMM_WORLD);
@@ -108,6 +123,7 @@ int main(int argc, char **argv) {
         free(rbuf);
         free(counts);
         free(displs);
+        free(icounts);
     }
     free(list);
     MPI_Finalize();

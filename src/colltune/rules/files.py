@@ -191,9 +191,12 @@ def written_for(text: str, kind: str) -> str | None:
 # ---------------------------------------------------------------------------- export
 
 
-# the collectives whose library rules files colltune writes (and `rules verify` proves):
-# those with a row in both exporters' tables (openmpi.COLLS, mpich.SIZE_TESTS)
-EXPORTED = tuple(c for c in COLLECTIVES if c in eo.COLLS and c in em.SIZE_TESTS)
+# the collectives whose library rules files colltune writes (and `rules verify` proves),
+# per library: those with a row in its exporter's table (openmpi.COLLS,
+# mpich.SIZE_TESTS); EXPORTED: those both libraries take
+EXPORTED_TO = {"openmpi": tuple(c for c in COLLECTIVES if c in eo.COLLS),
+               "mpich": tuple(c for c in COLLECTIVES if c in em.SIZE_TESTS)}
+EXPORTED = tuple(c for c in EXPORTED_TO["openmpi"] if c in EXPORTED_TO["mpich"])
 
 
 def export(ruleset: RuleSet, to: str, path: str | Path, mpi, fmt: str = "classic") -> list[str]:
@@ -219,9 +222,9 @@ def export(ruleset: RuleSet, to: str, path: str | Path, mpi, fmt: str = "classic
                          "classic rules file cannot express (Open MPI 6's JSON rules can: "
                          "--format json); the interposition library applies them (colltune "
                          "run --rules FILE)")
-    later = [c for c in ruleset.collectives() if c not in EXPORTED]
+    later = [c for c in ruleset.collectives() if c not in EXPORTED_TO[to]]
     if later:
-        refused = [c for c in COLLECTIVES if c not in EXPORTED]
+        refused = [c for c in COLLECTIVES if c not in EXPORTED_TO[to]]
         raise RulesError(f"{', '.join(later)} rules cannot be exported to {to} yet (not "
                          f"exported: {', '.join(refused)}); the interposition library applies "
                          f"them (colltune run --rules FILE)")
@@ -271,8 +274,8 @@ def _rep_size(coll: str, nbytes: int, np: int, times_np: bool) -> int:
         return 0
     s = math.ceil(nbytes / np) if times_np else nbytes
     s = max(s, 4)
-    if coll in ("reduce", "allreduce"):
-        s = (s + 3) // 4 * 4
+    if coll in ("reduce", "allreduce", "reduce_scatter_block", "reduce_scatter"):
+        s = (s + 3) // 4 * 4  # colltune-which reduces ints
     return s
 
 
@@ -354,10 +357,10 @@ def which_ran(path: str | Path, build, np: int = 3, sizes: list[int] | None = No
         bad = [c for c in collectives if c not in COLLECTIVES]
         if bad:
             raise RulesError(f"unknown collective {bad[0]}; valid: {', '.join(COLLECTIVES)}")
-        later = [c for c in collectives if c not in EXPORTED]
+        later = [c for c in collectives if c not in EXPORTED_TO[kind]]
         if later:
             raise RulesError(f"{', '.join(later)}: not verified yet (verified: "
-                             f"{', '.join(EXPORTED)})")
+                             f"{', '.join(EXPORTED_TO[kind])})")
     if np < 2:
         raise RulesError("--np must be at least 2")
     if kind == "openmpi":
@@ -446,7 +449,7 @@ def _which_ran_openmpi(text, path, build, np, sizes, collectives, iterations, ti
                     note = "no coll/base algorithm was called (another coll component ran?)"
             rows.append(RanRow(coll, np, size, named, ran_s, ", ".join(inner), ok, note))
     if not rows:
-        notes.append(f"the file has no rules for {', '.join(EXPORTED)}")
+        notes.append(f"the file has no rules for {', '.join(EXPORTED_TO['openmpi'])}")
     return rows, notes
 
 
@@ -505,11 +508,11 @@ def _which_ran_mpich(text, path, build, np, sizes, collectives, iterations, time
              "under the file (MPIR_CVAR_NOLOCAL=1, TCP) is compared with runs forced to each "
              "of MPICH's algorithms; 'ran' lists those with identical traffic"]
     rows: list[RanRow] = []
-    pending = collectives or [c for c in EXPORTED
+    pending = collectives or [c for c in EXPORTED_TO["mpich"]
                            if tree.get(f"collective={c}") != installed.tree.get(f"collective={c}")]
     if not pending:
         notes.append(f"the file selects exactly as MPICH's built-in tree for "
-                     f"{', '.join(EXPORTED)}: nothing to verify")
+                     f"{', '.join(EXPORTED_TO['mpich'])}: nothing to verify")
     for coll in pending:
         want = sizes or _mpich_sizes(text, coll, np)
         if not want:
