@@ -266,14 +266,15 @@ def test_a_collective_without_table_rows_is_refused_in_one_line(tmp_path, ompi_b
 
 
 def test_every_collective_has_its_rows_in_both_exporters():
-    """Open MPI's exporter has every collective of the registry (an id and a byte count
-    each); MPICH's all but the three that have no size test yet (EXPORTED: what both
-    take)."""
+    """Both exporters have every collective of the registry: an id and a byte count for
+    Open MPI, a size test for MPICH (the table rows a new collective needs)."""
     from colltune.base.collectives import COLLECTIVES
 
-    assert rf.EXPORTED_TO["openmpi"] == COLLECTIVES
-    assert rf.EXPORTED_TO["mpich"] == rf.EXPORTED == tuple(c for c in COLLECTIVES if c not in (
-        "reduce_scatter_block", "reduce_scatter", "allgatherv"))
+    assert rf.EXPORTED_TO["openmpi"] == rf.EXPORTED_TO["mpich"] == rf.EXPORTED == COLLECTIVES
+    assert {c: em.SIZE_TESTS[c] for c in ("reduce_scatter_block", "reduce_scatter",
+                                          "allgatherv")} == {
+        c: ("total_msg_size", True) for c in ("reduce_scatter_block", "reduce_scatter",
+                                              "allgatherv")}  # avg_msg_size aborts there
     assert {c: eo.COLL_IDS[c] for c in ("alltoallv", "barrier", "scatter", "allgatherv",
                                         "reduce_scatter", "reduce_scatter_block")} == {
         "alltoallv": 4, "barrier": 6, "scatter": 15, "allgatherv": 1, "reduce_scatter": 12,
@@ -646,8 +647,8 @@ def test_openmpi_reduce_scatter_and_allgatherv_files_steer_the_library(tmp_path,
     4 KiB of Reduce_scatter(_block) (the file's threshold x 4: butterfly and
     recursive_halving, not the small-size algorithms) while a 512 B Allgatherv block
     stays under the file's 1 KiB (Open MPI compares the counts' total / comm size: ring;
-    the total, 2 KiB, would have given bruck). MPICH's exporter refuses them in one
-    line, and so does Open MPI's JSON format for allgatherv, which its schema lacks."""
+    the total, 2 KiB, would have given bruck). Open MPI's JSON format refuses allgatherv
+    in one line: its schema has no key for it."""
     path = tmp_path / "rs.conf"
     rf.export(_rs("openmpi", RS_OMPI), "openmpi", path, ompi_build.mpi)
     ids = [c.coll_id for c in eo.parse(path.read_text()).colls]
@@ -663,11 +664,32 @@ def test_openmpi_reduce_scatter_and_allgatherv_files_steer_the_library(tmp_path,
         got = {(r.collective, r.size): (r.ran, r.ok) for r in rows}
         for key, algo in want.items():
             assert got[key] == (algo, True), (np, key, got)
-    with pytest.raises(R.RulesError, match="reduce_scatter_block, reduce_scatter, allgatherv "
-                       "rules cannot be exported to mpich yet"):
-        rf.export(_rs("mpich", RS_OMPI.replace("ompi:", "mpich:")), "mpich",
-                  tmp_path / "m.json", ompi_build.mpi)
     with pytest.raises(R.RulesError, match="schema names no allgatherv key"):
         rf.export(_rs("openmpi", RS_OMPI), "openmpi", tmp_path / "r.json", ompi_build.mpi,
                   fmt="json")
-    assert not (tmp_path / "r.json").exists() and not (tmp_path / "m.json").exists()
+    assert not (tmp_path / "r.json").exists()
+
+
+RS_MPICH = ("reduce_scatter_block 2 - 0 1023 mpich:recursive_halving -\n"
+            "reduce_scatter_block 2 - 1024 - mpich:pairwise -\n"
+            "reduce_scatter 2 - 0 1023 mpich:recursive_halving -\n"
+            "reduce_scatter 2 - 1024 - mpich:pairwise -\n"
+            "allgatherv 2 - 0 1023 mpich:ring -\n"
+            "allgatherv 2 - 1024 - mpich:brucks -\n")
+
+
+@pytest.mark.mpich
+def test_mpich_reduce_scatter_and_allgatherv_files_steer_the_library(tmp_path, mpich_b):
+    """MPICH compares total_msg_size for these three (its avg_msg_size aborts there):
+    colltune's per-process thresholds x the communicator size. At 4 processes a 1 KiB
+    block of Reduce_scatter(_block) is 4 KiB, the file's pairwise range, and pairwise is
+    the only algorithm with that traffic; a 512 B Allgatherv block is 2 KiB, under the
+    file's 4 KiB: ring, alone."""
+    path = tmp_path / "rs.json"
+    rf.export(_rs("mpich", RS_MPICH), "mpich", path, mpich_b.mpi)
+    _, rows, _ = rf.which_ran(path, mpich_b, np=4, sizes=[512, 1024])
+    got = {(r.collective, r.size): (r.ran, r.ok) for r in rows}
+    assert got[("reduce_scatter_block", 1024)] == ("pairwise", True), got
+    assert got[("reduce_scatter", 1024)] == ("pairwise", True), got
+    assert got[("allgatherv", 512)] == ("ring", True), got
+    assert all(ok for _, ok in got.values()), got

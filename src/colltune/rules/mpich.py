@@ -54,6 +54,11 @@ SIZE_TESTS: dict[str, tuple[str | None, bool]] = {
     "alltoallv": ("total_msg_size", True),
     "scatter": ("total_msg_size", True),
     "barrier": (None, False),
+    # total_msg_size of these three: type size x the counts' sum (reduce_scatter,
+    # allgatherv) or x count x comm size (reduce_scatter_block); avg_msg_size aborts
+    "reduce_scatter_block": ("total_msg_size", True),
+    "reduce_scatter": ("total_msg_size", True),
+    "allgatherv": ("total_msg_size", True),
 }
 
 # Parameters MPICH's selection file carries inside a leaf ("k=N": {}): csel_container.c
