@@ -2,6 +2,7 @@
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 
@@ -639,3 +640,35 @@ def test_window_timing_survives_processes_that_oversleep(ompi_build, tmp_path):
     assert r["timing"] == "window" and r["valid_reps"] + r["invalid"] == 120
     assert r["window_us"] > 1000, r  # long enough for the processes to sleep
     assert r["invalid"] < 0.3 * 120, r
+
+
+def test_offline_kit_runs_from_its_folder(tmp_path, ompi_build):
+    """benchmarks/offline_kit.py packs Open MPI's wheel files and the native build at one
+    absolute prefix; its run.sh, from a fresh copy of that prefix (as on a machine that
+    cannot install anything), measures and bundles the results even when the budget
+    runs out before the last step."""
+    import os
+    import subprocess
+    import sys
+    import tarfile
+
+    repo = Path(__file__).resolve().parent.parent
+    prefix, dest, out = tmp_path / "prefix", tmp_path / "kit", tmp_path / "out"
+    res = subprocess.run([sys.executable, str(repo / "benchmarks" / "offline_kit.py"),
+                          "--dest", str(dest), "--prefix", str(prefix)],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert (dest / "ctkit" / "ompi" / "bin" / "mpirun").exists() and (dest / "run.sh").exists()
+    import shutil
+    shutil.rmtree(prefix)  # run.sh restores it from the kit
+    env = dict(os.environ, NP="2", PY=sys.executable, PREFIX=str(prefix), OUT=str(out),
+               COLLS="bcast", OVL="0", BUDGET="120")
+    res = subprocess.run(["bash", str(dest / "run.sh")], cwd=repo, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    with tarfile.open(out / "results.tgz") as tf:
+        names = {Path(n).name for n in tf.getnames()}
+        recs = json.load(tf.extractfile("./bench2-bcast.json"))
+    assert {"machine.txt", "platform.toml", "bench2-bcast.json", "results.db"} <= names
+    assert {r["algorithm"] for r in recs} >= {"native", "binomial"}
+    assert all(str(prefix) in r["command"] for r in recs)  # the kit's Open MPI ran them
