@@ -203,11 +203,17 @@ def _stream_unit(nbytes: int) -> int:
 # (first np, what differs). From a reading of Open MPI's coll/base sources against
 # ours (2026-11-27, docs/performance.md "Twins at more than 2 processes"); such cells
 # are marked and left out of the means like the library's own switches.
+_A2A_ORDER = ("ours receives from r-1, r-2, ... and sends to r+1, ...; Open MPI's the "
+              "other way round, its own block copied first")
+_BINTREE = ("Open MPI's binary tree gives v the children v+d, v+2d (d = 2^level), ours a "
+            "heap (2v+1, 2v+2)")
+_SPARBIT = ("Open MPI sends one message per block and tag, ours a step's blocks as one "
+            "message of an indexed type")
+_BUTTERFLY = ("Open MPI keeps blocks in natural order and ends with a mirror exchange; ours "
+              "lays them out bit-reversed")
 DIFFERS_FROM: dict[tuple[str, str], tuple[int, str]] = {
-    ("alltoall", "linear"): (3, "ours receives from r-1, r-2, ... and sends to r+1, ...; "
-                             "Open MPI's the other way round, its own block copied first"),
-    ("alltoall", "linear_sync"): (3, "ours receives from r-1, ... and sends to r+1, ...; "
-                                  "Open MPI's the other way round, its own block copied first"),
+    ("alltoall", "linear"): (3, _A2A_ORDER),
+    ("alltoall", "linear_sync"): (3, _A2A_ORDER),
     ("alltoallv", "linear"): (3, "Open MPI copies its own block, then receives and sends in "
                               "rank order 0..p-1; ours in relative order"),
     ("barrier", "linear"): (3, "Open MPI's root posts p-1 receives from any source at once, "
@@ -227,9 +233,7 @@ DIFFERS_FROM: dict[tuple[str, str], tuple[int, str]] = {
                                            "sends the blocks in turn"),
     ("bcast", "split_binary"): (4, "Open MPI splits the ranks by parity and pairs v with "
                                 "v+-1; ours splits them in two ranges"),
-    ("reduce_scatter", "butterfly"): (4, "Open MPI keeps blocks in natural order and ends "
-                                      "with a mirror exchange; ours lays them out "
-                                      "bit-reversed"),
+    ("reduce_scatter", "butterfly"): (4, _BUTTERFLY),
     ("reduce_scatter_block", "recursive_doubling"): (4, "Open MPI sends both ranges as one "
                                                      "indexed message a round and has no "
                                                      "fold; ours up to two messages and a "
@@ -240,14 +244,10 @@ DIFFERS_FROM: dict[tuple[str, str], tuple[int, str]] = {
                                  "first"),
     ("gather", "binomial"): (3, "Open MPI receives from its children one at a time with "
                              "blocking receives, ours posts them all at once"),
-    ("allgather", "sparbit"): (4, "Open MPI sends one message per block and tag, ours a "
-                               "step's blocks as one message of an indexed type"),
-    ("allgatherv", "sparbit"): (4, "Open MPI sends one message per block and tag, ours a "
-                                "step's blocks as one message of an indexed type"),
-    ("bcast", "binary"): (5, "Open MPI's binary tree gives v the children v+d, v+2d "
-                          "(d = 2^level), ours a heap (2v+1, 2v+2)"),
-    ("reduce", "binary"): (5, "Open MPI's binary tree gives v the children v+d, v+2d "
-                           "(d = 2^level), ours a heap (2v+1, 2v+2)"),
+    ("allgather", "sparbit"): (4, _SPARBIT),
+    ("allgatherv", "sparbit"): (4, _SPARBIT),
+    ("bcast", "binary"): (5, _BINTREE),
+    ("reduce", "binary"): (5, _BINTREE),
 }
 
 
@@ -285,8 +285,7 @@ def ours_switch(collective: str, ours: str, count: int, np_: int,
                     "ours into segments of exactly segsize and a short last one")
     if collective == "reduce_scatter_block" and name == "butterfly" \
             and not _is_pof2(np_) and _pof2_floor(np_) >= 4:
-        return ("Open MPI keeps blocks in natural order and ends with a mirror exchange; "
-                "ours lays them out bit-reversed")
+        return _BUTTERFLY
     if collective == "bcast" and name in ("scatter_allgather", "scatter_ring_allgather") \
             and count >= np_ > 1:
         nbytes = count * type_size
