@@ -242,8 +242,6 @@ DIFFERS_FROM: dict[tuple[str, str], tuple[int, str]] = {
                                  "scatter goes to partners 1, 2, ... (gather far partner "
                                  "first); ours folds whole vectors and goes far partner "
                                  "first"),
-    ("gather", "binomial"): (3, "Open MPI receives from its children one at a time with "
-                             "blocking receives, ours posts them all at once"),
     ("allgather", "sparbit"): (4, _SPARBIT),
     ("allgatherv", "sparbit"): (4, _SPARBIT),
     ("bcast", "binary"): (5, _BINTREE),

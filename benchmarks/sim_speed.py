@@ -60,6 +60,10 @@ def main() -> int:
                     help="a warm-up call before every point, as simulated points were taken "
                          "before (default: none; each algorithm's communicators are made "
                          "before its first point)")
+    ap.add_argument("--cfg", action="append", default=[], metavar="KEY:VALUE",
+                    help="an extra SimGrid setting for every launch (repeatable), e.g. "
+                         "contexts/nthreads:2; the simulated latencies show whether it "
+                         "changed the results")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("-o", "--output", help="write the rows here as JSON")
     args = ap.parse_args()
@@ -85,7 +89,7 @@ def main() -> int:
                 t0 = time.monotonic()
                 c0 = _children_cpu()
                 try:
-                    with launch.simulate(plat):
+                    with launch.simulate(plat, tuple(args.cfg)):
                         recs, _ = bench_mod.run(b, spec, timeout=args.timeout)
                     err = None
                 except bench_mod.BenchError as exc:

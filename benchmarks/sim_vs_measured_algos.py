@@ -75,8 +75,20 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5, help="measured repetitions per point")
     ap.add_argument("--iterations", type=int, help="measured iterations per repetition "
                     "(default: the driver's, by size)")
+    ap.add_argument("--cfg", action="append", default=[], metavar="KEY:VALUE",
+                    help="an extra SimGrid setting of the simulated runs (repeatable)")
+    ap.add_argument("--variant", action="append", default=[], metavar="LABEL=KEY:VALUE,...",
+                    help="also simulate (charged) with these SimGrid settings on top of "
+                         "--cfg and print its summary line (repeatable): several models "
+                         "against one set of measurements")
     ap.add_argument("-o", "--output", help="write every figure here (JSON)")
     args = ap.parse_args()
+    variants: dict[str, tuple[str, ...]] = {}
+    for v in args.variant:
+        label, sep, cfgs = v.partition("=")
+        if not sep or not label:
+            ap.error(f"--variant {v!r}: expected LABEL=KEY:VALUE[,KEY:VALUE...]")
+        variants[label] = tuple(c for c in cfgs.split(",") if c)
     sizes = parse_sizes(args.sizes)
     colls = [c.strip() for c in args.colls.split(",") if c.strip()]
     loads = {"before": load_avg()}
@@ -102,11 +114,15 @@ def main() -> None:
         meas = run_bench(measured_build, coll, algos, sizes, args.reps, args.iterations)
         out.print(f"{coll}: simulated on this-machine ...")
         t0 = time.perf_counter()
-        with launch.simulate(platform):
+        with launch.simulate(platform, tuple(args.cfg)):
             sim = run_bench(smpi_build, coll, algos, sizes, 1, None)
         walls[coll] = time.perf_counter() - t0
-        with launch.simulate(uncharged):
+        with launch.simulate(uncharged, tuple(args.cfg)):
             sim0 = run_bench(smpi_build, coll, algos, sizes, 1, None)
+        simv = {}
+        for label, cfgs in variants.items():
+            with launch.simulate(platform, (*args.cfg, *cfgs)):
+                simv[label] = run_bench(smpi_build, coll, algos, sizes, 1, None)
         for (spec, size), m in sorted(meas.items(), key=lambda kv: (algos.index(kv[0][0])
                                                                     if kv[0][0] in algos else 99,
                                                                     kv[0][1])):
@@ -119,7 +135,10 @@ def main() -> None:
                          "simulated_us": float(s["median_us"]),
                          "simulated_uncharged_us": float(s0["median_us"]),
                          "ratio": float(s["median_us"]) / float(m["median_us"]),
-                         "ratio_uncharged": float(s0["median_us"]) / float(m["median_us"])})
+                         "ratio_uncharged": float(s0["median_us"]) / float(m["median_us"]),
+                         **{f"ratio[{label}]": float(v[(spec, size)]["median_us"])
+                            / float(m["median_us"]) for label, v in simv.items()
+                            if (spec, size) in v}})
     loads["after"] = load_avg()
 
     for coll in colls:
@@ -144,14 +163,19 @@ def main() -> None:
                       f"{g0:.2f}")
         out.print(t)
     ours = [r for r in rows if r["algorithm"] != "native"]
-    for key, what in (("ratio_uncharged", "uncharged (before)"), ("ratio", "charged")):
-        if not ours:
-            break
-        logs = [abs(math.log(r[key])) for r in ours]
-        within = sum(1 for r in ours if 0.8 <= r[key] <= 1.25) / len(ours)
+    for key, what in (("ratio_uncharged", "uncharged (before)"), ("ratio", "charged"),
+                      *((f"ratio[{label}]", f"charged, {label} ({', '.join(c)})")
+                        for label, c in variants.items())):
+        if not ours or any(key not in r for r in ours):
+            continue
+        # a simulated time of 0 (a call that waits for nothing) counts as 1/1000 of
+        # the measured one, so that it weighs in the means instead of failing them
+        ratios = [max(r[key], 1e-3) for r in ours]
+        logs = [abs(math.log(x)) for x in ratios]
+        within = sum(1 for x in ratios if 0.8 <= x <= 1.25) / len(ours)
         out.print(f"{what}: {len(ours)} points of colltune's algorithms (native left out): "
                   f"geometric mean of simulated/measured "
-                  f"{math.exp(statistics.fmean(math.log(r[key]) for r in ours)):.2f}, "
+                  f"{math.exp(statistics.fmean(math.log(x) for x in ratios)):.2f}, "
                   f"median deviation {100 * (math.exp(statistics.median(logs)) - 1):.0f}%, "
                   f"{100 * within:.0f}% within 0.8-1.25", highlight=False)
     out.print(f"calibration: alpha {cal['alpha_us']:.3f} µs, beta {cal['beta_GBps']:.3f} GB/s "

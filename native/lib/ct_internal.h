@@ -115,6 +115,14 @@ int ct_copy_t(const void *src, void *dst, int count, MPI_Datatype dt, const ct_t
  * rcount x rdt); a plain ct_copy when both are the same. */
 int ct_copy_sig(const void *src, int scount, MPI_Datatype sdt, void *dst, int rcount,
                 MPI_Datatype rdt);
+/* The same when the caller has rdt's geometry rt already: one type and count on
+ * both sides copy with it (no second type lookup: callgrind, Gather `linear` root
+ * at 8 B, about 90 instructions a call), else the conversion of ct_copy_sig. */
+static inline int ct_copy_sig_t(const void *src, int scount, MPI_Datatype sdt, void *dst,
+                                int rcount, MPI_Datatype rdt, const ct_type_t *rt) {
+    if (sdt == rdt && scount == rcount) return ct_copy_t(src, dst, rcount, rdt, rt);
+    return ct_copy_sig(src, scount, sdt, dst, rcount, rdt);
+}
 
 /* ---- the type signature as a byte stream ----------------------------------
  * MPI lets every rank describe a message with its own count and datatype as

@@ -40,7 +40,7 @@ int ct_gather_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
         if (src != root)
             CT_CHECK(MPI_Recv(blk, rcount, rdt, src, CT_TAG_GATHER, comm, MPI_STATUS_IGNORE));
         else if (sbuf != MPI_IN_PLACE)
-            CT_CHECK(ct_copy_sig(sbuf, scount, sdt, blk, rcount, rdt));
+            CT_CHECK(ct_copy_sig_t(sbuf, scount, sdt, blk, rcount, rdt, &rt));
     }
     return MPI_SUCCESS;
 }
@@ -71,26 +71,31 @@ int ct_gather_linear_nb(const void *sbuf, int scount, MPI_Datatype sdt, void *rb
         n++;
     }
     if (sbuf != MPI_IN_PLACE)
-        CT_TRY(ct_copy_sig(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * bext, rcount, rdt));
+        CT_TRY(ct_copy_sig_t(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * bext, rcount, rdt,
+                             &rt));
     CT_TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
 out:
     if (req != small) free(req);
     return rc;
 }
 
-/* Binomial gather, root side: receive each child's subtree straight into rbuf. */
+/* Binomial gather, root side: the own block first, then each child's subtree
+ * straight into rbuf, one blocking receive per round in round order (Open MPI's
+ * gather_intra_binomial receives its children so). */
 static int binomial_root(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                          int rcount, MPI_Datatype rdt, int root, int np, MPI_Comm comm) {
-    int rc = MPI_SUCCESS, n = 0;
-    MPI_Request req[32]; /* one receive per round: log2(INT_MAX) < 32 rounds */
+    int rc = MPI_SUCCESS;
     ct_blk_t b;
     CT_CHECK(ct_blk_init(&b, rcount, rdt, np));
+    if (sbuf != MPI_IN_PLACE)
+        CT_TRY(ct_copy_sig_t(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * b.ext, rcount, rdt,
+                             &b.t));
     for (int mask = 1; mask < np; mask <<= 1) {
         int cnt = mask < np - mask ? mask : np - mask; /* child's subtree size */
         int start = (root + mask) % np;               /* its first block     */
         if (start + cnt <= np) {
-            CT_TRY(MPI_Irecv((char *)rbuf + (MPI_Aint)start * b.ext, cnt * b.per, b.dt, start,
-                          CT_TAG_GATHER, comm, &req[n]));
+            CT_TRY(MPI_Recv((char *)rbuf + (MPI_Aint)start * b.ext, cnt * b.per, b.dt, start,
+                            CT_TAG_GATHER, comm, MPI_STATUS_IGNORE));
         } else {
             /* the subtree wraps: blocks start..p-1, then 0..cnt-(p-start)-1 */
             int len[2] = { (np - start) * b.per, (cnt - (np - start)) * b.per };
@@ -99,15 +104,11 @@ static int binomial_root(const void *sbuf, int scount, MPI_Datatype sdt, void *r
             CT_TRY(MPI_Type_indexed(2, len, disp, b.dt, &wrap));
             rc = MPI_Type_commit(&wrap);
             if (rc == MPI_SUCCESS)
-                rc = MPI_Irecv(rbuf, 1, wrap, start, CT_TAG_GATHER, comm, &req[n]);
-            MPI_Type_free(&wrap); /* the pending receive keeps it alive */
+                rc = MPI_Recv(rbuf, 1, wrap, start, CT_TAG_GATHER, comm, MPI_STATUS_IGNORE);
+            MPI_Type_free(&wrap);
             if (rc != MPI_SUCCESS) goto out;
         }
-        n++;
     }
-    if (sbuf != MPI_IN_PLACE)
-        CT_TRY(ct_copy_sig(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * b.ext, rcount, rdt));
-    CT_TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
 out:
     ct_blk_free(&b);
     return rc;
@@ -122,8 +123,7 @@ static int binomial_nonroot(const void *sbuf, int scount, MPI_Datatype sdt, int 
     const int parent = (v - low + root) % np;
     if (size == 1) return ct_send(sbuf, scount, sdt, parent, CT_TAG_GATHER, comm);
 
-    int rc = MPI_SUCCESS, n = 0;
-    MPI_Request req[32];
+    int rc = MPI_SUCCESS;
     void *raw = NULL;
     ct_blk_t b;
     CT_CHECK(ct_blk_init(&b, scount, sdt, np));
@@ -132,14 +132,12 @@ static int binomial_nonroot(const void *sbuf, int scount, MPI_Datatype sdt, int 
         rc = ct_set_error(MPI_ERR_NO_MEM, "gather/binomial: out of memory (%d blocks)", size);
         goto out;
     }
+    CT_TRY(ct_copy_t(sbuf, tmp, scount, sdt, &b.t));
     for (int mask = 1; mask < low && v + mask < np; mask <<= 1) {
         int cnt = mask < np - v - mask ? mask : np - v - mask;
-        CT_TRY(MPI_Irecv(tmp + (MPI_Aint)mask * b.ext, cnt * b.per, b.dt, (v + mask + root) % np,
-                      CT_TAG_GATHER, comm, &req[n]));
-        n++;
+        CT_TRY(MPI_Recv(tmp + (MPI_Aint)mask * b.ext, cnt * b.per, b.dt, (v + mask + root) % np,
+                        CT_TAG_GATHER, comm, MPI_STATUS_IGNORE));
     }
-    CT_TRY(ct_copy(sbuf, tmp, scount, sdt));
-    CT_TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
     CT_TRY(ct_send(tmp, size * b.per, b.dt, parent, CT_TAG_GATHER, comm));
 out:
     free(raw);
@@ -151,8 +149,10 @@ out:
  * Binomial: relative rank v = (rank - root) mod p. In round k (mask 2^k) a rank
  * with bit k set sends everything it holds -- the blocks of relative ranks
  * v .. v+size-1, packed in relative order -- to v - 2^k and is done; a rank
- * whose low k bits are clear receives the subtree of v + 2^k. A rank posts
- * all its receives together, then forwards once. The root receives each
+ * whose low k bits are clear receives the subtree of v + 2^k. A rank places
+ * its own block, receives its children's subtrees one at a time in round order
+ * (blocking receives, as Open MPI's binomial Gather), then forwards once. The
+ * root receives each
  * child's subtree directly at its place in rbuf (a two-piece indexed type when
  * the subtree wraps past rank p-1), so it needs no temporary and no rotation.
  */

@@ -24,10 +24,10 @@ int ct_scatter_native(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf
 static int own_block(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
                      MPI_Datatype rdt, int root) {
     if (rbuf == MPI_IN_PLACE) return MPI_SUCCESS;
-    MPI_Aint lb, ext;
-    CT_CHECK(MPI_Type_get_extent(sdt, &lb, &ext));
-    return ct_copy_sig((const char *)sbuf + (MPI_Aint)root * scount * ext, scount, sdt, rbuf,
-                       rcount, rdt);
+    ct_type_t st; /* sdt's geometry: also rdt's where the copy uses it (same type) */
+    CT_CHECK(ct_type(sdt, &st));
+    return ct_copy_sig_t((const char *)sbuf + (MPI_Aint)root * scount * st.extent, scount, sdt,
+                         rbuf, rcount, rdt, &st);
 }
 
 /* Linear: the root sends block i to rank i in turn (blocking sends, rank root+1
