@@ -203,8 +203,6 @@ def _stream_unit(nbytes: int) -> int:
 # (first np, what differs). From a reading of Open MPI's coll/base sources against
 # ours (2026-11-27, docs/performance.md "Twins at more than 2 processes"); such cells
 # are marked and left out of the means like the library's own switches.
-_A2A_ORDER = ("ours receives from r-1, r-2, ... and sends to r+1, ...; Open MPI's the "
-              "other way round, its own block copied first")
 _BINTREE = ("Open MPI's binary tree gives v the children v+d, v+2d (d = 2^level), ours a "
             "heap (2v+1, 2v+2)")
 _SPARBIT = ("Open MPI sends one message per block and tag, ours a step's blocks as one "
@@ -212,12 +210,8 @@ _SPARBIT = ("Open MPI sends one message per block and tag, ours a step's blocks 
 _BUTTERFLY = ("Open MPI keeps blocks in natural order and ends with a mirror exchange; ours "
               "lays them out bit-reversed")
 DIFFERS_FROM: dict[tuple[str, str], tuple[int, str]] = {
-    ("alltoall", "linear"): (3, _A2A_ORDER),
-    ("alltoall", "linear_sync"): (3, _A2A_ORDER),
     ("alltoallv", "linear"): (3, "Open MPI copies its own block, then receives and sends in "
                               "rank order 0..p-1; ours in relative order"),
-    ("barrier", "linear"): (3, "Open MPI's root posts p-1 receives from any source at once, "
-                            "ours receives from 1, 2, ... in turn"),
     ("reduce", "linear"): (3, "ours keeps two receives posted, Open MPI's one blocking "
                            "receive at a time"),
     ("allreduce", "basic_linear"): (3, "ours keeps two receives posted in the Reduce, Open "

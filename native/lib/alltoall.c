@@ -79,9 +79,12 @@ int ct_alltoall_native(const void *sbuf, int scount, MPI_Datatype sdt, void *rbu
 }
 
 /*
- * Linear: every rank posts a receive from every other rank and a send to every
- * other rank (staggered: rank+1 first), copies its own block while they are in
- * flight, then waits for all. At two processes that is one Sendrecv.
+ * Linear: every rank posts a receive from every other rank (rank+1 first, then
+ * rank+2, ...) and a send to every other rank (rank-1 first, then rank-2, ...:
+ * rank r+1's first message is the one r's first receive waits for), copies its
+ * own block while they are in flight, then waits for all. The partners' order is
+ * Open MPI's basic_linear (which copies its own block first). At two processes
+ * that is one Sendrecv.
  */
 static int a2a_linear(const a2a_t *g, const void *sbuf, int scount, MPI_Datatype sdt,
                       void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm) {
@@ -99,13 +102,13 @@ static int a2a_linear(const a2a_t *g, const void *sbuf, int scount, MPI_Datatype
     MPI_Request stack[REQ_STACK], *req = req_array(2 * g->np, stack);
     if (!req) return ct_set_error(MPI_ERR_NO_MEM, "alltoall/linear: out of memory");
     for (int i = 1; i < g->np; i++) {
-        int src = (g->r - i + g->np) % g->np;
+        int src = (g->r + i) % g->np;
         CT_TRY(MPI_Irecv(rblk(rbuf, g, rcount, src), rcount, rdt, src, CT_TAG_ALLTOALL, comm,
                          &req[n]));
         n++;
     }
     for (int i = 1; i < g->np; i++) {
-        int dst = (g->r + i) % g->np;
+        int dst = (g->r - i + g->np) % g->np;
         CT_TRY(ct_isend(sblk(sbuf, g, scount, dst), scount, sdt, dst, CT_TAG_ALLTOALL, comm,
                         &req[n]));
         n++;
@@ -170,14 +173,16 @@ int ct_alltoall_linear_sync(const void *sbuf, int scount, MPI_Datatype sdt, void
     MPI_Request stack[REQ_STACK], *req = req_array(2 * M, stack);
     if (!req) return ct_set_error(MPI_ERR_NO_MEM, "alltoall/linear_sync: out of memory");
     for (int k = 0; k < 2 * M; k++) req[k] = MPI_REQUEST_NULL;
-    int nr = 0, ns = 0; /* receives / sends posted: peers r-1.. and r+1.. in turn */
+    /* receives / sends posted: peers r+1, r+2, .. and r-1, r-2, .. in turn (Open
+     * MPI's linear_sync order) */
+    int nr = 0, ns = 0;
     for (; nr < M; nr++) {
-        int src = (r - nr - 1 + np) % np;
+        int src = (r + nr + 1) % np;
         CT_TRY(MPI_Irecv(rblk(rbuf, &g, rcount, src), rcount, rdt, src, CT_TAG_ALLTOALL, comm,
                          &req[nr]));
     }
     for (; ns < M; ns++) {
-        int dst = (r + ns + 1) % np;
+        int dst = (r - ns - 1 + np) % np;
         CT_TRY(ct_isend(sblk(sbuf, &g, scount, dst), scount, sdt, dst, CT_TAG_ALLTOALL, comm,
                         &req[M + ns]));
     }
@@ -186,12 +191,12 @@ int ct_alltoall_linear_sync(const void *sbuf, int scount, MPI_Datatype sdt, void
         CT_TRY(MPI_Waitany(2 * M, req, &idx, MPI_STATUS_IGNORE));
         if (idx == MPI_UNDEFINED) break;
         if (idx < M && nr < np - 1) {
-            int src = (r - nr - 1 + np) % np;
+            int src = (r + nr + 1) % np;
             CT_TRY(MPI_Irecv(rblk(rbuf, &g, rcount, src), rcount, rdt, src, CT_TAG_ALLTOALL,
                              comm, &req[idx]));
             nr++;
         } else if (idx >= M && ns < np - 1) {
-            int dst = (r + ns + 1) % np;
+            int dst = (r - ns - 1 + np) % np;
             CT_TRY(ct_isend(sblk(sbuf, &g, scount, dst), scount, sdt, dst, CT_TAG_ALLTOALL,
                             comm, &req[idx]));
             ns++;

@@ -22,8 +22,13 @@ int ct_barrier_native(MPI_Comm comm, const ct_params_t *p) {
     return PMPI_Barrier(comm);
 }
 
-/* Linear: every rank tells rank 0 it has arrived; rank 0, having heard from all,
- * releases them (its sends nonblocking, all at once). */
+/* Linear: every rank tells rank 0 it has arrived; rank 0 posts the p-1 arrival
+ * receives at once, from any source (whoever comes first is served first), and,
+ * having heard from all, releases them with nonblocking sends posted at once --
+ * Open MPI's barrier_intra_basic_linear schedule. A rank released early may
+ * enter the next barrier and send its arrival before rank 0 has sent every
+ * release: that message waits unmatched until rank 0 posts the next barrier's
+ * receives, because this barrier's are all complete by then. */
 int ct_barrier_linear(MPI_Comm comm, const ct_params_t *prm) {
     (void)prm;
     int np, r, rc = MPI_SUCCESS;
@@ -32,13 +37,19 @@ int ct_barrier_linear(MPI_Comm comm, const ct_params_t *prm) {
         CT_CHECK(zsend(0, comm));
         return zrecv(0, comm);
     }
-    for (int i = 1; i < np; i++) CT_CHECK(zrecv(i, comm));
-    /* the release's requests: from the stack up to 32 processes (a malloc and free
-     * were about 200 of the call's instructions at 2 processes) */
+    if (np == 1) return MPI_SUCCESS;
+    /* the requests: from the stack up to 32 processes (a malloc and free were
+     * about 200 of the call's instructions at 2 processes) */
     MPI_Request small[32];
     MPI_Request *req = np <= 32 ? small : malloc((size_t)np * sizeof *req);
     if (!req) return ct_set_error(MPI_ERR_NO_MEM, "barrier/linear: out of memory");
     int n = 0;
+    for (int i = 1; i < np; i++) {
+        CT_TRY(MPI_Irecv(NULL, 0, MPI_BYTE, MPI_ANY_SOURCE, CT_TAG_BARRIER, comm, &req[n]));
+        n++;
+    }
+    CT_TRY(MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
+    n = 0;
     for (int i = 1; i < np; i++) {
         CT_TRY(ct_isend(NULL, 0, MPI_BYTE, i, CT_TAG_BARRIER, comm, &req[n]));
         n++;
