@@ -77,10 +77,15 @@ def main() -> None:
                     "(default: the driver's, by size)")
     ap.add_argument("--cfg", action="append", default=[], metavar="KEY:VALUE",
                     help="an extra SimGrid setting of the simulated runs (repeatable)")
+    ap.add_argument("--sim-iterations", type=int, default=None,
+                    help="timed calls of a simulated point (default: the driver's, one; "
+                         "OSU timing's barrier between calls leaves the ranks skewed "
+                         "differently after one call than in a long loop)")
     ap.add_argument("--variant", action="append", default=[], metavar="LABEL=KEY:VALUE,...",
                     help="also simulate (charged) with these SimGrid settings on top of "
                          "--cfg and print its summary line (repeatable): several models "
-                         "against one set of measurements")
+                         "against one set of measurements; `iterations:N` among them sets "
+                         "the variant's timed calls a point")
     ap.add_argument("-o", "--output", help="write every figure here (JSON)")
     args = ap.parse_args()
     variants: dict[str, tuple[str, ...]] = {}
@@ -89,6 +94,10 @@ def main() -> None:
         if not sep or not label:
             ap.error(f"--variant {v!r}: expected LABEL=KEY:VALUE[,KEY:VALUE...]")
         variants[label] = tuple(c for c in cfgs.split(",") if c)
+    def split_variant(cfgs: tuple[str, ...]) -> tuple[tuple[str, ...], int | None]:
+        its = [c for c in cfgs if c.startswith("iterations:")]
+        n = int(its[-1].split(":", 1)[1]) if its else args.sim_iterations
+        return tuple(c for c in cfgs if not c.startswith("iterations:")), n
     sizes = parse_sizes(args.sizes)
     colls = [c.strip() for c in args.colls.split(",") if c.strip()]
     loads = {"before": load_avg()}
@@ -115,14 +124,15 @@ def main() -> None:
         out.print(f"{coll}: simulated on this-machine ...")
         t0 = time.perf_counter()
         with launch.simulate(platform, tuple(args.cfg)):
-            sim = run_bench(smpi_build, coll, algos, sizes, 1, None)
+            sim = run_bench(smpi_build, coll, algos, sizes, 1, args.sim_iterations)
         walls[coll] = time.perf_counter() - t0
         with launch.simulate(uncharged, tuple(args.cfg)):
-            sim0 = run_bench(smpi_build, coll, algos, sizes, 1, None)
+            sim0 = run_bench(smpi_build, coll, algos, sizes, 1, args.sim_iterations)
         simv = {}
         for label, cfgs in variants.items():
-            with launch.simulate(platform, (*args.cfg, *cfgs)):
-                simv[label] = run_bench(smpi_build, coll, algos, sizes, 1, None)
+            vcfg, vits = split_variant(cfgs)
+            with launch.simulate(platform, (*args.cfg, *vcfg)):
+                simv[label] = run_bench(smpi_build, coll, algos, sizes, 1, vits)
         for (spec, size), m in sorted(meas.items(), key=lambda kv: (algos.index(kv[0][0])
                                                                     if kv[0][0] in algos else 99,
                                                                     kv[0][1])):
