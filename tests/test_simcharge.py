@@ -129,3 +129,35 @@ def test_cli_calibrate_times_the_copy_and_the_reduction_here(tmp_path, ompi_buil
     r = CliRunner().invoke(main, ["platform", "calibrate", "--from-json", str(src), "-o",
                                   str(out2)], catch_exceptions=False)
     assert r.exit_code == 0 and P.load(out2).compute == {}
+
+
+def test_smpi_charges_the_logp_overheads_on_top_of_the_latency(smpi_build):
+    """docs/simulation.md ("Charging the LogGP o"): SMPI adds smpi/os and smpi/or to a
+    message's calibrated latency, so a ping-pong-calibrated platform that charged the
+    measured o on top would count it twice; eager sends (smpi/async-small-thresh) let
+    the message travel before its receive is posted."""
+    from colltune.drivers.p2p import PingpongSpec, run_pingpong
+
+    def oneway(cfg=()):
+        with launch.simulate("flat", cfg):
+            recs, _ = run_pingpong(smpi_build, PingpongSpec(2, (8,), reps=1, iterations=3,
+                                                            warmup=1))
+        return recs[0]["min_us"]
+
+    base = oneway()
+    both = oneway(("smpi/os:0:1e-6:0", "smpi/or:0:5e-7:0"))
+    # most of os + or = 1.5 µs lands on the one-way time (flat: 1.33 µs; part of the
+    # sender's overhead overlaps the message's start)
+    assert 1.1 < both - base <= 1.55, (base, both)
+
+    def bcast_ranks(cfg):
+        spec = bench_mod.BenchSpec("bcast", ["linear"], 2, [8], 3, reps=1)
+        with launch.simulate("flat", cfg):
+            recs, _ = bench_mod.run(smpi_build, spec, timeout=300)
+        return recs[0]["rank_min_us"], recs[0]["rank_max_us"]
+
+    # rendezvous-like by default: the receiver waits for the whole latency after it
+    # posts; eager: the root's message is there before the receiver leaves the barrier
+    _, wait = bcast_ranks(())
+    _, wait_eager = bcast_ranks(("smpi/async-small-thresh:4096",))
+    assert wait > 0.5 * base and wait_eager < 0.5 * wait, (base, wait, wait_eager)
