@@ -77,6 +77,10 @@ def main() -> None:
                     "(default: the driver's, by size)")
     ap.add_argument("--cfg", action="append", default=[], metavar="KEY:VALUE",
                     help="an extra SimGrid setting of the simulated runs (repeatable)")
+    ap.add_argument("--algos", metavar="SPEC;SPEC;...",
+                    help="these algorithm specs instead of every algorithm and native, "
+                         "';'-separated (a spec's parameters are ','-separated), e.g. "
+                         "'chain:segsize=8192;binomial'")
     ap.add_argument("--sim-iterations", type=int, default=None,
                     help="timed calls of a simulated point (default: the driver's, one; "
                          "OSU timing's barrier between calls leaves the ranks skewed "
@@ -118,7 +122,8 @@ def main() -> None:
     rows: list[dict] = []
     walls: dict[str, float] = {}
     for coll in colls:
-        algos = [a for a in registry.names(measured_build, coll)] + ["native"]
+        algos = ([a.strip() for a in args.algos.split(";") if a.strip()] if args.algos
+                 else [a for a in registry.names(measured_build, coll)] + ["native"])
         out.print(f"{coll}: {len(algos)} algorithms x {len(sizes)} sizes, measured ...")
         meas = run_bench(measured_build, coll, algos, sizes, args.reps, args.iterations)
         out.print(f"{coll}: simulated on this-machine ...")
