@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Simulated vs measured latency of every algorithm at 2 processes on this machine.
 
-1. A ping-pong here (2 processes) and the local copy and reduction timer calibrate
-   `this-machine` (piecewise factors and the charged computation, as
-   `colltune platform calibrate` writes it).
+1. A ping-pong here (2 processes), the eager-limit search and the local copy and
+   reduction timer calibrate `this-machine` (piecewise factors, the MPI library's
+   eager limit and the charged computation, as `colltune platform calibrate` writes
+   it).
 2. Every colltune algorithm of each collective (and `native`), 2 processes, sizes
    8 B .. 1 MiB, measured with colltune-bench here (OSU timing: the loop the simulation
    runs), `--reps` repetitions, median of the per-repetition times.
@@ -44,7 +45,7 @@ from colltune.mpi import libraries as mpi_mod
 from colltune.mpi import platforms as plat
 from colltune.mpi.build import build as do_build
 from colltune.drivers.gamma import COMPUTE_SIZES, measure_gamma
-from colltune.drivers.p2p import PingpongSpec, run_pingpong
+from colltune.drivers.p2p import PingpongSpec, measure_eager_limit, run_pingpong
 from colltune.base.units import fmt_size, parse_sizes
 
 out = Console(width=160)
@@ -115,7 +116,10 @@ def main() -> None:
     for kind, op in (("copy", "copy"), ("reduce", "sum")):
         g = measure_gamma(measured_build, "char", op, sizes=COMPUTE_SIZES)
         compute[kind] = {"points": g.points, "command": g.command}
-    platform = plat.calibrated(pp, statistic="min", piecewise=True, compute=compute)
+    out.print("eager limit (MPI_Send with the receiver late) ...")
+    eager = measure_eager_limit(measured_build)
+    platform = plat.calibrated(pp, statistic="min", piecewise=True, compute=compute,
+                               eager=eager)
     uncharged = dataclasses.replace(platform, compute={})
     cal = platform.calibration
 
@@ -194,12 +198,13 @@ def main() -> None:
                   f"median deviation {100 * (math.exp(statistics.median(logs)) - 1):.0f}%, "
                   f"{100 * within:.0f}% within 0.8-1.25", highlight=False)
     out.print(f"calibration: alpha {cal['alpha_us']:.3f} µs, beta {cal['beta_GBps']:.3f} GB/s "
-              f"(piecewise factors on top); simulation wall "
+              f"(piecewise factors on top), eager limit {platform.eager_limit_bytes} B; "
+              "simulation wall "
               + ", ".join(f"{c} {w:.1f} s" for c, w in walls.items())
               + f"; load average {loads['before']} before, {loads['after']} after", highlight=False)
     if args.output:
         Path(args.output).write_text(json.dumps({
-            "rows": rows, "calibration": cal,
+            "rows": rows, "calibration": cal, "eager_limit_bytes": platform.eager_limit_bytes,
             "compute": {k: [list(x) for x in v] for k, v in platform.compute.items()}, "load": loads, "simulation_wall_s": walls,
             "mpi": measured_build.mpi.banner, "simulator": smpi_build.mpi.banner,
             "sizes": sizes, "reps": args.reps}, indent=2) + "\n")

@@ -129,6 +129,16 @@ def test_cli_calibrate_times_the_copy_and_the_reduction_here(tmp_path, ompi_buil
     r = CliRunner().invoke(main, ["platform", "calibrate", "--from-json", str(src), "-o",
                                   str(out2)], catch_exceptions=False)
     assert r.exit_code == 0 and P.load(out2).compute == {}
+    assert P.load(out2).eager_limit_bytes is None
+    # --eager: the eager limit measured here, stored with its source
+    out3 = tmp_path / "cal3.toml"
+    r = CliRunner().invoke(main, ["platform", "calibrate", "--from-json", str(src), "--eager",
+                                  "-o", str(out3)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    p3 = P.load(out3)
+    assert p3.eager_limit_bytes is not None and p3.eager_limit_bytes > 0
+    assert f"eager limit: {p3.eager_limit_bytes} B" in r.output
+    assert "--mode eager" in p3.calibration["eager_command"]
 
 
 def test_smpi_charges_the_logp_overheads_on_top_of_the_latency(smpi_build):
@@ -161,3 +171,74 @@ def test_smpi_charges_the_logp_overheads_on_top_of_the_latency(smpi_build):
     _, wait = bcast_ranks(())
     _, wait_eager = bcast_ranks(("smpi/async-small-thresh:4096",))
     assert wait > 0.5 * base and wait_eager < 0.5 * wait, (base, wait, wait_eager)
+
+
+# ------------------------------------------------------------------- the eager limit
+
+def _eager_record(limit=256):
+    return {"kind": "eager", "eager_limit": limit, "rendezvous_from": limit + 1,
+            "reps": 5, "delay_us": 1000.0, "command": "colltune-pingpong --mode eager"}
+
+
+def test_eager_limit_round_trips_and_becomes_smpis_detached_send_threshold():
+    p = _charged(eager=_eager_record(256))
+    assert p.eager_limit_bytes == 256
+    back = P.loads(p.to_toml())
+    assert back.eager_limit_bytes == 256
+    assert "before the receive was posted" in back.sources["eager_limit_bytes"]
+    assert back.calibration["eager_command"] == "colltune-pingpong --mode eager"
+    # SMPI detaches a send when size < threshold: 256 B returns at once, 257 B waits
+    assert "--cfg=smpi/send-is-detached-thresh:257" in P.simgrid_cfg(back)
+    assert back.describe()["eager_limit"]["value"] == 256
+    # no measurement, no setting: SMPI's own default stays
+    plain = _charged()
+    assert plain.eager_limit_bytes is None
+    assert not any("detached" in c for c in P.simgrid_cfg(plain))
+    assert plain.describe()["eager_limit"] is None
+    for bad in (-1, 1.5, "4K", True):
+        with pytest.raises(ColltuneError, match="eager_limit_bytes"):
+            dataclasses.replace(P.resolve("flat"), eager_limit_bytes=bad)
+    with pytest.raises(ColltuneError, match="eager_limit_bytes"):
+        P.loads(P.resolve("flat").to_toml().replace("\n[intra]", 'eager_limit_bytes = "4K"\n\n[intra]'))
+
+
+def test_eager_limit_is_measured_here_and_refused_on_a_simulator(ompi_build):
+    import subprocess
+    from types import SimpleNamespace
+
+    from colltune.drivers.p2p import P2PError, measure_eager_limit
+
+    rec = measure_eager_limit(ompi_build, max_size=65536, reps=5)
+    limit = rec["eager_limit"]
+    assert rec["rendezvous_from"] == limit + 1, rec
+    # every size tried at or under the limit returned long before the receiver's
+    # 1 ms delay was over, every size above it waited for the receiver
+    for size, us in rec["tried"]:
+        assert (us < 500) == (size <= limit), rec
+    # the library sends eagerly at most up to its shared-memory eager limit
+    info = subprocess.run([str(ompi_build.mpi.bindir / "ompi_info"), "--param", "btl", "sm",
+                           "--level", "9", "--parsable"], capture_output=True, text=True).stdout
+    sm_eager = [int(line.rsplit(":", 1)[1]) for line in info.splitlines()
+                if line.startswith("mca:btl:sm:param:btl_sm_eager_limit:value:")]
+    assert sm_eager and 0 < limit <= sm_eager[0], (limit, sm_eager)
+    with pytest.raises(P2PError, match="send-is-detached-thresh"):
+        measure_eager_limit(SimpleNamespace(mpi=FakeMPI()))
+
+
+def test_simulated_sends_above_the_eager_limit_wait_for_the_receiver(smpi_build):
+    """A stream of 8 KiB segments: with the measured library's eager limit (256 B) each
+    segment's send waits for its transfer, with SMPI's default (64 KiB) none does."""
+    eager = _charged(eager=_eager_record(256))
+    default = dataclasses.replace(eager, eager_limit_bytes=None)
+
+    def chain(platform):
+        spec = bench_mod.BenchSpec("bcast", ["chain:segsize=8192", "binomial"], 2,
+                                   [262144], reps=1)
+        with launch.simulate(platform):
+            recs, _ = bench_mod.run(smpi_build, spec, timeout=300)
+        return {r["spec"]: r["median_us"] for r in recs}
+
+    a, b = chain(eager), chain(default)
+    assert a["chain:segsize=8192"] > 1.3 * b["chain:segsize=8192"], (a, b)
+    # one message of 256 KiB waits for its transfer either way
+    assert a["binomial"] == pytest.approx(b["binomial"], rel=0.05), (a, b)

@@ -22,6 +22,15 @@
  * the repetitions. Bandwidth is size / median one-way time, in MB/s (10^6 B/s).
  *
  * Output: one JSON object per size on stdout from rank 0.
+ *
+ * --mode eager finds the library's eager limit between ranks 0 and 1: the
+ * largest message MPI_Send completes before the receiver has posted its
+ * receive. Rank 1 spins for --delay-us microseconds outside MPI (on MPI_Wtime)
+ * before posting; rank 0 times MPI_Send. A size waits for the receiver when the
+ * median of --reps sends took at least half the delay. Powers
+ * of two from 1 byte up to the largest of --sizes find the first size that
+ * waits; bisection between it and the size before finds the limit to the byte.
+ * Output: one JSON object (eager_limit, rendezvous_from, each size tried).
  */
 #include "driver_common.h"
 
@@ -32,6 +41,7 @@
 #include <unistd.h>
 
 #define TAG_TOKEN 4711
+#define TAG_EAGER 4712
 
 static int rank, nprocs;
 
@@ -50,10 +60,14 @@ static double quantile(const double *sorted, int n, double q) {
 }
 
 static void usage(void) {
-    printf("usage: colltune-pingpong [--mode pingpong|ring] [--sizes LIST] [--iterations N]\n"
-           "                         [--warmup N] [--reps R] [--persistent 0|1] [--align B]\n\n"
+    printf("usage: colltune-pingpong [--mode pingpong|ring|eager] [--sizes LIST] [--iterations N]\n"
+           "                         [--warmup N] [--reps R] [--persistent 0|1] [--align B]\n"
+           "                         [--delay-us US]\n\n"
            "  --mode        pingpong: ranks 0 and 1 exchange, the others idle (default);\n"
-           "                ring: a token goes 0 -> 1 -> ... -> N-1 -> 0 through all N ranks\n"
+           "                ring: a token goes 0 -> 1 -> ... -> N-1 -> 0 through all N ranks;\n"
+           "                eager: the largest message MPI_Send completes before rank 1\n"
+           "                posts the receive, searched up to the largest of --sizes\n"
+           "  --delay-us    eager: how long rank 1 waits before posting (default 1000)\n"
            "  --sizes       message sizes in bytes, comma-separated\n"
            "                (default 8,4096,65536,1048576)\n"
            "  --iterations  timed rounds per repetition (default 1000 up to 8 KiB, 100 above)\n"
@@ -137,19 +151,96 @@ static char *alloc_buf(size_t n, long align) {
     return posix_memalign(&p, a, n) == 0 ? p : NULL;
 }
 
+/* --mode eager, one size: does MPI_Send of `size` bytes wait for the receiver?
+   Decided on rank 0 -- the median of `probes` sends took at least half the delay
+   (a library may deliver some sends of a size early and not others: Open MPI's
+   shared-memory fast boxes take a message only when it fits their free space) --
+   and shared; *median_us: rank 0's median send time. */
+static int send_waits(char *sbuf, char *rbuf, long size, double delay, long probes,
+                      double *t, double *median_us) {
+    for (long p = 0; p < probes; p++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            double t0 = MPI_Wtime();
+            MPI_Send(sbuf, (int)size, MPI_BYTE, 1, TAG_EAGER, MPI_COMM_WORLD);
+            t[p] = MPI_Wtime() - t0;
+        } else if (rank == 1) {
+            double t0 = MPI_Wtime();
+            while (MPI_Wtime() - t0 < delay) continue;
+            MPI_Recv(rbuf, (int)size, MPI_BYTE, 0, TAG_EAGER, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    }
+    double med = 0;
+    if (rank == 0) {
+        qsort(t, (size_t)probes, sizeof *t, cmp_double);
+        med = quantile(t, (int)probes, 0.5);
+    }
+    int waits = rank == 0 && med >= delay / 2;
+    MPI_Bcast(&waits, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    *median_us = med * 1e6;
+    return waits;
+}
+
+static void eager_search(char *sbuf, char *rbuf, long max_size, double delay, long probes) {
+    enum { MAX_TRIED = 128 };
+    long tried[MAX_TRIED];
+    double tried_us[MAX_TRIED];
+    int ntried = 0;
+    double *t = malloc((size_t)probes * sizeof *t);
+    if (!t) ct_die(rank, "out of memory");
+    long lo = 0, hi = -1; /* lo: largest size that did not wait; hi: smallest that did */
+    for (long m = 1; hi < 0;) { /* 1, 2, 4, ... and max_size last */
+        double us;
+        int w = send_waits(sbuf, rbuf, m, delay, probes, t, &us);
+        tried[ntried] = m;
+        tried_us[ntried++] = us;
+        if (w) hi = m;
+        else lo = m;
+        if (m >= max_size) break;
+        m = m * 2 > max_size ? max_size : m * 2;
+    }
+    while (hi > 0 && hi - lo > 1 && ntried < MAX_TRIED) {
+        long mid = lo + (hi - lo) / 2;
+        double us;
+        int w = send_waits(sbuf, rbuf, mid, delay, probes, t, &us);
+        tried[ntried] = mid;
+        tried_us[ntried++] = us;
+        if (w) hi = mid;
+        else lo = mid;
+    }
+    free(t);
+    if (rank != 0) return;
+    char ver[256];
+    ct_mpi_version(ver, sizeof ver);
+    printf("{\"kind\": \"eager\", \"np\": %d, \"eager_limit\": %ld, \"rendezvous_from\": ",
+           nprocs, lo);
+    if (hi > 0) printf("%ld", hi);
+    else printf("null");
+    printf(", \"max_size\": %ld, \"delay_us\": %.1f, \"reps\": %ld, \"tried\": [",
+           max_size, delay * 1e6, probes);
+    for (int i = 0; i < ntried; i++)
+        printf("%s[%ld, %.3f]", i ? ", " : "", tried[i], tried_us[i]);
+    printf("], \"mpi\": ");
+    ct_json_str(stdout, ver);
+    printf("}\n");
+    fflush(stdout);
+}
+
 static unsigned char pattern(int src, long i) { return (unsigned char)(src * 31 + i * 7 + 1); }
 
 int main(int argc, char **argv) {
     ct_start(&argc, &argv, usage, &rank, &nprocs);
 
     const char *mode = "pingpong", *size_list = "8,4096,65536,1048576";
-    long iterations = -1, warmup = -1, reps = 5, persistent = 0, align = -1;
+    long iterations = -1, warmup = -1, reps = 5, persistent = 0, align = -1, delay_us = 1000;
+    int sizes_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) ct_die(rank, "%s needs a value (see --help)", a);
         if (!strcmp(a, "--mode")) mode = v;
-        else if (!strcmp(a, "--sizes")) size_list = v;
+        else if (!strcmp(a, "--sizes")) size_list = v, sizes_given = 1;
+        else if (!strcmp(a, "--delay-us")) delay_us = parse_long(a, v, 1);
         else if (!strcmp(a, "--iterations")) iterations = parse_long(a, v, 1);
         else if (!strcmp(a, "--warmup")) warmup = parse_long(a, v, 0);
         else if (!strcmp(a, "--reps")) reps = parse_long(a, v, 1);
@@ -158,10 +249,17 @@ int main(int argc, char **argv) {
         else ct_die(rank, "unknown argument '%s' (see --help)", a);
         i++;
     }
-    int ring = 0;
+    int ring = 0, eager = 0;
     if (!strcmp(mode, "ring")) ring = 1;
+    else if (!strcmp(mode, "eager")) eager = 1;
     else if (strcmp(mode, "pingpong"))
-        ct_die(rank, "--mode '%s': valid: pingpong, ring", mode);
+        ct_die(rank, "--mode '%s': valid: pingpong, ring, eager", mode);
+    if (eager && !sizes_given) size_list = "4194304";
+#ifdef SMPI_SHARED_MALLOC /* SimGrid SMPI: its clocks are simulated and stand still in a spin */
+    if (eager)
+        ct_die(rank, "--mode eager: under SMPI the eager limit is a setting "
+                     "(smpi/send-is-detached-thresh), not something to measure");
+#endif
     if (persistent > 1) ct_die(rank, "--persistent %ld: must be 0 or 1", persistent);
     if (align < 0) {
         align = sysconf(_SC_PAGESIZE);
@@ -195,6 +293,15 @@ int main(int argc, char **argv) {
     if (!sbuf || !rbuf) ct_die(rank, "cannot allocate 2 x %ld bytes of message buffers", max_size);
     for (long i = 0; i < max_size; i++) sbuf[i] = (char)pattern(rank, i);
     memset(rbuf, 0, (size_t)max_size);
+    if (eager) {
+        eager_search(sbuf, rbuf, max_size, (double)delay_us * 1e-6, reps);
+        free(sizes);
+        free(sbuf);
+        free(rbuf);
+        ct_free_list(sizes_s, nsizes);
+        MPI_Finalize();
+        return 0;
+    }
     double *samples = malloc((size_t)reps * sizeof *samples);
 
     char ver[256];

@@ -15,7 +15,7 @@ from colltune.mpi.placement import MAPPINGS, ORDERS
 from colltune.base.files import check_writable
 from colltune.base.units import fmt_size
 from colltune.drivers.gamma import COMPUTE_SIZES, GammaError, measure_gamma
-from colltune.drivers.p2p import P2PError, PingpongSpec, run_pingpong
+from colltune.drivers.p2p import P2PError, PingpongSpec, measure_eager_limit, run_pingpong
 from ._common import (MPI_HELP, Command, build_or_fail, check_nps, err, fail, np_option, out,
                       size_option, write_or_keep)
 
@@ -91,6 +91,8 @@ def show(name, as_json) -> None:
             ("topology", "topology", ""), ("allocation", "allocation", "")]
     if d.get("switch_bandwidth"):
         rows.insert(7, ("switch backbone", "switch_bandwidth", "GB/s"))
+    if d.get("eager_limit"):
+        rows.append(("MPI eager limit", "eager_limit", "B"))
     for label, key, unit in rows:
         f = d[key]
         v = f["value"]
@@ -185,16 +187,22 @@ def write(name, output, hostfile, np, mapping, order, nodes, oversubscribe, desc
               help="Also time a local copy (memcpy) and a local reduction (MPI_Reduce_local, "
                    "char sum) on one process: the computation simulation charges "
                    "[default: on; off with --from-json].")
+@click.option("--eager/--no-eager", default=None,
+              help="Also find the MPI library's eager limit (the largest MPI_Send that "
+                   "returns before the receiver posts its receive): simulated sends above "
+                   "it wait for the receiver [default: on; off with --from-json].")
 @click.option("--timeout", default=600.0, show_default=True, help="Seconds before giving up.")
-def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, compute, output,
+def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, compute, eager, output,
               timeout) -> None:
-    """Measure this machine (2-process ping-pong, local copy and reduction) and write
-    the this-machine platform."""
+    """Measure this machine (2-process ping-pong, eager limit, local copy and reduction)
+    and write the this-machine platform."""
     target = Path(output) if output else plat.calibration_path()
     check_writable(target, "-o" if output else "the calibration file",
                    create_folders=not output)  # the cache's folder is made when needed
     if compute is None:
         compute = not from_json
+    if eager is None:
+        eager = not from_json
     b = None
     if from_json:
         try:
@@ -230,8 +238,17 @@ def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, compute, o
             except GammaError as exc:
                 fail(str(exc))
             charged[kind] = {"points": g.points, "command": g.command}
+    eager_rec = None
+    if eager:
+        b = b or build_or_fail(mpi_spec)
+        err.print("eager limit: MPI_Send with the receiver 1 ms late, 2 processes ...",
+                  highlight=False)
+        try:
+            eager_rec = measure_eager_limit(b, timeout=timeout)
+        except P2PError as exc:
+            fail(str(exc))
     p = plat.calibrated(records, statistic=statistic, piecewise=piecewise,
-                        command=command_line, compute=charged)
+                        command=command_line, compute=charged, eager=eager_rec)
     write_or_keep(target, p.to_toml(), "this-machine.toml")
     c = p.calibration
     out.print(f"wrote {target}: alpha {c['alpha_us']:.4g} µs, beta {c['beta_GBps']:.4g} GB/s "
@@ -240,6 +257,9 @@ def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, compute, o
               + ("; piecewise factors for each size" if piecewise else ""), highlight=False)
     for kind, pts in p.compute.items():
         out.print(f"charged in simulation: local {kind} " + _charge_text(pts), highlight=False)
+    if p.eager_limit_bytes is not None:
+        out.print(f"eager limit: {p.eager_limit_bytes} B (larger simulated sends wait for the "
+                  "receiver)", highlight=False)
     far = [m for m, t in zip(c["sizes"], c["times_us"])
            if not 0.5 <= t / (c["alpha_us"] + m / (c["beta_GBps"] * 1e3)) <= 2]
     if far:

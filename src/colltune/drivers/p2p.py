@@ -99,6 +99,28 @@ def run_probe(build: Build, spec: ProbeSpec, timeout: float = 600) -> tuple[dict
     return records[0], notes
 
 
+def measure_eager_limit(build: Build, max_size: int = 4 << 20, reps: int = 9,
+                        delay_us: int = 1000, timeout: float = 300) -> dict:
+    """The library's eager limit between two processes (colltune-pingpong --mode eager):
+    the largest message MPI_Send completes before the receiver posts its receive,
+    searched up to `max_size`. The record: eager_limit (bytes), rendezvous_from (the
+    first size that waited; None when none up to max_size did), tried ([[size, median
+    send us], ...])."""
+    if max_size < 1:
+        raise P2PError(f"eager limit: max_size {max_size}: must be at least 1 byte")
+    if build.mpi.simulated:
+        raise P2PError("eager limit: a simulator's is a setting (SMPI: "
+                       "smpi/send-is-detached-thresh), not something to measure")
+    prog = ["--mode", "eager", "--sizes", str(max_size), "--reps", str(reps),
+            "--delay-us", str(delay_us)]
+    records, _ = run.run_records(build, "colltune-pingpong", 2, prog, error=P2PError,
+                                 timeout=timeout)
+    rec = records[0]
+    if rec.get("kind") != "eager" or not isinstance(rec.get("eager_limit"), int):
+        raise P2PError(f"colltune-pingpong --mode eager: unexpected record {rec}")
+    return rec
+
+
 # the sizes of the ping-pong the cost model fits α and β on (colltune model, measured now)
 MODEL_SIZES = "1,8,64,512,4K,32K,256K,1M,4M"
 

@@ -94,6 +94,10 @@ class Platform:
     topo_parameters: str = ""  # SimGrid's own syntax (fat-tree, dragonfly, torus)
     switch_bandwidth_GBps: float | None = None  # flat: shared backbone; None: non-blocking
     allocation: str = "first"  # which nodes a job gets: the first ones, or spread evenly
+    # The MPI library's eager limit: the largest message MPI_Send completes before the
+    # receiver posts its receive (measured by calibrate); larger sends wait for the
+    # receiver in simulation too (smpi/send-is-detached-thresh). None: SMPI's default.
+    eager_limit_bytes: int | None = None
     about: str = ""
     origin: str = ""  # the file it was read from
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
@@ -126,6 +130,10 @@ class Platform:
                 continue
             if not _is_number(v) or v <= 0 or not math.isfinite(v):
                 raise PlatformError(f"{where}: {key} = {v!r}: must be a number > 0")
+        e = self.eager_limit_bytes
+        if e is not None and (not isinstance(e, int) or isinstance(e, bool) or e < 0):
+            raise PlatformError(f"{where}: eager_limit_bytes = {e!r}: must be a whole number "
+                                "of bytes >= 0")
         if self.topology not in TOPOLOGIES:
             raise PlatformError(f"{where}: topology '{self.topology}'{did_you_mean(self.topology, TOPOLOGIES)}; "
                                 f"valid: {', '.join(TOPOLOGIES)}")
@@ -334,6 +342,8 @@ class Platform:
             "switch_bandwidth": (None if self.switch_bandwidth_GBps is None else
                                  fig("switch_bandwidth_GBps", self.switch_bandwidth_GBps, "GB/s")),
             "allocation": fig("allocation", self.allocation),
+            "eager_limit": (None if self.eager_limit_bytes is None else
+                            fig("eager_limit_bytes", self.eager_limit_bytes, "B")),
             "simgrid": {
                 "hosts": f"{HOST_PREFIX}0 .. {HOST_PREFIX}{self.nodes - 1}",
                 "host_speed_flops": HOST_SPEED_FLOPS,
@@ -372,6 +382,8 @@ class Platform:
             lines.append(f"topo_parameters = {_toml_str(self.topo_parameters)}")
         if self.allocation != "first":
             lines.append(f"allocation = {_toml_str(self.allocation)}")
+        if self.eager_limit_bytes is not None:
+            lines.append(f"eager_limit_bytes = {self.eager_limit_bytes}")
         lines += ["", "[intra]", f"latency_us = {_toml_num(self.intra_latency_us)}",
                   f"bandwidth_GBps = {_toml_num(self.intra_bandwidth_GBps)}",
                   "", "[network]", f"latency_us = {_toml_num(self.net_latency_us)}",
@@ -397,7 +409,7 @@ class Platform:
 
 _FIELD_KEYS = {"nodes", "sockets", "cores_per_socket", "intra_latency_us", "intra_bandwidth_GBps",
                "net_latency_us", "net_bandwidth_GBps", "topology", "switch_bandwidth_GBps",
-               "allocation", "compute_copy", "compute_reduce"}
+               "allocation", "compute_copy", "compute_reduce", "eager_limit_bytes"}
 
 
 # ------------------------------------------------------------------------ topologies
@@ -478,12 +490,17 @@ def simgrid_cfg(platform: Platform) -> list[str]:
         piecewise (this-machine): the factors that make the simulated ping-pong follow
         the measured one;
     smpi/host-speed  the hosts' speed, so that computation SMPI benchmarks (when
-        simulate-computation is on) counts as long as it ran here."""
+        simulate-computation is on) counts as long as it ran here;
+    smpi/send-is-detached-thresh  only for a platform with an eager limit: MPI_Send
+        returns at once below the threshold (SMPI's test is size < threshold) and waits
+        for the transfer from it on, as the measured library does above its limit."""
     cfg = ["--cfg=network/model:raw", f"--cfg=smpi/host-speed:{_flops(HOST_SPEED_FLOPS)}"]
     if platform.lat_factors:
         cfg.append(f"--cfg=network/latency-factor:{_factor_string(platform.lat_factors)}")
     if platform.bw_factors:
         cfg.append(f"--cfg=network/bandwidth-factor:{_factor_string(platform.bw_factors)}")
+    if platform.eager_limit_bytes is not None:
+        cfg.append(f"--cfg=smpi/send-is-detached-thresh:{platform.eager_limit_bytes + 1}")
     return cfg
 
 
@@ -530,7 +547,7 @@ def loads(text: str, source: str = "<string>") -> Platform:
 
 
 _TOP_KEYS = {"name", "about", "nodes", "sockets", "cores_per_socket", "topology",
-             "topo_parameters", "allocation", "intra", "network", "factors", "sources",
+             "topo_parameters", "allocation", "eager_limit_bytes", "intra", "network", "factors", "sources",
              "calibration", "compute"}
 _SECTION_KEYS = {"intra": {"latency_us", "bandwidth_GBps"},
                  "network": {"latency_us", "bandwidth_GBps", "switch_bandwidth_GBps"},
@@ -592,6 +609,7 @@ def from_dict(data: dict, source: str = "<dict>") -> Platform:
         switch_bandwidth_GBps=data["network"].get("switch_bandwidth_GBps"),
         topology=data.get("topology", "flat"), topo_parameters=str(data.get("topo_parameters", "")),
         allocation=data.get("allocation", "first"),
+        eager_limit_bytes=data.get("eager_limit_bytes"),
         sources=dict(sources), calibration=dict(data.get("calibration", {})),
         lat_factors=pairs("latency"), bw_factors=pairs("bandwidth"), compute=compute)
 
@@ -760,14 +778,16 @@ def compute_points(points: list[dict], statistic: str = "min") -> tuple[tuple[in
 
 def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool = True,
                cores: int | None = None, command: str = "", when: str | None = None,
-               compute: Mapping[str, dict] | None = None) -> Platform:
+               compute: Mapping[str, dict] | None = None,
+               eager: Mapping[str, Any] | None = None) -> Platform:
     """`this-machine` from ping-pong records (colltune-pingpong's, 2 processes, one size a
     record): one node with this machine's cores, intra-node latency/bandwidth fitted
     (Hockney), and the piecewise factors (unless `piecewise` is false) that make the
     simulated ping-pong follow the measured one size by size. `statistic`: which
     time of a record (min: the least disturbed by other load; median).
     `compute`: kind ("copy", "reduce") -> {"points": colltune-gamma records,
-    "command": how they were measured}: the charged computation (compute_points)."""
+    "command": how they were measured}: the charged computation (compute_points).
+    `eager`: the record of colltune-pingpong --mode eager: the eager limit."""
     key = {"min": "min_us", "median": "median_us"}.get(statistic)
     if key is None:
         raise PlatformError(f"statistic '{statistic}': valid: min, median")
@@ -799,6 +819,12 @@ def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool =
             f"{what} on one process, {statistic} time of {len(pts)} sizes "
             f"({pts[0][0]}..{pts[-1][0]} B), colltune platform calibrate on {host}, {when}")
         cal[f"{kind}_command"] = m.get("command", "")
+    if eager:
+        comp_sources["eager_limit_bytes"] = (
+            f"largest MPI_Send that returned before the receive was posted (median of "
+            f"{eager.get('reps')} sends a size, receiver {eager.get('delay_us')} us late), "
+            f"colltune platform calibrate on {host}, {when}")
+        cal["eager_command"] = eager.get("command", "")
     return Platform(
         name=THIS_MACHINE, nodes=1, sockets=1, cores_per_socket=ncores,
         about=f"this machine ({host}): one node with its {ncores} cores, calibrated {when}",
@@ -816,4 +842,5 @@ def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool =
                  "factors": ("piecewise SimGrid latency/bandwidth factors: simulated one-way "
                              "time = measured time at each calibrated size" if piecewise
                              else "none: plain Hockney"), **comp_sources},
-        calibration=cal, lat_factors=lat_f, bw_factors=bw_f, compute=charge)
+        calibration=cal, lat_factors=lat_f, bw_factors=bw_f, compute=charge,
+        eager_limit_bytes=int(eager["eager_limit"]) if eager else None)
