@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import xml.etree.ElementTree as ET
 
@@ -23,12 +24,19 @@ def _cluster(p: P.Platform) -> ET.Element:
 @pytest.mark.parametrize("name", P.PRESETS)
 def test_presets_give_valid_xml_with_their_hosts_and_cores(name):
     p = P.resolve(name)
-    c = _cluster(p)
-    lo, hi = (int(x) for x in c.get("radical").split("-"))
-    assert hi - lo + 1 == p.nodes
-    assert int(c.get("core")) == p.sockets * p.cores_per_socket
-    assert c.get("prefix") == "node-"
-    assert c.get("loopback_bw").endswith("Bps") and c.get("loopback_lat").endswith("us")
+    if p.intra_shared_bandwidth_GBps is not None:  # hosts, links and routes written out
+        root = ET.fromstring(p.xml().split("\n", 2)[2])
+        hosts = root.findall("./zone/host")
+        assert [h.get("id") for h in hosts] == p.hosts
+        assert {int(h.get("core")) for h in hosts} == {p.sockets * p.cores_per_socket}
+        assert len(root.findall("./zone/route")) == p.nodes ** 2
+    else:
+        c = _cluster(p)
+        lo, hi = (int(x) for x in c.get("radical").split("-"))
+        assert hi - lo + 1 == p.nodes
+        assert int(c.get("core")) == p.sockets * p.cores_per_socket
+        assert c.get("prefix") == "node-"
+        assert c.get("loopback_bw").endswith("Bps") and c.get("loopback_lat").endswith("us")
     d = p.describe()
     json.dumps(d)  # JSON-able
     for key in ("nodes", "sockets", "cores_per_socket", "intra_latency", "intra_bandwidth",
@@ -403,3 +411,53 @@ def test_more_nodes_of_the_same_kind():
         P.resolve("marconi100:nodes=10")
     with pytest.raises(ColltuneError, match="whole number"):
         P.resolve("flat:nodes=x")
+
+
+# ------------------------------------------------------- intra-node contention (membus)
+
+def test_membus_figure_round_trips_and_is_refused_where_routes_cannot_be_written():
+    p = P.resolve("tapems-16x12-membus")
+    assert p.intra_shared_bandwidth_GBps == 10.0
+    back = P.loads(p.to_toml())
+    assert back.intra_shared_bandwidth_GBps == 10.0
+    assert back.xml() == p.xml()
+    assert "memory" in back.describe()["intra_shared_bandwidth"]["source"]
+    root = ET.fromstring(p.xml().split("\n", 2)[2])
+    links = {x.get("id"): x for x in root.findall("./zone/link")}
+    assert links["node-3_membus"].get("sharing_policy") is None  # SHARED, SimGrid's default
+    assert links["node-3_loopback"].get("sharing_policy") == "FATPIPE"
+    route = root.find("./zone/route[@src='node-3'][@dst='node-3']")
+    assert [c.get("id") for c in route] == ["node-3_loopback", "node-3_membus"]
+    route = root.find("./zone/route[@src='node-3'][@dst='node-5']")
+    assert [c.get("id") for c in route] == ["node-3_up", "node-5_down"]
+    assert P.resolve("tapems-16x12").describe()["intra_shared_bandwidth"] is None
+    with pytest.raises(ColltuneError, match="shared_bandwidth_GBps.*flat"):
+        dataclasses.replace(P.resolve("marconi100"), intra_shared_bandwidth_GBps=10.0)
+    with pytest.raises(ColltuneError, match="at most 128 nodes"):
+        dataclasses.replace(p, nodes=200)
+    with pytest.raises(ColltuneError, match="intra_shared_bandwidth_GBps"):
+        dataclasses.replace(p, intra_shared_bandwidth_GBps=0)
+
+
+def test_membus_makes_the_messages_inside_a_node_share_its_bandwidth(smpi_build):
+    """One pair alone gets the intra-node bandwidth either way; four ranks of a ring
+    Allgather on one node move their blocks at once and share the memory bus."""
+    from colltune.drivers import bench as bench_mod
+    from colltune.drivers.p2p import PingpongSpec, run_pingpong
+    from colltune.mpi import launch
+
+    fat = dataclasses.replace(P.resolve("tapems-16x12"), nodes=1, name="one-node")
+    bus = dataclasses.replace(fat, intra_shared_bandwidth_GBps=5.0)
+
+    def times(platform):
+        with launch.simulate(platform):
+            pp, _ = run_pingpong(smpi_build, PingpongSpec(2, (1048576,), reps=1, iterations=2,
+                                                            warmup=0))
+            ag, _ = bench_mod.run(smpi_build, bench_mod.BenchSpec(
+                "allgather", ["ring"], 4, [1048576], reps=1), timeout=300)
+        return pp[0]["min_us"], ag[0]["median_us"]
+
+    (pp_fat, ag_fat), (pp_bus, ag_bus) = times(fat), times(bus)
+    assert pp_bus == pytest.approx(pp_fat, rel=1e-3), (pp_fat, pp_bus)
+    # 4 concurrent 1 MiB blocks a step: each at 5/4 GB/s on the bus instead of 5 GB/s
+    assert 3.0 < ag_bus / ag_fat < 4.5, (ag_fat, ag_bus)

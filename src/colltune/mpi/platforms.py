@@ -13,7 +13,9 @@ How it maps onto SimGrid (see docs/simulation-platforms.md for why):
   socket; every rank on a node runs on that host;
 - two ranks of one node communicate through the host's loopback link (SimGrid
   cluster `loopback_lat`/`loopback_bw`, a FATPIPE link: no contention between the
-  pairs of a node, as no memory-bandwidth contention is modelled);
+  pairs of a node), unless the description gives the node's memory bandwidth
+  (`[intra] shared_bandwidth_GBps`, flat platforms): then all messages inside a node
+  also share its memory bus (platform_xml.membus_xml);
 - two ranks of two nodes go through the network: each node has its own link (split
   duplex: each direction has the full bandwidth) to the topology's switches. The
   description's network latency is the node-to-node latency of the nearest pair of
@@ -37,7 +39,6 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
-from xml.sax.saxutils import escape, quoteattr
 
 from colltune.base.files import read_text
 from colltune.base.errors import ColltuneError, did_you_mean
@@ -45,11 +46,11 @@ from colltune.mpi.placement import MAPPINGS, ORDERS, Allocation, Placement, layo
 from colltune.mpi.placement import cores as local_cores
 from colltune.base.paths import cache_dir
 from colltune.base.files import write_atomic
+from colltune.mpi.platform_xml import (HOST_PREFIX, HOST_SPEED_FLOPS, MEMBUS_MAX_NODES, _flops,
+                                       _xml_id, cluster_xml, membus_xml)
 
 TOPOLOGIES = ("flat", "fat-tree", "dragonfly", "torus")
 ALLOCATIONS = ("first", "spread")
-HOST_PREFIX = "node-"
-HOST_SPEED_FLOPS = 1e9  # any fixed value: computation is not what is simulated
 # SMPI adds this many bytes (tag, source, communicator) to every message it simulates
 # (smpi_request.cpp: payload = size + 16) and looks network factors up by that payload.
 SMPI_ENVELOPE_BYTES = 16
@@ -59,7 +60,8 @@ SIM_CHARGE_ENV = "COLLTUNE_SIM_CHARGE"
 COMPUTE_MAX_POINTS = 32  # per kind (native/lib/simcharge.c CT_SIM_POINTS)
 CALIBRATION_FILE = "this-machine.toml"  # in <colltune cache>/platforms/
 
-PRESETS: tuple[str, ...] = ("orfeo-thin", "cloud-8vm", "tapems-16x12", "marconi100", "flat",
+PRESETS: tuple[str, ...] = ("orfeo-thin", "cloud-8vm", "tapems-16x12", "tapems-16x12-membus",
+                            "marconi100", "flat",
                             THIS_MACHINE)
 
 
@@ -88,6 +90,9 @@ class Platform:
     cores_per_socket: int = 1
     intra_latency_us: float = 0.5
     intra_bandwidth_GBps: float = 5.0
+    # the node's memory bandwidth, shared by all messages inside the node at a time
+    # (None: each pair gets intra_bandwidth_GBps however many talk: no contention)
+    intra_shared_bandwidth_GBps: float | None = None
     net_latency_us: float = 1.0
     net_bandwidth_GBps: float = 10.0
     topology: str = "flat"
@@ -124,9 +129,10 @@ class Platform:
             v = getattr(self, key)
             if not _is_number(v) or v < 0 or not math.isfinite(v):
                 raise PlatformError(f"{where}: {key} = {v!r}: must be a number >= 0")
-        for key in ("intra_bandwidth_GBps", "net_bandwidth_GBps", "switch_bandwidth_GBps"):
+        for key in ("intra_bandwidth_GBps", "net_bandwidth_GBps", "switch_bandwidth_GBps",
+                    "intra_shared_bandwidth_GBps"):
             v = getattr(self, key)
-            if v is None and key == "switch_bandwidth_GBps":
+            if v is None and key in ("switch_bandwidth_GBps", "intra_shared_bandwidth_GBps"):
                 continue
             if not _is_number(v) or v <= 0 or not math.isfinite(v):
                 raise PlatformError(f"{where}: {key} = {v!r}: must be a number > 0")
@@ -140,6 +146,11 @@ class Platform:
         if self.allocation not in ALLOCATIONS:
             raise PlatformError(f"{where}: allocation '{self.allocation}': valid: "
                                 f"{', '.join(ALLOCATIONS)}")
+        if self.intra_shared_bandwidth_GBps is not None and (
+                self.topology != "flat" or self.nodes > MEMBUS_MAX_NODES):
+            raise PlatformError(f"{where}: [intra] shared_bandwidth_GBps needs a route for every "
+                                f"pair of nodes: flat topology, at most {MEMBUS_MAX_NODES} nodes "
+                                f"(this one: {self.topology}, {self.nodes} nodes)")
         if self.switch_bandwidth_GBps is not None and self.topology != "flat":
             raise PlatformError(f"{where}: switch_bandwidth_GBps is for the flat topology; "
                                 f"{self.topology} links all have the network bandwidth")
@@ -193,40 +204,10 @@ class Platform:
     # ---------------------------------------------------------------------- XML
 
     def xml(self) -> str:
-        """The SimGrid 4 platform file (DTD 4.1)."""
-        attrs = {
-            "id": _xml_id(self.name),
-            "prefix": HOST_PREFIX,
-            "radical": f"0-{self.nodes - 1}",
-            "suffix": "",
-            "speed": _flops(HOST_SPEED_FLOPS),
-            "core": str(self.cores_per_node),
-            "bw": _bw(self.net_bandwidth_GBps),
-            "lat": _lat(self.link_latency_us),
-            "sharing_policy": "SPLITDUPLEX",
-            "loopback_bw": _bw(self.intra_bandwidth_GBps),
-            "loopback_lat": _lat(self.intra_latency_us),
-        }
-        if self.topology != "flat":
-            attrs["topology"] = {"fat-tree": "FAT_TREE", "dragonfly": "DRAGONFLY",
-                                 "torus": "TORUS"}[self.topology]
-            attrs["topo_parameters"] = self.topo_parameters
-        elif self.switch_bandwidth_GBps is not None:
-            attrs["bb_bw"] = _bw(self.switch_bandwidth_GBps)
-            attrs["bb_lat"] = "0s"
-            attrs["bb_sharing_policy"] = "SHARED"
-        head = (f"colltune platform '{self.name}': {self.nodes} node(s) x {self.sockets} "
-                f"socket(s) x {self.cores_per_socket} cores, {self.topology}; "
-                f"written by colltune (colltune platform show {self.name})")
-        cluster = "".join(f"\n             {k}={quoteattr(v)}" for k, v in attrs.items())
-        return ("<?xml version='1.0'?>\n"
-                '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
-                '<platform version="4.1">\n'
-                f"  <!-- {escape(head).replace('--', '-')} -->\n"
-                '  <zone id="world" routing="Full">\n'
-                f"    <cluster{cluster}/>\n"
-                "  </zone>\n"
-                "</platform>\n")
+        """The SimGrid 4 platform file (DTD 4.1): mpi/platform_xml.py."""
+        if self.intra_shared_bandwidth_GBps is not None:
+            return membus_xml(self)
+        return cluster_xml(self)
 
     # ---------------------------------------------------------------- mapping
 
@@ -335,6 +316,9 @@ class Platform:
             "cores": self.cores,
             "intra_latency": fig("intra_latency_us", self.intra_latency_us, "us"),
             "intra_bandwidth": fig("intra_bandwidth_GBps", self.intra_bandwidth_GBps, "GB/s"),
+            "intra_shared_bandwidth": (
+                None if self.intra_shared_bandwidth_GBps is None else
+                fig("intra_shared_bandwidth_GBps", self.intra_shared_bandwidth_GBps, "GB/s")),
             "net_latency": fig("net_latency_us", self.net_latency_us, "us"),
             "net_bandwidth": fig("net_bandwidth_GBps", self.net_bandwidth_GBps, "GB/s"),
             "topology": fig("topology", self.topology),
@@ -385,8 +369,10 @@ class Platform:
         if self.eager_limit_bytes is not None:
             lines.append(f"eager_limit_bytes = {self.eager_limit_bytes}")
         lines += ["", "[intra]", f"latency_us = {_toml_num(self.intra_latency_us)}",
-                  f"bandwidth_GBps = {_toml_num(self.intra_bandwidth_GBps)}",
-                  "", "[network]", f"latency_us = {_toml_num(self.net_latency_us)}",
+                  f"bandwidth_GBps = {_toml_num(self.intra_bandwidth_GBps)}"]
+        if self.intra_shared_bandwidth_GBps is not None:
+            lines.append(f"shared_bandwidth_GBps = {_toml_num(self.intra_shared_bandwidth_GBps)}")
+        lines += ["", "[network]", f"latency_us = {_toml_num(self.net_latency_us)}",
                   f"bandwidth_GBps = {_toml_num(self.net_bandwidth_GBps)}"]
         if self.switch_bandwidth_GBps is not None:
             lines.append(f"switch_bandwidth_GBps = {_toml_num(self.switch_bandwidth_GBps)}")
@@ -409,7 +395,8 @@ class Platform:
 
 _FIELD_KEYS = {"nodes", "sockets", "cores_per_socket", "intra_latency_us", "intra_bandwidth_GBps",
                "net_latency_us", "net_bandwidth_GBps", "topology", "switch_bandwidth_GBps",
-               "allocation", "compute_copy", "compute_reduce", "eager_limit_bytes"}
+               "allocation", "compute_copy", "compute_reduce", "eager_limit_bytes",
+               "intra_shared_bandwidth_GBps"}
 
 
 # ------------------------------------------------------------------------ topologies
@@ -549,7 +536,7 @@ def loads(text: str, source: str = "<string>") -> Platform:
 _TOP_KEYS = {"name", "about", "nodes", "sockets", "cores_per_socket", "topology",
              "topo_parameters", "allocation", "eager_limit_bytes", "intra", "network", "factors", "sources",
              "calibration", "compute"}
-_SECTION_KEYS = {"intra": {"latency_us", "bandwidth_GBps"},
+_SECTION_KEYS = {"intra": {"latency_us", "bandwidth_GBps", "shared_bandwidth_GBps"},
                  "network": {"latency_us", "bandwidth_GBps", "switch_bandwidth_GBps"},
                  "factors": {"latency", "bandwidth"},
                  "compute": set(COMPUTE_KINDS)}
@@ -604,6 +591,7 @@ def from_dict(data: dict, source: str = "<dict>") -> Platform:
         nodes=nodes, sockets=sockets, cores_per_socket=cps,
         intra_latency_us=data["intra"]["latency_us"],
         intra_bandwidth_GBps=data["intra"]["bandwidth_GBps"],
+        intra_shared_bandwidth_GBps=data["intra"].get("shared_bandwidth_GBps"),
         net_latency_us=data["network"]["latency_us"],
         net_bandwidth_GBps=data["network"]["bandwidth_GBps"],
         switch_bandwidth_GBps=data["network"].get("switch_bandwidth_GBps"),
@@ -652,22 +640,6 @@ def resolve(spec: str) -> Platform:
 
 def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _xml_id(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "cluster"
-
-
-def _bw(gbps: float) -> str:
-    return f"{gbps * 1e9:.10g}Bps"
-
-
-def _lat(us: float) -> str:
-    return f"{us:.10g}us"
-
-
-def _flops(f: float) -> str:
-    return f"{f:.10g}f"
 
 
 def _toml_str(s: str) -> str:
