@@ -91,6 +91,8 @@ def show(name, as_json) -> None:
             ("topology", "topology", ""), ("allocation", "allocation", "")]
     if d.get("switch_bandwidth"):
         rows.insert(7, ("switch backbone", "switch_bandwidth", "GB/s"))
+    if d.get("intra_shared_bandwidth"):
+        rows.insert(5, ("intra-node memory bus (shared)", "intra_shared_bandwidth", "GB/s"))
     if d.get("eager_limit"):
         rows.append(("MPI eager limit", "eager_limit", "B"))
     for label, key, unit in rows:
@@ -106,7 +108,8 @@ def show(name, as_json) -> None:
     sg = d["simgrid"]
     out.print(f"SimGrid: hosts {sg['hosts']} ({p.cores_per_node} cores each, {p.cores} in all); "
               f"link latency {sg['link_latency_us']:.4g} µs, {sg['links_between_nearest_nodes']} "
-              "link(s) between the nearest nodes; ranks of one node use its loopback link",
+              "link(s) between the nearest nodes; ranks of one node use its loopback link"
+              + (" and share its memory bus" if p.intra_shared_bandwidth_GBps else ""),
               highlight=False)
     out.print("smpirun options: " + " ".join(sg["cfg"]), highlight=False)
     for kind, pts in p.compute.items():

@@ -61,7 +61,7 @@ COMPUTE_MAX_POINTS = 32  # per kind (native/lib/simcharge.c CT_SIM_POINTS)
 CALIBRATION_FILE = "this-machine.toml"  # in <colltune cache>/platforms/
 
 PRESETS: tuple[str, ...] = ("orfeo-thin", "cloud-8vm", "tapems-16x12", "tapems-16x12-membus",
-                            "marconi100", "flat",
+                            "marconi100", "marconi100-tapered", "flat",
                             THIS_MACHINE)
 
 
