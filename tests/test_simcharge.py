@@ -242,3 +242,24 @@ def test_simulated_sends_above_the_eager_limit_wait_for_the_receiver(smpi_build)
     assert a["chain:segsize=8192"] > 1.3 * b["chain:segsize=8192"], (a, b)
     # one message of 256 KiB waits for its transfer either way
     assert a["binomial"] == pytest.approx(b["binomial"], rel=0.05), (a, b)
+
+
+def test_eager_limit_under_mpich_is_its_shared_memory_cell(mpich_build):
+    """MPICH sends a message that fits one shared-memory cell (MPIR_CVAR_CH4_SHM_POSIX_
+    IQUEUE_CELL_SIZE, a header included) eagerly: the limit found is at least the cell
+    less its header (here 8,112 of 8,192 B: above it the single-copy path, CMA, waits
+    for the receiver; where CMA is off, several cells may carry a message eagerly, so
+    no upper bound is asserted)."""
+    import subprocess
+
+    from colltune.drivers.p2p import measure_eager_limit
+
+    rec = measure_eager_limit(mpich_build, max_size=65536, reps=5)
+    out = subprocess.run([str(mpich_build.mpi.bindir / "mpivars")], capture_output=True,
+                         text=True).stdout
+    cell = [int(line.split("=", 1)[1].split()[0]) for line in out.splitlines()
+            if line.strip().startswith("MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE")
+            and "=" in line]
+    assert cell, out[:500]
+    assert rec["eager_limit"] > cell[0] - 256, (rec, cell)
+    assert rec["rendezvous_from"] in (None, rec["eager_limit"] + 1), rec
