@@ -181,35 +181,49 @@ static int send_waits(char *sbuf, char *rbuf, long size, double delay, long prob
     return waits;
 }
 
-static void eager_search(char *sbuf, char *rbuf, long max_size, double delay, long probes) {
-    enum { MAX_TRIED = 128 };
+enum { MAX_TRIED = 128 };
+
+/* the state of the eager-limit search */
+typedef struct {
+    char *sbuf, *rbuf;
+    double delay, *t;
+    long probes;
+    long lo, hi; /* lo: largest size that did not wait; hi: smallest that did (-1: none) */
+    int ntried;
     long tried[MAX_TRIED];
     double tried_us[MAX_TRIED];
-    int ntried = 0;
+} search_t;
+
+static void try_size(search_t *s, long m) {
+    double us;
+    int w = send_waits(s->sbuf, s->rbuf, m, s->delay, s->probes, s->t, &us);
+    if (s->ntried < MAX_TRIED) {
+        s->tried[s->ntried] = m;
+        s->tried_us[s->ntried++] = us;
+    }
+    if (w) s->hi = m;
+    else s->lo = m;
+}
+
+static void eager_search(char *sbuf, char *rbuf, long max_size, double delay, long probes) {
+    search_t *s = calloc(1, sizeof *s);
     double *t = malloc((size_t)probes * sizeof *t);
-    if (!t) ct_die(rank, "out of memory");
-    long lo = 0, hi = -1; /* lo: largest size that did not wait; hi: smallest that did */
-    for (long m = 1; hi < 0;) { /* 1, 2, 4, ... and max_size last */
-        double us;
-        int w = send_waits(sbuf, rbuf, m, delay, probes, t, &us);
-        tried[ntried] = m;
-        tried_us[ntried++] = us;
-        if (w) hi = m;
-        else lo = m;
+    if (!s || !t) ct_die(rank, "out of memory");
+    *s = (search_t){ .sbuf = sbuf, .rbuf = rbuf, .delay = delay, .t = t, .probes = probes,
+                     .lo = 0, .hi = -1 };
+    for (long m = 1; s->hi < 0;) { /* 1, 2, 4, ... and max_size last */
+        try_size(s, m);
         if (m >= max_size) break;
         m = m * 2 > max_size ? max_size : m * 2;
     }
-    while (hi > 0 && hi - lo > 1 && ntried < MAX_TRIED) {
-        long mid = lo + (hi - lo) / 2;
-        double us;
-        int w = send_waits(sbuf, rbuf, mid, delay, probes, t, &us);
-        tried[ntried] = mid;
-        tried_us[ntried++] = us;
-        if (w) hi = mid;
-        else lo = mid;
-    }
+    while (s->hi > 0 && s->hi - s->lo > 1) /* bisection: at most 31 more sizes */
+        try_size(s, s->lo + (s->hi - s->lo) / 2);
+    long lo = s->lo, hi = s->hi;
     free(t);
-    if (rank != 0) return;
+    if (rank != 0) {
+        free(s);
+        return;
+    }
     char ver[256];
     ct_mpi_version(ver, sizeof ver);
     printf("{\"kind\": \"eager\", \"np\": %d, \"eager_limit\": %ld, \"rendezvous_from\": ",
@@ -218,12 +232,13 @@ static void eager_search(char *sbuf, char *rbuf, long max_size, double delay, lo
     else printf("null");
     printf(", \"max_size\": %ld, \"delay_us\": %.1f, \"reps\": %ld, \"tried\": [",
            max_size, delay * 1e6, probes);
-    for (int i = 0; i < ntried; i++)
-        printf("%s[%ld, %.3f]", i ? ", " : "", tried[i], tried_us[i]);
+    for (int i = 0; i < s->ntried; i++)
+        printf("%s[%ld, %.3f]", i ? ", " : "", s->tried[i], s->tried_us[i]);
     printf("], \"mpi\": ");
     ct_json_str(stdout, ver);
     printf("}\n");
     fflush(stdout);
+    free(s);
 }
 
 static unsigned char pattern(int src, long i) { return (unsigned char)(src * 31 + i * 7 + 1); }
@@ -293,20 +308,12 @@ int main(int argc, char **argv) {
     if (!sbuf || !rbuf) ct_die(rank, "cannot allocate 2 x %ld bytes of message buffers", max_size);
     for (long i = 0; i < max_size; i++) sbuf[i] = (char)pattern(rank, i);
     memset(rbuf, 0, (size_t)max_size);
-    if (eager) {
-        eager_search(sbuf, rbuf, max_size, (double)delay_us * 1e-6, reps);
-        free(sizes);
-        free(sbuf);
-        free(rbuf);
-        ct_free_list(sizes_s, nsizes);
-        MPI_Finalize();
-        return 0;
-    }
+    if (eager) eager_search(sbuf, rbuf, max_size, (double)delay_us * 1e-6, reps);
     double *samples = malloc((size_t)reps * sizeof *samples);
 
     char ver[256];
     ct_mpi_version(ver, sizeof ver);
-    for (int s = 0; s < nsizes; s++) {
+    for (int s = 0; s < (eager ? 0 : nsizes); s++) { /* eager: searched above */
         long iters = iterations > 0 ? iterations : (sizes[s] <= 8192 ? 1000 : 100);
         long warm = warmup >= 0 ? warmup : (iters >= 10 ? iters / 10 : 1);
         hop_t h = { .persistent = (int)persistent, .first = rank == 0,
