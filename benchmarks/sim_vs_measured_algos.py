@@ -4,7 +4,10 @@
 1. A ping-pong here (2 processes), the eager-limit search and the local copy and
    reduction timer calibrate `this-machine` (piecewise factors, the MPI library's
    eager limit and the charged computation, as `colltune platform calibrate` writes
-   it).
+   it). The ping-pong runs just before and just after each collective's measurement,
+   and that collective is simulated on the fastest of the two (the calibration of
+   its own); both are printed, so that a machine that changed during the measurement
+   shows.
 2. Every colltune algorithm of each collective (and `native`), 2 processes, sizes
    8 B .. 1 MiB, measured with colltune-bench here (OSU timing: the loop the simulation
    runs), `--reps` repetitions, median of the per-repetition times.
@@ -109,8 +112,7 @@ def main() -> None:
     measured_build = do_build(mpi_mod.find(args.mpi))
     smpi_build = do_build(mpi_mod.find("smpi"))
 
-    out.print("ping-pong (calibration of this-machine) ...")
-    pp, _ = run_pingpong(measured_build, PingpongSpec(2, tuple(parse_sizes("8:1M")), reps=11))
+    pp_spec = PingpongSpec(2, tuple(parse_sizes("8:1M")), reps=11)
     out.print("local copy and reduction (the charged computation) ...")
     compute = {}
     for kind, op in (("copy", "copy"), ("reduce", "sum")):
@@ -118,18 +120,30 @@ def main() -> None:
         compute[kind] = {"points": g.points, "command": g.command}
     out.print("eager limit (MPI_Send with the receiver late) ...")
     eager = measure_eager_limit(measured_build)
-    platform = plat.calibrated(pp, statistic="min", piecewise=True, compute=compute,
-                               eager=eager)
-    uncharged = dataclasses.replace(platform, compute={})
-    cal = platform.calibration
 
     rows: list[dict] = []
     walls: dict[str, float] = {}
+    cals: dict[str, dict] = {}
+    drift: dict[str, dict[int, tuple[float, float]]] = {}
     for coll in colls:
         algos = ([a.strip() for a in args.algos.split(";") if a.strip()] if args.algos
                  else [a for a in registry.names(measured_build, coll)] + ["native"])
-        out.print(f"{coll}: {len(algos)} algorithms x {len(sizes)} sizes, measured ...")
+        # this VM's ping-pong moves by up to 2x within seconds (8 B one-way 0.12-0.44 us
+        # on 2026-11-27): each collective is simulated on a calibration of its own, from
+        # ping-pongs just before and just after its measurement (fastest of both)
+        out.print(f"{coll}: ping-pong, {len(algos)} algorithms x {len(sizes)} sizes measured, "
+                  "ping-pong ...")
+        pp_b, _ = run_pingpong(measured_build, pp_spec)
         meas = run_bench(measured_build, coll, algos, sizes, args.reps, args.iterations)
+        pp_a, _ = run_pingpong(measured_build, pp_spec)
+        drift[coll] = {int(b["size"]): (float(b["min_us"]), float(a["min_us"]))
+                       for b, a in zip(pp_b, pp_a)}
+        pp = [dict(b, min_us=min(float(b["min_us"]), float(a["min_us"])))
+              for b, a in zip(pp_b, pp_a)]
+        platform = plat.calibrated(pp, statistic="min", piecewise=True, compute=compute,
+                                   eager=eager)
+        uncharged = dataclasses.replace(platform, compute={})
+        cal = cals[coll] = platform.calibration
         out.print(f"{coll}: simulated on this-machine ...")
         t0 = time.perf_counter()
         with launch.simulate(platform, tuple(args.cfg)):
@@ -159,7 +173,6 @@ def main() -> None:
                             / float(m["median_us"]) for label, v in simv.items()
                             if (spec, size) in v}})
     loads["after"] = load_avg()
-
     for coll in colls:
         t = Table(title=f"{coll}, 2 processes: simulated (this-machine, calibrated) / measured "
                         "(median of repetitions)", title_justify="left")
@@ -197,15 +210,27 @@ def main() -> None:
                   f"{math.exp(statistics.fmean(math.log(x) for x in ratios)):.2f}, "
                   f"median deviation {100 * (math.exp(statistics.median(logs)) - 1):.0f}%, "
                   f"{100 * within:.0f}% within 0.8-1.25", highlight=False)
-    out.print(f"calibration: alpha {cal['alpha_us']:.3f} µs, beta {cal['beta_GBps']:.3f} GB/s "
-              f"(piecewise factors on top), eager limit {platform.eager_limit_bytes} B; "
-              "simulation wall "
+    for coll, d in drift.items():
+        moved = [m for m, (a, b) in d.items() if not 0.9 <= b / a <= 1.1]
+        c = cals[coll]
+        out.print(f"{coll}: calibration alpha {c['alpha_us']:.3f} µs, beta {c['beta_GBps']:.3f} "
+                  "GB/s (piecewise factors on top); ping-pong before -> after (fastest of 11, "
+                  "one-way µs): " + ", ".join(f"{fmt_size(m)} {d[m][0]:.3f} -> {d[m][1]:.3f}"
+                                               for m in (8, 1024, 65536, 1048576) if m in d)
+                  + (f"; {len(moved)} of {len(d)} sizes moved by more than 10 %: the machine "
+                     "changed during the measurement" if moved else "; within 10 % at every "
+                     "size"), highlight=False)
+    out.print(f"eager limit {eager['eager_limit']} B; simulation wall "
               + ", ".join(f"{c} {w:.1f} s" for c, w in walls.items())
               + f"; load average {loads['before']} before, {loads['after']} after", highlight=False)
     if args.output:
         Path(args.output).write_text(json.dumps({
-            "rows": rows, "calibration": cal, "eager_limit_bytes": platform.eager_limit_bytes,
-            "compute": {k: [list(x) for x in v] for k, v in platform.compute.items()}, "load": loads, "simulation_wall_s": walls,
+            "rows": rows, "calibration": cals, "eager_limit_bytes": eager["eager_limit"],
+            "pingpong_before_after_us": {c: {str(m): list(v) for m, v in d.items()}
+                                         for c, d in drift.items()},
+            "compute": {k: [list(x) for x in plat.compute_points(v["points"], "min")]
+                        for k, v in compute.items()},
+            "load": loads, "simulation_wall_s": walls,
             "mpi": measured_build.mpi.banner, "simulator": smpi_build.mpi.banner,
             "sizes": sizes, "reps": args.reps}, indent=2) + "\n")
         out.print(f"wrote {args.output}")
