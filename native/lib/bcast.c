@@ -33,9 +33,9 @@ static inline int real_rank(int v, int root, int p) {
  * of basic elements of up to 8 bytes is never cut inside an element (the same
  * cuts as whole elements gave), and it depends on n only: every rank agrees. */
 static inline MPI_Aint stream_unit(MPI_Aint n) {
-    MPI_Aint u = 1; /* powers of two: masks, not divisions */
-    while (u < 8 && n > 0 && (n & (2 * u - 1)) == 0) u *= 2;
-    return u;
+    if (n <= 0) return 1;
+    const MPI_Aint low = n & -n; /* the lowest set bit: the largest power of two dividing n */
+    return low < 8 ? low : 8;
 }
 
 /* A tree node as seen by one rank: parent and children as real ranks. */
@@ -102,8 +102,8 @@ static int segmented(long segsize, int count, const ct_type_t *t) {
  * at most CT_PIECE). A dense datatype is its own stream; otherwise the root
  * packs the message into a temporary here and the others unpack it in
  * stream_close. */
-static int stream_open(msg_t *m, void *buf, int count, MPI_Datatype dt, const ct_type_t *t,
-                       int is_root, long segsize, MPI_Comm comm) {
+static inline int stream_open(msg_t *m, void *buf, int count, MPI_Datatype dt, const ct_type_t *t,
+                              int is_root, long segsize, MPI_Comm comm) {
     m->n = (MPI_Aint)count * t->size;
     m->ext = 1;
     m->dt = MPI_BYTE;
@@ -111,10 +111,8 @@ static int stream_open(msg_t *m, void *buf, int count, MPI_Datatype dt, const ct
     m->seg = seg_bytes(segsize, m->n);
     if (m->seg > m->n) m->seg = m->n > 0 ? m->n : 1;
     m->tmp = NULL;
-    if (ct_type_dense(dt, t)) {
-        m->base = (char *)buf + t->true_lb;
-        return MPI_SUCCESS;
-    }
+    m->base = (char *)buf + t->true_lb;
+    if (ct_type_dense(dt, t)) return MPI_SUCCESS;
     m->tmp = malloc(m->n > 0 ? (size_t)m->n : 1);
     if (!m->tmp)
         return ct_set_error(MPI_ERR_NO_MEM, "bcast: out of memory for a %ld-byte packed copy",
@@ -128,8 +126,10 @@ static int stream_close(msg_t *m, int rc, void *buf, int count, MPI_Datatype dt,
                         const ct_type_t *t, int is_root, MPI_Comm comm) {
     if (rc == MPI_SUCCESS && m->tmp && !is_root)
         rc = ct_unpack_stream(m->base, buf, count, dt, t, comm);
-    free(m->tmp);
-    m->tmp = NULL;
+    if (m->tmp) {
+        free(m->tmp);
+        m->tmp = NULL;
+    }
     return rc;
 }
 
@@ -285,19 +285,9 @@ static int post_bytes(int send, char *p, MPI_Aint n, int peer, int tag, MPI_Comm
     return MPI_SUCCESS;
 }
 
-/* Send sn bytes at sp to dest while receiving rn bytes at rp from src; either
- * peer may be MPI_PROC_NULL. */
-static int xfer_bytes(const char *sp, MPI_Aint sn, int dest, char *rp, MPI_Aint rn, int src,
-                      int tag, MPI_Comm comm) {
-    if (sn <= CT_PIECE && rn <= CT_PIECE) {
-        if (src == MPI_PROC_NULL)
-            return dest == MPI_PROC_NULL ? MPI_SUCCESS
-                                         : ct_send(sp, (int)sn, MPI_BYTE, dest, tag, comm);
-        if (dest == MPI_PROC_NULL)
-            return MPI_Recv(rp, (int)rn, MPI_BYTE, src, tag, comm, MPI_STATUS_IGNORE);
-        return ct_sendrecv(sp, (int)sn, MPI_BYTE, dest, tag, rp, (int)rn, MPI_BYTE, src, tag,
-                            comm, MPI_STATUS_IGNORE);
-    }
+/* xfer_bytes for a side longer than CT_PIECE: its pieces as requests. */
+static int xfer_pieces(const char *sp, MPI_Aint sn, int dest, char *rp, MPI_Aint rn, int src,
+                       int tag, MPI_Comm comm) {
     const MPI_Aint nr = npieces(rn), ns = npieces(sn);
     MPI_Request *req = malloc((size_t)(nr + ns) * sizeof *req);
     if (!req) return ct_set_error(MPI_ERR_NO_MEM, "bcast: out of memory for requests");
@@ -309,6 +299,22 @@ static int xfer_bytes(const char *sp, MPI_Aint sn, int dest, char *rp, MPI_Aint 
     int rc2 = MPI_Waitall((int)(nr + ns), req, MPI_STATUSES_IGNORE);
     free(req);
     return rc != MPI_SUCCESS ? rc : rc2;
+}
+
+/* Send sn bytes at sp to dest while receiving rn bytes at rp from src; either
+ * peer may be MPI_PROC_NULL. Inline: the common case is one MPI call, and a
+ * call of its own cost a small broadcast more than its arithmetic (callgrind). */
+static inline int xfer_bytes(const char *sp, MPI_Aint sn, int dest, char *rp, MPI_Aint rn,
+                             int src, int tag, MPI_Comm comm) {
+    if (CT_UNLIKELY(sn > CT_PIECE || rn > CT_PIECE))
+        return xfer_pieces(sp, sn, dest, rp, rn, src, tag, comm);
+    if (src == MPI_PROC_NULL)
+        return dest == MPI_PROC_NULL ? MPI_SUCCESS
+                                     : ct_send(sp, (int)sn, MPI_BYTE, dest, tag, comm);
+    if (dest == MPI_PROC_NULL)
+        return MPI_Recv(rp, (int)rn, MPI_BYTE, src, tag, comm, MPI_STATUS_IGNORE);
+    return ct_sendrecv(sp, (int)sn, MPI_BYTE, dest, tag, rp, (int)rn, MPI_BYTE, src, tag, comm,
+                       MPI_STATUS_IGNORE);
 }
 
 /* ---- native and linear ------------------------------------------------------ */
@@ -559,11 +565,27 @@ int ct_bcast_knomial(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm c
 
 /* ---- scatter + allgather (van de Geijn) --------------------------------------------- */
 
-/* First byte of block i of the p-block split of the stream (block p = its
- * end): the n/unit units split as evenly as possible. */
-static inline MPI_Aint bstart(const msg_t *m, int p, int i) {
-    const MPI_Aint u = m->unit, k = m->n / u;
-    return u * (i >= p ? k : i * (k / p) + (i < k % p ? i : k % p));
+/* The p-block split of an n-byte stream: its k = n/unit units as even as
+ * possible, block i (0 <= i <= p, block p = the end) from byte
+ * unit * (i*q + min(i, r)), q = k/p, r = k%p. Made once per call, so finding a
+ * block costs no division (a 64-bit division costs as much as the rest of a
+ * block lookup several times over, and a 2-process call looks up 6 blocks). */
+typedef struct {
+    MPI_Aint u, k, q, r;
+    int p;
+} split_t;
+
+static void split_init(split_t *s, const msg_t *m, int p) {
+    s->u = m->unit;
+    s->k = m->n / m->unit;
+    s->q = s->k / p;
+    s->r = s->k % p;
+    s->p = p;
+}
+
+/* First byte of block i of the split. */
+static inline MPI_Aint bstart(const split_t *s, int i) {
+    return s->u * (i >= s->p ? s->k : i * s->q + (i < s->r ? i : s->r));
 }
 
 /*
@@ -574,18 +596,19 @@ static inline MPI_Aint bstart(const msg_t *m, int p, int i) {
  * hands the upper halves on to v + m for m = lowbit(v)/2, ..., 1. Empty
  * ranges are skipped on both sides. Afterwards v holds (at least) block v.
  */
-static int scatter_blocks(const msg_t *ms, int v, int root, int np, MPI_Comm comm) {
+static inline int scatter_blocks(const msg_t *ms, const split_t *sp, int v, int root, int np,
+                          MPI_Comm comm) {
     int m = 1;
     while (m < np && !(v & m)) m <<= 1; /* m = lowbit(v), or >= np at the root */
     if (v > 0) {
-        MPI_Aint lo = bstart(ms, np, v), hi = bstart(ms, np, v + m);
+        MPI_Aint lo = bstart(sp, v), hi = bstart(sp, v + m);
         if (hi > lo)
             CT_CHECK(xfer_bytes(NULL, 0, MPI_PROC_NULL, ms->base + lo, hi - lo,
                                 real_rank(v - m, root, np), CT_TAG_BCAST, comm));
     }
     for (m >>= 1; m > 0; m >>= 1) {
         if (v + m >= np) continue;
-        MPI_Aint lo = bstart(ms, np, v + m), hi = bstart(ms, np, v + 2 * m);
+        MPI_Aint lo = bstart(sp, v + m), hi = bstart(sp, v + 2 * m);
         if (hi > lo)
             CT_CHECK(xfer_bytes(ms->base + lo, hi - lo, real_rank(v + m, root, np), NULL, 0,
                                 MPI_PROC_NULL, CT_TAG_BCAST, comm));
@@ -608,15 +631,16 @@ static int scatter_blocks(const msg_t *ms, int v, int root, int np, MPI_Comm com
  * true and ends with everyone having it. All transfers go one way per pair
  * or through Sendrecv, so nothing depends on MPI buffering.
  */
-static int scatter_allgather(const msg_t *ms, int v, int root, int np, MPI_Comm comm) {
+static int scatter_allgather(const msg_t *ms, const split_t *sp, int v, int root, int np,
+                             MPI_Comm comm) {
     const MPI_Aint count = ms->n;
     char *buf = ms->base;
-    CT_CHECK(scatter_blocks(ms, v, root, np, comm));
+    CT_CHECK(scatter_blocks(ms, sp, v, root, np, comm));
     for (int m = 1; m < np; m <<= 1) {
         const int g = v & ~(m - 1), w = v ^ m, gw = g ^ m;
         if (w < np) { /* swap whole groups with the partner */
-            MPI_Aint lo = bstart(ms, np, g), hi = bstart(ms, np, g + m);
-            MPI_Aint wlo = bstart(ms, np, gw), whi = bstart(ms, np, gw + m);
+            MPI_Aint lo = bstart(sp, g), hi = bstart(sp, g + m);
+            MPI_Aint wlo = bstart(sp, gw), whi = bstart(sp, gw + m);
             CT_CHECK(xfer_bytes(buf + lo, hi - lo, real_rank(w, root, np), buf + wlo,
                                 whi - wlo, real_rank(w, root, np), CT_TAG_BCAST + 1, comm));
         }
@@ -624,7 +648,7 @@ static int scatter_allgather(const msg_t *ms, int v, int root, int np, MPI_Comm 
          * off by p but not empty: c = ranks of that upper half that exist. */
         const int c = np - gw;
         if ((v & m) || gw + m <= np || c <= 0) continue;
-        const MPI_Aint lo = bstart(ms, np, gw), n = count - lo; /* blocks gw .. p-1 */
+        const MPI_Aint lo = bstart(sp, gw), n = count - lo; /* blocks gw .. p-1 */
         if (n == 0) continue;
         for (int d = m >> 1; d > 0; d >>= 1) {
             const int o = v & (2 * d - 1); /* offset in the 2d-subgroup */
@@ -642,19 +666,20 @@ static int scatter_allgather(const msg_t *ms, int v, int root, int np, MPI_Comm 
 /* Scatter + ring allgather (van de Geijn): after the binomial scatter, p-1
  * ring steps; in step i relative rank v passes block v-i to v+1 and receives
  * block v-i-1 from v-1 (indices mod p). */
-static int scatter_ring(const msg_t *ms, int v, int root, int np, MPI_Comm comm) {
-    CT_CHECK(scatter_blocks(ms, v, root, np, comm));
+static int scatter_ring(const msg_t *ms, const split_t *sp, int v, int root, int np,
+                        MPI_Comm comm) {
+    CT_CHECK(scatter_blocks(ms, sp, v, root, np, comm));
     const int right = real_rank(v + 1, root, np), left = real_rank(v + np - 1, root, np);
-    for (int i = 0; i < np - 1; i++) {
-        const int sb = (v - i + np) % np, rb = (v - i - 1 + 2 * np) % np;
-        MPI_Aint so = bstart(ms, np, sb), ro = bstart(ms, np, rb);
-        CT_CHECK(xfer_bytes(ms->base + so, bstart(ms, np, sb + 1) - so, right, ms->base + ro,
-                            bstart(ms, np, rb + 1) - ro, left, CT_TAG_BCAST + 1, comm));
+    int sb = v, rb = v > 0 ? v - 1 : np - 1; /* step i: v - i and v - i - 1, mod p */
+    for (int i = 0; i < np - 1; i++, sb = rb, rb = rb > 0 ? rb - 1 : np - 1) {
+        MPI_Aint so = bstart(sp, sb), ro = bstart(sp, rb);
+        CT_CHECK(xfer_bytes(ms->base + so, bstart(sp, sb + 1) - so, right, ms->base + ro,
+                            bstart(sp, rb + 1) - ro, left, CT_TAG_BCAST + 1, comm));
     }
     return MPI_SUCCESS;
 }
 
-typedef int (*split_fn)(const msg_t *, int, int, int, MPI_Comm);
+typedef int (*split_fn)(const msg_t *, const split_t *, int, int, int, MPI_Comm);
 
 /* Run a scatter-based broadcast on the message's signature bytes. */
 static int split_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
@@ -667,7 +692,11 @@ static int split_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm
     const int v = rel_rank(rank, root, np);
     msg_t m;
     int rc = stream_open(&m, buf, count, dt, &t, v == 0, 0, comm);
-    if (rc == MPI_SUCCESS) rc = fn(&m, v, root, np, comm);
+    if (rc == MPI_SUCCESS) {
+        split_t sp;
+        split_init(&sp, &m, np);
+        rc = fn(&m, &sp, v, root, np, comm);
+    }
     return stream_close(&m, rc, buf, count, dt, &t, v == 0, comm);
 }
 
