@@ -87,8 +87,8 @@ int ct_allreduce_native(const void *sbuf, void *rbuf, int count, MPI_Datatype dt
  */
 int ct_allreduce_reduce_bcast(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
                               MPI_Op op, MPI_Comm comm, const ct_params_t *p) {
-    int rank;
-    CT_CHECK(MPI_Comm_rank(comm, &rank));
+    int np, rank;
+    CT_CHECK(ct_comm_geom(comm, &np, &rank));
     int reduce_algo = (int)p->v[CT_P_REDUCE], bcast_algo = (int)p->v[CT_P_BCAST];
     if (rank == 0)
         CT_CHECK(ct_run_reduce(reduce_algo, sbuf, rbuf, count, dt, op, 0, comm));
@@ -107,8 +107,8 @@ int ct_allreduce_reduce_bcast(const void *sbuf, void *rbuf, int count, MPI_Datat
  */
 int ct_allreduce_basic_linear(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
                               MPI_Op op, MPI_Comm comm, const ct_params_t *p) {
-    int size;
-    CT_CHECK(MPI_Comm_size(comm, &size));
+    int size, rank;
+    CT_CHECK(ct_comm_geom(comm, &size, &rank));
     if (size == 1) return input_to_rbuf(sbuf, rbuf, count, dt);
     /* in place, every rank's input is in rbuf: the Reduce reads it there too */
     CT_CHECK(ct_reduce_linear(sbuf, rbuf, count, dt, op, 0, comm, p));

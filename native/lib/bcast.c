@@ -347,9 +347,10 @@ int ct_bcast_linear_nb(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm
         return MPI_Recv(buf, count, dt, root, CT_TAG_BCAST, comm, MPI_STATUS_IGNORE);
     if (np == 1) return MPI_SUCCESS;
 
-    MPI_Request *req = malloc((size_t)(np - 1) * sizeof(MPI_Request));
-    if (!req) return ct_set_error(MPI_ERR_NO_MEM, "bcast linear_nb: out of memory for %d "
-                                  "requests", np - 1);
+    MPI_Request small[32], *req = small; /* no malloc a call up to 33 processes */
+    if (np - 1 > 32 && !(req = malloc((size_t)(np - 1) * sizeof(MPI_Request))))
+        return ct_set_error(MPI_ERR_NO_MEM, "bcast linear_nb: out of memory for %d requests",
+                            np - 1);
     int rc = MPI_SUCCESS, posted = 0; /* req[i] goes to relative rank i+1 */
     while (posted < np - 1) {
         rc = ct_isend(buf, count, dt, real_rank(posted + 1, root, np), CT_TAG_BCAST, comm,
@@ -358,7 +359,7 @@ int ct_bcast_linear_nb(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm
         posted++;
     }
     int rc2 = MPI_Waitall(posted, req, MPI_STATUSES_IGNORE);
-    free(req);
+    if (req != small) free(req);
     return rc != MPI_SUCCESS ? rc : rc2;
 }
 

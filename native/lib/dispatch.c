@@ -29,8 +29,8 @@
  * it advances a process-wide epoch instead, and a table filled under an older
  * epoch is emptied before its next lookup. */
 typedef struct {
-    MPI_Comm dup; /* MPI_COMM_NULL until an algorithm of ours first needs it */
-    int size, rank;
+    ct_geom_t g;    /* dup (MPI_COMM_NULL until an algorithm of ours first needs it),
+                     * size, rank */
     ct_place_t *pl; /* placement and remapped communicators, made on first use */
 } comm_info_t;
 
@@ -47,18 +47,12 @@ static CT_THREAD_LOCAL struct {
 static _Atomic int info_key = MPI_KEYVAL_INVALID;
 
 /* The facts of the private duplicate this thread's current call runs on, for
- * ct_comm_geom: set by shadow_comm, cleared at the start of every dispatch
- * (comm_info), so it never outlives the call that set it (another thread may free
- * that communicator afterwards). */
-static CT_THREAD_LOCAL comm_info_t *geom;
+ * ct_comm_geom (ct_internal.h): set by shadow_comm, cleared at the start of every
+ * dispatch (comm_info), so it never outlives the call that set it (another thread
+ * may free that communicator afterwards). */
+CT_THREAD_LOCAL const ct_geom_t *ct_geom_;
 
-int ct_comm_geom(MPI_Comm comm, int *size, int *rank) {
-    comm_info_t *g = geom;
-    if (g && g->dup == comm && comm != MPI_COMM_NULL) {
-        *size = g->size;
-        *rank = g->rank;
-        return MPI_SUCCESS;
-    }
+int ct_comm_geom_slow(MPI_Comm comm, int *size, int *rank) {
     CT_CHECK(MPI_Comm_size(comm, size));
     return MPI_Comm_rank(comm, rank);
 }
@@ -69,11 +63,11 @@ static int info_delete(MPI_Comm comm, int key, void *val, void *extra) {
     /* every thread's table forgets its entries before the next lookup (the freed
      * handle may be reused by a new communicator) */
     atomic_fetch_add_explicit(&ccache_epoch, 1, memory_order_release);
-    if (geom == ci) geom = NULL; /* this thread's; the others reset theirs per call */
+    if (ct_geom_ == &ci->g) ct_geom_ = NULL; /* this thread's; the others reset theirs per call */
     int finalized = 0;
     MPI_Finalized(&finalized);
     ct_place_free(ci->pl, finalized);
-    if (!finalized && ci->dup != MPI_COMM_NULL) MPI_Comm_free(&ci->dup);
+    if (!finalized && ci->g.dup != MPI_COMM_NULL) MPI_Comm_free(&ci->g.dup);
     free(ci);
     return MPI_SUCCESS;
 }
@@ -126,10 +120,10 @@ static int comm_info_slow(ct_coll_t coll, MPI_Comm comm, comm_info_t **out) {
     if (!found) {
         ci = malloc(sizeof *ci);
         if (!ci) return ct_set_error(MPI_ERR_NO_MEM, "out of memory");
-        ci->dup = MPI_COMM_NULL;
+        ci->g.dup = MPI_COMM_NULL;
         ci->pl = NULL;
-        int rc = MPI_Comm_size(comm, &ci->size);
-        if (rc == MPI_SUCCESS) rc = MPI_Comm_rank(comm, &ci->rank);
+        int rc = MPI_Comm_size(comm, &ci->g.size);
+        if (rc == MPI_SUCCESS) rc = MPI_Comm_rank(comm, &ci->g.rank);
         if (rc == MPI_SUCCESS) rc = MPI_Comm_set_attr(comm, key, ci);
         if (rc != MPI_SUCCESS) {
             free(ci);
@@ -148,7 +142,7 @@ static int comm_info_slow(ct_coll_t coll, MPI_Comm comm, comm_info_t **out) {
 /* The facts of an intracommunicator, or an error for MPI_COMM_NULL and
  * intercommunicators (an invalid handle raises the library's own error). */
 static inline int comm_info(ct_coll_t coll, MPI_Comm comm, comm_info_t **out) {
-    geom = NULL;
+    ct_geom_ = NULL;
     ccache_sync();
     if (comm != MPI_COMM_NULL)
         for (int i = 0; i < CCACHE; i++)
@@ -162,13 +156,13 @@ static inline int comm_info(ct_coll_t coll, MPI_Comm comm, comm_info_t **out) {
 /* The private duplicate: collective on first use for a communicator (every rank
  * reaches it together because the calling collective is itself collective). */
 static int shadow_comm(MPI_Comm comm, comm_info_t *ci, MPI_Comm *out) {
-    if (ci->dup == MPI_COMM_NULL) {
+    if (ci->g.dup == MPI_COMM_NULL) {
         MPI_Comm dup;
         CT_CHECK(MPI_Comm_dup(comm, &dup));
-        ci->dup = dup;
+        ci->g.dup = dup;
     }
-    *out = ci->dup;
-    geom = ci;
+    *out = ci->g.dup;
+    ct_geom_ = &ci->g;
     return MPI_SUCCESS;
 }
 
@@ -382,7 +376,7 @@ typedef struct {
 
 static int placement_of(MPI_Comm comm, comm_info_t *ci, MPI_Comm *dup) {
     CT_CHECK(shadow_comm(comm, ci, dup));
-    if (!ci->pl) CT_CHECK(ct_place_build(*dup, ci->rank, ci->size, &ci->pl));
+    if (!ci->pl) CT_CHECK(ct_place_build(*dup, ci->g.rank, ci->g.size, &ci->pl));
     return MPI_SUCCESS;
 }
 
@@ -390,7 +384,7 @@ static int remap_slow(ct_coll_t coll, const ct_choice_t *run, MPI_Op op, MPI_Com
                       comm_info_t *ci, remap_run_t *rm) {
     long asked = run->params.v[CT_P_REMAP];
     int target = asked == CT_REMAP_AUTO ? ct_remap_auto(run->algo) : (int)asked;
-    if (target == CT_REMAP_NONE || ci->size < 2) return MPI_SUCCESS;
+    if (target == CT_REMAP_NONE || ci->g.size < 2) return MPI_SUCCESS;
     if ((coll == CT_REDUCE || coll == CT_ALLREDUCE) && !op_commutes(op)) {
         size_t used = strlen(last.reason);
         snprintf(last.reason + used, sizeof last.reason - used,
@@ -403,7 +397,7 @@ static int remap_slow(ct_coll_t coll, const ct_choice_t *run, MPI_Op op, MPI_Com
     MPI_Comm dup;
     CT_CHECK(placement_of(comm, ci, &dup));
     if (ci->pl->ident[target]) return MPI_SUCCESS; /* already in that order */
-    CT_CHECK(ct_place_comm(ci->pl, dup, ci->rank, target, &rm->comm));
+    CT_CHECK(ct_place_comm(ci->pl, dup, ci->g.rank, target, &rm->comm));
     rm->perm = ci->pl->perm[target];
     rm->inv = ci->pl->inv[target];
     last.remap = target;
@@ -477,7 +471,7 @@ int ct_comm_prepare(const ct_choice_t *c, MPI_Comm comm, int count, MPI_Op op) {
         return ct_set_error(MPI_ERR_ARG, "prepare: no valid algorithm choice");
     CT_CHECK(comm_info(a->coll, comm, &ci));
     /* the algorithm this call would run (a declared fallback included) */
-    CT_CHECK(resolve(c, a->coll, ci->size, count, op, &fb, &run, &ra));
+    CT_CHECK(resolve(c, a->coll, ci->g.size, count, op, &fb, &run, &ra));
     CT_CHECK(remap_of(a->coll, run, op, comm, ci, &rm));
     if (rm.comm != MPI_COMM_NULL || is_native(run, a->coll)) return MPI_SUCCESS;
     return shadow_comm(comm, ci, &pc);
@@ -488,15 +482,15 @@ int ct_bcast(const ct_choice_t *c, void *buf, int count, MPI_Datatype dt, int ro
     CALL_VARS;
     int size;
     CT_CHECK(comm_info(CT_BCAST, comm, &ci));
-    CT_CHECK(resolve(c, CT_BCAST, ci->size, count, MPI_OP_NULL, &fb, &run, &ra));
+    CT_CHECK(resolve(c, CT_BCAST, ci->g.size, count, MPI_OP_NULL, &fb, &run, &ra));
     if (count < 0) return ct_set_error(MPI_ERR_COUNT, "bcast: count %d is negative", count);
-    if (root < 0 || root >= ci->size)
+    if (root < 0 || root >= ci->g.size)
         return ct_set_error(MPI_ERR_ROOT, "bcast: root %d is not a rank of a %d-process "
-                            "communicator", root, ci->size);
+                            "communicator", root, ci->g.size);
     TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
     if (run->params.v[CT_P_SEGSIZE] < 0)
-        run = seg_auto(run, &fb, CT_BCAST, (long long)count * size, ci->size);
+        run = seg_auto(run, &fb, CT_BCAST, (long long)count * size, ci->g.size);
     ct_bcast_fn fn = ra->fn.bcast;
     remap_run_t rm;
     CT_CHECK(remap_of(CT_BCAST, run, MPI_OP_NULL, comm, ci, &rm));
@@ -512,17 +506,17 @@ int ct_reduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count, MPI
     CALL_VARS;
     int size;
     CT_CHECK(comm_info(CT_REDUCE, comm, &ci));
-    CT_CHECK(resolve(c, CT_REDUCE, ci->size, count, op, &fb, &run, &ra));
+    CT_CHECK(resolve(c, CT_REDUCE, ci->g.size, count, op, &fb, &run, &ra));
     if (count < 0) return ct_set_error(MPI_ERR_COUNT, "reduce: count %d is negative", count);
-    if (root < 0 || root >= ci->size)
+    if (root < 0 || root >= ci->g.size)
         return ct_set_error(MPI_ERR_ROOT, "reduce: root %d is not a rank of a %d-process "
-                            "communicator", root, ci->size);
-    if (sbuf == MPI_IN_PLACE && ci->rank != root)
+                            "communicator", root, ci->g.size);
+    if (sbuf == MPI_IN_PLACE && ci->g.rank != root)
         return ct_set_error(MPI_ERR_BUFFER, "reduce: MPI_IN_PLACE is only valid at the root");
     TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
     if (run->params.v[CT_P_SEGSIZE] < 0)
-        run = seg_auto(run, &fb, CT_REDUCE, (long long)count * size, ci->size);
+        run = seg_auto(run, &fb, CT_REDUCE, (long long)count * size, ci->g.size);
     ct_reduce_fn fn = ra->fn.reduce;
     remap_run_t rm;
     CT_CHECK(remap_of(CT_REDUCE, run, op, comm, ci, &rm));
@@ -537,8 +531,8 @@ int ct_gather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype s
               void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm) {
     CALL_VARS;
     CT_CHECK(comm_info(CT_GATHER, comm, &ci));
-    CT_CHECK(resolve(c, CT_GATHER, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
-    int p = ci->size, r = ci->rank;
+    CT_CHECK(resolve(c, CT_GATHER, ci->g.size, 0, MPI_OP_NULL, &fb, &run, &ra));
+    int p = ci->g.size, r = ci->g.rank;
     if (root < 0 || root >= p)
         return ct_set_error(MPI_ERR_ROOT, "gather: root %d is not a rank of a %d-process "
                             "communicator", root, p);
@@ -568,7 +562,7 @@ int ct_allgather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatyp
     CALL_VARS;
     int size;
     CT_CHECK(comm_info(CT_ALLGATHER, comm, &ci));
-    CT_CHECK(resolve(c, CT_ALLGATHER, ci->size, rcount, MPI_OP_NULL, &fb, &run, &ra));
+    CT_CHECK(resolve(c, CT_ALLGATHER, ci->g.size, rcount, MPI_OP_NULL, &fb, &run, &ra));
     if (rcount < 0)
         return ct_set_error(MPI_ERR_COUNT, "allgather: recvcount %d is negative", rcount);
     if (sbuf != MPI_IN_PLACE && scount < 0) /* ignored with MPI_IN_PLACE */
@@ -580,7 +574,7 @@ int ct_allgather(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatyp
     CT_CHECK(remap_of(CT_ALLGATHER, run, MPI_OP_NULL, comm, ci, &rm));
     if (rm.comm != MPI_COMM_NULL)
         return ct_remap_allgather(fn, &run->params, sbuf, scount, sdt, rbuf, rcount, rdt,
-                                  ci->pl, ci->rank, ci->size, rm.comm, rm.perm);
+                                  ci->pl, ci->g.rank, ci->g.size, rm.comm, rm.perm);
     MPI_Comm pc;
     CT_CHECK(run_comm(run, CT_ALLGATHER, comm, ci, &pc));
     return fn(sbuf, scount, sdt, rbuf, rcount, rdt, pc, &run->params);
@@ -591,7 +585,7 @@ int ct_allreduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count,
     CALL_VARS;
     int size;
     CT_CHECK(comm_info(CT_ALLREDUCE, comm, &ci));
-    CT_CHECK(resolve(c, CT_ALLREDUCE, ci->size, count, op, &fb, &run, &ra));
+    CT_CHECK(resolve(c, CT_ALLREDUCE, ci->g.size, count, op, &fb, &run, &ra));
     if (count < 0) return ct_set_error(MPI_ERR_COUNT, "allreduce: count %d is negative", count);
     TYPE_SIZE(dt, &size);
     if (count == 0 || size == 0) return MPI_SUCCESS;
@@ -630,7 +624,7 @@ int ct_alltoall(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype
     CALL_VARS;
     int size;
     CT_CHECK(comm_info(CT_ALLTOALL, comm, &ci));
-    CT_CHECK(resolve(c, CT_ALLTOALL, ci->size, rcount, MPI_OP_NULL, &fb, &run, &ra));
+    CT_CHECK(resolve(c, CT_ALLTOALL, ci->g.size, rcount, MPI_OP_NULL, &fb, &run, &ra));
     if (rcount < 0)
         return ct_set_error(MPI_ERR_COUNT, "alltoall: recvcount %d is negative", rcount);
     if (sbuf != MPI_IN_PLACE && scount < 0) /* ignored with MPI_IN_PLACE */
@@ -644,7 +638,7 @@ int ct_alltoall(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype
     CT_CHECK(shadow_comm(comm, ci, &pc));
     if (sbuf != MPI_IN_PLACE) return fn(sbuf, scount, sdt, rbuf, rcount, rdt, pc, &run->params);
     /* p blocks of rcount elements: counts and displacements in blocks of ct_blk_t */
-    const int p = ci->size;
+    const int p = ci->g.size;
     int *cd = malloc((size_t)(2 * p) * sizeof *cd);
     if (!cd) return ct_set_error(MPI_ERR_NO_MEM, "alltoall: out of memory");
     ct_blk_t b;
@@ -670,8 +664,8 @@ int ct_alltoallv(const ct_choice_t *c, const void *sbuf, const int *scounts,
                  const int *rdispls, MPI_Datatype rdt, MPI_Comm comm) {
     CALL_VARS;
     CT_CHECK(comm_info(CT_ALLTOALLV, comm, &ci));
-    CT_CHECK(resolve(c, CT_ALLTOALLV, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
-    const int p = ci->size, inplace = sbuf == MPI_IN_PLACE;
+    CT_CHECK(resolve(c, CT_ALLTOALLV, ci->g.size, 0, MPI_OP_NULL, &fb, &run, &ra));
+    const int p = ci->g.size, inplace = sbuf == MPI_IN_PLACE;
     if (!rcounts || !rdispls || (!inplace && (!scounts || !sdispls)))
         return ct_set_error(MPI_ERR_ARG, "alltoallv: a count or displacement array is NULL");
     for (int j = 0; j < p; j++) {
@@ -702,8 +696,8 @@ int ct_scatter(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype 
                void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm) {
     CALL_VARS;
     CT_CHECK(comm_info(CT_SCATTER, comm, &ci));
-    CT_CHECK(resolve(c, CT_SCATTER, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
-    int p = ci->size, r = ci->rank;
+    CT_CHECK(resolve(c, CT_SCATTER, ci->g.size, 0, MPI_OP_NULL, &fb, &run, &ra));
+    int p = ci->g.size, r = ci->g.rank;
     if (root < 0 || root >= p)
         return ct_set_error(MPI_ERR_ROOT, "scatter: root %d is not a rank of a %d-process "
                             "communicator", root, p);
@@ -730,10 +724,10 @@ int ct_scatter(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype 
 int ct_barrier(const ct_choice_t *c, MPI_Comm comm) {
     CALL_VARS;
     CT_CHECK(comm_info(CT_BARRIER, comm, &ci));
-    CT_CHECK(resolve(c, CT_BARRIER, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
+    CT_CHECK(resolve(c, CT_BARRIER, ci->g.size, 0, MPI_OP_NULL, &fb, &run, &ra));
     ct_barrier_fn fn = ra->fn.barrier;
     if (is_native(run, CT_BARRIER)) return fn(comm, &run->params);
-    if (ci->size == 1) return MPI_SUCCESS;
+    if (ci->g.size == 1) return MPI_SUCCESS;
     MPI_Comm pc;
     CT_CHECK(shadow_comm(comm, ci, &pc));
     return fn(pc, &run->params);
@@ -763,8 +757,8 @@ int ct_reduce_scatter_block(const ct_choice_t *c, const void *sbuf, void *rbuf, 
                             MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
     CALL_VARS;
     CT_CHECK(comm_info(CT_REDUCE_SCATTER_BLOCK, comm, &ci));
-    long long total = (long long)rcount * ci->size;
-    CT_CHECK(resolve(c, CT_REDUCE_SCATTER_BLOCK, ci->size, total > INT_MAX ? INT_MAX :
+    long long total = (long long)rcount * ci->g.size;
+    CT_CHECK(resolve(c, CT_REDUCE_SCATTER_BLOCK, ci->g.size, total > INT_MAX ? INT_MAX :
                      (int)total, op, &fb, &run, &ra));
     if (rcount < 0)
         return ct_set_error(MPI_ERR_COUNT, "reduce_scatter_block: recvcount %d is negative",
@@ -779,13 +773,13 @@ int ct_reduce_scatter(const ct_choice_t *c, const void *sbuf, void *rbuf, const 
     CT_CHECK(comm_info(CT_REDUCE_SCATTER, comm, &ci));
     if (!rcounts) return ct_set_error(MPI_ERR_ARG, "reduce_scatter: recvcounts is NULL");
     long long total = 0;
-    for (int j = 0; j < ci->size; j++) {
+    for (int j = 0; j < ci->g.size; j++) {
         if (rcounts[j] < 0)
             return ct_set_error(MPI_ERR_COUNT, "reduce_scatter: recvcounts[%d] = %d is negative",
                                 j, rcounts[j]);
         total += rcounts[j];
     }
-    CT_CHECK(resolve(c, CT_REDUCE_SCATTER, ci->size, total > INT_MAX ? INT_MAX : (int)total,
+    CT_CHECK(resolve(c, CT_REDUCE_SCATTER, ci->g.size, total > INT_MAX ? INT_MAX : (int)total,
                      op, &fb, &run, &ra));
     return rs_run(run, ra, CT_REDUCE_SCATTER, ci, total, sbuf, rbuf, 0, rcounts, dt, op, comm);
 }
@@ -796,11 +790,11 @@ int ct_allgatherv(const ct_choice_t *c, const void *sbuf, int scount, MPI_Dataty
     CALL_VARS;
     int size;
     CT_CHECK(comm_info(CT_ALLGATHERV, comm, &ci));
-    CT_CHECK(resolve(c, CT_ALLGATHERV, ci->size, 0, MPI_OP_NULL, &fb, &run, &ra));
+    CT_CHECK(resolve(c, CT_ALLGATHERV, ci->g.size, 0, MPI_OP_NULL, &fb, &run, &ra));
     if (!rcounts || !displs)
         return ct_set_error(MPI_ERR_ARG, "allgatherv: recvcounts or displs is NULL");
     long long total = 0;
-    for (int j = 0; j < ci->size; j++) {
+    for (int j = 0; j < ci->g.size; j++) {
         if (rcounts[j] < 0)
             return ct_set_error(MPI_ERR_COUNT, "allgatherv: recvcounts[%d] = %d is negative", j,
                                 rcounts[j]);
