@@ -13,6 +13,7 @@
  */
 #include "ct_internal.h"
 
+#include <limits.h>
 #include <stdint.h>
 
 /* Copy the input into rbuf (nothing to do for MPI_IN_PLACE). */
@@ -391,15 +392,24 @@ int ct_allreduce_allgather_reduce(const void *sbuf, void *rbuf, int count, MPI_D
                             size, size, count, (long long)total * (long long)t.extent);
 #define SLOT(j) ct_elem(all, (MPI_Aint)(j) * count, &t)
 
-    /* one whole vector as a datatype, so slot counts never overflow an int */
-    CT_TRY(MPI_Type_contiguous(count, dt, &vec));
-    CT_TRY(MPI_Type_commit(&vec));
+    /* n vectors travel as n*count elements of dt; only when that overflows an int as
+     * n elements of one whole vector as a datatype (made once). Not the vector type
+     * always: it costs a type per call, and SimGrid 4.1's SMPI packs more than one
+     * element of a contiguous type built on a strided vector wrongly (colltune verify
+     * --mpi smpi, np >= 4: the second int of each element came back as fill) */
+    const int whole = (MPI_Aint)size * count <= INT_MAX;
+    if (!whole) {
+        CT_TRY(MPI_Type_contiguous(count, dt, &vec));
+        CT_TRY(MPI_Type_commit(&vec));
+    }
     CT_TRY(ct_copy(ct_input_of(sbuf, rbuf), SLOT(0), count, dt));
     for (int d = 1; d < size; d <<= 1) {
         int n = d < size - d ? d : size - d;
         int to = (rank - d + size) % size, from = (rank + d) % size;
-        CT_TRY(ct_sendrecv(SLOT(0), n, vec, to, CT_TAG_ALLREDUCE, SLOT(d), n, vec, from,
-                         CT_TAG_ALLREDUCE, comm, MPI_STATUS_IGNORE));
+        const int m = whole ? n * count : n;
+        const MPI_Datatype mt = whole ? dt : vec;
+        CT_TRY(ct_sendrecv(SLOT(0), m, mt, to, CT_TAG_ALLREDUCE, SLOT(d), m, mt, from,
+                           CT_TAG_ALLREDUCE, comm, MPI_STATUS_IGNORE));
     }
     /* x(i) is in slot (i - rank) mod p; acc = x(i) op acc, from the right */
     void *acc = SLOT((size - 1 - rank + size) % size);

@@ -92,7 +92,7 @@ static int binomial_root(const void *sbuf, int scount, MPI_Datatype sdt, void *r
                              &b.t));
     for (int mask = 1; mask < np; mask <<= 1) {
         int cnt = mask < np - mask ? mask : np - mask; /* child's subtree size */
-        int start = (root + mask) % np;               /* its first block     */
+        int start = root + mask < np ? root + mask : root + mask - np; /* its first block */
         if (start + cnt <= np) {
             CT_TRY(MPI_Recv((char *)rbuf + (MPI_Aint)start * b.ext, cnt * b.per, b.dt, start,
                             CT_TAG_GATHER, comm, MPI_STATUS_IGNORE));
@@ -120,7 +120,7 @@ static int binomial_nonroot(const void *sbuf, int scount, MPI_Datatype sdt, int 
                             int v, MPI_Comm comm) {
     const int low = v & -v; /* the round in which I send to my parent */
     const int size = low < np - v ? low : np - v;
-    const int parent = (v - low + root) % np;
+    const int parent = v - low + root < np ? v - low + root : v - low + root - np;
     if (size == 1) return ct_send(sbuf, scount, sdt, parent, CT_TAG_GATHER, comm);
 
     int rc = MPI_SUCCESS;
@@ -163,5 +163,6 @@ int ct_gather_binomial(const void *sbuf, int scount, MPI_Datatype sdt, void *rbu
     int np, r;
     CT_CHECK(ct_comm_geom(comm, &np, &r));
     if (r == root) return binomial_root(sbuf, scount, sdt, rbuf, rcount, rdt, root, np, comm);
-    return binomial_nonroot(sbuf, scount, sdt, root, np, (r - root + np) % np, comm);
+    return binomial_nonroot(sbuf, scount, sdt, root, np, r > root ? r - root : r - root + np,
+                            comm);
 }

@@ -27,61 +27,41 @@ const char *ct_last_error(void) { return last_error; }
  * may be reused after MPI_Type_free, so derived types are always asked).
  * Threads: entries are only ever added, under a lock, each written before the
  * count that makes it visible is published; readers take no lock. */
-#define TCACHE 16
-static struct {
-    MPI_Datatype dt;
-    ct_type_t t;
-} tcache[TCACHE];
-static _Atomic int tcache_n;
+ct_tcache_entry_t ct_tcache_[CT_TCACHE];
+_Atomic int ct_tcache_n_;
 static pthread_mutex_t tcache_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static inline int tcache_find(MPI_Datatype dt) {
-    for (int i = 0, n = atomic_load_explicit(&tcache_n, memory_order_acquire); i < n; i++)
-        if (tcache[i].dt == dt) return i;
-    return -1;
-}
 
 static void tcache_add(MPI_Datatype dt, const ct_type_t *t) {
     pthread_mutex_lock(&tcache_lock);
-    int n = atomic_load_explicit(&tcache_n, memory_order_relaxed);
-    if (n < TCACHE && tcache_find(dt) < 0) {
-        tcache[n].dt = dt;
-        tcache[n].t = *t;
-        atomic_store_explicit(&tcache_n, n + 1, memory_order_release);
+    int n = atomic_load_explicit(&ct_tcache_n_, memory_order_relaxed);
+    if (n < CT_TCACHE && !ct_type_cached(dt)) {
+        ct_tcache_[n].dt = dt;
+        ct_tcache_[n].t = *t;
+        atomic_store_explicit(&ct_tcache_n_, n + 1, memory_order_release);
     }
     pthread_mutex_unlock(&tcache_lock);
 }
 
-int ct_type(MPI_Datatype dt, ct_type_t *t) {
-    int i = tcache_find(dt);
-    if (i >= 0) {
-        *t = tcache[i].t;
-        return MPI_SUCCESS;
-    }
+int ct_type_slow(MPI_Datatype dt, ct_type_t *t) {
     CT_CHECK(MPI_Type_get_extent(dt, &t->lb, &t->extent));
     CT_CHECK(MPI_Type_get_true_extent(dt, &t->true_lb, &t->true_extent));
     CT_CHECK(MPI_Type_size(dt, &t->size));
     int ni, na, nd, comb;
-    if (atomic_load_explicit(&tcache_n, memory_order_relaxed) < TCACHE &&
+    if (atomic_load_explicit(&ct_tcache_n_, memory_order_relaxed) < CT_TCACHE &&
         MPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) == MPI_SUCCESS &&
         comb == MPI_COMBINER_NAMED)
         tcache_add(dt, t);
     return MPI_SUCCESS;
 }
 
-int ct_type_size(MPI_Datatype dt, int *size) {
-    int i = tcache_find(dt);
-    if (i >= 0) {
-        *size = tcache[i].t.size;
-        return MPI_SUCCESS;
-    }
+int ct_type_size_slow(MPI_Datatype dt, int *size) {
     CT_CHECK(MPI_Type_size(dt, size));
     int ni, na, nd, comb;
     ct_type_t t;
-    if (atomic_load_explicit(&tcache_n, memory_order_relaxed) < TCACHE &&
+    if (atomic_load_explicit(&ct_tcache_n_, memory_order_relaxed) < CT_TCACHE &&
         MPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) == MPI_SUCCESS &&
         comb == MPI_COMBINER_NAMED)
-        (void)ct_type(dt, &t); /* a predefined type's first use: remember it */
+        (void)ct_type_slow(dt, &t); /* a predefined type's first use: remember it */
     return MPI_SUCCESS;
 }
 
@@ -158,7 +138,7 @@ int ct_blk_init(ct_blk_t *b, int count, MPI_Datatype dt, int nmax) {
     b->owned = 0;
     CT_CHECK(ct_type(dt, &b->t));
     b->ext = (MPI_Aint)count * b->t.extent;
-    if (count <= 0 || count <= INT_MAX / (nmax > 0 ? nmax : 1)) {
+    if (count <= 0 || (long long)count * (nmax > 0 ? nmax : 1) <= INT_MAX) { /* no division */
         b->dt = dt;
         b->per = count;
         return MPI_SUCCESS;
@@ -270,7 +250,7 @@ int ct_type_dense(MPI_Datatype dt, const ct_type_t *t) {
     /* the common cases without decoding: no data, gaps or holes, a predefined type */
     if (t->size == 0) return 1;
     if (t->size != t->extent || t->size != t->true_extent) return 0;
-    if (tcache_find(dt) >= 0) return 1; /* predefined */
+    if (ct_type_cached(dt)) return 1; /* predefined */
     int ni, na, nd, comb;
     if (MPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS) return 0;
     return comb == MPI_COMBINER_NAMED ? 1 : dense_rec(dt, 0);
