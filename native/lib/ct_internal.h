@@ -92,6 +92,7 @@ static inline const ct_type_t *ct_type_cached(MPI_Datatype dt) {
 }
 int ct_type_slow(MPI_Datatype dt, ct_type_t *t);
 int ct_type_size_slow(MPI_Datatype dt, int *size);
+int ct_type_size_call(MPI_Datatype dt, int *size); /* out of line, for native/pmpi */
 static inline int ct_type(MPI_Datatype dt, ct_type_t *t) {
     const ct_type_t *c = ct_type_cached(dt);
     if (c) {

@@ -314,7 +314,7 @@ static int intra_size(ct_coll_t c, MPI_Comm comm, int *np, int *rank) {
 /* size in bytes of count elements, or -1 (MPI_DATATYPE_NULL, size undefined) */
 static long long bytes_of(int count, MPI_Datatype dt) {
     int ts;
-    if (count < 0 || dt == MPI_DATATYPE_NULL || ct_type_size(dt, &ts) != MPI_SUCCESS ||
+    if (count < 0 || dt == MPI_DATATYPE_NULL || ct_type_size_call(dt, &ts) != MPI_SUCCESS ||
         ts == MPI_UNDEFINED || ts < 0)
         return -1;
     return (long long)count * ts;

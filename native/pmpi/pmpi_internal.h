@@ -15,9 +15,9 @@
 
 #include <stddef.h>
 
-/* From the algorithm library (lib/ct_internal.h): MPI_Type_size, with the
- * predefined types answered from a small table after their first use. */
-int ct_type_size(MPI_Datatype dt, int *size);
+/* From the algorithm library (lib/util.c; inline there as ct_type_size): MPI_Type_size,
+ * with the predefined types answered from a small table after their first use. */
+int ct_type_size_call(MPI_Datatype dt, int *size);
 /* lib/choice.c: " (did you mean 'x'?)" for the closest of `cands`, else "" */
 void ct_did_you_mean(const char *word, const char *const *cands, int n, char *buf,
                      size_t len);
