@@ -173,17 +173,28 @@ out:
 }
 
 /* -------------------------------------------------------------------- ring */
+/* The p blocks of count elements (ct_block_count/ct_block_start) with the one
+ * division made once per call: q = count / p, rem = count % p. */
+typedef struct {
+    int q, rem;
+} blocks_t;
+static inline int blk_count(blocks_t b, int i) { return b.q + (i < b.rem); }
+static inline int blk_start(blocks_t b, int i) { return i * b.q + (i < b.rem ? i : b.rem); }
+
 /* Length of block b's segment in phase ph (0 when the block is shorter). */
-static int seg_len(int count, int p, int b, int ph, int segcount) {
-    int left = ct_block_count(count, p, b) - ph * segcount;
+static inline int seg_len(blocks_t bl, int b, int ph, int segcount) {
+    int left = blk_count(bl, b) - ph * segcount;
     return left <= 0 ? 0 : left < segcount ? left : segcount;
 }
 
 /* First element of block b's segment in phase ph (clamped to the block's end). */
-static int seg_start(int count, int p, int b, int ph, int segcount) {
-    int bc = ct_block_count(count, p, b), off = ph * segcount;
-    return ct_block_start(count, p, b) + (off < bc ? off : bc);
+static inline int seg_start(blocks_t bl, int b, int ph, int segcount) {
+    int bc = blk_count(bl, b), off = ph * segcount;
+    return blk_start(bl, b) + (off < bc ? off : bc);
 }
+
+/* x mod p for -p < x < 2p, without a division */
+static inline int ring_wrap(int x, int p) { return x < 0 ? x + p : x >= p ? x - p : x; }
 
 /*
  * Ring allreduce over p blocks (block i: ct_block_start/ct_block_count, empty
@@ -212,18 +223,21 @@ static int ring_allreduce(const char *name, const void *sbuf, void *rbuf, int co
     CT_CHECK(input_to_rbuf(sbuf, rbuf, count, dt));
     if (size == 1) return MPI_SUCCESS;
 
-    const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
-    const int maxblock = ct_block_count(count, size, 0); /* block 0 is the largest */
+    const int next = ring_wrap(rank + 1, size), prev = ring_wrap(rank - 1, size);
+    const blocks_t bl = { count / size, count % size };
+    const int maxblock = blk_count(bl, 0); /* block 0 is the largest */
     const int segcount = ct_seg_elems(segsize, maxblock, &t);
-    const int nphases = (maxblock + segcount - 1) / segcount;
+    const int nphases = segcount >= maxblock ? 1 : (maxblock + segcount - 1) / segcount;
 
-    void *tmp = ct_tmp_alloc(2 * (MPI_Aint)segcount, &t, &tmp_raw);
+    /* the two receive buffers: on the stack up to CT_TMP_SMALL bytes (no malloc) */
+    ct_small_t small;
+    void *tmp = ct_tmp_alloc_in(2 * (MPI_Aint)segcount, &t, &tmp_raw, &small, sizeof small);
     if (!tmp) return alloc_failed(name, 2 * (MPI_Aint)segcount, &t);
     void *inbuf[2] = { tmp, ct_elem(tmp, segcount, &t) };
 
-#define SEG_START(b) seg_start(count, size, (b), ph, segcount)
-#define SEG_LEN(b) seg_len(count, size, (b), ph, segcount)
-#define BLK(x) ((((x) % size) + size) % size)
+#define SEG_START(b) seg_start(bl, (b), ph, segcount)
+#define SEG_LEN(b) seg_len(bl, (b), ph, segcount)
+#define BLK(x) ring_wrap((x), size) /* every x here lies in (-size, 2 size) */
 
     for (int ph = 0; ph < nphases; ph++) {
         int rb = BLK(rank - 1); /* block received in step 0 */
@@ -249,11 +263,10 @@ static int ring_allreduce(const char *name, const void *sbuf, void *rbuf, int co
 
     for (int k = 0; k < size - 1; k++) {
         int sb = BLK(rank + 1 - k), rb = BLK(rank - k);
-        CT_TRY(ct_sendrecv(ct_elem(rbuf, ct_block_start(count, size, sb), &t),
-                         ct_block_count(count, size, sb), dt, next, CT_TAG_ALLREDUCE + 1,
-                         ct_elem(rbuf, ct_block_start(count, size, rb), &t),
-                         ct_block_count(count, size, rb), dt, prev, CT_TAG_ALLREDUCE + 1, comm,
-                         MPI_STATUS_IGNORE));
+        CT_TRY(ct_sendrecv(ct_elem(rbuf, blk_start(bl, sb), &t), blk_count(bl, sb), dt, next,
+                           CT_TAG_ALLREDUCE + 1, ct_elem(rbuf, blk_start(bl, rb), &t),
+                           blk_count(bl, rb), dt, prev, CT_TAG_ALLREDUCE + 1, comm,
+                           MPI_STATUS_IGNORE));
     }
 #undef SEG_START
 #undef SEG_LEN
@@ -312,15 +325,17 @@ int ct_allreduce_rabenseifner(const void *sbuf, void *rbuf, int count, MPI_Datat
     CT_CHECK(input_to_rbuf(sbuf, rbuf, count, dt));
     if (size == 1) return MPI_SUCCESS;
 
-    void *tmp = ct_tmp_alloc(count, &t, &tmp_raw);
+    ct_small_t small;
+    void *tmp = ct_tmp_alloc_in(count, &t, &tmp_raw, &small, sizeof small);
     if (!tmp) return alloc_failed("rabenseifner", count, &t);
 
     const int pof2 = ct_pow2_floor(size), rem = size - pof2;
     const int newrank = fold_newrank(rank, rem);
+    const blocks_t bl = { count / pof2, count % pof2 };
     CT_TRY(fold_in(rbuf, tmp, count, dt, op, rank, rem, comm));
 
 /* first element of block b of pof2 blocks (E(pof2) == count) */
-#define E(b) ct_block_start(count, pof2, (b))
+#define E(b) blk_start(bl, (b))
     if (newrank >= 0) {
         int lo = 0, hi = pof2; /* my current window of blocks [lo, hi) */
         int win_lo[32], win_hi[32], rounds = 0;

@@ -22,8 +22,10 @@ int ct_gather_native(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
 /*
  * Linear: every non-root rank sends its block straight to the root; the root
  * receives them one at a time with blocking receives in rank order 0, 1, ...,
- * p-1, copying its own block locally when its turn comes (Open MPI's
- * basic_linear schedule).
+ * p-1 (Open MPI's basic_linear schedule), and copies its own block locally after
+ * them: Open MPI copies it when its turn comes, so a sender above its eager limit
+ * waits for that copy (1 MiB at 2 processes: 11 % of the mean time over the ranks,
+ * docs/performance.md "The own block last").
  */
 int ct_gather_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
                      MPI_Datatype rdt, int root, MPI_Comm comm, const ct_params_t *prm) {
@@ -35,14 +37,13 @@ int ct_gather_linear(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
     ct_type_t rt;
     CT_CHECK(ct_type(rdt, &rt));
     const MPI_Aint bext = (MPI_Aint)rcount * rt.extent;
-    for (int src = 0; src < np; src++) {
-        char *blk = (char *)rbuf + (MPI_Aint)src * bext;
+    for (int src = 0; src < np; src++)
         if (src != root)
-            CT_CHECK(MPI_Recv(blk, rcount, rdt, src, CT_TAG_GATHER, comm, MPI_STATUS_IGNORE));
-        else if (sbuf != MPI_IN_PLACE)
-            CT_CHECK(ct_copy_sig_t(sbuf, scount, sdt, blk, rcount, rdt, &rt));
-    }
-    return MPI_SUCCESS;
+            CT_CHECK(MPI_Recv((char *)rbuf + (MPI_Aint)src * bext, rcount, rdt, src,
+                              CT_TAG_GATHER, comm, MPI_STATUS_IGNORE));
+    if (sbuf == MPI_IN_PLACE) return MPI_SUCCESS;
+    return ct_copy_sig_t(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * bext, rcount, rdt,
+                         &rt);
 }
 
 /*
@@ -79,17 +80,14 @@ out:
     return rc;
 }
 
-/* Binomial gather, root side: the own block first, then each child's subtree
- * straight into rbuf, one blocking receive per round in round order (Open MPI's
- * gather_intra_binomial receives its children so). */
+/* Binomial gather, root side: each child's subtree straight into rbuf, one
+ * blocking receive per round in round order (Open MPI's gather_intra_binomial
+ * receives its children so), then the own block (Open MPI copies it first). */
 static int binomial_root(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                          int rcount, MPI_Datatype rdt, int root, int np, MPI_Comm comm) {
     int rc = MPI_SUCCESS;
     ct_blk_t b;
     CT_CHECK(ct_blk_init(&b, rcount, rdt, np));
-    if (sbuf != MPI_IN_PLACE)
-        CT_TRY(ct_copy_sig_t(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * b.ext, rcount, rdt,
-                             &b.t));
     for (int mask = 1; mask < np; mask <<= 1) {
         int cnt = mask < np - mask ? mask : np - mask; /* child's subtree size */
         int start = root + mask < np ? root + mask : root + mask - np; /* its first block */
@@ -109,6 +107,9 @@ static int binomial_root(const void *sbuf, int scount, MPI_Datatype sdt, void *r
             if (rc != MPI_SUCCESS) goto out;
         }
     }
+    if (sbuf != MPI_IN_PLACE) /* last: a child's send does not wait for this copy */
+        rc = ct_copy_sig_t(sbuf, scount, sdt, (char *)rbuf + (MPI_Aint)root * b.ext, rcount,
+                           rdt, &b.t);
 out:
     ct_blk_free(&b);
     return rc;
@@ -132,12 +133,12 @@ static int binomial_nonroot(const void *sbuf, int scount, MPI_Datatype sdt, int 
         rc = ct_set_error(MPI_ERR_NO_MEM, "gather/binomial: out of memory (%d blocks)", size);
         goto out;
     }
-    CT_TRY(ct_copy_t(sbuf, tmp, scount, sdt, &b.t));
     for (int mask = 1; mask < low && v + mask < np; mask <<= 1) {
         int cnt = mask < np - v - mask ? mask : np - v - mask;
         CT_TRY(MPI_Recv(tmp + (MPI_Aint)mask * b.ext, cnt * b.per, b.dt, (v + mask + root) % np,
                         CT_TAG_GATHER, comm, MPI_STATUS_IGNORE));
     }
+    CT_TRY(ct_copy_t(sbuf, tmp, scount, sdt, &b.t)); /* after the children's sends */
     CT_TRY(ct_send(tmp, size * b.per, b.dt, parent, CT_TAG_GATHER, comm));
 out:
     free(raw);
@@ -149,10 +150,10 @@ out:
  * Binomial: relative rank v = (rank - root) mod p. In round k (mask 2^k) a rank
  * with bit k set sends everything it holds -- the blocks of relative ranks
  * v .. v+size-1, packed in relative order -- to v - 2^k and is done; a rank
- * whose low k bits are clear receives the subtree of v + 2^k. A rank places
- * its own block, receives its children's subtrees one at a time in round order
- * (blocking receives, as Open MPI's binomial Gather), then forwards once. The
- * root receives each
+ * whose low k bits are clear receives the subtree of v + 2^k. A rank receives
+ * its children's subtrees one at a time in round order (blocking receives, as
+ * Open MPI's binomial Gather), places its own block (after them, so no child
+ * waits for the copy), then forwards once. The root receives each
  * child's subtree directly at its place in rbuf (a two-piece indexed type when
  * the subtree wraps past rank p-1), so it needs no temporary and no rotation.
  */
