@@ -106,6 +106,52 @@ def test_process_counts_cover_up_to_the_next_and_equal_neighbours_merge():
     assert rs.lookup("bcast", 20, 8).algorithm == "linear"
 
 
+def test_between_measured_counts_the_choice_switches_where_the_interpolated_times_cross():
+    # linear 4 -> 12 µs from 16 to 256 processes, binomial 8 at both: in log-log the two
+    # lines cross at f = log 2 / log 3 of the way, 16 * 16**0.631 = 92.2 processes
+    def fn(c, n, s):
+        return {"native": 100.0, "linear": 4.0 if n == 16 else 12.0, "binomial": 8.0}
+    rs = tune.select(frame(grid(fn, nps=(16, 256)), cores=256), "colltune")
+    got = [(r.np_min, r.np_max, r.algorithm) for r in rs.rules]
+    assert got == [(1, 92, "linear"), (93, None, "binomial")]
+    assert tune.np_switch(16, 256, (4.0, 12.0), (8.0, 8.0)) == 93
+    # symmetric: the geometric midpoint; a time missing (an adaptive study that did not
+    # run linear at 256): linear up to the next measured count, as without times
+    assert tune.np_switch(16, 256, (4.0, 16.0), (8.0, 8.0)) == 64
+    assert tune.np_switch(16, 256, (4.0, None), (8.0, 8.0)) == 256
+    assert tune.np_switch(16, 256, (4.0, 16.0), (0.0, 8.0)) == 256
+    # the switch stays strictly after the lower count and at most at the upper
+    assert tune.np_switch(16, 17, (4.0, 16.0), (8.0, 8.0)) == 17
+    assert tune.np_switch(16, 256, (9.0, 16.0), (8.0, 8.0)) == 17  # already slower at 16
+    # per size: each measured size switches at its own count
+    def fn2(c, n, s):
+        lin = {8: (4.0, 12.0), 1024: (4.0, 16.0)}.get(s, (4.0, 5.0))
+        return {"native": 100.0, "linear": lin[0] if n == 16 else lin[1], "binomial": 8.0}
+    rs = tune.select(frame(grid(fn2, nps=(16, 256)), cores=256), "colltune")
+    assert rs.lookup("bcast", 92, 8).algorithm == "linear"
+    assert rs.lookup("bcast", 93, 8).algorithm == "binomial"
+    assert rs.lookup("bcast", 63, 1024).algorithm == "linear"
+    assert rs.lookup("bcast", 64, 1024).algorithm == "binomial"
+    assert rs.lookup("bcast", 255, 1 << 20).algorithm == "linear"   # 5 < 8 at 256 too
+    assert rs.lookup("bcast", 256, 1 << 20).algorithm == "linear"
+    for n in (1, 16, 17, 63, 64, 92, 93, 255, 256, 4096):
+        for size in (0, 8, 1000, 5000, 1 << 20, 1 << 30):
+            assert sum(r.matches("bcast", n, size) for r in rs.rules) == 1
+    # the two counts measured different sizes: a size one count lacks takes its rule there
+    pts = {("bcast", 16, 8): {"native": 100.0, "linear": 4.0, "binomial": 8.0},
+           ("bcast", 16, 1 << 20): {"native": 100.0, "linear": 4.0, "binomial": 8.0},
+           ("bcast", 256, 8): {"native": 100.0, "linear": 16.0, "binomial": 8.0}}
+    rs = tune.select(frame(pts, cores=256), "colltune")
+    assert rs.lookup("bcast", 63, 8).algorithm == "linear"
+    assert rs.lookup("bcast", 64, 8).algorithm == "binomial"
+    # 1 MiB: linear at 16, the 8-byte rule (binomial) at 256, no time of either at 256
+    assert rs.lookup("bcast", 255, 1 << 20).algorithm == "linear"
+    assert rs.lookup("bcast", 256, 1 << 20).algorithm == "binomial"
+    for n in (1, 16, 17, 63, 64, 255, 256, 4096):
+        for size in (0, 8, 1000, 5000, 1 << 20, 1 << 30):
+            assert sum(r.matches("bcast", n, size) for r in rs.rules) == 1
+
+
 def test_parameters_are_part_of_the_choice_and_survive_the_rules_file(tmp_path):
     f = frame(grid(lambda c, n, s: {"native": 10.0, "chain:segsize=8192": 3.0,
                                     "chain:segsize=65536": 6.0}))

@@ -614,8 +614,8 @@ def final_rules(res: Result, target: str = "colltune", meta: dict | None = None)
 
 
 def final_rules_of(results: list[Result], target: str = "colltune", meta: dict | None = None):
-    """The rules of one or more process counts' loops (tune.build_rules: a process
-    count's rules cover it up to the next one measured)."""
+    """The rules of one or more process counts' loops (tune.build_rules: between two
+    measured process counts each size switches where the two choices' times cross)."""
     return tune.build_rules(final_choices_of(results, target), target,
                             ["collective", "np", "size"], {"policy": POLICY, **(meta or {})})
 

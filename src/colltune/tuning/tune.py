@@ -20,10 +20,12 @@ Rules from the choices (`build_rules`): the interpolation policy
     their geometric midpoints (floor(sqrt(s_i * s_i+1)); the arithmetic one next to
     size 0): each measured choice covers the sizes closer to its size on a log
     scale; the smallest size's choice extends down to 0 bytes, the largest's to no
-    upper bound. Process counts: the rules of a measured count P cover P up to the
-    next measured count - 1, the largest extends to no upper bound, counts below the
-    smallest take the smallest's rules (NP_MIN 1), as Open MPI's rules file looks up
-    communicator sizes (the last entry not above the size). A library algorithm that
+    upper bound. Process counts: between two measured counts P1 < P2, each measured
+    size keeps P1's choice a up to where P2's choice b overtakes it -- a's and b's
+    medians interpolated linearly in log(time) over log(np) through the two counts
+    (`np_switch`; where a median is missing, a holds up to P2 - 1) -- and b's from
+    there; the largest count's rules extend to no upper bound, counts
+    below the smallest take the smallest's rules (NP_MIN 1). A library algorithm that
     runs at one process count only (Open MPI's two_proc allgather) is chosen for that
     count alone; the counts around it get the best of the other candidates. Adjacent
     size ranges with the same algorithm and parameters are merged, and so are adjacent
@@ -68,8 +70,9 @@ LIBRARY_LABEL = {"colltune": "colltune's algorithms", "openmpi": "Open MPI's alg
                  "mpich": "MPICH's algorithms (mpich:*)"}
 MPI_KIND = {"openmpi": "openmpi", "mpich": "mpich"}
 POLICY = ("native unless faster beyond the spread of the repetitions (evidence.py); sizes split "
-          "at geometric midpoints, ends extend to 0 and no bound; a process count's rules "
-          "cover it up to the next measured count, the largest to no bound")
+          "at geometric midpoints, ends extend to 0 and no bound; between two measured process "
+          "counts each size switches where the two choices' log-log interpolated times cross, "
+          "the largest count's rules to no bound")
 EVALUATIONS = ("in-sample", "leave-one-size-out", "leave-one-np-out", "rules file")
 
 
@@ -343,6 +346,56 @@ def _size_rules(rows: list[tuple[int, str, tuple]]) -> list[tuple[int, int | Non
     return [tuple(x) for x in out]
 
 
+def np_switch(p1: int, p2: int, a: tuple, b: tuple) -> int:
+    """The first process count between measured counts p1 < p2 that takes p2's choice
+    b over p1's choice a: where their times, interpolated linearly in log(time) over
+    log(np) through the two counts' medians (a = (time at p1, time at p2), b the same),
+    cross; p2 itself (a holds up to the next measured count) where a time is missing.
+    Within [p1 + 1, p2]."""
+    vals = a + b
+    if len(vals) != 4 or not all(v is not None and math.isfinite(v) and v > 0 for v in vals):
+        return p2
+    d1 = math.log(a[0]) - math.log(b[0])   # <= 0 where a is the faster at p1
+    d2 = math.log(a[1]) - math.log(b[1])   # >= 0 where b is the faster at p2
+    f = min(1.0, max(0.0, d1 / (d1 - d2))) if d1 != d2 else 0.5
+    x = math.exp(math.log(p1) + f * (math.log(p2) - math.log(p1)))
+    return max(p1 + 1, min(p2, math.ceil(x - 1e-9)))
+
+
+def _np_between(p1: int, sized1: list, general1: list, p2: int, sized2: list,
+                general2: list) -> list:
+    """The size rules for the process counts strictly between measured p1 < p2
+    [(np_min, np_max, size rules)]: per size measured at either count, p1's choice up
+    to the counts' crossover (np_switch), p2's from it. A size one count did not
+    measure takes that count's rule for it (and p1's choice up to p2 - 1)."""
+    if p2 - p1 < 2:
+        return []
+
+    def at(sized, general, size):
+        for s, lab, alg, prm, med in sized:
+            if s == size:
+                return lab, alg, prm, med or {}
+        for lo, hi, alg, prm in general:
+            if lo <= size and (hi is None or size <= hi):
+                return None, alg, prm, {}
+        raise AssertionError(f"no rule for size {size}")  # _size_rules covers every size
+
+    rows = []  # (size, a's algorithm and params, b's, first count taking b)
+    for size in sorted({s for s, *_ in sized1} | {s for s, *_ in sized2}):
+        la, aa, pa, m1 = at(sized1, general1, size)
+        lb, ab, pb, m2 = at(sized2, general2, size)
+        sw = p2 if (aa, pa) == (ab, pb) else np_switch(
+            p1, p2, (m1.get(la), m2.get(la)), (m1.get(lb), m2.get(lb)))
+        rows.append((size, (aa, pa), (ab, pb), sw))
+    out = []
+    edges = sorted({p1 + 1, *(sw for *_, sw in rows if sw < p2)})
+    for j, lo in enumerate(edges):
+        hi = edges[j + 1] - 1 if j + 1 < len(edges) else p2 - 1
+        out.append((lo, hi, _size_rules([(size, *(a if lo < sw else b))
+                                         for size, a, b, sw in rows])))
+    return out
+
+
 def build_rules(ch: pd.DataFrame, target: str, keys: list[str],
                 meta: dict | None = None, load_classes=None) -> RuleSet:
     """The decision table from per-point choices (`choices`), by the module's policy;
@@ -384,23 +437,24 @@ def build_rules(ch: pd.DataFrame, target: str, keys: list[str],
             h = h.sort_values("size")
             exact = _size_rules(list(zip(h["size"].astype(int), h["algorithm"], h["params"])))
             general = exact
+            cols = ("best", "algorithm", "params")
             if "general_algorithm" in h.columns:
                 general = _size_rules(list(zip(h["size"].astype(int), h["general_algorithm"],
                                                h["general_params"])))
-            per_np.append((int(np_), exact, general))
+                cols = ("general", "general_algorithm", "general_params")
+            sized = [(int(r["size"]), r.get(cols[0]), r[cols[1]], r[cols[2]], r.get("medians"))
+                     for _, r in h.iterrows()]
+            per_np.append((int(np_), exact, general, sized))
         spans: list[tuple[int, int | None, list]] = []  # (np_min, np_max, size rules)
-        for i, (np_, exact, general) in enumerate(per_np):
-            lo = 1 if i == 0 else np_
-            hi = None if i == len(per_np) - 1 else per_np[i + 1][0] - 1
-            if exact == general:
-                spans.append((lo, hi, exact))
-                continue
-            # a choice that runs at this count only: the others get the general choice
-            if lo < np_:
-                spans.append((lo, np_ - 1, general))
+        for i, (np_, exact, general, sized) in enumerate(per_np):
+            if i == 0 and np_ > 1:
+                spans.append((1, np_ - 1, general))
             spans.append((np_, np_, exact))
-            if hi is None or hi > np_:
-                spans.append((np_ + 1, hi, general))
+            if i == len(per_np) - 1:
+                spans.append((np_ + 1, None, general))
+            else:
+                nxt = per_np[i + 1]
+                spans.extend(_np_between(np_, sized, general, nxt[0], nxt[3], nxt[2]))
         merged: list[list] = []  # [np_min, np_max, size rules]
         for lo, hi, srules in spans:
             if merged and merged[-1][2] == srules:

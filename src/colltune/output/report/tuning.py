@@ -39,8 +39,9 @@ def tune_section(df: pd.DataFrame, parts: ReportParts, palette: plotmod.Palette,
            f'{esc(df["study"].iloc[0])} --target TARGET -o FILE</code> writes for this study, '
            "and how good it is (docs/tuning.md). Per point the choice is native unless a "
            "candidate is faster beyond the noise of the repetitions (as in the summary); "
-           "between measured sizes the rules switch at the geometric midpoint, a process "
-           "count's rules hold up to the next measured count. <i>Regret</i>: the rules' "
+           "between measured sizes the rules switch at the geometric midpoint, between measured "
+           "process counts where the two counts' choices' times, interpolated on log scales, "
+           "cross. <i>Regret</i>: the rules' "
            "choice's median latency over the fastest measured median at the point (1 = the "
            "fastest); <i>×native</i>: the choice's median over native's (colltune's one "
            "ratio: below 1, faster than the library's default). Geometric mean and worst point, in-sample and "
