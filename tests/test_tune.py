@@ -611,7 +611,7 @@ def test_a_profile_weighs_the_quality_on_the_command_line(tmp_path, ompi_build):
 def test_layouts_of_one_count_give_node_aware_rules():
     """np 16 measured as 16 nodes x 1 and 2 nodes x 8: binomial wins at one process per
     node, linear at 8 per node; the rules carry ppn ranges and the interposition file
-    says them (ppn=1-7, ppn=8-)."""
+    says them (ppn=1-2, ppn=3-: the choices' times cross at 2.8)."""
     one = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 5.0, "linear": 20.0},
                      nps=(16,), sizes=(8, 1024)))
     eight = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 20.0, "linear": 5.0},
@@ -621,15 +621,28 @@ def test_layouts_of_one_count_give_node_aware_rules():
     t = tune.tune(pd.concat([one, eight], ignore_index=True), "colltune")
     assert "ppn" in t.keys
     got = [(r.algorithm, r.ppn) for r in t.rules.rules]
-    assert got == [("binomial", (1, 7)), ("linear", (8, None))], got
+    # between the layouts the choice switches where the two candidates' times (5 -> 20
+    # and 20 -> 5, a power law in ppn) cross: the geometric midpoint, 2.8 processes a node
+    assert got == [("binomial", (1, 2)), ("linear", (3, None))], got
     assert t.rules.lookup("bcast", 16, 8, ppn=1).algorithm == "binomial"
+    assert t.rules.lookup("bcast", 16, 8, ppn=2).algorithm == "binomial"
+    assert t.rules.lookup("bcast", 16, 8, ppn=3).algorithm == "linear"
     assert t.rules.lookup("bcast", 16, 8, ppn=8).algorithm == "linear"
     assert (t.points["in-sample"]["regret"] == 1).all()
     text = rules.to_text(t.rules)
-    assert "ppn=1-7" in text and "ppn=8-" in text
+    assert "ppn=1-2" in text and "ppn=3-" in text
     assert rules.from_text(text).rules == t.rules.rules
     # one layout per count: no ppn dimension, as before
     assert "ppn" not in tune.tune(one, "colltune").keys
+    # a size one layout alone measured: the rules still cover every ppn, np and size once
+    eight_small = eight[eight["size"] == 8]
+    rs = tune.tune(pd.concat([one, eight_small], ignore_index=True), "colltune").rules
+    for q in range(1, 11):
+        for n in (1, 16, 100):
+            for size in (0, 8, 100, 1024, 1 << 20):
+                assert sum(r.matches("bcast", n, size, ppn=q) for r in rs.rules) == 1, (q, n, size)
+    assert rs.lookup("bcast", 16, 1024, ppn=7).algorithm == "binomial"  # ppn 1's, until 8
+    assert rs.lookup("bcast", 16, 8, ppn=3).algorithm == "linear"
 TINY_RS = """
 [study]
 name = "tinyrs"

@@ -25,7 +25,9 @@ Rules from the choices (`build_rules`): the interpolation policy
     medians interpolated linearly in log(time) over log(np) through the two counts
     (`np_switch`; where a median is missing, a holds up to P2 - 1) -- and b's from
     there; the largest count's rules extend to no upper bound, counts
-    below the smallest take the smallest's rules (NP_MIN 1). A library algorithm that
+    below the smallest take the smallest's rules (NP_MIN 1). Processes per node (a
+    study with several layouts of a count): the same between two measured ppn, per
+    (np, size) (`_ppn_between`). A library algorithm that
     runs at one process count only (Open MPI's two_proc allgather) is chosen for that
     count alone; the counts around it get the best of the other candidates. Adjacent
     size ranges with the same algorithm and parameters are merged, and so are adjacent
@@ -396,6 +398,69 @@ def _np_between(p1: int, sized1: list, general1: list, p2: int, sized2: list,
     return out
 
 
+def _np_size_rules(g: pd.DataFrame) -> list[tuple]:
+    """One group's choices (one collective, [mapping, load, ppn]) -> merged
+    [(np_min, np_max, size_min, size_max, algorithm, params)] by the module's policy."""
+    per_np = []
+    for np_, h in g.groupby("np", sort=True):
+        h = h.sort_values("size")
+        exact = _size_rules(list(zip(h["size"].astype(int), h["algorithm"], h["params"])))
+        general = exact
+        cols = ("best", "algorithm", "params")
+        if "general_algorithm" in h.columns:
+            general = _size_rules(list(zip(h["size"].astype(int), h["general_algorithm"],
+                                           h["general_params"])))
+            cols = ("general", "general_algorithm", "general_params")
+        sized = [(int(r["size"]), r.get(cols[0]), r[cols[1]], r[cols[2]], r.get("medians"))
+                 for _, r in h.iterrows()]
+        per_np.append((int(np_), exact, general, sized))
+    spans: list[tuple[int, int | None, list]] = []  # (np_min, np_max, size rules)
+    for i, (np_, exact, general, sized) in enumerate(per_np):
+        if i == 0 and np_ > 1:
+            spans.append((1, np_ - 1, general))
+        spans.append((np_, np_, exact))
+        if i == len(per_np) - 1:
+            spans.append((np_ + 1, None, general))
+        else:
+            nxt = per_np[i + 1]
+            spans.extend(_np_between(np_, sized, general, nxt[0], nxt[3], nxt[2]))
+    merged: list[list] = []  # [np_min, np_max, size rules]
+    for lo, hi, srules in spans:
+        if merged and merged[-1][2] == srules:
+            merged[-1][1] = hi
+        else:
+            merged.append([lo, hi, srules])
+    return [(lo, hi) + tuple(r) for lo, hi, srules in merged for r in srules]
+
+
+def _ppn_between(q1: int, g1: pd.DataFrame, q2: int, g2: pd.DataFrame) -> list:
+    """The choices for the ppn strictly between measured layouts q1 < q2
+    [(ppn_min, ppn_max, choices)]: per (np, size) measured in both, q1's row up to
+    where q2's choice overtakes it (np_switch over log ppn), q2's row from there; a
+    point q1 alone measured keeps q1's row, one q2 alone measured waits for q2."""
+    if q2 - q1 < 2:
+        return []
+    lab = "general" if "general" in g1.columns else "best"
+    alg = ("general_algorithm", "general_params") if "general_algorithm" in g1.columns \
+        else ("algorithm", "params")
+    rows2 = {(int(r["np"]), int(r["size"])): r for _, r in g2.iterrows()}
+    pts = []  # (row at q1, row at q2 or None, first ppn taking the q2 row)
+    for _, r1 in g1.iterrows():
+        r2 = rows2.get((int(r1["np"]), int(r1["size"])))
+        sw = q2
+        if r2 is not None and (r1[alg[0]], r1[alg[1]]) != (r2[alg[0]], r2[alg[1]]):
+            m1, m2 = r1.get("medians") or {}, r2.get("medians") or {}
+            la, lb = r1.get(lab), r2.get(lab)
+            sw = np_switch(q1, q2, (m1.get(la), m2.get(la)), (m1.get(lb), m2.get(lb)))
+        pts.append((r1, r2, sw))
+    out = []
+    edges = sorted({q1 + 1, *(sw for *_, sw in pts if sw < q2)})
+    for j, lo in enumerate(edges):
+        hi = edges[j + 1] - 1 if j + 1 < len(edges) else q2 - 1
+        out.append((lo, hi, pd.DataFrame([r1 if lo < sw else r2 for r1, r2, sw in pts])))
+    return out
+
+
 def build_rules(ch: pd.DataFrame, target: str, keys: list[str],
                 meta: dict | None = None, load_classes=None) -> RuleSet:
     """The decision table from per-point choices (`choices`), by the module's policy;
@@ -416,54 +481,40 @@ def build_rules(ch: pd.DataFrame, target: str, keys: list[str],
                 + ((lorder.get(k[li], 99), str(k[li])) if loaded else ())
                 + ((int(k[-1]),) if noded else ()))
 
-    # a ppn's rules hold from it up to the next ppn measured (the first from 1, the last
-    # with no bound), per collective (and mapping, load)
-    ppn_span: dict = {}
-    if noded:
-        for k, g in ch.groupby(groups[:-1] or ["collective"], sort=True):
-            vals = sorted({int(x) for x in g["ppn"]})
-            k = k if isinstance(k, tuple) else (k,)
-            for i, v in enumerate(vals):
-                ppn_span[k + (v,)] = (1 if i == 0 else v,
-                                      None if i == len(vals) - 1 else vals[i + 1] - 1)
+    def emit(g: pd.DataFrame, gkey: tuple, ppn) -> None:
+        for lo, hi, smin, smax, a, prm in _np_size_rules(g):
+            rules.append(Rule(gkey[0], lo, hi, smin, smax, a, prm,
+                              gkey[1] if mapped else None,
+                              str(gkey[li]) if loaded else None, ppn=ppn))
 
+    if not noded:
+        for gkey, g in sorted(ch.groupby(groups, sort=True), key=sort_key):
+            emit(g, gkey, None)
+        return RuleSet(target, rules, dict(meta or {}), list(load_classes or []) if loaded else [])
+    # a measured ppn's rules hold at it (the first from 1, the last with no bound); between
+    # two measured ppn each (np, size) switches where the two layouts' choices' times cross
+    # (_ppn_between); adjacent ppn ranges with the same rules merge
+    by_ppn: dict = {}
     for gkey, g in sorted(ch.groupby(groups, sort=True), key=sort_key):
-        coll = gkey[0]
-        mapping = gkey[1] if mapped else None
-        load = str(gkey[li]) if loaded else None
-        ppn = ppn_span[tuple(gkey[:-1]) + (int(gkey[-1]),)] if noded else None
-        per_np = []
-        for np_, h in g.groupby("np", sort=True):
-            h = h.sort_values("size")
-            exact = _size_rules(list(zip(h["size"].astype(int), h["algorithm"], h["params"])))
-            general = exact
-            cols = ("best", "algorithm", "params")
-            if "general_algorithm" in h.columns:
-                general = _size_rules(list(zip(h["size"].astype(int), h["general_algorithm"],
-                                               h["general_params"])))
-                cols = ("general", "general_algorithm", "general_params")
-            sized = [(int(r["size"]), r.get(cols[0]), r[cols[1]], r[cols[2]], r.get("medians"))
-                     for _, r in h.iterrows()]
-            per_np.append((int(np_), exact, general, sized))
-        spans: list[tuple[int, int | None, list]] = []  # (np_min, np_max, size rules)
-        for i, (np_, exact, general, sized) in enumerate(per_np):
-            if i == 0 and np_ > 1:
-                spans.append((1, np_ - 1, general))
-            spans.append((np_, np_, exact))
-            if i == len(per_np) - 1:
-                spans.append((np_ + 1, None, general))
-            else:
-                nxt = per_np[i + 1]
-                spans.extend(_np_between(np_, sized, general, nxt[0], nxt[3], nxt[2]))
-        merged: list[list] = []  # [np_min, np_max, size rules]
-        for lo, hi, srules in spans:
-            if merged and merged[-1][2] == srules:
-                merged[-1][1] = hi
-            else:
-                merged.append([lo, hi, srules])
-        for lo, hi, srules in merged:
-            for smin, smax, a, prm in srules:
-                rules.append(Rule(coll, lo, hi, smin, smax, a, prm, mapping, load, ppn=ppn))
+        by_ppn.setdefault(tuple(gkey[:-1]), []).append((int(gkey[-1]), g, gkey))
+    for layouts in by_ppn.values():
+        parts: list[list] = []  # [ppn_min, ppn_max, np/size rules, gkey]
+        for i, (q, g, gkey) in enumerate(layouts):
+            last = i == len(layouts) - 1
+            pieces = [(1 if i == 0 else q, None if last else q, g)]
+            if not last:
+                pieces += _ppn_between(q, g, *layouts[i + 1][:2])
+            for lo, hi, part in pieces:
+                nsr = _np_size_rules(part)
+                if parts and parts[-1][2] == nsr:
+                    parts[-1][1] = hi
+                else:
+                    parts.append([lo, hi, nsr, gkey])
+        for lo, hi, nsr, gkey in parts:
+            for nlo, nhi, smin, smax, a, prm in nsr:
+                rules.append(Rule(gkey[0], nlo, nhi, smin, smax, a, prm,
+                                  gkey[1] if mapped else None,
+                                  str(gkey[li]) if loaded else None, ppn=(lo, hi)))
     return RuleSet(target, rules, dict(meta or {}), list(load_classes or []) if loaded else [])
 
 
