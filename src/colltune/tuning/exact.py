@@ -43,8 +43,9 @@ The final choice (`choices`): conclusions from simulations only
     fastest simulated there unless native is within EXACT_TOL (tune.choices with exact
     comparisons). Points with fewer cells make no choice: the rules
     (tune.build_rules) cover them by the interpolation every study's rules use
-    (geometric midpoints between sizes, a process count's rules up to the next, a
-    ppn's up to the next). The model only picks what to simulate.
+    (geometric midpoints between sizes; between two process counts, or two layouts,
+    where the two choices' simulated times cross, the lower one's choice up to the
+    next where a time was not simulated). The model only picks what to simulate.
 
 `run` launches nothing itself: it gets a `measure` callback (one launch: a layout,
 candidates and sizes -> its records); `sim_measure` makes the one that simulates
