@@ -481,25 +481,25 @@ def build_rules(ch: pd.DataFrame, target: str, keys: list[str],
                 + ((lorder.get(k[li], 99), str(k[li])) if loaded else ())
                 + ((int(k[-1]),) if noded else ()))
 
-    def emit(g: pd.DataFrame, gkey: tuple, ppn) -> None:
-        for lo, hi, smin, smax, a, prm in _np_size_rules(g):
+    def emit(nsr: list[tuple], gkey: tuple, ppn) -> None:
+        for lo, hi, smin, smax, a, prm in nsr:
             rules.append(Rule(gkey[0], lo, hi, smin, smax, a, prm,
                               gkey[1] if mapped else None,
                               str(gkey[li]) if loaded else None, ppn=ppn))
 
+    groups_sorted = sorted(ch.groupby(groups, sort=True), key=sort_key)
     if not noded:
-        for gkey, g in sorted(ch.groupby(groups, sort=True), key=sort_key):
-            emit(g, gkey, None)
-        return RuleSet(target, rules, dict(meta or {}), list(load_classes or []) if loaded else [])
+        for gkey, g in groups_sorted:
+            emit(_np_size_rules(g), gkey, None)
     # a measured ppn's rules hold at it (the first from 1, the last with no bound); between
     # two measured ppn each (np, size) switches where the two layouts' choices' times cross
     # (_ppn_between); adjacent ppn ranges with the same rules merge
     by_ppn: dict = {}
-    for gkey, g in sorted(ch.groupby(groups, sort=True), key=sort_key):
+    for gkey, g in groups_sorted if noded else ():
         by_ppn.setdefault(tuple(gkey[:-1]), []).append((int(gkey[-1]), g, gkey))
     for layouts in by_ppn.values():
-        parts: list[list] = []  # [ppn_min, ppn_max, np/size rules, gkey]
-        for i, (q, g, gkey) in enumerate(layouts):
+        parts: list[list] = []  # [ppn_min, ppn_max, np/size rules]
+        for i, (q, g, _) in enumerate(layouts):
             last = i == len(layouts) - 1
             pieces = [(1 if i == 0 else q, None if last else q, g)]
             if not last:
@@ -509,12 +509,9 @@ def build_rules(ch: pd.DataFrame, target: str, keys: list[str],
                 if parts and parts[-1][2] == nsr:
                     parts[-1][1] = hi
                 else:
-                    parts.append([lo, hi, nsr, gkey])
-        for lo, hi, nsr, gkey in parts:
-            for nlo, nhi, smin, smax, a, prm in nsr:
-                rules.append(Rule(gkey[0], nlo, nhi, smin, smax, a, prm,
-                                  gkey[1] if mapped else None,
-                                  str(gkey[li]) if loaded else None, ppn=(lo, hi)))
+                    parts.append([lo, hi, nsr])
+        for lo, hi, nsr in parts:
+            emit(nsr, layouts[0][2], (lo, hi))
     return RuleSet(target, rules, dict(meta or {}), list(load_classes or []) if loaded else [])
 
 
