@@ -20,6 +20,14 @@ Per platform and collective, under SimGrid SMPI (SIMULATED times, docs/simulatio
                 simulated values: deterministic); --check-launches re-simulates the
                 first adaptive launches and prints the largest difference.
     oracle      the fastest candidate at each point
+    oracle's cells (bound)
+                the rules made from the cells a search that knew the oracle would
+                simulate: the fastest candidate and native at every point (the
+                runner-up where native is the fastest), 2 cells a point, fewer than
+                the adaptive budget; in-sample 1.000 by construction, held out the
+                least an adaptive design that settles every point can expect (it
+                has no other candidate's time there: between two process counts or
+                layouts the lower one's choice holds, tune.np_switch)
 
 Regret at a point = the time of the rules' choice / the oracle's; `vs default` = the
 rules' choice / native (SMPI's default). Evaluations: in-sample (rules from every
@@ -58,10 +66,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from colltune.analysis import costmodel  # noqa: E402
 from colltune.base.files import write_atomic  # noqa: E402
 from colltune.base.units import fmt_size, parse_sizes  # noqa: E402
-from colltune.drivers import registry  # noqa: E402
 from colltune.mpi.build import build_for  # noqa: E402
 from colltune.mpi.platforms import resolve  # noqa: E402
 from colltune.tuning import adaptive, exact  # noqa: E402
@@ -90,6 +96,7 @@ CANDIDATES = {
 NP_FOR = ("tapems-16x12/allreduce=16,64,256", "marconi100/allreduce=16,64,256",
           "orfeo-thin/allreduce=16,64,256")
 EVALS = ("in-sample", "leave-one-np-out", "leave-one-layout-out")
+ORACLE = "oracle's cells (bound)"
 
 
 def platform_for(name: str, np_: int, ppn: int):
@@ -201,13 +208,11 @@ def sub(grid: Grid, keep) -> Grid:
     return Grid(grid.collective, grid.candidates, tuple(p for p in grid.points if keep(p)))
 
 
-def prior_of(algos: dict, plat_name: str):
-    """The adaptive loop's model prior: the cost formulas with the platform's network
-    latency and bandwidth (Hockney α, β; γ = 0: reductions are not charged on the
-    presets) -- tuning/exact.py cost_prior."""
+def prior_of(build, plat_name: str):
+    """The adaptive loop's model prior, as `colltune tune --measure --mpi smpi` gives
+    it: the cost formulas with the platform's figures (tuning/exact.py platform_prior)."""
     plat = resolve(plat_name)
-    alpha, beta = plat.net_latency_us * 1e-6, 1 / (plat.net_bandwidth_GBps * 1e9)
-    return lambda g: exact.cost_prior(g, algos, alpha, beta)
+    return lambda g: exact.platform_prior(g, build, plat)
 
 
 def evaluate(grid: Grid, truth: dict, budget: float, seed: int, log, prior) -> list[dict]:
@@ -227,6 +232,16 @@ def evaluate(grid: Grid, truth: dict, budget: float, seed: int, log, prior) -> l
         res = exact.run(g, lookup_measure(truth), budget=budget, seed=seed, prior=prior(g))
         return res.values, res.cells
 
+    def oracle_values(g: Grid) -> tuple[dict, int]:
+        """The cells a search that knew the answer would simulate: at every point the
+        fastest candidate and native (the runner-up where native is the fastest)."""
+        out = {}
+        for p in g.points:
+            ranked = sorted(g.candidates, key=lambda c: truth[(c, p)])
+            pair = ranked[:2] if ranked[0] == "native" else [ranked[0], "native"]
+            out.update({(c, p): truth[(c, p)] for c in pair})
+        return out, len(out)
+
     def rules_from(values, g: Grid, pool=False, layouts=None):
         return exact.rules(exact.choices(g, values, pool_layouts=pool, layouts=layouts), meta)
 
@@ -236,11 +251,13 @@ def evaluate(grid: Grid, truth: dict, budget: float, seed: int, log, prior) -> l
     add("exhaustive", "in-sample", regrets(grid, truth, rules_from(full, grid), allp),
         grid.exhaustive_cells())
     add("adaptive", "in-sample", regrets(grid, truth, rules_from(ad_vals, grid), allp), ad_cells)
+    or_vals, or_cells = oracle_values(grid)
+    add(ORACLE, "in-sample", regrets(grid, truth, rules_from(or_vals, grid), allp), or_cells)
     add("native (SMPI default)", "in-sample", regrets(grid, truth, None, allp))
     nps = sorted({p.np for p in grid.points})
     ppns = sorted({p.ppn for p in grid.points})
     for kind, groups in (("leave-one-np-out", nps), ("leave-one-layout-out", ppns)):
-        per_ex, per_ad, cells = [], [], 0
+        per_ex, per_ad, per_or, cells = [], [], [], 0
         for held in groups:
             if kind == "leave-one-np-out":
                 g = sub(grid, lambda p: p.np != held)
@@ -252,6 +269,7 @@ def evaluate(grid: Grid, truth: dict, budget: float, seed: int, log, prior) -> l
                 continue
             ex_train = {k: v for k, v in full.items() if k[1] in set(g.points)}
             per_ex.append(regrets(grid, truth, rules_from(ex_train, g), test))
+            per_or.append(regrets(grid, truth, rules_from(oracle_values(g)[0], g), test))
             try:
                 av, ac = adaptive_values(g)
             except adaptive.AdaptiveError as exc:
@@ -263,6 +281,8 @@ def evaluate(grid: Grid, truth: dict, budget: float, seed: int, log, prior) -> l
             add("exhaustive", kind, pd.concat(per_ex, ignore_index=True))
         if per_ad:
             add("adaptive", kind, pd.concat(per_ad, ignore_index=True), cells)
+        if per_or:
+            add(ORACLE, kind, pd.concat(per_or, ignore_index=True))
     # node-aware vs node-unaware (exhaustive cells), where the layouts' fastest differ
     ex_pts = regrets(grid, truth, rules_from(full, grid), allp)
     fastest = ex_pts.groupby(["np", "size"])["fastest"].nunique()
@@ -336,7 +356,6 @@ def main() -> int:
                     ap.error(f"np {n} is not a multiple of ppn {q}")
                 platform_for(p, n, q)
     build = build_for("smpi")
-    algos = costmodel.algorithm_dicts(registry.algorithms(build))
     store = Store(Path(args.cache) if args.cache else None, args.fresh)
     t_start = time.monotonic()
 
@@ -351,7 +370,7 @@ def main() -> int:
             grid = Grid(coll, tuple(CANDIDATES[coll]), pts)
             values, secs, launches = exhaustive(build, store, plat, coll, grid, args.jobs, log)
             check = math.nan
-            prior = prior_of(algos, plat)
+            prior = prior_of(build, plat)
             if args.check_launches:
                 res = exact.run(grid, lookup_measure(values), budget=budget, seed=args.seed,
                                 prior=prior(grid))

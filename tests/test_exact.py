@@ -4,6 +4,7 @@ process counts and layouts (colltune.tuning.exact) on a synthetic deterministic 
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -128,6 +129,22 @@ def test_initial_design_and_budget_errors():
     assert sum(la.cells for la in first) <= exact.INITIAL_SHARE * allowed
     assert {(la.np, la.ppn) for la in first} <= {(16, 2), (16, 8), (256, 2), (256, 8)}
     assert all(la.algos == CANDS for la in first)
+    # the initial design leaves the loop 2 cells a point where the budget has them
+    rich = exact.budget_cells(g, 0.6)                       # 126 cells, 42 points
+    cells = [sum(la.cells for la in exact.initial_launches(g, rich, reserve=r))
+             for r in (0, exact.RESERVE)]
+    assert cells == [60, 40] and cells[1] <= rich - exact.RESERVE * len(g.points)
+    # where it has not, the least design: every candidate at the largest layout's middle
+    least = exact.initial_launches(g, allowed, reserve=exact.RESERVE)
+    assert [(la.np, la.ppn, la.sizes) for la in least] == [(256, 8, (4096,))]
+    # the loop keeps the reserve where it has a prior (the candidates' shapes), not without
+    prior = [[math.nan if c == "native" else math.log(truth(c, p)) for c in CANDS]
+             for p in g.points]
+    for pr, want in ((None, first), (prior, least)):
+        calls: list = []
+        exact.run(g, measure(calls), budget=0.2, seed=1,
+                  prior=None if pr is None else np.array(pr))
+        assert calls[:len(want)] == want
     with pytest.raises(AdaptiveError, match="budget"):
         exact.run(g, measure([]), budget=0.005)
     with pytest.raises(AdaptiveError, match="native"):

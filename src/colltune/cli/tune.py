@@ -572,7 +572,8 @@ def _run_exact(b, plat, grid, fraction, on_launch, name, rnd, mpi):
             prog.set(used, f"{grid.collective} np={la.np} ppn={la.ppn} exact adaptive: round "
                            f"{rnd_no + 1}, {la.cells} cells next", force=True)
 
-        res = exact.run(grid, measure, budget=fraction, progress=progress)
+        res = exact.run(grid, measure, budget=fraction,
+                        prior=exact.platform_prior(grid, b, plat), progress=progress)
         prog.set(res.cells, force=True)
     meta = {"study": name, "round": str(rnd), "mpi": mpi, "created": db_mod.now(),
             "colltune": __version__, "platform": plat.name,

@@ -18,9 +18,15 @@ The loop (`run`)
     1. Initial design: every candidate at the sizes `spread` over the grid (the
        smallest, the largest, evenly between) of the corner layouts: the smallest
        and the largest process count, each with its fewest and its most processes
-       per node. At most `initial_share` of the budget: fewer sizes when it would be
-       more, down to two; then the two extreme layouts at their smallest and largest
-       size, at their middle size, the largest layout's middle size alone.
+       per node. At most `initial_share` of the budget and, with a prior, no more
+       than leaves the loop `reserve` (RESERVE, 2) cells for every point of the grid
+       (enough to settle each with native and one guess): fewer sizes when it would
+       be more, down to two; then the two extreme layouts at their smallest and
+       largest size, at their middle size, the largest layout's middle size alone
+       (whatever it leaves). The cost formulas give a prior candidates' shapes, so
+       the cells go to settling points; without one the model learns the shapes from
+       the initial design, and a larger one pays (docs/tuning.md, "The initial
+       design's size").
     2. Model (`fit`): Gaussian processes over log2(size), log2(processes) and
        log2(processes per node), noise-free but for a jitter (EXACT_ALPHA), their
        hyperparameters searched every REFIT rounds and kept fixed between: one of
@@ -73,6 +79,7 @@ np = LazyModule("numpy")
 pd = LazyModule("pandas")
 
 INITIAL_SHARE = 0.6   # of the budget, at most, for the initial design
+RESERVE = 2.0         # with a prior: cells a point the initial design leaves to the loop
 EXACT_ALPHA = 1e-6    # the model's noise variance on log time: exact, plus jitter
 REFIT = 4             # rounds between two searches of the model's hyperparameters
 
@@ -145,8 +152,11 @@ def budget_cells(grid: Grid, fraction: float) -> int:
     return int(math.floor(fraction * grid.exhaustive_cells() + 1e-9))
 
 
-def initial_launches(grid: Grid, allowed: int, share: float = INITIAL_SHARE) -> list[Launch]:
-    """Step 1 of the loop (module docstring)."""
+def initial_launches(grid: Grid, allowed: int, share: float = INITIAL_SHARE,
+                     reserve: float = 0.0) -> list[Launch]:
+    """Step 1 of the loop (module docstring): at most `share` of the `allowed` cells,
+    leaving `reserve` cells a point of the grid to the loop."""
+    cap = min(share * allowed, allowed - reserve * len(grid.points))
     lays = grid.layouts
     nps = sorted({n for n, _ in lays})
     corners = []
@@ -160,7 +170,7 @@ def initial_launches(grid: Grid, allowed: int, share: float = INITIAL_SHARE) -> 
                                              adaptive.spread(len(grid.sizes_of((n, p))), k)),
                       np=n, ppn=p)
                for n, p in corners]
-        if sum(x.cells for x in out) <= share * allowed:
+        if sum(x.cells for x in out) <= cap:
             return out
     # less: the extreme layouts at their smallest and largest size, then at their
     # middle size, then the largest layout's middle size alone
@@ -170,7 +180,7 @@ def initial_launches(grid: Grid, allowed: int, share: float = INITIAL_SHARE) -> 
                        (mid, lambda s: [s[len(s) // 2]])):
         out = [Launch(grid.candidates, tuple(pick(grid.sizes_of((n, p)))), np=n, ppn=p)
                for n, p in lays]
-        if sum(x.cells for x in out) <= share * allowed:
+        if sum(x.cells for x in out) <= cap:
             return out
     if out[0].cells > allowed:
         raise AdaptiveError(f"the budget ({allowed} cells) is smaller than the least initial "
@@ -228,6 +238,19 @@ def cost_prior(grid: Grid, algos: dict, alpha: float, beta: float,
             if t > 0:
                 out[i, j] = math.log(t * 1e6)
     return out
+
+
+def platform_prior(grid: Grid, build, plat) -> np.ndarray:
+    """cost_prior with the platform's figures: its network latency and bandwidth
+    (Hockney α, β) and, where it charges reductions (Platform.compute), γ from its
+    largest calibrated reduction; γ = 0 where reductions are not charged (the presets)."""
+    from colltune.drivers import registry
+
+    algos = costmodel.algorithm_dicts(registry.algorithms(build))
+    red = tuple((plat.compute or {}).get("reduce") or ())
+    gamma = red[-1][1] * 1e-6 / red[-1][0] if red and red[-1][0] > 0 else 0.0
+    return cost_prior(grid, algos, plat.net_latency_us * 1e-6,
+                      1 / (plat.net_bandwidth_GBps * 1e9), gamma)
 
 
 def fit(grid: Grid, values: dict, prior: np.ndarray | None = None,
@@ -334,7 +357,7 @@ def next_launches(grid: Grid, pred: Prediction, values: dict, left: int, batch: 
 
 def run(grid: Grid, measure: Measure, *, budget: float, batch: int = 4, seed: int = 0,
         initial_share: float = INITIAL_SHARE, prior: np.ndarray | None = None,
-        most: int = 1,
+        most: int = 1, reserve: float | None = None,
         progress: Callable[[int, int, Launch, int], None] | None = None) -> Result:
     """The loop (module docstring). `measure(launch)` returns one record per
     (candidate, size) with `candidate`, `size` and `median_us`."""
@@ -354,7 +377,9 @@ def run(grid: Grid, measure: Measure, *, budget: float, batch: int = 4, seed: in
                 res.values[(r["candidate"], p)] = float(r["median_us"])
         res.launches.append(la)
 
-    for la in initial_launches(grid, allowed, initial_share):
+    if reserve is None:
+        reserve = RESERVE if prior is not None else 0.0
+    for la in initial_launches(grid, allowed, initial_share, reserve):
         do(la)
     res.rounds = 1
     while True:
