@@ -170,6 +170,7 @@ def test_tune_quality_sim_benchmark_runs_a_small_grid(tmp_path, smpi_build):
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "SIMULATED" in res.stdout and "node-aware vs best node-unaware" in res.stdout
+    assert "exhaustive rules held out: within the goal in" in res.stdout
     (r,) = json.loads(out.read_text())["results"]
     rows = {(x["method"], x["evaluation"]): x for x in r["rows"]}
     assert rows[("exhaustive", "in-sample")]["regret_gmean"] == pytest.approx(1.0, abs=1e-3)
@@ -177,6 +178,10 @@ def test_tune_quality_sim_benchmark_runs_a_small_grid(tmp_path, smpi_build):
     assert 0 < ad["cells"] <= 0.2 * r["exhaustive_cells"]
     assert rows[("native (SMPI default)", "in-sample")]["vs_default_gmean"] == 1.0
     assert {e for _, e in rows} == {"in-sample", "leave-one-np-out", "leave-one-layout-out"}
+    # the oracle's cells: 2 a point (16 points), the oracle in-sample, and held out
+    orc = rows[("oracle's cells (bound)", "in-sample")]
+    assert orc["cells"] == 2 * 16 and orc["regret_gmean"] == pytest.approx(1.0, abs=1e-3)
+    assert ("oracle's cells (bound)", "leave-one-np-out") in rows
     assert r["check_max_rel_diff"] < 1e-3
     # a second run reads every cell back from the cache: nothing simulated
     res2 = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
