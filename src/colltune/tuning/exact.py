@@ -68,6 +68,7 @@ from typing import Callable
 from colltune.analysis import costmodel
 from colltune.base.lazy import LazyModule
 from colltune.drivers import bench as bench_mod
+from colltune.drivers import registry
 from colltune.mpi import launch as launch_mod
 from colltune.mpi.placement import Placement
 from colltune.base.specs import parse_params
@@ -244,8 +245,6 @@ def platform_prior(grid: Grid, build, plat) -> np.ndarray:
     """cost_prior with the platform's figures: its network latency and bandwidth
     (Hockney α, β) and, where it charges reductions (Platform.compute), γ from its
     largest calibrated reduction; γ = 0 where reductions are not charged (the presets)."""
-    from colltune.drivers import registry
-
     algos = costmodel.algorithm_dicts(registry.algorithms(build))
     red = tuple((plat.compute or {}).get("reduce") or ())
     gamma = red[-1][1] * 1e-6 / red[-1][0] if red and red[-1][0] > 0 else 0.0
