@@ -24,10 +24,10 @@ Per platform and collective, under SimGrid SMPI (SIMULATED times, docs/simulatio
                 the rules made from the cells a search that knew the oracle would
                 simulate: the fastest candidate and native at every point (the
                 runner-up where native is the fastest), 2 cells a point, fewer than
-                the adaptive budget; in-sample 1.000 by construction, held out the
-                least an adaptive design that settles every point can expect (it
-                has no other candidate's time there: between two process counts or
-                layouts the lower one's choice holds, tune.np_switch)
+                the adaptive budget; in-sample 1.000 by construction, held out what
+                rules from perfectly settled points give without the other
+                candidates' times (between two process counts or layouts the lower
+                one's choice then holds, tune.np_switch)
 
 Regret at a point = the time of the rules' choice / the oracle's; `vs default` = the
 rules' choice / native (SMPI's default). Evaluations: in-sample (rules from every
