@@ -127,9 +127,53 @@ def test_a_half_done_install_is_removed_and_done_again(tmp_path, monkeypatch):
     assert not prefix.exists()  # the half-done install went first
     (prefix / "bin").mkdir(parents=True)
     (prefix / "bin" / "smpicc").write_text("#!/bin/sh\n")
-    (prefix / simgrid.STAMP).write_text(simgrid.VERSION + "\n")
+    (prefix / simgrid.STAMP).write_text(simgrid.stamp_text())
     assert simgrid.installed_version() == simgrid.VERSION
     assert simgrid.install() == prefix / "bin"  # complete: nothing done
+
+
+def test_an_install_without_the_current_patch_is_done_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLLTUNE_CACHE", str(tmp_path))
+    prefix = simgrid.prefix()
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "smpicc").write_text("#!/bin/sh\n")
+    (prefix / simgrid.STAMP).write_text(simgrid.VERSION + "\n")  # before the patch
+    assert simgrid.installed_version() is None
+    (prefix / simgrid.STAMP).write_text(simgrid.stamp_text(patch="cpu-timer-0"))
+    assert simgrid.installed_version() is None
+    monkeypatch.setattr(simgrid, "check_prerequisites", lambda: None)
+
+    def no_network(dest):
+        raise simgrid.SimGridError("offline")
+
+    monkeypatch.setattr(simgrid, "_download_sdist", no_network)
+    said = []
+    with pytest.raises(simgrid.SimGridError, match="offline"):
+        simgrid.install(say=said.append)
+    assert not prefix.exists()
+    assert "without colltune's patch " + simgrid.PATCH in said[0]
+
+
+def test_the_source_patch_applies_whole_or_not_at_all(tmp_path):
+    """colltune's patch to SimGrid's source (simgrid.patch_source): on a tree with each
+    text once, every edit is made; where one is missing, no file is touched."""
+    texts: dict[str, str] = {}
+    for rel, old, _ in simgrid._EDITS:
+        texts[rel] = texts.get(rel, "// head\n") + old + "\n// between\n"
+    for rel, text in texts.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    simgrid.patch_source(tmp_path)
+    bench = (tmp_path / "src/smpi/internals/smpi_bench.cpp").read_text()
+    assert bench.count("if (colltune_cpu_timer())") == 3
+    assert "static bool colltune_cpu_timer()" in bench
+    other = tmp_path / "other"
+    (other / "src/smpi/internals").mkdir(parents=True)
+    broken = texts["src/smpi/internals/smpi_bench.cpp"].replace("add_benched_time", "x")
+    (other / "src/smpi/internals/smpi_bench.cpp").write_text(broken)
+    with pytest.raises(simgrid.SimGridError, match="add_benched_time.*occurs 0 times"):
+        simgrid.patch_source(other)
+    assert (other / "src/smpi/internals/smpi_bench.cpp").read_text() == broken
 
 
 def test_missing_boost_is_named(monkeypatch):
@@ -301,6 +345,22 @@ def test_simulated_times_are_deterministic(smpi_build):
     # 64 KiB costs more than 8 B on the simulated network
     t = {(r["spec"], r["size"]): r["median_us"] for r in a}
     assert t[(a[0]["spec"], 65536)] > t[(a[0]["spec"], 8)]
+
+
+def test_the_patched_cpu_timer_changes_no_simulated_time(smpi_build):
+    """colltune's patch reads the CPU clock only where the reading is used;
+    `smpi/display-timing:yes` reads it as unpatched SimGrid does. The same
+    simulated times either way (a ring Allreduce: many calls, each one benched)."""
+    assert simgrid.installed_version() == simgrid.VERSION  # installed with the patch
+    spec = bench_mod.BenchSpec("allreduce", ["ring", "recursive_doubling"], 12, [8, 65536],
+                               reps=1)
+    runs = []
+    for cfg in ((), ("smpi/display-timing:yes",)):
+        with launch.simulate("tapems-16x12", cfg):
+            recs, _ = bench_mod.run(smpi_build, spec, timeout=300)
+        runs.append([(r["spec"], r["size"], r["median_us"], r["rank_max_us"]) for r in recs])
+    assert len(runs[0]) == 4 and all(t[2] > 0 for t in runs[0])
+    assert runs[0] == runs[1]
 
 
 def test_the_scale_presets_cover_64_to_4096_processes(ompi_build):

@@ -3,8 +3,18 @@
 `--mpi smpi` is SimGrid 4.1's SMPI, built from the PyPI `simgrid` source
 distribution into `<cache>/mpi/smpi` (the installation prefix is baked into
 `smpicc` and `smpirun`, so it is built straight at that prefix). A complete
-install is marked by the stamp file `.colltune-installed` holding the version;
-a prefix without it is a half-done install: removed and done again.
+install is marked by the stamp file `.colltune-installed` holding the version and
+colltune's patch level; a prefix without it is a half-done install, and one with
+another patch level an outdated one: either is removed and done again.
+
+colltune's one patch to SimGrid's source (`patch_source`, PATCH): SMPI reads the
+calling thread's CPU clock on entry to and exit from every MPI call, to charge the
+application's computation between calls, even with `smpi/simulate-computation:no`,
+which throws the reading away. On a virtual machine that clock is a system call
+(`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`), a quarter of a ring Allreduce's
+simulation here. Patched, the clock is read only where the reading is used
+(computation simulated, or `smpi/display-timing`); simulated times do not change
+(tests/test_smpi.py; docs/simulation.md "Speed").
 
 Why 4.1 and not Debian's `libsimgrid-dev` (3.32): 3.32 is pathologically slow on
 many outstanding small messages (a pipelined Bcast at 256 ranks took 195 s there
@@ -33,6 +43,35 @@ from colltune.base.paths import cache_dir, cache_lock
 
 VERSION = "4.1"
 STAMP = ".colltune-installed"
+PATCH = "cpu-timer-1"  # colltune's patch level (patch_source); a new one reinstalls
+
+# (file, text, replacement): each text must occur exactly once in SimGrid VERSION's source
+_TIMER_GUARD = """
+/* colltune: read the thread's CPU clock only where the reading is used (computation
+ * simulated, or smpi/display-timing); on virtual machines it is a system call */
+static bool colltune_cpu_timer()
+{
+  static const bool display = simgrid::config::get_value<bool>("smpi/display-timing");
+  return display || smpi_cfg_simulate_computation();
+}
+
+void smpi_bench_begin()
+"""
+_EDITS = (
+    ("src/smpi/internals/smpi_bench.cpp", "\nvoid smpi_bench_begin()\n", _TIMER_GUARD),
+    ("src/smpi/internals/smpi_bench.cpp",
+     "  xbt_os_threadtimer_start(smpi_process()->timer());\n\n  sthread_enable();",
+     "  if (colltune_cpu_timer())\n    xbt_os_threadtimer_start(smpi_process()->timer());\n\n"
+     "  sthread_enable();"),
+    ("src/smpi/internals/smpi_bench.cpp",
+     "  xbt_os_timer_t timer = smpi_process()->timer();\n  xbt_os_threadtimer_stop(timer);\n",
+     "  xbt_os_timer_t timer = smpi_process()->timer();\n  if (colltune_cpu_timer())\n"
+     "    xbt_os_threadtimer_stop(timer);\n"),
+    ("src/smpi/internals/smpi_bench.cpp",
+     "  simgrid::smpi::utils::add_benched_time(xbt_os_timer_elapsed(timer));",
+     "  if (colltune_cpu_timer())\n"
+     "    simgrid::smpi::utils::add_benched_time(xbt_os_timer_elapsed(timer));"),
+)
 
 CMAKE_FLAGS = (
     "-Denable_python=OFF", "-Denable_model-checking=OFF", "-Denable_lto=OFF",
@@ -53,13 +92,48 @@ def prefix() -> Path:
     return cache_dir() / "mpi" / "smpi"
 
 
-def installed_version(where: Path | None = None) -> str | None:
-    """The version of the complete install at `where` (default: the cache), or None."""
-    where = where or prefix()
+def stamp_text(version: str = VERSION, patch: str = PATCH) -> str:
+    """What the stamp of a complete install holds."""
+    return f"{version}\npatch: {patch}\n"
+
+
+def _stamp(where: Path) -> tuple[str, str] | None:
+    """(version, patch level) from the stamp at `where`, or None without one."""
     stamp = where / STAMP
     if not stamp.is_file() or not (where / "bin" / "smpicc").exists():
         return None
-    return stamp.read_text().strip() or None
+    lines = stamp.read_text().splitlines()
+    if not lines or not lines[0].strip():
+        return None
+    patch = next((ln.split(":", 1)[1].strip() for ln in lines[1:] if ln.startswith("patch:")),
+                 "")
+    return lines[0].strip(), patch
+
+
+def installed_version(where: Path | None = None) -> str | None:
+    """The version of the complete install at `where` (default: the cache) with
+    colltune's current patch level, or None (none, half done, or outdated)."""
+    st = _stamp(where or prefix())
+    return st[0] if st is not None and st[1] == PATCH else None
+
+
+def patch_source(src: Path) -> None:
+    """Apply colltune's edits (_EDITS) to the SimGrid source tree at `src`: each must
+    apply exactly once, else SimGridError (another SimGrid than VERSION) and nothing
+    is written."""
+    texts: dict[Path, str] = {}
+    for rel, old, new in _EDITS:
+        path = src / rel
+        if path not in texts:
+            texts[path] = path.read_text() if path.is_file() else ""
+        n = texts[path].count(old)
+        if n != 1:
+            raise SimGridError(f"cannot apply colltune's patch {PATCH} to {path}: the text "
+                               f"{old.strip()[:60]!r} occurs {n} times there "
+                               f"(SimGrid {VERSION} expected)")
+        texts[path] = texts[path].replace(old, new)
+    for path, text in texts.items():
+        path.write_text(text)
 
 
 def _missing_tools() -> list[str]:
@@ -148,7 +222,10 @@ def install(progress: Callable[[int, int, str], None] | None = None,
 
 def _install_locked(where: Path, progress, say, jobs) -> Path:
     if where.exists():
-        say(f"removing an incomplete SimGrid install at {where}")
+        st = _stamp(where)
+        say(f"removing the SimGrid {st[0]} install at {where}: built without colltune's patch "
+            f"{PATCH}" if st is not None else
+            f"removing an incomplete SimGrid install at {where}")
         shutil.rmtree(where)
     work = cache_dir() / "mpi" / "smpi-build"
     shutil.rmtree(work, ignore_errors=True)
@@ -160,6 +237,7 @@ def _install_locked(where: Path, progress, say, jobs) -> Path:
     with tarfile.open(sdist) as tar:
         tar.extractall(work, filter="data")
     src = next(p for p in work.iterdir() if p.is_dir() and p.name.startswith("simgrid-"))
+    patch_source(src)
     bdir = src / "build"
     bdir.mkdir()
     ninja = shutil.which("ninja")
@@ -177,7 +255,7 @@ def _install_locked(where: Path, progress, say, jobs) -> Path:
     if not (where / "bin" / "smpicc").exists() or not (where / "bin" / "smpirun").exists():
         raise SimGridError(f"SimGrid installed into {where} but smpicc/smpirun are missing "
                            f"(log {log})")
-    (where / STAMP).write_text(VERSION + "\n")
+    (where / STAMP).write_text(stamp_text())
     shutil.rmtree(work, ignore_errors=True)
     return where / "bin"
 
