@@ -176,7 +176,8 @@ def find(spec: str | None = None, auto_install: bool = True) -> MPI:
         if simgrid.installed_version() is not None:
             return identify(simgrid.prefix() / "bin")
         if not auto_install:
-            raise MPIError("SimGrid SMPI is not installed (colltune build --mpi smpi "
+            raise MPIError("SimGrid SMPI is not installed, or was installed without "
+                           f"colltune's patch {simgrid.PATCH} (colltune build --mpi smpi "
                            "installs it)")
         return identify(simgrid.install(progress=_progress_line, say=_say))
     if spec in KINDS:
