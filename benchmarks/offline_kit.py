@@ -11,7 +11,11 @@ colltune built against and the native build. This script:
 2. builds colltune's native part against that copy into PREFIX/cache (the build's
    identity contains the absolute path of mpicc, which is why PREFIX must be the same
    path on both machines);
-3. copies PREFIX to DEST/ctkit and benchmarks/offline_run.sh to DEST/run.sh.
+3. with --simgrid, copies colltune's SimGrid install (colltune build --mpi smpi) to
+   PREFIX/cache/mpi/smpi, its scripts' paths rewritten and its library's debugging
+   information left out (124 MB -> 8 MB), and builds the native part with its smpicc,
+   so that simulations run there too;
+4. copies PREFIX to DEST/ctkit and benchmarks/offline_run.sh to DEST/run.sh.
 
 On the other machine (same CPU architecture, a Python >= 3.11 with colltune's
 dependencies: numpy, pandas, pyarrow, statsmodels, scikit-learn, matplotlib, click,
@@ -24,6 +28,7 @@ bundles what it wrote into $OUT/results.tgz after each step.
 
     .venv/bin/python benchmarks/offline_kit.py                    # DEST .devkit, PREFIX /tmp/ctkit
     .venv/bin/python benchmarks/offline_kit.py --dest kit --prefix /scratch/ctkit
+    .venv/bin/python benchmarks/offline_kit.py --simgrid        # simulations there too
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from colltune.mpi import simgrid
 
 HERE = Path(__file__).resolve().parent
 
@@ -63,12 +70,40 @@ def wheel_files() -> list[tuple[Path, Path]]:
     return out
 
 
+def copy_simgrid(dest: Path) -> None:
+    """colltune's SimGrid install, copied to `dest`: absolute paths in its text files
+    (smpicc, smpirun, pkg-config, headers) rewritten to `dest`, the library without its
+    debugging information (the compiled-in install prefix it still names is only
+    printed, by `--version`-like queries)."""
+    src = simgrid.prefix()
+    if simgrid.installed_version() is None:
+        raise SystemExit(f"no SimGrid with colltune's patch {simgrid.PATCH} under {src} "
+                         "(colltune build --mpi smpi installs it)")
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(src, dest, symlinks=True)
+    old, new = str(src).encode(), str(dest).encode()
+    for f in dest.rglob("*"):
+        if f.is_symlink() or not f.is_file():
+            continue
+        data = f.read_bytes()
+        if old not in data:
+            continue
+        if b"\0" in data[:8192]:  # a binary: its compiled-in prefix is only printed
+            continue
+        f.write_bytes(data.replace(old, new))
+    for lib in (dest / "lib").glob("libsimgrid.so.*"):
+        if not lib.is_symlink():
+            subprocess.run(["strip", "--strip-debug", str(lib)], check=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dest", default=".devkit", help="folder to write the kit to "
                     "(default .devkit, which git should ignore)")
     ap.add_argument("--prefix", default="/tmp/ctkit", help="absolute path the kit runs "
                     "from on both machines (default /tmp/ctkit)")
+    ap.add_argument("--simgrid", action="store_true", help="also SimGrid (installed by "
+                    "colltune build --mpi smpi) and the native build with its smpicc")
     args = ap.parse_args()
     prefix = Path(args.prefix)
     if not prefix.is_absolute():
@@ -84,13 +119,19 @@ def main() -> int:
     res = subprocess.run(colltune + ["build", "--mpi", str(prefix / "ompi" / "bin")], env=env)
     if res.returncode != 0:
         return res.returncode
+    if args.simgrid:
+        copy_simgrid(prefix / "cache" / "mpi" / "smpi")
+        res = subprocess.run(colltune + ["build", "--mpi", "smpi"], env=env)
+        if res.returncode != 0:
+            return res.returncode
     shutil.rmtree(dest / "ctkit", ignore_errors=True)
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copytree(prefix, dest / "ctkit", symlinks=True)
     shutil.copy2(HERE / "offline_run.sh", dest / "run.sh")
     size = sum(p.stat().st_size for p in (dest / "ctkit").rglob("*") if p.is_file())
+    what = ", SimGrid" if args.simgrid else ""
     print(f"wrote {dest}/ctkit ({size / 1e6:.1f} MB: Open MPI from the wheel, {len(files)} "
-          f"files, and the native build) and {dest}/run.sh; it runs from {prefix} "
+          f"files{what}, and the native build) and {dest}/run.sh; it runs from {prefix} "
           f"(PREFIX={prefix} bash {dest}/run.sh)")
     return 0
 

@@ -12,6 +12,15 @@
 #   PER=60  seconds per collective          TIMING=auto (window on dedicated cores)
 #   PAIRED=bcast,allreduce  ours against Open MPI's same algorithm at NP (--paired)
 #   OVL=150  seconds for that step (0 skips it)
+#   COLLS=""  skips the benchmarks; CALIB=0 skips the calibration
+# With a kit made with --simgrid (the simulations run there too; 0 skips each):
+#   SIMACC=0  seconds for benchmarks/sim_vs_measured_algos.py at 2 processes (the
+#             calibration's accuracy on a machine that holds still), first of all,
+#             SIMACCRUNS=1 times (simacc-1.json, ...)
+#   SIMSPEED=0  seconds for benchmarks/sim_speed.py at SPEEDNP=1024 processes, sizes
+#             8,1K,64K,1M; its algorithms run as SPEEDJOBS=4 concurrent processes
+#             (single-threaded simulations, one core each); SPEEDJOB="allreduce ring"
+#             runs that one alone
 set -u
 KIT=$(cd "$(dirname "$0")" && pwd)
 R=$PWD
@@ -59,8 +68,36 @@ if ! sanity; then  # shared memory without single-copy, then TCP only
 fi
 env | grep OMPI_MCA | tee "$RES/mca.txt"
 pack
-step calibrate 60 $PY -m colltune platform calibrate --reps 5 -o "$RES/platform.toml"
-for c in ${COLLS:-bcast allreduce reduce allgather alltoall gather scatter barrier}; do
+if [ "${SIMACC:-0}" -gt 0 ]; then
+  for k in $(seq "${SIMACCRUNS:-1}"); do
+    step "simacc-$k" "$SIMACC" $PY benchmarks/sim_vs_measured_algos.py --sizes 8,1K,64K,1M \
+      --reps 5 -o "$RES/simacc-$k.json"
+  done
+fi
+if [ "${SIMSPEED:-0}" -gt 0 ]; then
+  # the Bcast algorithms, Allreduce ring, segmented_ring and the other Allreduce ones: the
+  # two slowest alone (2026-11-28 on the 2-core VM: 25-27 s a point at 1024 processes)
+  log "start simspeed (timeout ${SIMSPEED}s, ${SPEEDJOBS:-4} at a time)"
+  i=0
+  jobs=("bcast all" "allreduce ring" "allreduce segmented_ring"
+        "allreduce reduce_bcast,basic_linear,recursive_doubling,rabenseifner,native")
+  [ -n "${SPEEDJOB:-}" ] && jobs=("$SPEEDJOB")
+  for job in "${jobs[@]}"; do
+    set -- $job
+    timeout "$SIMSPEED" $PY benchmarks/sim_speed.py --coll "$1" --algo "$2" \
+      --np "${SPEEDNP:-1024}" --sizes 8,1K,64K,1M -o "$RES/simspeed-$i.json" \
+      >"$RES/simspeed-$i.out" 2>"$RES/simspeed-$i.err" &
+    i=$((i + 1))
+    [ $((i % ${SPEEDJOBS:-4})) -eq 0 ] && wait
+  done
+  wait
+  log "end simspeed"
+  cat "$RES"/simspeed-*.out | grep -E " np=|slowest"
+  pack
+fi
+[ "${CALIB:-1}" -gt 0 ] && step calibrate 60 $PY -m colltune platform calibrate --reps 5 \
+  -o "$RES/platform.toml"
+for c in ${COLLS-bcast allreduce reduce allgather alltoall gather scatter barrier}; do
   step "bench$NP-$c" "${PER:-60}" $PY -m colltune bench --coll "$c" --algo ours,native \
     --np "$NP" --size 8,1K,64K,1M --reps 3 --timing "${TIMING:-auto}" --format json \
     -o "$RES/bench$NP-$c.json" --db "$RES/results.db"

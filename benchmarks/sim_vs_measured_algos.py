@@ -22,9 +22,16 @@
 The MPI library's own collective in SMPI is SMPI's, not Open MPI's: `native` is shown
 but left out of the summary.
 
+`-o FILE` keeps every figure and each collective's calibrated platform description;
+`--replay FILE` simulates again against that file's measurements, on its platforms,
+without measuring (the simulation is deterministic): a quiet machine's measurements,
+brought home, can test model changes on any machine.
+
     .venv/bin/python benchmarks/sim_vs_measured_algos.py
     .venv/bin/python benchmarks/sim_vs_measured_algos.py --colls bcast,allreduce \\
         --sizes 8,64,1K,8K,64K,1M --reps 5 -o sim_vs_measured_algos.json
+    .venv/bin/python benchmarks/sim_vs_measured_algos.py --replay quiet.json \\
+        --variant gap=smpi/or:0:0.1
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import argparse
 import dataclasses
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -48,7 +56,7 @@ from colltune.mpi import libraries as mpi_mod
 from colltune.mpi import platforms as plat
 from colltune.mpi.build import build as do_build
 from colltune.drivers.gamma import COMPUTE_SIZES, measure_gamma
-from colltune.drivers.p2p import PingpongSpec, measure_eager_limit, run_pingpong
+from colltune.drivers.p2p import PingpongSpec, measure_eager_limit, measure_exchange, run_pingpong
 from colltune.base.units import fmt_size, parse_sizes
 
 out = Console(width=160)
@@ -59,6 +67,18 @@ def load_avg() -> str:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         return "n/a"
+
+
+def machine() -> dict:
+    """Where the measurements ran: host name, processor, cores."""
+    cpu = "n/a"
+    try:
+        cpu = next((line.split(":", 1)[1].strip() for line in
+                    Path("/proc/cpuinfo").read_text().splitlines()
+                    if line.startswith("model name")), "n/a")
+    except OSError:
+        pass
+    return {"host": plat.local_hostname(), "cpu": cpu, "cores": os.cpu_count()}
 
 
 def run_bench(b, coll: str, algos: list[str], sizes: list[int], reps: int,
@@ -94,6 +114,14 @@ def main() -> None:
                          "--cfg and print its summary line (repeatable): several models "
                          "against one set of measurements; `iterations:N` among them sets "
                          "the variant's timed calls a point")
+    ap.add_argument("--no-exchange", dest="exchange", action="store_false",
+                    help="calibrate without the exchange (two messages at once): no memory "
+                         "bus in the simulated node")
+    ap.add_argument("--replay", metavar="JSON", help="measure nothing: simulate against "
+                    "the measurements and platforms of an earlier run's -o file")
+    ap.add_argument("--shared", type=float, metavar="GBPS",
+                    help="simulate with this memory bus instead of the calibrated one (0: "
+                         "none), e.g. on a --replay of a run calibrated without it")
     ap.add_argument("-o", "--output", help="write every figure here (JSON)")
     args = ap.parse_args()
     variants: dict[str, tuple[str, ...]] = {}
@@ -109,39 +137,72 @@ def main() -> None:
     sizes = parse_sizes(args.sizes)
     colls = [c.strip() for c in args.colls.split(",") if c.strip()]
     loads = {"before": load_avg()}
-    measured_build = do_build(mpi_mod.find(args.mpi))
+    replay = json.loads(Path(args.replay).read_text()) if args.replay else None
+    if replay is not None:
+        if "platforms" not in replay:
+            ap.error(f"--replay {args.replay}: no platform descriptions in it (written by an "
+                     "older version of this script)")
+        colls = [c for c in colls if c in replay["platforms"]] if args.colls != \
+            ap.get_default("colls") else list(replay["platforms"])
+        sizes = [int(m) for m in replay["sizes"]]
+        measured_build = None
+    else:
+        measured_build = do_build(mpi_mod.find(args.mpi))
     smpi_build = do_build(mpi_mod.find("smpi"))
 
-    pp_spec = PingpongSpec(2, tuple(parse_sizes("8:1M")), reps=11)
-    out.print("local copy and reduction (the charged computation) ...")
-    compute = {}
-    for kind, op in (("copy", "copy"), ("reduce", "sum")):
-        g = measure_gamma(measured_build, "char", op, sizes=COMPUTE_SIZES)
-        compute[kind] = {"points": g.points, "command": g.command}
-    out.print("eager limit (MPI_Send with the receiver late) ...")
-    eager = measure_eager_limit(measured_build)
+    if replay is None:
+        pp_spec = PingpongSpec(2, tuple(parse_sizes("8:1M")), reps=11)
+        out.print("local copy and reduction (the charged computation) ...")
+        compute = {}
+        for kind, op in (("copy", "copy"), ("reduce", "sum")):
+            g = measure_gamma(measured_build, "char", op, sizes=COMPUTE_SIZES)
+            compute[kind] = {"points": g.points, "command": g.command}
+        out.print("eager limit (MPI_Send with the receiver late) ...")
+        eager = measure_eager_limit(measured_build)
+    else:
+        eager = {"eager_limit": replay["eager_limit_bytes"]}
 
     rows: list[dict] = []
     walls: dict[str, float] = {}
     cals: dict[str, dict] = {}
+    platforms: dict[str, str] = {}
     drift: dict[str, dict[int, tuple[float, float]]] = {}
     for coll in colls:
-        algos = ([a.strip() for a in args.algos.split(";") if a.strip()] if args.algos
-                 else [a for a in registry.names(measured_build, coll)] + ["native"])
-        # this VM's ping-pong moves by up to 2x within seconds (8 B one-way 0.12-0.44 us
-        # on 2026-11-27): each collective is simulated on a calibration of its own, from
-        # ping-pongs just before and just after its measurement (fastest of both)
-        out.print(f"{coll}: ping-pong, {len(algos)} algorithms x {len(sizes)} sizes measured, "
-                  "ping-pong ...")
-        pp_b, _ = run_pingpong(measured_build, pp_spec)
-        meas = run_bench(measured_build, coll, algos, sizes, args.reps, args.iterations)
-        pp_a, _ = run_pingpong(measured_build, pp_spec)
-        drift[coll] = {int(b["size"]): (float(b["min_us"]), float(a["min_us"]))
-                       for b, a in zip(pp_b, pp_a)}
-        pp = [dict(b, min_us=min(float(b["min_us"]), float(a["min_us"])))
-              for b, a in zip(pp_b, pp_a)]
-        platform = plat.calibrated(pp, statistic="min", piecewise=True, compute=compute,
-                                   eager=eager)
+        if replay is not None:
+            platform = plat.loads(replay["platforms"][coll], f"{args.replay} [{coll}]")
+            meas = {(r["algorithm"], int(r["size"])): {"median_us": r["measured_us"],
+                                                       "rep_min_us": r["measured_min_us"]}
+                    for r in replay["rows"] if r["collective"] == coll}
+            algos = list(dict.fromkeys(spec for spec, _ in meas))
+            drift[coll] = {int(m): tuple(v) for m, v in
+                           replay["pingpong_before_after_us"][coll].items()}
+            out.print(f"{coll}: {len(algos)} algorithms x {len(sizes)} sizes replayed from "
+                      f"{args.replay}")
+        else:
+            algos = ([a.strip() for a in args.algos.split(";") if a.strip()] if args.algos
+                     else [a for a in registry.names(measured_build, coll)] + ["native"])
+            # this VM's ping-pong moves by up to 2x within seconds (8 B one-way 0.12-0.44
+            # us on 2026-11-27): each collective is simulated on a calibration of its own,
+            # from ping-pongs just before and just after its measurement (fastest of both)
+            out.print(f"{coll}: ping-pong, {len(algos)} algorithms x {len(sizes)} sizes "
+                      "measured, ping-pong ...")
+            pp_b, _ = run_pingpong(measured_build, pp_spec)
+            ex_b = measure_exchange(measured_build) if args.exchange else []
+            meas = run_bench(measured_build, coll, algos, sizes, args.reps, args.iterations)
+            pp_a, _ = run_pingpong(measured_build, pp_spec)
+            ex_a = measure_exchange(measured_build) if args.exchange else []
+            drift[coll] = {int(b["size"]): (float(b["min_us"]), float(a["min_us"]))
+                           for b, a in zip(pp_b, pp_a)}
+            pp = [dict(b, min_us=min(float(b["min_us"]), float(a["min_us"])))
+                  for b, a in zip(pp_b, pp_a)]
+            ex = [dict(b, min_us=min(float(b["min_us"]), float(a["min_us"])))
+                  for b, a in zip(ex_b, ex_a)]
+            platform = plat.calibrated(pp, statistic="min", piecewise=True, compute=compute,
+                                       eager=eager, exchange=ex)
+        platforms[coll] = platform.to_toml()
+        if args.shared is not None:  # a model change tried on a replay (or on a run)
+            platform = dataclasses.replace(platform, intra_shared_bandwidth_GBps=args.shared
+                                           or None)
         uncharged = dataclasses.replace(platform, compute={})
         cal = cals[coll] = platform.calibration
         out.print(f"{coll}: simulated on this-machine ...")
@@ -228,11 +289,12 @@ def main() -> None:
             "rows": rows, "calibration": cals, "eager_limit_bytes": eager["eager_limit"],
             "pingpong_before_after_us": {c: {str(m): list(v) for m, v in d.items()}
                                          for c, d in drift.items()},
-            "compute": {k: [list(x) for x in plat.compute_points(v["points"], "min")]
-                        for k, v in compute.items()},
+            "platforms": platforms, "replayed_from": args.replay,
             "load": loads, "simulation_wall_s": walls,
-            "mpi": measured_build.mpi.banner, "simulator": smpi_build.mpi.banner,
-            "sizes": sizes, "reps": args.reps}, indent=2) + "\n")
+            "mpi": replay["mpi"] if replay else measured_build.mpi.banner,
+            "simulator": smpi_build.mpi.banner,
+            "sizes": sizes, "reps": replay["reps"] if replay else args.reps,
+            "machine": replay.get("machine") if replay else machine()}, indent=2) + "\n")
         out.print(f"wrote {args.output}")
 
 

@@ -672,3 +672,46 @@ def test_offline_kit_runs_from_its_folder(tmp_path, ompi_build):
     assert {"machine.txt", "platform.toml", "bench2-bcast.json", "results.db"} <= names
     assert {r["algorithm"] for r in recs} >= {"native", "binomial"}
     assert all(str(prefix) in r["command"] for r in recs)  # the kit's Open MPI ran them
+
+
+def test_offline_kit_with_simgrid_simulates_from_its_folder(tmp_path, ompi_build):
+    """offline_kit.py --simgrid also packs colltune's SimGrid (its scripts pointed at the
+    kit, its library without debugging information) and the SMPI build: run.sh's
+    simulation steps run from the kit's cache."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tarfile
+
+    from colltune.mpi import simgrid
+
+    if simgrid.installed_version() is None:
+        pytest.skip("SimGrid is not installed in the colltune cache")
+    repo = Path(__file__).resolve().parent.parent
+    prefix, dest, out = tmp_path / "prefix", tmp_path / "kit", tmp_path / "out"
+    res = subprocess.run([sys.executable, str(repo / "benchmarks" / "offline_kit.py"),
+                          "--dest", str(dest), "--prefix", str(prefix), "--simgrid"],
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    sg = dest / "ctkit" / "cache" / "mpi" / "smpi"
+    smpirun = (sg / "bin" / "smpirun").read_text()
+    assert str(prefix / "cache" / "mpi" / "smpi") in smpirun
+    assert str(simgrid.prefix()) not in smpirun
+    lib = next(p for p in (sg / "lib").glob("libsimgrid.so.*") if not p.is_symlink())
+    orig = next(p for p in (simgrid.prefix() / "lib").glob("libsimgrid.so.*")
+                if not p.is_symlink())
+    assert lib.stat().st_size <= orig.stat().st_size
+    assert (sg / simgrid.STAMP).read_text() == simgrid.stamp_text()
+    shutil.rmtree(prefix)  # run.sh restores it from the kit
+    env = dict(os.environ, NP="2", PY=sys.executable, PREFIX=str(prefix), OUT=str(out),
+               COLLS="", OVL="0", CALIB="0", SIMSPEED="120", SPEEDNP="4",
+               SPEEDJOB="allreduce ring", BUDGET="300")
+    res = subprocess.run(["bash", str(dest / "run.sh")], cwd=repo, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    with tarfile.open(out / "results.tgz") as tf:
+        rows = json.load(tf.extractfile("./simspeed-0.json"))
+    assert [(r["algorithm"], r["np"], r["error"]) for r in rows] == [("ring", 4, None)]
+    assert len(rows[0]["simulated_us"]) == 4 and all(v > 0 for v in
+                                                     rows[0]["simulated_us"].values())

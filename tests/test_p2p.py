@@ -62,6 +62,29 @@ def test_ring_np3(ompi_build):
         assert r["participants"] == 3 and r["persistent"] is True and r["align"] == 1
 
 
+@pytest.mark.parametrize("persistent", [False, True])
+def test_exchange_np3_two_messages_at_once(ompi_build, persistent):
+    """--mode exchange: ranks 0 and 1 send to each other at once (a third rank idles);
+    the program checks what arrived (it stops on a wrong byte); one exchange of 1 MiB
+    moves two messages, so it takes longer than one of 8 bytes."""
+    spec = p2p.PingpongSpec(np=3, sizes=(8, 1 << 20), mode="exchange", iterations=20,
+                            warmup=2, reps=3, persistent=persistent)
+    recs, _ = p2p.run_pingpong(ompi_build, spec, timeout=300)
+    assert [r["size"] for r in recs] == [8, 1 << 20]
+    for r in recs:
+        _check_pingpong(r, "exchange", 3)
+        assert r["participants"] == 2 and r["persistent"] is persistent
+    assert recs[1]["min_us"] > recs[0]["min_us"]
+    table = p2p.pingpong_table(recs, "t")
+    cells = list(table.columns[-1].cells)
+    assert cells == (["persistent"] * 2 if persistent else ["MPI_Sendrecv"] * 2)
+
+
+def test_exchange_records_for_the_calibration(ompi_build):
+    recs = p2p.measure_exchange(ompi_build, sizes=(65536,), reps=2)
+    assert len(recs) == 1 and recs[0]["kind"] == "exchange" and recs[0]["size"] == 65536
+
+
 def test_pingpong_needs_two_processes(ompi_build):
     with pytest.raises(p2p.P2PError, match="at least 2 processes"):
         p2p.run_pingpong(ompi_build, p2p.PingpongSpec(np=1, sizes=(8,)))
@@ -121,6 +144,10 @@ def test_cli_pingpong_json_and_table(ompi_build):
     res = runner.invoke(p2p_cmd.pingpong, ["--sizes", "8", "--iterations", "10", "--reps", "1"])
     assert res.exit_code == 0, res.output
     assert "MPI_Send/MPI_Recv, as osu_latency" in res.stdout
+    res = runner.invoke(p2p_cmd.pingpong, ["--sizes", "64K", "--iterations", "10", "--reps", "1",
+                                           "--mode", "exchange"])
+    assert res.exit_code == 0, res.output
+    assert "send to each other at once" in res.stdout and "median exchange time" in res.stdout
 
 
 def test_cli_pingpong_csv_written_atomically(ompi_build, tmp_path):

@@ -173,6 +173,37 @@ def test_calibration_factors_reproduce_the_measured_times():
     assert back.lat_factors == p.lat_factors and back.calibration["date"] == "2026-01-01T00:00:00Z"
 
 
+def _exchange(records, factor):
+    """Exchange records (two messages at once) taking `factor` x the one-way time."""
+    return [{"kind": "exchange", "size": r["size"], "min_us": r["min_us"] * factor,
+             "median_us": r["median_us"] * factor, "mpi": "test"}
+            for r in records if r["size"] in (65536, 262144, 1048576)]
+
+
+def test_exchange_fits_a_memory_bus_when_two_messages_cost_more_than_one():
+    recs = _records()
+    p = P.calibrated(recs, cores=2, exchange=_exchange(recs, 2.0))
+    # two messages at once in twice the time of one: a bus about as fast as one message
+    assert p.intra_shared_bandwidth_GBps == pytest.approx(4.0, rel=0.05)
+    assert p.calibration["exchange_over_pingpong"] == [2.0, 2.0, 2.0]
+    assert "two concurrent messages took 2.00x" in p.sources["intra_shared_bandwidth_GBps"]
+    back = P.loads(p.to_toml())  # the description keeps the bus and the measurements
+    assert back.intra_shared_bandwidth_GBps == p.intra_shared_bandwidth_GBps
+    assert back.calibration["exchange_sizes"] == [65536, 262144, 1048576]
+    assert "<link id=\"node-0_membus\"" in back.xml()
+    # exchange records among the ping-pong records count as well
+    q = P.calibrated(recs + _exchange(recs, 2.0), cores=2)
+    assert q.intra_shared_bandwidth_GBps == p.intra_shared_bandwidth_GBps
+    # concurrent messages that cost what one does: no bus, the measurement still kept
+    r = P.calibrated(recs, cores=2, exchange=_exchange(recs, 1.0))
+    assert r.intra_shared_bandwidth_GBps is None
+    assert r.calibration["exchange_over_pingpong"] == [1.0, 1.0, 1.0]
+    assert "membus" not in r.xml()
+    with pytest.raises(P.PlatformError, match="no size measured both"):
+        P.calibrated([x for x in recs if x["size"] < 65536], cores=2,
+                     exchange=_exchange(recs, 2.0))
+
+
 def test_plain_platforms_have_no_factors():
     cfg = P.simgrid_cfg(P.resolve("flat"))
     assert cfg == ["--cfg=network/model:raw", "--cfg=smpi/host-speed:1000000000f"]
@@ -221,6 +252,11 @@ def test_cli_calibrate_from_records(tmp_path):
     assert p.intra_latency_us == pytest.approx(0.5, rel=1e-3)
     assert p.intra_bandwidth_GBps == pytest.approx(4.0, rel=1e-3)
     assert p.lat_factors == () and p.calibration["statistic"] == "min"
+    # exchange records in the file: the memory bus they fit, and what the output says
+    src.write_text(json.dumps(_records() + _exchange(_records(), 2.0)))
+    r = _cli("platform", "calibrate", "--from-json", str(src), "-o", str(out), "--hockney")
+    assert r.exit_code == 0, r.output
+    assert P.load(out).intra_shared_bandwidth_GBps == pytest.approx(4.0, rel=0.05)
 
 
 def test_calibration_in_the_cache_replaces_the_default(tmp_path, monkeypatch):
@@ -358,6 +394,29 @@ def test_flat_ping_pong_is_hockney(smpi_prog, tmp_path):
     for m in sizes:
         assert t[m] == pytest.approx(q.net_latency_us + (m + 16) / (q.net_bandwidth_GBps * 1e3),
                                      rel=1e-4), m
+
+
+@needs_simgrid
+def test_a_fitted_memory_bus_makes_simulated_exchanges_cost_what_was_measured(smpi_build):
+    """Calibrated with exchanges that took twice a one-way message, the simulated
+    exchange (colltune-pingpong --mode exchange under SMPI) takes about twice as long
+    as the simulated one-way message, and about what was measured."""
+    from colltune.drivers import p2p
+    from colltune.mpi import launch
+
+    recs = _records()
+    pair = _exchange(recs, 2.0)
+    p = P.calibrated(recs, cores=2, exchange=pair)
+    sizes = (65536, 1048576)
+    with launch.simulate(p):
+        one, _ = p2p.run_pingpong(smpi_build, p2p.PingpongSpec(2, sizes, iterations=2,
+                                                                warmup=1, reps=1))
+        two, _ = p2p.run_pingpong(smpi_build, p2p.PingpongSpec(2, sizes, mode="exchange",
+                                                                iterations=2, warmup=1, reps=1))
+    want = {r["size"]: r["min_us"] for r in pair}
+    for a, b in zip(one, two):
+        assert 1.7 < b["min_us"] / a["min_us"] < 2.3, (a, b)
+        assert b["min_us"] == pytest.approx(want[b["size"]], rel=0.15)
 
 
 @needs_simgrid

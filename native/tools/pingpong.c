@@ -10,7 +10,11 @@
  *
  * Each iteration is one full round of P hops, timed on rank 0, so
  *     one-way (per-hop) time = round time / P
- * which for the ping-pong is RTT / 2. By default the transfers are MPI_Send /
+ * which for the ping-pong is RTT / 2. With --mode exchange ranks 0 and 1 send
+ * to each other at the same time (MPI_Sendrecv, or both persistent requests
+ * started and waited for together): one iteration is one exchange, and its
+ * time is what two concurrent messages cost (shared memory: both processes
+ * copy at once). By default the transfers are MPI_Send /
  * MPI_Recv, as osu_latency does them; --persistent 1 uses persistent requests
  * instead (MPI_Send_init / MPI_Recv_init once per size, then MPI_Start +
  * MPI_Wait per transfer). The buffers are aligned to the page size (--align),
@@ -60,11 +64,14 @@ static double quantile(const double *sorted, int n, double q) {
 }
 
 static void usage(void) {
-    printf("usage: colltune-pingpong [--mode pingpong|ring|eager] [--sizes LIST] [--iterations N]\n"
+    printf("usage: colltune-pingpong [--mode pingpong|ring|exchange|eager] [--sizes LIST]\n"
+           "                         [--iterations N]\n"
            "                         [--warmup N] [--reps R] [--persistent 0|1] [--align B]\n"
            "                         [--delay-us US]\n\n"
            "  --mode        pingpong: ranks 0 and 1 exchange, the others idle (default);\n"
            "                ring: a token goes 0 -> 1 -> ... -> N-1 -> 0 through all N ranks;\n"
+           "                exchange: ranks 0 and 1 send to each other at once (time of one\n"
+           "                exchange), the others idle;\n"
            "                eager: the largest message MPI_Send completes before rank 1\n"
            "                posts the receive, searched up to the largest of --sizes\n"
            "  --delay-us    eager: how long rank 1 waits before posting (default 1000)\n"
@@ -91,6 +98,7 @@ static long parse_long(const char *opt, const char *v, long lo) {
 typedef struct {
     int persistent;
     int first;          /* rank 0: send first, then receive */
+    int exchange;       /* send and receive at once (--mode exchange) */
     int next, prev;
     char *sbuf, *rbuf;
     int size;
@@ -128,11 +136,25 @@ static inline void do_recv(hop_t *h) {
     }
 }
 
+/* Both transfers at once (--mode exchange). */
+static inline void do_exchange(hop_t *h) {
+    if (h->persistent) {
+        MPI_Request r[2] = { h->rreq, h->sreq };
+        MPI_Startall(2, r);
+        MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+    } else {
+        MPI_Sendrecv(h->sbuf, h->size, MPI_BYTE, h->next, TAG_TOKEN, h->rbuf, h->size,
+                     MPI_BYTE, h->prev, TAG_TOKEN, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+}
+
 /* `rounds` rounds of the token; returns the elapsed time (meaningful on rank 0). */
 static double rounds_of(hop_t *h, long rounds) {
     double t0 = MPI_Wtime();
     for (long i = 0; i < rounds; i++) {
-        if (h->first) {
+        if (h->exchange) {
+            do_exchange(h);
+        } else if (h->first) {
             do_send(h);
             do_recv(h);
         } else {
@@ -264,11 +286,12 @@ int main(int argc, char **argv) {
         else ct_die(rank, "unknown argument '%s' (see --help)", a);
         i++;
     }
-    int ring = 0, eager = 0;
+    int ring = 0, eager = 0, exchange = 0;
     if (!strcmp(mode, "ring")) ring = 1;
     else if (!strcmp(mode, "eager")) eager = 1;
+    else if (!strcmp(mode, "exchange")) exchange = 1;
     else if (strcmp(mode, "pingpong"))
-        ct_die(rank, "--mode '%s': valid: pingpong, ring, eager", mode);
+        ct_die(rank, "--mode '%s': valid: pingpong, ring, exchange, eager", mode);
     if (eager && !sizes_given) size_list = "4194304";
 #ifdef SMPI_SHARED_MALLOC /* SimGrid SMPI: its clocks are simulated and stand still in a spin */
     if (eager)
@@ -286,7 +309,7 @@ int main(int argc, char **argv) {
     if (reps > 100000) ct_die(rank, "--reps %ld: at most 100000", reps);
     if (nprocs < 2)
         ct_die(rank, "%s needs at least 2 processes (rank 0 sends to rank 1), got %d",
-               ring ? "the ring" : "the ping-pong", nprocs);
+               ring ? "the ring" : exchange ? "the exchange" : "the ping-pong", nprocs);
 
     char **sizes_s;
     int nsizes = ct_split(size_list, &sizes_s);
@@ -316,7 +339,7 @@ int main(int argc, char **argv) {
     for (int s = 0; s < (eager ? 0 : nsizes); s++) { /* eager: searched above */
         long iters = iterations > 0 ? iterations : (sizes[s] <= 8192 ? 1000 : 100);
         long warm = warmup >= 0 ? warmup : (iters >= 10 ? iters / 10 : 1);
-        hop_t h = { .persistent = (int)persistent, .first = rank == 0,
+        hop_t h = { .persistent = (int)persistent, .first = rank == 0, .exchange = exchange,
                     .next = (rank + 1) % parts, .prev = (rank + parts - 1) % parts,
                     .sbuf = sbuf, .rbuf = rbuf, .size = (int)sizes[s] };
         if (active) {
@@ -325,7 +348,8 @@ int main(int argc, char **argv) {
         }
         for (long r = 0; r < reps; r++) {
             MPI_Barrier(MPI_COMM_WORLD);
-            if (active) samples[r] = rounds_of(&h, iters) / ((double)iters * parts);
+            if (active)
+                samples[r] = rounds_of(&h, iters) / ((double)iters * (exchange ? 1 : parts));
         }
         /* the last round's message must be what the left neighbour sent */
         int bad = 0;
@@ -354,7 +378,8 @@ int main(int argc, char **argv) {
                "\"min_us\": %.3f, \"median_us\": %.3f, \"mean_us\": %.3f, \"max_us\": %.3f, "
                "\"stddev_us\": %.3f, \"bandwidth_MBps\": %.3f, \"iterations\": %ld, "
                "\"warmup\": %ld, \"reps\": %ld, \"persistent\": %s, \"align\": %ld, \"mpi\": ",
-               ring ? "ring" : "pingpong", nprocs, parts, sizes[s], v[0] * 1e6, med * 1e6,
+               ring ? "ring" : exchange ? "exchange" : "pingpong", nprocs, parts, sizes[s],
+               v[0] * 1e6, med * 1e6,
                mean * 1e6, v[reps - 1] * 1e6, sd * 1e6, bw, iters, warm, reps,
                persistent ? "true" : "false", align);
         ct_json_str(stdout, ver);

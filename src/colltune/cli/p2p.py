@@ -40,7 +40,8 @@ OUTPUT_OPT = click.option("-o", "--output",
 @size_option("sizes", default="1:1M", show_default=True,
              help="Bytes: list (8,64K,1M) or power-of-two range (1:1M).")
 @click.option("--mode", default="pingpong", show_default=True, type=click.Choice(MODES),
-              help="pingpong: 0 <-> 1; ring: a token goes 0 -> 1 -> ... -> N-1 -> 0.")
+              help="pingpong: 0 <-> 1; ring: a token goes 0 -> 1 -> ... -> N-1 -> 0; "
+                   "exchange: 0 and 1 send to each other at once (time of one exchange).")
 @click.option("--iterations", type=click.IntRange(min=1),
               help="Timed round trips per repetition (default 1000, 100 above 8K).")
 @click.option("--warmup", type=click.IntRange(min=0),
@@ -56,7 +57,8 @@ OUTPUT_OPT = click.option("-o", "--output",
 @oversubscribe_options
 def pingpong(mpi_spec, nps, sizes, mode, iterations, warmup, reps, persistent, timeout, fmt,
              output, oversubscribe, force) -> None:
-    """Point-to-point latency (one-way = RTT/2) and bandwidth, ping-pong or ring."""
+    """Point-to-point latency (one-way = RTT/2) and bandwidth: ping-pong, ring, or two
+    concurrent messages (exchange)."""
     if fmt == "table" and output:
         fail("-o writes csv or json: add --format csv or --format json")
     size_list = sizes  # parsed by --size
@@ -80,12 +82,15 @@ def pingpong(mpi_spec, nps, sizes, mode, iterations, warmup, reps, persistent, t
         records += recs
         if fmt == "table":
             how = ("persistent requests (MPI_Start/MPI_Wait)" if persistent
+                   else "MPI_Sendrecv" if mode == "exchange"
                    else "MPI_Send/MPI_Recv, as osu_latency")
-            what = ("one-way latency = RTT/2" if mode == "pingpong"
-                    else f"per-hop latency = round time/{np}")
+            what = {"pingpong": "one-way latency = RTT/2",
+                    "exchange": "ranks 0 and 1 send to each other at once, time of one "
+                                "exchange"}.get(mode, f"per-hop latency = round time/{np}")
             out.print(pingpong_table(recs, f"{mode}, {np} processes, {what}, {how}"))
     if fmt == "table":
-        out.print(f"{b.mpi.banner}; MB/s = size / median one-way time, 1 MB = 10^6 bytes",
+        per = "exchange" if mode == "exchange" else "one-way"
+        out.print(f"{b.mpi.banner}; MB/s = size / median {per} time, 1 MB = 10^6 bytes",
                   highlight=False)
         return
     _emit_text(_render(records, fmt, PINGPONG_FIELDS), output)

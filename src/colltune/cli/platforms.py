@@ -15,7 +15,8 @@ from colltune.mpi.placement import MAPPINGS, ORDERS
 from colltune.base.files import check_writable
 from colltune.base.units import fmt_size
 from colltune.drivers.gamma import COMPUTE_SIZES, GammaError, measure_gamma
-from colltune.drivers.p2p import P2PError, PingpongSpec, measure_eager_limit, run_pingpong
+from colltune.drivers.p2p import (EXCHANGE_SIZES, P2PError, PingpongSpec, measure_eager_limit,
+                                  measure_exchange, run_pingpong)
 from ._common import (MPI_HELP, Command, build_or_fail, check_nps, err, fail, np_option, out,
                       size_option, write_or_keep)
 
@@ -194,11 +195,16 @@ def write(name, output, hostfile, np, mapping, order, nodes, oversubscribe, desc
               help="Also find the MPI library's eager limit (the largest MPI_Send that "
                    "returns before the receiver posts its receive): simulated sends above "
                    "it wait for the receiver [default: on; off with --from-json].")
+@click.option("--exchange/--no-exchange", default=None,
+              help="Also time two messages at once (2 processes sending to each other, "
+                   "64K, 256K, 1M): when they cost more than one, simulated messages inside "
+                   "the node share a memory bus fitted to both [default: on; off with "
+                   "--from-json, whose exchange records count when it has them].")
 @click.option("--timeout", default=600.0, show_default=True, help="Seconds before giving up.")
-def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, compute, eager, output,
-              timeout) -> None:
-    """Measure this machine (2-process ping-pong, eager limit, local copy and reduction)
-    and write the this-machine platform."""
+def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, compute, eager, exchange,
+              output, timeout) -> None:
+    """Measure this machine (2-process ping-pong, two messages at once, eager limit, local
+    copy and reduction) and write the this-machine platform."""
     target = Path(output) if output else plat.calibration_path()
     check_writable(target, "-o" if output else "the calibration file",
                    create_folders=not output)  # the cache's folder is made when needed
@@ -206,6 +212,8 @@ def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, compute, e
         compute = not from_json
     if eager is None:
         eager = not from_json
+    if exchange is None:
+        exchange = not from_json
     b = None
     if from_json:
         try:
@@ -250,8 +258,27 @@ def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, compute, e
             eager_rec = measure_eager_limit(b, timeout=timeout)
         except P2PError as exc:
             fail(str(exc))
-    p = plat.calibrated(records, statistic=statistic, piecewise=piecewise,
-                        command=command_line, compute=charged, eager=eager_rec)
+    pair = None
+    measured = {int(r["size"]) for r in records if r.get("kind", "pingpong") == "pingpong"}
+    pair_sizes = [m for m in EXCHANGE_SIZES if m in measured]
+    if exchange and not pair_sizes:
+        err.print("no exchange (two messages at once): it is compared with the ping-pong at "
+                  + ", ".join(map(fmt_size, EXCHANGE_SIZES)) + ", none of which was measured",
+                  highlight=False)
+    elif exchange:
+        b = b or build_or_fail(mpi_spec)
+        err.print(f"two messages at once: 2 processes sending to each other, "
+                  f"{len(pair_sizes)} sizes x {reps} repetitions ...", highlight=False)
+        try:
+            pair = measure_exchange(b, pair_sizes, reps=reps, timeout=timeout)
+        except P2PError as exc:
+            fail(str(exc))
+    try:
+        p = plat.calibrated(records, statistic=statistic, piecewise=piecewise,
+                            command=command_line, compute=charged, eager=eager_rec,
+                            exchange=pair)
+    except plat.PlatformError as exc:
+        fail(str(exc))
     write_or_keep(target, p.to_toml(), "this-machine.toml")
     c = p.calibration
     out.print(f"wrote {target}: alpha {c['alpha_us']:.4g} µs, beta {c['beta_GBps']:.4g} GB/s "
@@ -260,6 +287,14 @@ def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, compute, e
               + ("; piecewise factors for each size" if piecewise else ""), highlight=False)
     for kind, pts in p.compute.items():
         out.print(f"charged in simulation: local {kind} " + _charge_text(pts), highlight=False)
+    if "exchange_sizes" in c:
+        ratio = ", ".join(f"{v:.2f}x" for v in c["exchange_over_pingpong"])
+        out.print(f"two messages at once took {ratio} the time of one ("
+                  + ", ".join(map(fmt_size, c["exchange_sizes"])) + "): "
+                  + (f"memory bus {p.intra_shared_bandwidth_GBps:.4g} GB/s shared by the "
+                     "messages inside the node" if p.intra_shared_bandwidth_GBps is not None
+                     else "no memory bus (concurrent messages do not slow each other)"),
+                  highlight=False)
     if p.eager_limit_bytes is not None:
         out.print(f"eager limit: {p.eager_limit_bytes} B (larger simulated sends wait for the "
                   "receiver)", highlight=False)

@@ -19,7 +19,7 @@ from colltune.mpi.build import Build
 from colltune.base.errors import ColltuneError
 from colltune.base.units import fmt_size, parse_sizes
 
-MODES = ("pingpong", "ring")
+MODES = ("pingpong", "ring", "exchange")
 
 PINGPONG_FIELDS = ["kind", "np", "participants", "size", "min_us", "median_us", "mean_us",
                    "max_us", "stddev_us", "bandwidth_MBps", "iterations", "warmup", "reps",
@@ -59,6 +59,7 @@ def _check_np(what: str, np: int) -> None:
     if np < 2:
         why = {"pingpong": "rank 0 sends to rank 1 and waits for the reply",
                "ring": "the token goes from each rank to the next and back to rank 0",
+               "exchange": "ranks 0 and 1 send to each other at once",
                "probe": "processes are paired up to exchange messages"}[what]
         raise P2PError(f"{what} needs at least 2 processes ({why}); --np {np} given")
 
@@ -132,6 +133,20 @@ def measure_pingpong(build: Build, np: int = 2, sizes=None) -> list[dict]:
     recs, _ = run_pingpong(build, PingpongSpec(np=np, sizes=sizes, reps=5))
     return recs
 
+
+# the sizes of the exchange that calibrates concurrent messages (platforms.calibrated):
+# bandwidth-bound ones, where two messages at once cost up to twice one
+EXCHANGE_SIZES = (65536, 262144, 1048576)
+
+
+def measure_exchange(build: Build, sizes=EXCHANGE_SIZES, reps: int = 11,
+                     timeout: float = 300) -> list[dict]:
+    """Records of colltune-pingpong --mode exchange (2 processes sending to each other at
+    once), one per size: what two concurrent messages cost on this machine."""
+    recs, _ = run_pingpong(build, PingpongSpec(np=2, sizes=tuple(sizes), mode="exchange",
+                                               reps=reps), timeout=timeout)
+    return recs
+
 # ---------------------------------------------------------------------------- output
 
 def pingpong_table(records: list[dict], title: str) -> Table:
@@ -144,7 +159,8 @@ def pingpong_table(records: list[dict], title: str) -> Table:
         t.add_row(fmt_size(r["size"]), f"{r['min_us']:.2f}", f"{r['median_us']:.2f}",
                   f"{r['mean_us']:.2f}", f"{r['max_us']:.2f}", f"{r['stddev_us']:.2f}",
                   f"{r['bandwidth_MBps']:.1f}",
-                  "persistent" if r.get("persistent") else "MPI_Send/MPI_Recv")
+                  "persistent" if r.get("persistent") else "MPI_Sendrecv"
+                  if r.get("kind") == "exchange" else "MPI_Send/MPI_Recv")
     return t
 
 

@@ -735,6 +735,37 @@ def piecewise_factors(sizes, times_us, alpha_us: float, beta_GBps: float,
     return tuple(lat), tuple(bw)
 
 
+def fit_shared_bandwidth(single: Mapping[int, float], pair: Mapping[int, float]):
+    """The memory bus of a node (GB/s, `[intra] shared_bandwidth_GBps`) that best explains
+    one message and two concurrent ones (colltune-pingpong --mode exchange) at the sizes
+    measured both ways: simulated, m bytes alone take m / min(r(m), B) and two at once
+    m / min(r(m), B / 2), r(m) = m / single(m) (bandwidth-bound sizes: latency left out).
+    Least squares of log(simulated / measured) over both; None when no bus fits better
+    than none (two messages at once cost what one does). Returns (B, info)."""
+    sizes = sorted(m for m in pair if m in single and m > 0)
+    if not sizes:
+        raise PlatformError("exchange: no size measured both alone and as an exchange")
+
+    def cost(b: float) -> float:
+        err = 0.0
+        for m in sizes:
+            r = m / single[m]
+            err += math.log((m / min(r, b)) / single[m]) ** 2
+            err += math.log((m / min(r, b / 2)) / pair[m]) ** 2
+        return err
+
+    rates = [m / single[m] for m in sizes]  # bytes/us = MB/s
+    grid = [min(rates) * 0.5 * 1.01 ** i for i in range(400)
+            if min(rates) * 0.5 * 1.01 ** i <= 2.5 * max(rates)]
+    best = min(grid, key=cost)
+    none = cost(math.inf)
+    ratios = {m: round(pair[m] / single[m], 3) for m in sizes}
+    if cost(best) >= none:
+        return None, {"pair_over_single": ratios}
+    return best / 1e3, {"pair_over_single": ratios, "rms_log_error": math.sqrt(
+        cost(best) / (2 * len(sizes))), "rms_log_error_without": math.sqrt(none / (2 * len(sizes)))}
+
+
 def compute_points(points: list[dict], statistic: str = "min") -> tuple[tuple[int, float], ...]:
     """((size, us), ...) of a local operation from colltune-gamma records (one size a
     record: size, min_us, median_us): the table simulation charges a copy or a
@@ -751,7 +782,8 @@ def compute_points(points: list[dict], statistic: str = "min") -> tuple[tuple[in
 def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool = True,
                cores: int | None = None, command: str = "", when: str | None = None,
                compute: Mapping[str, dict] | None = None,
-               eager: Mapping[str, Any] | None = None) -> Platform:
+               eager: Mapping[str, Any] | None = None,
+               exchange: list[dict] | None = None) -> Platform:
     """`this-machine` from ping-pong records (colltune-pingpong's, 2 processes, one size a
     record): one node with this machine's cores, intra-node latency/bandwidth fitted
     (Hockney), and the piecewise factors (unless `piecewise` is false) that make the
@@ -759,11 +791,15 @@ def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool =
     time of a record (min: the least disturbed by other load; median).
     `compute`: kind ("copy", "reduce") -> {"points": colltune-gamma records,
     "command": how they were measured}: the charged computation (compute_points).
-    `eager`: the record of colltune-pingpong --mode eager: the eager limit."""
+    `eager`: the record of colltune-pingpong --mode eager: the eager limit.
+    `exchange`: records of colltune-pingpong --mode exchange (two messages at once): the
+    node's memory bus (fit_shared_bandwidth), when one fits; records of that kind among
+    `records` count too."""
     key = {"min": "min_us", "median": "median_us"}.get(statistic)
     if key is None:
         raise PlatformError(f"statistic '{statistic}': valid: min, median")
     recs = [r for r in records if r.get("kind", "pingpong") == "pingpong"]
+    exchange = list(exchange or []) + [r for r in records if r.get("kind") == "exchange"]
     if not recs:
         raise PlatformError("no ping-pong records to calibrate from")
     sizes = [int(r["size"]) for r in recs]
@@ -791,6 +827,23 @@ def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool =
             f"{what} on one process, {statistic} time of {len(pts)} sizes "
             f"({pts[0][0]}..{pts[-1][0]} B), colltune platform calibrate on {host}, {when}")
         cal[f"{kind}_command"] = m.get("command", "")
+    shared = None
+    if exchange:
+        single = {m: t for m, t in zip(sizes, times)}
+        pair = {int(r["size"]): float(r[key]) for r in exchange}
+        shared, sinfo = fit_shared_bandwidth(single, pair)
+        cal["exchange_sizes"] = sorted(pair)
+        cal["exchange_times_us"] = [pair[m] for m in sorted(pair)]
+        cal["exchange_over_pingpong"] = list(sinfo["pair_over_single"].values())
+        if shared is not None:
+            shared = round(shared, 6)
+            comp_sources["intra_shared_bandwidth_GBps"] = (
+                f"memory bus fitted to one message and two at once (colltune-pingpong "
+                f"--mode exchange, {statistic} of each) at {len(pair)} sizes "
+                f"({min(pair)}..{max(pair)} B), colltune platform calibrate on {host}, "
+                f"{when}: two concurrent messages took "
+                + ", ".join(f"{v:.2f}x" for v in sinfo["pair_over_single"].values())
+                + " the time of one")
     if eager:
         comp_sources["eager_limit_bytes"] = (
             f"largest MPI_Send that returned before the receive was posted (median of "
@@ -815,4 +868,5 @@ def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool =
                              "time = measured time at each calibrated size" if piecewise
                              else "none: plain Hockney"), **comp_sources},
         calibration=cal, lat_factors=lat_f, bw_factors=bw_f, compute=charge,
-        eager_limit_bytes=int(eager["eager_limit"]) if eager else None)
+        eager_limit_bytes=int(eager["eager_limit"]) if eager else None,
+        intra_shared_bandwidth_GBps=shared)
