@@ -16,7 +16,7 @@
 # With a kit made with --simgrid (the simulations run there too; 0 skips each):
 #   SIMACC=0  seconds for benchmarks/sim_vs_measured_algos.py at 2 processes (the
 #             calibration's accuracy on a machine that holds still), first of all,
-#             SIMACCRUNS=1 times (simacc-1.json, ...)
+#             SIMACCRUNS=1 times (simacc-1.json, ...), with SIMACCARGS (e.g. --cold)
 #   SIMSPEED=0  seconds for benchmarks/sim_speed.py at SPEEDNP=1024 processes, sizes
 #             8,1K,64K,1M; its algorithms run as SPEEDJOBS=4 concurrent processes
 #             (single-threaded simulations, one core each); SPEEDJOB="allreduce ring"
@@ -71,7 +71,7 @@ pack
 if [ "${SIMACC:-0}" -gt 0 ]; then
   for k in $(seq "${SIMACCRUNS:-1}"); do
     step "simacc-$k" "$SIMACC" $PY benchmarks/sim_vs_measured_algos.py --sizes 8,1K,64K,1M \
-      --reps 5 -o "$RES/simacc-$k.json"
+      --reps 5 ${SIMACCARGS:-} -o "$RES/simacc-$k.json"
   done
 fi
 if [ "${SIMSPEED:-0}" -gt 0 ]; then

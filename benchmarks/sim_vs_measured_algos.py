@@ -14,8 +14,9 @@
 3. The same colltune-bench compiled with smpicc, run under SMPI on the calibrated
    platform (deterministic: the simulation defaults, one timed call a point), twice:
    with the charged computation (local copies and reductions of colltune's
-   algorithms, docs/simulation.md "Charged computation") and without it (as before
-   issue 28).
+   algorithms, docs/simulation.md "Charged computation": timed with their data coming
+   from memory, as `colltune platform calibrate` does by default) and without it (as
+   before issue 28); and as the variant "cached", charged as timed in the cache.
 4. Per algorithm and size: measured, simulated and simulated / measured; per
    algorithm the geometric mean of the ratios, charged and uncharged.
 
@@ -55,11 +56,13 @@ from colltune.drivers import registry
 from colltune.mpi import libraries as mpi_mod
 from colltune.mpi import platforms as plat
 from colltune.mpi.build import build as do_build
-from colltune.drivers.gamma import COMPUTE_SIZES, measure_gamma
+from colltune.drivers.gamma import COLD_POOL_BYTES, COMPUTE_SIZES, measure_gamma
 from colltune.drivers.p2p import PingpongSpec, measure_eager_limit, measure_exchange, run_pingpong
 from colltune.base.units import fmt_size, parse_sizes
 
 out = Console(width=160)
+OTHER = {"cold": "copies and reductions charged as timed with their data in memory",
+         "cached": "copies and reductions charged as timed with their data in the cache"}
 
 
 def load_avg() -> str:
@@ -153,14 +156,28 @@ def main() -> None:
     if replay is None:
         pp_spec = PingpongSpec(2, tuple(parse_sizes("8:1M")), reps=11)
         out.print("local copy and reduction (the charged computation) ...")
-        compute = {}
+        # charged as colltune platform calibrate does: data from memory; the variant
+        # "cached": the same operations timed on one pair of buffers, in the cache
+        compute, other = {}, {}
         for kind, op in (("copy", "copy"), ("reduce", "sum")):
+            g = measure_gamma(measured_build, "char", op, sizes=COMPUTE_SIZES,
+                              pool_bytes=COLD_POOL_BYTES)
+            compute[kind] = {"points": g.points, "command": g.command,
+                             "pool_bytes": COLD_POOL_BYTES}
             g = measure_gamma(measured_build, "char", op, sizes=COMPUTE_SIZES)
-            compute[kind] = {"points": g.points, "command": g.command}
+            other[kind] = plat.compute_points(g.points, "min")
+        other_label = "cached"
         out.print("eager limit (MPI_Send with the receiver late) ...")
         eager = measure_eager_limit(measured_build)
     else:
         eager = {"eager_limit": replay["eager_limit_bytes"]}
+        # files of before 2026-11-28 17:00 charge cached data and keep the other tables as
+        # compute_cold; later ones the reverse
+        other_label = "cold" if "compute_cold" in replay else "cached"
+        other = {k: tuple(tuple(x) for x in v)
+                 for k, v in replay.get(f"compute_{other_label}", {}).items()}
+    if other:  # the copies and reductions charged from the other tables
+        variants[other_label] = ()
 
     rows: list[dict] = []
     walls: dict[str, float] = {}
@@ -215,7 +232,9 @@ def main() -> None:
         simv = {}
         for label, cfgs in variants.items():
             vcfg, vits = split_variant(cfgs)
-            with launch.simulate(platform, (*args.cfg, *vcfg)):
+            vplat = (dataclasses.replace(platform, compute=other) if label == other_label
+                     and not cfgs else platform)
+            with launch.simulate(vplat, (*args.cfg, *vcfg)):
                 simv[label] = run_bench(smpi_build, coll, algos, sizes, 1, vits)
         for (spec, size), m in sorted(meas.items(), key=lambda kv: (algos.index(kv[0][0])
                                                                     if kv[0][0] in algos else 99,
@@ -257,7 +276,7 @@ def main() -> None:
         out.print(t)
     ours = [r for r in rows if r["algorithm"] != "native"]
     for key, what in (("ratio_uncharged", "uncharged (before)"), ("ratio", "charged"),
-                      *((f"ratio[{label}]", f"charged, {label} ({', '.join(c)})")
+                      *((f"ratio[{label}]", f"charged, {label} ({', '.join(c) or OTHER[label]})")
                         for label, c in variants.items())):
         if not ours or any(key not in r for r in ours):
             continue
@@ -290,6 +309,7 @@ def main() -> None:
             "pingpong_before_after_us": {c: {str(m): list(v) for m, v in d.items()}
                                          for c, d in drift.items()},
             "platforms": platforms, "replayed_from": args.replay,
+            f"compute_{other_label}": {k: [list(x) for x in v] for k, v in other.items()},
             "load": loads, "simulation_wall_s": walls,
             "mpi": replay["mpi"] if replay else measured_build.mpi.banner,
             "simulator": smpi_build.mpi.banner,

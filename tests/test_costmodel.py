@@ -320,6 +320,21 @@ def test_gamma_measured_with_reduce_local(ompi_build):
     assert g.points[-1]["median_us"] > g.points[0]["median_us"]
 
 
+def test_copies_timed_with_their_data_in_memory(ompi_build):
+    """colltune-gamma's pool: each call takes the next pair of buffers of a pool larger
+    than the caches. The records say the pool's size, and a 1 MiB copy from memory is
+    not faster than the same copy on one pair of buffers in the cache (3.5x slower on
+    the development VM)."""
+    cached = gamma_driver.measure_gamma(ompi_build, "char", "copy", sizes=(1 << 20,))
+    cold = gamma_driver.measure_gamma(ompi_build, "char", "copy", sizes=(1 << 20,),
+                                      pool_bytes=64 << 20)
+    assert cached.points[0]["pool_bytes"] == 0
+    assert cold.points[0]["pool_bytes"] == 64 << 20  # 32 pairs of 1 MiB buffers
+    assert cold.points[0]["min_us"] > 0.9 * cached.points[0]["min_us"]
+    with pytest.raises(gamma_driver.GammaError, match="must be positive"):
+        gamma_driver.measure_gamma(ompi_build, "char", "copy", sizes=(8,), pool_bytes=0)
+
+
 def test_model_command_offline(tmp_path):
     """--algorithms-json and given α, β, γ: no MPI build needed."""
     import json

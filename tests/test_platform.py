@@ -259,6 +259,22 @@ def test_cli_calibrate_from_records(tmp_path):
     assert P.load(out).intra_shared_bandwidth_GBps == pytest.approx(4.0, rel=0.05)
 
 
+def test_cli_calibrate_times_copies_from_memory_unless_told(tmp_path, ompi_build):
+    """The charged copy and reduction are timed with their data coming from memory by
+    default (the sources say so), from the cache with --data-from cache."""
+    out = {}
+    for how in ("memory", "cache"):
+        out[how] = tmp_path / f"{how}.toml"
+        r = _cli("platform", "calibrate", "--size", "64K,1M", "--reps", "2", "--no-eager",
+                 "--no-exchange", "--data-from", how, "-o", str(out[how]))
+        assert r.exit_code == 0, r.output
+    mem, cache = P.load(out["memory"]), P.load(out["cache"])
+    assert "data from memory (buffers taken in turn from a pool of 256 MiB)" in \
+        mem.sources["compute_copy"]
+    assert "data in the cache" in cache.sources["compute_reduce"]
+    assert dict(mem.compute["copy"]).keys() == dict(cache.compute["copy"]).keys()
+
+
 def test_calibration_in_the_cache_replaces_the_default(tmp_path, monkeypatch):
     monkeypatch.setenv("COLLTUNE_CACHE", str(tmp_path))
     assert P.resolve("this-machine").calibration == {}

@@ -480,3 +480,35 @@ def test_a_study_measures_each_count_in_several_layouts_and_tune_makes_ppn_rules
     st.write_text(st.read_text().replace('mpi = "smpi"\nplatform = "tapems-16x12"\n', ""))
     r = colltune("sweep", str(st), "--db", str(tmp_path / "x.db"))
     assert r.returncode == 2 and "this machine is one node" in r.stderr
+
+
+def test_a_replay_of_the_device_measurements_simulates_what_was_simulated_there(tmp_path):
+    """benchmarks/sim_vs_measured_algos.py --replay: the device machine's measurements
+    and calibrated platforms (benchmarks/measurements/device-2026-11-28), simulated
+    again here, give the simulated times simulated there to the digit (the simulation
+    depends on the platform and the code, not on the machine it runs on)."""
+    import subprocess
+    import sys
+
+    from colltune.mpi import simgrid
+
+    if simgrid.installed_version() is None:
+        pytest.skip("SimGrid is not installed in the colltune cache")
+    repo = Path(__file__).resolve().parent.parent
+    src = repo / "benchmarks" / "measurements" / "device-2026-11-28" / "b-simacc-1.json"
+    out = tmp_path / "replay.json"
+    res = subprocess.run([sys.executable, str(repo / "benchmarks" / "sim_vs_measured_algos.py"),
+                          "--replay", str(src), "--colls", "allreduce,allgather", "-o", str(out)],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    there = json.loads(src.read_text())
+    here = json.loads(out.read_text())
+    want = {(r["collective"], r["algorithm"], r["size"]): r for r in there["rows"]
+            if r["collective"] in ("allreduce", "allgather")}
+    got = {(r["collective"], r["algorithm"], r["size"]): r for r in here["rows"]}
+    assert set(got) == set(want) and len(got) == (8 + 10) * 4  # algorithms and native
+    for k, r in want.items():
+        assert got[k]["simulated_us"] == r["simulated_us"], k
+        assert got[k]["simulated_uncharged_us"] == r["simulated_uncharged_us"], k
+        assert got[k]["measured_us"] == r["measured_us"], k
+    assert here["replayed_from"] == str(src) and here["machine"] == there["machine"]

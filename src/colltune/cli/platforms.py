@@ -14,7 +14,7 @@ from colltune.mpi import platforms as plat
 from colltune.mpi.placement import MAPPINGS, ORDERS
 from colltune.base.files import check_writable
 from colltune.base.units import fmt_size
-from colltune.drivers.gamma import COMPUTE_SIZES, GammaError, measure_gamma
+from colltune.drivers.gamma import COLD_POOL_BYTES, COMPUTE_SIZES, GammaError, measure_gamma
 from colltune.drivers.p2p import (EXCHANGE_SIZES, P2PError, PingpongSpec, measure_eager_limit,
                                   measure_exchange, run_pingpong)
 from ._common import (MPI_HELP, Command, build_or_fail, check_nps, err, fail, np_option, out,
@@ -195,14 +195,19 @@ def write(name, output, hostfile, np, mapping, order, nodes, oversubscribe, desc
               help="Also find the MPI library's eager limit (the largest MPI_Send that "
                    "returns before the receiver posts its receive): simulated sends above "
                    "it wait for the receiver [default: on; off with --from-json].")
+@click.option("--data-from", "data_from", default="memory", show_default=True,
+              type=click.Choice(["memory", "cache"]),
+              help="Time the local copy and reduction with their data coming from memory "
+                   "(a 256 MiB pool of buffers, the charge that matched measured collectives "
+                   "best) or from the cache (one pair of buffers, reused).")
 @click.option("--exchange/--no-exchange", default=None,
               help="Also time two messages at once (2 processes sending to each other, "
                    "64K, 256K, 1M): when they cost more than one, simulated messages inside "
                    "the node share a memory bus fitted to both [default: on; off with "
                    "--from-json, whose exchange records count when it has them].")
 @click.option("--timeout", default=600.0, show_default=True, help="Seconds before giving up.")
-def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, compute, eager, exchange,
-              output, timeout) -> None:
+def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, compute, data_from,
+              eager, exchange, output, timeout) -> None:
     """Measure this machine (2-process ping-pong, two messages at once, eager limit, local
     copy and reduction) and write the this-machine platform."""
     target = Path(output) if output else plat.calibration_path()
@@ -243,12 +248,15 @@ def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, compute, e
         b = b or build_or_fail(mpi_spec)
         for kind, op in (("copy", "copy"), ("reduce", "sum")):
             err.print(f"local {kind} ({'memcpy' if op == 'copy' else 'MPI_Reduce_local, char sum'}"
-                      f"), one process, {len(COMPUTE_SIZES)} sizes ...", highlight=False)
+                      f"), one process, {len(COMPUTE_SIZES)} sizes, data from {data_from} ...",
+                      highlight=False)
+            pool = COLD_POOL_BYTES if data_from == "memory" else None
             try:
-                g = measure_gamma(b, "char", op, sizes=COMPUTE_SIZES, timeout=timeout)
+                g = measure_gamma(b, "char", op, sizes=COMPUTE_SIZES, timeout=timeout,
+                                  pool_bytes=pool)
             except GammaError as exc:
                 fail(str(exc))
-            charged[kind] = {"points": g.points, "command": g.command}
+            charged[kind] = {"points": g.points, "command": g.command, "pool_bytes": pool}
     eager_rec = None
     if eager:
         b = b or build_or_fail(mpi_spec)

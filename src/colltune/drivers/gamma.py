@@ -17,6 +17,9 @@ GAMMA_SIZES = (16384, 65536, 262144, 1048576, 4194304)
 # sizes of the local copy and reduction `colltune platform calibrate` times: the table
 # simulation charges them from (docs/simulation.md, "Charged computation")
 COMPUTE_SIZES = (8, 1024, 8192, 65536, 262144, 1048576)
+# a pool of buffers larger than a processor's caches: each timed call's data comes from
+# memory (colltune-gamma's POOL argument)
+COLD_POOL_BYTES = 256 << 20
 
 
 class GammaError(ColltuneError, RuntimeError):
@@ -34,10 +37,17 @@ class GammaRun:
 
 
 def measure_gamma(build: Build, dtype: str = "char", op: str = "sum", sizes=GAMMA_SIZES,
-                  timeout: float = 300) -> GammaRun:
+                  timeout: float = 300, pool_bytes: int | None = None) -> GammaRun:
     """Time MPI_Reduce_local of `dtype` and `op` on one process at each size (bytes);
-    op "copy": a memcpy of the same bytes instead."""
+    op "copy": a memcpy of the same bytes instead. `pool_bytes`: the calls take their
+    buffers in turn from a pool of that size (COLD_POOL_BYTES: larger than the caches,
+    each call's data comes from memory); None: one pair of buffers, reused."""
     sizes = tuple(int(s) for s in sizes)
-    res = run_program(build, "colltune-gamma", 1, [dtype, op, ",".join(map(str, sizes))],
+    if pool_bytes is not None and pool_bytes <= 0:
+        raise GammaError(f"pool of {pool_bytes} bytes: must be positive")
+    args = [dtype, op, ",".join(map(str, sizes))]
+    if pool_bytes is not None:
+        args.append(str(int(pool_bytes)))
+    res = run_program(build, "colltune-gamma", 1, args,
                       error=GammaError, timeout=timeout, require_records=True)
     return GammaRun(res.records, sizes, dtype, op, res.command, res.notes)

@@ -790,7 +790,8 @@ def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool =
     simulated ping-pong follow the measured one size by size. `statistic`: which
     time of a record (min: the least disturbed by other load; median).
     `compute`: kind ("copy", "reduce") -> {"points": colltune-gamma records,
-    "command": how they were measured}: the charged computation (compute_points).
+    "command": how they were measured, "pool_bytes": the pool of buffers they were
+    timed on, None for one pair (optional)}: the charged computation (compute_points).
     `eager`: the record of colltune-pingpong --mode eager: the eager limit.
     `exchange`: records of colltune-pingpong --mode exchange (two messages at once): the
     node's memory bus (fit_shared_bandwidth), when one fits; records of that kind among
@@ -823,9 +824,14 @@ def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool =
     for kind, m in (compute or {}).items():
         pts = charge[kind] = compute_points(m["points"], statistic)
         what = "memcpy" if kind == "copy" else "MPI_Reduce_local (char, sum)"
+        pool = m.get("pool_bytes")
+        data = (f", data from memory (buffers taken in turn from a pool of {pool >> 20} MiB)"
+                if pool else ", data in the cache (one pair of buffers, reused)"
+                if "pool_bytes" in m else "")
         comp_sources[f"compute_{kind}"] = (
             f"{what} on one process, {statistic} time of {len(pts)} sizes "
-            f"({pts[0][0]}..{pts[-1][0]} B), colltune platform calibrate on {host}, {when}")
+            f"({pts[0][0]}..{pts[-1][0]} B){data}, colltune platform calibrate on {host}, "
+            f"{when}")
         cal[f"{kind}_command"] = m.get("command", "")
     shared = None
     if exchange:
