@@ -31,8 +31,8 @@ brought home, can test model changes on any machine.
     .venv/bin/python benchmarks/sim_vs_measured_algos.py
     .venv/bin/python benchmarks/sim_vs_measured_algos.py --colls bcast,allreduce \\
         --sizes 8,64,1K,8K,64K,1M --reps 5 -o sim_vs_measured_algos.json
-    .venv/bin/python benchmarks/sim_vs_measured_algos.py --replay quiet.json \\
-        --variant gap=smpi/or:0:0.1
+    .venv/bin/python benchmarks/sim_vs_measured_algos.py --replay \\
+        benchmarks/measurements/device-2026-11-28/c-simacc-1.json --shared 16
 """
 
 from __future__ import annotations
