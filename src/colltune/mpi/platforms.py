@@ -755,15 +755,13 @@ def fit_shared_bandwidth(single: Mapping[int, float], pair: Mapping[int, float])
         return err
 
     rates = [m / single[m] for m in sizes]  # bytes/us = MB/s
-    grid = [min(rates) * 0.5 * 1.01 ** i for i in range(400)
-            if min(rates) * 0.5 * 1.01 ** i <= 2.5 * max(rates)]
+    grid = [b for b in (min(rates) * 0.5 * 1.01 ** i for i in range(400))
+            if b <= 2.5 * max(rates)]
     best = min(grid, key=cost)
-    none = cost(math.inf)
     ratios = {m: round(pair[m] / single[m], 3) for m in sizes}
-    if cost(best) >= none:
+    if cost(best) >= cost(math.inf):
         return None, {"pair_over_single": ratios}
-    return best / 1e3, {"pair_over_single": ratios, "rms_log_error": math.sqrt(
-        cost(best) / (2 * len(sizes))), "rms_log_error_without": math.sqrt(none / (2 * len(sizes)))}
+    return best / 1e3, {"pair_over_single": ratios}
 
 
 def compute_points(points: list[dict], statistic: str = "min") -> tuple[tuple[int, float], ...]:
@@ -838,15 +836,16 @@ def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool =
         single = {m: t for m, t in zip(sizes, times)}
         pair = {int(r["size"]): float(r[key]) for r in exchange}
         shared, sinfo = fit_shared_bandwidth(single, pair)
-        cal["exchange_sizes"] = sorted(pair)
-        cal["exchange_times_us"] = [pair[m] for m in sorted(pair)]
-        cal["exchange_over_pingpong"] = list(sinfo["pair_over_single"].values())
+        used = sorted(sinfo["pair_over_single"])  # the sizes measured both ways
+        cal["exchange_sizes"] = used
+        cal["exchange_times_us"] = [pair[m] for m in used]
+        cal["exchange_over_pingpong"] = [sinfo["pair_over_single"][m] for m in used]
         if shared is not None:
             shared = round(shared, 6)
             comp_sources["intra_shared_bandwidth_GBps"] = (
                 f"memory bus fitted to one message and two at once (colltune-pingpong "
-                f"--mode exchange, {statistic} of each) at {len(pair)} sizes "
-                f"({min(pair)}..{max(pair)} B), colltune platform calibrate on {host}, "
+                f"--mode exchange, {statistic} of each) at {len(used)} sizes "
+                f"({used[0]}..{used[-1]} B), colltune platform calibrate on {host}, "
                 f"{when}: two concurrent messages took "
                 + ", ".join(f"{v:.2f}x" for v in sinfo["pair_over_single"].values())
                 + " the time of one")
