@@ -512,3 +512,23 @@ def test_a_replay_of_the_device_measurements_simulates_what_was_simulated_there(
         assert got[k]["simulated_uncharged_us"] == r["simulated_uncharged_us"], k
         assert got[k]["measured_us"] == r["measured_us"], k
     assert here["replayed_from"] == str(src) and here["machine"] == there["machine"]
+
+
+def test_the_message_floor_benchmark_simulates_three_patterns_alike(smpi_build):
+    """benchmarks/sim_message_floor.py: the bare ring in its three call patterns, one
+    simulated time for all (the same messages, a step each), a table of figures."""
+    import re
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "sim_message_floor.py"
+    res = subprocess.run([sys.executable, str(script), "--np", "6", "--size", "2K"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    sims = re.findall(r"run 1 (\w+): [\d.]+ s, simulated ([\d.]+) µs", res.stdout)
+    assert [p for p, _ in sims] == ["sendrecv", "send", "isend"], res.stdout
+    assert len({t for _, t in sims}) == 1 and float(sims[0][1]) > 0
+    assert "60 messages of 2048 B" in res.stdout
+    bad = subprocess.run([sys.executable, str(script), "--patterns", "sendrecv,bogus"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "bogus" in bad.stderr

@@ -315,6 +315,7 @@ def test_launches_another_sweep_stored_meanwhile_count_as_stored(tmp_path, monke
     from colltune.drivers import bench as bench_mod
     from colltune.results import db as db_mod
     from colltune.results import store
+    from colltune.drivers import registry
     from colltune.studies import study as study_mod
     from colltune.studies import sweep as sweep_mod
 
@@ -638,6 +639,7 @@ def test_heat_study_end_to_end_with_report_section(tmp_path, ompi_build):
     from colltune.results import db
     from colltune.results import reader
     from colltune.analysis import heat
+    from colltune.drivers import registry
     from colltune.studies import study as study_mod
     from colltune.studies import sweep as sweep_mod
     from colltune.cli.report import report as report_cmd
@@ -684,6 +686,7 @@ def test_heat_study_end_to_end_with_report_section(tmp_path, ompi_build):
 
 
 def test_heat_study_errors_name_the_key():
+    from colltune.drivers import registry
     from colltune.studies import study as study_mod
 
     with pytest.raises(study_mod.StudyError, match=r"study.heat.grids\[0\]"):
@@ -742,3 +745,78 @@ def test_a_launch_whose_launcher_failed_to_start_is_tried_again(tmp_path, monkey
     res = launch.run(launch.Launch([str(script)], dict(os.environ)))
     assert res.returncode == 213 and count.read_text().count("x") == 1
     assert not launch.transient_failure(launch.Result("x", 1, "", "error: bad size", False, []))
+
+
+def test_cancel_all_stops_launches_running_in_other_threads(tmp_path):
+    """What `colltune sweep --jobs N` relies on for Ctrl-C: a launch running in a worker
+    thread stops within a moment (its whole session killed), later ones are refused,
+    and after clear_cancel launches run again."""
+    import threading
+
+    script = tmp_path / "long.sh"
+    script.write_text("#!/bin/sh\necho started\nsleep 60\necho never\n")
+    script.chmod(0o755)
+    got: dict = {}
+
+    def worker():
+        try:
+            launch.run(launch.Launch([str(script)], dict(os.environ)))
+        except KeyboardInterrupt as exc:
+            got["exc"] = exc
+
+    th = threading.Thread(target=worker)
+    t0 = time.monotonic()
+    th.start()
+    time.sleep(0.5)
+    try:
+        launch.cancel_all()
+        th.join(timeout=20)
+        assert not th.is_alive() and isinstance(got.get("exc"), launch.Cancelled)
+        assert time.monotonic() - t0 < 15
+        assert subprocess.run(["pgrep", "-f", str(script)], capture_output=True).returncode == 1
+        with pytest.raises(launch.Cancelled):
+            launch.run(launch.Launch(["true"], dict(os.environ)))
+    finally:
+        launch.clear_cancel()
+    assert launch.run(launch.Launch(["echo", "again"], dict(os.environ))).stdout == "again\n"
+
+
+def test_simulated_launches_side_by_side_store_what_they_store_one_by_one(tmp_path,
+                                                                           smpi_build):
+    """--jobs 3: every launch stored once, the simulated times equal to the digit those
+    of a sweep one launch at a time; a measured study refuses --jobs."""
+    from colltune.results import db as db_mod
+    from colltune.results import reader
+    from colltune.studies import sweep as sweep_mod
+    from colltune.drivers import registry
+    from colltune.studies import study as study_mod
+    from conftest import colltune
+
+    st = tmp_path / "jobs.toml"
+    st.write_text('[study]\nname = "jobs"\ncollectives = ["bcast", "allreduce"]\n'
+                  'algorithms = "all"\nsizes = [8, 65536]\n'
+                  'processes = [4, 8, 16]\nmpi = "smpi"\nplatform = "tapems-16x12"\n')
+    points = {}
+    for jobs in (1, 3):
+        dbp = tmp_path / f"j{jobs}.db"
+        plan = sweep_mod.make_plan(study_mod.load(st), smpi_build, seed=5)
+        conn = db_mod.open_db(dbp)
+        try:
+            oc = sweep_mod.execute(plan, conn, progress=False, jobs=jobs)
+        finally:
+            conn.close()
+        assert oc.status == "done" and oc.done == 6 and oc.failed == 0
+        conn = db_mod.open_reader(dbp)
+        try:
+            df = reader.measurements_frame(conn, study="jobs", only_simulated=True)
+            assert conn.execute("SELECT COUNT(*) FROM failures").fetchone()[0] == 0
+        finally:
+            conn.close()
+        points[jobs] = sorted(zip(df["collective"], df["algorithm"], df["np"], df["size"],
+                                  df["median_us"]))
+    # every algorithm of both collectives (and native) at 2 sizes and 3 counts
+    n = sum(len(set(registry.names(smpi_build, c)) | {"native"}) for c in ("bcast", "allreduce"))
+    assert len(points[1]) == n * 2 * 3 and points[3] == points[1]
+    r = colltune("sweep", str(st), "--db", str(tmp_path / "m.db"), "--mpi", "openmpi",
+                 "--jobs", "2")
+    assert r.returncode != 0 and "simulated studies" in r.stderr

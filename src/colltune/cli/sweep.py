@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -129,10 +130,14 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
 @click.option("--wait/--no-wait", default=True, show_default=True,
               help="When a sweep of the same study into the same database is running: wait "
                    "for it to finish, then resume (--no-wait: stop with an error).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Simulated studies (--mpi smpi): run this many launches at once, one "
+                   "core each (a simulation is one process; its times do not depend on "
+                   "what else runs). Measured launches always run one at a time.")
 @click.option("--list-presets", is_flag=True, help="List the built-in studies and exit.")
 def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfile, dry_run, sbatch_file,
           shuffle, seed, new_round, retry_failed, name, merge_changed, oversubscribe, force,
-          list_presets, nps=None, wait=True) -> None:
+          list_presets, nps=None, wait=True, jobs=1) -> None:
     """Run a study (TOML file or --preset) into the results database.
 
     Launches run in a shuffled order, each stored in one transaction; running the
@@ -181,6 +186,9 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
         if not b.mpi.simulated:
             fail("--platform is for simulation: add --mpi smpi")
         study = dataclasses.replace(study, platform=platform_spec)
+    if jobs > 1 and not b.mpi.simulated:
+        fail(f"--jobs {jobs}: launches side by side are for simulated studies (--mpi smpi); "
+             "measured ones would disturb each other's timings")
     try:
         plan = make_plan(study, b, seed=seed, shuffle=shuffle)
     except (StudyError, LaunchError) as exc:
@@ -210,11 +218,11 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
                              placement=placement, simulated=b.mpi.simulated)
     with sweep_lock(dbp, study.name, wait=wait):  # one sweep of the study at a time
         _into_db(study, plan, b, dbp, new_round=new_round, merge_changed=merge_changed,
-                 retry_failed=retry_failed)
+                 retry_failed=retry_failed, jobs=jobs)
 
 
 def _into_db(study: Study, plan: Plan, b, dbp: Path, *, new_round: bool, merge_changed: bool,
-             retry_failed: bool) -> None:
+             retry_failed: bool, jobs: int = 1) -> None:
     """The sweep proper, holding its lock: the definition compared, the launches run."""
     conn = db_mod.open_db(dbp)
     try:
@@ -238,11 +246,15 @@ def _into_db(study: Study, plan: Plan, b, dbp: Path, *, new_round: bool, merge_c
     err.print(f"sweep '{study.name}' on {where}: {len(plan.units)} launches "
               f"({', '.join(study.collectives)}; np {fmt_ints(plan.processes)}; "
               f"{len(study.sizes)} sizes; {study.repetitions} repetitions; seed {plan.seed}) "
-              f"into {dbp}", highlight=False)
+              f"into {dbp}" + (f"; {jobs} launches at a time" if jobs > 1 else ""),
+              highlight=False)
+    if jobs > (os.cpu_count() or 1):
+        err.print(f"note: --jobs {jobs} on {os.cpu_count()} cores: the simulations share "
+                  "cores (their times do not change; each takes longer)", highlight=False)
     try:
         with launch.interrupt_on_term():
             oc = execute(plan, conn, argv=sys.argv, new_round=new_round,
-                         retry_failed=retry_failed)
+                         retry_failed=retry_failed, jobs=jobs)
     finally:
         conn.close()
     others = f" ({oc.others} by another sweep meanwhile)" if oc.others else ""

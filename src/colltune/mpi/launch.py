@@ -35,7 +35,10 @@ native/lib/simcharge.c), deterministic.
 
 A sweep runs library code that calls `prepare` without knowing about placement
 (bench.run); it sets the placement for a block of code with `session(...)`, which
-also collects every Launch prepared and every Result run in it.
+also collects every Launch prepared and every Result run in it. A sweep of simulated
+launches side by side (`colltune sweep --jobs N`) runs them in threads of its own;
+`cancel_all()` stops every launch running in any thread (each one's `run` raises
+`Cancelled`) and every one started after it, until `clear_cancel()`.
 """
 
 from __future__ import annotations
@@ -475,6 +478,23 @@ def stop(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:
         time.sleep(0.05)
 
 
+class Cancelled(KeyboardInterrupt):
+    """A launch stopped by `cancel_all` (another thread was interrupted)."""
+
+
+_CANCEL = threading.Event()
+
+
+def cancel_all() -> None:
+    """Stop every launch running now, in whatever thread, and refuse new ones (their
+    `run` raises Cancelled) until `clear_cancel`."""
+    _CANCEL.set()
+
+
+def clear_cancel() -> None:
+    _CANCEL.clear()
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM or SIGHUP arrived (scancel, kill, a closed terminal): handled as Ctrl-C,
     so that every launch is stopped and what is measured is kept."""
@@ -546,6 +566,8 @@ def run(launch: Launch, timeout: float | None = None,
 def _run_once(launch: Launch, timeout: float | None,
               on_stdout: Callable[[str], None] | None) -> Result:
     t0 = time.monotonic()
+    if _CANCEL.is_set():
+        raise Cancelled("launches cancelled")
     proc = subprocess.Popen(launch.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=launch.env, start_new_session=True)
     lines: queue.Queue = queue.Queue()
@@ -571,6 +593,8 @@ def _run_once(launch: Launch, timeout: float | None,
             eof = False
             while not eof:
                 wait = 0.2 if deadline is None else max(0.0, min(0.2, deadline - time.monotonic()))
+                if _CANCEL.is_set():
+                    raise Cancelled("launch cancelled")
                 try:
                     line = lines.get(timeout=wait)
                 except queue.Empty:
@@ -586,6 +610,8 @@ def _run_once(launch: Launch, timeout: float | None,
                 if on_stdout is not None:
                     on_stdout(line.rstrip("\n"))
             while proc.poll() is None:
+                if _CANCEL.is_set():
+                    raise Cancelled("launch cancelled")
                 if deadline is not None and time.monotonic() >= deadline:
                     timed_out = True
                     stop(proc)

@@ -29,6 +29,7 @@ import shlex
 import socket
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -419,12 +420,22 @@ def sweep_lock(db_path: str | Path, study: str, *, wait: bool = True,
 
 def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool = False,
             retry_failed: bool = True, console: Console | None = None,
-            progress: bool | None = None) -> Outcome:
+            progress: bool | None = None, jobs: int = 1) -> Outcome:
     """Run the plan's units that are not stored yet; store each as it finishes.
 
-    Returns when all ran or on Ctrl-C/SIGTERM (status 'interrupted'; the launch
-    that was running is killed and not stored).
+    `jobs` > 1 (simulated studies only): that many launches at once, in threads; each
+    is stored (in this thread) as it finishes. A simulated time does not depend on
+    what else the machine runs, so launches side by side give the points they give
+    alone; measured ones would disturb each other's timings (ValueError).
+
+    Returns when all ran or on Ctrl-C/SIGTERM (status 'interrupted'; the launches
+    that were running are killed and not stored).
     """
+    if jobs < 1:
+        raise ValueError(f"jobs {jobs}: at least 1")
+    if jobs > 1 and plan.platform is None:
+        raise ValueError("launches side by side are for simulated studies (--mpi smpi): "
+                         "measured ones would disturb each other's timings")
     console = console or err
     study, build = plan.study, plan.build
     study_id = store.upsert_study(conn, study.name, study.definition(), study.description,
@@ -466,23 +477,33 @@ def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool 
         bar.start()
         task = bar.add_task(study.name, total=len(pending))
     log = bar.console.print if bar else console.print
+
+    def describe(unit: Unit | None) -> None:
+        if bar:
+            what = (escape(unit.label) if unit is not None
+                    else f"{study.name}, {jobs} launches at a time")
+            bar.update(task, description=what + (f" [red]{oc.failed} failed[/]"
+                                                  if oc.failed else ""))
+
     try:
-        for i, unit in enumerate(pending):
-            if bar:
-                bar.update(task, description=escape(unit.label)
-                           + (f" [red]{oc.failed} failed[/]" if oc.failed else ""))
-            oc_line = _run_unit(plan, conn, unit, run_id, study_id, rnd, oc, log)
-            if first_command is None and oc_line:
-                first_command = oc_line
-                store.set_launcher_command(conn, run_id, first_command)
-            if bar:
-                bar.advance(task)
-            else:
-                done = i + 1
-                el = time.monotonic() - t_start
-                eta = el / done * (len(pending) - done)
-                log(f"[{done}/{len(pending)}] {unit.label}: {oc.last} ({oc.last_s:.1f} s; "
-                    f"eta {_fmt_eta(eta)})", highlight=False, markup=False)
+        describe(pending[0] if pending and jobs <= 1 else None)
+        # closed on the way out: launches still running side by side are stopped
+        with contextlib.closing(_run_units(plan, pending, rnd, jobs)) as finished:
+            for i, (unit, got) in enumerate(finished):
+                _store_unit(plan, conn, unit, got, run_id, study_id, rnd, oc, log)
+                if first_command is None and got.command:
+                    first_command = got.command
+                    store.set_launcher_command(conn, run_id, first_command)
+                if i + 1 < len(pending):
+                    describe(pending[i + 1] if jobs <= 1 else None)
+                if bar:
+                    bar.advance(task)
+                else:
+                    done = i + 1
+                    el = time.monotonic() - t_start
+                    eta = el / done * (len(pending) - done)
+                    log(f"[{done}/{len(pending)}] {unit.label}: {oc.last} ({oc.last_s:.1f} s; "
+                        f"eta {_fmt_eta(eta)})", highlight=False, markup=False)
         oc.status = "done"
     except KeyboardInterrupt:
         oc.status = "interrupted"
@@ -497,9 +518,23 @@ def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool 
     return oc
 
 
-def _run_unit(plan: Plan, conn, unit: Unit, run_id: int, study_id: int, rnd: int, oc: Outcome,
-              log) -> str | None:
-    """One launch: run, store records or the failure. Returns its command line."""
+@dataclass
+class Launched:
+    """What one launch gave (`_launch_unit`), before it is stored."""
+
+    records: list[dict]
+    notes: list[str]
+    error: str | None
+    started: str
+    seconds: float
+    command: str | None
+    nodes: int | None
+    ppn: int | None
+    result: object | None  # launch.Result of the last launch, if any
+
+
+def _launch_unit(plan: Plan, unit: Unit, rnd: int) -> Launched:
+    """Run one unit's launch (in any thread: it touches no database)."""
     study = plan.study
     env = plan.env(unit)
     spec = bench_spec(study, unit) if unit.collective != HEAT else None
@@ -536,28 +571,35 @@ def _run_unit(plan: Plan, conn, unit: Unit, run_id: int, study_id: int, rnd: int
         except (bench_mod.BenchError, LaunchError, OSError, ValueError,
                 RuntimeError) as exc:
             err_text = str(exc) or type(exc).__name__
-    seconds = time.monotonic() - t0
     ln = sess.launches[-1] if sess.launches else None
-    res = sess.results[-1] if sess.results else None
-    command = ln.shell_command if ln else None
-    nodes = ln.nodes if ln else None
-    ppn = ln.ppn if ln else None
-    common = dict(collective=unit.collective, np=unit.np, nodes=nodes, ppn=ppn,
+    if err_text is None and unit.library_spec:
+        records = [_relabel(r, plan, unit, env) for r in records]
+    return Launched(records, notes, err_text, started, time.monotonic() - t0,
+                    ln.shell_command if ln else None, ln.nodes if ln else None,
+                    ln.ppn if ln else None, sess.results[-1] if sess.results else None)
+
+
+def _store_unit(plan: Plan, conn, unit: Unit, got: Launched, run_id: int, study_id: int,
+                rnd: int, oc: Outcome, log) -> None:
+    """Store one launch's records, or its failure, and count it in `oc`."""
+    study = plan.study
+    env = plan.env(unit)
+    res, seconds = got.result, got.seconds
+    common = dict(collective=unit.collective, np=unit.np, nodes=got.nodes, ppn=got.ppn,
                   mapping=unit.mapping, rank_order=unit.order, repetition=unit.repetition,
                   library_spec=unit.library_spec)
-    if err_text is None:
-        if unit.library_spec:
-            records = [_relabel(r, plan, unit, env) for r in records]
+    if got.error is None:
+        records = got.records
         try:
             store.store_unit(conn, study_id=study_id, run_id=run_id, round=rnd, key=unit.key,
-                             algorithms=list(unit.algos), command=command, env=env,
-                             notes=notes, started_at=started, seconds=seconds,
+                             algorithms=list(unit.algos), command=got.command, env=env,
+                             notes=got.notes, started_at=got.started, seconds=seconds,
                              records=records, **common)
         except db_mod.IntegrityError:  # a sweep that held no lock of this one (sweep_lock)
             oc.skipped += 1
             oc.others += 1
             oc.last, oc.last_s = "already stored by another sweep", seconds
-            return command
+            return
         oc.done += 1
         oc.points += len(records)
         bad = bench_mod.validation_failures(records) if study.validate else []
@@ -565,17 +607,43 @@ def _run_unit(plan: Plan, conn, unit: Unit, run_id: int, study_id: int, rnd: int
         oc.last = f"{len(records)} points" + (f", {len(bad)} INVALID" if bad else "")
         oc.last_s = seconds
     else:
+        err_text = got.error
         store.store_failure(conn, run_id=run_id, study_id=study_id, round=rnd, key=unit.key,
-                            algorithms=list(unit.algos), command=command,
+                            algorithms=list(unit.algos), command=got.command,
                             returncode=res.returncode if res else None,
                             timed_out=bool(res and res.timed_out), error=err_text,
                             stderr=res.stderr if res else "", stdout=res.stdout if res else "",
-                            started_at=started, seconds=seconds, **common)
+                            started_at=got.started, seconds=seconds, **common)
         oc.failed += 1
         first = err_text.strip().splitlines()[0] if err_text.strip() else "failed"
         oc.last, oc.last_s = f"FAILED: {first[:200]}", seconds
         log(f"[red]launch failed[/] {escape(unit.label)}: {escape(first[:300])}", highlight=False)
-    return command
+
+
+def _run_units(plan: Plan, units: list[Unit], rnd: int, jobs: int):
+    """(unit, Launched) for each unit as it finishes: one after the other in the
+    plan's order, or `jobs` launches at once in threads, largest first (simulations
+    only). On Ctrl-C/SIGTERM the launches running are stopped (launch.cancel_all)
+    before the interrupt goes on."""
+    if jobs <= 1:
+        for unit in units:
+            yield unit, _launch_unit(plan, unit, rnd)
+        return
+    # the largest first (most processes, then most algorithms), so that the last
+    # launches to start are short ones: the order of simulations changes no time
+    units = sorted(units, key=lambda u: (u.np, len(u.algos)), reverse=True)
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="colltune-launch")
+    try:
+        with launch.interrupt_on_term():
+            futures = {pool.submit(_launch_unit, plan, u, rnd): u for u in units}
+            for fut in as_completed(futures):
+                yield futures[fut], fut.result()
+    except BaseException:
+        launch.cancel_all()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        launch.clear_cancel()
 
 
 def _start_load(plan: Plan, unit: Unit) -> dict:
