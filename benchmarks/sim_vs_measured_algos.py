@@ -125,6 +125,11 @@ def main() -> None:
     ap.add_argument("--shared", type=float, metavar="GBPS",
                     help="simulate with this memory bus instead of the calibrated one (0: "
                          "none), e.g. on a --replay of a run calibrated without it")
+    ap.add_argument("--split-cores", action="store_true",
+                    help="a model tried: each core a host of its own with a link per "
+                         "direction (the calibrated intra-node latency and bandwidth), so "
+                         "that messages from one sender, or to one receiver, share a link "
+                         "(and SMPI sees one core a node)")
     ap.add_argument("-o", "--output", help="write every figure here (JSON)")
     args = ap.parse_args()
     variants: dict[str, tuple[str, ...]] = {}
@@ -220,6 +225,12 @@ def main() -> None:
         if args.shared is not None:  # a model change tried on a replay (or on a run)
             platform = dataclasses.replace(platform, intra_shared_bandwidth_GBps=args.shared
                                            or None)
+        if args.split_cores:
+            platform = dataclasses.replace(
+                platform, nodes=max(2, platform.cores), sockets=1, cores_per_socket=1,
+                net_latency_us=platform.intra_latency_us,
+                net_bandwidth_GBps=platform.intra_bandwidth_GBps,
+                intra_shared_bandwidth_GBps=None, switch_bandwidth_GBps=None)
         uncharged = dataclasses.replace(platform, compute={})
         cal = cals[coll] = platform.calibration
         out.print(f"{coll}: simulated on this-machine ...")
