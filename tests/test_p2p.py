@@ -212,3 +212,25 @@ def test_the_run_loop_parses_records_and_reports_failures(tmp_path):
     res = run.run_argv([str(script)], check=False)
     assert (res.returncode, res.records, res.ok) == (3, [{"a": 1}], False)
     assert res.failure_message("prog") == "no such algorithm"
+
+
+def test_the_dirty_send_benchmark_measures_its_five_cases(ompi_build):
+    """benchmarks/dirty_send.py: every case at every size, a positive time, the table;
+    a simulation is refused (it has no caches to measure)."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "dirty_send.py"
+    res = subprocess.run([sys.executable, str(script), "--sizes", "4K,64K", "--iterations",
+                          "20"], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = re.findall(r"│\s+(4K|64K)\s+│\s+([\d.]+)\s+│\s+([\d.]+) x([\d.]+)", res.stdout)
+    assert [r[0] for r in rows] == ["4K", "64K"], res.stdout
+    for _, clean, sender, ratio in rows:
+        assert float(clean) > 0 and float(sender) > 0
+        assert math.isclose(float(ratio), float(sender) / float(clean), rel_tol=0.02, abs_tol=0.01)
+    bad = subprocess.run([sys.executable, str(script), "--iterations", "3"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "at least 10" in bad.stderr
