@@ -58,7 +58,7 @@ from colltune.mpi import platforms as plat
 from colltune.mpi.build import build as do_build
 from colltune.drivers.gamma import COLD_POOL_BYTES, COMPUTE_SIZES, measure_gamma
 from colltune.drivers.p2p import PingpongSpec, measure_eager_limit, measure_exchange, run_pingpong
-from colltune.base.units import fmt_size, parse_sizes
+from colltune.base.units import fmt_size, parse_size, parse_sizes
 
 out = Console(width=160)
 OTHER = {"cold": "copies and reductions charged as timed with their data in memory",
@@ -130,6 +130,14 @@ def main() -> None:
                          "direction (the calibrated intra-node latency and bandwidth), so "
                          "that messages from one sender, or to one receiver, share a link "
                          "(and SMPI sees one core a node)")
+    ap.add_argument("--forward", metavar="BYTES:US,...",
+                    help="a model tried: charge a send whose data the rank wrote during the "
+                         "call (received, copied, reduced) this table's time first "
+                         "(benchmarks/dirty_send.py: sender-written minus clean), e.g. "
+                         "4096:0.4,16384:1.8,65536:4.5,262144:13,1048576:32")
+    ap.add_argument("--charge-from", choices=("calibrated", "cached"), default="calibrated",
+                    help="the copy and reduction tables of the main simulation: as the run "
+                         "calibrated them, or the variant timed in the cache")
     ap.add_argument("-o", "--output", help="write every figure here (JSON)")
     args = ap.parse_args()
     variants: dict[str, tuple[str, ...]] = {}
@@ -231,6 +239,13 @@ def main() -> None:
                 net_latency_us=platform.intra_latency_us,
                 net_bandwidth_GBps=platform.intra_bandwidth_GBps,
                 intra_shared_bandwidth_GBps=None, switch_bandwidth_GBps=None)
+        if args.charge_from == "cached" and other_label == "cached" and other:
+            platform = dataclasses.replace(platform, compute=dict(other))
+        if args.forward:
+            fwd = tuple((int(parse_size(b)), float(us)) for b, us in
+                        (x.split(":") for x in args.forward.split(",") if x))
+            platform = dataclasses.replace(platform, compute={**platform.compute,
+                                                              "forward": fwd})
         uncharged = dataclasses.replace(platform, compute={})
         cal = cals[coll] = platform.calibration
         out.print(f"{coll}: simulated on this-machine ...")

@@ -104,6 +104,29 @@ def test_charged_reductions_cost_simulated_time_and_stay_deterministic(smpi_buil
     assert 0 <= a[("ring", 8)] - c[("ring", 8)] < 1.0
 
 
+def test_a_forward_table_charges_sends_of_data_the_rank_wrote_in_the_call(smpi_build):
+    """[compute] forward (a model tried, docs/simulation.md "Data the sender just
+    wrote"): Bcast scatter_allgather at 2 processes sends back the half it has just
+    received, so its time grows by about the table's time of a half; binomial's root
+    sends a buffer it never writes, so its time does not move; the platform file keeps
+    the table."""
+    fwd = ((256, 0.0), (65536, 50.0))  # 64 KiB: 50 µs, far above any message here
+    plain = dataclasses.replace(P.resolve("this-machine"), compute={})
+    dirty = dataclasses.replace(plain, compute={"forward": fwd})
+    assert P.loads(dirty.to_toml()).compute == {"forward": fwd}
+    spec = bench_mod.BenchSpec("bcast", ["scatter_allgather", "binomial"], 2, [131072], reps=1)
+    got = {}
+    for name, plat in (("plain", plain), ("dirty", dirty)):
+        with launch.simulate(plat):
+            recs, _ = bench_mod.run(smpi_build, spec, timeout=300)
+        got[name] = {r["spec"]: r["median_us"] for r in recs}
+    extra = got["dirty"]["scatter_allgather"] - got["plain"]["scatter_allgather"]
+    # the exchange waits for rank 1's charged send of its 64 KiB half: about 50 µs on
+    # rank 0's clock and rank 1's, the mean over both
+    assert 25 < extra < 110, got
+    assert got["dirty"]["binomial"] == got["plain"]["binomial"], got
+
+
 def test_cli_calibrate_times_the_copy_and_the_reduction_here(tmp_path, ompi_build):
     from click.testing import CliRunner
 
@@ -117,7 +140,7 @@ def test_cli_calibrate_times_the_copy_and_the_reduction_here(tmp_path, ompi_buil
     assert r.exit_code == 0, r.output
     assert "charged in simulation: local copy 8 " in r.output
     p = P.load(out)
-    for kind in P.COMPUTE_KINDS:
+    for kind in P.CALIBRATED_KINDS:
         sizes = [m for m, _ in p.compute[kind]]
         assert sizes == [8, 1024, 8192, 65536, 262144, 1048576], kind
         assert all(t > 0 for _, t in p.compute[kind]), kind

@@ -142,6 +142,7 @@ static int comm_info_slow(ct_coll_t coll, MPI_Comm comm, comm_info_t **out) {
 /* The facts of an intracommunicator, or an error for MPI_COMM_NULL and
  * intercommunicators (an invalid handle raises the library's own error). */
 static inline int comm_info(ct_coll_t coll, MPI_Comm comm, comm_info_t **out) {
+    CT_SIM_FORGET(); /* SMPI only: each call counts only what it writes itself */
     ct_geom_ = NULL;
     ccache_sync();
     if (comm != MPI_COMM_NULL)

@@ -108,6 +108,7 @@ int ct_copy_t(const void *src, void *dst, int count, MPI_Datatype dt, const ct_t
     if (count <= 0 || src == dst) return MPI_SUCCESS;
     if (t->size == t->extent && t->size == t->true_extent) {
         CT_SIM_CHARGE(CT_SIM_COPY, (double)count * t->size); /* SMPI only (simcharge.h) */
+        CT_SIM_WROTE((char *)dst + t->true_lb, (double)count * t->size);
         /* dense elements (no holes, no gaps between them): one memmove, several
          * times cheaper than a self send/receive for both small and large counts */
         memmove((char *)dst + t->true_lb, (const char *)src + t->true_lb,

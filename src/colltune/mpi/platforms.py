@@ -55,7 +55,10 @@ ALLOCATIONS = ("first", "spread")
 # (smpi_request.cpp: payload = size + 16) and looks network factors up by that payload.
 SMPI_ENVELOPE_BYTES = 16
 THIS_MACHINE = "this-machine"
-COMPUTE_KINDS = ("copy", "reduce")  # what simulation charges (native/lib/simcharge.h)
+# what simulation charges (native/lib/simcharge.h); calibrate measures the first two,
+# "forward" (sends of data the rank just wrote) is a model tried, written by hand
+CALIBRATED_KINDS = ("copy", "reduce")
+COMPUTE_KINDS = (*CALIBRATED_KINDS, "forward")
 SIM_CHARGE_ENV = "COLLTUNE_SIM_CHARGE"
 COMPUTE_MAX_POINTS = 32  # per kind (native/lib/simcharge.c CT_SIM_POINTS)
 CALIBRATION_FILE = "this-machine.toml"  # in <colltune cache>/platforms/
@@ -395,7 +398,7 @@ class Platform:
 
 _FIELD_KEYS = {"nodes", "sockets", "cores_per_socket", "intra_latency_us", "intra_bandwidth_GBps",
                "net_latency_us", "net_bandwidth_GBps", "topology", "switch_bandwidth_GBps",
-               "allocation", "compute_copy", "compute_reduce", "eager_limit_bytes",
+               "allocation", "compute_copy", "compute_reduce", "compute_forward", "eager_limit_bytes",
                "intra_shared_bandwidth_GBps"}
 
 
