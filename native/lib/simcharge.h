@@ -29,7 +29,7 @@ void ct_sim_charge(int kind, double bytes);
 int ct_sim_reduce_local(const void *in, void *inout, int count, MPI_Datatype dt, MPI_Op op);
 /* `bytes` at p were just written by this rank (a receive, a copy, a reduction) */
 void ct_sim_wrote(const void *p, double bytes);
-/* no region written any more (before an algorithm's first call: ct_comm_prepare) */
+/* no region written any more (at the start of every collective call: dispatch.c) */
 void ct_sim_forget(void);
 /* Point-to-point calls of the algorithms, with a "forward" table: the regions they
  * receive into are marked written, and a send from a written region is charged the
