@@ -94,6 +94,16 @@ def copy_simgrid(dest: Path) -> None:
     for lib in (dest / "lib").glob("libsimgrid.so.*"):
         if not lib.is_symlink():
             subprocess.run(["strip", "--strip-debug", str(lib)], check=True)
+    # the memory allocator colltune preloads into smpirun here, if any (offline_run.sh
+    # points COLLTUNE_SIM_MALLOC at the copy): the device machine may not have it
+    lib = simgrid.allocator()
+    if lib:
+        found = lib if "/" in lib else next(
+            (str(d / lib) for d in map(Path, ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+                                               "/usr/lib64", "/usr/lib", "/lib"))
+             if (d / lib).is_file()), None)
+        if found:
+            shutil.copy2(Path(found).resolve(), dest / "lib" / "colltune-malloc.so")
 
 
 def main() -> int:

@@ -36,6 +36,9 @@ mkdir -p "$PREFIX" "$OUT"
 [ -x "$PREFIX/ompi/bin/mpirun" ] || cp -a "$KIT/ctkit/." "$PREFIX/"
 export COLLTUNE_CACHE=$PREFIX/cache PATH=$PREFIX/ompi/bin:$PATH PYTHONPATH=$R/src
 export PYTHONUNBUFFERED=1 COLLTUNE_MPI=$PREFIX/ompi/bin
+# the memory allocator the kit carried for SimGrid (offline_kit.py), if it did
+M=$PREFIX/cache/mpi/smpi/lib/colltune-malloc.so
+[ -f "$M" ] && export COLLTUNE_SIM_MALLOC=$M
 T0=$(date +%s)
 log() { echo "=== +$(( $(date +%s) - T0 ))s $*"; }
 pack() { tar czf "$OUT/results.tgz.tmp" -C "$RES" . && mv "$OUT/results.tgz.tmp" "$OUT/results.tgz"; }

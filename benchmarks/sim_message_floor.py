@@ -34,6 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from colltune.mpi import libraries as mpi_mod
+from colltune.mpi import simgrid
 from colltune.mpi.launch import SMPI_CFG, SMPI_LOG
 from colltune.mpi.platforms import resolve, smpirun_files
 from colltune.base.units import parse_size
@@ -124,13 +125,16 @@ def main() -> int:
         base = [str(mpi.launcher), "-np", str(args.np), *files,
                 *[f"--cfg={c}" for c in (*SMPI_CFG, *args.cfg)],
                 *[f"--log={c}" for c in SMPI_LOG]]
+        env = mpi.env()  # with the allocator of colltune's launches (simgrid.allocator)
+        lib = simgrid.preload_env(env)
         console.print(f"{mpi.banner}, platform {plat.name}, {args.np} processes, "
-                      f"{messages:,} messages of {size} B a ring", highlight=False)
+                      f"{messages:,} messages of {size} B a ring, allocator {lib or 'malloc'}",
+                      highlight=False)
         for run in range(args.runs):
             for p in patterns:
                 t0 = time.monotonic()
                 r = subprocess.run([*base, str(exe), str(PATTERNS.index(p)), str(size)],
-                                   capture_output=True, text=True, env=mpi.env())
+                                   capture_output=True, text=True, env=env)
                 wall = time.monotonic() - t0
                 m = re.search(r"simulated_us (\S+)", r.stdout)
                 if r.returncode != 0 or not m:

@@ -363,6 +363,48 @@ def test_the_patched_cpu_timer_changes_no_simulated_time(smpi_build):
     assert runs[0] == runs[1]
 
 
+def test_the_preloaded_allocator_changes_no_simulated_time(smpi_build, monkeypatch):
+    """smpirun runs with mimalloc (or tcmalloc) preloaded where one is installed, and
+    without it under COLLTUNE_SIM_MALLOC=off: the same simulated times either way."""
+    lib = simgrid.allocator()
+    if lib is None:
+        pytest.skip("no mimalloc or tcmalloc here (Debian: libmimalloc2.0)")
+    spec = bench_mod.BenchSpec("allreduce", ["ring", "rabenseifner"], 12, [8, 65536], reps=1)
+    runs = []
+    for choice in ("auto", "off"):
+        monkeypatch.setenv("COLLTUNE_SIM_MALLOC", choice)
+        with launch.simulate("tapems-16x12"), launch.session() as s:
+            recs, _ = bench_mod.run(smpi_build, spec, timeout=300)
+        preloads = [ln.env.get("LD_PRELOAD", "") for ln in s.launches]
+        assert preloads and all((lib in p) == (choice == "auto") for p in preloads)
+        runs.append([(r["spec"], r["size"], r["median_us"], r["rank_max_us"]) for r in recs])
+    assert len(runs[0]) == 4 and all(t[2] > 0 for t in runs[0])
+    assert runs[0] == runs[1]
+
+
+def test_the_allocator_setting_is_checked(monkeypatch, tmp_path):
+    env = {"LD_PRELOAD": "/x/other.so"}
+    monkeypatch.setenv("COLLTUNE_SIM_MALLOC", "off")
+    assert simgrid.allocator() is None and simgrid.preload_env(env) is None
+    assert env == {"LD_PRELOAD": "/x/other.so"}
+    lib = tmp_path / "libfast.so"
+    lib.write_bytes(b"")
+    monkeypatch.setenv("COLLTUNE_SIM_MALLOC", str(lib))
+    assert simgrid.preload_env(env) == str(lib)
+    assert env["LD_PRELOAD"] == f"{lib}:/x/other.so"  # in front of what was preloaded
+    monkeypatch.setenv("COLLTUNE_SIM_MALLOC", str(tmp_path / "missing.so"))
+    with pytest.raises(ColltuneError, match="no such file"):
+        simgrid.allocator()
+    monkeypatch.setenv("COLLTUNE_SIM_MALLOC", "libnosuchallocator.so.9")
+    with pytest.raises(ColltuneError, match="does not know"):
+        simgrid.allocator()
+    # a prepared simulated launch carries it and says so
+    monkeypatch.setenv("COLLTUNE_SIM_MALLOC", str(lib))
+    ln = launch.prepare(FakeMPI("smpi"), 4, ["prog"])
+    assert ln.env["LD_PRELOAD"].startswith(str(lib))
+    assert any("memory allocator" in n for n in ln.notes)
+
+
 def test_the_scale_presets_cover_64_to_4096_processes(ompi_build):
     from colltune.drivers import registry
     from colltune.studies.study import read_preset

@@ -31,7 +31,9 @@ platform comes from `simulate(...)` (the commands' `--platform`), else the prese
 `flat`. Computation is not simulated (`smpi/simulate-computation:no`): the time of a
 collective is its communication on the simulated network, plus the local copies and
 reductions the platform charges (`platforms.sim_env`: COLLTUNE_SIM_CHARGE, read by
-native/lib/simcharge.c), deterministic.
+native/lib/simcharge.c), deterministic. `smpirun` runs with a faster memory allocator
+preloaded when one is installed (`simgrid.allocator`: the same simulated times, less
+CPU).
 
 A sweep runs library code that calls `prepare` without knowing about placement
 (bench.run); it sets the placement for a block of code with `session(...)`, which
@@ -60,6 +62,7 @@ from typing import Callable
 
 from colltune.base.files import write_atomic
 from colltune.base.paths import cache_dir
+from colltune.mpi import simgrid
 from colltune.mpi.libraries import MPI
 from colltune.mpi.placement import (LaunchError, Placement, allocation, cores, layout,
                                     rank_nodes)
@@ -239,6 +242,11 @@ def _prepare_smpi(mpi: MPI, np: int, program: list[str], extra_env: dict[str, st
     forced = {**(sim_env(plat) if hasattr(plat, "compute") else {}), **(extra_env or {})}
     env = mpi.env()
     env.update(forced)
+    # SimGrid's allocations by a faster allocator: the same simulated times, less CPU
+    lib = simgrid.preload_env(env)
+    if lib:
+        notes.append(f"SimGrid's memory allocator: {lib} (preloaded; COLLTUNE_SIM_MALLOC=off "
+                     "for the C library's malloc)")
     return Launch(argv + program, env, notes, nodes=len(per_node), ppn=max(per_node.values()),
                   placement=p, extra_env=forced)
 
