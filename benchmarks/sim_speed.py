@@ -28,6 +28,7 @@ from colltune.drivers import bench as bench_mod
 from colltune.mpi import launch
 from colltune.drivers import registry
 from colltune.mpi import libraries as mpi_mod
+from colltune.mpi import simgrid
 from colltune.mpi.build import build as do_build
 from colltune.mpi.platforms import resolve
 from colltune.base.units import fmt_size, parse_ints, parse_sizes
@@ -74,8 +75,9 @@ def main() -> int:
     nps = parse_ints(args.np, "--np")
     rows = []
     load = os.getloadavg()[0]
+    alloc = simgrid.allocator() or "the C library's malloc"  # preloaded by launch
     console.print(f"{b.mpi.banner}, platform {plat.name}; load average at start {load:.2f} "
-                  f"on {os.cpu_count()} cores", highlight=False)
+                  f"on {os.cpu_count()} cores; SimGrid's allocator {alloc}", highlight=False)
     for coll in args.coll.split(","):
         names = ([a for a in registry.names(b, coll) if a not in MEMORY_BOUND.get(coll, ())]
                  if args.algo == "all" else args.algo.split(","))
@@ -100,7 +102,7 @@ def main() -> int:
                        "cpu_s": cpu, "cpu_s_per_point": cpu / len(sizes),
                        "points": len(sizes), "s_per_point": wall / len(sizes),
                        "simulated_us": {r["size"]: r["median_us"] for r in recs},
-                       "error": err, "load": os.getloadavg()[0]}
+                       "error": err, "load": os.getloadavg()[0], "allocator": alloc}
                 rows.append(row)
                 console.print(f"{coll} {algo} np={np}: {wall:.1f} s for {len(sizes)} points "
                               f"({row['s_per_point']:.2f} s/point; CPU {cpu:.1f} s, "
