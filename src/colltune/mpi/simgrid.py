@@ -27,10 +27,10 @@ Building needs cmake, ninja (or make), a C++17 compiler and the Boost headers
 
 The memory allocator of a simulation (`allocator`): SimGrid allocates and frees a
 few small objects for every simulated message (requests, communications, their
-reference counts), and with a thousand ranks these outgrow the caches; mimalloc
-(Debian: libmimalloc2.0) keeps them closer together than the C library's malloc
-and a 1024-process ring Allreduce point costs about a fifth less CPU, the simulated times
-unchanged to the digit (docs/simulation.md "Speed"). `allocator()` finds it (else
+reference counts), and with a thousand ranks these outgrow the caches. Preloaded
+mimalloc (Debian: libmimalloc2.0), a 1024-process ring Allreduce point costs about a
+fifth less CPU (measured; that it keeps those objects closer together is a guess),
+the simulated times unchanged to the digit (docs/simulation.md "Speed"). `allocator()` finds it (else
 tcmalloc's minimal library, else none); `COLLTUNE_SIM_MALLOC` overrides: `off` for
 the C library's malloc, or the path or name of a library to preload.
 """
