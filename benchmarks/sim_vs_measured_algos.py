@@ -19,6 +19,11 @@
    before issue 28); and as the variant "cached", charged as timed in the cache.
 4. Per algorithm and size: measured, simulated and simulated / measured; per
    algorithm the geometric mean of the ratios, charged and uncharged.
+5. Choosing from the simulation: per collective and size, the algorithms the
+   simulation ranks first (ties within evidence.EXACT_TOL) and what that choice
+   costs measured, over the measured fastest (the regret); `--judge FILE` judges the
+   choices by another run's measurements (the same machine again) and prints what
+   this run's own measured choices cost there, the floor that noise alone sets.
 
 The MPI library's own collective in SMPI is SMPI's, not Open MPI's: `native` is shown
 but left out of the summary.
@@ -33,6 +38,9 @@ brought home, can test model changes on any machine.
         --sizes 8,64,1K,8K,64K,1M --reps 5 -o sim_vs_measured_algos.json
     .venv/bin/python benchmarks/sim_vs_measured_algos.py --replay \\
         benchmarks/measurements/device-2026-11-28/c-simacc-1.json --shared 16
+    .venv/bin/python benchmarks/sim_vs_measured_algos.py --replay \\
+        benchmarks/measurements/device-2026-11-28/d-simacc-1.json \\
+        --judge benchmarks/measurements/device-2026-11-28/d-simacc-2.json
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from colltune.analysis.evidence import EXACT_TOL
 from colltune.drivers import bench
 from colltune.mpi import launch
 from colltune.drivers import registry
@@ -82,6 +91,89 @@ def machine() -> dict:
     except OSError:
         pass
     return {"host": plat.local_hostname(), "cpu": cpu, "cores": os.cpu_count()}
+
+
+def geo_mean(xs) -> float:
+    xs = list(xs)
+    return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else float("nan")
+
+
+def selection(rows: list[dict], against: list[dict] | None = None) -> list[dict]:
+    """What a tuner choosing from the simulation would lose here: per collective and
+    size, colltune's algorithms the simulation ranks first (every one within
+    EXACT_TOL of the fastest simulated: a tie, tune.py's exact comparison), and the
+    measured time of that choice over the measured fastest (the regret; of a tie its
+    best and worst member), charged and uncharged. `against`: another run's rows of
+    the same points, whose measurements judge the choices instead (the same machine
+    measured again: a choice is not judged by the noise it was made on); then also
+    this run's own measured choice judged there, the floor that noise alone sets."""
+    def by_point(rs):
+        out: dict[tuple[str, int], dict[str, dict]] = {}
+        for r in rs:
+            if r["algorithm"] != "native":
+                out.setdefault((r["collective"], int(r["size"])), {})[r["algorithm"]] = r
+        return out
+    here, judge = by_point(rows), by_point(against if against is not None else rows)
+    result = []
+    for (coll, size), algos in here.items():
+        meas = {a: r["measured_us"] for a, r in judge.get((coll, size), {}).items()
+                if a in algos}
+        if len(meas) < 2:
+            continue
+        best = min(meas, key=meas.get)
+        row = {"collective": coll, "size": size, "measured_best": best,
+               "measured_best_us": meas[best]}
+        for key, label in (("simulated_us", "charged"), ("simulated_uncharged_us",
+                                                         "uncharged")):
+            sim = {a: algos[a][key] for a in meas}
+            lo = min(sim.values())
+            tied = [a for a in meas if sim[a] <= lo * (1 + EXACT_TOL)]
+            regrets = [meas[a] / meas[best] for a in tied]
+            row[label] = {"picks": tied, "regret_best": min(regrets),
+                          "regret_worst": max(regrets)}
+        if against is not None:
+            own = min(meas, key=lambda a: algos[a]["measured_us"])
+            row["measured_pick"] = own
+            row["measured_pick_regret"] = meas[own] / meas[best]
+        result.append(row)
+    return result
+
+
+def print_selection(sel: list[dict], judged_by: str | None) -> None:
+    t = Table(title="choosing from the simulation: colltune's algorithms the simulation "
+                    "ranks first (ties within " f"{100 * EXACT_TOL:g} %), their measured time "
+                    "over the measured fastest" + (f" (measurements of {judged_by})"
+                                                   if judged_by else ""),
+              title_justify="left")
+    for c in ("collective", "size", "simulated first (charged)", "measured fastest",
+              "regret, best-worst of the tie", "uncharged: regret"):
+        t.add_column(c, justify="right" if "regret" in c or c == "size" else "left")
+    if judged_by:
+        t.add_column("this run's measured choice: regret", justify="right")
+    for r in sel:
+        c, u = r["charged"], r["uncharged"]
+        picks = c["picks"][0] + (f" (+{len(c['picks']) - 1} tied)" if len(c["picks"]) > 1
+                                 else "")
+        cells = [r["collective"], fmt_size(r["size"]), picks, r["measured_best"],
+                 f"{c['regret_best']:.2f}-{c['regret_worst']:.2f}",
+                 f"{u['regret_best']:.2f}-{u['regret_worst']:.2f}"]
+        if judged_by:
+            cells.append(f"{r['measured_pick_regret']:.2f}")
+        t.add_row(*cells)
+    out.print(t)
+    for label in ("charged", "uncharged"):
+        worst = [r[label]["regret_worst"] for r in sel]
+        bestc = [r[label]["regret_best"] for r in sel]
+        within = sum(1 for x in worst if x <= 1.05)
+        out.print(f"choosing from the simulation, {label}: {len(sel)} points, regret geometric "
+                  f"mean {geo_mean(bestc):.3f}-{geo_mean(worst):.3f} (best-worst member of "
+                  f"each tie), largest {max(worst):.2f}; {within} of {len(sel)} points within "
+                  "5 % of the fastest (worst member)", highlight=False)
+    if judged_by:
+        own = [r["measured_pick_regret"] for r in sel]
+        out.print(f"this run's measured choices judged by {judged_by}: regret geometric mean "
+                  f"{geo_mean(own):.3f}, largest {max(own):.2f} (what noise alone costs)",
+                  highlight=False)
 
 
 def run_bench(b, coll: str, algos: list[str], sizes: list[int], reps: int,
@@ -135,9 +227,16 @@ def main() -> None:
                          "call (received, copied, reduced) this table's time first "
                          "(benchmarks/dirty_send.py: sender-written minus clean), e.g. "
                          "4096:0.4,16384:1.8,65536:4.5,262144:13,1048576:32")
-    ap.add_argument("--charge-from", choices=("calibrated", "cached"), default="calibrated",
+    ap.add_argument("--charge-from", choices=("calibrated", "cached", "memory"),
+                    default="calibrated",
                     help="the copy and reduction tables of the main simulation: as the run "
-                         "calibrated them, or the variant timed in the cache")
+                         "calibrated them, the ones timed in the cache, or the ones timed "
+                         "from memory (today's default; on a replay of a file that holds "
+                         "both)")
+    ap.add_argument("--judge", metavar="JSON",
+                    help="judge the choices made from the simulation by the measurements "
+                         "of another run's -o file (the same machine measured again), "
+                         "beside this run's own measured choices")
     ap.add_argument("-o", "--output", help="write every figure here (JSON)")
     args = ap.parse_args()
     variants: dict[str, tuple[str, ...]] = {}
@@ -191,6 +290,15 @@ def main() -> None:
                  for k, v in replay.get(f"compute_{other_label}", {}).items()}
     if other:  # the copies and reductions charged from the other tables
         variants[other_label] = ()
+    # what the platforms' own tables were timed on: from memory since 2026-11-28 17:00
+    # (such files keep compute_cached), in the cache before (compute_cold, or nothing)
+    main_kind = ("memory" if replay is None or "compute_cached" in replay else "cached")
+    if args.charge_from not in ("calibrated", main_kind) and not other:
+        ap.error(f"--charge-from {args.charge_from}: "
+                 + (f"{args.replay} holds only the tables timed " if replay else
+                    "this run times only the tables ")
+                 + ("in the cache" if main_kind == "cached" else "from memory"))
+    swap = args.charge_from not in ("calibrated", main_kind)
 
     rows: list[dict] = []
     walls: dict[str, float] = {}
@@ -239,7 +347,7 @@ def main() -> None:
                 net_latency_us=platform.intra_latency_us,
                 net_bandwidth_GBps=platform.intra_bandwidth_GBps,
                 intra_shared_bandwidth_GBps=None, switch_bandwidth_GBps=None)
-        if args.charge_from == "cached" and other_label == "cached" and other:
+        if swap:  # charged from the other tables (--charge-from)
             platform = dataclasses.replace(platform, compute=dict(other))
         if args.forward:
             fwd = tuple((int(parse_size(b)), float(us)) for b, us in
@@ -316,6 +424,10 @@ def main() -> None:
                   f"{math.exp(statistics.fmean(math.log(x) for x in ratios)):.2f}, "
                   f"median deviation {100 * (math.exp(statistics.median(logs)) - 1):.0f}%, "
                   f"{100 * within:.0f}% within 0.8-1.25", highlight=False)
+    judge_rows = json.loads(Path(args.judge).read_text())["rows"] if args.judge else None
+    sel = selection(rows, judge_rows)
+    if sel:
+        print_selection(sel, args.judge)
     for coll, d in drift.items():
         moved = [m for m, (a, b) in d.items() if not 0.9 <= b / a <= 1.1]
         c = cals[coll]
@@ -337,6 +449,7 @@ def main() -> None:
             "platforms": platforms, "replayed_from": args.replay,
             f"compute_{other_label}": {k: [list(x) for x in v] for k, v in other.items()},
             "load": loads, "simulation_wall_s": walls,
+            "selection": sel, "selection_judged_by": args.judge,
             "mpi": replay["mpi"] if replay else measured_build.mpi.banner,
             "simulator": smpi_build.mpi.banner,
             "sizes": sizes, "reps": replay["reps"] if replay else args.reps,

@@ -539,8 +539,10 @@ def test_a_replay_of_the_device_measurements_simulates_what_was_simulated_there(
     repo = Path(__file__).resolve().parent.parent
     src = repo / "benchmarks" / "measurements" / "device-2026-11-28" / "b-simacc-1.json"
     out = tmp_path / "replay.json"
+    judge = src.with_name("b-simacc-2.json")
     res = subprocess.run([sys.executable, str(repo / "benchmarks" / "sim_vs_measured_algos.py"),
-                          "--replay", str(src), "--colls", "allreduce,allgather", "-o", str(out)],
+                          "--replay", str(src), "--colls", "allreduce,allgather", "-o", str(out),
+                          "--judge", str(judge)],
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     there = json.loads(src.read_text())
@@ -554,6 +556,54 @@ def test_a_replay_of_the_device_measurements_simulates_what_was_simulated_there(
         assert got[k]["simulated_uncharged_us"] == r["simulated_uncharged_us"], k
         assert got[k]["measured_us"] == r["measured_us"], k
     assert here["replayed_from"] == str(src) and here["machine"] == there["machine"]
+    # the choices made from the simulation, judged by the machine's second run
+    other = {(r["collective"], r["algorithm"], r["size"]): r["measured_us"]
+             for r in json.loads(judge.read_text())["rows"] if r["algorithm"] != "native"}
+    sel = {(r["collective"], r["size"]): r for r in here["selection"]}
+    assert len(sel) == 2 * 4 and here["selection_judged_by"] == str(judge)
+    for (coll, size), r in sel.items():
+        meas = {a: t for (c, a, m), t in other.items() if c == coll and m == size}
+        best = min(meas.values())
+        assert r["measured_best_us"] == best and meas[r["measured_best"]] == best
+        picks = r["charged"]["picks"]
+        assert "native" not in picks
+        assert r["charged"]["regret_worst"] == max(meas[a] for a in picks) / best
+        assert r["charged"]["regret_best"] == min(meas[a] for a in picks) / best >= 1
+        sims = {a: got[(coll, a, size)]["simulated_us"] for a in meas}
+        assert max(sims[a] for a in picks) <= min(sims.values()) * 1.001
+    text = " ".join(res.stdout.split())  # the console wraps long lines
+    assert "choosing from the simulation, charged: 8 points" in text
+    assert "(what noise alone costs)" in text
+
+
+def test_choosing_from_the_simulation_counts_ties_and_judges_by_the_other_run():
+    """sim_vs_measured_algos.selection: the simulation's first place (ties within
+    EXACT_TOL, native left out) against the measured fastest, here and on a second
+    run's measurements."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "sim_vs_measured_algos.py"
+    spec = importlib.util.spec_from_file_location("sim_vs_measured_algos", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    def row(algo, meas, sim, unch):
+        return {"collective": "bcast", "algorithm": algo, "size": 64, "measured_us": meas,
+                "simulated_us": sim, "simulated_uncharged_us": unch}
+
+    rows = [row("native", 1.0, 0.1, 0.1), row("a", 2.0, 5.0, 3.0),
+            row("b", 3.0, 5.004, 4.0), row("c", 2.5, 6.0, 2.0)]
+    (r,) = mod.selection(rows)
+    assert r["measured_best"] == "a"  # native, faster, is not a candidate
+    assert r["charged"]["picks"] == ["a", "b"]  # 5.004 within 0.1 % of 5.0
+    assert r["charged"]["regret_best"] == 1.0 and r["charged"]["regret_worst"] == 1.5
+    assert r["uncharged"]["picks"] == ["c"] and r["uncharged"]["regret_worst"] == 1.25
+    assert "measured_pick" not in r
+    again = [row("a", 4.0, 0, 0), row("b", 2.0, 0, 0), row("c", 3.0, 0, 0)]
+    (j,) = mod.selection(rows, again)
+    assert j["measured_best"] == "b" and j["charged"]["regret_worst"] == 2.0
+    assert j["measured_pick"] == "a" and j["measured_pick_regret"] == 2.0
+    assert mod.selection([row("a", 1.0, 1.0, 1.0)]) == []  # one candidate: nothing to choose
 
 
 def test_the_message_floor_benchmark_simulates_three_patterns_alike(smpi_build):
