@@ -104,6 +104,32 @@ def test_charged_reductions_cost_simulated_time_and_stay_deterministic(smpi_buil
     assert 0 <= a[("ring", 8)] - c[("ring", 8)] < 1.0
 
 
+def test_timing_only_runs_charge_what_they_skip(smpi_build):
+    """Simulated runs with shared buffers (colltune-bench --shared-buffers, the default
+    of a simulation) charge the copies and reductions of colltune's algorithms without
+    doing them (ct_sim_timing_only): the same simulated times, to the digit, as a run
+    with buffers of its own, which does them; with the charge and without it."""
+    charged = _charged(copy=1e-4, reduce=2e-4)
+    cases = (("allreduce", ["ring", "recursive_doubling", "rabenseifner"]),
+             ("reduce", ["binomial", "rabenseifner"]), ("allgather", ["ring", "bruck"]))
+    for plat in (charged, dataclasses.replace(charged, compute={})):
+        for coll, algos in cases:
+            got = {}
+            for shared in (True, False):
+                spec = bench_mod.BenchSpec(coll, algos, 5, [8, 65536, 1048576], reps=1,
+                                           shared_buffers=shared)
+                with launch.simulate(plat):
+                    recs, _ = bench_mod.run(smpi_build, spec, timeout=300)
+                assert all(r["shared_buffers"] is shared for r in recs)
+                got[shared] = {(r["spec"], r["size"]): (r["median_us"], r["rank_max_us"])
+                               for r in recs}
+            assert len(got[True]) == 3 * len(algos) and got[True] == got[False], (coll, got)
+            if plat.compute and coll == "allreduce":  # still charged: 1 MiB costs more
+                plain = _allreduce(smpi_build, dataclasses.replace(charged, compute={}),
+                                   algos=("ring",), sizes=(1048576,))
+                assert got[True][("ring", 1048576)][0] > plain[("ring", 1048576)] + 50
+
+
 def test_a_forward_table_charges_sends_of_data_the_rank_wrote_in_the_call(smpi_build):
     """[compute] forward (a model tried, docs/simulation.md "Data the sender just
     wrote"): Bcast scatter_allgather at 2 processes sends back the half it has just

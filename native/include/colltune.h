@@ -293,6 +293,14 @@ int ct_comm_prepare(const ct_choice_t *c, MPI_Comm comm, int count, MPI_Op op);
  * fit in memory. Scratch allocated before the switch is replaced at the next
  * call. Returns MPI_ERR_ARG when on != 0 in a build that is not for SMPI. */
 int ct_remap_shared_scratch(int on);
+/* Timing runs under SimGrid's SMPI only (colltune-bench --shared-buffers, whose
+ * buffers hold no data anyone reads): while on, the local reductions
+ * (MPI_Reduce_local) and the dense copies (ct_copy) of the library's algorithms
+ * on this rank are charged as before (simcharge.h: the simulated time does not
+ * change) but not carried out, which spares the host their CPU time. Never for
+ * a run whose results are read. Returns MPI_ERR_ARG when on != 0 in a build
+ * that is not for SMPI. */
+int ct_sim_timing_only(int on);
 
 /* ---- traffic accounting ------------------------------------------------------
  * While enabled, every point-to-point send an algorithm of the library makes

@@ -25,7 +25,9 @@
 enum { CT_SIM_COPY = 0, CT_SIM_REDUCE = 1, CT_SIM_FORWARD = 2 };
 /* charge the simulated time of one operation of `kind` on `bytes` bytes */
 void ct_sim_charge(int kind, double bytes);
-/* MPI_Reduce_local, charged as a reduction of count x dt */
+/* ct_sim_timing_only (colltune.h) is on: copies and reductions are charged, not done */
+int ct_sim_timing_only_on(void);
+/* MPI_Reduce_local, charged as a reduction of count x dt (not done: timing only) */
 int ct_sim_reduce_local(const void *in, void *inout, int count, MPI_Datatype dt, MPI_Op op);
 /* `bytes` at p were just written by this rank (a receive, a copy, a reduction) */
 void ct_sim_wrote(const void *p, double bytes);
@@ -48,6 +50,7 @@ int ct_sim_sendrecv(const void *sb, int sn, MPI_Datatype sdt, int dst, int stag,
 #define CT_SIM_CHARGE(kind, bytes) ct_sim_charge((kind), (double)(bytes))
 #define CT_SIM_WROTE(p, bytes) ct_sim_wrote((p), (double)(bytes))
 #define CT_SIM_FORGET() ct_sim_forget()
+#define CT_SIM_TIMING_ONLY() ct_sim_timing_only_on()
 /* every local reduction of the algorithms goes through the charged wrapper */
 #define MPI_Reduce_local(in, inout, n, dt, op) ct_sim_reduce_local((in), (inout), (n), (dt), (op))
 #define MPI_Send(b, n, dt, d, t, c) ct_sim_send((b), (n), (dt), (d), (t), (c))
@@ -60,6 +63,7 @@ int ct_sim_sendrecv(const void *sb, int sn, MPI_Datatype sdt, int dst, int stag,
 #define CT_SIM_CHARGE(kind, bytes) ((void)0)
 #define CT_SIM_WROTE(p, bytes) ((void)0)
 #define CT_SIM_FORGET() ((void)0)
+#define CT_SIM_TIMING_ONLY() 0
 #endif
 
 #endif /* CT_SIMCHARGE_H */

@@ -295,6 +295,21 @@ int main(int argc, char **argv) {
            "shared remap scratch outside SMPI: %d %s", rc, ct_last_error());
     EXPECT(ct_remap_shared_scratch(0) == MPI_SUCCESS, "shared remap scratch off");
 #endif
+    /* timing only (copies and reductions charged, not done): SMPI timing runs only */
+#ifdef SMPI_SHARED_MALLOC
+    {
+        int from[4] = {1, 2, 3, 4}, to[4] = {0, 0, 0, 0};
+        EXPECT(ct_sim_timing_only(1) == MPI_SUCCESS && ct_copy(from, to, 4, MPI_INT) ==
+                   MPI_SUCCESS && to[3] == 0, "timing only: the copy is not done");
+        EXPECT(ct_sim_timing_only(0) == MPI_SUCCESS && ct_copy(from, to, 4, MPI_INT) ==
+                   MPI_SUCCESS && to[3] == 4, "timing only off: the copy is done");
+    }
+#else
+    rc = ct_sim_timing_only(1);
+    EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "SMPI"),
+           "timing only outside SMPI: %d %s", rc, ct_last_error());
+    EXPECT(ct_sim_timing_only(0) == MPI_SUCCESS, "timing only off");
+#endif
 
     /* a hand-made choice out of range is refused by the dispatcher too */
     ct_choice_parse(CT_BCAST, "knomial", &c);

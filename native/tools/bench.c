@@ -387,7 +387,8 @@ int main(int argc, char **argv) {
     if (shared_bufs && validate)
         ct_die(rank, "--shared-buffers and --validate exclude each other (shared buffers "
                      "hold no meaningful data)");
-    if (shared_bufs && ct_remap_shared_scratch(1) != MPI_SUCCESS)
+    if (shared_bufs && (ct_remap_shared_scratch(1) != MPI_SUCCESS ||
+                        ct_sim_timing_only(1) != MPI_SUCCESS))
         ct_die(rank, "--shared-buffers: %s", ct_last_error());
     if (sleep_s > 10) ct_die(rank, "--sleep %.0f us: at most 10 s", sleep_s * 1e6);
     if (align < 0) { /* not given: the page size, as OSU's buffers */
@@ -466,9 +467,13 @@ int main(int argc, char **argv) {
                "needed (%s), failed on %d of %d processes; use smaller --sizes",
                max_size, per + tot + vref, parts, nmissing, nprocs);
     }
-    /* touched before any timing: every page is mapped and in this process's memory */
-    memset(sbuf, 1, per ? per : 1);
-    memset(rbuf, 0, tot ? tot : 1);
+    /* touched before any timing: every page is mapped and in this process's memory
+     * (shared buffers: no data and no timing to protect; untouched, they cost no
+     * page faults) */
+    if (!shared_bufs) {
+        memset(sbuf, 1, per ? per : 1);
+        memset(rbuf, 0, tot ? tot : 1);
+    }
     if (ref) memset(ref, 0, vref ? vref : 1);
     if (trace && rank == 0)
         fprintf(stderr, "buffers align=%ld sbuf=%p rbuf=%p\n", align, (void *)sbuf,
