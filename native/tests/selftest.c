@@ -36,6 +36,20 @@ static void int_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
 
 static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
 
+/* a switch of the library for SMPI timing runs: on and off under SMPI, refused
+ * (MPI_ERR_ARG, a message naming SMPI) when turned on in any other build */
+static void smpi_only_switch(int (*sw)(int), const char *what) {
+#ifdef SMPI_SHARED_MALLOC
+    EXPECT(sw(1) == MPI_SUCCESS && sw(0) == MPI_SUCCESS, "%s under SMPI: %s", what,
+           ct_last_error());
+#else
+    int rc = sw(1);
+    EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "SMPI"), "%s outside SMPI: %d %s",
+           what, rc, ct_last_error());
+    EXPECT(sw(0) == MPI_SUCCESS, "%s off", what);
+#endif
+}
+
 static int near(double x, double want) { return fabs(x - want) <= 1e-9 * (1 + fabs(want)); }
 
 /* The byte-stream helpers of issue 14: which datatypes are their own type
@@ -285,17 +299,10 @@ int main(int argc, char **argv) {
                ct_remap_auto(ct_algo_find(CT_ALLGATHER, "ring")) == CT_REMAP_SEQ &&
                ct_remap_auto(ct_algo_find(CT_BCAST, "linear")) == CT_REMAP_NONE,
            "remap=auto table");
-    /* the shared remap scratch is for SMPI timing runs only */
-#ifdef SMPI_SHARED_MALLOC
-    EXPECT(ct_remap_shared_scratch(1) == MPI_SUCCESS && ct_remap_shared_scratch(0) == MPI_SUCCESS,
-           "shared remap scratch under SMPI: %s", ct_last_error());
-#else
-    rc = ct_remap_shared_scratch(1);
-    EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "SMPI"),
-           "shared remap scratch outside SMPI: %d %s", rc, ct_last_error());
-    EXPECT(ct_remap_shared_scratch(0) == MPI_SUCCESS, "shared remap scratch off");
-#endif
-    /* timing only (copies and reductions charged, not done): SMPI timing runs only */
+    /* the shared remap scratch and timing only (copies and reductions charged, not
+     * done) are for SMPI timing runs only */
+    smpi_only_switch(ct_remap_shared_scratch, "shared remap scratch");
+    smpi_only_switch(ct_sim_timing_only, "timing only");
 #ifdef SMPI_SHARED_MALLOC
     {
         int from[4] = {1, 2, 3, 4}, to[4] = {0, 0, 0, 0};
@@ -304,11 +311,6 @@ int main(int argc, char **argv) {
         EXPECT(ct_sim_timing_only(0) == MPI_SUCCESS && ct_copy(from, to, 4, MPI_INT) ==
                    MPI_SUCCESS && to[3] == 4, "timing only off: the copy is done");
     }
-#else
-    rc = ct_sim_timing_only(1);
-    EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "SMPI"),
-           "timing only outside SMPI: %d %s", rc, ct_last_error());
-    EXPECT(ct_sim_timing_only(0) == MPI_SUCCESS, "timing only off");
 #endif
 
     /* a hand-made choice out of range is refused by the dispatcher too */
