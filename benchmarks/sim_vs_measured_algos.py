@@ -402,8 +402,8 @@ def main() -> None:
                 by_algo.setdefault(r["algorithm"], {})[r["size"]] = (r["ratio"],
                                                                      r["ratio_uncharged"])
         for algo, rs in by_algo.items():
-            g = math.exp(statistics.fmean(math.log(x) for x, _ in rs.values()))
-            g0 = math.exp(statistics.fmean(math.log(x) for _, x in rs.values()))
+            g = geo_mean(x for x, _ in rs.values())
+            g0 = geo_mean(x for _, x in rs.values())
             t.add_row(algo, *[f"{rs[m][0]:.2f}" if m in rs else "-" for m in sizes], f"{g:.2f}",
                       " ".join(f"{rs[m][1]:.2f}" if m in rs else "-" for m in sizes),
                       f"{g0:.2f}")
@@ -421,7 +421,7 @@ def main() -> None:
         within = sum(1 for x in ratios if 0.8 <= x <= 1.25) / len(ours)
         out.print(f"{what}: {len(ours)} points of colltune's algorithms (native left out): "
                   f"geometric mean of simulated/measured "
-                  f"{math.exp(statistics.fmean(math.log(x) for x in ratios)):.2f}, "
+                  f"{geo_mean(ratios):.2f}, "
                   f"median deviation {100 * (math.exp(statistics.median(logs)) - 1):.0f}%, "
                   f"{100 * within:.0f}% within 0.8-1.25", highlight=False)
     judge_rows = json.loads(Path(args.judge).read_text())["rows"] if args.judge else None
