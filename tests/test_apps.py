@@ -112,7 +112,7 @@ def _forced_ran(profile: interpose.Profile, forced: dict[str, str], build_) -> l
 
 # ------------------------------------------------------------------------------ HPCC
 
-# HPL N=200 (which also sizes the other tests' memory), NB=32 on a 1 x 3 grid; the rest is
+# HPL N=200 (which also sizes the other tests' memory), NB=32 on a P x Q grid; the rest is
 # Debian's example (/usr/share/doc/hpcc/examples/_hpccinf.txt): seconds per run
 HPCCINF = """HPLinpack benchmark input file
 Innovative Computing Laboratory, University of Tennessee
@@ -124,7 +124,7 @@ HPL.out      output file name (if any)
 32           NBs
 0            PMAP process mapping (0=Row-,1=Column-major)
 1            # of process grids (P x Q)
-1            Ps
+{p}            Ps
 {q}            Qs
 16.0         threshold
 1            # of panel fact
@@ -188,12 +188,16 @@ def hpcc():
     return binary, wrapper, launcher, build(mpi_mod.find(wrapper))
 
 
-def _hpcc_run(hpcc, tmp: Path, opts: list[str] | None):
+GRIDS = {2: (1, 2), 3: (1, 3), 4: (2, 2)}  # processes: HPL's P x Q
+
+
+def _hpcc_run(hpcc, tmp: Path, opts: list[str] | None, np: int = NP):
     """One HPCC run in `tmp` (None: without colltune); its output file's text."""
     binary, wrapper, launcher, _ = hpcc
     tmp.mkdir(parents=True, exist_ok=True)
-    (tmp / "hpccinf.txt").write_text(HPCCINF.format(q=NP))
-    cmd = _mpirun(launcher, NP) + [binary]
+    p, q = GRIDS[np]
+    (tmp / "hpccinf.txt").write_text(HPCCINF.format(p=p, q=q))
+    cmd = _mpirun(launcher, np) + [binary]
     res = _run(cmd, tmp) if opts is None else _colltune_run(wrapper, opts, cmd, tmp)
     outf = tmp / "hpccoutf.txt"
     assert res.returncode == 0 and outf.exists(), f"{res.args}\n{res.stderr[-3000:]}"
@@ -214,12 +218,14 @@ def test_hpcc_under_colltune_passes_its_checks_and_profiles(hpcc, tmp_path):
     assert all(s.colltune for s in p.shares()), [s.call for s in p.shares() if not s.colltune]
 
 
-def test_hpcc_passes_its_checks_under_every_algorithm(hpcc, tmp_path):
+@pytest.mark.parametrize("np", [3, 4])
+def test_hpcc_passes_its_checks_under_every_algorithm(hpcc, np, tmp_path):
     """Every algorithm of every collective HPCC calls, forced (several collectives per
     run, see the module's doc): HPCC's own checks pass in every run, and the profile shows
-    the forced algorithms ran."""
+    the forced algorithms ran. 3 processes (1 x 3: odd counts, fallbacks) and 4 (2 x 2:
+    row and column communicators of 2)."""
     prof0 = tmp_path / "p0.json"
-    assert hpcc_problems(_hpcc_run(hpcc, tmp_path / "p0", ["--profile", str(prof0)])) == []
+    assert hpcc_problems(_hpcc_run(hpcc, tmp_path / "p0", ["--profile", str(prof0)], np)) == []
     b = hpcc[3]
     sweeps = _sweeps(interpose.read_profile(prof0), b)
     assert sweeps
@@ -227,9 +233,14 @@ def test_hpcc_passes_its_checks_under_every_algorithm(hpcc, tmp_path):
     for i, forced in enumerate(sweeps):
         prof = tmp_path / f"f{i}.json"
         opts = ["--profile", str(prof)] + [f"--force={c}={a}" for c, a in forced.items()]
-        problems = hpcc_problems(_hpcc_run(hpcc, tmp_path / f"f{i}", opts))
-        problems += _forced_ran(interpose.read_profile(prof), forced, b)
+        problems = hpcc_problems(_hpcc_run(hpcc, tmp_path / f"f{i}", opts, np))
+        p = interpose.read_profile(prof)
+        problems += _forced_ran(p, forced, b)
         verdicts.append((forced, problems))
+        for c, a in forced.items():  # the runs, for the record (pytest -s)
+            ran = sorted({e.algorithm for e in p.entries if e.collective == c})
+            print(f"hpcc np={np} {c} {a}: ran {','.join(ran)}: "
+                  f"{'checks pass' if not problems else problems}")
     bad = [(f, p) for f, p in verdicts if p]
     assert not bad, "\n".join(f"{f}: {p}" for f, p in bad)
 
