@@ -154,3 +154,21 @@ def test_a_bad_observed_entry_is_refused(tmp_path):
         interpose.read_profile(bad)
     res = colltune("profile", str(bad))
     assert res.returncode != 0 and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_calls_the_library_takes_are_profiled_as_its_own(ompi_build, tmp_path):
+    """An intercepted collective on an intercommunicator goes to the library's own: the
+    profile counts it under that reason, and colltune cannot choose it."""
+    prof = tmp_path / "plain.json"
+    env = interpose.preload(ompi_build, {})
+    env.update({"COLLTUNE_PROFILE": str(prof), "COLLTUNE_BCAST": "binomial"})
+    ln = launch.prepare(ompi_build.mpi, 3, [str(ompi_build.program("colltune-plaincolls"))], env)
+    res = launch.run(ln, timeout=120)
+    assert res.returncode == 0, res.stderr[-3000:]
+    p = interpose.read_profile(prof)
+    inter = [e for e in p.entries if e.source == "intercommunicator: the library's own"]
+    assert {e.collective for e in inter} >= {"bcast", "allreduce"}, p.entries
+    assert all(e.algorithm == "native" and e.calls > 0 for e in inter)
+    rows = {s.call: s for s in p.shares()}
+    assert not rows["MPI_Bcast (intercommunicator)"].colltune
+    assert rows["MPI_Bcast"].colltune  # the calls on intracommunicators: binomial

@@ -114,6 +114,9 @@ void ct_pmpi_rules_free(ct_pmpi_rules_t *r);
 /* ---- profile (pmpi_profile.c) -------------------------------------------- */
 void ct_pmpi_profile_add(ct_coll_t coll, int np, long long size, const ct_pmpi_decision_t *d,
                          int used_algo, double seconds);
+/* A call the library took because the algorithms do not (an intercommunicator, an
+ * argument they do not take): algorithm native, source `why`, size bucket 0. */
+void ct_pmpi_profile_add_passthrough(ct_coll_t coll, int np, const char *why, double seconds);
 /* Collective over MPI_COMM_WORLD (called in MPI_Finalize, before PMPI_Finalize):
  * merge every rank's entries at rank 0, which writes `path`. */
 void ct_pmpi_profile_write(const char *path, int rank);

@@ -96,6 +96,12 @@ void ct_pmpi_profile_add(ct_coll_t coll, int np, long long size, const ct_pmpi_d
     pthread_mutex_unlock(&lock);
 }
 
+void ct_pmpi_profile_add_passthrough(ct_coll_t coll, int np, const char *why, double seconds) {
+    ct_pmpi_decision_t d = ct_pmpi_st.nomatch[coll];
+    snprintf(d.source, sizeof d.source, "%s", why);
+    ct_pmpi_profile_add(coll, np, 0, &d, d.choice.algo, seconds);
+}
+
 /* merged entry at rank 0 */
 typedef struct {
     entry_t e;

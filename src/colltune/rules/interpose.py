@@ -31,6 +31,10 @@ from colltune.base.specs import format_spec, split_spec
 
 LIBRARY = "libcolltune-pmpi.so"
 PROFILE_FORMAT = "colltune-profile 1"
+# the profile's `source` of an intercepted collective's call that went to the library's
+# own because the algorithms do not take it (native/pmpi/pmpi_call.c WHY_INTER, WHY_ARGS)
+PASSTHROUGH = {"intercommunicator: the library's own": "intercommunicator",
+               "argument the algorithms do not take: the library's own": "arguments"}
 
 
 class InterposeError(ColltuneError):
@@ -304,9 +308,14 @@ class Profile:
         share of the collective time and of the wall time, and whether colltune can
         choose its algorithm (collectives.intercepted)."""
         acc: dict[str, list] = {}
+        own = set()  # rows of calls the library took (PASSTHROUGH)
         for e in self.entries:
+            call = mpi_name(e.collective)
+            if e.source in PASSTHROUGH:
+                call = f"{call} ({PASSTHROUGH[e.source]})"
+                own.add(call)
             # colltune's size (the entries' buckets), not these bytes: none here
-            a = acc.setdefault(mpi_name(e.collective), ["blocking", 0, None, 0.0])
+            a = acc.setdefault(call, ["blocking", 0, None, 0.0])
             a[1] += e.calls
             a[3] += e.total_s
         for o in self.observed:
@@ -316,7 +325,8 @@ class Profile:
             a[3] += o.total_s
         coll = self.collective_s()
         rows = [Share(call, kind, calls, nbytes, t, t / coll if coll > 0 else 0.0,
-                      t / self.wall_s if self.wall_s else None, intercepted(call) is not None)
+                      t / self.wall_s if self.wall_s else None,
+                      call not in own and intercepted(call) is not None)
                 for call, (kind, calls, nbytes, t) in acc.items()]
         return sorted(rows, key=lambda r: (-r.total_s, r.call))
 
