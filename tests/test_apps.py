@@ -351,7 +351,8 @@ def test_hpcc_checks_reader_sees_a_failure():
             + "1 tests completed and passed residual checks,\n"
             + "Found 0 errors in 8 locations (passed).\n" * 4)
     assert hpcc_problems(good) == []
-    assert hpcc_problems(good.replace("0 tests completed and failed", "1 tests completed and failed"))
+    assert hpcc_problems(good.replace("0 tests completed and failed",
+                                      "1 tests completed and failed"))
     assert hpcc_problems(good.replace("Found 0 errors in 8 locations (passed).",
                                       "Found 3 errors in 8 locations (failed).", 1))
     assert hpcc_problems(good.replace("MPIFFT_maxErr=6e-16", "MPIFFT_maxErr=0.5"))

@@ -51,68 +51,68 @@
  * communicator's facts `x` (obs_facts). The nonblocking form adds MPI_Request *req, the
  * persistent one MPI_Info info, MPI_Request *req. */
 #define SB (sb == MPI_IN_PLACE)
-#define CT_OBS_COLLS(X)                                                                          \
-    X(Bcast, bcast, (void *b, C n, MPI_Datatype t, int root, MPI_Comm comm), (b, n, t, root, comm), \
-      by(n, t))                                                                                  \
-    X(Reduce, reduce, (const void *sb, void *rb, C n, MPI_Datatype t, MPI_Op op, int root,       \
-      MPI_Comm comm), (sb, rb, n, t, op, root, comm), by(n, t))                                  \
-    X(Allreduce, allreduce, (const void *sb, void *rb, C n, MPI_Datatype t, MPI_Op op,           \
-      MPI_Comm comm), (sb, rb, n, t, op, comm), by(n, t))                                        \
-    X(Scan, scan, (const void *sb, void *rb, C n, MPI_Datatype t, MPI_Op op, MPI_Comm comm),     \
-      (sb, rb, n, t, op, comm), by(n, t))                                                        \
-    X(Exscan, exscan, (const void *sb, void *rb, C n, MPI_Datatype t, MPI_Op op, MPI_Comm comm), \
-      (sb, rb, n, t, op, comm), by(n, t))                                                        \
-    X(Gather, gather, (const void *sb, C sc, MPI_Datatype st_, void *rb, C rc, MPI_Datatype rt,  \
-      int root, MPI_Comm comm), (sb, sc, st_, rb, rc, rt, root, comm),                           \
-      mx(SB ? 0 : by(sc, st_), at_root(&x, root) ? by(rc, rt) * x.peers : 0))                       \
-    X(Gatherv, gatherv, (const void *sb, C sc, MPI_Datatype st_, void *rb, const CA rc[],        \
-      const D dp[], MPI_Datatype rt, int root, MPI_Comm comm), (sb, sc, st_, rb, rc, dp, rt,     \
-      root, comm), mx(SB ? 0 : by(sc, st_), at_root(&x, root) ? SUMV(rc, rt, x.peers) : 0))        \
-    X(Scatter, scatter, (const void *sb, C sc, MPI_Datatype st_, void *rb, C rc,                 \
-      MPI_Datatype rt, int root, MPI_Comm comm), (sb, sc, st_, rb, rc, rt, root, comm),          \
-      mx(at_root(&x, root) ? by(sc, st_) * x.peers : 0, rb == MPI_IN_PLACE ? 0 : by(rc, rt)))       \
-    X(Scatterv, scatterv, (const void *sb, const CA sc[], const D dp[], MPI_Datatype st_,        \
-      void *rb, C rc, MPI_Datatype rt, int root, MPI_Comm comm), (sb, sc, dp, st_, rb, rc, rt,   \
-      root, comm), mx(at_root(&x, root) ? SUMV(sc, st_, x.peers) : 0,                               \
-                      rb == MPI_IN_PLACE ? 0 : by(rc, rt)))                                      \
-    X(Allgather, allgather, (const void *sb, C sc, MPI_Datatype st_, void *rb, C rc,             \
-      MPI_Datatype rt, MPI_Comm comm), (sb, sc, st_, rb, rc, rt, comm),                          \
-      mx(SB ? 0 : by(sc, st_), by(rc, rt) * x.peers))                                               \
-    X(Allgatherv, allgatherv, (const void *sb, C sc, MPI_Datatype st_, void *rb, const CA rc[],  \
-      const D dp[], MPI_Datatype rt, MPI_Comm comm), (sb, sc, st_, rb, rc, dp, rt, comm),        \
-      mx(SB ? 0 : by(sc, st_), SUMV(rc, rt, x.peers)))                                              \
-    X(Alltoall, alltoall, (const void *sb, C sc, MPI_Datatype st_, void *rb, C rc,               \
-      MPI_Datatype rt, MPI_Comm comm), (sb, sc, st_, rb, rc, rt, comm),                          \
-      mx(SB ? 0 : by(sc, st_) * x.peers, by(rc, rt) * x.peers))                                        \
-    X(Alltoallv, alltoallv, (const void *sb, const CA sc[], const D sd[], MPI_Datatype st_,      \
-      void *rb, const CA rc[], const D rd[], MPI_Datatype rt, MPI_Comm comm), (sb, sc, sd, st_,  \
-      rb, rc, rd, rt, comm), mx(SB ? 0 : SUMV(sc, st_, x.peers), SUMV(rc, rt, x.peers)))               \
-    X(Alltoallw, alltoallw, (const void *sb, const CA sc[], const D sd[],                        \
-      const MPI_Datatype sts[], void *rb, const CA rc[], const D rd[],                           \
-      const MPI_Datatype rts[], MPI_Comm comm), (sb, sc, sd, sts, rb, rc, rd, rts, comm),        \
-      mx(SB ? 0 : SUMW(sc, sts, x.peers), SUMW(rc, rts, x.peers)))                                     \
-    X(Reduce_scatter_block, reduce_scatter_block, (const void *sb, void *rb, C rc,               \
-      MPI_Datatype t, MPI_Op op, MPI_Comm comm), (sb, rb, rc, t, op, comm), by(rc, t) * x.peers)    \
-    X(Reduce_scatter, reduce_scatter, (const void *sb, void *rb, const CA rc[], MPI_Datatype t,  \
+#define CT_OBS_COLLS(X)                                                                           \
+    X(Bcast, bcast, (void *b, C n, MPI_Datatype t, int root, MPI_Comm comm),                      \
+      (b, n, t, root, comm), by(n, t))                                                            \
+    X(Reduce, reduce, (const void *sb, void *rb, C n, MPI_Datatype t, MPI_Op op, int root,        \
+      MPI_Comm comm), (sb, rb, n, t, op, root, comm), by(n, t))                                   \
+    X(Allreduce, allreduce, (const void *sb, void *rb, C n, MPI_Datatype t, MPI_Op op,            \
+      MPI_Comm comm), (sb, rb, n, t, op, comm), by(n, t))                                         \
+    X(Scan, scan, (const void *sb, void *rb, C n, MPI_Datatype t, MPI_Op op, MPI_Comm comm),      \
+      (sb, rb, n, t, op, comm), by(n, t))                                                         \
+    X(Exscan, exscan, (const void *sb, void *rb, C n, MPI_Datatype t, MPI_Op op, MPI_Comm comm),  \
+      (sb, rb, n, t, op, comm), by(n, t))                                                         \
+    X(Gather, gather, (const void *sb, C sc, MPI_Datatype st_, void *rb, C rc, MPI_Datatype rt,   \
+      int root, MPI_Comm comm), (sb, sc, st_, rb, rc, rt, root, comm),                            \
+      mx(SB ? 0 : by(sc, st_), at_root(&x, root) ? by(rc, rt) * x.peers : 0))                     \
+    X(Gatherv, gatherv, (const void *sb, C sc, MPI_Datatype st_, void *rb, const CA rc[],         \
+      const D dp[], MPI_Datatype rt, int root, MPI_Comm comm), (sb, sc, st_, rb, rc, dp, rt,      \
+      root, comm), mx(SB ? 0 : by(sc, st_), at_root(&x, root) ? SUMV(rc, rt, x.peers) : 0))       \
+    X(Scatter, scatter, (const void *sb, C sc, MPI_Datatype st_, void *rb, C rc,                  \
+      MPI_Datatype rt, int root, MPI_Comm comm), (sb, sc, st_, rb, rc, rt, root, comm),           \
+      mx(at_root(&x, root) ? by(sc, st_) * x.peers : 0, rb == MPI_IN_PLACE ? 0 : by(rc, rt)))     \
+    X(Scatterv, scatterv, (const void *sb, const CA sc[], const D dp[], MPI_Datatype st_,         \
+      void *rb, C rc, MPI_Datatype rt, int root, MPI_Comm comm), (sb, sc, dp, st_, rb, rc, rt,    \
+      root, comm), mx(at_root(&x, root) ? SUMV(sc, st_, x.peers) : 0,                             \
+                      rb == MPI_IN_PLACE ? 0 : by(rc, rt)))                                       \
+    X(Allgather, allgather, (const void *sb, C sc, MPI_Datatype st_, void *rb, C rc,              \
+      MPI_Datatype rt, MPI_Comm comm), (sb, sc, st_, rb, rc, rt, comm),                           \
+      mx(SB ? 0 : by(sc, st_), by(rc, rt) * x.peers))                                             \
+    X(Allgatherv, allgatherv, (const void *sb, C sc, MPI_Datatype st_, void *rb, const CA rc[],   \
+      const D dp[], MPI_Datatype rt, MPI_Comm comm), (sb, sc, st_, rb, rc, dp, rt, comm),         \
+      mx(SB ? 0 : by(sc, st_), SUMV(rc, rt, x.peers)))                                            \
+    X(Alltoall, alltoall, (const void *sb, C sc, MPI_Datatype st_, void *rb, C rc,                \
+      MPI_Datatype rt, MPI_Comm comm), (sb, sc, st_, rb, rc, rt, comm),                           \
+      mx(SB ? 0 : by(sc, st_) * x.peers, by(rc, rt) * x.peers))                                   \
+    X(Alltoallv, alltoallv, (const void *sb, const CA sc[], const D sd[], MPI_Datatype st_,       \
+      void *rb, const CA rc[], const D rd[], MPI_Datatype rt, MPI_Comm comm), (sb, sc, sd, st_,   \
+      rb, rc, rd, rt, comm), mx(SB ? 0 : SUMV(sc, st_, x.peers), SUMV(rc, rt, x.peers)))          \
+    X(Alltoallw, alltoallw, (const void *sb, const CA sc[], const D sd[],                         \
+      const MPI_Datatype sts[], void *rb, const CA rc[], const D rd[],                            \
+      const MPI_Datatype rts[], MPI_Comm comm), (sb, sc, sd, sts, rb, rc, rd, rts, comm),         \
+      mx(SB ? 0 : SUMW(sc, sts, x.peers), SUMW(rc, rts, x.peers)))                                \
+    X(Reduce_scatter_block, reduce_scatter_block, (const void *sb, void *rb, C rc,                \
+      MPI_Datatype t, MPI_Op op, MPI_Comm comm), (sb, rb, rc, t, op, comm), by(rc, t) * x.peers)  \
+    X(Reduce_scatter, reduce_scatter, (const void *sb, void *rb, const CA rc[], MPI_Datatype t,   \
       MPI_Op op, MPI_Comm comm), (sb, rb, rc, t, op, comm), SUMV(rc, t, x.peers))
 
 /* neighbourhood collectives: x.in and x.out, the communicator's topology's degrees */
-#define CT_OBS_NEIGHBOR(X)                                                                       \
-    X(Neighbor_allgather, neighbor_allgather, (const void *sb, C sc, MPI_Datatype st_, void *rb, \
-      C rc, MPI_Datatype rt, MPI_Comm comm), (sb, sc, st_, rb, rc, rt, comm),                    \
-      mx(by(sc, st_) * x.out, by(rc, rt) * x.in))                                                \
-    X(Neighbor_allgatherv, neighbor_allgatherv, (const void *sb, C sc, MPI_Datatype st_,         \
-      void *rb, const CA rc[], const D dp[], MPI_Datatype rt, MPI_Comm comm), (sb, sc, st_, rb,  \
-      rc, dp, rt, comm), mx(by(sc, st_) * x.out, SUMV(rc, rt, x.in)))                            \
-    X(Neighbor_alltoall, neighbor_alltoall, (const void *sb, C sc, MPI_Datatype st_, void *rb,   \
-      C rc, MPI_Datatype rt, MPI_Comm comm), (sb, sc, st_, rb, rc, rt, comm),                    \
-      mx(by(sc, st_) * x.out, by(rc, rt) * x.in))                                                \
-    X(Neighbor_alltoallv, neighbor_alltoallv, (const void *sb, const CA sc[], const D sd[],      \
-      MPI_Datatype st_, void *rb, const CA rc[], const D rd[], MPI_Datatype rt, MPI_Comm comm),  \
-      (sb, sc, sd, st_, rb, rc, rd, rt, comm), mx(SUMV(sc, st_, x.out), SUMV(rc, rt, x.in)))     \
-    X(Neighbor_alltoallw, neighbor_alltoallw, (const void *sb, const CA sc[],                    \
-      const MPI_Aint sd[], const MPI_Datatype sts[], void *rb, const CA rc[],                    \
-      const MPI_Aint rd[], const MPI_Datatype rts[], MPI_Comm comm), (sb, sc, sd, sts, rb, rc,   \
+#define CT_OBS_NEIGHBOR(X)                                                                        \
+    X(Neighbor_allgather, neighbor_allgather, (const void *sb, C sc, MPI_Datatype st_, void *rb,  \
+      C rc, MPI_Datatype rt, MPI_Comm comm), (sb, sc, st_, rb, rc, rt, comm),                     \
+      mx(by(sc, st_) * x.out, by(rc, rt) * x.in))                                                 \
+    X(Neighbor_allgatherv, neighbor_allgatherv, (const void *sb, C sc, MPI_Datatype st_,          \
+      void *rb, const CA rc[], const D dp[], MPI_Datatype rt, MPI_Comm comm), (sb, sc, st_, rb,   \
+      rc, dp, rt, comm), mx(by(sc, st_) * x.out, SUMV(rc, rt, x.in)))                             \
+    X(Neighbor_alltoall, neighbor_alltoall, (const void *sb, C sc, MPI_Datatype st_, void *rb,    \
+      C rc, MPI_Datatype rt, MPI_Comm comm), (sb, sc, st_, rb, rc, rt, comm),                     \
+      mx(by(sc, st_) * x.out, by(rc, rt) * x.in))                                                 \
+    X(Neighbor_alltoallv, neighbor_alltoallv, (const void *sb, const CA sc[], const D sd[],       \
+      MPI_Datatype st_, void *rb, const CA rc[], const D rd[], MPI_Datatype rt, MPI_Comm comm),   \
+      (sb, sc, sd, st_, rb, rc, rd, rt, comm), mx(SUMV(sc, st_, x.out), SUMV(rc, rt, x.in)))      \
+    X(Neighbor_alltoallw, neighbor_alltoallw, (const void *sb, const CA sc[],                     \
+      const MPI_Aint sd[], const MPI_Datatype sts[], void *rb, const CA rc[],                     \
+      const MPI_Aint rd[], const MPI_Datatype rts[], MPI_Comm comm), (sb, sc, sd, sts, rb, rc,    \
       rd, rts, comm), mx(SUMW(sc, sts, x.out), SUMW(rc, rts, x.in)))
 
 /* Barrier has no large-count form */
@@ -301,27 +301,27 @@ static void forget_locked(int k) {
 
 #define BLOCKING(N, n, P, A, B, SFX, LARGE, NB)                                       \
     int WEAK MPI_##N##SFX P {                                                         \
-        if (!ON) return PMPI_##N##SFX A;                                              \
-        double t0 = PMPI_Wtime();                                                     \
-        int ret_ = PMPI_##N##SFX A;                                                     \
-        double t1 = PMPI_Wtime();                                                     \
-        obs_facts_t x;                                                                \
-        obs_facts(comm, &x, NB);                                                      \
-        obs_call(OBS_##N, FORM_BLOCKING, LARGE, &x, (B), t0, t1, NULL);               \
-        return ret_;                                                                    \
+        if (!ON) return PMPI_##N##SFX A;                                                          \
+        double t0 = PMPI_Wtime();                                                                 \
+        int ret_ = PMPI_##N##SFX A;                                                               \
+        double t1 = PMPI_Wtime();                                                                 \
+        obs_facts_t x;                                                                            \
+        obs_facts(comm, &x, NB);                                                                  \
+        obs_call(OBS_##N, FORM_BLOCKING, LARGE, &x, (B), t0, t1, NULL);                           \
+        return ret_;                                                                              \
     }
 
 #define STARTED(N, NAME, PARAMS_REQ, ARGS_REQ, B, FORM, LARGE, NB)                    \
     int WEAK NAME PARAMS_REQ {                                                        \
-        if (!ON) return P##NAME ARGS_REQ;                                             \
-        double t0 = PMPI_Wtime();                                                     \
-        int ret_ = P##NAME ARGS_REQ;                                                    \
-        double t1 = PMPI_Wtime();                                                     \
-        obs_facts_t x;                                                                \
-        obs_facts(comm, &x, NB);                                                      \
-        obs_call(OBS_##N, FORM, LARGE, &x, ret_ == MPI_SUCCESS ? (B) : 0, t0, t1,       \
-                 ret_ == MPI_SUCCESS ? req : NULL);                                     \
-        return ret_;                                                                    \
+        if (!ON) return P##NAME ARGS_REQ;                                                         \
+        double t0 = PMPI_Wtime();                                                                 \
+        int ret_ = P##NAME ARGS_REQ;                                                              \
+        double t1 = PMPI_Wtime();                                                                 \
+        obs_facts_t x;                                                                            \
+        obs_facts(comm, &x, NB);                                                                  \
+        obs_call(OBS_##N, FORM, LARGE, &x, ret_ == MPI_SUCCESS ? (B) : 0, t0, t1,                 \
+                 ret_ == MPI_SUCCESS ? req : NULL);                                               \
+        return ret_;                                                                              \
     }
 
 /* (a, b) + MPI_Request *req -> (a, b, MPI_Request *req) */
@@ -520,14 +520,14 @@ static void pending_finish(pending_t *p, double t0, double t1, int how, int one,
 /* the wrappers: the library's call alone unless one of ours may be among the requests */
 #define WAITLIKE(N, REQS, CALL, HOW, ONE, LIST, NLIST)                                \
     do {                                                                              \
-        pending_t p;                                                                  \
-        if (!ON || !pending_collect(&p, N, REQS)) return CALL;                        \
-        double t0 = PMPI_Wtime();                                                     \
-        int rc = CALL;                                                                \
-        double t1 = PMPI_Wtime();                                                     \
-        pending_finish(&p, t0, t1, rc == MPI_SUCCESS ? (HOW) : DONE_NONE, ONE, LIST,  \
-                       NLIST);                                                        \
-        return rc;                                                                    \
+        pending_t p;                                                                              \
+        if (!ON || !pending_collect(&p, N, REQS)) return CALL;                                    \
+        double t0 = PMPI_Wtime();                                                                 \
+        int rc = CALL;                                                                            \
+        double t1 = PMPI_Wtime();                                                                 \
+        pending_finish(&p, t0, t1, rc == MPI_SUCCESS ? (HOW) : DONE_NONE, ONE, LIST,              \
+                       NLIST);                                                                    \
+        return rc;                                                                                \
     } while (0)
 
 int MPI_Wait(MPI_Request *req, MPI_Status *status) {
@@ -539,13 +539,14 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
 }
 
 int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
-    WAITLIKE(n, reqs, PMPI_Waitany(n, reqs, index, status), DONE_ONE, *index, NULL, 0);
+    WAITLIKE(n, reqs, PMPI_Waitany(n, reqs, index, status), DONE_ONE,
+             index ? *index : MPI_UNDEFINED, NULL, 0);
 }
 
 int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                  MPI_Status statuses[]) {
     WAITLIKE(n, reqs, PMPI_Waitsome(n, reqs, outcount, indices, statuses), DONE_LIST, 0,
-             indices, *outcount == MPI_UNDEFINED ? 0 : *outcount);
+             indices, outcount && *outcount != MPI_UNDEFINED ? *outcount : 0);
 }
 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
@@ -559,13 +560,13 @@ int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
 
 int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
     WAITLIKE(n, reqs, PMPI_Testany(n, reqs, index, flag, status),
-             *flag ? DONE_ONE : DONE_NONE, *index, NULL, 0);
+             *flag ? DONE_ONE : DONE_NONE, index ? *index : MPI_UNDEFINED, NULL, 0);
 }
 
 int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                  MPI_Status statuses[]) {
     WAITLIKE(n, reqs, PMPI_Testsome(n, reqs, outcount, indices, statuses), DONE_LIST, 0,
-             indices, *outcount == MPI_UNDEFINED ? 0 : *outcount);
+             indices, outcount && *outcount != MPI_UNDEFINED ? *outcount : 0);
 }
 
 /* ---- at MPI_Finalize ------------------------------------------------------------ */

@@ -21,7 +21,8 @@
 static int rank, np, bad;
 
 static void check(int ok, const char *what, int round) {
-    if (!ok && !bad) fprintf(stderr, "rank %d: wrong result of %s in round %d\n", rank, what, round);
+    if (!ok && !bad)
+        fprintf(stderr, "rank %d: wrong result of %s in round %d\n", rank, what, round);
     if (!ok) bad = 1;
 }
 
@@ -138,7 +139,8 @@ int main(int argc, char **argv) {
     free(types);
     int anybad = 0;
     MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (rank == 0 && !anybad) printf("observecolls: %d rounds at %d processes: every result right\n", rounds, np);
+    if (rank == 0 && !anybad)
+        printf("observecolls: %d rounds at %d processes: every result right\n", rounds, np);
     MPI_Finalize();
     return anybad;
 }

@@ -154,8 +154,9 @@ def _print_shares(p) -> None:
             f"({100 * coll / p.wall_s:.1f} %)" if p.wall_s else
             f"{coll:.6f} s in collectives (wall time not recorded: a profile from an older "
             "library)")
-    out.print(f"{wall}; colltune can choose the algorithm for "
-              f"{100 * can / coll if coll > 0 else 0:.1f} % of the collective time", highlight=False)
+    share = 100 * can / coll if coll > 0 else 0
+    out.print(f"{wall}; colltune can choose the algorithm for {share:.1f} % of the "
+              "collective time", highlight=False)
+    who = {True: "colltune can choose", False: "library's own"}
     out.print(", ".join(f"{r.call.removeprefix('MPI_')} {100 * r.of_collectives:.0f} % "
-                        f"({'colltune can choose' if r.colltune else 'library' + chr(39) + 's own'})"
-                        for r in rows), highlight=False, soft_wrap=True)
+                        f"({who[r.colltune]})" for r in rows), highlight=False, soft_wrap=True)
