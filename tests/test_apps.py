@@ -60,6 +60,17 @@ def _linked_mpi(binary: str) -> tuple[str, str]:
     return wrapper, launcher
 
 
+def _build_for(wrapper: str):
+    """colltune's build for the MPI library of `wrapper`, or skip when --mpi WRAPPER finds
+    another library (a Debian wrapper beside the other library's alternatives)."""
+    b = build(mpi_mod.find(wrapper))
+    kind = "openmpi" if wrapper.endswith(".openmpi") else "mpich"
+    if b.mpi.kind != kind:
+        pytest.skip(f"colltune build --mpi {wrapper} builds against {b.mpi.banner}, not "
+                    f"{kind}")
+    return b
+
+
 def _mpirun(launcher: str, np: int) -> list[str]:
     argv = [launcher]
     if launcher.endswith(".openmpi"):
@@ -185,7 +196,7 @@ def hpcc():
     if not binary:
         pytest.skip("hpcc is not installed (Debian: apt-get install hpcc)")
     wrapper, launcher = _linked_mpi(binary)
-    return binary, wrapper, launcher, build(mpi_mod.find(wrapper))
+    return binary, wrapper, launcher, _build_for(wrapper)
 
 
 GRIDS = {2: (1, 2), 3: (1, 3), 4: (2, 2)}  # processes: HPL's P x Q
@@ -303,7 +314,7 @@ def pw():
         pytest.skip(f"no {UPF} (Debian: quantum-espresso-data ships it among its examples; "
                     "or set COLLTUNE_QE_PSEUDO_DIR)")
     wrapper, launcher = _linked_mpi(binary)
-    return binary, wrapper, launcher, build(mpi_mod.find(wrapper)), upf
+    return binary, wrapper, launcher, _build_for(wrapper), upf
 
 
 def _pw_run(pw, tmp: Path, opts: list[str] | None) -> tuple[str, int]:
