@@ -403,8 +403,11 @@ static void start_locked(MPI_Request h, double t0, double dt) {
     trk[k].t0 = t0;
 }
 
+/* persistent requests of ours may exist: MPI_Start(all) must look */
+static int any_tracked(void) { return atomic_load_explicit(&nall_trk, memory_order_relaxed) != 0; }
+
 int MPI_Start(MPI_Request *req) {
-    if (!ON || !req) return PMPI_Start(req);
+    if (!ON || !req || !any_tracked()) return PMPI_Start(req);
     MPI_Request h = *req;
     double t0 = PMPI_Wtime();
     int rc = PMPI_Start(req);
@@ -418,7 +421,7 @@ int MPI_Start(MPI_Request *req) {
 }
 
 int MPI_Startall(int count, MPI_Request reqs[]) {
-    if (!ON || !reqs || count <= 0) return PMPI_Startall(count, reqs);
+    if (!ON || !reqs || count <= 0 || !any_tracked()) return PMPI_Startall(count, reqs);
     double t0 = PMPI_Wtime();
     int rc = PMPI_Startall(count, reqs);
     double t1 = PMPI_Wtime();
@@ -431,7 +434,7 @@ int MPI_Startall(int count, MPI_Request reqs[]) {
 }
 
 int MPI_Request_free(MPI_Request *req) {
-    if (ON && req && atomic_load_explicit(&nall_trk, memory_order_relaxed)) {
+    if (ON && req && any_tracked()) {
         pthread_mutex_lock(&lock);
         int k = find_locked(*req);
         if (k >= 0) forget_locked(k);
