@@ -359,6 +359,7 @@ static void configure(void) {
     ct_pmpi_ccache_init();
     if (st.rules.has_ppn) ct_pmpi_ppn_init();
     st.observe = st.verbose || st.profile;
+    st.t_init = PMPI_Wtime();
     st.active = 1;
     free(blob);
 }
@@ -388,7 +389,11 @@ int MPI_Pcontrol(const int level, ...) {
 }
 
 int MPI_Finalize(void) {
-    if (st.profile) ct_pmpi_profile_write(st.profile_path, st.rank);
+    if (st.profile) {
+        ct_pmpi_observe_merge(st.rank);
+        ct_pmpi_profile_write(st.profile_path, st.rank);
+    }
+    st.profile = 0;
     st.active = 0;
     ct_pmpi_rules_free(&st.rules);
     return PMPI_Finalize();

@@ -14,6 +14,7 @@
 #include "colltune.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* From the algorithm library (lib/util.c; inline there as ct_type_size): MPI_Type_size,
  * with the predefined types answered from a small table after their first use. */
@@ -82,6 +83,7 @@ typedef struct {
     int load_forced;       /* COLLTUNE_LOAD_INDEX given */
     int probe_iterations;  /* COLLTUNE_LOAD_PROBE */
     int pcontrol_level;    /* MPI_Pcontrol level that measures again */
+    double t_init;         /* PMPI_Wtime right after MPI_Init: the wall time's start */
 } ct_pmpi_state_t;
 extern ct_pmpi_state_t ct_pmpi_st;
 /* "COLLTUNE_BCAST", ...: the variable that forces an algorithm for collective c */
@@ -112,9 +114,22 @@ void ct_pmpi_rules_free(ct_pmpi_rules_t *r);
 /* ---- profile (pmpi_profile.c) -------------------------------------------- */
 void ct_pmpi_profile_add(ct_coll_t coll, int np, long long size, const ct_pmpi_decision_t *d,
                          int used_algo, double seconds);
+/* A call the library took because the algorithms do not (an intercommunicator, an
+ * argument they do not take): algorithm native, source `why`, size bucket 0. */
+void ct_pmpi_profile_add_passthrough(ct_coll_t coll, int np, const char *why, double seconds);
 /* Collective over MPI_COMM_WORLD (called in MPI_Finalize, before PMPI_Finalize):
  * merge every rank's entries at rank 0, which writes `path`. */
 void ct_pmpi_profile_write(const char *path, int rank);
+/* Every rank's `bytes` bytes at `buf`, concatenated at rank 0 of MPI_COMM_WORLD
+ * (collective): rank 0 gets a malloc'd block of *total bytes (NULL without memory). */
+void *ct_pmpi_gather_at_root(const void *buf, int bytes, int rank, long long *total);
+
+/* ---- the other collectives (pmpi_observe.c) ------------------------------ */
+/* Collective over MPI_COMM_WORLD, before ct_pmpi_profile_write: every rank's entries of
+ * the collectives colltune does not run, and the wall times, merged at rank 0 */
+void ct_pmpi_observe_merge(int rank);
+/* rank 0, inside the profile's object: ', "wall_s": ..., "observed": [...]' */
+void ct_pmpi_observe_json(FILE *f);
 
 /* One warning line on stderr, "colltune-pmpi: warning: ..." (callers print on rank 0
  * only); ct_pmpi_say: one line "colltune-pmpi: ...". Each is formatted whole, control
