@@ -284,10 +284,11 @@ UPF = "Si.pz-vbc.UPF"
 
 
 def _find_upf() -> Path | None:
-    """Si.pz-vbc.UPF(.gz): $COLLTUNE_QE_PSEUDO_DIR, else quantum-espresso-data's examples."""
+    """Si.pz-vbc.UPF(.gz): $COLLTUNE_QE_PSEUDO_DIR, else quantum-espresso-data's pseudo
+    folder or its examples."""
     roots = [Path(os.environ["COLLTUNE_QE_PSEUDO_DIR"])] if os.environ.get(
         "COLLTUNE_QE_PSEUDO_DIR") else []
-    roots.append(Path("/usr/share/doc/quantum-espresso/examples"))
+    roots += [Path("/usr/share/espresso/pseudo"), Path("/usr/share/doc/quantum-espresso/examples")]
     for root in roots:
         for name in (UPF, UPF + ".gz"):
             hit = next(iter(sorted(root.rglob(name))), None) if root.is_dir() else None
