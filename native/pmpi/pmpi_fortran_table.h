@@ -20,6 +20,8 @@
  *   CT_F(Scan, (IBUF, BUF, INT, TYPE, OP, COMM))
  *   CT_F(Iallreduce, (IBUF, BUF, INT, TYPE, OP, COMM, REQ))
  * then rebuild (colltune build): its names the library exports are found and wrapped.
+ * Not yet expressible: Alltoallw's datatype arrays (a kind converting each element
+ * over the communicator's size), MPI_Status outputs, the large-count _c variants.
  * Wrapping a function colltune does not intercept in C is harmless (the wrapper calls
  * the library's C MPI_<Name>) and makes the call reach a C-level profile.
  */
@@ -35,3 +37,5 @@ CT_F(Barrier, (COMM))
 CT_F(Reduce_scatter_block, (IBUF, BUF, INT, TYPE, OP, COMM))
 CT_F(Reduce_scatter, (IBUF, BUF, INTS, TYPE, OP, COMM))
 CT_F(Allgatherv, (IBUF, INT, TYPE, BUF, INTS, INTS, TYPE, COMM))
+CT_F(Gatherv, (IBUF, INT, TYPE, BUF, INTS, INTS, TYPE, INT, COMM))
+CT_F(Scatterv, (BUF, INTS, INTS, TYPE, IBUF, INT, TYPE, INT, COMM))

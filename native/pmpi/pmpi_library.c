@@ -136,9 +136,14 @@ void ct_pmpi_library_check(void) {
     int bound = init && dladdr(init, &di) && di.dli_fname && strcmp(di.dli_fname, sc.path) == 0;
     int untouched = bound && sizeof(MPI_Comm) >= sizeof(void *);
     if (first_rank())
-        ct_pmpi_warn("this program runs %s but colltune was built for %s: %s (build colltune "
+        ct_pmpi_warn("this program runs %s but colltune's build is for %s: %s (rebuild "
                      "with --mpi naming the program's MPI library)", other, built,
-                     untouched ? "colltune is off, the program runs untouched"
-                               : "the program cannot run with this build preloaded, stopping");
-    if (!untouched) _exit(1);
+                     untouched ? "it stays off, the program runs untouched"
+                               : "the program cannot run with it preloaded, stopping");
+    if (!untouched) {
+        /* the others wait a little, so that a launcher ending the job at the first exit
+         * does not drop rank 0's line */
+        if (!first_rank()) sleep(2);
+        _exit(1);
+    }
 }

@@ -308,7 +308,7 @@ def mismatch(mpi: MPI, argv: list[str]) -> str | None:
         return None
     program, kind, lib = linked
     what = {"openmpi": "Open MPI", "mpich": "MPICH", "mpi-abi": "the MPI standard ABI"}[kind]
-    return (f"{program} links {what} ({lib}) but colltune is built for {mpi.banner} "
-            f"({mpi.mpicc}): running it without colltune (--mpi naming the program's MPI "
-            "library, e.g. its mpicc, puts colltune in)")
+    return (f"{program} links {what} ({lib}), but colltune's build is for {mpi.banner} "
+            f"({mpi.mpicc}): running it without colltune (to put it in: --mpi naming the "
+            "program's MPI library, e.g. its mpicc)")
 
