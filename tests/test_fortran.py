@@ -266,3 +266,31 @@ def test_another_libraries_program_runs_untouched(deb_openmpi, deb_mpich):
     assert re.search(r"colltune-pmpi: warning: this program runs Open MPI v4\.1\.\d+ \(\S+\) "
                      r"but colltune's build is for MPICH 4\.\S+: the program cannot run with "
                      "it preloaded, stopping", res.stderr), res.stderr[-3000:]
+
+
+def test_a_relocated_open_mpi_needs_opal_prefix(tmp_path, monkeypatch):
+    """Debian's Open MPI copied under another prefix: its wrapper still compiles with the
+    original headers unless OPAL_PREFIX names the new place; colltune says so in one line,
+    and with OPAL_PREFIX finds the copy (its headers, its launcher)."""
+    cc = Path(DEBIAN["openmpi"][0])
+    if not cc.exists():
+        pytest.skip(f"Debian's openmpi is not installed (apt-get install {DEBIAN['openmpi'][2]})")
+    src = Path("/usr/lib/x86_64-linux-gnu")
+    prefix = tmp_path / "usr"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "lib" / "x86_64-linux-gnu").mkdir(parents=True)
+    shutil.copytree(src / "openmpi", prefix / "lib" / "x86_64-linux-gnu" / "openmpi",
+                    symlinks=True, ignore=shutil.ignore_patterns("openmpi3"))
+    shutil.copytree("/usr/share/openmpi", prefix / "share" / "openmpi")
+    shutil.copy2(cc.resolve(), prefix / "bin" / "opal_wrapper")
+    (prefix / "bin" / "mpicc.openmpi").symlink_to("opal_wrapper")
+    (prefix / "bin" / "mpirun.openmpi").symlink_to("/usr/bin/orterun")
+    monkeypatch.delenv("OPAL_PREFIX", raising=False)
+    with pytest.raises(mpi_mod.MPIError) as exc:
+        mpi_mod.find(str(prefix / "bin" / "mpicc.openmpi"))
+    assert str(exc.value).endswith(f"outside its own installation {prefix}; a relocated Open "
+                                   f"MPI needs OPAL_PREFIX={prefix}"), exc.value
+    monkeypatch.setenv("OPAL_PREFIX", str(prefix))
+    mpi = mpi_mod.find(str(prefix / "bin" / "mpicc.openmpi"))
+    assert (mpi.kind, mpi.bindir, mpi.launcher.name) == ("openmpi", prefix / "bin",
+                                                          "mpirun.openmpi")

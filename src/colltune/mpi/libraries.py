@@ -105,8 +105,8 @@ def identify(bindir: Path) -> MPI:
     return MPI("unknown", bindir, mpicc, launcher, "unknown", text[0] if text else "unknown MPI")
 
 
-def _header_version(show: str) -> tuple[str, str] | None:
-    """(kind, version) from the mpi.h of a compiler wrapper's -I directories."""
+def _header_version(show: str) -> tuple[str, str, Path] | None:
+    """(kind, version, mpi.h) from the mpi.h of a compiler wrapper's -I directories."""
     for tok in show.split():
         if not tok.startswith("-I"):
             continue
@@ -117,11 +117,11 @@ def _header_version(show: str) -> tuple[str, str] | None:
             continue
         m = re.search(r'#define\s+MPICH_VERSION\s+"([^"]+)"', text)
         if m:
-            return "mpich", m.group(1)
+            return "mpich", m.group(1), header
         parts = [re.search(rf"#define\s+OMPI_{p}_VERSION\s+(\d+)", text)
                  for p in ("MAJOR", "MINOR", "RELEASE")]
         if all(parts):
-            return "openmpi", ".".join(m.group(1) for m in parts if m)
+            return "openmpi", ".".join(m.group(1) for m in parts if m), header
     return None
 
 
@@ -138,7 +138,14 @@ def identify_wrapper(mpicc: Path) -> MPI:
     if found is None:
         raise MPIError(f"--mpi {mpicc}: not an MPI compiler wrapper of Open MPI or MPICH "
                        f"('{mpicc.name} -show' names no mpi.h of either)")
-    kind, version = found
+    kind, version, header = found
+    prefix = bindir.resolve().parent
+    if not any(header.resolve().is_relative_to(p) for p in (prefix, mpicc.resolve().parent.parent)):
+        # an installation moved elsewhere whose wrapper still names where it was built for
+        hint = (f"; a relocated Open MPI needs OPAL_PREFIX={prefix}" if kind == "openmpi"
+                else "")
+        raise MPIError(f"--mpi {mpicc}: it compiles with {header}, outside its own "
+                       f"installation {prefix}{hint}")
     order = ("mpirun", "mpiexec") if kind == "openmpi" else ("mpiexec", "mpirun")
     launcher = next((bindir / f"{n}{suffix}" for n in order if (bindir / f"{n}{suffix}").exists()),
                     None)
