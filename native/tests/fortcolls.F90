@@ -4,7 +4,8 @@
 ! MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Allgatherv), each in place
 ! (MPI_IN_PLACE) and not where MPI allows it, a Bcast through MPI_BOTTOM, on
 ! MPI_COMM_WORLD and on a sub-communicator in reversed rank order (odd/even ranks),
-! and checks every result against values it computes itself.
+! and checks every result against values it computes itself; and that an erroneous
+! call's ierror is set (MPI_ERRORS_RETURN).
 !
 ! One source, three interfaces (tests/test_fortran.py builds each with the MPI
 ! library's Fortran wrapper):
@@ -33,8 +34,8 @@ program fortcolls
 #define TYPE_T integer
 #define IERR , ierr
 #endif
-  integer :: ierr, wrank, wsize, nfail, nchecks
-  COMM_T :: sub
+  integer :: ierr, wrank, wsize, nfail, nchecks, one(1)
+  COMM_T :: sub, dup
 
   nfail = 0
   nchecks = 0
@@ -47,6 +48,13 @@ program fortcolls
   call MPI_Comm_split(MPI_COMM_WORLD, mod(wrank, 2), wsize - wrank, sub, ierr)
   call all_collectives(sub, 'split')
   call MPI_Comm_free(sub, ierr)
+  ! ierror: an erroneous call (a root out of range) on a communicator that returns errors
+  call MPI_Comm_dup(MPI_COMM_WORLD, dup, ierr)
+  call MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN, ierr)
+  ierr = MPI_SUCCESS
+  call MPI_Bcast(one, 1, MPI_INTEGER, wsize + 5, dup, ierr)
+  call expect(ierr /= MPI_SUCCESS, 'bcast with a bad root: ierror set')
+  call MPI_Comm_free(dup, ierr)
   call MPI_Finalize(ierr)
   if (nfail > 0) then
     print '(a,i0,a,i0,a)', 'fortcolls: rank ', wrank, ': ', nfail, ' checks failed'
