@@ -3,7 +3,8 @@
  *
  * The interposition library defines an MPI_<Coll> for each collective of
  * colltune.h (pmpi_call.c), and MPI_Init, MPI_Init_thread, MPI_Pcontrol and
- * MPI_Finalize to set itself up and write the profile (pmpi.c). Every call it does not run with one
+ * MPI_Finalize to set itself up and write the profile (pmpi.c); with an MPI library
+ * that has Fortran bindings, their Fortran names too (pmpi_fortran.c). Every call it does not run with one
  * of colltune's algorithms goes to the library's own PMPI_ entry point; the
  * algorithm library itself only calls point-to-point functions and PMPI_
  * collectives, so nothing recurses into these definitions.
@@ -84,10 +85,19 @@ typedef struct {
     int probe_iterations;  /* COLLTUNE_LOAD_PROBE */
     int pcontrol_level;    /* MPI_Pcontrol level that measures again */
     double t_init;         /* PMPI_Wtime right after MPI_Init: the wall time's start */
+    int disabled; /* the program's MPI library is not this build's: never active */
 } ct_pmpi_state_t;
 extern ct_pmpi_state_t ct_pmpi_st;
 /* "COLLTUNE_BCAST", ...: the variable that forces an algorithm for collective c */
 const char *ct_pmpi_env_force(ct_coll_t c);
+
+/* Set up after the library's MPI_Init (once; pmpi.c), and tear down before its
+ * MPI_Finalize (once): the C and the Fortran entry points (pmpi_fortran.c) call them. */
+void ct_pmpi_configure(void);
+void ct_pmpi_finalize_begin(void);
+/* Before the library's MPI_Init: its version string against the family this build is
+ * for; on a mismatch one line and ct_pmpi_st.disabled (pmpi_library.c). Once. */
+void ct_pmpi_library_check(void);
 
 /* ---- calls (pmpi_call.c) --------------------------------------------------- */
 /* the communicator-facts cache, set up by configure() at MPI_Init */

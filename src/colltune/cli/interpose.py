@@ -15,8 +15,9 @@ from rich.table import Table
 
 from colltune.drivers import registry
 from colltune.rules import interpose
+from colltune.mpi import libraries as mpi_libraries
 from colltune.mpi.launch import run_command
-from ._common import MPI_HELP, build_or_fail, command, fail, out
+from ._common import MPI_HELP, build_or_fail, command, err, fail, out
 
 LAUNCHERS = ("mpirun", "mpiexec", "mpiexec.hydra", "prterun", "orterun")
 
@@ -74,7 +75,14 @@ def run(rules, forces, verbose, profile, load_index, load_probe, mpi_spec, print
         fail("nothing to run: give the command after --, e.g. colltune run --rules FILE -- "
              "mpirun -np 4 ./app")
     argv = list(cmd)
-    if os.path.basename(argv[0]) in LAUNCHERS:
+    name = os.path.basename(argv[0])
+    launched = name in LAUNCHERS or name.split(".")[0] in LAUNCHERS  # mpirun.openmpi too
+    # a program of another MPI library than the build's: one line, and it runs untouched
+    other = mpi_libraries.mismatch(build.mpi, argv[1:] if launched else argv)
+    if other:
+        err.print(f"colltune: warning: {escape(other)}", highlight=False)
+        env.pop("LD_PRELOAD")
+    elif launched:
         argv[1:1] = interpose.launcher_options(build.mpi.kind, sorted(env))
     raise SystemExit(run_command(argv, env))
 
