@@ -41,14 +41,16 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from colltune.base.errors import ColltuneError
 from colltune.base.files import write_atomic
 from colltune.base.paths import cache_dir, cache_lock
-from colltune.mpi.launch import interrupt_on_term
+from colltune.mpi.launch import Terminated
 from colltune.mpi.placement import Placement, cores
 
 NS_PREFIX = "ctn"  # namespaces and host names: ctn1, ctn2, ...
@@ -185,6 +187,7 @@ def check_subnet(subnet: str, nodes: int) -> str:
 
 def _run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
     res = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    _step_done()
     if check and res.returncode != 0:
         raise ClusterError(f"{' '.join(argv)}: {res.stderr.strip() or res.returncode}")
     return res
@@ -224,6 +227,43 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return False
+
+
+@contextmanager
+def _steps_not_cut():
+    """Inside, Ctrl-C, SIGTERM and SIGHUP wait for the command running (`ip`, `tc`) to
+    finish and are raised at the next `_step_done()`: a link or namespace is never left
+    half made (a command killed mid-way can leave one no record names)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+
+    def _note(signum, frame):
+        _PENDING.append(signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        previous[sig] = signal.signal(sig, _note)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _PENDING.clear()
+
+
+_PENDING: list[int] = []  # signals that came during a step
+_HOLD: list[bool] = []  # non-empty: removing after an interrupt, nothing is raised
+
+
+def _step_done() -> None:
+    """Raise the interrupt that came during the last step (see `_steps_not_cut`)."""
+    if _PENDING and not _HOLD:
+        sig = _PENDING[0]
+        _PENDING.clear()
+        if sig == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Terminated(signal.Signals(sig).name)
 
 
 # ------------------------------------------------------------------ state
@@ -352,7 +392,7 @@ def up(nodes: int, bandwidth: str | None = None, subnet: str = DEFAULT_SUBNET,
         slots = max(1, cores() // nodes)
     if slots < 1:
         raise ClusterError(f"--slots {slots}: at least 1")
-    with cache_lock("cluster", "making or removing the cluster"), interrupt_on_term():
+    with cache_lock("cluster", "making or removing the cluster"), _steps_not_cut():
         old = read_state()
         if old is not None:
             removed = _teardown(old)
@@ -374,8 +414,13 @@ def up(nodes: int, bandwidth: str | None = None, subnet: str = DEFAULT_SUBNET,
             c.complete = True
             _write_state(c)
         except BaseException:
-            _teardown(c)
-            state_path().unlink(missing_ok=True)
+            _HOLD.append(True)  # a second Ctrl-C waits for the removal
+            try:
+                _teardown(c)
+                state_path().unlink(missing_ok=True)
+            finally:
+                _HOLD.clear()
+                _PENDING.clear()
             raise
     return c
 
@@ -400,7 +445,7 @@ def _check_links(c: Cluster) -> None:
 def down(log=lambda msg: None) -> list[str]:
     """Stop every process in the nodes and remove everything `up` made."""
     require_root()
-    with cache_lock("cluster", "making or removing the cluster"), interrupt_on_term():
+    with cache_lock("cluster", "making or removing the cluster"), _steps_not_cut():
         c = read_state()
         if c is None:
             return []
