@@ -198,18 +198,37 @@ def test_open_mpi_starts_its_daemons_on_the_nodes(cluster2, ompi_build):
     assert sorted(res.stdout.split()) == ["ctn1", "ctn2"]
 
 
-def _bench_on_cluster(build, nodes: int, np: int = 2):
+def _link_bytes(c) -> int:
+    """Bytes through the switch so far (every node link, both ways)."""
+    total = 0
+    for link in c.links:
+        for way in ("rx_bytes", "tx_bytes"):
+            total += int(Path(f"/sys/class/net/{link}/statistics/{way}").read_text())
+    return total
+
+
+def _bench_on_cluster(build, c, nodes: int, np: int = 2):
+    """A validated Allreduce on the cluster: its records, its launch, and the bytes that
+    went through the switch meanwhile (the ranks talk over the network, not through
+    this machine's shared memory)."""
     from colltune.drivers import bench as bench_mod
 
     spec = bench_mod.BenchSpec("allreduce", ["ring", "native"], np, [8, 65536], reps=1,
                                iterations=20, validate=True)
+    before = _link_bytes(c)
     with launch.session(cl.placement(nodes=nodes)) as s:
         recs, _ = bench_mod.run(build, spec, timeout=300)
-    return recs, s.launches[-1]
+    return recs, s.launches[-1], _link_bytes(c) - before
+
+
+# 20 timed 64 KiB Allreduces of 2 algorithms at 2 x 1: each sends at least 32 KiB a rank
+# and call across the switch (counted twice: leaving one link, entering the other)
+ALLREDUCE_BYTES = 2 * 20 * 2 * 32768
 
 
 def test_an_mpi_program_runs_across_nodes_with_open_mpi(cluster2, ompi_build):
-    recs, ln = _bench_on_cluster(ompi_build, nodes=2)
+    recs, ln, through = _bench_on_cluster(ompi_build, cluster2, nodes=2)
+    assert through >= ALLREDUCE_BYTES, through
     assert "--host 10.77.0.1:1,10.77.0.2:1" in ln.command_line
     assert "PRTE_MCA_plm_ssh_agent=" in ln.shell_command
     assert (ln.nodes, ln.ppn) == (2, 1)
@@ -220,7 +239,8 @@ def test_an_mpi_program_runs_across_nodes_with_open_mpi(cluster2, ompi_build):
 
 @pytest.mark.mpich
 def test_an_mpi_program_runs_across_nodes_with_mpich(cluster2, mpich_build):
-    recs, ln = _bench_on_cluster(mpich_build, nodes=2)
+    recs, ln, through = _bench_on_cluster(mpich_build, cluster2, nodes=2)
+    assert through >= ALLREDUCE_BYTES, through  # not libfabric's shm provider (FI_PROVIDER)
     assert "-hosts 10.77.0.1:1,10.77.0.2:1" in ln.command_line
     assert {(r["nodes_seen"], r["ppn_seen"]) for r in recs} == {(2, 1)}
     assert len(recs) == 4

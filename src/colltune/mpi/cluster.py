@@ -507,6 +507,9 @@ def launch_env(c: Cluster) -> dict[str, str]:
         "HYDRA_LAUNCHER_EXEC": str(c.agent),
         "HYDRA_IFACE": BRIDGE,
         "HYDRA_HOST_FILE": str(c.hostfile_mpich),
+        # MPICH's libfabric between nodes over TCP: its shm provider would reach the
+        # other nodes' processes through this machine's shared memory (same kernel)
+        "FI_PROVIDER": "tcp",
     }
 
 
