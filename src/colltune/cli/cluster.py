@@ -24,8 +24,8 @@ def cluster() -> None:
 @click.option("--nodes", required=True, type=click.IntRange(1, cluster_mod.MAX_NODES),
               help="Nodes to make: network namespaces ctn1..ctnN.")
 @click.option("--bandwidth", metavar="RATE",
-              help="Cap each node's link, each way, at RATE bits per second (tc tbf): "
-                   "e.g. 100mbit, 1gbit. Default: not shaped.")
+              help="Cap each node's link, each way, at RATE in bit/s with a unit: kbit, "
+                   "mbit or gbit, e.g. 100mbit, 1gbit (tc tbf). Default: not shaped.")
 @click.option("--slots", type=click.IntRange(min=1),
               help="Processes a node takes before it is oversubscribed (the hostfile's "
                    "slots). Default: this machine's cores / nodes, at least 1.")

@@ -15,14 +15,15 @@ folder (`cluster_dir()`):
 - `agent`: a remote shell as Open MPI's `plm_rsh_agent` and MPICH hydra's
   `-launcher ssh -launcher-exec` call it (`AGENT [-options] HOST COMMAND...`): it runs
   the command in the host's namespace (`ip netns exec`), in a UTS namespace of its own
-  with the node's host name (`unshare --uts`), in the caller's directory and
-  environment (the machine's file system is every node's shared file system);
+  with the node's host name (`unshare --uts`), on the node's share of the machine's
+  cores (`taskset`), in the caller's directory and environment (the machine's file
+  system is every node's shared file system);
 - `/etc/netns/ctnI/hosts`: the names of the nodes and of the machine, which `ip netns
   exec` binds over /etc/hosts for the processes of that node only (the machine's own
   /etc/hosts is not touched).
 
 `launch_env()` are the settings that make Open MPI and MPICH use them (the agent, the
-subnet for TCP); `placement()` is the hostfile placement of colltune's launches on the
+subnet and TCP between nodes, no binding); `placement()` is the hostfile placement of colltune's launches on the
 cluster (the same launch code as on a real cluster's hostfile).
 
 Nothing is left behind: the state file (`state.json`, written before anything is made)
@@ -426,20 +427,17 @@ def up(nodes: int, bandwidth: str | None = None, subnet: str = DEFAULT_SUBNET,
 
 
 def _check_links(c: Cluster) -> None:
-    """Every node reaches the switch (the bridge's address); the first try can take a
-    moment while the links come up."""
-    for name in c.names:
-        for _ in range(50):
-            res = _run(["ip", "netns", "exec", name, "ping", "-c", "1", "-W", "1",
-                        c.head_address], check=False)
-            if res.returncode == 0:
+    """Every node's link is up at both ends (the switch side reports the node side's
+    carrier); the links take a moment to come up."""
+    for link in c.links:
+        state = Path(f"/sys/class/net/{link}/operstate")
+        for _ in range(100):
+            if state.exists() and state.read_text().strip() == "up":
                 break
-            if "not found" in res.stderr or "No such file" in res.stderr:
-                return  # no ping here: the links are checked by the first launch instead
-            time.sleep(0.1)
+            time.sleep(0.05)
         else:
-            raise ClusterError(f"node {name} does not reach {c.head_address} over {BRIDGE}: "
-                               f"{res.stdout.strip()[-200:]} {res.stderr.strip()[-200:]}")
+            raise ClusterError(f"link {link} of the switch {BRIDGE} does not come up "
+                               f"({state.read_text().strip() if state.exists() else 'gone'})")
 
 
 def down(log=lambda msg: None) -> list[str]:
@@ -507,8 +505,10 @@ def launch_env(c: Cluster) -> dict[str, str]:
         "HYDRA_LAUNCHER_EXEC": str(c.agent),
         "HYDRA_IFACE": BRIDGE,
         "HYDRA_HOST_FILE": str(c.hostfile_mpich),
-        # MPICH's libfabric between nodes over TCP: its shm provider would reach the
-        # other nodes' processes through this machine's shared memory (same kernel)
+        # MPICH between nodes over TCP, through UCX or libfabric: their shared-memory
+        # transports would reach the other nodes' processes through this machine's
+        # memory (one kernel); inside a node MPICH's own shared memory is used
+        "UCX_TLS": "tcp,self",
         "FI_PROVIDER": "tcp",
     }
 
