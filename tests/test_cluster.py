@@ -186,6 +186,18 @@ def test_ctrl_c_or_sigterm_during_up_removes_what_was_made(nothing_left, sig):
     assert not cl.state_path().exists()
 
 
+def test_namespaces_colltune_did_not_make_are_left_alone(nothing_left):
+    subprocess.run(["ip", "netns", "add", "ctn1"], check=True)
+    try:
+        res = colltune("cluster", "up", "--nodes", "2")
+        assert res.returncode == 2 and "colltune has no record of making them" in res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1
+        assert "ctn1" in cl.namespaces() and "ctn2" not in cl.namespaces()
+        assert not cl.state_path().exists()
+    finally:
+        subprocess.run(["ip", "netns", "del", "ctn1"])
+
+
 # ------------------------------------------------------------------ MPI on the nodes
 
 
