@@ -140,8 +140,8 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
                    "what else runs). Measured launches always run one at a time.")
 @click.option("--list-presets", is_flag=True, help="List the built-in studies and exit.")
 def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfile, on_cluster,
-          dry_run, sbatch_file, shuffle, seed, new_round, retry_failed, name, merge_changed, oversubscribe, force,
-          list_presets, nps=None, wait=True, jobs=1) -> None:
+          dry_run, sbatch_file, shuffle, seed, new_round, retry_failed, name, merge_changed,
+          oversubscribe, force, list_presets, nps=None, wait=True, jobs=1) -> None:
     """Run a study (TOML file or --preset) into the results database.
 
     Launches run in a shuffled order, each stored in one transaction; running the

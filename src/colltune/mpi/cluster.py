@@ -23,8 +23,9 @@ folder (`cluster_dir()`):
   /etc/hosts is not touched).
 
 `launch_env()` are the settings that make Open MPI and MPICH use them (the agent, the
-subnet and TCP between nodes, no binding); `placement()` is the hostfile placement of colltune's launches on the
-cluster (the same launch code as on a real cluster's hostfile).
+subnet and TCP between nodes, no binding); `placement()` is the hostfile placement of
+colltune's launches on the cluster (the same launch code as on a real cluster's
+hostfile).
 
 Nothing is left behind: the state file (`state.json`, written before anything is made)
 lists what `up` makes; `down` stops every process inside the nodes and removes the
