@@ -13,6 +13,7 @@ from rich.table import Table
 
 from colltune.results import db as db_mod
 from colltune.results import reader
+from colltune.mpi import cluster as cluster_mod
 from colltune.mpi import launch
 from colltune.mpi.placement import LAUNCHERS, LaunchError, check_process_counts, slurm_allocation
 from colltune.base.files import check_writable, write_atomic
@@ -107,6 +108,9 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
               help="Override the study's launcher.")
 @click.option("--hostfile", type=click.Path(dir_okay=False),
               help="Hostfile (implies --launcher hostfile).")
+@click.option("--cluster", "on_cluster", is_flag=True,
+              help="Run on the nodes of `colltune cluster up`: its hostfile (as --hostfile) "
+                   "and launch agent, processes not bound (each node keeps to its cores).")
 @click.option("--dry-run", is_flag=True, help="List the launches (and which are stored) and exit.")
 @click.option("--emit-sbatch", "sbatch_file", type=click.Path(dir_okay=False),
               help="Write a Slurm batch script that runs this sweep with srun, and exit.")
@@ -135,9 +139,9 @@ def _dry_run(plan: Plan, conn_path: Path) -> None:
                    "core each (a simulation is one process; its times do not depend on "
                    "what else runs). Measured launches always run one at a time.")
 @click.option("--list-presets", is_flag=True, help="List the built-in studies and exit.")
-def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfile, dry_run, sbatch_file,
-          shuffle, seed, new_round, retry_failed, name, merge_changed, oversubscribe, force,
-          list_presets, nps=None, wait=True, jobs=1) -> None:
+def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfile, on_cluster,
+          dry_run, sbatch_file, shuffle, seed, new_round, retry_failed, name, merge_changed,
+          oversubscribe, force, list_presets, nps=None, wait=True, jobs=1) -> None:
     """Run a study (TOML file or --preset) into the results database.
 
     Launches run in a shuffled order, each stored in one transaction; running the
@@ -158,6 +162,13 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
         study = dataclasses.replace(study, name=name)
     if nps:
         study = dataclasses.replace(study, processes=list(nps), max_processes=None)
+    cluster_placement = None
+    if on_cluster:
+        if launcher or hostfile:
+            fail("--cluster is a hostfile launch of its own: leave out --launcher/--hostfile")
+        cluster_placement = cluster_mod.placement()
+        study = dataclasses.replace(study, launcher="hostfile", bind=False,
+                                    hostfile=cluster_placement.hostfile)
     if hostfile:
         launcher = launcher or "hostfile"
         if launcher != "hostfile":
@@ -193,6 +204,8 @@ def sweep(study_file, preset, db_path, mpi_spec, platform_spec, launcher, hostfi
         plan = make_plan(study, b, seed=seed, shuffle=shuffle)
     except (StudyError, LaunchError) as exc:
         fail(getattr(exc, "errors", None) or str(exc))
+    if cluster_placement is not None:
+        plan.launch_env = cluster_placement.env
     if dry_run:  # what a real run would refuse or mark, said without refusing
         for np_, placement in sorted({(u.np, plan.placement(u)) for u in plan.units},
                                      key=lambda x: x[0]):

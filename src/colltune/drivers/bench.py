@@ -24,6 +24,10 @@ from colltune.base.collectives import per_process
 from colltune.base.specs import expand_grid, is_lib_spec
 from colltune.base.errors import ColltuneError
 
+# lines of colltune-bench that are not measurements: the probe, the load generator,
+# and where the processes were (nodes and processes per node, as MPI sees them)
+EXTRA_KINDS = ("probe", "load", "placement")
+
 
 class BenchError(ColltuneError, RuntimeError):
     pass
@@ -214,7 +218,7 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
                         extra_env=extra_env,
                         prepare_options={"load_np": load_np} if load_np else None)
     sim = launch.current_simulation() if build.mpi.simulated else None
-    extras: dict[str, dict] = {}  # the probe's and the generator's lines (spec.load)
+    extras: dict[str, dict] = {}  # the probe's, the generator's and the placement lines
 
     def _mark(rec: dict) -> None:
         """Simulated records say so, and where (the database keeps them apart)."""
@@ -226,6 +230,9 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
             rec["nodes"], rec["ppn"] = ln.nodes, ln.ppn
             if load_np:  # nodes and ppn of the measured ranks, not the generator's
                 rec["nodes"] = max(1, ln.nodes - load_np)
+        seen = extras.get("placement")
+        if seen is not None and sim is None:  # where MPI says the processes were
+            rec["nodes_seen"], rec["ppn_seen"] = seen.get("nodes"), seen.get("ppn")
         probe = extras.get("probe")
         if probe is not None:
             rec["probe_us"] = probe.get("iter_wall_us")
@@ -233,7 +240,7 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
             rec["probe_iterations"] = probe.get("iterations")
 
     def record(rec: dict) -> None:
-        if rec.get("kind") in ("probe", "load"):
+        if rec.get("kind") in EXTRA_KINDS:
             extras[rec["kind"]] = rec
             return
         rec["command"] = ln.command_line
@@ -246,10 +253,10 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
         raise BenchError(f"benchmark timed out after {timeout:.0f} s: {res.command}")
     records = []
     for rec in res.records:
-        if rec.get("kind") in ("probe", "load"):
+        if rec.get("kind") in EXTRA_KINDS:
             extras[rec["kind"]] = rec
     for rec in res.records:
-        if rec.get("kind") in ("probe", "load"):
+        if rec.get("kind") in EXTRA_KINDS:
             continue
         rec["command"] = res.command
         _mark(rec)

@@ -327,10 +327,10 @@ def _prepare_placed(mpi: MPI, np: int, program: list[str], extra_env: dict[str, 
         argv = _hydra(mpi, np, p, used, bind, over, env, notes, over_text)
     else:
         argv = _mpirun(mpi, np, p, used, bind, over, notes, over_text)
-    if extra_env:
-        env.update(extra_env)
+    forced = {**dict(p.env), **(extra_env or {})}  # shown in the command: it reproduces
+    env.update(forced)
     return Launch(argv + program, env, notes, nodes=nodes, ppn=ppn, placement=p,
-                  extra_env=dict(extra_env or {}))
+                  extra_env=forced)
 
 
 def _mpirun(mpi, np, p, used, bind, over, notes, over_text) -> list[str]:

@@ -47,6 +47,9 @@ class Placement:
     #                           as many as there are (node)
     bind: bool = True  # bind each process to a core (not when oversubscribed)
     srun_mpi: str | None = None  # srun --mpi=...; default pmix (Open MPI), pmi2 (MPICH)
+    # launcher settings of the allocation, in the environment of every launch (the remote
+    # shell and network of `colltune cluster`, mpi/cluster.py): (name, value) pairs
+    env: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.launcher not in LAUNCHERS:

@@ -92,11 +92,15 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     lib_envs: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     platform: object = None  # platform.Platform of a simulated study (--mpi smpi)
+    # launcher settings of the allocation, in every launch's environment (the agent and
+    # network of `colltune cluster`: Placement.env)
+    launch_env: tuple[tuple[str, str], ...] = ()
 
     def placement(self, unit: Unit) -> Placement:
         s = self.study
         return Placement(launcher=s.launcher, mapping=unit.mapping, order=unit.order,
-                         hostfile=s.hostfile, nodes=unit.nodes, bind=s.bind)
+                         hostfile=s.hostfile, nodes=unit.nodes, bind=s.bind,
+                         env=self.launch_env)
 
     def env(self, unit: Unit) -> dict[str, str]:
         env = dict(self.study.env)
@@ -574,9 +578,18 @@ def _launch_unit(plan: Plan, unit: Unit, rnd: int) -> Launched:
     ln = sess.launches[-1] if sess.launches else None
     if err_text is None and unit.library_spec:
         records = [_relabel(r, plan, unit, env) for r in records]
+    nodes, ppn = (ln.nodes, ln.ppn) if ln else (None, None)
+    seen = next(((r["nodes_seen"], r["ppn_seen"]) for r in records
+                 if r.get("nodes_seen") and r.get("ppn_seen")), None)
+    if seen is not None and ln is not None and seen != (nodes, ppn):
+        # what the launch really got is stored (the launcher placed otherwise than asked)
+        notes = list(notes) + [f"placement asked: {nodes} node(s), at most {ppn} a node; MPI "
+                               f"saw {seen[0]} node(s), at most {seen[1]} a node: stored as "
+                               "seen"]
+        nodes, ppn = seen
     return Launched(records, notes, err_text, started, time.monotonic() - t0,
-                    ln.shell_command if ln else None, ln.nodes if ln else None,
-                    ln.ppn if ln else None, sess.results[-1] if sess.results else None)
+                    ln.shell_command if ln else None, nodes, ppn,
+                    sess.results[-1] if sess.results else None)
 
 
 def _store_unit(plan: Plan, conn, unit: Unit, got: Launched, run_id: int, study_id: int,
