@@ -540,7 +540,8 @@ def test_a_replay_of_the_device_measurements_simulates_what_was_simulated_there(
     src = repo / "lab" / "data" / "device-2026-11-28" / "b-simacc-1.json"
     out = tmp_path / "replay.json"
     judge = src.with_name("b-simacc-2.json")
-    res = subprocess.run([sys.executable, str(repo / "lab" / "scripts" / "sim_vs_measured_algos.py"),
+    script = repo / "lab" / "scripts" / "sim_vs_measured_algos.py"
+    res = subprocess.run([sys.executable, str(script),
                           "--replay", str(src), "--colls", "allreduce,allgather", "-o", str(out),
                           "--judge", str(judge)],
                          capture_output=True, text=True, timeout=600)
