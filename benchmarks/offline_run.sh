@@ -14,13 +14,13 @@
 #   OVL=150  seconds for that step (0 skips it)
 #   COLLS=""  skips the benchmarks; CALIB=0 skips the calibration
 # With a kit made with --simgrid (the simulations run there too; 0 skips each):
-#   SIMACC=0  seconds for benchmarks/sim_vs_measured_algos.py at 2 processes (the
+#   SIMACC=0  seconds for lab/scripts/sim_vs_measured_algos.py at 2 processes (the
 #             calibration's accuracy on a machine that holds still), first of all,
 #             SIMACCRUNS=1 times (simacc-1.json, ...), with SIMACCARGS (e.g. --cold)
-#   DIRTY=0  seconds for benchmarks/dirty_send.py (a message whose data the sender just
+#   DIRTY=0  seconds for lab/scripts/dirty_send.py (a message whose data the sender just
 #             wrote, against a clean one: the `forward` table), run before SIMACC's
 #             runs and after them (dirty-1.out, dirty-2.out)
-#   SIMSPEED=0  seconds for benchmarks/sim_speed.py at SPEEDNP=1024 processes, sizes
+#   SIMSPEED=0  seconds for lab/scripts/sim_speed.py at SPEEDNP=1024 processes, sizes
 #             8,1K,64K,1M; its algorithms run as SPEEDJOBS=4 concurrent processes
 #             (single-threaded simulations, one core each); SPEEDJOB="allreduce ring"
 #             runs that one alone
@@ -74,14 +74,14 @@ if ! sanity; then  # shared memory without single-copy, then TCP only
 fi
 env | grep OMPI_MCA | tee "$RES/mca.txt"
 pack
-[ "${DIRTY:-0}" -gt 0 ] && step dirty-1 "$DIRTY" $PY benchmarks/dirty_send.py
+[ "${DIRTY:-0}" -gt 0 ] && step dirty-1 "$DIRTY" $PY lab/scripts/dirty_send.py
 if [ "${SIMACC:-0}" -gt 0 ]; then
   for k in $(seq "${SIMACCRUNS:-1}"); do
-    step "simacc-$k" "$SIMACC" $PY benchmarks/sim_vs_measured_algos.py --sizes 8,1K,64K,1M \
+    step "simacc-$k" "$SIMACC" $PY lab/scripts/sim_vs_measured_algos.py --sizes 8,1K,64K,1M \
       --reps 5 ${SIMACCARGS:-} -o "$RES/simacc-$k.json"
   done
 fi
-[ "${DIRTY:-0}" -gt 0 ] && step dirty-2 "$DIRTY" $PY benchmarks/dirty_send.py
+[ "${DIRTY:-0}" -gt 0 ] && step dirty-2 "$DIRTY" $PY lab/scripts/dirty_send.py
 if [ "${SIMSPEED:-0}" -gt 0 ]; then
   # the Bcast algorithms, Allreduce ring, segmented_ring and the other Allreduce ones: the
   # two slowest alone (2026-11-28 on the 2-core VM: 25-27 s a point at 1024 processes)
@@ -92,7 +92,7 @@ if [ "${SIMSPEED:-0}" -gt 0 ]; then
   [ -n "${SPEEDJOB:-}" ] && jobs=("$SPEEDJOB")
   for job in "${jobs[@]}"; do
     set -- $job
-    timeout "$SIMSPEED" $PY benchmarks/sim_speed.py --coll "$1" --algo "$2" \
+    timeout "$SIMSPEED" $PY lab/scripts/sim_speed.py --coll "$1" --algo "$2" \
       --np "${SPEEDNP:-1024}" --sizes 8,1K,64K,1M -o "$RES/simspeed-$i.json" \
       >"$RES/simspeed-$i.out" 2>"$RES/simspeed-$i.err" &
     i=$((i + 1))

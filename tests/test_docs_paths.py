@@ -1,6 +1,6 @@
 """No dead path in the docs: every `src/...`, `native/...`, `benchmarks/...`, `tests/...`,
-`docs/...` path and every `colltune.x.y` module name that README.md, docs/ or a
-benchmark script mentions exists in this tree."""
+`docs/...`, `lab/...` path and every `colltune.x.y` module name that README.md, docs/,
+the lab's pages or a benchmark or lab script mentions exists in this tree."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
-         *sorted((ROOT / "benchmarks").glob("*.py"))]
+         *sorted((ROOT / "benchmarks").glob("*.py")), *sorted((ROOT / "lab").rglob("*.md")),
+         *sorted((ROOT / "lab" / "scripts").glob("*.py"))]
 
-PATH = re.compile(r"(?<![\w/.-])((?:src|native|benchmarks|tests|docs|\.ci)/"
+PATH = re.compile(r"(?<![\w/.-])((?:src|native|benchmarks|lab|tests|docs|\.ci)/"
                   r"[A-Za-z0-9_./*-]*[A-Za-z0-9_*/])")
 MODULE = re.compile(r"(?<![\w/.-])(colltune(?:\.[A-Za-z_][A-Za-z0-9_]*)+)")
 # colltune.db, colltune.h, colltune.db.damaged ...: file names, not modules

@@ -153,7 +153,7 @@ def test_initial_design_and_budget_errors():
 
 
 def test_tune_quality_sim_benchmark_runs_a_small_grid(tmp_path, smpi_build):
-    """benchmarks/tune_quality_sim.py end to end on a tiny simulated grid: the exhaustive
+    """lab/scripts/tune_quality_sim.py end to end on a tiny simulated grid: the exhaustive
     rules are the oracle in-sample, the adaptive ones keep the budget, the re-simulated
     launch equals the table (deterministic)."""
     import json
@@ -163,7 +163,7 @@ def test_tune_quality_sim_benchmark_runs_a_small_grid(tmp_path, smpi_build):
 
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "tq.json"
-    cmd = [sys.executable, str(root / "benchmarks" / "tune_quality_sim.py"),
+    cmd = [sys.executable, str(root / "lab" / "scripts" / "tune_quality_sim.py"),
            "--platforms", "tapems-16x12", "--np", "4,8", "--ppn", "1,2", "--coll", "allreduce",
            "--sizes", "8,1K,64K,1M", "--jobs", "2",
            "--cache", str(tmp_path / "cells.json"), "--json", str(out)]

@@ -215,14 +215,14 @@ def test_the_run_loop_parses_records_and_reports_failures(tmp_path):
 
 
 def test_the_dirty_send_benchmark_measures_its_five_cases(ompi_build):
-    """benchmarks/dirty_send.py: every case at every size, a positive time, the table;
+    """lab/scripts/dirty_send.py: every case at every size, a positive time, the table;
     a simulation is refused (it has no caches to measure)."""
     import re
     import subprocess
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "dirty_send.py"
+    script = Path(__file__).resolve().parents[1] / "lab" / "scripts" / "dirty_send.py"
     res = subprocess.run([sys.executable, str(script), "--sizes", "4K,64K", "--iterations",
                           "20"], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr

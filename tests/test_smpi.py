@@ -525,8 +525,8 @@ def test_a_study_measures_each_count_in_several_layouts_and_tune_makes_ppn_rules
 
 
 def test_a_replay_of_the_device_measurements_simulates_what_was_simulated_there(tmp_path):
-    """benchmarks/sim_vs_measured_algos.py --replay: the device machine's measurements
-    and calibrated platforms (benchmarks/measurements/device-2026-11-28), simulated
+    """lab/scripts/sim_vs_measured_algos.py --replay: the device machine's measurements
+    and calibrated platforms (lab/data/device-2026-11-28), simulated
     again here, give the simulated times simulated there to the digit (the simulation
     depends on the platform and the code, not on the machine it runs on)."""
     import subprocess
@@ -537,10 +537,11 @@ def test_a_replay_of_the_device_measurements_simulates_what_was_simulated_there(
     if simgrid.installed_version() is None:
         pytest.skip("SimGrid is not installed in the colltune cache")
     repo = Path(__file__).resolve().parent.parent
-    src = repo / "benchmarks" / "measurements" / "device-2026-11-28" / "b-simacc-1.json"
+    src = repo / "lab" / "data" / "device-2026-11-28" / "b-simacc-1.json"
     out = tmp_path / "replay.json"
     judge = src.with_name("b-simacc-2.json")
-    res = subprocess.run([sys.executable, str(repo / "benchmarks" / "sim_vs_measured_algos.py"),
+    script = repo / "lab" / "scripts" / "sim_vs_measured_algos.py"
+    res = subprocess.run([sys.executable, str(script),
                           "--replay", str(src), "--colls", "allreduce,allgather", "-o", str(out),
                           "--judge", str(judge)],
                          capture_output=True, text=True, timeout=600)
@@ -582,7 +583,7 @@ def test_choosing_from_the_simulation_counts_ties_and_judges_by_the_other_run():
     run's measurements."""
     import importlib.util
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "sim_vs_measured_algos.py"
+    path = Path(__file__).resolve().parents[1] / "lab" / "scripts" / "sim_vs_measured_algos.py"
     spec = importlib.util.spec_from_file_location("sim_vs_measured_algos", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -607,13 +608,13 @@ def test_choosing_from_the_simulation_counts_ties_and_judges_by_the_other_run():
 
 
 def test_the_message_floor_benchmark_simulates_three_patterns_alike(smpi_build):
-    """benchmarks/sim_message_floor.py: the bare ring in its three call patterns, one
+    """lab/scripts/sim_message_floor.py: the bare ring in its three call patterns, one
     simulated time for all (the same messages, a step each), a table of figures."""
     import re
     import subprocess
     import sys
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "sim_message_floor.py"
+    script = Path(__file__).resolve().parents[1] / "lab" / "scripts" / "sim_message_floor.py"
     res = subprocess.run([sys.executable, str(script), "--np", "6", "--size", "2K"],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr

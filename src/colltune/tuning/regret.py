@@ -1,4 +1,4 @@
-"""Held-out regret of load-aware rules (docs/workload.md, benchmarks/load_regret.py):
+"""Held-out regret of load-aware rules (docs/workload.md, lab/scripts/load_regret.py):
 rules tuned on one round of a study with load levels, judged on the launches of
 another."""
 

@@ -26,8 +26,8 @@ interval that holds 1 is no bias (within the noise of this machine); if
 interleaved / alone excludes 1 but interleaved / alone-long holds it, the launch's
 length, not its company, makes the difference.
 
-    .venv/bin/python benchmarks/interleave_bias.py                 # np 2, 8 B and 64 KiB
-    .venv/bin/python benchmarks/interleave_bias.py --rounds 15 --sizes 8,1K,64K,1M
+    .venv/bin/python lab/scripts/interleave_bias.py                 # np 2, 8 B and 64 KiB
+    .venv/bin/python lab/scripts/interleave_bias.py --rounds 15 --sizes 8,1K,64K,1M
 """
 
 from __future__ import annotations

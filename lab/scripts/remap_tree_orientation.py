@@ -9,8 +9,8 @@ MPICH's orientation: the root serves P/2 first), with the ranks placed SEQ and R
 the nodes of a simulated platform. Prints SEQ and RR times and RR / SEQ per algorithm,
 process count and size (> 1: SEQ preferred).
 
-    .venv/bin/python benchmarks/remap_tree_orientation.py
-    .venv/bin/python benchmarks/remap_tree_orientation.py --platform tapems-16x12 \\
+    .venv/bin/python lab/scripts/remap_tree_orientation.py
+    .venv/bin/python lab/scripts/remap_tree_orientation.py --platform tapems-16x12 \\
         --np 128,192 --sizes 64K,1M
 """
 

@@ -17,9 +17,9 @@
    largest deviation. Run A against run B (min) shows the machine's own
    run-to-run spread, the floor any model can reach.
 
-    .venv/bin/python benchmarks/sim_vs_measured.py
-    .venv/bin/python benchmarks/sim_vs_measured.py --reps 11 --sizes 8:1M -o sim_vs_measured.json
-    .venv/bin/python benchmarks/sim_vs_measured.py --calib-json a.json --eval-json b.json
+    .venv/bin/python lab/scripts/sim_vs_measured.py
+    .venv/bin/python lab/scripts/sim_vs_measured.py --reps 11 --sizes 8:1M -o sim_vs_measured.json
+    .venv/bin/python lab/scripts/sim_vs_measured.py --calib-json a.json --eval-json b.json
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ within 3 % of the exhaustive rules' (adaptive / exhaustive <= 1.03) at <= 20 % o
 the exhaustive cells. Launches are printed too: the exhaustive design needs only
 --reps launches (each as long as the whole grid), the adaptive one more, shorter ones.
 
-    .venv/bin/python benchmarks/tune_budget.py                       # bcast, allreduce; np 2
-    .venv/bin/python benchmarks/tune_budget.py --coll bcast,reduce,allreduce \\
+    .venv/bin/python lab/scripts/tune_budget.py                       # bcast, allreduce; np 2
+    .venv/bin/python lab/scripts/tune_budget.py --coll bcast,reduce,allreduce \\
         --sizes 1,2,4,8,16,32,64,128,256,512,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M \\
         --reps 6 --budget 15% --json tune_budget.json
 """
@@ -39,7 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from colltune.tuning import adaptive
 from colltune.drivers import bench as bench_mod

@@ -19,8 +19,8 @@ and the two halves of a 2-process scatter + allgather Bcast: a message of half t
 size 0 -> 1, then the exchange of the halves, with the block just received sent back
 (as the algorithm does) or from other buffers.
 
-    .venv/bin/python benchmarks/dirty_send.py
-    .venv/bin/python benchmarks/dirty_send.py --sizes 64K,1M --mpi mpich
+    .venv/bin/python lab/scripts/dirty_send.py
+    .venv/bin/python lab/scripts/dirty_send.py --sizes 64K,1M --mpi mpich
 """
 
 from __future__ import annotations

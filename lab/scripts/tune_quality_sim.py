@@ -41,8 +41,8 @@ Goal (issue 27): adaptive held-out regret <= 1.03 geometric mean and <= 1.25 wor
 at <= 20 % of the exhaustive cells; node-aware better than the best node-unaware
 rules where the layouts differ.
 
-    .venv/bin/python benchmarks/tune_quality_sim.py --json tq.json       # the full table
-    .venv/bin/python benchmarks/tune_quality_sim.py --platforms flat --np 8,16 \\
+    .venv/bin/python lab/scripts/tune_quality_sim.py --json tq.json       # the full table
+    .venv/bin/python lab/scripts/tune_quality_sim.py --platforms flat --np 8,16 \\
         --coll bcast --sizes 8,1K,64K --quick                               # a smoke run
 
 Simulated cells are kept in --cache (JSON, written after every launch): a second run
@@ -61,7 +61,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402

@@ -8,8 +8,8 @@ divided by its points, with the simulated latency next to it, so that the cost o
 a 1024-process point can be read per algorithm. Goal (issue 16): one 1024-process
 point in at most 20 s of wall time on a 2-core machine.
 
-    .venv/bin/python benchmarks/sim_speed.py --np 64,256,1024 --sizes 8,1M
-    .venv/bin/python benchmarks/sim_speed.py --coll bcast --algo pipeline,binomial --np 1024
+    .venv/bin/python lab/scripts/sim_speed.py --np 64,256,1024 --sizes 8,1M
+    .venv/bin/python lab/scripts/sim_speed.py --coll bcast --algo pipeline,binomial --np 1024
 """
 
 from __future__ import annotations

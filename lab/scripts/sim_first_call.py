@@ -24,7 +24,7 @@ two_proc, which falls back to ring at 16 processes, 25.864 us next to ring's 25.
 
 Exit status 1 when a point differs by more than --tolerance (relative).
 
-    .venv/bin/python benchmarks/sim_first_call.py --np 12 --nodes 3
+    .venv/bin/python lab/scripts/sim_first_call.py --np 12 --nodes 3
 """
 
 from __future__ import annotations

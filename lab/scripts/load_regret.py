@@ -18,9 +18,9 @@
    the fastest latency in that launch; printed as geometric means per size, per level
    and overall, with the correlation of the probe with each algorithm's latency.
 
-    .venv/bin/python benchmarks/load_regret.py                     # ~5 minutes on 2 cores
-    .venv/bin/python benchmarks/load_regret.py --db load.db --reps 6 --json load_regret.json
-    .venv/bin/python benchmarks/load_regret.py --preset seed004-sim --db sim.db   # simulated
+    .venv/bin/python lab/scripts/load_regret.py                     # ~5 minutes on 2 cores
+    .venv/bin/python lab/scripts/load_regret.py --db load.db --reps 6 --json load_regret.json
+    .venv/bin/python lab/scripts/load_regret.py --preset seed004-sim --db sim.db   # simulated
 
 A simulated study (`seed004-sim`, mpi = "smpi") is deterministic: its held-out round
 differs from the training round by the load alone (every launch's generator draws its
@@ -38,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from colltune.results import db as db_mod  # noqa: E402
 from colltune.results import reader  # noqa: E402

@@ -11,8 +11,8 @@ algorithms' sends (colltune-traffic-count) with virtual nodes, one launch per li
 Nothing is timed, so P = 128 runs oversubscribed on a small machine (about 30-50 s
 per launch with Open MPI on 2 shared cores; 8 + 8 launches).
 
-    .venv/bin/python benchmarks/remap_traffic.py                  # P = 128, M = 16
-    .venv/bin/python benchmarks/remap_traffic.py --np 16 --nodes 4 --size 1K
+    .venv/bin/python lab/scripts/remap_traffic.py                  # P = 128, M = 16
+    .venv/bin/python lab/scripts/remap_traffic.py --np 16 --nodes 4 --size 1K
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from colltune.drivers import traffic  # noqa: E402
 from colltune.mpi.build import build_for  # noqa: E402

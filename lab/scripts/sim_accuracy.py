@@ -18,7 +18,7 @@ the slowest rank's mean time per call (rank_max_us, OSU's "Max Latency": each ca
 followed by a barrier, so this is the call's completion time); `--statistic avg`
 compares OSU's average, as the first version of this script did.
 
-    .venv/bin/python benchmarks/sim_accuracy.py --np 8,32 --sizes 8,1K,64K,1M
+    .venv/bin/python lab/scripts/sim_accuracy.py --np 8,32 --sizes 8,1K,64K,1M
 """
 
 from __future__ import annotations

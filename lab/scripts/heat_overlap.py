@@ -11,8 +11,8 @@ the median over rounds is reported with its range, so a noisy period of the
 machine moves both sides of a ratio alike. GFLOP/s and the bound use the median
 time and the median bandwidth.
 
-    .venv/bin/python benchmarks/heat_overlap.py
-    .venv/bin/python benchmarks/heat_overlap.py --np 1,2,4 --grids 1000x1000:200,5000x5000:8 \\
+    .venv/bin/python lab/scripts/heat_overlap.py
+    .venv/bin/python lab/scripts/heat_overlap.py --np 1,2,4 --grids 1000x1000:200,5000x5000:8 \\
         --rounds 9 -o heat.json
 """
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What SimGrid's SMPI itself costs for the messages of a ring Allreduce: the floor
-under any ring point of `benchmarks/sim_speed.py`.
+under any ring point of `lab/scripts/sim_speed.py`.
 
 A bare ring program (nothing but its messages: 2 x (p-1) steps in which every rank
 sends SIZE bytes to the next and receives from the previous one, the messages of one
@@ -16,8 +16,8 @@ Prints the wall seconds of each simulation (the whole smpirun, start-up included
 the microseconds a message, and the simulated time of the ring (the same for all
 three when the patterns cost the same simulated time).
 
-    .venv/bin/python benchmarks/sim_message_floor.py --np 256 --runs 3
-    .venv/bin/python benchmarks/sim_message_floor.py --np 1024 --patterns sendrecv
+    .venv/bin/python lab/scripts/sim_message_floor.py --np 256 --runs 3
+    .venv/bin/python lab/scripts/sim_message_floor.py --np 1024 --patterns sendrecv
 """
 
 from __future__ import annotations

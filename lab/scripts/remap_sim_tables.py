@@ -5,9 +5,9 @@ rr, seq>rr, rr>seq), the favourable order, the speedup of remapping and its over
 from colltune.analysis.remap.remap_effect over the stored points of the `remap` study.
 
     colltune sweep --preset remap --mpi smpi --db /tmp/remap-sim/colltune.db
-    .venv/bin/python benchmarks/remap_sim_tables.py --db /tmp/remap-sim/colltune.db
-    .venv/bin/python benchmarks/remap_sim_tables.py --db D --sizes 64K,1M   # a summary
-    .venv/bin/python benchmarks/remap_sim_tables.py --db D --study remap192 # P = 192
+    .venv/bin/python lab/scripts/remap_sim_tables.py --db /tmp/remap-sim/colltune.db
+    .venv/bin/python lab/scripts/remap_sim_tables.py --db D --sizes 64K,1M   # a summary
+    .venv/bin/python lab/scripts/remap_sim_tables.py --db D --study remap192 # P = 192
 """
 
 from __future__ import annotations

@@ -33,14 +33,14 @@ but left out of the summary.
 without measuring (the simulation is deterministic): a quiet machine's measurements,
 brought home, can test model changes on any machine.
 
-    .venv/bin/python benchmarks/sim_vs_measured_algos.py
-    .venv/bin/python benchmarks/sim_vs_measured_algos.py --colls bcast,allreduce \\
+    .venv/bin/python lab/scripts/sim_vs_measured_algos.py
+    .venv/bin/python lab/scripts/sim_vs_measured_algos.py --colls bcast,allreduce \\
         --sizes 8,64,1K,8K,64K,1M --reps 5 -o sim_vs_measured_algos.json
-    .venv/bin/python benchmarks/sim_vs_measured_algos.py --replay \\
-        benchmarks/measurements/device-2026-11-28/c-simacc-1.json --shared 16
-    .venv/bin/python benchmarks/sim_vs_measured_algos.py --replay \\
-        benchmarks/measurements/device-2026-11-28/d-simacc-1.json \\
-        --judge benchmarks/measurements/device-2026-11-28/d-simacc-2.json
+    .venv/bin/python lab/scripts/sim_vs_measured_algos.py --replay \\
+        lab/data/device-2026-11-28/c-simacc-1.json --shared 16
+    .venv/bin/python lab/scripts/sim_vs_measured_algos.py --replay \\
+        lab/data/device-2026-11-28/d-simacc-1.json \\
+        --judge lab/data/device-2026-11-28/d-simacc-2.json
 """
 
 from __future__ import annotations
@@ -225,7 +225,7 @@ def main() -> None:
     ap.add_argument("--forward", metavar="BYTES:US,...",
                     help="a model tried: charge a send whose data the rank wrote during the "
                          "call (received, copied, reduced) this table's time first "
-                         "(benchmarks/dirty_send.py: sender-written minus clean), e.g. "
+                         "(lab/scripts/dirty_send.py: sender-written minus clean), e.g. "
                          "4096:0.4,16384:1.8,65536:4.5,262144:13,1048576:32")
     ap.add_argument("--charge-from", choices=("calibrated", "cached", "memory"),
                     default="calibrated",
