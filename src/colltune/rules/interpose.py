@@ -249,6 +249,10 @@ class ProfileEntry:
     total_s: float
     mean_s: float
     max_rank_total_s: float
+    # the distinct sizes the calls had (ascending, at most 8; a profile written before
+    # the library recorded them: ()), and whether there were more
+    sizes: tuple[int, ...] = ()
+    sizes_capped: bool = False
 
 
 @dataclass(frozen=True)
@@ -302,8 +306,13 @@ def parse_profile(text: str, source: str = "<profile>") -> Profile:
                                      f"{'a number' if t is not str else 'a string'}")
         if e["collective"] not in COLLECTIVES:
             raise InterposeError(f"{source}: entry {i}: unknown collective '{e['collective']}'")
+        sizes = e.get("sizes", [])
+        if not isinstance(sizes, list) or not all(
+                isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in sizes):
+            raise InterposeError(f"{source}: entry {i}: \"sizes\" is not a list of sizes")
         entries.append(ProfileEntry(**{k: float(e[k]) if k.endswith("_s") else e[k]
-                                       for k in _FIELDS}))
+                                       for k in _FIELDS}, sizes=tuple(sorted(set(sizes))),
+                                    sizes_capped=bool(e.get("sizes_capped", False))))
     entries.sort(key=lambda e: (COLLECTIVES.index(e.collective), e.np, e.size_min, e.algorithm))
     return Profile(int(doc.get("np_world", 0)), entries, int(doc.get("dropped", 0)))
 
