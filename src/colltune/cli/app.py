@@ -5,6 +5,8 @@ colltune.tuning.appcompare and colltune.tuning.autotune."""
 
 from __future__ import annotations
 
+import statistics
+
 import click
 from rich.markup import escape
 from rich.table import Table
@@ -12,9 +14,10 @@ from rich.table import Table
 from colltune.base.files import check_writable
 from colltune.base.units import fmt_size
 from colltune.drivers import registry
+from colltune.results import db as db_mod
 from colltune.rules import interpose
 from colltune.studies import study as study_mod
-from colltune.tuning import from_profile
+from colltune.tuning import appcompare, from_profile
 from ._common import MPI_HELP, Command, build_or_fail, fail, out, write_or_keep
 from .rules import Group
 
@@ -100,3 +103,86 @@ def from_profile_cmd(profile, output, share, reps, library, name, mpi_spec) -> N
     print_plan(pl)
     write_or_keep(output, text, "study.toml")
     out.print(f"wrote {output}: colltune sweep {output} measures it", highlight=False)
+
+
+# ------------------------------------------------------------- run --compare
+
+def compare_options(f):
+    """The options of `colltune run --compare` (cli/interpose.py run)."""
+    for opt in reversed([
+        click.option("--compare", multiple=True, type=click.Path(dir_okay=False),
+                     metavar="RULES", help="Run the program alternately with the library's "
+                     "defaults and with this rules file (give it twice: one file against the "
+                     "other), --reps times each, and say whether it changed beyond the noise."),
+        click.option("--reps", type=click.IntRange(1), default=5, show_default=True,
+                     help="--compare: runs of each side (4 or more to tell a difference)."),
+        click.option("--metric", metavar="REGEX",
+                     help="--compare: the program's own figure (a time: lower is better), the "
+                          "last number this expression matches in its output (its first "
+                          "group), instead of the wall time."),
+        click.option("--db", "db_path", type=click.Path(dir_okay=False),
+                     help="--compare: " + db_mod.DB_HELP)]):
+        f = opt(f)
+    return f
+
+
+def run_compare(rules_files: list[str], reps: int, metric: str | None, mpi_spec: str | None,
+                db_path: str | None, cmd: list[str], timeout: float | None = None):
+    """`colltune run --compare RULES [--compare RULES2] --reps N -- CMD`: the program's
+    time without and with the rules (or with each file), with the evidence."""
+    if len(rules_files) > 2:
+        fail("--compare: one rules file (against the library's defaults) or two")
+    if not cmd:
+        fail("nothing to run: give the command after --, e.g. colltune run --compare FILE "
+             "--reps 5 -- mpirun -np 4 ./app")
+    appcompare.compile_metric(metric)
+    for f in rules_files:  # the files' form first, before any build
+        interpose.settings(rules=f)
+    db_mod.check_writable(db_path or db_mod.default_path())
+    build = build_or_fail(mpi_spec)
+    algos = registry.algorithms(build, hidden=True)
+    sides = [appcompare.side(build, f, algos) for f in rules_files]
+    a, b = (appcompare.side(build, None), sides[0]) if len(sides) == 1 else sides
+    if a.label == b.label:  # two files of the same name in different folders
+        a = appcompare.Side(a.rules or a.label, a.rules, a.sha256, a.env)
+        b = appcompare.Side(b.rules or b.label, b.rules, b.sha256, b.env)
+    return show_compare(cmd, a, b, reps, metric, build, db_path, timeout)
+
+
+def show_compare(cmd, a, b, reps, metric, build, db_path, timeout=None):
+    """Run a comparison, a line per run as it ends, then the table and the answer."""
+    out.print(f"A: {escape(a.label)}" + (f" ({a.rules}, sha256 {a.sha256[:12]})" if a.rules
+                                         else " (the program as it is, nothing preloaded)"),
+              highlight=False)
+    out.print(f"B: {escape(b.label)}" + (f" ({b.rules}, sha256 {b.sha256[:12]})" if b.rules
+                                         else ""), highlight=False)
+    total = 2 * reps
+
+    def on_run(r, s, res):
+        fig = f", figure {r.metric:g}" if r.metric is not None else ""
+        out.print(f"run {r.position + 1}/{total} {r.side} ({escape(s.label)}): "
+                  f"{r.wall_s:.3f} s{fig}", highlight=False)
+
+    cmp = appcompare.run_compare(list(cmd), a, b, reps, build=build, metric=metric,
+                                 db_path=db_path,
+                                 timeout=timeout or appcompare.RUN_TIMEOUT_S, on_run=on_run)
+    render_comparison(cmp)
+    return cmp
+
+
+def render_comparison(cmp) -> None:
+    unit = "" if cmp.metric else " (s)"
+    t = Table(title=f"{cmp.what()}, {len(cmp.complete_pairs())} pairs (AB BA ...)",
+              title_justify="left")
+    for h in ("side", "runs", f"median{unit}", f"min{unit}", f"each run in pair order{unit}"):
+        t.add_column(h, justify="left" if h == "side" else "right")
+    for key, s in (("A", cmp.a), ("B", cmp.b)):
+        v = cmp.values(key)
+        if not v:
+            continue
+        t.add_row(f"{key}: {escape(s.label)}", str(len(v)), f"{statistics.median(v):.4g}",
+                  f"{min(v):.4g}", " ".join(f"{x:.4g}" for x in v))
+    out.print(t)
+    out.print(escape(cmp.answer()), highlight=False)
+    out.print(f"stored: run {cmp.run_id} of kind app-compare (colltune results --runs --run "
+              f"{cmp.run_id})", highlight=False)
