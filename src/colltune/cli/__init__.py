@@ -61,7 +61,8 @@ for _cmd in (basic.build, basic.info, basic.algorithms, verify.verify, bench.ben
              p2p.pingpong, p2p.probe, heat.heat, heat.stream, fit.fit, model.model, plot.plot,
              report.report, sweep.sweep, results.results, results.export, quick.quick,
              tune.tune, rules_cli.rules, interpose_cli.run, interpose_cli.profile,
-             platform_cli.platform, load_cli.load, traffic_cli.traffic, app_cli.study):
+             platform_cli.platform, load_cli.load, traffic_cli.traffic, app_cli.study,
+             app_cli.autotune):
     main.add_command(_cmd)
 del _cmd
 

@@ -5,6 +5,7 @@ colltune.tuning.appcompare and colltune.tuning.autotune."""
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 
 import click
@@ -18,8 +19,11 @@ from colltune.results import db as db_mod
 from colltune.rules import interpose
 from colltune.studies import study as study_mod
 from colltune.tuning import appcompare, from_profile
-from ._common import MPI_HELP, Command, build_or_fail, fail, out, write_or_keep
+from colltune.tuning import autotune as autotune_mod
+from ._common import MPI_HELP, Command, build_or_fail, command, fail, out, write_or_keep
 from .rules import Group
+from . import sweep as sweep_cli
+from . import tune as tune_cli
 
 
 def parse_share(text: str) -> float:
@@ -186,3 +190,87 @@ def render_comparison(cmp) -> None:
     out.print(escape(cmp.answer()), highlight=False)
     out.print(f"stored: run {cmp.run_id} of kind app-compare (colltune results --runs --run "
               f"{cmp.run_id})", highlight=False)
+
+
+# ------------------------------------------------------------------ autotune
+
+@command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--dir", "dir_", default="autotune", show_default=True,
+              type=click.Path(file_okay=False),
+              help="The loop's folder: profile.json, study.toml and rules are kept there, "
+                   "and a rerun resumes from them.")
+@click.option("--share", default="90%", show_default=True,
+              help="The share of the program's collective time the study covers.")
+@click.option("--study-reps", type=click.IntRange(1), default=5, show_default=True,
+              help="Repetitions of the study (separate launches of each configuration).")
+@click.option("--reps", type=click.IntRange(1), default=5, show_default=True,
+              help="Runs of the program on each side of the final comparison.")
+@click.option("--metric", metavar="REGEX",
+              help="The program's own figure (a time: lower is better) instead of its wall "
+                   "time: the last number this expression matches in its output.")
+@click.option("--library/--no-library", default=False, show_default=True,
+              help="Also measure the MPI library's own algorithms (the rules are colltune's, "
+                   "applied by the interposition library, so they cannot be chosen).")
+@click.option("--new", is_flag=True,
+              help="Profile the program and make the study afresh (else those in --dir).")
+@click.option("--mpi", "mpi_spec", help=MPI_HELP + " (the one the program is built with).")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False), help=db_mod.DB_HELP)
+@click.argument("cmd", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def autotune(ctx, dir_, share, study_reps, reps, metric, library, new, mpi_spec, db_path,
+             cmd) -> None:
+    """The whole loop for one application: a profiled run, the study of what carries its
+    collective time, that study measured, the rules from it (their quality weighted by
+    the profile), the program run with the library's defaults and with the rules in
+    alternation, and one answer: the rules file to use, or keep the library's defaults.
+    Ctrl-C keeps what was measured; a rerun resumes. docs/application-tuning.md."""
+    argv = list(cmd)
+    if not argv:
+        fail("nothing to run: give the command after --, e.g. colltune autotune -- mpirun "
+             "-np 4 ./app")
+    frac = parse_share(share)
+    appcompare.compile_metric(metric)
+    dbp = db_path or str(db_mod.default_path())
+    db_mod.check_writable(dbp)
+    wd = autotune_mod.workdir(dir_)
+    build = build_or_fail(mpi_spec)
+    step = "[bold]autotune[/]"
+    if new or not wd.profile.exists():
+        out.print(f"{step} 1/5: a profiled run (the library's defaults) -> {wd.profile}",
+                  highlight=False)
+        autotune_mod.profile_run(argv, build, wd.profile)
+    else:
+        out.print(f"{step} 1/5: the profile in {wd.profile} (--new profiles again)",
+                  highlight=False)
+    out.print(f"{step} 2/5: the study of what carries its collective time -> {wd.study}",
+              highlight=False)
+    if new or not wd.study.exists():
+        name = autotune_mod.program_name(argv)
+        pl, text = make_study(str(wd.profile), frac, build, reps=study_reps, library=library,
+                              mpi=mpi_spec)
+        s = study_mod.loads(text, source=str(wd.study))
+        digest = hashlib.sha1(repr((s.collectives, s.sizes_by, s.processes)).encode())
+        text = text.replace(f'name = "{s.name}"', f'name = "{name}-{digest.hexdigest()[:8]}"',
+                            1)
+        print_plan(pl)
+        write_or_keep(wd.study, text, "study.toml")
+    s = study_mod.load(wd.study)
+    out.print(f"{step} 3/5: measuring it (resumable: a rerun skips what is stored)",
+              highlight=False)
+    ctx.invoke(sweep_cli.sweep, study_file=str(wd.study), db_path=dbp, mpi_spec=mpi_spec)
+    out.print(f"{step} 4/5: the rules, weighted by the profile -> {wd.rules}", highlight=False)
+    ctx.invoke(tune_cli.tune, db_path=dbp, study=s.name, target="colltune",
+               output=str(wd.rules), profile_path=str(wd.profile))
+    out.print(f"{step} 5/5: the program with the library's defaults and with the rules, "
+              f"{reps} runs each, alternating", highlight=False)
+    a = appcompare.side(build, None)
+    b = appcompare.side(build, str(wd.rules), registry.algorithms(build, hidden=True))
+    cmp = show_compare(argv, a, b, reps, metric, build, dbp)
+    ans = autotune_mod.answer(cmp, wd.rules, argv)
+    native = " (every rule says native: the library's own)" \
+        if autotune_mod.all_native(wd.rules) else ""
+    out.print("")
+    out.print(f"[bold]answer:[/] {escape(ans.line)}", highlight=False)
+    out.print(f"  the program with the rules{native}: {escape(ans.evidence)}", highlight=False)
+    out.print(f"  kept: {wd.profile}, {wd.study}, {wd.rules}; stored in {dbp} (study "
+              f"{s.name}, comparison run {cmp.run_id})", highlight=False)
