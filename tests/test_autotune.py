@@ -56,3 +56,49 @@ def test_the_loop_on_the_heat_application(ompi_build, tmp_path):
     assert conn.execute("SELECT COUNT(*) FROM measurements").fetchone()[0] == points
     # one run a side: too few to tell, and the answer says so
     assert "keep the library's defaults: too few runs to tell" in res.stdout
+
+
+def test_ctrl_c_keeps_what_was_measured_and_a_rerun_resumes(ompi_build, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    argv = launch.prepare(ompi_build.mpi, 2, [
+        str(ompi_build.program("colltune-heat-plain")), "--rows", "50", "--cols", "50",
+        "--iterations", "300", "--threshold", "1e-12"]).argv
+    work, db = tmp_path / "loop", tmp_path / "at.db"
+    cmd = [str(Path(sys.executable).parent / "colltune"), "autotune", "--dir", str(work),
+           "--db", str(db), "--study-reps", "12", "--reps", "1", "--", *argv]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, COLUMNS="200"))
+    stored = 0
+    try:
+        t0 = time.monotonic()
+        while stored < 2 and time.monotonic() - t0 < 300:
+            assert p.poll() is None, p.communicate()
+            if db.exists():
+                try:
+                    c = sqlite3.connect(db, timeout=1)
+                    stored = c.execute("SELECT COUNT(*) FROM units").fetchone()[0]
+                    c.close()
+                except sqlite3.Error:
+                    pass
+            time.sleep(0.1)
+        assert stored >= 2
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, out[-2000:] + err[-2000:]
+    assert "answer:" not in out and "Run the same command again to resume" in err
+    c = sqlite3.connect(db)
+    kept = c.execute("SELECT COUNT(*) FROM units").fetchone()[0]
+    c.close()
+    assert 2 <= kept < 12
+    res = colltune(*cmd[1:])
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert f"{kept} already stored" in res.stderr and "answer:" in res.stdout

@@ -257,7 +257,13 @@ def autotune(ctx, dir_, share, study_reps, reps, metric, library, new, mpi_spec,
     s = study_mod.load(wd.study)
     out.print(f"{step} 3/5: measuring it (resumable: a rerun skips what is stored)",
               highlight=False)
-    ctx.invoke(sweep_cli.sweep, study_file=str(wd.study), db_path=dbp, mpi_spec=mpi_spec)
+    try:  # Ctrl-C: the sweep keeps what it measured and stops here (exit 130)
+        ctx.invoke(sweep_cli.sweep, study_file=str(wd.study), db_path=dbp, mpi_spec=mpi_spec)
+    except SystemExit as exc:
+        if exc.code != 1:
+            raise
+        out.print("note: some launches failed or differed from the library's result (stored "
+                  "as such): the rules come from what was measured", highlight=False)
     out.print(f"{step} 4/5: the rules, weighted by the profile -> {wd.rules}", highlight=False)
     ctx.invoke(tune_cli.tune, db_path=dbp, study=s.name, target="colltune",
                output=str(wd.rules), profile_path=str(wd.profile))
