@@ -20,7 +20,8 @@ from colltune.rules import interpose
 from colltune.studies import study as study_mod
 from colltune.tuning import appcompare, from_profile
 from colltune.tuning import autotune as autotune_mod
-from ._common import MPI_HELP, Command, build_or_fail, command, fail, out, write_or_keep
+from ._common import (MPI_HELP, Command, build_or_fail, command, db_option, fail, out,
+                      write_or_keep)
 from .rules import Group
 from . import sweep as sweep_cli
 from . import tune as tune_cli
@@ -124,8 +125,7 @@ def compare_options(f):
                      help="--compare: the program's own figure (a time: lower is better), the "
                           "last number this expression matches in its output (its first "
                           "group), instead of the wall time."),
-        click.option("--db", "db_path", type=click.Path(dir_okay=False),
-                     help="--compare: " + db_mod.DB_HELP)]):
+        db_option(help="--compare: the results database the runs are stored in.")]):
         f = opt(f)
     return f
 
@@ -214,7 +214,7 @@ def render_comparison(cmp) -> None:
 @click.option("--new", is_flag=True,
               help="Profile the program and make the study afresh (else those in --dir).")
 @click.option("--mpi", "mpi_spec", help=MPI_HELP + " (the one the program is built with).")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False), help=db_mod.DB_HELP)
+@db_option()
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def autotune(ctx, dir_, share, study_reps, reps, metric, library, new, mpi_spec, db_path,
