@@ -147,3 +147,23 @@ def test_the_library_records_the_sizes_and_the_command_writes_the_study(ompi_bui
     assert "bcast" in s.collectives and "library" not in s.algorithms["bcast"]
     bad = colltune("study", "from-profile", str(prof), "-o", str(out), "--share", "0")
     assert bad.returncode == 2 and "--share 0" in bad.stderr
+
+
+def test_the_recorded_sizes_lie_in_their_buckets_and_are_capped(ompi_build, tmp_path):
+    """colltune-plaincolls calls every collective at many counts on several communicators:
+    each entry's sizes are distinct, ascending, inside its bucket, at most 8, and the
+    entries with a single size per bucket say so exactly."""
+    prof = tmp_path / "p.json"
+    ln = launch.prepare(ompi_build.mpi, 3, [str(ompi_build.program("colltune-plaincolls"))])
+    res = colltune("run", "--profile", str(prof), "--", *ln.argv)
+    assert res.returncode == 0, res.stderr[-2000:]
+    p = interpose.read_profile(prof)
+    assert p.entries
+    for e in p.entries:
+        assert e.sizes, e
+        assert list(e.sizes) == sorted(set(e.sizes)) and len(e.sizes) <= 8, e
+        assert all(e.size_min <= s <= e.size_max for s in e.sizes), e
+        assert not e.sizes_capped or len(e.sizes) == 8, e
+    # 70000 ints: one size in its bucket, the one the program used
+    big = [e for e in p.entries if e.collective == "bcast" and e.size_min == 262144]
+    assert big and all(e.sizes == (280000,) for e in big)
