@@ -46,6 +46,11 @@ def test_the_loop_on_the_heat_application(ompi_build, tmp_path):
     assert want in answer[0], answer
     points = conn.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
     conn.close()
+    # the study's report has the application: the comparison of its rules
+    rep = colltune("report", "--db", str(db), "--study", s.name, "-o", str(tmp_path / "r.html"))
+    assert rep.returncode == 0, rep.stderr[-2000:]
+    html = (tmp_path / "r.html").read_text()
+    assert 'id="application"' in html and cmp["summary"]["answer"].split(":")[0] in html
     # a rerun resumes: the profile and the study are used again, the sweep measures nothing
     res = colltune("autotune", "--dir", str(work), "--db", str(db), "--study-reps", "4",
                    "--reps", "1", "--", *argv)

@@ -5,7 +5,6 @@ colltune.tuning.appcompare and colltune.tuning.autotune."""
 
 from __future__ import annotations
 
-import hashlib
 import statistics
 
 import click
@@ -21,7 +20,7 @@ from colltune.studies import study as study_mod
 from colltune.tuning import appcompare, from_profile
 from colltune.tuning import autotune as autotune_mod
 from ._common import (MPI_HELP, Command, build_or_fail, command, db_option, fail, out,
-                      write_or_keep)
+                      oversubscribe_options, write_or_keep)
 from .rules import Group
 from . import sweep as sweep_cli
 from . import tune as tune_cli
@@ -40,22 +39,6 @@ def parse_share(text: str) -> float:
     if not 0 < v <= 1:
         fail(f"--share {text}: between 0 and 100 %")
     return v
-
-
-def changeable(build) -> set[str]:
-    """The collectives colltune has algorithms of its own for (beyond native)."""
-    return {a.collective for a in registry.algorithms(build) if a.name != "native"}
-
-
-def make_study(profile_path: str, share: float, build, *, reps: int = 5, library: bool = True,
-               name: str | None = None, mpi: str | None = None):
-    """(plan, study text) of a profile; the text is checked by the one study parser."""
-    prof = interpose.read_profile(profile_path)
-    pl = from_profile.plan(prof, profile_path, share, changeable(build))
-    text = from_profile.study_text(pl, name=name, repetitions=reps, library=library,
-                                   algorithms=registry.algorithms(build), mpi=mpi)
-    study_mod.loads(text, source=f"{profile_path} (study from it)")
-    return pl, text
 
 
 def print_plan(pl) -> None:
@@ -103,7 +86,7 @@ def from_profile_cmd(profile, output, share, reps, library, name, mpi_spec) -> N
     check_writable(output, "-o")
     frac = parse_share(share)
     build = build_or_fail(mpi_spec)
-    pl, text = make_study(profile, frac, build, reps=reps, library=library, name=name,
+    pl, text = from_profile.make_study(profile, frac, build, reps=reps, library=library, name=name,
                           mpi=mpi_spec)
     print_plan(pl)
     write_or_keep(output, text, "study.toml")
@@ -215,10 +198,11 @@ def render_comparison(cmp) -> None:
               help="Profile the program and make the study afresh (else those in --dir).")
 @click.option("--mpi", "mpi_spec", help=MPI_HELP + " (the one the program is built with).")
 @db_option()
+@oversubscribe_options
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def autotune(ctx, dir_, share, study_reps, reps, metric, library, new, mpi_spec, db_path,
-             cmd) -> None:
+             oversubscribe, force, cmd) -> None:
     """The whole loop for one application: a profiled run, the study of what carries its
     collective time, that study measured, the rules from it (their quality weighted by
     the profile), the program run with the library's defaults and with the rules in
@@ -245,20 +229,16 @@ def autotune(ctx, dir_, share, study_reps, reps, metric, library, new, mpi_spec,
     out.print(f"{step} 2/5: the study of what carries its collective time -> {wd.study}",
               highlight=False)
     if new or not wd.study.exists():
-        name = autotune_mod.program_name(argv)
-        pl, text = make_study(str(wd.profile), frac, build, reps=study_reps, library=library,
-                              mpi=mpi_spec)
-        s = study_mod.loads(text, source=str(wd.study))
-        digest = hashlib.sha1(repr((s.collectives, s.sizes_by, s.processes)).encode())
-        text = text.replace(f'name = "{s.name}"', f'name = "{name}-{digest.hexdigest()[:8]}"',
-                            1)
+        pl, text = autotune_mod.make_study(argv, wd, frac, build, reps=study_reps,
+                                           library=library, mpi=mpi_spec)
         print_plan(pl)
         write_or_keep(wd.study, text, "study.toml")
     s = study_mod.load(wd.study)
     out.print(f"{step} 3/5: measuring it (resumable: a rerun skips what is stored)",
               highlight=False)
     try:  # Ctrl-C: the sweep keeps what it measured and stops here (exit 130)
-        ctx.invoke(sweep_cli.sweep, study_file=str(wd.study), db_path=dbp, mpi_spec=mpi_spec)
+        ctx.invoke(sweep_cli.sweep, study_file=str(wd.study), db_path=dbp, mpi_spec=mpi_spec,
+                   oversubscribe=oversubscribe, force=force)
     except SystemExit as exc:
         if exc.code != 1:
             raise

@@ -587,3 +587,31 @@ def app_comparisons(conn: sqlite3.Connection) -> list[dict]:
                     "summary": json.loads(summary) if summary else None,
                     "environment": json.loads(env) if env else {}, "runs": runs})
     return out
+
+
+def study_app_comparisons(db_path, study: str | None) -> list[dict]:
+    """The application comparisons that belong to a study (the report's "Application"
+    section): those whose rules file (either side) is, byte for byte (SHA-256), the rules
+    text a `colltune tune` of the study stored; every comparison when `study` is None.
+    [] for a database that has none or cannot be read."""
+    import hashlib
+
+    try:
+        con = open_reader(db_path)
+    except DamagedError:
+        raise
+    except (sqlite3.Error, DBError):
+        return []
+    try:
+        if "app_runs" not in _table_names(con):
+            return []
+        found = app_comparisons(con)
+        if study is None:
+            return found
+        texts = [r[0] for r in con.execute("SELECT rules FROM tunings WHERE study = ?",
+                                           (study,))]
+    finally:
+        con.close()
+    mine = {hashlib.sha256(t.encode()).hexdigest() for t in texts if t}
+    return [c for c in found if c["summary"]
+            and {c["summary"].get("a_sha256"), c["summary"].get("b_sha256")} & mine]

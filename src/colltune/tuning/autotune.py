@@ -17,15 +17,18 @@ comparison is measured again (the earlier ones stay stored).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from colltune.base.errors import ColltuneError
+from colltune.drivers import registry
 from colltune.mpi import launch
 from colltune.rules import interpose
 from colltune.rules import ruleset as rules_mod
-from colltune.tuning import appcompare
+from colltune.studies import study as study_mod
+from colltune.tuning import appcompare, from_profile
 
 PROFILE = "profile.json"
 STUDY = "study.toml"
@@ -123,3 +126,17 @@ def program_name(argv: list[str]) -> str:
         if os.path.isfile(a) and os.access(a, os.X_OK):
             return Path(a).name
     return Path(argv[0]).name if argv else "app"
+
+
+def make_study(argv: list[str], wd: Workdir, share: float, build, *, reps: int = 5,
+               library: bool = False, mpi: str | None = None):
+    """(plan, study text) from the loop's profile, named for the program and a digest of
+    what it measures (two applications never share a study; the same cells resume)."""
+    pl = from_profile.plan(interpose.read_profile(wd.profile), wd.profile, share,
+                           from_profile.changeable(build))
+    what = repr((pl.collectives(), pl.sizes(), pl.processes())).encode()
+    name = f"{program_name(argv)}-{hashlib.sha1(what).hexdigest()[:8]}"
+    text = from_profile.study_text(pl, name=name, repetitions=reps, library=library,
+                                   algorithms=registry.algorithms(build), mpi=mpi)
+    study_mod.loads(text, source=str(wd.study))
+    return pl, text

@@ -27,6 +27,8 @@ from pathlib import Path
 from colltune.base.collectives import COLLECTIVES
 from colltune.base.errors import ColltuneError
 from colltune.base.units import fmt_size
+from colltune.drivers import registry
+from colltune.rules import interpose
 from colltune.studies import study as study_mod
 
 DEFAULT_SHARE = 0.90
@@ -258,3 +260,20 @@ def study_text(pl: ProfilePlan, *, name: str | None = None, repetitions: int = 5
                  f"sha256 = {_toml_str(pl.sha256)}, share = {pl.share:g}, "
                  f"covered = {round(pl.covered, 4):g} }}")
     return "\n".join(lines) + "\n"
+
+
+def changeable(build) -> set[str]:
+    """The collectives colltune has algorithms of its own for (beyond native)."""
+    return {a.collective for a in registry.algorithms(build) if a.name != "native"}
+
+
+def make_study(profile_path: str | Path, share: float, build, *, reps: int = 5,
+               library: bool = True, name: str | None = None,
+               mpi: str | None = None) -> tuple[ProfilePlan, str]:
+    """(plan, study text) of a profile file, the text checked by the one study parser."""
+    prof = interpose.read_profile(profile_path)
+    pl = plan(prof, profile_path, share, changeable(build))
+    text = study_text(pl, name=name, repetitions=reps, library=library,
+                      algorithms=registry.algorithms(build), mpi=mpi)
+    study_mod.loads(text, source=f"{profile_path} (study from it)")
+    return pl, text
