@@ -108,7 +108,8 @@ class Comparison:
         head = {"faster": f"{self.b.label} is faster than {self.a.label}",
                 "slower": f"{self.b.label} is slower than {self.a.label}",
                 "tie": f"no difference beyond the noise between {self.b.label} and "
-                       f"{self.a.label}"}[v.outcome]
+                       f"{self.a.label}"}.get(
+            v.outcome, f"{self.b.label} against {self.a.label}: {v.outcome}")
         return f"{head} ({self.what()}): {v.text(self.a.label)}"
 
     def summary(self) -> dict:

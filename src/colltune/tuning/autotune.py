@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from colltune.analysis import evidence
 from colltune.base.errors import ColltuneError
 from colltune.drivers import registry
 from colltune.mpi import launch
@@ -115,7 +116,8 @@ def answer(cmp: appcompare.Comparison, rules_path: Path, argv: list[str]) -> Ans
                             f"-- {' '.join(argv)}", text)
     why = {"slower": "the rules made the program slower",
            "tie": "no rule beat them beyond the noise",
-           "insufficient": "too few runs to tell (4 a side needed)"}[v.outcome]
+           "insufficient": f"too few runs to tell (at least {evidence.MIN_PAIRS} a side)"}.get(
+        v.outcome, f"the comparison is not conclusive ({v.outcome})")
     return Answer(False, f"keep the library's defaults: {why}", text)
 
 
