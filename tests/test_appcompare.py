@@ -116,6 +116,17 @@ def test_a_failing_run_stops_the_comparison_and_keeps_the_runs(ompi_build, tmp_p
     assert c["status"] == "failed" and len(c["runs"]) == 1
     res = colltune("run", "--compare", str(rules), "--rules", str(rules), "--", "true")
     assert res.returncode == 2 and "not with --rules" in res.stderr
+    # a rules file the library would drop, a bad expression: refused before any run
+    bad = tmp_path / "bad.rules"
+    bad.write_text("# colltune-rules 1\n# target: colltune\nbcast 2 - 0 - binomal -\n")
+    marker = tmp_path / "launched"
+    for args, says in ((["--compare", str(bad)], "unknown bcast algorithm 'binomal'"),
+                       (["--compare", str(rules), "--metric", "("], "not a regular expression"),
+                       (["--compare", str(rules)] * 3, "one rules file")):
+        res = colltune("run", *args, "--db", str(db), "--", "touch", str(marker))
+        lines = res.stderr.strip().splitlines()
+        assert res.returncode == 2 and len(lines) == 1 and says in lines[0], (args, res.stderr)
+        assert not marker.exists()
 
 
 def test_a_version_5_database_gets_the_application_runs(tmp_path):
