@@ -74,6 +74,31 @@ def test_the_plan_covers_the_share_in_order_of_time(profile_file):
         from_profile.plan(prof, profile_file, 1.5)
 
 
+def test_calls_colltune_does_not_run_are_listed_not_measured(tmp_path):
+    """The profile's other collectives (`observed`: MPI_Iallreduce, ...) and the calls the
+    library took (an intercommunicator) carry time, count in the share, and are listed,
+    never measured."""
+    obs = {"call": "MPI_Iallreduce", "collective": "allreduce", "kind": "nonblocking",
+           "large_count": False, "np": 4, "calls": 50, "starts": 50, "completions": 50,
+           "ranks": 4, "bytes": 800.0, "total_s": 4.0, "wait_s": 3.9, "span_s": 4.1,
+           "max_rank_total_s": 4.2}
+    inter = _entry("bcast", 4, 0, 0, 2.0, 10, [0])
+    inter["source"] = "intercommunicator: the library's own"
+    doc = dict(PROFILE, entries=PROFILE["entries"] + [inter], observed=[obs], wall_s=30.0)
+    p = tmp_path / "app.json"
+    p.write_text(json.dumps(doc))
+    pl = from_profile.plan(interpose.read_profile(p), p, 0.9)
+    labels = [(c.label, c.measured) for c in pl.cells]
+    assert labels[:3] == [("allreduce", True), ("MPI_Iallreduce", False), ("bcast", True)]
+    assert ("MPI_Bcast (intercommunicator)", False) in labels
+    assert pl.total_s == pytest.approx(16.0)  # 10 of the entries + 4 observed + 2 passed
+    # what is measured: only what colltune runs, at its own sizes
+    assert pl.sizes()["bcast"] == [4096, 6000]
+    text = from_profile.study_text(pl)
+    assert "MPI_Iallreduce" in text and "NOT MEASURED: not a call colltune runs" in text
+    assert study_mod.loads(text).collectives == ["bcast", "allreduce"]
+
+
 def test_a_profile_without_sizes_measures_the_bucket_centre(tmp_path):
     doc = dict(PROFILE, entries=[_entry("bcast", 2, 4096, 8191, 1.0, 10)])
     p = tmp_path / "old.json"

@@ -51,7 +51,7 @@ def print_plan(pl) -> None:
         sizes = ", ".join(fmt_size(s) for s in c.sizes) + (" (and more)" if c.capped else "")
         if not c.observed:
             sizes += " (centre: no sizes in the profile)"
-        t.add_row(c.collective, str(c.np), c.bucket_text(), sizes, str(c.calls),
+        t.add_row(escape(c.label), str(c.np), c.bucket_text(), sizes, str(c.calls),
                   f"{100 * c.share:.1f} %", "yes" if c.measured else f"no: {escape(c.why_not)}")
     out.print(t)
     if pl.left:

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from colltune.base.collectives import COLLECTIVES
+from colltune.base.collectives import COLLECTIVES, mpi_name
 from colltune.base.errors import ColltuneError
 from colltune.base.units import fmt_size
 from colltune.drivers import registry
@@ -54,12 +54,19 @@ class Cell:
     capped: bool = False  # more sizes than the library keeps were seen
     share: float = 0.0  # of the program's collective time
     why_not: str = ""  # why it is not measured ("": measured)
+    call: str = ""  # an entry point colltune does not run (MPI_Iallreduce, ...)
 
     @property
     def measured(self) -> bool:
         return not self.why_not
 
+    @property
+    def label(self) -> str:
+        return self.call or self.collective
+
     def bucket_text(self) -> str:
+        if self.call:
+            return ""
         return (fmt_size(self.size_min) if self.size_min == self.size_max
                 else f"{fmt_size(self.size_min)}..{fmt_size(self.size_max)}")
 
@@ -106,14 +113,21 @@ def _centre(lo: int, hi: int) -> int:
 
 def cells_of(profile) -> list[Cell]:
     """The profile's entries merged per (collective, communicator size, bucket): calls and
-    times summed over the algorithms that ran there, observed sizes united."""
-    by: dict[tuple[str, int, int], Cell] = {}
+    times summed over the algorithms that ran there, observed sizes united. Calls the
+    library took (an intercommunicator, arguments the algorithms do not take) and the
+    collectives colltune does not run (the profile's `observed`) are cells of their own,
+    not to be measured."""
+    by: dict[tuple, Cell] = {}
     for e in profile.entries:
-        key = (e.collective, e.np, e.size_min)
+        passthrough = interpose.PASSTHROUGH.get(e.source)
+        key = (e.collective, e.np, e.size_min, passthrough)
         c = by.get(key)
         sizes = list(getattr(e, "sizes", ()) or ())
         if c is None:
             c = by[key] = Cell(e.collective, e.np, e.size_min, e.size_max, 0, 0.0, [], True)
+            if passthrough:
+                c.why_not = f"the library takes these calls ({passthrough})"
+                c.call = f"{mpi_name(e.collective)} ({passthrough})"
         c.calls += e.calls
         c.total_s += e.total_s
         if sizes:
@@ -121,6 +135,12 @@ def cells_of(profile) -> list[Cell]:
         else:
             c.observed = False
         c.capped = c.capped or bool(getattr(e, "sizes_capped", False))
+    for o in getattr(profile, "observed", None) or []:
+        c = by.setdefault((o.call, o.np, None, None),
+                          Cell(o.collective, o.np, 0, 0, 0, 0.0, [], True, call=o.call,
+                               why_not="not a call colltune runs: the library's own"))
+        c.calls += o.starts
+        c.total_s += o.total_s
     for c in by.values():
         if not c.observed:  # written before the library recorded sizes
             c.sizes = sorted(set(c.sizes) | {_centre(c.size_min, c.size_max)})
@@ -152,7 +172,9 @@ def plan(profile, source: str | Path, share: float = DEFAULT_SHARE,
             left.append(c)
             continue
         acc += c.share
-        if c.collective not in changeable:
+        if c.why_not:
+            pass
+        elif c.collective not in changeable:
             c.why_not = "colltune has no algorithms for it: the library's own runs"
         elif c.np < 2:
             c.why_not = "a communicator of one process: nothing to choose"
@@ -232,7 +254,7 @@ def study_text(pl: ProfilePlan, *, name: str | None = None, repetitions: int = 5
         if not c.observed:
             what += " (bucket centre: profile without sizes)"
         tail = "" if c.measured else f"  NOT MEASURED: {c.why_not}"
-        lines.append(f"#   {c.collective:<11} {c.np:>3}  {c.bucket_text():<12} {what}  "
+        lines.append(f"#   {c.label:<11} {c.np:>3}  {c.bucket_text():<12} {what}  "
                      f"{c.calls}  {100 * c.share:.1f} %{tail}")
     if pl.left:
         rest = sum(c.share for c in pl.left)
