@@ -14,6 +14,11 @@
  *      "calls": 1000, "ranks": 4, "total_s": 0.0021, "mean_s": 2.1e-06,
  *      "max_rank_total_s": 0.0025}, ...]}
  *
+ * "sizes": the distinct sizes (colltune's, bytes) the calls of the entry had, in
+ * ascending order, at most CT_PROFILE_SIZES of them (the first ones seen on each rank,
+ * merged); "sizes_capped": true when the entry had more (colltune study from-profile
+ * measures the sizes a program really used, not its buckets' bounds).
+ *
  * calls: the calls one rank made (the most any rank of the key made: every member
  * of a communicator makes each call); total_s: the time of those calls averaged
  * over the ranks that made them; mean_s = total_s / calls. Size buckets are powers
@@ -28,11 +33,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define CT_PROFILE_SIZES 8 /* distinct sizes kept per entry */
+
 typedef struct {
     int coll, np, used, pad;
     long long bucket;
     long long calls;
     double total;
+    long long seen[CT_PROFILE_SIZES]; /* distinct sizes, ascending */
+    int nseen, capped;
     char spec[128];
     char source[160];
 } entry_t;
@@ -49,6 +58,20 @@ static long long bucket_of(long long size) {
     if (size <= 0) return 0;
     while (b <= size / 2) b *= 2;
     return b;
+}
+
+/* `size` into an entry's ascending list of distinct sizes (capped when full) */
+static void note_size(entry_t *e, long long size) {
+    int k = 0;
+    while (k < e->nseen && e->seen[k] < size) k++;
+    if (k < e->nseen && e->seen[k] == size) return;
+    if (e->nseen == CT_PROFILE_SIZES) {
+        e->capped = 1;
+        return;
+    }
+    memmove(&e->seen[k + 1], &e->seen[k], (size_t)(e->nseen - k) * sizeof e->seen[0]);
+    e->seen[k] = size;
+    e->nseen++;
 }
 
 static int same_key(const entry_t *e, int coll, int np, long long bucket, int used,
@@ -86,6 +109,7 @@ static void add_locked(ct_coll_t coll, int np, long long size, const ct_pmpi_dec
     }
     tab[i].calls++;
     tab[i].total += seconds;
+    note_size(&tab[i], size);
     last_hit = i;
 }
 
@@ -182,8 +206,11 @@ void ct_pmpi_profile_write(const char *path, int rank) {
         if (j == nm) {
             m[nm].e = e;
             m[nm].e.calls = 0;
+            m[nm].e.nseen = 0;
             nm++;
         }
+        for (int q = 0; q < e.nseen; q++) note_size(&m[j].e, e.seen[q]);
+        if (e.capped) m[j].e.capped = 1;
         if (e.calls > m[j].e.calls) m[j].e.calls = e.calls;
         m[j].ranks++;
         m[j].sum_total += e.total;
@@ -211,9 +238,11 @@ void ct_pmpi_profile_write(const char *path, int rank) {
             fputs(", \"source\": ", f);
             json_string(f, e->source);
             fprintf(f, ", \"calls\": %lld, \"ranks\": %d, \"total_s\": %.9g, \"mean_s\": %.9g, "
-                       "\"max_rank_total_s\": %.9g}",
+                       "\"max_rank_total_s\": %.9g, \"sizes\": [",
                     e->calls, m[j].ranks, tot, e->calls ? tot / (double)e->calls : 0,
                     m[j].max_total);
+            for (int q = 0; q < e->nseen; q++) fprintf(f, "%s%lld", q ? ", " : "", e->seen[q]);
+            fprintf(f, "], \"sizes_capped\": %s}", e->capped ? "true" : "false");
         }
         fprintf(f, "%s]", nm ? "\n" : "");
         ct_pmpi_observe_json(f); /* the other collectives, the wall time */

@@ -22,6 +22,7 @@ from . import platforms as platform_cli
 from . import rules as rules_cli
 from . import load as load_cli
 from . import cluster as cluster_cli
+from . import app as app_cli
 
 
 class Main(click.Group):
@@ -61,8 +62,8 @@ for _cmd in (basic.build, basic.info, basic.algorithms, verify.verify, bench.ben
              p2p.pingpong, p2p.probe, heat.heat, heat.stream, fit.fit, model.model, plot.plot,
              report.report, sweep.sweep, results.results, results.export, quick.quick,
              tune.tune, rules_cli.rules, interpose_cli.run, interpose_cli.profile,
-             platform_cli.platform, load_cli.load, traffic_cli.traffic,
-             cluster_cli.cluster):
+             platform_cli.platform, load_cli.load, traffic_cli.traffic, app_cli.study,
+             app_cli.autotune, cluster_cli.cluster):
     main.add_command(_cmd)
 del _cmd
 

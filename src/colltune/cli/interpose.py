@@ -18,6 +18,8 @@ from colltune.rules import interpose
 from colltune.mpi import libraries as mpi_libraries
 from colltune.mpi.launch import run_command
 from ._common import MPI_HELP, build_or_fail, command, err, fail, out
+from . import app as app_cli
+from .app import compare_options
 
 LAUNCHERS = ("mpirun", "mpiexec", "mpiexec.hydra", "prterun", "orterun")
 
@@ -42,9 +44,10 @@ LAUNCHERS = ("mpirun", "mpiexec", "mpiexec.hydra", "prterun", "orterun")
 @click.option("--mpi", "mpi_spec", help=MPI_HELP + " (the one the program is built with).")
 @click.option("--print-env", is_flag=True,
               help="Print the environment as export lines instead of running anything.")
+@compare_options
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED)
 def run(rules, forces, verbose, profile, load_index, load_probe, mpi_spec, print_env,
-        cmd) -> None:
+        compare, reps, metric, db_path, cmd) -> None:
     """Run an unmodified MPI program with colltune's algorithms inside it.
 
     Sets LD_PRELOAD to libcolltune-pmpi.so of the --mpi build and the COLLTUNE_*
@@ -53,6 +56,12 @@ def run(rules, forces, verbose, profile, load_index, load_probe, mpi_spec, print
     -x NAME, MPICH -genvlist), so they reach ranks on other nodes too.
     See docs/interposition.md.
     """
+    if compare:
+        if rules or forces or profile or print_env:
+            fail("--compare: the rules of each side are its files; not with --rules, --force, "
+                 "--profile or --print-env")
+        app_cli.run_compare(list(compare), reps, metric, mpi_spec, db_path, list(cmd))
+        return
     force = {}
     for f in forces:
         coll, eq, spec = f.partition("=")

@@ -13,7 +13,7 @@ from colltune.analysis.costmodel import algorithm_dicts
 from colltune.base.files import check_writable
 from colltune.analysis.fit import FitError, load_measurements, read_selection
 from colltune.analysis.points import timing_groups, timings_text
-from colltune.output.report import build_report, compute_model, read_runs
+from colltune.output.report import build_report, compute_model, read_applications, read_runs
 from ._common import command, cost_options, err, fail, gamma_value, select_options, write_or_keep
 
 
@@ -105,7 +105,7 @@ def report(db_path, study, coll, algo, mapping, np_range, size_range, include_si
     text, parts = build_report(df, runs=runs, db_path=db_path, study=study, palette=palette,
                                include_oversubscribed=include_oversubscribed,
                                model=model, model_note=note, dpi=dpi, surface_algo=surface_algo,
-                               simulated=sim)
+                               simulated=sim, applications=read_applications(db_path, study))
     path = Path(output)
     write_or_keep(path, text, "report.html")
     err.print(f"{len(parts.figures)} figures, {len(text) / 1e6:.1f} MB", highlight=False)

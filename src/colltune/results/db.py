@@ -13,6 +13,8 @@ Tables (docs/database.md has every column):
   failures      one row per failed or timed-out launch, with its error output
   tunings       one row per `colltune tune`: the rules and their quality, with the
                 study, round and target they came from
+  app_runs      one row per run of an application compared with and without rules
+                (`colltune run --compare`; the comparison is a run of kind 'app-compare')
 
 Every write of a launch (its unit row and all its measurements) is one
 transaction: a crash leaves the launch either stored whole or not at all.
@@ -254,7 +256,32 @@ _V5 = [
     "ALTER TABLE measurements ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5]
+# v6: an application's own runs (`colltune run --compare`, `colltune autotune`): the
+# comparison is a run (kind 'app-compare': host, MPI, environment, command line as every
+# run) with its outcome (summary, JSON); each run of the program one row of app_runs:
+# which side (the library's defaults or a rules file, with the file's SHA-256), its place
+# in the alternating order, wall time, the program's own figure (--metric), exit status.
+_V6 = [
+    "ALTER TABLE runs ADD COLUMN summary TEXT",
+    """CREATE TABLE app_runs (
+        id           INTEGER PRIMARY KEY,
+        run_id       INTEGER NOT NULL REFERENCES runs(id),
+        position     INTEGER NOT NULL,
+        pair         INTEGER NOT NULL,
+        arm          TEXT NOT NULL,
+        rules_file   TEXT,
+        rules_sha256 TEXT,
+        command      TEXT NOT NULL,
+        started_at   TEXT NOT NULL,
+        wall_s       REAL,
+        metric       REAL,
+        returncode   INTEGER,
+        UNIQUE (run_id, position)
+    )""",
+    "CREATE INDEX app_runs_run ON app_runs(run_id)",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

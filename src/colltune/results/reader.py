@@ -17,6 +17,7 @@ pandas is imported where a frame is made, not with this module."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -564,3 +565,53 @@ def read_tables(db_path, names) -> dict:
     except (sqlite3.Error, pd.errors.DatabaseError, DBError):
         return {}
     return out
+
+
+def app_comparisons(conn: sqlite3.Connection) -> list[dict]:
+    """The application comparisons (`colltune run --compare`), newest first: the run's
+    provenance, its summary (JSON decoded) and its runs of the program in order."""
+    out = []
+    for row in conn.execute(
+            "SELECT id, status, host, cores, mpi_banner, command_line, started_at, "
+            "finished_at, summary, environment FROM runs WHERE kind = 'app-compare' "
+            "ORDER BY id DESC"):
+        rid, status, host, cores, mpi, cmd, start, end, summary, env = row
+        runs = [dict(zip(("position", "pair", "arm", "rules_file", "rules_sha256", "command",
+                          "started_at", "wall_s", "metric", "returncode"), r))
+                for r in conn.execute(
+                    "SELECT position, pair, arm, rules_file, rules_sha256, command, started_at, "
+                    "wall_s, metric, returncode FROM app_runs WHERE run_id = ? ORDER BY "
+                    "position", (rid,))]
+        out.append({"id": rid, "status": status, "host": host, "cores": cores, "mpi": mpi,
+                    "command_line": cmd, "started_at": start, "finished_at": end,
+                    "summary": json.loads(summary) if summary else None,
+                    "environment": json.loads(env) if env else {}, "runs": runs})
+    return out
+
+
+def study_app_comparisons(db_path, study: str | None) -> list[dict]:
+    """The application comparisons that belong to a study (the report's "Application"
+    section): those whose rules file (either side) is, byte for byte (SHA-256), the rules
+    text a `colltune tune` of the study stored; every comparison when `study` is None.
+    [] for a database that has none or cannot be read."""
+    import hashlib
+
+    try:
+        con = open_reader(db_path)
+    except DamagedError:
+        raise
+    except (sqlite3.Error, DBError):
+        return []
+    try:
+        if "app_runs" not in _table_names(con):
+            return []
+        found = app_comparisons(con)
+        if study is None:
+            return found
+        texts = [r[0] for r in con.execute("SELECT rules FROM tunings WHERE study = ?",
+                                           (study,))]
+    finally:
+        con.close()
+    mine = {hashlib.sha256(t.encode()).hexdigest() for t in texts if t}
+    return [c for c in found if c["summary"]
+            and {c["summary"].get("a_sha256"), c["summary"].get("b_sha256")} & mine]

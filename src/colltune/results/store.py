@@ -291,3 +291,25 @@ def store_tuning(conn: sqlite3.Connection, *, study: str, round: int | None, tar
              json.dumps(summary), json.dumps(points) if points is not None else None,
              json.dumps(notes or [])))
         return cur.lastrowid
+
+
+def store_app_run(conn: sqlite3.Connection, run_id: int, *, position: int, pair: int, arm: str,
+                  rules_file: str | None, rules_sha256: str | None, command: list[str],
+                  started_at: str, wall_s: float | None, metric: float | None,
+                  returncode: int | None) -> int:
+    """One run of an application in a comparison (`colltune run --compare`)."""
+    with transaction(conn):
+        cur = conn.execute(
+            """INSERT INTO app_runs (run_id, position, pair, arm, rules_file, rules_sha256,
+               command, started_at, wall_s, metric, returncode)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (run_id, position, pair, arm, rules_file, rules_sha256, shlex.join(command),
+             started_at, wall_s, metric, returncode))
+        return cur.lastrowid
+
+
+def set_run_summary(conn: sqlite3.Connection, run_id: int, summary: dict) -> None:
+    """What a run concluded (an application comparison: the verdict), as JSON."""
+    with transaction(conn):
+        conn.execute("UPDATE runs SET summary = ? WHERE id = ?",
+                     (json.dumps(summary, sort_keys=True), run_id))

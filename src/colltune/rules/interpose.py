@@ -253,6 +253,10 @@ class ProfileEntry:
     total_s: float
     mean_s: float
     max_rank_total_s: float
+    # the distinct sizes the calls had (ascending, at most 8; a profile written before
+    # the library recorded them: ()), and whether there were more
+    sizes: tuple[int, ...] = ()
+    sizes_capped: bool = False
 
 
 @dataclass(frozen=True)
@@ -387,7 +391,12 @@ def parse_profile(text: str, source: str = "<profile>") -> Profile:
         entry = _checked(e, i, _FIELDS, source, "entry")
         if entry["collective"] not in COLLECTIVES:
             raise InterposeError(f"{source}: entry {i}: unknown collective '{e['collective']}'")
-        entries.append(ProfileEntry(**entry))
+        sizes = e.get("sizes", [])
+        if not isinstance(sizes, list) or not all(
+                isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in sizes):
+            raise InterposeError(f"{source}: entry {i}: \"sizes\" is not a list of sizes")
+        entries.append(ProfileEntry(**entry, sizes=tuple(sorted(set(sizes))),
+                                    sizes_capped=bool(e.get("sizes_capped", False))))
     entries.sort(key=lambda e: (COLLECTIVES.index(e.collective), e.np, e.size_min, e.algorithm))
     # written by a library that profiles the other collectives too (absent: an older one)
     raw = doc.get("observed", [])

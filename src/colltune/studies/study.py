@@ -56,7 +56,7 @@ KEYS: dict[str, tuple[str, Any]] = {
     "description": ("string", ""),
     "collectives": ("list of collectives (required)", None),
     "algorithms": ("list of algorithm specs, or a table collective -> list (required)", None),
-    "sizes": ("list of sizes in bytes, or a range string (required)", None),
+    "sizes": ("sizes in bytes: a list, a range, or a table collective -> sizes (required)", None),
     "processes": ("list of process counts, or a range string (required)", None),
     "repetitions": ("whole number >= 1: separate launches of every configuration", 5),
     "mapping": ("'core', 'socket', 'node' or a list of them", ["core"]),
@@ -97,6 +97,7 @@ KEYS: dict[str, tuple[str, Any]] = {
                    "probe needs enough bytes to feel shared bandwidth)", 4096),
     "probe_iterations": ("whole number >= 1: iterations of the probe before each launch of a "
                          "study with study.load", 300),
+    "from_profile": ("table: the profile it came from (study from-profile): file, sha256, ...", {}),
     "heat": ("table for the collective 'heat' (the heat-diffusion application): grids "
              "['RxC', ...], decomps ['rows', '2d'], iterations (number, or table 'RxC' -> "
              "number)", {}),
@@ -224,6 +225,8 @@ class Study:
     probe_iterations: int = 300
     probe_size: int = 4096
     sbatch: dict[str, Any] = field(default_factory=dict)
+    sizes_by: dict[str, list[int]] = field(default_factory=dict)  # per collective; {}: sizes
+    from_profile: dict[str, Any] = field(default_factory=dict)  # the profile it came from
     source: str = ""  # file path or preset:NAME
     text: str = ""  # the TOML as written
 
@@ -231,7 +234,12 @@ class Study:
         """The study as JSON-able data (what the database keeps)."""
         d = asdict(self)
         d.pop("text")
-        return d
+        # sizes_by, from_profile only when used: the digests of older studies stay
+        return {k: v for k, v in d.items() if v or k not in ("sizes_by", "from_profile")}
+
+    def sizes_of(self, collective: str) -> list[int]:
+        """The sizes of a collective: its own (sizes as a table), else the study's."""
+        return list(self.sizes_by.get(collective, self.sizes))
 
     def digest(self) -> str:
         text = json.dumps(self.definition(), sort_keys=True)
@@ -520,7 +528,11 @@ def _read(text: str, source: str, base_dir: Path | None, errs: _Errors) -> Study
               source=source, text=text)
     if "sizes" in st:
         with errs.check():
-            s.sizes = parse_study_sizes("study.sizes", st["sizes"])
+            if isinstance(st["sizes"], dict):
+                s.sizes_by = _sizes_table(st["sizes"], colls, colls_ok)
+                s.sizes = sorted({x for v in s.sizes_by.values() for x in v})
+            else:
+                s.sizes = parse_study_sizes("study.sizes", st["sizes"])
     if "processes" in st:
         with errs.check():
             s.processes = parse_study_processes("study.processes", st["processes"])
@@ -542,12 +554,44 @@ def _read(text: str, source: str, base_dir: Path | None, errs: _Errors) -> Study
     return s
 
 
+def _sizes_table(table: dict, colls: list[str], colls_ok: bool) -> dict[str, list[int]]:
+    """study.sizes as a table collective -> sizes: each collective of the study has its own."""
+    errs, out = _Errors(), {}
+    for c in (c for c in table if c not in colls and colls_ok):
+        errs.add(f"study.sizes.{c}: not a collective of this study; valid: {', '.join(colls)}"
+                 f"{did_you_mean(c, colls)}")
+    for c in (c for c in colls if c != HEAT):
+        if c not in table:
+            errs.add(f"study.sizes.{c}: missing; give every collective's sizes, or one list")
+            continue
+        with errs.check():
+            out[c] = parse_study_sizes(f"study.sizes.{c}", table[c])
+    if errs.errors:
+        raise StudyError(*errs.errors)
+    return out
+
+
+PROFILE_KEYS = {"file": str, "sha256": str, "share": (int, float), "covered": (int, float)}
+
+
+def _from_profile(v: Any) -> dict[str, Any]:
+    for k, x in _want("study.from_profile", v, dict, "a table (file, sha256, ...)").items():
+        if k not in PROFILE_KEYS:
+            raise StudyError(f"study.from_profile.{k}: unknown key"
+                             f"{did_you_mean(k, PROFILE_KEYS)}; valid: {', '.join(PROFILE_KEYS)}")
+        _want(f"study.from_profile.{k}", x, PROFILE_KEYS[k], "a string or a number")
+    return dict(v)
+
+
 def _read_settings(s: Study, st: dict, base_dir: Path | None, errs: _Errors) -> None:
     """The keys of [study] beyond name, collectives, algorithms, sizes and processes."""
     colls = s.collectives
     if "description" in st:
         with errs.check():
             s.description = _want("study.description", st["description"], str, "a string")
+    if "from_profile" in st:
+        with errs.check():
+            s.from_profile = _from_profile(st["from_profile"])
     if "load_levels" in st and "load" not in st:
         errs.add("study.load_levels: defines levels, but study.load names none to use")
     if "load" in st:

@@ -117,7 +117,7 @@ _OPTIONAL_SPEC = {  # study field -> (BenchSpec field, value meaning "not used")
 
 def bench_spec(study: Study, unit: Unit) -> bench_mod.BenchSpec:
     fields = {f.name for f in dataclasses.fields(bench_mod.BenchSpec)}
-    kw = dict(collective=unit.collective, algos=list(unit.algos), np=unit.np, sizes=study.sizes,
+    kw = dict(collective=unit.collective, algos=list(unit.algos), np=unit.np, sizes=study.sizes_of(unit.collective),
               iterations=study.iterations, warmup=study.warmup, reps=study.reps_per_launch,
               root=study.root, dtype=study.dtype, op=study.op)
     for name, (spec_field, unused) in _OPTIONAL_SPEC.items():
@@ -133,7 +133,7 @@ def _unit_key(study: Study, build, coll, np, mapping, order, rep, algos, lib,
               hosts=None, load=None, platform=None, nodes=None) -> str:
     ident = {
         "collective": coll, "np": np, "mapping": mapping, "order": order, "repetition": rep,
-        "algos": list(algos), "library": lib, "sizes": study.sizes,
+        "algos": list(algos), "library": lib, "sizes": study.sizes_of(coll),
         "iterations": study.iterations, "warmup": study.warmup, "timing": study.timing,
         "reps_per_launch": study.reps_per_launch, "sleep_us": study.sleep_us,
         "time_budget": study.time_budget, "raw": study.raw, "validate": study.validate,

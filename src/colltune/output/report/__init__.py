@@ -14,7 +14,8 @@ script, font or style). Sections, the answer first:
 3. the heat application, for heat studies;
 4. the rules `colltune tune` makes of the study for every target it has candidates of
    (tune.py), their quality in-sample and cross-validated, and a decision map per
-   collective (plot.fig_decision_map);
+   collective (plot.fig_decision_map); then the application: its time with the
+   library's defaults and with the study's rules (application.py);
 5. the regression models: the two seed models per algorithm (terms without variation
    dropped) and full coefficient tables for the surface's algorithm;
 6. the cost model: α, β, γ (and LogGP where measurable), the median prediction error
@@ -38,7 +39,8 @@ from colltune.base.collectives import COLLECTIVES
 from colltune.analysis.points import timing_groups, timings_text
 from colltune.base.lazy import LazyModule
 from colltune.output import figures as plotmod
-from colltune.output.report.data import Provenance, read_runs
+from colltune.output.report.application import application_section
+from colltune.output.report.data import Provenance, read_applications, read_runs
 from colltune.output.report.heat import heat_section
 from colltune.output.report.page import CSS, SCRIPT, FigureEntry, ReportParts, esc
 from colltune.output.report.load import load_section
@@ -61,9 +63,12 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
                  model: dict | None = None, model_note: str | None = None, dpi: int = 100,
                  surface_algo: str | None = None,
                  include_oversubscribed: bool = False,
-                 simulated: pd.DataFrame | None = None) -> tuple[str, ReportParts]:
+                 simulated: pd.DataFrame | None = None,
+                 applications: list[dict] | None = None) -> tuple[str, ReportParts]:
     """The HTML text of the report and what it holds (figures, notes). `simulated`:
-    simulated points (SimGrid), shown in a section of their own, never mixed in."""
+    simulated points (SimGrid), shown in a section of their own, never mixed in.
+    `applications`: the application comparisons of the study's rules
+    (results.reader.study_app_comparisons), in a section of their own."""
     palette = palette or plotmod.Palette()
     parts = ReportParts()
     if runs is None:
@@ -84,6 +89,8 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
     tuned = tune_section(df[df["collective"].isin(colls)], parts, palette, dpi,
                          include_oversubscribed) if colls else ""
     body.append(tuned)
+    app_html = application_section(applications or [])
+    body.append(app_html)
     loaded = load_section(df[df["collective"].isin(colls)], parts, palette, dpi) if colls else ""
     body.append(loaded)
     if colls:  # bulky tables: on screen only, one line in print
@@ -103,6 +110,7 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
            + "".join(f'<li><a href="#coll-{esc(c)}">{esc(c)}: figures</a></li>' for c in colls)
            + ('<li><a href="#coll-heat">Heat diffusion</a></li>' if has_heat else "")
            + ('<li><a href="#tune">Rules (colltune tune)</a></li>' if tuned else "")
+           + ('<li><a href="#application">Application</a></li>' if app_html else "")
            + ('<li><a href="#load">Load</a></li>' if loaded else "")
            + ('<li><a href="#models">Regression models</a></li>' if colls else "")
            + ('<li><a href="#simulated">Simulated points (not measurements)</a></li>'

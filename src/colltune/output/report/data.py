@@ -62,3 +62,15 @@ def read_runs(db_path, study: str | None, df: pd.DataFrame) -> Provenance:
         for rid, g in units[units["run_id"].isin(prov.runs["run_id"])].groupby("run_id"):
             prov.launches[rid] = list(dict.fromkeys(g["command"].dropna().astype(str)))
     return prov
+
+
+def read_applications(db_path, study: str | None) -> list[dict]:
+    """The application comparisons of the study's rules (the "Application" section)."""
+    names = [x.strip() for x in study.split(",") if x.strip()] if study else [None]
+    seen, out = set(), []
+    for name in names:
+        for c in reader.study_app_comparisons(db_path, name):
+            if c["id"] not in seen:
+                seen.add(c["id"])
+                out.append(c)
+    return out

@@ -1,0 +1,262 @@
+"""Tuning for one application: `colltune study from-profile` (a study from the profile
+of `colltune run --profile`) and the rendering of the comparisons of `colltune run
+--compare` and `colltune autotune`. The work is in colltune.tuning.from_profile,
+colltune.tuning.appcompare and colltune.tuning.autotune."""
+
+from __future__ import annotations
+
+import statistics
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from colltune.base.files import check_writable
+from colltune.base.units import fmt_size
+from colltune.drivers import registry
+from colltune.results import db as db_mod
+from colltune.rules import interpose
+from colltune.studies import study as study_mod
+from colltune.tuning import appcompare, from_profile
+from colltune.tuning import autotune as autotune_mod
+from ._common import (MPI_HELP, Command, build_or_fail, command, db_option, fail, out,
+                      oversubscribe_options, write_or_keep)
+from .rules import Group
+from . import sweep as sweep_cli
+from . import tune as tune_cli
+
+
+def parse_share(text: str) -> float:
+    """`90%`, `90` or `0.9` -> 0.9."""
+    t = str(text).strip()
+    pct = t.endswith("%")
+    try:
+        v = float(t.rstrip("%").strip())
+    except ValueError:
+        fail(f"--share {text}: a share of the collective time, e.g. 90% or 0.9")
+    if pct or v > 1:
+        v /= 100
+    if not 0 < v <= 1:
+        fail(f"--share {text}: between 0 and 100 %")
+    return v
+
+
+def print_plan(pl) -> None:
+    t = Table(title=f"{pl.source}: {100 * pl.covered:.1f} % of the collective time "
+                    f"({pl.total_s:.6g} s a rank) in {len(pl.cells)} cells",
+              title_justify="left")
+    for h in ("collective", "np", "bucket", "sizes the program used", "calls", "share", "measured"):
+        t.add_column(h, justify="right" if h in ("np", "calls", "share") else "left")
+    for c in pl.cells:
+        sizes = ", ".join(fmt_size(s) for s in c.sizes) + (" (and more)" if c.capped else "")
+        if not c.observed:
+            sizes += " (centre: no sizes in the profile)"
+        t.add_row(escape(c.label), str(c.np), c.bucket_text(), sizes, str(c.calls),
+                  f"{100 * c.share:.1f} %", "yes" if c.measured else f"no: {escape(c.why_not)}")
+    out.print(t)
+    if pl.left:
+        out.print(f"beyond the share: {len(pl.left)} more cells, "
+                  f"{100 * sum(c.share for c in pl.left):.1f} % of the time", highlight=False)
+
+
+@click.group(name="study", cls=Group)
+def study() -> None:
+    """Study files made for you (colltune sweep STUDY.toml measures them)."""
+
+
+@study.command("from-profile", cls=Command)
+@click.argument("profile", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
+              help="The study file to write (TOML); checked before anything is read.")
+@click.option("--share", default="90%", show_default=True,
+              help="The share of the program's collective time to cover: the cells "
+                   "(collective, communicator size, size bucket) in order of time until it.")
+@click.option("--reps", type=click.IntRange(1), default=5, show_default=True,
+              help="Repetitions of the study (separate launches).")
+@click.option("--library/--no-library", default=True, show_default=True,
+              help="Also the MPI library's own algorithms as candidates (each a launch of "
+                   "its own; rules for --target openmpi/mpich).")
+@click.option("--name", help="The study's name (default: from the profile's file name).")
+@click.option("--mpi", "mpi_spec", help=MPI_HELP + " (the one the program is built with).")
+def from_profile_cmd(profile, output, share, reps, library, name, mpi_spec) -> None:
+    """A study of what an application's profile (colltune run --profile) says carries
+    its collective time: the collectives, communicator sizes and sizes it really used,
+    with every colltune algorithm (parameter grids included), native and the library's
+    own as candidates. Collectives colltune cannot change are listed, not measured."""
+    check_writable(output, "-o")
+    frac = parse_share(share)
+    build = build_or_fail(mpi_spec)
+    pl, text = from_profile.make_study(profile, frac, build, reps=reps, library=library, name=name,
+                          mpi=mpi_spec)
+    print_plan(pl)
+    write_or_keep(output, text, "study.toml")
+    out.print(f"wrote {output}: colltune sweep {output} measures it", highlight=False)
+
+
+# ------------------------------------------------------------- run --compare
+
+def compare_options(f):
+    """The options of `colltune run --compare` (cli/interpose.py run)."""
+    for opt in reversed([
+        click.option("--compare", multiple=True, type=click.Path(dir_okay=False),
+                     metavar="RULES", help="Run the program alternately with the library's "
+                     "defaults and with this rules file (give it twice: one file against the "
+                     "other), --reps times each, and say whether it changed beyond the noise."),
+        click.option("--reps", type=click.IntRange(1), default=5, show_default=True,
+                     help="--compare: runs of each side (4 or more to tell a difference)."),
+        click.option("--metric", metavar="REGEX",
+                     help="--compare: the program's own figure (a time: lower is better), the "
+                          "last number this expression matches in its output (its first "
+                          "group), instead of the wall time."),
+        db_option(help="--compare: the results database the runs are stored in.")]):
+        f = opt(f)
+    return f
+
+
+def run_compare(rules_files: list[str], reps: int, metric: str | None, mpi_spec: str | None,
+                db_path: str | None, cmd: list[str], timeout: float | None = None):
+    """`colltune run --compare RULES [--compare RULES2] --reps N -- CMD`: the program's
+    time without and with the rules (or with each file), with the evidence."""
+    if len(rules_files) > 2:
+        fail("--compare: one rules file (against the library's defaults) or two")
+    if not cmd:
+        fail("nothing to run: give the command after --, e.g. colltune run --compare FILE "
+             "--reps 5 -- mpirun -np 4 ./app")
+    appcompare.compile_metric(metric)
+    for f in rules_files:  # the files' form first, before any build
+        interpose.settings(rules=f)
+    db_mod.check_writable(db_path or db_mod.default_path())
+    build = build_or_fail(mpi_spec)
+    algos = registry.algorithms(build, hidden=True)
+    sides = [appcompare.side(build, f, algos) for f in rules_files]
+    a, b = (appcompare.side(build, None), sides[0]) if len(sides) == 1 else sides
+    if a.label == b.label:  # two files of the same name in different folders
+        a = appcompare.Side(a.rules or a.label, a.rules, a.sha256, a.env)
+        b = appcompare.Side(b.rules or b.label, b.rules, b.sha256, b.env)
+    return show_compare(cmd, a, b, reps, metric, build, db_path, timeout)
+
+
+def show_compare(cmd, a, b, reps, metric, build, db_path, timeout=None):
+    """Run a comparison, a line per run as it ends, then the table and the answer."""
+    out.print(f"A: {escape(a.label)}" + (f" ({a.rules}, sha256 {a.sha256[:12]})" if a.rules
+                                         else " (the program as it is, nothing preloaded)"),
+              highlight=False)
+    out.print(f"B: {escape(b.label)}" + (f" ({b.rules}, sha256 {b.sha256[:12]})" if b.rules
+                                         else ""), highlight=False)
+    total = 2 * reps
+
+    def on_run(r, s, res):
+        fig = f", figure {r.metric:g}" if r.metric is not None else ""
+        out.print(f"run {r.position + 1}/{total} {r.side} ({escape(s.label)}): "
+                  f"{r.wall_s:.3f} s{fig}", highlight=False)
+
+    cmp = appcompare.run_compare(list(cmd), a, b, reps, build=build, metric=metric,
+                                 db_path=db_path,
+                                 timeout=timeout or appcompare.RUN_TIMEOUT_S, on_run=on_run)
+    render_comparison(cmp)
+    return cmp
+
+
+def render_comparison(cmp) -> None:
+    unit = "" if cmp.metric else " (s)"
+    t = Table(title=f"{cmp.what()}, {len(cmp.complete_pairs())} pairs (AB BA ...)",
+              title_justify="left")
+    for h in ("side", "runs", f"median{unit}", f"min{unit}", f"each run in pair order{unit}"):
+        t.add_column(h, justify="left" if h == "side" else "right")
+    for key, s in (("A", cmp.a), ("B", cmp.b)):
+        v = cmp.values(key)
+        if not v:
+            continue
+        t.add_row(f"{key}: {escape(s.label)}", str(len(v)), f"{statistics.median(v):.4g}",
+                  f"{min(v):.4g}", " ".join(f"{x:.4g}" for x in v))
+    out.print(t)
+    out.print(escape(cmp.answer()), highlight=False)
+    out.print(f"stored: run {cmp.run_id} of kind app-compare (colltune results --runs --run "
+              f"{cmp.run_id})", highlight=False)
+
+
+# ------------------------------------------------------------------ autotune
+
+@command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--dir", "dir_", default="autotune", show_default=True,
+              type=click.Path(file_okay=False),
+              help="The loop's folder: profile.json, study.toml and rules are kept there, "
+                   "and a rerun resumes from them.")
+@click.option("--share", default="90%", show_default=True,
+              help="The share of the program's collective time the study covers.")
+@click.option("--study-reps", type=click.IntRange(1), default=5, show_default=True,
+              help="Repetitions of the study (separate launches of each configuration).")
+@click.option("--reps", type=click.IntRange(1), default=5, show_default=True,
+              help="Runs of the program on each side of the final comparison.")
+@click.option("--metric", metavar="REGEX",
+              help="The program's own figure (a time: lower is better) instead of its wall "
+                   "time: the last number this expression matches in its output.")
+@click.option("--library/--no-library", default=False, show_default=True,
+              help="Also measure the MPI library's own algorithms (the rules are colltune's, "
+                   "applied by the interposition library, so they cannot be chosen).")
+@click.option("--new", is_flag=True,
+              help="Profile the program and make the study afresh (else those in --dir).")
+@click.option("--mpi", "mpi_spec", help=MPI_HELP + " (the one the program is built with).")
+@db_option()
+@oversubscribe_options
+@click.argument("cmd", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def autotune(ctx, dir_, share, study_reps, reps, metric, library, new, mpi_spec, db_path,
+             oversubscribe, force, cmd) -> None:
+    """The whole loop for one application: a profiled run, the study of what carries its
+    collective time, that study measured, the rules from it (their quality weighted by
+    the profile), the program run with the library's defaults and with the rules in
+    alternation, and one answer: the rules file to use, or keep the library's defaults.
+    Ctrl-C keeps what was measured; a rerun resumes. docs/application-tuning.md."""
+    argv = list(cmd)
+    if not argv:
+        fail("nothing to run: give the command after --, e.g. colltune autotune -- mpirun "
+             "-np 4 ./app")
+    frac = parse_share(share)
+    appcompare.compile_metric(metric)
+    dbp = db_path or str(db_mod.default_path())
+    db_mod.check_writable(dbp)
+    wd = autotune_mod.workdir(dir_)
+    build = build_or_fail(mpi_spec)
+    step = "[bold]autotune[/]"
+    if new or not wd.profile.exists():
+        out.print(f"{step} 1/5: a profiled run (the library's defaults) -> {wd.profile}",
+                  highlight=False)
+        autotune_mod.profile_run(argv, build, wd.profile)
+    else:
+        out.print(f"{step} 1/5: the profile in {wd.profile} (--new profiles again)",
+                  highlight=False)
+    out.print(f"{step} 2/5: the study of what carries its collective time -> {wd.study}",
+              highlight=False)
+    if new or not wd.study.exists():
+        pl, text = autotune_mod.make_study(argv, wd, frac, build, reps=study_reps,
+                                           library=library, mpi=mpi_spec)
+        print_plan(pl)
+        write_or_keep(wd.study, text, "study.toml")
+    s = study_mod.load(wd.study)
+    out.print(f"{step} 3/5: measuring it (resumable: a rerun skips what is stored)",
+              highlight=False)
+    try:  # Ctrl-C: the sweep keeps what it measured and stops here (exit 130)
+        ctx.invoke(sweep_cli.sweep, study_file=str(wd.study), db_path=dbp, mpi_spec=mpi_spec,
+                   oversubscribe=oversubscribe, force=force)
+    except SystemExit as exc:
+        if exc.code != 1:
+            raise
+        out.print("note: some launches failed or differed from the library's result (stored "
+                  "as such): the rules come from what was measured", highlight=False)
+    out.print(f"{step} 4/5: the rules, weighted by the profile -> {wd.rules}", highlight=False)
+    ctx.invoke(tune_cli.tune, db_path=dbp, study=s.name, target="colltune",
+               output=str(wd.rules), profile_path=str(wd.profile))
+    out.print(f"{step} 5/5: the program with the library's defaults and with the rules, "
+              f"{reps} runs each, alternating", highlight=False)
+    a = appcompare.side(build, None)
+    b = appcompare.side(build, str(wd.rules), registry.algorithms(build, hidden=True))
+    cmp = show_compare(argv, a, b, reps, metric, build, dbp)
+    ans = autotune_mod.answer(cmp, wd.rules, argv)
+    native = " (every rule says native: the library's own)" \
+        if autotune_mod.all_native(wd.rules) else ""
+    out.print("")
+    out.print(f"[bold]answer:[/] {escape(ans.line)}", highlight=False)
+    out.print(f"  the program with the rules{native}: {escape(ans.evidence)}", highlight=False)
+    out.print(f"  kept: {wd.profile}, {wd.study}, {wd.rules}; stored in {dbp} (study "
+              f"{s.name}, comparison run {cmp.run_id})", highlight=False)
