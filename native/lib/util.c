@@ -295,3 +295,23 @@ int ct_unpack_stream(const char *in, void *buf, int count, MPI_Datatype dt, cons
     }
     return MPI_SUCCESS;
 }
+
+int ct_to_stream(const void *buf, int count, MPI_Datatype dt, const ct_type_t *t, int dense,
+                 char *out, MPI_Comm comm) {
+    if (dense) {
+        CT_SIM_CHARGE(CT_SIM_COPY, (double)count * t->size); /* SMPI only (simcharge.h) */
+        memcpy(out, (const char *)buf + t->true_lb, (size_t)count * (size_t)t->size);
+        return MPI_SUCCESS;
+    }
+    return ct_pack_stream(buf, count, dt, t, out, comm);
+}
+
+int ct_from_stream(const char *in, void *buf, int count, MPI_Datatype dt, const ct_type_t *t,
+                   int dense, MPI_Comm comm) {
+    if (dense) {
+        CT_SIM_CHARGE(CT_SIM_COPY, (double)count * t->size); /* SMPI only (simcharge.h) */
+        memcpy((char *)buf + t->true_lb, in, (size_t)count * (size_t)t->size);
+        return MPI_SUCCESS;
+    }
+    return ct_unpack_stream(in, buf, count, dt, t, comm);
+}
