@@ -355,6 +355,16 @@ MPICH: dict[str, tuple[LibAlgo, ...]] = {
         _m("allgatherv", "recursive_doubling"),
         _m("allgatherv", "ring"),
     ),
+    "gatherv": (
+        _m("gatherv", "linear", "linear_nb",
+           note="the root posts every receive at once: colltune's linear_nb"),
+        _m("gatherv", "nb", note="built on the nonblocking Igatherv"),
+    ),
+    "scatterv": (
+        _m("scatterv", "linear", "linear_nb",
+           note="the root posts every send at once: colltune's linear_nb"),
+        _m("scatterv", "nb", note="built on the nonblocking Iscatterv"),
+    ),
 }
 
 MPICH_COMMON_ENV = {"MPIR_CVAR_DEVICE_COLLECTIVES": "none"}
