@@ -456,6 +456,7 @@ CT_DECL_GATHERV(ct_gatherv_native);
 CT_DECL_GATHERV(ct_gatherv_linear);
 CT_DECL_GATHERV(ct_gatherv_linear_nb);
 CT_DECL_GATHERV(ct_gatherv_binomial);
+CT_DECL_GATHERV(ct_gatherv_broken); /* test-only: corrupts data on purpose */
 CT_DECL_SCATTERV(ct_scatterv_native);
 CT_DECL_SCATTERV(ct_scatterv_linear);
 CT_DECL_SCATTERV(ct_scatterv_linear_nb);

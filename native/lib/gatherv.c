@@ -461,3 +461,23 @@ int ct_scatterv_binomial(const void *sbuf, const int *scounts, const int *displs
         return sv_binomial_root(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, np, comm);
     return sv_binomial_nonroot(rbuf, rcount, rdt, root, np, (r - root + np) % np, comm);
 }
+
+/* Test-only (hidden): binomial, then the root corrupts the first byte of the first
+ * non-empty block of another rank -- proves that the checks can fail. */
+int ct_gatherv_broken(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                      const int *rcounts, const int *displs, MPI_Datatype rdt, int root,
+                      MPI_Comm comm, const ct_params_t *prm) {
+    int np, r;
+    ct_type_t t;
+    CT_CHECK(ct_gatherv_binomial(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm,
+                                 prm));
+    CT_CHECK(ct_comm_geom(comm, &np, &r));
+    if (r != root) return MPI_SUCCESS;
+    CT_CHECK(ct_type(rdt, &t));
+    for (int j = 0; j < np; j++)
+        if (j != root && nbytes(rcounts[j], &t) > 0) {
+            *((unsigned char *)ct_elem(rbuf, displs[j], &t) + t.true_lb) ^= 0xFFu;
+            break;
+        }
+    return MPI_SUCCESS;
+}

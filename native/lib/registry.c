@@ -522,6 +522,10 @@ static const entry_t table[] = {
       "binomial tree: subtrees collect their blocks and forward them upwards, each "
       "preceded by its byte total (the root knows the counts)", NULL },
       AUTO_NONE },
+    { { "_broken", CT_GATHERV, { .gatherv = ct_gatherv_broken }, 0, { { 0 } }, CT_HIDDEN,
+      NULL, V_TREE_COST,
+      "TEST ONLY: binomial, then the root corrupts one byte of another rank's block", NULL },
+      AUTO_NONE },
     { { "native", CT_SCATTERV, { .scatterv = ct_scatterv_native }, 0, { { 0 } }, 0, NULL,
       NULL, "the MPI library's own MPI_Scatterv", NULL },
       AUTO_NONE },
