@@ -308,6 +308,27 @@ int ct_alltoall_broken(const void *sbuf, int scount, MPI_Datatype sdt, void *rbu
     return MPI_SUCCESS;
 }
 
+/* MPI_IN_PLACE for Alltoall(v): the algorithms get a copy of the receive buffer's
+ * blocks (block j: rcounts[j] elements at rdispls[j]) as their send buffer. */
+int ct_a2a_inplace_copy(const void *rbuf, const int *rcounts, const int *rdispls,
+                        MPI_Datatype rdt, int p, void **raw, const void **sbuf) {
+    ct_type_t t;
+    CT_CHECK(ct_type(rdt, &t));
+    MPI_Aint n = 0;
+    for (int j = 0; j < p; j++)
+        if (rcounts[j] > 0 && (MPI_Aint)rdispls[j] + rcounts[j] > n)
+            n = (MPI_Aint)rdispls[j] + rcounts[j];
+    char *tmp = ct_tmp_alloc(n, &t, raw);
+    if (!tmp)
+        return ct_set_error(MPI_ERR_NO_MEM, "alltoall: out of memory (copy of the receive "
+                            "buffer for MPI_IN_PLACE)");
+    for (int j = 0; j < p; j++)
+        CT_CHECK(ct_copy((const char *)rbuf + (MPI_Aint)rdispls[j] * t.extent,
+                         tmp + (MPI_Aint)rdispls[j] * t.extent, rcounts[j], rdt));
+    *sbuf = tmp;
+    return MPI_SUCCESS;
+}
+
 /* ---- Alltoallv ------------------------------------------------------------- */
 
 int ct_alltoallv_native(const void *sbuf, const int *scounts, const int *sdispls,

@@ -312,6 +312,27 @@ int ct_run_reduce(int algo, const void *sbuf, void *rbuf, int count, MPI_Datatyp
 int ct_run_gather(int algo, const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                   int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
 
+/* MPI_IN_PLACE for Alltoall(v) (alltoall.c, for the dispatcher): a copy of the
+ * receive buffer's blocks (block j: rcounts[j] elements at rdispls[j]) as the send
+ * buffer; free(*raw) afterwards. */
+int ct_a2a_inplace_copy(const void *rbuf, const int *rcounts, const int *rdispls,
+                        MPI_Datatype rdt, int p, void **raw, const void **sbuf);
+
+/* The first half of a collective call made in dispatch.c for entry points in other
+ * files (dispatch_v.c): the communicator's facts (size, rank) and the algorithm to run
+ * (*ra, its choice *run, a declared fallback's in fb), recorded for ct_last_dispatch;
+ * then the communicator it runs on (the caller's for native, else the private
+ * duplicate: collective on first use). k must stay where it is between the two. */
+typedef struct {
+    ct_choice_t fb;
+    const ct_choice_t *run;
+    const ct_algo_t *ra;
+    void *ci; /* dispatch.c's facts of the communicator */
+    int size, rank;
+} ct_call_t;
+int ct_call_begin(ct_coll_t coll, const ct_choice_t *c, MPI_Comm comm, ct_call_t *k);
+int ct_call_comm(const ct_call_t *k, ct_coll_t coll, MPI_Comm comm, MPI_Comm *pc);
+
 /* ---- algorithm implementations (one source file per collective) ---------- */
 #define CT_DECL_BCAST(name) \
     int name(void *, int, MPI_Datatype, int, MPI_Comm, const ct_params_t *)

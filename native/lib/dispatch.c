@@ -599,27 +599,6 @@ int ct_allreduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count,
     return fn(sbuf, rbuf, count, dt, op, pc, &run->params);
 }
 
-/* MPI_IN_PLACE for Alltoall(v): the algorithms get a copy of the receive buffer's
- * blocks (block j: rcounts[j] elements at rdispls[j]) as their send buffer. */
-static int inplace_copy(const void *rbuf, const int *rcounts, const int *rdispls,
-                        MPI_Datatype rdt, int p, void **raw, const void **sbuf) {
-    ct_type_t t;
-    CT_CHECK(ct_type(rdt, &t));
-    MPI_Aint n = 0;
-    for (int j = 0; j < p; j++)
-        if (rcounts[j] > 0 && (MPI_Aint)rdispls[j] + rcounts[j] > n)
-            n = (MPI_Aint)rdispls[j] + rcounts[j];
-    char *tmp = ct_tmp_alloc(n, &t, raw);
-    if (!tmp)
-        return ct_set_error(MPI_ERR_NO_MEM, "alltoall: out of memory (copy of the receive "
-                            "buffer for MPI_IN_PLACE)");
-    for (int j = 0; j < p; j++)
-        CT_CHECK(ct_copy((const char *)rbuf + (MPI_Aint)rdispls[j] * t.extent,
-                         tmp + (MPI_Aint)rdispls[j] * t.extent, rcounts[j], rdt));
-    *sbuf = tmp;
-    return MPI_SUCCESS;
-}
-
 int ct_alltoall(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
                 void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm) {
     CALL_VARS;
@@ -651,7 +630,7 @@ int ct_alltoall(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype
             cd[j] = b.per;
             cd[p + j] = j * b.per;
         }
-        rc = inplace_copy(rbuf, cd, cd + p, b.dt, p, &raw, &copy);
+        rc = ct_a2a_inplace_copy(rbuf, cd, cd + p, b.dt, p, &raw, &copy);
         ct_blk_free(&b);
     }
     free(cd);
@@ -686,7 +665,7 @@ int ct_alltoallv(const ct_choice_t *c, const void *sbuf, const int *scounts,
         return fn(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, pc, &run->params);
     void *raw = NULL;
     const void *copy = NULL;
-    int rc = inplace_copy(rbuf, rcounts, rdispls, rdt, p, &raw, &copy);
+    int rc = ct_a2a_inplace_copy(rbuf, rcounts, rdispls, rdt, p, &raw, &copy);
     if (rc == MPI_SUCCESS)
         rc = fn(copy, rcounts, rdispls, rdt, rbuf, rcounts, rdispls, rdt, pc, &run->params);
     free(raw);
@@ -812,59 +791,18 @@ int ct_allgatherv(const ct_choice_t *c, const void *sbuf, int scount, MPI_Dataty
     return fn(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, pc, &run->params);
 }
 
-/* Gatherv and Scatterv: the root checks the counts it alone knows; every rank its own
- * block's arguments. No early return: a rank cannot tell that the others' blocks are
- * empty too (the algorithms skip empty blocks, by their bytes). */
-static int v_root_check(ct_coll_t coll, int root, int p, int r, const int *counts,
-                        const int *displs, const char *what) {
-    if (root < 0 || root >= p)
-        return ct_set_error(MPI_ERR_ROOT, "%s: root %d is not a rank of a %d-process "
-                            "communicator", ct_coll_name(coll), root, p);
-    if (r != root) return MPI_SUCCESS;
-    if (!counts || !displs)
-        return ct_set_error(MPI_ERR_ARG, "%s: %s or displs is NULL at the root",
-                            ct_coll_name(coll), what);
-    for (int j = 0; j < p; j++)
-        if (counts[j] < 0)
-            return ct_set_error(MPI_ERR_COUNT, "%s: %s[%d] = %d is negative",
-                                ct_coll_name(coll), what, j, counts[j]);
-    return MPI_SUCCESS;
+/* ---- entry points of other files (dispatch_v.c: Gatherv, Scatterv) ---------------- */
+int ct_call_begin(ct_coll_t coll, const ct_choice_t *c, MPI_Comm comm, ct_call_t *k) {
+    comm_info_t *ci;
+    CT_CHECK(comm_info(coll, comm, &ci));
+    k->ci = ci;
+    k->size = ci->g.size;
+    k->rank = ci->g.rank;
+    return resolve(c, coll, k->size, 0, MPI_OP_NULL, &k->fb, &k->run, &k->ra);
 }
 
-int ct_gatherv(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
-               void *rbuf, const int *rcounts, const int *displs, MPI_Datatype rdt, int root,
-               MPI_Comm comm) {
-    CALL_VARS;
-    CT_CHECK(comm_info(CT_GATHERV, comm, &ci));
-    CT_CHECK(resolve(c, CT_GATHERV, ci->g.size, 0, MPI_OP_NULL, &fb, &run, &ra));
-    const int r = ci->g.rank;
-    CT_CHECK(v_root_check(CT_GATHERV, root, ci->g.size, r, rcounts, displs, "recvcounts"));
-    if (sbuf == MPI_IN_PLACE && r != root)
-        return ct_set_error(MPI_ERR_BUFFER, "gatherv: MPI_IN_PLACE is only valid at the root");
-    if (sbuf != MPI_IN_PLACE && scount < 0)
-        return ct_set_error(MPI_ERR_COUNT, "gatherv: sendcount %d is negative", scount);
-    MPI_Comm pc;
-    CT_CHECK(run_comm(run, CT_GATHERV, comm, ci, &pc));
-    return ra->fn.gatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, pc,
-                          &run->params);
-}
-
-int ct_scatterv(const ct_choice_t *c, const void *sbuf, const int *scounts,
-                const int *displs, MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt,
-                int root, MPI_Comm comm) {
-    CALL_VARS;
-    CT_CHECK(comm_info(CT_SCATTERV, comm, &ci));
-    CT_CHECK(resolve(c, CT_SCATTERV, ci->g.size, 0, MPI_OP_NULL, &fb, &run, &ra));
-    const int r = ci->g.rank;
-    CT_CHECK(v_root_check(CT_SCATTERV, root, ci->g.size, r, scounts, displs, "sendcounts"));
-    if (rbuf == MPI_IN_PLACE && r != root)
-        return ct_set_error(MPI_ERR_BUFFER, "scatterv: MPI_IN_PLACE is only valid at the root");
-    if (rbuf != MPI_IN_PLACE && rcount < 0)
-        return ct_set_error(MPI_ERR_COUNT, "scatterv: recvcount %d is negative", rcount);
-    MPI_Comm pc;
-    CT_CHECK(run_comm(run, CT_SCATTERV, comm, ci, &pc));
-    return ra->fn.scatterv(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, pc,
-                           &run->params);
+int ct_call_comm(const ct_call_t *k, ct_coll_t coll, MPI_Comm comm, MPI_Comm *pc) {
+    return run_comm(k->run, coll, comm, (comm_info_t *)k->ci, pc);
 }
 
 /* ---- inner algorithms of composites (already on a private communicator) --- */
