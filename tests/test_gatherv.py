@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from colltune.base.collectives import COLLECTIVES, ROOT_KNOWS_COUNTS, per_process
+from colltune.base.collectives import COLLECTIVES, SIZE_BLIND, per_process
 from colltune.drivers import bench as bench_mod
 from colltune.drivers import registry, verify
 from colltune.mpi import launch
@@ -101,7 +101,7 @@ def test_registry_rows_and_library_candidates():
         assert all(not rows[n]["constraints"] and rows[n]["fallback"] is None for n in ALGOS)
         assert "log2(p)" in rows["binomial"]["cost"]
         assert per_process(coll)
-    assert set(ROOT_KNOWS_COUNTS) == set(VCOLLS)
+    assert set(SIZE_BLIND) == {*VCOLLS, "alltoallv"}
     # MPICH's names (Open MPI 5.0's coll/tuned has none for either)
     assert L.lib_env(FAKE_MPICH, "gatherv", "mpich:linear_nb")[
         "MPIR_CVAR_GATHERV_INTRA_ALGORITHM"] == "linear"

@@ -218,6 +218,7 @@ PARITY_BAD = {
     "ppn twice": (H + GOOD + "bcast 2 - 100 - binomial - ppn=1 ppn=2\n", 3),
     "gatherv by size": (H + GOOD + "gatherv 2 - 100 - binomial -\n", 3),
     "scatterv by size": (H + GOOD + "scatterv 2 - 0 4096 linear -\n", 3),
+    "alltoallv by size": (H + GOOD + "alltoallv 2 - 64 - pairwise -\n", 3),
 }
 PARITY_GOOD = {
     "the demo file": RULES,

@@ -341,9 +341,9 @@ static long long rooted_size(int r, int root, int np, int in_place, int mcount,
  * the library's own call or ours (`d->choice`); finish(). */
 #define CT_INTERCEPT(C, SIZE, LIBRARY_CALL, OUR_CALL)                                   \
     CT_INTERCEPT_AS(C, SIZE, size, LIBRARY_CALL, OUR_CALL)
-/* The same, the decision made for DECIDE_SIZE (an expression in `size`): Gatherv and
- * Scatterv decide for size 0 (only the root knows the counts, and every rank must run
- * the same algorithm; their rules hold for every size, pmpi_rules.c) */
+/* The same, the decision made for DECIDE_SIZE (an expression in `size`): Alltoallv,
+ * Gatherv and Scatterv decide for size 0 (a rank knows only its own counts, and every
+ * rank must run the same algorithm; their rules hold for every size, pmpi_rules.c) */
 #define CT_INTERCEPT_AS(C, SIZE, DECIDE_SIZE, LIBRARY_CALL, OUR_CALL)                   \
     do {                                                                                \
         int np, r;                                                                      \
@@ -431,11 +431,14 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int
 int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype sdt,
                   void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rdt,
                   MPI_Comm comm) {
-    CT_INTERCEPT(CT_ALLTOALLV,
-                 alltoallv_size(sbuf, scounts, sdispls, sdt, rcounts, rdispls, rdt, np),
-                 PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm),
-                 ct_alltoallv(&d->choice, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls,
-                              rdt, comm));
+    /* decided for size 0, as Gatherv and Scatterv: each rank's size is its own (what it
+     * receives), and ranks that chose differently would not send the same messages */
+    CT_INTERCEPT_AS(CT_ALLTOALLV,
+                    alltoallv_size(sbuf, scounts, sdispls, sdt, rcounts, rdispls, rdt, np), 0,
+                    PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt,
+                                   comm),
+                    ct_alltoallv(&d->choice, sbuf, scounts, sdispls, sdt, rbuf, rcounts,
+                                 rdispls, rdt, comm));
 }
 
 int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,

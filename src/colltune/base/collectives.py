@@ -15,10 +15,14 @@ COLLECTIVES = ("bcast", "reduce", "gather", "allgather", "allreduce", "alltoall"
 PER_PROCESS = ("gather", "allgather", "alltoall", "alltoallv", "scatter",
                "reduce_scatter_block", "reduce_scatter", "allgatherv", "gatherv", "scatterv")
 
-# collectives whose counts only the root knows: every rank must run the same algorithm,
-# so the interposition library chooses for them by the process count alone, and a
-# colltune rules file's lines for them cover every size (SIZE_MIN 0, SIZE_MAX -)
-ROOT_KNOWS_COUNTS = ("gatherv", "scatterv")
+# collectives whose size differs from rank to rank: a rank knows only its own counts
+# (Alltoallv: what it receives; Gatherv, Scatterv: its own block, the root all of them),
+# and every rank must run the same algorithm (two algorithms need not send the same
+# messages, empty ones included), so the interposition library chooses for them by the
+# process count alone, and a colltune rules file's lines for them cover every size
+# (SIZE_MIN 0, SIZE_MAX -); Open MPI's coll/tuned measures every Alltoallv as 0 bytes
+# for the same reason
+SIZE_BLIND = ("alltoallv", "gatherv", "scatterv")
 
 
 def per_process(collective: str) -> bool:

@@ -57,7 +57,7 @@ from colltune.analysis import evidence
 from colltune.analysis import load as load_analysis
 from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.results import reader
-from colltune.base.collectives import COLLECTIVES, ROOT_KNOWS_COUNTS
+from colltune.base.collectives import COLLECTIVES, SIZE_BLIND
 from colltune.base.specs import is_lib_spec, parse_params
 from colltune.rules.ruleset import TARGETS, LoadClass, Rule, RuleSet, make_params
 from colltune.base.lazy import LazyModule
@@ -462,13 +462,13 @@ def _ppn_between(q1: int, g1: pd.DataFrame, q2: int, g2: pd.DataFrame) -> list:
 
 
 def one_choice_per_np(ch: pd.DataFrame, groups: list[str]) -> pd.DataFrame:
-    """Gatherv and Scatterv (ROOT_KNOWS_COUNTS) in a colltune rules file: every rank must
-    run the same algorithm and only the root knows the counts, so the interposition
-    library chooses for them by the process count alone. At each process count (of each
+    """Alltoallv, Gatherv and Scatterv (SIZE_BLIND) in a colltune rules file: every rank
+    must run the same algorithm and a rank knows only its own counts, so the
+    interposition library chooses for them by the process count alone. At each process count (of each
     group), of the labels chosen at some size, the one whose times are the least above
     each size's best (the geometric mean of its regret over the sizes, all of which it
     must have run) becomes the choice at every size. Other collectives' rows unchanged."""
-    mine = ch["collective"].isin(ROOT_KNOWS_COUNTS)
+    mine = ch["collective"].isin(SIZE_BLIND)
     if not mine.any():
         return ch
     parts = [ch[~mine]]
