@@ -27,6 +27,9 @@ def test_ompi_table_matches_ompi_info(ompi_build):
     specs can set, as this Open MPI's ompi_info reports them."""
     enums, params = L.ompi_info_algorithms(ompi_build.mpi)
     for coll in COLLECTIVES:
+        if not L.OMPI[coll]:  # gatherv, scatterv: coll/tuned has none
+            assert coll in ("gatherv", "scatterv") and coll not in enums, coll
+            continue
         assert enums[coll][0] == "ignore"
         assert {n: v for n, v in enums[coll].items() if n} == \
             {int(a.selector): a.lib_name for a in L.OMPI[coll]}, coll

@@ -216,6 +216,9 @@ PARITY_BAD = {
     "ppn reversed": (H + GOOD + "bcast 2 - 100 - binomial - ppn=4-2\n", 3),
     "ppn zero": (H + GOOD + "bcast 2 - 100 - binomial - ppn=0-\n", 3),
     "ppn twice": (H + GOOD + "bcast 2 - 100 - binomial - ppn=1 ppn=2\n", 3),
+    "gatherv by size": (H + GOOD + "gatherv 2 - 100 - binomial -\n", 3),
+    "scatterv by size": (H + GOOD + "scatterv 2 - 0 4096 linear -\n", 3),
+    "alltoallv by size": (H + GOOD + "alltoallv 2 - 64 - pairwise -\n", 3),
 }
 PARITY_GOOD = {
     "the demo file": RULES,
@@ -227,6 +230,8 @@ PARITY_GOOD = {
         "reduce 2 - 0 - in_order_binary segsize=auto\n"
         "allgather 2 - 0 - gather_bcast gather=linear,bcast=knomial socket\n"
         "allreduce 2 8 0 - reduce_bcast reduce=binomial\n"
+        "gatherv 2 - 0 - binomial -\n"
+        "scatterv 2 8 0 - linear_nb -\n"
         "gather 1 - 0 - native -\n"),
     "processes per node, either order with load": (
         H + "# load-class: quiet 0 9.5\n# load-class: busy 9.5 -\n"

@@ -270,7 +270,11 @@ def test_every_collective_has_its_rows_in_both_exporters():
     Open MPI, a size test for MPICH (the table rows a new collective needs)."""
     from colltune.base.collectives import COLLECTIVES
 
-    assert rf.EXPORTED_TO["openmpi"] == rf.EXPORTED_TO["mpich"] == rf.EXPORTED == COLLECTIVES
+    # Gatherv and Scatterv: Open MPI 5.0's coll/tuned has no algorithms for them, and
+    # MPICH's two (linear, nb) send the same messages, so rules verify cannot tell which
+    # ran: not exported (the interposition library applies colltune's rules for them)
+    assert rf.EXPORTED_TO["openmpi"] == rf.EXPORTED_TO["mpich"] == rf.EXPORTED == tuple(
+        c for c in COLLECTIVES if c not in ("gatherv", "scatterv"))
     assert {c: em.SIZE_TESTS[c] for c in ("reduce_scatter_block", "reduce_scatter",
                                           "allgatherv")} == {
         c: ("total_msg_size", True) for c in ("reduce_scatter_block", "reduce_scatter",

@@ -159,10 +159,11 @@ def test_remap():
 def test_one_collective_list():
     assert collectives.COLLECTIVES == ("bcast", "reduce", "gather", "allgather", "allreduce",
                                        "alltoall", "alltoallv", "scatter", "barrier",
-                                       "reduce_scatter_block", "reduce_scatter", "allgatherv")
+                                       "reduce_scatter_block", "reduce_scatter", "allgatherv",
+                                       "gatherv", "scatterv")
     assert [c for c in collectives.COLLECTIVES if collectives.per_process(c)] == \
         ["gather", "allgather", "alltoall", "alltoallv", "scatter", "reduce_scatter_block",
-         "reduce_scatter", "allgatherv"]
+         "reduce_scatter", "allgatherv", "gatherv", "scatterv"]
 
 
 def test_did_you_mean():

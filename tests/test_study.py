@@ -60,7 +60,7 @@ def test_per_collective_algorithms():
     (('collectives = ["bcast"]', 'collectives = ["bcats"]'),
      "study.collectives[0]: 'bcats' is not one of bcast, reduce, gather, allgather, allreduce, "
      "alltoall, alltoallv, scatter, barrier, reduce_scatter_block, reduce_scatter, allgatherv, "
-     "heat "
+     "gatherv, scatterv, heat "
      "(did you mean 'bcast'?)"),
     (("processes = [2, 3]", 'processes = [2, "x"]'),
      "study.processes[1]: 'x' is not a process count"),

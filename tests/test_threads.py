@@ -41,7 +41,7 @@ FORCED = {"bcast": "binomial", "reduce": "binomial", "gather": "binomial",
           "alltoallv": "pairwise", "scatter": "binomial", "barrier": "double_ring"}
 # mpi4py's tests also call these (colltune-threads does not)
 MPI4PY_FORCED = {**FORCED, "reduce_scatter_block": "butterfly", "reduce_scatter": "butterfly",
-                 "allgatherv": "ring"}
+                 "allgatherv": "ring", "gatherv": "binomial", "scatterv": "binomial"}
 THREADS, ROUNDS = 4, 40
 
 

@@ -672,3 +672,25 @@ def test_sweep_and_tune_reduce_scatter(tmp_path, ompi_build):
     assert set(rules) == {"reduce_scatter_block", "reduce_scatter"}, rules
     res = _cli("rules", "check", out)
     assert res.returncode == 0 and "a valid colltune rules file" in res.stdout, res.stderr
+
+
+def test_gatherv_rules_choose_by_process_count_alone():
+    """Alltoallv, Gatherv and Scatterv (a rank knows only its own counts; every rank must
+    choose alike): a colltune rules file has one choice per process count covering every size,
+    the per-size winner with the least geometric-mean regret over the sizes; other
+    collectives keep their size ranges."""
+    def times(c, n, s):
+        if s < 1000:  # linear wins small sizes by 10 %, binomial large ones by 2x
+            return {"native": 10.0, "linear": 5.0, "binomial": 5.5}
+        return {"native": 10.0, "linear": 10.0, "binomial": 5.0}
+
+    f = frame(grid(times, colls=("gatherv", "scatterv", "alltoallv", "gather"), nps=(2, 4),
+                   sizes=(8, 64, 1 << 16, 1 << 20)))
+    rs = tune.select(f, "colltune")
+    by = {}
+    for r in rs.rules:
+        by.setdefault(r.collective, []).append(r)
+    for coll in ("gatherv", "scatterv", "alltoallv"):
+        assert [(r.algorithm, r.size_min, r.size_max) for r in by[coll]] == \
+            [("binomial", 0, None)], by[coll]
+    assert [r.algorithm for r in by["gather"]] == ["linear", "binomial"], by["gather"]

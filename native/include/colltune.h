@@ -40,6 +40,8 @@ typedef enum {
     CT_REDUCE_SCATTER_BLOCK,
     CT_REDUCE_SCATTER,
     CT_ALLGATHERV,
+    CT_GATHERV,
+    CT_SCATTERV,
     CT_NCOLL
 } ct_coll_t;
 
@@ -152,6 +154,15 @@ typedef int (*ct_allgatherv_fn)(const void *sbuf, int scount, MPI_Datatype sdt, 
                                 const int *rcounts, const int *displs, MPI_Datatype rdt,
                                 MPI_Comm comm, const ct_params_t *p);
 
+/* Gatherv: rcounts, displs and rdt are significant at the root only; Scatterv:
+ * scounts, displs and sdt at the root only */
+typedef int (*ct_gatherv_fn)(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                             const int *rcounts, const int *displs, MPI_Datatype rdt, int root,
+                             MPI_Comm comm, const ct_params_t *p);
+typedef int (*ct_scatterv_fn)(const void *sbuf, const int *scounts, const int *displs,
+                              MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt,
+                              int root, MPI_Comm comm, const ct_params_t *p);
+
 typedef struct {
     const char *name;     /* e.g. "binomial"                                      */
     ct_coll_t coll;
@@ -168,6 +179,8 @@ typedef struct {
         ct_reduce_scatter_block_fn reduce_scatter_block;
         ct_reduce_scatter_fn reduce_scatter;
         ct_allgatherv_fn allgatherv;
+        ct_gatherv_fn gatherv;
+        ct_scatterv_fn scatterv;
     } fn;
     int nparams;
     ct_param_spec_t params[CT_MAX_ALGO_PARAMS];
@@ -237,6 +250,19 @@ int ct_reduce_scatter(const ct_choice_t *c, const void *sbuf, void *rbuf, const 
 int ct_allgatherv(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
                   void *rbuf, const int *rcounts, const int *displs, MPI_Datatype rdt,
                   MPI_Comm comm);
+/* sbuf may be MPI_IN_PLACE at the root (its block is then already at displs[root] of
+ * rbuf; scount and sdt are ignored there); rbuf, rcounts, displs and rdt are ignored
+ * at the other ranks. Only the root knows the counts, so no rank returns early: every
+ * rank runs the algorithm, which skips what is empty (by bytes, not counts). */
+int ct_gatherv(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
+               void *rbuf, const int *rcounts, const int *displs, MPI_Datatype rdt, int root,
+               MPI_Comm comm);
+/* rbuf may be MPI_IN_PLACE at the root (its block stays at displs[root] of sbuf;
+ * rcount and rdt are ignored there); sbuf, scounts, displs and sdt are ignored at the
+ * other ranks. */
+int ct_scatterv(const ct_choice_t *c, const void *sbuf, const int *scounts,
+                const int *displs, MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt,
+                int root, MPI_Comm comm);
 
 /* What the calling thread's last dispatch actually ran (a record per thread). */
 typedef struct {

@@ -224,26 +224,6 @@ int ct_alltoall_two_proc(const void *sbuf, int scount, MPI_Datatype sdt, void *r
                          rblk(rbuf, &g, rcount, g.r), rcount, rdt);
 }
 
-/* count elements of dt at buf -> bytes of the type signature at out, and back
- * (a dense type is its own stream: one memcpy) */
-static int to_stream(const void *buf, int count, MPI_Datatype dt, const ct_type_t *t, int dense,
-                     char *out, MPI_Comm comm) {
-    if (dense) {
-        CT_SIM_CHARGE(CT_SIM_COPY, (double)count * t->size); /* SMPI only (simcharge.h) */
-        memcpy(out, (const char *)buf + t->true_lb, (size_t)count * (size_t)t->size);
-        return MPI_SUCCESS;
-    }
-    return ct_pack_stream(buf, count, dt, t, out, comm);
-}
-static int from_stream(const char *in, void *buf, int count, MPI_Datatype dt, const ct_type_t *t,
-                       int dense, MPI_Comm comm) {
-    if (dense) {
-        CT_SIM_CHARGE(CT_SIM_COPY, (double)count * t->size); /* SMPI only (simcharge.h) */
-        memcpy((char *)buf + t->true_lb, in, (size_t)count * (size_t)t->size);
-        return MPI_SUCCESS;
-    }
-    return ct_unpack_stream(in, buf, count, dt, t, comm);
-}
 
 /*
  * Bruck (Open MPI's modified Bruck): slot i of a temporary holds the block for
@@ -291,7 +271,7 @@ int ct_alltoall_bruck(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf
     }
     char *spk = tmp + (size_t)np * (size_t)B, *rpk = spk + (size_t)half * (size_t)B;
     for (int i = 1; i < np; i++)
-        CT_TRY(to_stream(sblk(sbuf, &g, scount, (r + i) % np), scount, sdt, &ts, sdense,
+        CT_TRY(ct_to_stream(sblk(sbuf, &g, scount, (r + i) % np), scount, sdt, &ts, sdense,
                          tmp + (size_t)i * (size_t)B, comm));
     for (int d = 1; d < np; d <<= 1) {
         int n = 0;
@@ -306,7 +286,7 @@ int ct_alltoall_bruck(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf
         CT_SIM_CHARGE(CT_SIM_COPY, (double)n * B); /* SMPI only (simcharge.h) */
     }
     for (int i = 1; i < np; i++)
-        CT_TRY(from_stream(tmp + (size_t)i * (size_t)B, rblk(rbuf, &g, rcount, (r - i + np) % np),
+        CT_TRY(ct_from_stream(tmp + (size_t)i * (size_t)B, rblk(rbuf, &g, rcount, (r - i + np) % np),
                            rcount, rdt, &tr, rdense, comm));
 out:
     free(tmp);
@@ -325,6 +305,27 @@ int ct_alltoall_broken(const void *sbuf, int scount, MPI_Datatype sdt, void *rbu
     CT_CHECK(ct_type(rdt, &t));
     if (g.np >= 2 && g.r == g.np - 1 && t.size > 0)
         *((unsigned char *)rbuf + t.true_lb) ^= 0xFFu; /* the deliberate corruption */
+    return MPI_SUCCESS;
+}
+
+/* MPI_IN_PLACE for Alltoall(v): the algorithms get a copy of the receive buffer's
+ * blocks (block j: rcounts[j] elements at rdispls[j]) as their send buffer. */
+int ct_a2a_inplace_copy(const void *rbuf, const int *rcounts, const int *rdispls,
+                        MPI_Datatype rdt, int p, void **raw, const void **sbuf) {
+    ct_type_t t;
+    CT_CHECK(ct_type(rdt, &t));
+    MPI_Aint n = 0;
+    for (int j = 0; j < p; j++)
+        if (rcounts[j] > 0 && (MPI_Aint)rdispls[j] + rcounts[j] > n)
+            n = (MPI_Aint)rdispls[j] + rcounts[j];
+    char *tmp = ct_tmp_alloc(n, &t, raw);
+    if (!tmp)
+        return ct_set_error(MPI_ERR_NO_MEM, "alltoall: out of memory (copy of the receive "
+                            "buffer for MPI_IN_PLACE)");
+    for (int j = 0; j < p; j++)
+        CT_CHECK(ct_copy((const char *)rbuf + (MPI_Aint)rdispls[j] * t.extent,
+                         tmp + (MPI_Aint)rdispls[j] * t.extent, rcounts[j], rdt));
+    *sbuf = tmp;
     return MPI_SUCCESS;
 }
 
@@ -353,18 +354,22 @@ int ct_alltoallv_linear(const void *sbuf, const int *scounts, const int *sdispls
     a2a_t g;
     int rc = MPI_SUCCESS, n = 0;
     CT_CHECK(a2a_begin(&g, sdt, rdt, comm));
+    int ssize;
+    CT_CHECK(ct_type_size(sdt, &ssize));
     MPI_Request stack[REQ_STACK], *req = req_array(2 * g.np, stack);
     if (!req) return ct_set_error(MPI_ERR_NO_MEM, "alltoallv/linear: out of memory");
+    /* an empty block is skipped on both sides by its bytes, not its count: 0 MPI_INT
+     * may meet 1 element of a zero-size type (both signatures are empty) */
     for (int i = 1; i < g.np; i++) {
         int src = (g.r - i + g.np) % g.np;
-        if (rcounts[src] == 0) continue; /* the peer's matching send is empty too */
+        if (rcounts[src] == 0 || g.rt.size == 0) continue; /* the matching send is empty */
         CT_TRY(MPI_Irecv(rvblk(rbuf, &g, rdispls, src), rcounts[src], rdt, src, CT_TAG_ALLTOALL,
                          comm, &req[n]));
         n++;
     }
     for (int i = 1; i < g.np; i++) {
         int dst = (g.r + i) % g.np;
-        if (scounts[dst] == 0) continue;
+        if (scounts[dst] == 0 || ssize == 0) continue;
         CT_TRY(ct_isend(svblk(sbuf, &g, sdispls, dst), scounts[dst], sdt, dst, CT_TAG_ALLTOALL,
                         comm, &req[n]));
         n++;

@@ -11,7 +11,7 @@
 static const char *coll_names[CT_NCOLL] = { "bcast",     "reduce",   "gather",    "allgather",
                                             "allreduce", "alltoall", "alltoallv", "scatter",
                                             "barrier", "reduce_scatter_block", "reduce_scatter",
-                                            "allgatherv" };
+                                            "allgatherv", "gatherv", "scatterv" };
 
 const char *ct_coll_name(ct_coll_t coll) {
     return (coll >= 0 && coll < CT_NCOLL) ? coll_names[coll] : "?";

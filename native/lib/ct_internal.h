@@ -27,7 +27,8 @@
 enum { CT_TAG_BCAST = 100, CT_TAG_REDUCE = 200, CT_TAG_GATHER = 300,
        CT_TAG_ALLGATHER = 400, CT_TAG_ALLREDUCE = 500, CT_TAG_ALLTOALL = 600,
        CT_TAG_SCATTER = 700, CT_TAG_BARRIER = 800,
-       CT_TAG_REDUCE_SCATTER = 900, CT_TAG_ALLGATHERV = 1000 };
+       CT_TAG_REDUCE_SCATTER = 900, CT_TAG_ALLGATHERV = 1000,
+       CT_TAG_GATHERV = 1100, CT_TAG_SCATTERV = 1200 };
 
 #define CT_SEGSIZE(p) ((p)->v[CT_P_SEGSIZE])
 #define CT_FANOUT(p) ((int)(p)->v[CT_P_FANOUT])
@@ -174,6 +175,12 @@ int ct_pack_stream(const void *buf, int count, MPI_Datatype dt, const ct_type_t 
                    char *out, MPI_Comm comm);
 int ct_unpack_stream(const char *in, void *buf, int count, MPI_Datatype dt, const ct_type_t *t,
                      MPI_Comm comm);
+/* The same with the type's density at hand (dense: ct_type_dense(dt, t)): one memcpy
+ * from/to buf + true_lb for a dense type, MPI_Pack/MPI_Unpack otherwise. */
+int ct_to_stream(const void *buf, int count, MPI_Datatype dt, const ct_type_t *t, int dense,
+                 char *out, MPI_Comm comm);
+int ct_from_stream(const char *in, void *buf, int count, MPI_Datatype dt, const ct_type_t *t,
+                   int dense, MPI_Comm comm);
 
 /* Elements per segment for this datatype and segment size in bytes:
  * count if segsize == 0 or larger than the message, at least 1 otherwise
@@ -304,6 +311,27 @@ int ct_run_reduce(int algo, const void *sbuf, void *rbuf, int count, MPI_Datatyp
                   MPI_Op op, int root, MPI_Comm comm);
 int ct_run_gather(int algo, const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                   int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
+
+/* MPI_IN_PLACE for Alltoall(v) (alltoall.c, for the dispatcher): a copy of the
+ * receive buffer's blocks (block j: rcounts[j] elements at rdispls[j]) as the send
+ * buffer; free(*raw) afterwards. */
+int ct_a2a_inplace_copy(const void *rbuf, const int *rcounts, const int *rdispls,
+                        MPI_Datatype rdt, int p, void **raw, const void **sbuf);
+
+/* The first half of a collective call made in dispatch.c for entry points in other
+ * files (dispatch_v.c): the communicator's facts (size, rank) and the algorithm to run
+ * (*ra, its choice *run, a declared fallback's in fb), recorded for ct_last_dispatch;
+ * then the communicator it runs on (the caller's for native, else the private
+ * duplicate: collective on first use). k must stay where it is between the two. */
+typedef struct {
+    ct_choice_t fb;
+    const ct_choice_t *run;
+    const ct_algo_t *ra;
+    void *ci; /* dispatch.c's facts of the communicator */
+    int size, rank;
+} ct_call_t;
+int ct_call_begin(ct_coll_t coll, const ct_choice_t *c, MPI_Comm comm, ct_call_t *k);
+int ct_call_comm(const ct_call_t *k, ct_coll_t coll, MPI_Comm comm, MPI_Comm *pc);
 
 /* ---- algorithm implementations (one source file per collective) ---------- */
 #define CT_DECL_BCAST(name) \
@@ -438,5 +466,21 @@ CT_DECL_ALLGATHERV(ct_allgatherv_neighbor_exchange);
 CT_DECL_ALLGATHERV(ct_allgatherv_two_proc);
 CT_DECL_ALLGATHERV(ct_allgatherv_sparbit);
 CT_DECL_ALLGATHERV(ct_allgatherv_broken); /* test-only: corrupts data on purpose */
+/* gatherv.c (Gatherv and Scatterv) */
+#define CT_DECL_GATHERV(name)                                                              \
+    int name(const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype, \
+             int, MPI_Comm, const ct_params_t *)
+#define CT_DECL_SCATTERV(name)                                                             \
+    int name(const void *, const int *, const int *, MPI_Datatype, void *, int, MPI_Datatype, \
+             int, MPI_Comm, const ct_params_t *)
+CT_DECL_GATHERV(ct_gatherv_native);
+CT_DECL_GATHERV(ct_gatherv_linear);
+CT_DECL_GATHERV(ct_gatherv_linear_nb);
+CT_DECL_GATHERV(ct_gatherv_binomial);
+CT_DECL_GATHERV(ct_gatherv_broken); /* test-only: corrupts data on purpose */
+CT_DECL_SCATTERV(ct_scatterv_native);
+CT_DECL_SCATTERV(ct_scatterv_linear);
+CT_DECL_SCATTERV(ct_scatterv_linear_nb);
+CT_DECL_SCATTERV(ct_scatterv_binomial);
 
 #endif /* CT_INTERNAL_H */

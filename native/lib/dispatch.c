@@ -599,27 +599,6 @@ int ct_allreduce(const ct_choice_t *c, const void *sbuf, void *rbuf, int count,
     return fn(sbuf, rbuf, count, dt, op, pc, &run->params);
 }
 
-/* MPI_IN_PLACE for Alltoall(v): the algorithms get a copy of the receive buffer's
- * blocks (block j: rcounts[j] elements at rdispls[j]) as their send buffer. */
-static int inplace_copy(const void *rbuf, const int *rcounts, const int *rdispls,
-                        MPI_Datatype rdt, int p, void **raw, const void **sbuf) {
-    ct_type_t t;
-    CT_CHECK(ct_type(rdt, &t));
-    MPI_Aint n = 0;
-    for (int j = 0; j < p; j++)
-        if (rcounts[j] > 0 && (MPI_Aint)rdispls[j] + rcounts[j] > n)
-            n = (MPI_Aint)rdispls[j] + rcounts[j];
-    char *tmp = ct_tmp_alloc(n, &t, raw);
-    if (!tmp)
-        return ct_set_error(MPI_ERR_NO_MEM, "alltoall: out of memory (copy of the receive "
-                            "buffer for MPI_IN_PLACE)");
-    for (int j = 0; j < p; j++)
-        CT_CHECK(ct_copy((const char *)rbuf + (MPI_Aint)rdispls[j] * t.extent,
-                         tmp + (MPI_Aint)rdispls[j] * t.extent, rcounts[j], rdt));
-    *sbuf = tmp;
-    return MPI_SUCCESS;
-}
-
 int ct_alltoall(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype sdt,
                 void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm) {
     CALL_VARS;
@@ -651,7 +630,7 @@ int ct_alltoall(const ct_choice_t *c, const void *sbuf, int scount, MPI_Datatype
             cd[j] = b.per;
             cd[p + j] = j * b.per;
         }
-        rc = inplace_copy(rbuf, cd, cd + p, b.dt, p, &raw, &copy);
+        rc = ct_a2a_inplace_copy(rbuf, cd, cd + p, b.dt, p, &raw, &copy);
         ct_blk_free(&b);
     }
     free(cd);
@@ -686,7 +665,7 @@ int ct_alltoallv(const ct_choice_t *c, const void *sbuf, const int *scounts,
         return fn(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, pc, &run->params);
     void *raw = NULL;
     const void *copy = NULL;
-    int rc = inplace_copy(rbuf, rcounts, rdispls, rdt, p, &raw, &copy);
+    int rc = ct_a2a_inplace_copy(rbuf, rcounts, rdispls, rdt, p, &raw, &copy);
     if (rc == MPI_SUCCESS)
         rc = fn(copy, rcounts, rdispls, rdt, rbuf, rcounts, rdispls, rdt, pc, &run->params);
     free(raw);
@@ -810,6 +789,20 @@ int ct_allgatherv(const ct_choice_t *c, const void *sbuf, int scount, MPI_Dataty
     MPI_Comm pc;
     CT_CHECK(run_comm(run, CT_ALLGATHERV, comm, ci, &pc));
     return fn(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, pc, &run->params);
+}
+
+/* ---- entry points of other files (dispatch_v.c: Gatherv, Scatterv) ---------------- */
+int ct_call_begin(ct_coll_t coll, const ct_choice_t *c, MPI_Comm comm, ct_call_t *k) {
+    comm_info_t *ci;
+    CT_CHECK(comm_info(coll, comm, &ci));
+    k->ci = ci;
+    k->size = ci->g.size;
+    k->rank = ci->g.rank;
+    return resolve(c, coll, k->size, 0, MPI_OP_NULL, &k->fb, &k->run, &k->ra);
+}
+
+int ct_call_comm(const ct_call_t *k, ct_coll_t coll, MPI_Comm comm, MPI_Comm *pc) {
+    return run_comm(k->run, coll, comm, (comm_info_t *)k->ci, pc);
 }
 
 /* ---- inner algorithms of composites (already on a private communicator) --- */

@@ -10,8 +10,8 @@
  * reads this table.
  *
  * Cost formulas: p processes, n bytes (Bcast/Reduce/Allreduce: the vector;
- * Gather/Allgather/Allgatherv: the whole gathered result, p blocks (Allgatherv's
- * of n/p bytes on average); Alltoall(v): what one
+ * Gather/Allgather/Allgatherv/Gatherv and Scatter/Scatterv: the whole gathered or
+ * scattered data, p blocks (the v variants' of n/p bytes on average); Alltoall(v): what one
  * process sends, p blocks of n/p bytes), a = alpha (s),
  * b = beta (s/byte), g = gamma (s/byte of reduction), s = segment bytes
  * (= n when unsegmented), k = fan-out or radix. nseg = ceil(n/s).
@@ -498,6 +498,51 @@ static const entry_t table[] = {
       CT_HIDDEN, NULL, "(p-1)*a + (p-1)/p*n*b",
       "TEST ONLY: ring, then the last rank corrupts one byte of block 0", NULL },
       AUTO_NONE },
+
+    /* --------------------------------------------------- Gatherv and Scatterv
+     * Only the root knows every count: binomial carries the counts on the tree's
+     * edges (a rank's subtree byte total before its bytes, Gatherv; the subtree's
+     * counts before its blocks, Scatterv), one more message on every edge that does
+     * not end (Gatherv) or start (Scatterv) at the root: no constraint, no fallback.
+     * No Open MPI coll/tuned algorithm (5.0 has none for either). */
+#define V_TREE_COST "max(0, 2*ceil(log2(p)) - 1)*a + (p-1)/p*n*b"
+    { { "native", CT_GATHERV, { .gatherv = ct_gatherv_native }, 0, { { 0 } }, 0, NULL, NULL,
+      "the MPI library's own MPI_Gatherv", NULL },
+      AUTO_NONE },
+    { { "linear", CT_GATHERV, { .gatherv = ct_gatherv_linear }, 0, { { 0 } }, 0, NULL,
+      "(p-1)*(a + n/p*b)",
+      "root receives each rank's non-empty block in rank order (blocking Recv)", NULL },
+      AUTO_NONE },
+    { { "linear_nb", CT_GATHERV, { .gatherv = ct_gatherv_linear_nb }, 0, { { 0 } }, 0, NULL,
+      "(p-1)*(a + n/p*b)",
+      "root posts a receive for every non-empty block at once, then waits", NULL },
+      AUTO_NONE },
+    { { "binomial", CT_GATHERV, { .gatherv = ct_gatherv_binomial }, 0, { { 0 } }, 0, NULL,
+      V_TREE_COST,
+      "binomial tree: subtrees collect their blocks and forward them upwards, each "
+      "preceded by its byte total (the root knows the counts)", NULL },
+      AUTO_NONE },
+    { { "_broken", CT_GATHERV, { .gatherv = ct_gatherv_broken }, 0, { { 0 } }, CT_HIDDEN,
+      NULL, V_TREE_COST,
+      "TEST ONLY: binomial, then the root corrupts one byte of another rank's block", NULL },
+      AUTO_NONE },
+    { { "native", CT_SCATTERV, { .scatterv = ct_scatterv_native }, 0, { { 0 } }, 0, NULL,
+      NULL, "the MPI library's own MPI_Scatterv", NULL },
+      AUTO_NONE },
+    { { "linear", CT_SCATTERV, { .scatterv = ct_scatterv_linear }, 0, { { 0 } }, 0, NULL,
+      "(p-1)*(a + n/p*b)",
+      "root sends each rank its non-empty block in turn (blocking Send)", NULL },
+      AUTO_NONE },
+    { { "linear_nb", CT_SCATTERV, { .scatterv = ct_scatterv_linear_nb }, 0, { { 0 } }, 0,
+      NULL, "(p-1)*a + (p-1)/p*n*b",
+      "root posts an Isend of every non-empty block at once, then waits", NULL },
+      AUTO_NONE },
+    { { "binomial", CT_SCATTERV, { .scatterv = ct_scatterv_binomial }, 0, { { 0 } }, 0, NULL,
+      V_TREE_COST,
+      "binomial tree: each rank receives its subtree's counts and blocks and hands half "
+      "of them on per step", NULL },
+      AUTO_NONE },
+#undef V_TREE_COST
 };
 
 int ct_algo_count(void) { return (int)(sizeof table / sizeof table[0]); }

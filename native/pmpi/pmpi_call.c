@@ -352,6 +352,11 @@ static long long rooted_size(int r, int root, int np, int in_place, int mcount,
  * there), -1 (and the library) for any argument the algorithms do not take; decide();
  * the library's own call or ours (`d->choice`); finish(). */
 #define CT_INTERCEPT(C, SIZE, LIBRARY_CALL, OUR_CALL)                                   \
+    CT_INTERCEPT_AS(C, SIZE, size, LIBRARY_CALL, OUR_CALL)
+/* The same, the decision made for DECIDE_SIZE (an expression in `size`): Alltoallv,
+ * Gatherv and Scatterv decide for size 0 (a rank knows only its own counts, and every
+ * rank must run the same algorithm; their rules hold for every size, pmpi_rules.c) */
+#define CT_INTERCEPT_AS(C, SIZE, DECIDE_SIZE, LIBRARY_CALL, OUR_CALL)                   \
     do {                                                                                \
         int np = 0, r;                                                                  \
         if (!st.active) return LIBRARY_CALL;                                            \
@@ -361,7 +366,7 @@ static long long rooted_size(int r, int root, int np, int in_place, int mcount,
             passthrough_note(C, np, size, WHY_ARGS);                                    \
             CT_PASSTHROUGH(C, np, WHY_ARGS, LIBRARY_CALL);                              \
         }                                                                               \
-        const ct_pmpi_decision_t *d = decide(C, comm, np, size);                        \
+        const ct_pmpi_decision_t *d = decide(C, comm, np, (DECIDE_SIZE));               \
         double t0 = start();                                                            \
         int rc = d->native ? LIBRARY_CALL : OUR_CALL;                                   \
         return finish(C, comm, np, size, d, t0, rc);                                    \
@@ -439,11 +444,14 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int
 int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype sdt,
                   void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rdt,
                   MPI_Comm comm) {
-    CT_INTERCEPT(CT_ALLTOALLV,
-                 alltoallv_size(sbuf, scounts, sdispls, sdt, rcounts, rdispls, rdt, np),
-                 PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm),
-                 ct_alltoallv(&d->choice, sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls,
-                              rdt, comm));
+    /* decided for size 0, as Gatherv and Scatterv: each rank's size is its own (what it
+     * receives), and ranks that chose differently would not send the same messages */
+    CT_INTERCEPT_AS(CT_ALLTOALLV,
+                    alltoallv_size(sbuf, scounts, sdispls, sdt, rcounts, rdispls, rdt, np), 0,
+                    PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt,
+                                   comm),
+                    ct_alltoallv(&d->choice, sbuf, scounts, sdispls, sdt, rbuf, rcounts,
+                                 rdispls, rdt, comm));
 }
 
 int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
@@ -503,4 +511,37 @@ int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                  PMPI_Allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm),
                  ct_allgatherv(&d->choice, sbuf, scount, sdt, rbuf, rcounts, displs, rdt,
                                comm));
+}
+
+/* gatherv, scatterv: colltune's size is bytes per process on average, as for
+ * allgatherv: at the root the counts' total / p; elsewhere this rank's own block (the
+ * only count it knows). -1: an argument the algorithms do not take (a root out of
+ * range, MPI_IN_PLACE off the root, a negative count or no counts at the root). */
+static long long rooted_v_size(int r, int root, int np, int in_place, int mcount,
+                               MPI_Datatype mdt, const int counts[], const int displs[],
+                               MPI_Datatype adt) {
+    if (root < 0 || root >= np || (in_place && r != root)) return -1;
+    if (r != root) return bytes_of(mcount, mdt);
+    if (!displs || (!in_place && bytes_of(mcount, mdt) < 0)) return -1;
+    return avg_size(counts, adt, np);
+}
+
+int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, const int rcounts[],
+                const int displs[], MPI_Datatype rdt, int root, MPI_Comm comm) {
+    CT_INTERCEPT_AS(CT_GATHERV,
+                    rooted_v_size(r, root, np, sbuf == MPI_IN_PLACE, scount, sdt, rcounts,
+                                  displs, rdt),
+                    0, PMPI_Gatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm),
+                    ct_gatherv(&d->choice, sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root,
+                               comm));
+}
+
+int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype sdt,
+                 void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm) {
+    CT_INTERCEPT_AS(CT_SCATTERV,
+                    rooted_v_size(r, root, np, rbuf == MPI_IN_PLACE, rcount, rdt, scounts,
+                                  displs, sdt),
+                    0, PMPI_Scatterv(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm),
+                    ct_scatterv(&d->choice, sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root,
+                                comm));
 }

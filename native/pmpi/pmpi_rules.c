@@ -256,6 +256,13 @@ int ct_pmpi_rules_parse(const char *text, const char *name, int first_id,
             snprintf(msg, sizeof msg, "SIZE_MAX %lld is below SIZE_MIN %lld", size_max, size_min);
             return fail(err, errlen, name, lineno, msg, out);
         }
+        if ((coll == CT_ALLTOALLV || coll == CT_GATHERV || coll == CT_SCATTERV) &&
+            (size_min != 0 || size_max >= 0)) { /* decided for size 0 (pmpi_call.c) */
+            snprintf(msg, sizeof msg, "%s rules cannot depend on the size: a rank knows only "
+                     "its own counts, and every rank must choose alike (write SIZE_MIN 0 and "
+                     "SIZE_MAX -)", f[0]);
+            return fail(err, errlen, name, lineno, msg, out);
+        }
         if (strchr(f[5], ':')) {
             snprintf(msg, sizeof msg, "algorithm '%.60s' is an MPI library's own algorithm; "
                      "this file must name colltune's algorithms or native", f[5]);

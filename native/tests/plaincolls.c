@@ -2,8 +2,8 @@
  * plaincolls.c -- colltune-plaincolls: a plain MPI program that knows nothing of
  * colltune. It calls MPI_Bcast, MPI_Reduce, MPI_Gather, MPI_Allgather,
  * MPI_Allreduce, MPI_Alltoall, MPI_Alltoallv, MPI_Scatter, MPI_Barrier,
- * MPI_Reduce_scatter_block, MPI_Reduce_scatter and MPI_Allgatherv the way applications
- * do and checks every result against values it computes itself: several counts
+ * MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Allgatherv, MPI_Gatherv and
+ * MPI_Scatterv the way applications do and checks every result against values it computes itself: several counts
  * (segmented algorithms included) and roots,
  * MPI_IN_PLACE, a non-commutative user op, a sub-communicator (odd/even ranks)
  * next to MPI_COMM_WORLD, an intercommunicator, and communicators created and
@@ -154,6 +154,43 @@ static void run_all(MPI_Comm comm, const char *name, MPI_Datatype affine_t_dt, M
                           inplace ? " in place" : "", bad);
                 }
             }
+            /* Gatherv: rank s sends (n + 2s) % (n + 1) ints (some none); the root's
+             * blocks last rank first, one int apart (in place at the root every other
+             * pass); the receive arguments are NULL off the root, as MPI allows */
+            if (n <= 20000) {
+                int inplace = q == 1 && r == root;
+                int *cnt = malloc(sizeof(int) * 2 * (size_t)p), *dsp = cnt + p;
+                for (int s = 0; s < p; s++) {
+                    cnt[s] = (n + 2 * s) % (n + 1);
+                    dsp[s] = (p - 1 - s) * (n + 1);
+                }
+                for (int i = 0; i < cnt[r]; i++) a[i] = val(r, i, 10);
+                for (int i = 0; i < (n + 1) * p; i++) b[i] = -1;
+                if (inplace)
+                    for (int i = 0; i < cnt[r]; i++) b[dsp[r] + i] = a[i];
+                MPI_Gatherv(inplace ? MPI_IN_PLACE : a, cnt[r], MPI_INT, r == root ? b : NULL,
+                            r == root ? cnt : NULL, r == root ? dsp : NULL, MPI_INT, root, comm);
+                bad = 0;
+                for (int s = 0; r == root && s < p; s++)
+                    for (int i = 0; i <= n; i++)
+                        bad += b[dsp[s] + i] != (i < cnt[s] ? val(s, i, 10) : -1);
+                for (int i = 0; r != root && i < (n + 1) * p; i++) bad += b[i] != -1;
+                CHECK(!bad, "%s gatherv count=%d root=%d%s: %d wrong", name, n, root,
+                      inplace ? " in place" : "", bad);
+                /* Scatterv: the same counts and layout from the root */
+                for (int i = 0; i < (n + 1) * p; i++) a[i] = r == root ? val(root, i, 11) : -1;
+                for (int i = 0; i <= n; i++) b[i] = -1;
+                MPI_Scatterv(r == root ? a : NULL, r == root ? cnt : NULL,
+                             r == root ? dsp : NULL, MPI_INT, inplace ? MPI_IN_PLACE : b,
+                             cnt[r], MPI_INT, root, comm);
+                bad = 0;
+                for (int i = 0; !inplace && i <= n; i++)
+                    bad += b[i] != (i < cnt[r] ? val(root, dsp[r] + i, 11) : -1);
+                for (int i = 0; r == root && i < (n + 1) * p; i++) bad += a[i] != val(root, i, 11);
+                CHECK(!bad, "%s scatterv count=%d root=%d%s: %d wrong", name, n, root,
+                      inplace ? " in place" : "", bad);
+                free(cnt);
+            }
         }
         /* Allgather (in place every other count) */
         if (n <= 20000) {
@@ -203,6 +240,31 @@ static void run_all(MPI_Comm comm, const char *name, MPI_Datatype affine_t_dt, M
                 for (int i = 0; i < n; i++)
                     bad += b[(size_t)s * n + i] != (i < rc[s] ? val(s, r * n + i, 7) : -1);
             CHECK(!bad, "%s alltoallv count=%d: %d wrong", name, n, bad);
+            free(cnt);
+        }
+        /* Alltoallv with empty signatures written two ways: every rank sends rank 0
+         * 0 ints, which rank 0 receives as 1 element of contiguous(0, int); the other
+         * blocks carry one int each */
+        if (k == 0) {
+            MPI_Datatype none;
+            MPI_Type_contiguous(0, MPI_INT, &none);
+            MPI_Type_commit(&none);
+            int *cnt = malloc(sizeof(int) * 4 * (size_t)p), *sd = cnt + p, *rc = cnt + 2 * p,
+                *rd = cnt + 3 * p;
+            for (int s = 0; s < p; s++) {
+                cnt[s] = s == 0 ? 0 : 1;
+                sd[s] = s;
+                rc[s] = 1;
+                rd[s] = s;
+                a[s] = val(r, s, 12);
+                b[s] = -1;
+            }
+            MPI_Alltoallv(a, cnt, sd, MPI_INT, b, rc, rd, r == 0 ? none : MPI_INT, comm);
+            int bad = 0;
+            for (int s = 0; s < p; s++) bad += b[s] != (r == 0 ? -1 : val(s, r, 12));
+            CHECK(!bad, "%s alltoallv with empty signatures (0 int / 1 contiguous(0)): %d wrong",
+                  name, bad);
+            MPI_Type_free(&none);
             free(cnt);
         }
         /* Allgatherv (in place every other count): rank s contributes (n + 3s) % (n + 1)
@@ -380,6 +442,16 @@ static void run_inter(MPI_Comm world) {
     bad = 0;
     for (int j = 0; j < rp; j++) bad += from[j] != 2000 + 2 * j + (1 - color);
     CHECK(!bad, "intercommunicator allgatherv: %d wrong", bad);
+    /* gatherv: the low group's leader gathers one int from every rank of the other */
+    for (int j = 0; j < rp; j++) from[j] = -1;
+    if (color == 0)
+        MPI_Gatherv(NULL, 0, MPI_INT, from, ones, at, MPI_INT,
+                    hr == 0 ? MPI_ROOT : MPI_PROC_NULL, inter);
+    else
+        MPI_Gatherv(&me, 1, MPI_INT, NULL, NULL, NULL, MPI_INT, 0, inter);
+    bad = 0;
+    for (int j = 0; color == 0 && hr == 0 && j < rp; j++) bad += from[j] != 2000 + 2 * j + 1;
+    CHECK(!bad, "intercommunicator gatherv: %d wrong", bad);
     free(ones);
     free(to);
     free(from);

@@ -330,6 +330,30 @@ int main(int argc, char **argv) {
     EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "used for a bcast"),
            "reduce algorithm used as bcast: %s", ct_last_error());
 
+    /* Gatherv and Scatterv: the root's count arrays are checked at the root */
+    {
+        int cnt[1] = { 1 }, neg[1] = { -2 }, dsp[1] = { 0 }, y = 0;
+        ct_choice_parse(CT_GATHERV, "binomial", &c);
+        rc = ct_gatherv(&c, &x, 1, MPI_INT, &y, cnt, dsp, MPI_INT, 3, MPI_COMM_WORLD);
+        EXPECT(rc == MPI_ERR_ROOT && contains(ct_last_error(), "gatherv: root 3"),
+               "gatherv bad root: %d %s", rc, ct_last_error());
+        rc = ct_gatherv(&c, &x, 1, MPI_INT, &y, neg, dsp, MPI_INT, 0, MPI_COMM_WORLD);
+        EXPECT(rc == MPI_ERR_COUNT && contains(ct_last_error(), "recvcounts[0] = -2"),
+               "gatherv negative count: %d %s", rc, ct_last_error());
+        rc = ct_gatherv(&c, &x, 1, MPI_INT, &y, NULL, dsp, MPI_INT, 0, MPI_COMM_WORLD);
+        EXPECT(rc == MPI_ERR_ARG, "gatherv NULL counts at the root gave %d", rc);
+        rc = ct_gatherv(&c, &x, 1, MPI_INT, &y, cnt, dsp, MPI_INT, 0, MPI_COMM_WORLD);
+        EXPECT(rc == MPI_SUCCESS && y == x, "gatherv at one process: %d, y %d", rc, y);
+        ct_choice_parse(CT_SCATTERV, "binomial", &c);
+        rc = ct_scatterv(&c, &x, cnt, dsp, MPI_INT, &y, -1, MPI_INT, 0, MPI_COMM_WORLD);
+        EXPECT(rc == MPI_ERR_COUNT && contains(ct_last_error(), "scatterv: recvcount -1"),
+               "scatterv negative recvcount: %d %s", rc, ct_last_error());
+        ct_choice_parse(CT_GATHER, "binomial", &c);
+        rc = ct_gatherv(&c, &x, 1, MPI_INT, &y, cnt, dsp, MPI_INT, 0, MPI_COMM_WORLD);
+        EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "used for a gatherv"),
+               "gather algorithm used as gatherv: %s", ct_last_error());
+    }
+
     /* a declared fallback is taken and reported: commutative-only algorithm,
      * non-commutative op */
     MPI_Op noncomm;

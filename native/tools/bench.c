@@ -78,12 +78,13 @@ static void usage(void) {
            "                      [--load-size B] [--load-window W] [--load-seed S]]\n"
            "                      [--probe-iterations N [--probe-size B]]\n\n"
            "  --coll        bcast | reduce | gather | allgather | allreduce | alltoall |\n"
-           "                alltoallv | scatter | barrier | allgatherv\n"
+           "                alltoallv | scatter | barrier | allgatherv | gatherv | scatterv\n"
            "  --algo        comma-separated algorithm specs, e.g. native,binomial,chain:fanout=2\n"
            "  --sizes       message sizes in bytes (default 8,65536,1048576); for gather and\n"
            "                allgather: bytes per process; alltoall(v): per process per\n"
            "                destination (as osu_alltoall); scatter: per process; barrier: 0;\n"
-           "                allgatherv: per process, equal on every process (as osu_allgatherv)\n"
+           "                allgatherv, gatherv, scatterv: per process, equal on every\n"
+           "                process (as osu_allgatherv, osu_gatherv, osu_scatterv)\n"
            "  --iterations  timed calls (osu) or samples (window) per point and repetition\n"
            "                (default 1000 up to 8 KiB, 100 above)\n"
            "  --warmup      untimed calls first (default iterations/10)\n"
@@ -386,7 +387,8 @@ int main(int argc, char **argv) {
     if (!no_dup) MPI_Comm_dup(world, &run_dup);
     ct_coll_t coll;
     if (!coll_name) ct_die(rank, "--coll is required (bcast, reduce, gather, allgather, allreduce, "
-                                 "alltoall, alltoallv, scatter, barrier, allgatherv)");
+                                 "alltoall, alltoallv, scatter, barrier, allgatherv, gatherv, "
+                                 "scatterv)");
     if (ct_coll_from_name(coll_name, &coll) != MPI_SUCCESS) ct_die(rank, "%s", ct_last_error());
     if (!algo_list) ct_die(rank, "--algo is required");
     MPI_Datatype dt;
@@ -436,10 +438,11 @@ int main(int argc, char **argv) {
     /* reduce-scatter: the size is what each process receives (one block): the send
      * buffer is processes x size */
     int sends_p = a2a || coll == CT_SCATTER || coll == CT_REDUCE_SCATTER_BLOCK ||
-                  coll == CT_REDUCE_SCATTER; /* send buffer: processes x size */
+                  coll == CT_REDUCE_SCATTER || coll == CT_SCATTERV; /* send: processes x size */
     int gathered = coll == CT_GATHER || coll == CT_ALLGATHER || a2a ||
-                   coll == CT_ALLGATHERV; /* receive: p x size */
-    int vdispl = a2a || coll == CT_ALLGATHERV; /* displacements j x count fit an int */
+                   coll == CT_ALLGATHERV || coll == CT_GATHERV; /* receive: p x size */
+    int vdispl = a2a || coll == CT_ALLGATHERV || coll == CT_GATHERV ||
+                 coll == CT_SCATTERV; /* displacements j x count fit an int */
     long *sizes = malloc((size_t)nsizes * sizeof *sizes);
     long max_size = 0;
     for (int s = 0; s < nsizes; s++) {

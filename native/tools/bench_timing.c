@@ -55,8 +55,9 @@ void bench_timing_init(MPI_Comm measured, double sleep_seconds, double budget_se
     budget_s = budget_seconds;
 }
 
-/* Alltoallv's (and Allgatherv's) arguments at one point: `count` elements for every
- * peer, blocks side by side (what osu_alltoallv and osu_allgatherv measure); made
+/* Alltoallv's (and Allgatherv's, Gatherv's, Scatterv's) arguments at one point: `count`
+ * elements for every peer, blocks side by side (what osu_alltoallv, osu_allgatherv,
+ * osu_gatherv and osu_scatterv measure); made
  * once per count. Reduce_scatter uses the counts: `count` elements for every rank. */
 static int *vcounts, *vdispls, vcount = -1;
 static void v_args(int count) {
@@ -105,6 +106,14 @@ static int run_mpi(const point_t *p) {
         v_args(p->count);
         return MPI_Allgatherv(p->sbuf, p->count, p->dt, p->rbuf, vcounts, vdispls, p->dt,
                               world);
+    case CT_GATHERV:
+        v_args(p->count);
+        return MPI_Gatherv(p->sbuf, p->count, p->dt, p->rbuf, vcounts, vdispls, p->dt, p->root,
+                           world);
+    case CT_SCATTERV:
+        v_args(p->count);
+        return MPI_Scatterv(p->sbuf, vcounts, vdispls, p->dt, p->rbuf, p->count, p->dt, p->root,
+                            world);
     default: return MPI_ERR_ARG;
     }
 }
@@ -141,6 +150,14 @@ static int run_choice(const point_t *p, const ct_choice_t *c) {
         v_args(p->count);
         return ct_allgatherv(c, p->sbuf, p->count, p->dt, p->rbuf, vcounts, vdispls, p->dt,
                              world);
+    case CT_GATHERV:
+        v_args(p->count);
+        return ct_gatherv(c, p->sbuf, p->count, p->dt, p->rbuf, vcounts, vdispls, p->dt, p->root,
+                          world);
+    case CT_SCATTERV:
+        v_args(p->count);
+        return ct_scatterv(c, p->sbuf, vcounts, vdispls, p->dt, p->rbuf, p->count, p->dt, p->root,
+                           world);
     default: return MPI_ERR_ARG;
     }
 }
@@ -403,7 +420,7 @@ static const char *mpi_coll_name(ct_coll_t coll) {
                                    "MPI_Allgather", "MPI_Allreduce", "MPI_Alltoall",
                                    "MPI_Alltoallv", "MPI_Scatter",   "MPI_Barrier",
                                    "MPI_Reduce_scatter_block", "MPI_Reduce_scatter",
-                                   "MPI_Allgatherv" };
+                                   "MPI_Allgatherv", "MPI_Gatherv", "MPI_Scatterv" };
     return (unsigned)coll < sizeof names / sizeof *names ? names[coll] : "?";
 }
 
@@ -413,9 +430,10 @@ int validate_point(const point_t *p, candidate_t *c, char *ref, long size) {
     size_t bytes = (size_t)p->count * (size_t)p->tsize;
     const int a2a = p->coll == CT_ALLTOALL || p->coll == CT_ALLTOALLV;
     const int rs = p->coll == CT_REDUCE_SCATTER_BLOCK || p->coll == CT_REDUCE_SCATTER;
-    const int sends_p = a2a || rs || p->coll == CT_SCATTER; /* the send buffer: p blocks */
+    const int sends_p = a2a || rs || p->coll == CT_SCATTER ||
+                        p->coll == CT_SCATTERV; /* the send buffer: p blocks */
     size_t outb = (p->coll == CT_GATHER || p->coll == CT_ALLGATHER || a2a ||
-                   p->coll == CT_ALLGATHERV)
+                   p->coll == CT_ALLGATHERV || p->coll == CT_GATHERV)
                       ? bytes * (size_t)nprocs : bytes;
     int kind = V_DATA;
     if (p->coll == CT_REDUCE || p->coll == CT_ALLREDUCE || rs)
@@ -462,6 +480,16 @@ int validate_point(const point_t *p, candidate_t *c, char *ref, long size) {
         case CT_SCATTER:
             rrc = MPI_Scatter(p->sbuf, p->count, p->dt, ref, p->count, p->dt, p->root, world);
             break;
+        case CT_GATHERV:
+            v_args(p->count);
+            rrc = MPI_Gatherv(p->sbuf, p->count, p->dt, ref, vcounts, vdispls, p->dt, p->root,
+                              world);
+            break;
+        case CT_SCATTERV:
+            v_args(p->count);
+            rrc = MPI_Scatterv(p->sbuf, vcounts, vdispls, p->dt, ref, p->count, p->dt, p->root,
+                               world);
+            break;
         case CT_REDUCE_SCATTER_BLOCK:
             rrc = MPI_Reduce_scatter_block(p->sbuf, ref, p->count, p->dt, p->op, world);
             break;
@@ -473,7 +501,7 @@ int validate_point(const point_t *p, candidate_t *c, char *ref, long size) {
             rrc = MPI_Allreduce(p->sbuf, ref, p->count, p->dt, p->op, world);
             break;
         }
-        int rooted = p->coll == CT_REDUCE || p->coll == CT_GATHER;
+        int rooted = p->coll == CT_REDUCE || p->coll == CT_GATHER || p->coll == CT_GATHERV;
         if (!rooted || rank == p->root) ok = memcmp(p->rbuf, ref, outb) == 0;
     }
     if (rc != MPI_SUCCESS || rrc != MPI_SUCCESS) ok = 0;

@@ -31,14 +31,16 @@ static int max_fail_print = 20;
 static int quick;
 /* case families to run (--family): the main matrix and the four below */
 enum { F_MAIN = 1, F_MIXED = 2, F_GARBAGE = 4, F_SELF = 8, F_INTER = 16, F_REMAP = 32,
-       F_ALL = 63 };
-static const char *family_names[] = { "main", "mixed", "garbage", "self", "inter", "remap" };
-#define NFAMILIES 6
+       F_EMPTY = 64, F_ALL = 127 };
+static const char *family_names[] = { "main", "mixed", "garbage", "self", "inter", "remap",
+                                      "empty" };
+#define NFAMILIES 7
 static unsigned families = F_ALL;
 static int large_count = (1 << 17) + 3;
 
 static int has_root(ct_coll_t c) {
-    return c == CT_BCAST || c == CT_REDUCE || c == CT_GATHER || c == CT_SCATTER;
+    return c == CT_BCAST || c == CT_REDUCE || c == CT_GATHER || c == CT_SCATTER ||
+           c == CT_GATHERV || c == CT_SCATTERV;
 }
 static int has_inplace(ct_coll_t c) { return c != CT_BCAST && c != CT_BARRIER; }
 
@@ -106,6 +108,9 @@ static int has_inner_param(const ct_algo_t *a) {
  *    receive buffer where recvcounts[rank] is 0; Bcast has none, Allreduce and
  *    Reduce_scatter_block only MPI_IN_PLACE, which the main matrix covers);
  *  - self: the collective on MPI_COMM_SELF, at every process count;
+ *  - empty: empty type signatures written both ways, a count of 0 and a count of a
+ *    zero-size datatype, mixed over ranks, wholly and (v collectives) partly empty
+ *    (verify_empty.c);
  *  - inter: an intercommunicator gets MPI_ERR_COMM at once (defaults only). */
 static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const int *roots,
                          int nroots) {
@@ -115,7 +120,8 @@ static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const
         if ((families & F_MIXED) && (coll == CT_BCAST || coll == CT_GATHER ||
                                      coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
                                      coll == CT_ALLTOALLV || coll == CT_SCATTER ||
-                                     coll == CT_REDUCE_SCATTER || coll == CT_ALLGATHERV)) {
+                                     coll == CT_REDUCE_SCATTER || coll == CT_ALLGATHERV ||
+                                     coll == CT_GATHERV || coll == CT_SCATTERV)) {
             static const int pairs[] = { 0, 1, 7, 1000 };
             c.family = "mixed";
             c.t = T_INT;
@@ -144,7 +150,8 @@ static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const
         if ((families & F_GARBAGE) && (coll == CT_REDUCE || coll == CT_GATHER ||
                                        coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
                                        coll == CT_ALLTOALLV || coll == CT_SCATTER ||
-                                       coll == CT_REDUCE_SCATTER || coll == CT_ALLGATHERV)) {
+                                       coll == CT_REDUCE_SCATTER || coll == CT_ALLGATHERV ||
+                                       coll == CT_GATHERV || coll == CT_SCATTERV)) {
             static const int counts[] = { 1, 7, 1000 };
             c.family = "garbage";
             c.garbage = 1;
@@ -192,6 +199,16 @@ static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const
             c.comm = MPI_COMM_WORLD;
             c.o = O_SUM;
             c.inplace = 0;
+        }
+        if (families & F_EMPTY) {
+            c.family = "empty";
+            c.t = T_INT;
+            c.count = 0;
+            for (int ri = 0; ri < nroots; ri++) {
+                if (!full && ri != nroots - 1) continue;
+                c.root = roots[ri];
+                run_empty(&c);
+            }
         }
         if ((families & F_INTER) && full && vc_have_intercomm()) {
             c.family = "inter";
@@ -395,7 +412,8 @@ static void verify_algo(int algo) {
         if (!full && has_inner_param(a))
             continue; /* inner algorithms are verified at large counts on their own */
         int gathers = coll == CT_GATHER || coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
-                      coll == CT_ALLTOALLV || coll == CT_SCATTER || coll == CT_ALLGATHERV;
+                      coll == CT_ALLTOALLV || coll == CT_SCATTER || coll == CT_ALLGATHERV ||
+                      coll == CT_GATHERV || coll == CT_SCATTERV;
         for (int ri = 0; ri < nroots; ri++) {
             if (ri == 2 || (!full && ri == 0 && nroots > 1)) continue;
             c.root = roots[ri];
@@ -442,7 +460,7 @@ static void usage(void) {
            "mismatch.\n\n"
            "  --coll LIST    collectives (bcast,reduce,gather,allgather,allreduce,alltoall,\n"
            "                 alltoallv,scatter,barrier,reduce_scatter_block,reduce_scatter,\n"
-           "                 allgatherv; default all)\n"
+           "                 allgatherv,gatherv,scatterv; default all)\n"
            "  --algo LIST    algorithm names (default: all but native and hidden ones)\n"
            "  --quick        skip the large count\n"
            "  --max-fail N   failures printed per run (default 20)\n"
@@ -451,7 +469,9 @@ static void usage(void) {
            "                 (ignored arguments filled with garbage), self (MPI_COMM_SELF),\n"
            "                 inter (intercommunicators must get MPI_ERR_COMM at once), remap\n"
            "                 (remap=seq, rr and auto on virtual nodes: 2 and 3 nodes placed seq\n"
-           "                 and rr, two irregular placements; only $COLLTUNE_NODES if set)\n");
+           "                 and rr, two irregular placements; only $COLLTUNE_NODES if set),\n"
+           "                 empty (empty type signatures written both ways: a count of 0 and\n"
+           "                 a count of a zero-size datatype, mixed over ranks)\n");
 }
 
 int main(int argc, char **argv) {
@@ -513,7 +533,7 @@ int main(int argc, char **argv) {
                 if (!strcmp(fl[k], "all")) bit = F_ALL;
                 if (!bit)
                     ct_die(rank, "unknown case family '%s'; valid: main, mixed, garbage, self, "
-                           "inter, remap, all", fl[k]);
+                           "inter, remap, empty, all", fl[k]);
                 families |= bit;
             }
             ct_free_list(fl, nf);

@@ -517,6 +517,7 @@ void run_mixed(vcase_t *c, int a) {
     else if (c->coll == CT_SCATTER) run_mixed_scatter(c, a);
     else if (c->coll == CT_REDUCE_SCATTER) run_mixed_reduce_scatter(c, a);
     else if (c->coll == CT_ALLGATHERV) run_mixed_allgatherv(c, a);
+    else if (c->coll == CT_GATHERV || c->coll == CT_SCATTERV) run_mixed_gatherv(c, a);
     /* Reduce and Allreduce: MPI requires the same count and datatype everywhere */
 }
 
@@ -573,6 +574,16 @@ void run_inter(vcase_t *c) {
         rc = ct_allgatherv(&c->choice, buf, 0, MPI_INT, out, cnt, dsp, MPI_INT, intercomm);
         break;
     }
+    case CT_GATHERV: {
+        int cnt[16] = { 0 }, dsp[16] = { 0 };
+        rc = ct_gatherv(&c->choice, buf, 0, MPI_INT, out, cnt, dsp, MPI_INT, root, intercomm);
+        break;
+    }
+    case CT_SCATTERV: {
+        int cnt[16] = { 0 }, dsp[16] = { 0 };
+        rc = ct_scatterv(&c->choice, out, cnt, dsp, MPI_INT, buf, 0, MPI_INT, root, intercomm);
+        break;
+    }
     default: rc = ct_allreduce(&c->choice, buf, out, 4, MPI_INT, MPI_SUM, intercomm); break;
     }
     double secs = MPI_Wtime() - t0;
@@ -606,6 +617,7 @@ void run_case(const vcase_t *c) {
     case CT_REDUCE_SCATTER_BLOCK: run_reduce_scatter_block(c); break;
     case CT_REDUCE_SCATTER: run_reduce_scatter(c); break;
     case CT_ALLGATHERV: run_allgatherv(c); break;
+    case CT_GATHERV: case CT_SCATTERV: run_gatherv_case(c); break;
     default: break;
     }
 }
@@ -652,11 +664,13 @@ void vc_setup(int max_fail, int with_inter) {
     ops[O_PROD] = MPI_PROD;
     MPI_Op_create(affine_op, 0, &ops[O_NONCOMM]);
     MPI_Op_create(vec_sum_op, 1, &vec_sum);
+    vc_empty_setup();
 }
 
 int vc_have_intercomm(void) { return intercomm != MPI_COMM_NULL; }
 
 void vc_teardown(void) {
+    vc_empty_teardown();
     MPI_Op_free(&ops[O_NONCOMM]);
     MPI_Op_free(&vec_sum);
     MPI_Type_free(&types[T_VEC]);

@@ -57,5 +57,7 @@ void run_inter(vcase_t *c);
 void vc_setup(int max_fail, int with_inter);
 int vc_have_intercomm(void);
 void vc_teardown(void);
+/* The family "empty" (verify_empty.c): empty type signatures written both ways. */
+void run_empty(vcase_t *c);
 
 #endif

@@ -49,5 +49,11 @@ void run_mixed_reduce_scatter(vcase_t *c, int a);
 /* verify_allgatherv.c */
 void run_allgatherv(const vcase_t *c);
 void run_mixed_allgatherv(vcase_t *c, int a);
+/* verify_gatherv.c */
+void run_gatherv_case(const vcase_t *c); /* Gatherv or Scatterv */
+void run_mixed_gatherv(vcase_t *c, int a);
+/* verify_empty.c */
+void vc_empty_setup(void);
+void vc_empty_teardown(void);
 
 #endif

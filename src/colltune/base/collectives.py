@@ -3,22 +3,33 @@
 from __future__ import annotations
 
 COLLECTIVES = ("bcast", "reduce", "gather", "allgather", "allreduce", "alltoall", "alltoallv",
-               "scatter", "barrier", "reduce_scatter_block", "reduce_scatter", "allgatherv")
+               "scatter", "barrier", "reduce_scatter_block", "reduce_scatter", "allgatherv",
+               "gatherv", "scatterv")
 
 # collectives whose size is per process: the message of the whole call is size x processes
 # (Alltoall(v): bytes per process per destination, as osu_alltoall; each process sends
 # size x processes; Reduce_scatter(_block): bytes each process receives, one block, of a
 # vector of size x processes; Reduce_scatter with uneven counts: their average;
-# Allgatherv: bytes per process on average, the whole result / processes, as
-# osu_allgatherv)
+# Allgatherv, Gatherv, Scatterv: bytes per process on average, the whole result / processes,
+# as osu_allgatherv, osu_gatherv, osu_scatterv)
 PER_PROCESS = ("gather", "allgather", "alltoall", "alltoallv", "scatter",
-               "reduce_scatter_block", "reduce_scatter", "allgatherv")
+               "reduce_scatter_block", "reduce_scatter", "allgatherv", "gatherv", "scatterv")
+
+# collectives whose size differs from rank to rank: a rank knows only its own counts
+# (Alltoallv: what it receives; Gatherv, Scatterv: its own block, the root all of them),
+# and every rank must run the same algorithm (two algorithms need not send the same
+# messages, empty ones included), so the interposition library chooses for them by the
+# process count alone, and a colltune rules file's lines for them cover every size
+# (SIZE_MIN 0, SIZE_MAX -); Open MPI's coll/tuned measures every Alltoallv as 0 bytes
+# for the same reason
+SIZE_BLIND = ("alltoallv", "gatherv", "scatterv")
 
 
 def per_process(collective: str) -> bool:
     """True when `collective`'s size counts bytes per process (gather, allgather,
     scatter; alltoall, alltoallv: per destination; reduce_scatter(_block): the block each
-    process receives; allgatherv: on average). Barrier moves no data: size 0."""
+    process receives; allgatherv, gatherv, scatterv: on average). Barrier moves no data:
+    size 0."""
     return collective in PER_PROCESS
 
 

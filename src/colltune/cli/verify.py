@@ -30,7 +30,9 @@ from ._common import MPI_HELP, build_or_fail, command, err, fail, np_option, out
                    "for reduce_scatter, shapes of recvcounts), "
                    "garbage (ignored arguments filled with garbage), self (MPI_COMM_SELF), "
                    "inter (intercommunicators get one clear error), remap (remap=seq, rr, auto "
-                   "on virtual nodes: regular, uneven and irregular placements). Under --mpi smpi "
+                   "on virtual nodes: regular, uneven and irregular placements), empty (empty "
+                   "type signatures written both ways, a count of 0 and a count of a zero-size "
+                   "datatype, mixed over ranks, wholly and partly empty). Under --mpi smpi "
                    "all but mixed and inter (SimGrid's SMPI supports neither).")
 @click.option("--timeout", default=1200.0, show_default=True,
               help="Seconds per launch before it counts as a hang.")

@@ -150,12 +150,13 @@ def validation_failures(records: list[dict]) -> list[dict]:
 
 def buffer_bytes(collective: str, size: int, np: int, validate: bool = False) -> int:
     """Bytes colltune-bench allocates per process for one size (as bench.c does): the
-    send buffer (np x size for alltoall(v), scatter and reduce_scatter(_block)), the
+    send buffer (np x size for alltoall(v), scatter(v) and reduce_scatter(_block)), the
     receive buffer (np x size at every process for (all)gather(v) and alltoall(v)), and
     with --validate the MPI library's result."""
-    sends_p = ("alltoall", "alltoallv", "scatter", "reduce_scatter_block", "reduce_scatter")
+    sends_p = ("alltoall", "alltoallv", "scatter", "reduce_scatter_block", "reduce_scatter",
+               "scatterv")
     gathered = per_process(collective) and collective in ("gather", "allgather", "alltoall",
-                                                          "alltoallv", "allgatherv")
+                                                          "alltoallv", "allgatherv", "gatherv")
     send = size * (np if collective in sends_p else 1)
     recv = 0 if collective == "bcast" else size * (np if gathered else 1)
     ref = 0 if not validate else (size if collective == "bcast" else recv)

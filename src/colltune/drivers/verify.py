@@ -14,7 +14,7 @@ from colltune.mpi.build import Build
 from colltune.base.errors import ColltuneError
 
 DEFAULT_NPS = (1, 2, 3, 4, 5, 7, 8, 13, 16)
-FAMILIES = ("main", "mixed", "garbage", "self", "inter", "remap")
+FAMILIES = ("main", "mixed", "garbage", "self", "inter", "remap", "empty")
 # Under SimGrid's SMPI: no MPI_Intercomm_create (inter); different derived datatypes of
 # one type signature on sender and receiver are not matched by SMPI's datatype engine
 # (mixed: a plain MPI_Send/MPI_Recv, bcast/linear, fails the same way)
@@ -78,7 +78,7 @@ def run(build: Build, nps: list[int], collectives: list[str], algos: list[str] |
         progress: Callable[[RunOutcome], None] | None = None,
         families: list[str] | None = None) -> Report:
     """Run colltune-verify at each process count. families: case families
-    (main, mixed, garbage, self, inter, remap; default all; under SimGrid's SMPI all but
+    (main, mixed, garbage, self, inter, remap, empty; default all; under SimGrid's SMPI all but
     inter and mixed, see SMPI_UNSUPPORTED_FAMILIES)."""
     report = Report()
     if getattr(build.mpi, "simulated", False) and families is not None \

@@ -190,6 +190,10 @@ OMPI: dict[str, tuple[LibAlgo, ...]] = {
            note="Open MPI returns an error unless there are exactly 2 processes"),
         _o("allgatherv", 6, "sparbit", "sparbit"),
     ),
+    # coll/tuned 5.0 has no gatherv or scatterv algorithms (ompi_info lists no
+    # coll_tuned_gatherv_algorithm): no ompi: candidates; table_problems would notice some
+    "gatherv": (),
+    "scatterv": (),
     "barrier": (
         _o("barrier", 1, "linear", "linear"),
         _o("barrier", 2, "double_ring", "double_ring"),
@@ -354,6 +358,16 @@ MPICH: dict[str, tuple[LibAlgo, ...]] = {
         _m("allgatherv", "nb"),
         _m("allgatherv", "recursive_doubling"),
         _m("allgatherv", "ring"),
+    ),
+    "gatherv": (
+        _m("gatherv", "linear", "linear_nb",
+           note="the root posts every receive at once: colltune's linear_nb"),
+        _m("gatherv", "nb", note="built on the nonblocking Igatherv"),
+    ),
+    "scatterv": (
+        _m("scatterv", "linear", "linear_nb",
+           note="the root posts every send at once: colltune's linear_nb"),
+        _m("scatterv", "nb", note="built on the nonblocking Iscatterv"),
     ),
 }
 
@@ -621,7 +635,8 @@ def ompi_table_problems(mpi: MPI, collectives=COLLECTIVES) -> list[str]:
     current = dict(re.findall(r"^mca:coll:tuned:param:(\w+):value:(.*)$",
                               _ompi_info(str(mpi.bindir)), re.M))
     problems += _default_problems(OMPI, collectives, "OMPI_MCA_", current)
-    needed = ("coll_tuned_use_dynamic_rules", *(f"coll_tuned_{c}_algorithm" for c in collectives))
+    needed = ("coll_tuned_use_dynamic_rules",
+              *(f"coll_tuned_{c}_algorithm" for c in collectives if OMPI[c]))
     for var in needed:
         if var not in params:
             problems.append(f"no MCA parameter {var}")

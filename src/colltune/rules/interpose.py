@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from colltune.rules import ruleset as rules_mod
-from colltune.base.collectives import COLLECTIVES, intercepted, mpi_name
+from colltune.base.collectives import COLLECTIVES, SIZE_BLIND, intercepted, mpi_name
 from colltune.base.files import check_writable, read_text
 from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.base.specs import format_spec, split_spec
@@ -109,6 +109,10 @@ def spec_problem(coll: str, spec: str, algorithms, test_only: bool = False) -> s
 
 def rule_problem(rule: rules_mod.Rule, algorithms) -> str | None:
     """Why the interposition library would refuse one rule of a colltune rules file."""
+    if rule.collective in SIZE_BLIND and (rule.size_min != 0 or rule.size_max is not None):
+        return (f"{rule.collective} rules cannot depend on the size: a rank knows only its "
+                "own counts, and every rank must choose alike (write SIZE_MIN 0 and "
+                "SIZE_MAX -)")
     if ":" in rule.algorithm:
         return (f"algorithm '{rule.algorithm}' is an MPI library's own algorithm; this file "
                 "must name colltune's algorithms or native")

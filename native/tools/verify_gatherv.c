@@ -1,0 +1,180 @@
+/*
+ * verify_gatherv.c -- colltune-verify's cases of Gatherv and Scatterv (main, garbage
+ * and self through run_case, mixed through run_mixed, inter in run_inter; the inputs,
+ * layouts and verdicts are verify_cases.c's, see verify_shared.h).
+ *
+ * Counts are uneven with zeros; the root's blocks lie in its buffer out of rank
+ * order (even ranks first, each half last rank first) with gaps of one or two
+ * elements between them, so a block written at the wrong place, or a gap written,
+ * shows.
+ */
+#include "verify_shared.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* block j's count for base count n: uneven, some zero (n > 0) */
+static int v_count(int n, int j) { return n == 0 ? 0 : (n + 2 * j + 1) % (n + 3); }
+
+/* the root's layout: cnt[j] elements of block j at dsp[j], blocks out of rank order
+ * with gaps; returns the elements spanned */
+static long v_layout(int cn, const int *cnt, int *dsp) {
+    long at = 1;
+    for (int half = 0; half < 2; half++)
+        for (int j = cn - 1; j >= 0; j--) {
+            if (j % 2 != half) continue;
+            dsp[j] = (int)at;
+            at += cnt[j] + 1 + j % 2;
+        }
+    return at;
+}
+
+/* Gatherv: block j (v_count elements) from rank j to dsp[j] of the root's buffer.
+ * Garbage in what MPI ignores: the receive arguments at the other ranks (NULL
+ * buffer and arrays, MPI_DATATYPE_NULL), the send count and type at a
+ * root in place. */
+static void run_gatherv(const vcase_t *c) {
+    verdict_t v = { 0, "" };
+    int cr, cn;
+    MPI_Comm_rank(c->comm, &cr);
+    MPI_Comm_size(c->comm, &cn);
+    const int is_root = cr == c->root, inplace = c->inplace && is_root;
+    int *ar = malloc((size_t)(2 * cn) * sizeof *ar);
+    int *cnt = ar, *dsp = ar + cn;
+    for (int j = 0; j < cn; j++) cnt[j] = v_count(c->count, j);
+    long span = v_layout(cn, cnt, dsp);
+    size_t ext = type_extent(c->t), sbytes = (size_t)cnt[cr] * ext, rbytes = (size_t)span * ext;
+    uint32_t salt = ++salt_counter;
+    char *in = alloc_region(sbytes), *in_ref = alloc_region(sbytes);
+    char *rn = alloc_region(rbytes), *ro = alloc_region(rbytes), *sentinel = alloc_region(rbytes);
+    fill(in, c->t, cnt[cr], O_SUM, rank, salt);
+    memcpy(in_ref, in, sbytes);
+    if (inplace) {
+        memcpy(rn + (size_t)dsp[cr] * ext, in, sbytes);
+        memcpy(ro + (size_t)dsp[cr] * ext, in, sbytes);
+    }
+    const void *sn = inplace ? MPI_IN_PLACE : in;
+    MPI_Datatype dt = types[c->t], sd = dt, rd = dt;
+    int sc = cnt[cr];
+    const int *gc = cnt, *gd = dsp;
+    void *rb = ro;
+    if (c->garbage && inplace) {
+        sc = -1;
+        sd = MPI_DATATYPE_NULL;
+    }
+    if (c->garbage && !is_root) {
+        rb = NULL;
+        gc = gd = NULL;
+        rd = MPI_DATATYPE_NULL;
+    }
+    MPI_Gatherv(sn, cnt[cr], dt, rn, cnt, dsp, dt, c->root, c->comm);
+    check_rc(&v, ct_gatherv(&c->choice, sn, sc, sd, rb, gc, gd, rd, c->root, c->comm));
+    if (is_root) compare(&v, "result", ro, rn, c->t, span);
+    else compare(&v, "receive buffer of a non-root process was written", ro, sentinel, c->t,
+                 span);
+    if (!inplace) compare(&v, "send buffer was modified", in, in_ref, c->t, cnt[cr]);
+    report(c, &v);
+    free(ar);
+    free(in);
+    free(in_ref);
+    free(rn);
+    free(ro);
+    free(sentinel);
+}
+
+/* Scatterv: block j (v_count elements at dsp[j] of the root's buffer) to rank j.
+ * Garbage: the send arguments at the other ranks, the receive count and type at a
+ * root in place (its block stays where it is). */
+static void run_scatterv(const vcase_t *c) {
+    verdict_t v = { 0, "" };
+    int cr, cn;
+    MPI_Comm_rank(c->comm, &cr);
+    MPI_Comm_size(c->comm, &cn);
+    const int is_root = cr == c->root, inplace = c->inplace && is_root;
+    int *ar = malloc((size_t)(2 * cn) * sizeof *ar);
+    int *cnt = ar, *dsp = ar + cn;
+    for (int j = 0; j < cn; j++) cnt[j] = v_count(c->count, j);
+    long span = v_layout(cn, cnt, dsp);
+    size_t ext = type_extent(c->t), sbytes = (size_t)span * ext, rbytes = (size_t)cnt[cr] * ext;
+    uint32_t salt = ++salt_counter;
+    char *in = alloc_region(sbytes), *in_ref = alloc_region(sbytes);
+    char *rn = alloc_region(rbytes), *ro = alloc_region(rbytes);
+    if (is_root) fill(in, c->t, span, O_SUM, rank, salt);
+    memcpy(in_ref, in, sbytes);
+    MPI_Datatype dt = types[c->t], sd = dt, rd = dt;
+    const void *sb = in;
+    const int *gc = cnt, *gd = dsp;
+    int rc = cnt[cr];
+    void *rb = inplace ? MPI_IN_PLACE : (void *)ro;
+    if (c->garbage && !is_root) {
+        sb = NULL;
+        gc = gd = NULL;
+        sd = MPI_DATATYPE_NULL;
+    }
+    if (c->garbage && inplace) {
+        rc = -1;
+        rd = MPI_DATATYPE_NULL;
+    }
+    MPI_Scatterv(in, cnt, dsp, dt, inplace ? MPI_IN_PLACE : (void *)rn, cnt[cr], dt, c->root,
+                 c->comm);
+    check_rc(&v, ct_scatterv(&c->choice, sb, gc, gd, sd, rb, rc, rd, c->root, c->comm));
+    if (!inplace) compare(&v, "result", ro, rn, c->t, cnt[cr]);
+    if (is_root) compare(&v, "send buffer was modified", in, in_ref, c->t, span);
+    report(c, &v);
+    free(ar);
+    free(in);
+    free(in_ref);
+    free(rn);
+    free(ro);
+}
+
+void run_gatherv_case(const vcase_t *c) {
+    if (c->coll == CT_GATHERV) run_gatherv(c);
+    else run_scatterv(c);
+}
+
+/* The mixed family: rank j's block is v_count(pairs, j) pairs of ints, in rank j's
+ * own layout there and in the root's layout at the root (counts in its own
+ * elements); the expected result is computed here (rank j's ints do not depend on
+ * its layout). */
+void run_mixed_gatherv(vcase_t *c, int a) {
+    verdict_t v = { 0, "" };
+    const int pairs = c->count, gather = c->coll == CT_GATHERV;
+    if (pairs == 0) return; /* empty signatures: the family "empty" */
+    const int rel = (rank - c->root + nprocs) % nprocs, is_root = rel == 0;
+    const int Lroot = lay_of(a, 0, pairs), Lme = lay_of(a, rel + 1, pairs);
+    int *ar = malloc((size_t)(2 * nprocs) * sizeof *ar);
+    int *cnt = ar, *dsp = ar + nprocs;
+    for (int j = 0; j < nprocs; j++) cnt[j] = lay_count(Lroot, v_count(pairs, j));
+    long span = v_layout(nprocs, cnt, dsp);
+    const int mine = v_count(pairs, rank), mc = lay_count(Lme, mine);
+    size_t rootbytes = (size_t)span * lay_extent(Lroot), mebytes = lay_bytes(Lme, mine) + 1;
+    uint32_t salt = ++salt_counter;
+    mixed_desc(c, a, pairs);
+    char *root_o = alloc_region(rootbytes), *root_x = alloc_region(rootbytes);
+    char *me_o = alloc_region(mebytes), *me_x = alloc_region(mebytes);
+    if (is_root)
+        for (int j = 0; j < nprocs; j++)
+            lay_fill(root_x + (size_t)dsp[j] * lay_extent(Lroot), Lroot, v_count(pairs, j), j,
+                     salt);
+    lay_fill(me_x, Lme, mine, rank, salt);
+    if (gather) {
+        memcpy(me_o, me_x, mebytes);
+        check_rc(&v, ct_gatherv(&c->choice, me_o, mc, lay_dt[Lme], root_o, cnt, dsp,
+                                lay_dt[Lroot], c->root, MPI_COMM_WORLD));
+    } else {
+        memcpy(root_o, root_x, rootbytes);
+        check_rc(&v, ct_scatterv(&c->choice, root_o, cnt, dsp, lay_dt[Lroot], me_o, mc,
+                                 lay_dt[Lme], c->root, MPI_COMM_WORLD));
+    }
+    compare_bytes(&v, gather ? "result" : "send buffer was modified", root_o, root_x,
+                  rootbytes);
+    compare_bytes(&v, gather ? "send buffer was modified" : "result", me_o, me_x, mebytes);
+    report(c, &v);
+    free(ar);
+    free(root_o);
+    free(root_x);
+    free(me_o);
+    free(me_x);
+}
