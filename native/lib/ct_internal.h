@@ -304,6 +304,15 @@ int ct_run_reduce(int algo, const void *sbuf, void *rbuf, int count, MPI_Datatyp
                   MPI_Op op, int root, MPI_Comm comm);
 int ct_run_gather(int algo, const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                   int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
+/* the same for the phases of the hierarchical algorithms (hier.c) */
+int ct_run_allreduce(int algo, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+                     MPI_Op op, MPI_Comm comm);
+int ct_run_barrier(int algo, MPI_Comm comm);
+int ct_run_allgatherv(int algo, const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                      const int *rcounts, const int *displs, MPI_Datatype rdt, MPI_Comm comm);
+int ct_run_alltoallv(int algo, const void *sbuf, const int *scounts, const int *sdispls,
+                     MPI_Datatype sdt, void *rbuf, const int *rcounts, const int *rdispls,
+                     MPI_Datatype rdt, MPI_Comm comm);
 
 /* ---- algorithm implementations (one source file per collective) ---------- */
 #define CT_DECL_BCAST(name) \
@@ -438,5 +447,14 @@ CT_DECL_ALLGATHERV(ct_allgatherv_neighbor_exchange);
 CT_DECL_ALLGATHERV(ct_allgatherv_two_proc);
 CT_DECL_ALLGATHERV(ct_allgatherv_sparbit);
 CT_DECL_ALLGATHERV(ct_allgatherv_broken); /* test-only: corrupts data on purpose */
+
+/* hier.c: node-aware algorithms (node groups, leaders, inter and intra phases) */
+CT_DECL_BCAST(ct_bcast_hier);
+CT_DECL_REDUCE(ct_reduce_hier);
+CT_DECL_ALLREDUCE(ct_allreduce_hier);
+CT_DECL_BARRIER(ct_barrier_hier);
+CT_DECL_ALLGATHER(ct_allgather_hier);
+CT_DECL_ALLGATHERV(ct_allgatherv_hier);
+CT_DECL_ALLTOALL(ct_alltoall_hier);
 
 #endif /* CT_INTERNAL_H */

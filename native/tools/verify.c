@@ -46,6 +46,18 @@ static int has_inplace(ct_coll_t c) { return c != CT_BCAST && c != CT_BARRIER; }
  * its interesting values. Segment sizes: none, smaller than one element, not
  * a multiple of the element size, larger than the message. */
 #define MAX_VARIANTS 64
+static int has_param(const ct_algo_t *a, ct_param_id_t id) {
+    for (int j = 0; j < a->nparams; j++)
+        if (a->params[j].id == id) return 1;
+    return 0;
+}
+/* a variant that moves only the virtual node size (of a hierarchical algorithm) */
+static int vppn_only(const ct_choice_t *v, const ct_choice_t *def) {
+    if (v->algo != def->algo || v->params.v[CT_P_VPPN] == def->params.v[CT_P_VPPN]) return 0;
+    for (int i = 0; i < CT_NPARAMS; i++)
+        if (i != CT_P_VPPN && v->params.v[i] != def->params.v[i]) return 0;
+    return 1;
+}
 static int variants(int algo, ct_choice_t *out) {
     const ct_algo_t *a = ct_algo_get(algo);
     int n = 0;
@@ -67,21 +79,31 @@ static int variants(int algo, ct_choice_t *out) {
         case CT_P_MAX_REQUESTS: /* 0 = all at once */
             vals[nv++] = 0; vals[nv++] = 1; vals[nv++] = 2; vals[nv++] = 3;
             break;
-        case CT_P_BCAST: case CT_P_REDUCE: case CT_P_GATHER: {
-            ct_coll_t ic = ps->id == CT_P_BCAST ? CT_BCAST
-                           : ps->id == CT_P_REDUCE ? CT_REDUCE : CT_GATHER;
+        case CT_P_BCAST: case CT_P_REDUCE: case CT_P_GATHER: case CT_P_INTER:
+        case CT_P_INTRA: {
+            ct_coll_t ic = ct_hier_inner_coll(a->coll, ps->id);
             for (int k = 0; k < ct_algo_count() && nv < 32; k++) {
                 const ct_algo_t *x = ct_algo_get(k);
-                if (x->coll == ic && !(x->constraints & CT_HIDDEN)) vals[nv++] = k;
+                if (x->coll == ic && !(x->constraints & CT_HIDDEN) &&
+                    strncmp(x->name, "hier", 4) != 0) /* never inner (choice.c) */
+                    vals[nv++] = k;
             }
             break;
         }
+        case CT_P_VPPN: /* virtual nodes of 1, 2, 3 ranks (uneven last nodes at most
+                         * process counts) and of 4 */
+            vals[nv++] = 1; vals[nv++] = 2; vals[nv++] = 3; vals[nv++] = 4;
+            break;
         default: break;
         }
         for (int k = 0; k < nv && n < MAX_VARIANTS; k++) {
             if (vals[k] == out[0].params.v[ps->id]) continue;
             out[n] = out[0];
             out[n].params.v[ps->id] = vals[k];
+            /* a hierarchical algorithm's inner algorithms on virtual nodes of 2, so that
+             * both phases run at every process count above 2 */
+            if (ps->id != CT_P_VPPN && has_param(a, CT_P_VPPN))
+                out[n].params.v[CT_P_VPPN] = 2;
             n++;
         }
     }
@@ -110,7 +132,7 @@ static int has_inner_param(const ct_algo_t *a) {
 static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const int *roots,
                          int nroots) {
     for (int vi = 0; vi < nvar; vi++) {
-        const int full = vi == 0;
+        const int full = vi == 0 || vppn_only(&var[vi], &var[0]);
         vcase_t c = { coll, var[vi], 0, 0, 0, O_SUM, 0, MPI_COMM_WORLD, 0, NULL, "" };
         if ((families & F_MIXED) && (coll == CT_BCAST || coll == CT_GATHER ||
                                      coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
@@ -361,7 +383,8 @@ static void verify_algo(int algo) {
     for (int vi = 0; vi < nvar && (families & F_MAIN); vi++) {
         vcase_t c = { coll, var[vi], 0, 0, 0, 0, 0, MPI_COMM_WORLD, 0, NULL, "" };
         /* defaults: the full product; other variants: a cross-section */
-        int full = vi == 0;
+        /* (virtual node sizes of a hierarchical algorithm: the full product too) */
+        int full = vi == 0 || vppn_only(&var[vi], &var[0]);
         for (int ri = 0; ri < nroots; ri++) {
             if (!full && ri != nroots - 1) continue;
             c.root = roots[ri];
