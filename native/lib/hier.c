@@ -386,8 +386,8 @@ static int allgatherv_stream(const void *sbuf, int scount, MPI_Datatype sdt, voi
         if (gather_algo >= 0) { /* equal blocks: a Gather algorithm */
             CT_TRY(ct_run_gather(gather_algo, h->local ? all + off[me] : MPI_IN_PLACE, mine,
                                  MPI_BYTE, all + off[s0], mine, MPI_BYTE, 0, h->node));
-        } else if (h->local) {
-            CT_TRY(ct_send(all + off[me], mine, MPI_BYTE, 0, TAG_HIER, h->node));
+        } else if (h->local) { /* (an empty block: no message, none is expected) */
+            if (mine > 0) CT_TRY(ct_send(all + off[me], mine, MPI_BYTE, 0, TAG_HIER, h->node));
         } else {
             int n = 0;
             for (int i = 1; i < h->lsize; i++)

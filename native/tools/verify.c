@@ -360,6 +360,41 @@ static void run_remap_family(ct_coll_t coll, const ct_choice_t *base, const int 
     if (!user) set_layout_env(NULL, NULL);
 }
 
+/* ---- the node groups of a hierarchical algorithm ------------------------------
+ * vppn = K: ceil(p/K) groups of K consecutive ranks, the last one smaller; vppn = 0:
+ * every maximal run of consecutive ranks on one node of ct_comm_placement (shared
+ * memory, SMPI's hosts, or COLLTUNE_NODES / COLLTUNE_VIRTUAL_PPN) is one group. */
+static void check_hier_groups(ct_coll_t coll, const ct_choice_t *var, int nvar) {
+    for (int vi = 0; vi < nvar; vi++) {
+        const int K = (int)var[vi].params.v[CT_P_VPPN];
+        if (vi > 0 && !vppn_only(&var[vi], &var[0])) continue;
+        vcase_t c = { coll, var[vi], 0, 0, T_INT, O_SUM, 0, MPI_COMM_WORLD, 0, NULL, "" };
+        verdict_t v = { 0, "" };
+        int G = 0;
+        const int *st = NULL;
+        int rc = ct_comm_hier_groups(MPI_COMM_WORLD, K, &G, &st);
+        check_rc(&v, rc);
+        if (rc == MPI_SUCCESS) {
+            int want[4096], n = 0;
+            ct_placement_t pl = { 0 };
+            if (K == 0) check_rc(&v, ct_comm_placement(MPI_COMM_WORLD, &pl));
+            for (int r = 0; r < nprocs && n < 4095; r++)
+                if (r == 0 || (K > 0 ? r % K == 0 : pl.node && pl.node[r] != pl.node[r - 1]))
+                    want[n++] = r;
+            want[n] = nprocs;
+            if (G != n) verdict(&v, "vppn=%d: %d node groups, expected %d", K, G, n);
+            for (int g = 0; g <= n && G == n; g++)
+                if (st[g] != want[g]) {
+                    verdict(&v, "vppn=%d: group %d starts at rank %d, expected %d", K, g,
+                            st[g], want[g]);
+                    break;
+                }
+        }
+        snprintf(c.tdesc, sizeof c.tdesc, "node groups");
+        report(&c, &v);
+    }
+}
+
 /* Run the matrix for one algorithm. */
 static void verify_algo(int algo) {
     const ct_algo_t *a = ct_algo_get(algo);
@@ -439,6 +474,7 @@ static void verify_algo(int algo) {
             }
         }
     }
+    if (has_param(a, CT_P_VPPN) && (families & F_MAIN)) check_hier_groups(coll, var, nvar);
     run_families(coll, var, nvar, roots, nroots);
     if (families & F_REMAP) run_remap_family(coll, &var[0], roots, nroots);
     double secs = MPI_Wtime() - t0;
