@@ -304,7 +304,11 @@ int ct_run_reduce(int algo, const void *sbuf, void *rbuf, int count, MPI_Datatyp
                   MPI_Op op, int root, MPI_Comm comm);
 int ct_run_gather(int algo, const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                   int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
-/* the same for the phases of the hierarchical algorithms (hier.c) */
+/* the same for the phases of the hierarchical algorithms (hier.c), on
+ * ct_inner_resolve (dispatch.c): the inner algorithm's default choice, or its
+ * declared fallback (reported in the outer call's record) */
+int ct_inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI_Op op,
+                     ct_choice_t *run);
 int ct_run_allreduce(int algo, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
                      MPI_Op op, MPI_Comm comm);
 int ct_run_barrier(int algo, MPI_Comm comm);

@@ -891,34 +891,8 @@ int ct_run_gather(int algo, const void *sbuf, int scount, MPI_Datatype sdt, void
                                             &run.params);
 }
 
-/* ---- inner algorithms of the hierarchical algorithms (hier.c) ------------------ */
-int ct_run_allreduce(int algo, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
-                     MPI_Op op, MPI_Comm comm) {
-    ct_choice_t run;
-    CT_CHECK(inner_resolve(algo, CT_ALLREDUCE, comm, count, op, &run));
-    if (count == 0) return MPI_SUCCESS;
-    return ct_algo_get(run.algo)->fn.allreduce(sbuf, rbuf, count, dt, op, comm, &run.params);
-}
-
-int ct_run_barrier(int algo, MPI_Comm comm) {
-    ct_choice_t run;
-    CT_CHECK(inner_resolve(algo, CT_BARRIER, comm, 0, MPI_OP_NULL, &run));
-    return ct_algo_get(run.algo)->fn.barrier(comm, &run.params);
-}
-
-int ct_run_allgatherv(int algo, const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-                      const int *rcounts, const int *displs, MPI_Datatype rdt, MPI_Comm comm) {
-    ct_choice_t run;
-    CT_CHECK(inner_resolve(algo, CT_ALLGATHERV, comm, 0, MPI_OP_NULL, &run));
-    return ct_algo_get(run.algo)->fn.allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt,
-                                                comm, &run.params);
-}
-
-int ct_run_alltoallv(int algo, const void *sbuf, const int *scounts, const int *sdispls,
-                     MPI_Datatype sdt, void *rbuf, const int *rcounts, const int *rdispls,
-                     MPI_Datatype rdt, MPI_Comm comm) {
-    ct_choice_t run;
-    CT_CHECK(inner_resolve(algo, CT_ALLTOALLV, comm, 0, MPI_OP_NULL, &run));
-    return ct_algo_get(run.algo)->fn.alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts,
-                                               rdispls, rdt, comm, &run.params);
+/* for the inner phases of the hierarchical algorithms (hier.c) */
+int ct_inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI_Op op,
+                     ct_choice_t *run) {
+    return inner_resolve(algo, coll, comm, count, op, run);
 }

@@ -195,6 +195,38 @@ static int groups_of(MPI_Comm comm, const ct_params_t *prm, hier_t **h) {
     return hier_get(comm, (int)prm->v[CT_P_VPPN], h);
 }
 
+/* ---- inner algorithms of the phases (default parameters, declared fallbacks) ---- */
+int ct_run_allreduce(int algo, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+                     MPI_Op op, MPI_Comm comm) {
+    ct_choice_t run;
+    CT_CHECK(ct_inner_resolve(algo, CT_ALLREDUCE, comm, count, op, &run));
+    if (count == 0) return MPI_SUCCESS;
+    return ct_algo_get(run.algo)->fn.allreduce(sbuf, rbuf, count, dt, op, comm, &run.params);
+}
+
+int ct_run_barrier(int algo, MPI_Comm comm) {
+    ct_choice_t run;
+    CT_CHECK(ct_inner_resolve(algo, CT_BARRIER, comm, 0, MPI_OP_NULL, &run));
+    return ct_algo_get(run.algo)->fn.barrier(comm, &run.params);
+}
+
+int ct_run_allgatherv(int algo, const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                      const int *rcounts, const int *displs, MPI_Datatype rdt, MPI_Comm comm) {
+    ct_choice_t run;
+    CT_CHECK(ct_inner_resolve(algo, CT_ALLGATHERV, comm, 0, MPI_OP_NULL, &run));
+    return ct_algo_get(run.algo)->fn.allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt,
+                                                comm, &run.params);
+}
+
+int ct_run_alltoallv(int algo, const void *sbuf, const int *scounts, const int *sdispls,
+                     MPI_Datatype sdt, void *rbuf, const int *rcounts, const int *rdispls,
+                     MPI_Datatype rdt, MPI_Comm comm) {
+    ct_choice_t run;
+    CT_CHECK(ct_inner_resolve(algo, CT_ALLTOALLV, comm, 0, MPI_OP_NULL, &run));
+    return ct_algo_get(run.algo)->fn.alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts,
+                                               rdispls, rdt, comm, &run.params);
+}
+
 /* ---- the byte stream of a block ----------------------------------------------- */
 /* count elements of dt at buf -> count*size bytes at out (one copy when dense) */
 static int pack(const void *buf, int count, MPI_Datatype dt, char *out, MPI_Comm comm) {

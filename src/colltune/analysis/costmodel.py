@@ -214,16 +214,17 @@ def _int_param(text: str | None, default):
 def formula_variables(algo: dict, p: int, size: int, elem: int = 1,
                       params: dict[str, str] | None = None,
                       ppn: int | None = None) -> dict[str, float]:
-    """p, n, s, k for one point, as docs/cost-model.md defines them; q (processes per
-    node: the algorithm's vppn when set, else `ppn`, else p: one node) and m (nodes)."""
+    """p, n, s, k for one point, as docs/cost-model.md defines them; for a hierarchical
+    algorithm (a vppn parameter) q (processes per node: vppn when set, else `ppn`, else
+    p: one node) and m (nodes)."""
     params = params or {}
     defaults = {q["name"]: q.get("default") for q in algo.get("params", [])}
     n = size * p if per_process(algo["collective"]) else size  # size is per process
     env: dict[str, float] = {"p": float(p), "n": float(n)}
-    vppn = _int_param(params.get("vppn"), defaults.get("vppn") or 0) or 0
-    q = min(p, vppn or ppn or p)
-    env["q"] = float(max(1, q))
-    env["m"] = float(math.ceil(p / env["q"]))
+    if "vppn" in defaults:  # hierarchical: the two levels
+        vppn = _int_param(params.get("vppn"), defaults.get("vppn") or 0) or 0
+        env["q"] = float(max(1, min(p, vppn or ppn or p)))
+        env["m"] = float(math.ceil(p / env["q"]))
     if "segsize" in defaults:
         raw = params.get("segsize", defaults["segsize"])
         if segsize_rule.is_auto(raw):  # the dispatcher's rule for this call (analysis/segsize)
@@ -516,8 +517,11 @@ def predict_points(df: pd.DataFrame, algos: dict[tuple[str, str], dict],
             why.append("not in the registry (library algorithm)")
             continue
         try:
+            ppn = getattr(r, "ppn", None)  # processes per node of the point, when known
+            ppn = int(ppn) if isinstance(ppn, (int, float)) and ppn == ppn and ppn > 0 else None
             v = predict_seconds(algo, int(r.np), int(r.size), params.alpha, params.beta,
-                                params.gamma, elem, parse_params(r.params) if not fb else None)
+                                params.gamma, elem, parse_params(r.params) if not fb else None,
+                                ppn=ppn)
             pred.append(v * 1e6)
             used.append(name)
             why.append(f"fallback {fb}" if fb else "")
