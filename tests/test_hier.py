@@ -134,3 +134,30 @@ def test_verify_hier_under_smpi_with_hosts_as_nodes(smpi_build):
                             timeout=1200, families=["main"])
     assert report.ok, "\n".join(report.failure_lines())
     assert report.cases > 1000
+
+
+# ---------------------------------------------------------------------------- intra=shm
+
+
+@pytest.mark.parametrize("np", [1, 3, 4])
+def test_verify_shm_openmpi(ompi_build, np):
+    """shm on its own (one node here) and as hier's intra phase (the hier variants
+    above include intra=shm): every case, and the window freed with its communicator
+    (verify's 'windows freed' case: 200 communicators duplicated, used, freed)."""
+    report = verify.run(ompi_build, [np], ["bcast", "reduce", "allreduce", "barrier"], ["shm"],
+                        quick=True, timeout=900, families=["main", "mixed", "garbage", "self"])
+    assert report.ok, "\n".join(report.failure_lines())
+    assert {a["collective"] for a in report.runs[0].algos} == {"bcast", "reduce", "allreduce",
+                                                               "barrier"}
+
+
+@pytest.mark.slow
+def test_shm_windows_do_not_leak_over_10000_communicators(ompi_build):
+    """plaincolls duplicates and frees a communicator 10,000 times with a Bcast and an
+    Allreduce on each: a window kept per communicator would exhaust shared memory."""
+    ln = launch.prepare(ompi_build.mpi, 2, [str(ompi_build.program("colltune-plaincolls")),
+                                            "--loop", "10000"])
+    res = colltune("run", "--mpi", "openmpi", "--force", "bcast=shm", "--force",
+                   "allreduce=hier:vppn=1,intra=shm,bcast=shm", "--", *ln.argv)
+    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
+    assert "checks passed" in res.stdout

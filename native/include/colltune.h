@@ -273,6 +273,9 @@ ct_coll_t ct_hier_inner_coll(ct_coll_t outer, ct_param_id_t id);
  * *groups: their number; starts (groups + 1 entries, owned by the library): the
  * first rank of each group, and the communicator size last. */
 int ct_comm_hier_groups(MPI_Comm comm, int vppn, int *groups, const int **starts);
+/* The shared-memory windows of the `shm` algorithms (shm.c) this process holds now:
+ * one per communicator that ran one (created on first use, freed with it). */
+int ct_shm_windows(void);
 
 /* ---- placement ------------------------------------------------------------
  * The node of every rank of an intracommunicator (collective on first use for a

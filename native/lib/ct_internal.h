@@ -460,5 +460,14 @@ CT_DECL_BARRIER(ct_barrier_hier);
 CT_DECL_ALLGATHER(ct_allgather_hier);
 CT_DECL_ALLGATHERV(ct_allgatherv_hier);
 CT_DECL_ALLTOALL(ct_alltoall_hier);
+/* shm.c: a shared-memory window per communicator of one node */
+CT_DECL_BCAST(ct_bcast_shm);
+CT_DECL_REDUCE(ct_reduce_shm);
+CT_DECL_ALLREDUCE(ct_allreduce_shm);
+CT_DECL_BARRIER(ct_barrier_shm);
+/* an algorithm that runs another one instead, for a reason only it can see (shm.c:
+ * ranks on several nodes): recorded in the call's dispatch record, reported by the
+ * fallback hook (dispatch.c) */
+void ct_note_fallback(const char *why);
 
 #endif /* CT_INTERNAL_H */

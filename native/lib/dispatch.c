@@ -891,6 +891,12 @@ int ct_run_gather(int algo, const void *sbuf, int scount, MPI_Datatype sdt, void
                                             &run.params);
 }
 
+void ct_note_fallback(const char *why) {
+    size_t used = strlen(last.reason);
+    snprintf(last.reason + used, sizeof last.reason - used, "%s%s", used ? "; " : "", why);
+    call_hook();
+}
+
 /* for the inner phases of the hierarchical algorithms (hier.c) */
 int ct_inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI_Op op,
                      ct_choice_t *run) {

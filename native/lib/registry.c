@@ -555,6 +555,27 @@ static const entry_t table[] = {
       "pair of nodes among the leaders (inter, an Alltoallv), each rank's blocks scattered "
       "back", NULL },
       HIER_AUTO },
+    /* ------------------------------------------------ shared memory (shm.c)
+     * One node: a shared window of the communicator; the fallback runs (reported)
+     * when the ranks do not all share memory. al, bl: inside a node. */
+    { { "shm", CT_BCAST, { .bcast = ct_bcast_shm }, 0, { { 0 } }, 0, "binomial",
+      "2*al + 2*n*bl",
+      "one node: the root copies the message into a shared window, every other rank "
+      "copies it out (flags for synchronisation)", NULL },
+      AUTO_NONE },
+    { { "shm", CT_REDUCE, { .reduce = ct_reduce_shm }, 0, { { 0 } }, 0, "in_order_binary",
+      "3*al + 2*n*bl + (p-1)/p*n*g",
+      "one node: every rank copies its vector into a shared window and reduces its share "
+      "of the elements over all of them in rank order; the root copies the result out",
+      NULL },
+      AUTO_NONE },
+    { { "shm", CT_ALLREDUCE, { .allreduce = ct_allreduce_shm }, 0, { { 0 } }, 0,
+      "recursive_doubling", "3*al + 2*n*bl + (p-1)/p*n*g",
+      "one node: as Reduce shm, every rank copying the result out", NULL },
+      AUTO_NONE },
+    { { "shm", CT_BARRIER, { .barrier = ct_barrier_shm }, 0, { { 0 } }, 0, "bruck", "al",
+      "one node: a counter and a generation flag in a shared window", NULL },
+      AUTO_NONE },
 };
 
 int ct_algo_count(void) { return (int)(sizeof table / sizeof table[0]); }

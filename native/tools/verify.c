@@ -395,6 +395,34 @@ static void check_hier_groups(ct_coll_t coll, const ct_choice_t *var, int nvar) 
     }
 }
 
+/* ---- the shared window of `shm`, freed with its communicator -------------------
+ * 200 times: a communicator duplicated, the algorithm run on it (its window made),
+ * the communicator freed; the process must then hold as many windows as before. */
+static void check_shm_windows(ct_coll_t coll, const ct_choice_t *c0) {
+    vcase_t c = { coll, *c0, 0, 1, T_INT, O_SUM, 0, MPI_COMM_WORLD, 0, NULL, "" };
+    verdict_t v = { 0, "" };
+    const int before = ct_shm_windows();
+    int x[2] = { rank, rank }, y[2];
+    for (int i = 0; i < 200 && !v.bad; i++) {
+        MPI_Comm d;
+        MPI_Comm_dup(MPI_COMM_WORLD, &d);
+        int rc = coll == CT_BCAST ? ct_bcast(c0, x, 2, MPI_INT, 0, d)
+                 : coll == CT_REDUCE ? ct_reduce(c0, x, y, 2, MPI_INT, MPI_SUM, 0, d)
+                 : coll == CT_ALLREDUCE ? ct_allreduce(c0, x, y, 2, MPI_INT, MPI_SUM, d)
+                 : ct_barrier(c0, d);
+        check_rc(&v, rc);
+        if (i == 0 && nprocs > 1 && ct_shm_windows() <= before)
+            verdict(&v, "no shared window made (%d before, %d after)", before,
+                    ct_shm_windows());
+        MPI_Comm_free(&d);
+    }
+    if (ct_shm_windows() != before)
+        verdict(&v, "%d shared windows after 200 communicators freed, %d before",
+                ct_shm_windows(), before);
+    snprintf(c.tdesc, sizeof c.tdesc, "windows freed");
+    report(&c, &v);
+}
+
 /* Run the matrix for one algorithm. */
 static void verify_algo(int algo) {
     const ct_algo_t *a = ct_algo_get(algo);
@@ -475,6 +503,7 @@ static void verify_algo(int algo) {
         }
     }
     if (has_param(a, CT_P_VPPN) && (families & F_MAIN)) check_hier_groups(coll, var, nvar);
+    if (!strcmp(a->name, "shm") && (families & F_MAIN)) check_shm_windows(coll, &var[0]);
     run_families(coll, var, nvar, roots, nroots);
     if (families & F_REMAP) run_remap_family(coll, &var[0], roots, nroots);
     double secs = MPI_Wtime() - t0;
