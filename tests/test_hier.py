@@ -158,6 +158,36 @@ def test_shm_windows_do_not_leak_over_10000_communicators(ompi_build):
     ln = launch.prepare(ompi_build.mpi, 2, [str(ompi_build.program("colltune-plaincolls")),
                                             "--loop", "10000"])
     res = colltune("run", "--mpi", "openmpi", "--force", "bcast=shm", "--force",
-                   "allreduce=hier:vppn=1,intra=shm,bcast=shm", "--", *ln.argv)
+                   "allreduce=hier:vppn=2,intra=shm,bcast=shm", "--", *ln.argv)
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]
     assert "checks passed" in res.stdout
+
+
+# ---------------------------------------------------------- ppn rules choose the hierarchy
+
+
+def test_ppn_rules_choose_hier_in_colltune_run(ompi_build, tmp_path):
+    """The interposition library's ppn is the library's placement: with virtual nodes of
+    2 (COLLTUNE_VIRTUAL_PPN) the rule for ppn=2 picks hier, which runs on those nodes;
+    without them (one node of 4) the rule for ppn=3- picks the flat binomial."""
+    import re
+
+    from test_pmpi import _decisions, _passed, _run
+
+    text = ("# colltune-rules 1\n"
+            "bcast 4 - 0 - hier intra=shm ppn=1-2\n"
+            "allreduce 4 - 0 - hier inter=recursive_doubling ppn=1-2\n"
+            "bcast 4 - 0 - binomial - ppn=3-\n")
+    path = tmp_path / "ppn.rules"
+    path.write_text(text)
+    env = {"COLLTUNE_RULES": str(path), "COLLTUNE_VERBOSE": "1"}
+    res = _run(ompi_build, 4, dict(env, COLLTUNE_VIRTUAL_PPN="2"))
+    _passed(res)
+    made = "\n".join(_decisions(res.stderr))
+    assert re.search(r"bcast np=4 size \S+ B: hier\b", made), made
+    assert re.search(r"allreduce np=4 size \S+ B: hier\b", made), made
+    res = _run(ompi_build, 4, dict(env, COLLTUNE_VIRTUAL_PPN=""))
+    _passed(res)
+    made = "\n".join(_decisions(res.stderr))
+    assert re.search(r"bcast np=4 size \S+ B: binomial", made), made
+    assert not re.search(r"bcast np=4 size \S+ B: hier", made), made
