@@ -143,7 +143,8 @@ def test_verify_hier_under_smpi_with_hosts_as_nodes(smpi_build):
 def test_verify_shm_openmpi(ompi_build, np):
     """shm on its own (one node here) and as hier's intra phase (the hier variants
     above include intra=shm): every case, and the window freed with its communicator
-    (verify's 'windows freed' case: 200 communicators duplicated, used, freed)."""
+    (verify's 'windows freed' case: 20 communicators duplicated, used, freed, the
+    process's count of windows back where it was)."""
     report = verify.run(ompi_build, [np], ["bcast", "reduce", "allreduce", "barrier"], ["shm"],
                         quick=True, timeout=900, families=["main", "mixed", "garbage", "self"])
     assert report.ok, "\n".join(report.failure_lines())
@@ -191,3 +192,15 @@ def test_ppn_rules_choose_hier_in_colltune_run(ompi_build, tmp_path):
     made = "\n".join(_decisions(res.stderr))
     assert re.search(r"bcast np=4 size \S+ B: binomial", made), made
     assert not re.search(r"bcast np=4 size \S+ B: hier", made), made
+
+
+def test_library_exports_say_they_cannot_run_the_hierarchy():
+    from colltune.rules import mpich, openmpi, ruleset
+
+    rs = ruleset.from_text("# colltune-rules 1\nbcast 2 - 0 - binomial -\n"
+                           "allreduce 2 - 0 - hier vppn=2\n")
+    for fn in (lambda: openmpi.plan(rs, None), lambda: mpich.to_json(rs, None)):
+        with pytest.raises(ruleset.RulesError, match=r"allreduce rule hier:vppn=2: colltune's "
+                           r"node-aware hier runs only under `colltune run`; (Open MPI|MPICH) "
+                           r"cannot run it"):
+            fn()

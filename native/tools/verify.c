@@ -396,14 +396,14 @@ static void check_hier_groups(ct_coll_t coll, const ct_choice_t *var, int nvar) 
 }
 
 /* ---- the shared window of `shm`, freed with its communicator -------------------
- * 200 times: a communicator duplicated, the algorithm run on it (its window made),
+ * 20 times: a communicator duplicated, the algorithm run on it (its window made),
  * the communicator freed; the process must then hold as many windows as before. */
 static void check_shm_windows(ct_coll_t coll, const ct_choice_t *c0) {
     vcase_t c = { coll, *c0, 0, 1, T_INT, O_SUM, 0, MPI_COMM_WORLD, 0, NULL, "" };
     verdict_t v = { 0, "" };
     const int before = ct_shm_windows();
     int x[2] = { rank, rank }, y[2];
-    for (int i = 0; i < 200 && !v.bad; i++) {
+    for (int i = 0; i < 20 && !v.bad; i++) {
         MPI_Comm d;
         MPI_Comm_dup(MPI_COMM_WORLD, &d);
         int rc = coll == CT_BCAST ? ct_bcast(c0, x, 2, MPI_INT, 0, d)
@@ -417,7 +417,7 @@ static void check_shm_windows(ct_coll_t coll, const ct_choice_t *c0) {
         MPI_Comm_free(&d);
     }
     if (ct_shm_windows() != before)
-        verdict(&v, "%d shared windows after 200 communicators freed, %d before",
+        verdict(&v, "%d shared windows after 20 communicators freed, %d before",
                 ct_shm_windows(), before);
     snprintf(c.tdesc, sizeof c.tdesc, "windows freed");
     report(&c, &v);
