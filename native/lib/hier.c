@@ -257,11 +257,13 @@ static int too_large(const char *coll, long long bytes) {
 /* ---- Bcast ---------------------------------------------------------------------
  * The root hands the message to its group's leader (one message inside the node)
  * when it is not the leader; the leaders broadcast (inter); every group
- * broadcasts from its leader, the root's group from the root (intra). */
-int ct_bcast_hier(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
-                  const ct_params_t *prm) {
-    hier_t *h = NULL;
-    CT_CHECK(groups_of(comm, prm, &h));
+ * broadcasts from its leader, the root's group from the root (intra). With
+ * segsize > 0 the two phases are pipelined: the message (its type signature's
+ * bytes, packed where a rank's datatype is not dense) goes in segments, each
+ * through both phases, so that a node's intra phase of segment i runs while the
+ * leaders pass segment i+1 on. */
+static int bcast_phases(void *buf, int count, MPI_Datatype dt, int root, const hier_t *h,
+                        const ct_params_t *prm) {
     int gr = 0;
     while (h->start[gr + 1] <= root) gr++;
     const int lroot = root - h->start[gr]; /* the root's local rank */
@@ -278,6 +280,32 @@ int ct_bcast_hier(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm
         CT_CHECK(ct_run_bcast((int)prm->v[CT_P_INTRA], buf, count, dt, h->g == gr ? lroot : 0,
                               h->node));
     return MPI_SUCCESS;
+}
+
+int ct_bcast_hier(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
+                  const ct_params_t *prm) {
+    hier_t *h = NULL;
+    CT_CHECK(groups_of(comm, prm, &h));
+    ct_type_t t;
+    CT_CHECK(ct_type(dt, &t));
+    const long long bytes = (long long)count * t.size;
+    const long seg = CT_SEGSIZE(prm);
+    if (seg <= 0 || seg >= bytes) return bcast_phases(buf, count, dt, root, h, prm);
+    /* segments of the byte stream: the buffer itself where dense, else packed */
+    const int dense = ct_type_dense(dt, &t);
+    char *stream = dense ? (char *)buf + t.true_lb : malloc((size_t)bytes);
+    if (!stream)
+        return ct_set_error(MPI_ERR_NO_MEM, "bcast/hier: out of memory (%lld bytes)", bytes);
+    int rc = MPI_SUCCESS;
+    if (!dense && h->rank == root) CT_TRY(ct_pack_stream(buf, count, dt, &t, stream, comm));
+    for (long long off = 0; off < bytes; off += seg) {
+        const int n = (int)(bytes - off < seg ? bytes - off : seg);
+        CT_TRY(bcast_phases(stream + off, n, MPI_BYTE, root, h, prm));
+    }
+    if (!dense && h->rank != root) CT_TRY(ct_unpack_stream(stream, buf, count, dt, &t, comm));
+out:
+    if (!dense) free(stream);
+    return rc;
 }
 
 /* ---- Reduce ----------------------------------------------------------------------

@@ -507,11 +507,12 @@ static const entry_t table[] = {
      * groups are runs of consecutive ranks, so non-commutative ops keep rank order. */
 #define VPPN { CT_P_VPPN, 0, 0, 1L << 20, NULL }
 #define HIER_AUTO AUTO_NONE
-    { { "hier", CT_BCAST, { .bcast = ct_bcast_hier }, 3,
-      { INNER(CT_P_INTER, "binomial"), INNER(CT_P_INTRA, "binomial"), VPPN }, 0, NULL,
-      "ceil(log2(m))*(a + n*b) + ceil(log2(q))*(al + n*bl)",
+    { { "hier", CT_BCAST, { .bcast = ct_bcast_hier }, 4,
+      { INNER(CT_P_INTER, "binomial"), INNER(CT_P_INTRA, "binomial"), VPPN, SEG(0) }, 0, NULL,
+      "max(0, ceil(log2(m)) + ceil(log2(q)) + " NSEG " - 1)*(a + s*b) - "
+      "ceil(log2(q))*((a + s*b) - (al + s*bl))",
       "node-aware: the root's node leader gets the message, the leaders broadcast (inter), "
-      "then each node from its leader (intra)", NULL },
+      "then each node from its leader (intra); segsize > 0 pipelines the two phases", NULL },
       HIER_AUTO },
     { { "hier", CT_REDUCE, { .reduce = ct_reduce_hier }, 3,
       { INNER(CT_P_INTER, "binomial"), INNER(CT_P_INTRA, "binomial"), VPPN }, 0, NULL,
