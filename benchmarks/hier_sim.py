@@ -36,7 +36,7 @@ FLAT = {
 }
 HIER = {
     "bcast": ["hier", "hier:inter=scatter_allgather,intra=binomial",
-              "hier:inter=pipeline,intra=pipeline"],
+              "hier:inter=pipeline,intra=pipeline", "hier:segsize=32768"],
     "allreduce": ["hier", "hier:inter=ring", "hier:inter=recursive_doubling"],
     "reduce": ["hier", "hier:inter=rabenseifner"],
     "allgather": ["hier", "hier:inter=ring"],
@@ -51,7 +51,8 @@ def bench(platform: str, coll: str, np: int, sizes: str, iterations: int,
     where = ["--platform", platform] if mpi == "smpi" else ["--oversubscribe"]  # (a check)
     cmd = [str(Path(sys.executable).parent / "colltune"), "bench", "--mpi", mpi, *where,
            "--coll", coll, "--algo", ",".join(algos), "--np", str(np),
-           "--size", sizes, "--iterations", str(iterations), "--reps", "1", "--format", "json"]
+           "--size", sizes, "--iterations", str(iterations), "--warmup", "2", "--reps", "1",
+           "--format", "json"]  # (warm-up: the first call builds the node groups)
     print("$ " + " ".join(cmd[1:]), file=sys.stderr, flush=True)
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
