@@ -20,7 +20,7 @@ from conftest import colltune
 
 FAKE_OMPI = MPI("openmpi", None, None, None, "5.0.11", "Open MPI v5.0.11")  # type: ignore[arg-type]
 FAKE_MPICH = MPI("mpich", None, None, None, "5.0.2", "MPICH 5.0.2")  # type: ignore[arg-type]
-ALGOS = {"linear", "gatherv_bcast", "ring", "bruck", "recursive_doubling",
+ALGOS = {"linear", "gatherv_bcast", "ring", "bruck", "recursive_doubling", "hier",
          "neighbor_exchange", "two_proc", "sparbit"}
 FAMILIES = ["main", "mixed", "garbage", "self", "inter"]
 

@@ -55,7 +55,7 @@ def test_evaluation_errors_are_formula_errors():
     with pytest.raises(cm.FormulaError, match="no value"):
         cm.evaluate("p + n", p=1)
     with pytest.raises(cm.FormulaError, match="unknown variable"):
-        cm.evaluate("p", p=1, q=2)
+        cm.evaluate("p", p=1, z=2)
     with pytest.raises(cm.FormulaError):
         cm.evaluate("p**1000", p=1e10)
 

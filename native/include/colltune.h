@@ -59,6 +59,11 @@ typedef enum {
     CT_P_REMAP,       /* rank remapping (CT_REMAP_*): accepted by every Bcast, Reduce,
                        * Allgather and Allreduce algorithm, applied by the dispatcher */
     CT_P_MAX_REQUESTS,/* outstanding sends (and as many receives) per rank, 0 = all */
+    CT_P_INTER,       /* hierarchical: the algorithm among the node leaders (registry
+                       * index; its collective: ct_hier_inner_coll)                  */
+    CT_P_INTRA,       /* hierarchical: the algorithm inside each node (registry index) */
+    CT_P_VPPN,        /* hierarchical: virtual nodes of this many consecutive ranks,
+                       * 0 = the communicator's nodes (ct_comm_placement)            */
     CT_NPARAMS
 } ct_param_id_t;
 
@@ -280,6 +285,24 @@ const ct_dispatch_t *ct_last_dispatch(void);
 typedef void (*ct_fallback_hook_t)(const ct_dispatch_t *d);
 void ct_set_fallback_hook(ct_fallback_hook_t hook);
 
+/* ---- hierarchy (hier.c) ------------------------------------------------------
+ * The collective of the inner algorithm that parameter `id` (CT_P_INTER,
+ * CT_P_INTRA, CT_P_BCAST, CT_P_REDUCE, CT_P_GATHER) names in an algorithm of
+ * collective `outer`; CT_NCOLL when `id` is no inner-algorithm parameter. */
+ct_coll_t ct_hier_inner_coll(ct_coll_t outer, ct_param_id_t id);
+/* The node groups the hierarchical algorithms see on comm (collective on first use
+ * for a communicator and vppn, then cached with it): vppn > 0 cuts the ranks into
+ * consecutive virtual nodes of vppn ranks (the last one may be smaller); 0 takes
+ * the communicator's nodes (ct_comm_placement: shared memory, COLLTUNE_NODES or
+ * COLLTUNE_VIRTUAL_PPN), each maximal run of consecutive ranks on one node being a
+ * group (so that a group's ranks are consecutive and the groups in rank order).
+ * *groups: their number; starts (groups + 1 entries, owned by the library): the
+ * first rank of each group, and the communicator size last. */
+int ct_comm_hier_groups(MPI_Comm comm, int vppn, int *groups, const int **starts);
+/* The shared-memory windows of the `shm` algorithms (shm.c) this process holds now:
+ * one per communicator that ran one (created on first use, freed with it). */
+int ct_shm_windows(void);
+
 /* ---- placement ------------------------------------------------------------
  * The node of every rank of an intracommunicator (collective on first use for a
  * communicator, then cached with it): ranks sharing memory
@@ -289,6 +312,8 @@ void ct_set_fallback_hook(ct_fallback_hook_t hook);
  *                             (default: contiguous blocks, sizes differing by at most
  *                             one) or rr (world rank r on node r mod 4)
  *   COLLTUNE_NODES=0,0,1,1,2  the node of each world rank, one entry per rank
+ *   COLLTUNE_VIRTUAL_PPN=3    (without COLLTUNE_NODES) nodes of 3 consecutive world
+ *                             ranks, the last one smaller when 3 does not divide them
  * Nodes are numbered by first appearance in the communicator's rank order. */
 enum { CT_PLACE_SEQ = 1, CT_PLACE_RR = 2 }; /* kind bits; neither = irregular */
 typedef struct {

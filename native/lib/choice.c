@@ -43,6 +43,9 @@ static const struct {
     { "gather", "inner Gather algorithm" },
     { "remap", "rank remapping: none, seq (run as if ranks were placed sequentially over the nodes), rr (as if round-robin), auto (the order that suits the algorithm)" },
     { "max_requests", "outstanding sends (and as many receives) per process, 0 = one to every other process at once" },
+    { "inter", "hierarchical: the algorithm among the node leaders" },
+    { "intra", "hierarchical: the algorithm inside each node" },
+    { "vppn", "hierarchical: virtual nodes of this many consecutive ranks (the last one may be smaller); 0 = the real nodes (shared memory, or COLLTUNE_NODES / COLLTUNE_VIRTUAL_PPN)" },
 };
 
 static const char *remap_names[] = { "none", "seq", "rr", "auto" };
@@ -64,11 +67,11 @@ const char *ct_param_help(ct_param_id_t id) {
     return (id >= 0 && id < CT_NPARAMS) ? param_info[id].help : "?";
 }
 
-static ct_coll_t inner_coll(ct_param_id_t id) {
-    return id == CT_P_BCAST ? CT_BCAST : id == CT_P_REDUCE ? CT_REDUCE : CT_GATHER;
-}
+/* the collective of an inner-algorithm parameter of an algorithm of `outer` (hier.c) */
+#define inner_coll(id) ct_hier_inner_coll(a->coll, (id))
 static int is_inner(ct_param_id_t id) {
-    return id == CT_P_BCAST || id == CT_P_REDUCE || id == CT_P_GATHER;
+    return id == CT_P_BCAST || id == CT_P_REDUCE || id == CT_P_GATHER || id == CT_P_INTER ||
+           id == CT_P_INTRA;
 }
 
 /* "linear, chain, ..." of one collective (visible entries only) */
@@ -171,6 +174,10 @@ static int range_error(const ct_algo_t *a, const ct_param_spec_t *ps, long v) {
 static int check_value(const ct_algo_t *a, const ct_param_spec_t *ps, long v) {
     if (is_inner(ps->id)) {
         const ct_algo_t *in = ct_algo_get((int)v);
+        if (in && in->coll == inner_coll(ps->id) && strncmp(in->name, "hier", 4) == 0)
+            return ct_set_error(MPI_ERR_ARG, "%s/%s: %s=%s: an inner algorithm cannot itself "
+                                "be hierarchical", ct_coll_name(a->coll), a->name,
+                                ct_param_name(ps->id), in->name);
         if (!in || in->coll != inner_coll(ps->id) || (in->constraints & CT_HIDDEN)) {
             char names[512];
             list_names(inner_coll(ps->id), 0, names, sizeof names);

@@ -311,6 +311,19 @@ int ct_run_reduce(int algo, const void *sbuf, void *rbuf, int count, MPI_Datatyp
                   MPI_Op op, int root, MPI_Comm comm);
 int ct_run_gather(int algo, const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                   int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
+/* the same for the phases of the hierarchical algorithms (hier.c), on
+ * ct_inner_resolve (dispatch.c): the inner algorithm's default choice, or its
+ * declared fallback (reported in the outer call's record) */
+int ct_inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI_Op op,
+                     ct_choice_t *run);
+int ct_run_allreduce(int algo, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+                     MPI_Op op, MPI_Comm comm);
+int ct_run_barrier(int algo, MPI_Comm comm);
+int ct_run_allgatherv(int algo, const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+                      const int *rcounts, const int *displs, MPI_Datatype rdt, MPI_Comm comm);
+int ct_run_alltoallv(int algo, const void *sbuf, const int *scounts, const int *sdispls,
+                     MPI_Datatype sdt, void *rbuf, const int *rcounts, const int *rdispls,
+                     MPI_Datatype rdt, MPI_Comm comm);
 
 /* MPI_IN_PLACE for Alltoall(v) (alltoall.c, for the dispatcher): a copy of the
  * receive buffer's blocks (block j: rcounts[j] elements at rdispls[j]) as the send
@@ -482,5 +495,23 @@ CT_DECL_SCATTERV(ct_scatterv_native);
 CT_DECL_SCATTERV(ct_scatterv_linear);
 CT_DECL_SCATTERV(ct_scatterv_linear_nb);
 CT_DECL_SCATTERV(ct_scatterv_binomial);
+
+/* hier.c: node-aware algorithms (node groups, leaders, inter and intra phases) */
+CT_DECL_BCAST(ct_bcast_hier);
+CT_DECL_REDUCE(ct_reduce_hier);
+CT_DECL_ALLREDUCE(ct_allreduce_hier);
+CT_DECL_BARRIER(ct_barrier_hier);
+CT_DECL_ALLGATHER(ct_allgather_hier);
+CT_DECL_ALLGATHERV(ct_allgatherv_hier);
+CT_DECL_ALLTOALL(ct_alltoall_hier);
+/* shm.c: a shared-memory window per communicator of one node */
+CT_DECL_BCAST(ct_bcast_shm);
+CT_DECL_REDUCE(ct_reduce_shm);
+CT_DECL_ALLREDUCE(ct_allreduce_shm);
+CT_DECL_BARRIER(ct_barrier_shm);
+/* an algorithm that runs another one instead, for a reason only it can see (shm.c:
+ * ranks on several nodes): recorded in the call's dispatch record, reported by the
+ * fallback hook (dispatch.c) */
+void ct_note_fallback(const char *why);
 
 #endif /* CT_INTERNAL_H */

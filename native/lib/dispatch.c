@@ -811,8 +811,8 @@ int ct_call_comm(const ct_call_t *k, ct_coll_t coll, MPI_Comm comm, MPI_Comm *pc
 static CT_THREAD_LOCAL struct { int ok, algo; ct_choice_t c; const ct_algo_t *a; }
     inner_def[CT_NCOLL];
 
-static int inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI_Op op,
-                         ct_choice_t *run) {
+int ct_inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI_Op op,
+                     ct_choice_t *run) {
     int p, rank;
     if (!inner_def[coll].ok || inner_def[coll].algo != algo) {
         inner_def[coll].ok = 0;
@@ -860,7 +860,7 @@ static int inner_seg_auto(ct_choice_t *run, MPI_Comm comm, int count, MPI_Dataty
 
 int ct_run_bcast(int algo, void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
     ct_choice_t run;
-    CT_CHECK(inner_resolve(algo, CT_BCAST, comm, count, MPI_OP_NULL, &run));
+    CT_CHECK(ct_inner_resolve(algo, CT_BCAST, comm, count, MPI_OP_NULL, &run));
     if (count == 0) return MPI_SUCCESS;
     CT_CHECK(inner_seg_auto(&run, comm, count, dt));
     return ct_algo_get(run.algo)->fn.bcast(buf, count, dt, root, comm, &run.params);
@@ -869,7 +869,7 @@ int ct_run_bcast(int algo, void *buf, int count, MPI_Datatype dt, int root, MPI_
 int ct_run_reduce(int algo, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
                   MPI_Op op, int root, MPI_Comm comm) {
     ct_choice_t run;
-    CT_CHECK(inner_resolve(algo, CT_REDUCE, comm, count, op, &run));
+    CT_CHECK(ct_inner_resolve(algo, CT_REDUCE, comm, count, op, &run));
     if (count == 0) return MPI_SUCCESS;
     CT_CHECK(inner_seg_auto(&run, comm, count, dt));
     return ct_algo_get(run.algo)->fn.reduce(sbuf, rbuf, count, dt, op, root, comm,
@@ -879,7 +879,13 @@ int ct_run_reduce(int algo, const void *sbuf, void *rbuf, int count, MPI_Datatyp
 int ct_run_gather(int algo, const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                   int rcount, MPI_Datatype rdt, int root, MPI_Comm comm) {
     ct_choice_t run;
-    CT_CHECK(inner_resolve(algo, CT_GATHER, comm, scount, MPI_OP_NULL, &run));
+    CT_CHECK(ct_inner_resolve(algo, CT_GATHER, comm, scount, MPI_OP_NULL, &run));
     return ct_algo_get(run.algo)->fn.gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm,
                                             &run.params);
+}
+
+void ct_note_fallback(const char *why) {
+    size_t used = strlen(last.reason);
+    snprintf(last.reason + used, sizeof last.reason - used, "%s%s", used ? "; " : "", why);
+    call_hook();
 }

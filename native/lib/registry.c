@@ -543,6 +543,84 @@ static const entry_t table[] = {
       "of them on per step", NULL },
       AUTO_NONE },
 #undef V_TREE_COST
+    /* ----------------------------------------------- hierarchical (hier.c)
+     * Two levels: a, b between nodes, al, bl inside a node; q processes per node
+     * (the largest group), m = ceil(p/q) nodes. Formulas for the default inner
+     * algorithms. No constraint: one node runs the intra phase only, one process
+     * per node the inter phase only, uneven nodes are groups of their own size;
+     * groups are runs of consecutive ranks, so non-commutative ops keep rank order. */
+#define VPPN { CT_P_VPPN, 0, 0, 1L << 20, NULL }
+#define HIER_AUTO AUTO_NONE
+    { { "hier", CT_BCAST, { .bcast = ct_bcast_hier }, 4,
+      { INNER(CT_P_INTER, "binomial"), INNER(CT_P_INTRA, "binomial"), VPPN, SEG(0) }, 0, NULL,
+      "max(0, ceil(log2(m)) + ceil(log2(q)) + " NSEG " - 1)*(a + s*b) - "
+      "ceil(log2(q))*((a + s*b) - (al + s*bl))",
+      "node-aware: the root's node leader gets the message, the leaders broadcast (inter), "
+      "then each node from its leader (intra); segsize > 0 pipelines the two phases", NULL },
+      HIER_AUTO },
+    { { "hier", CT_REDUCE, { .reduce = ct_reduce_hier }, 3,
+      { INNER(CT_P_INTER, "binomial"), INNER(CT_P_INTRA, "binomial"), VPPN }, 0, NULL,
+      "ceil(log2(q))*(al + n*bl + n*g) + ceil(log2(m))*(a + n*b + n*g)",
+      "node-aware: each node reduces to its leader (intra), the leaders reduce to the root's "
+      "leader (inter), which hands the result to the root", NULL },
+      HIER_AUTO },
+    { { "hier", CT_ALLREDUCE, { .allreduce = ct_allreduce_hier }, 4,
+      { INNER(CT_P_INTER, "rabenseifner"), INNER(CT_P_INTRA, "binomial"),
+        INNER(CT_P_BCAST, "binomial"), VPPN }, 0, NULL,
+      "ceil(log2(q))*(2*al + 2*n*bl + n*g) + 2*ceil(log2(m))*a + 2*(m-1)/m*n*b + "
+      "(m-1)/m*n*g",
+      "node-aware: a Reduce to each node's leader (intra), an Allreduce among the leaders "
+      "(inter), a Bcast from each leader (bcast)", NULL },
+      HIER_AUTO },
+    { { "hier", CT_BARRIER, { .barrier = ct_barrier_hier }, 3,
+      { INNER(CT_P_INTER, "bruck"), INNER(CT_P_INTRA, "bruck"), VPPN }, 0, NULL,
+      "2*ceil(log2(q))*al + ceil(log2(m))*a",
+      "node-aware: a barrier inside each node, one among the leaders, a second inside each "
+      "node", NULL },
+      HIER_AUTO },
+    { { "hier", CT_ALLGATHER, { .allgather = ct_allgather_hier }, 4,
+      { INNER(CT_P_INTER, "bruck"), INNER(CT_P_INTRA, "binomial"),
+        INNER(CT_P_BCAST, "binomial"), VPPN }, 0, NULL,
+      "ceil(log2(q))*al + (q-1)/p*n*bl + ceil(log2(m))*a + (m-1)/m*n*b + "
+      "ceil(log2(q))*(al + n*bl)",
+      "node-aware: each node's blocks gathered at its leader (intra, a Gather), the leaders' "
+      "runs of blocks exchanged (inter, an Allgatherv), the result broadcast in each node",
+      NULL },
+      HIER_AUTO },
+    { { "hier", CT_ALLGATHERV, { .allgatherv = ct_allgatherv_hier }, 3,
+      { INNER(CT_P_INTER, "bruck"), INNER(CT_P_BCAST, "binomial"), VPPN }, 0, NULL,
+      "(q-1)*(al + n/p*bl) + ceil(log2(m))*a + (m-1)/m*n*b + ceil(log2(q))*(al + n*bl)",
+      "node-aware: each node's blocks gathered at its leader (linear), the leaders' runs of "
+      "blocks exchanged (inter), the result broadcast in each node (bcast)", NULL },
+      HIER_AUTO },
+    { { "hier", CT_ALLTOALL, { .alltoall = ct_alltoall_hier }, 2,
+      { INNER(CT_P_INTER, "pairwise"), VPPN }, 0, NULL,
+      "2*(q-1)*(al + n*bl) + (m-1)*(a + q*q*n/p*b)",
+      "node-aware aggregation: each node's blocks gathered at its leader, one message per "
+      "pair of nodes among the leaders (inter, an Alltoallv), each rank's blocks scattered "
+      "back", NULL },
+      HIER_AUTO },
+    /* ------------------------------------------------ shared memory (shm.c)
+     * One node: a shared window of the communicator; the fallback runs (reported)
+     * when the ranks do not all share memory. al, bl: inside a node. */
+    { { "shm", CT_BCAST, { .bcast = ct_bcast_shm }, 0, { { 0 } }, 0, "binomial",
+      "2*al + 2*n*bl",
+      "one node: the root copies the message into a shared window, every other rank "
+      "copies it out (flags for synchronisation)", NULL },
+      AUTO_NONE },
+    { { "shm", CT_REDUCE, { .reduce = ct_reduce_shm }, 0, { { 0 } }, 0, "in_order_binary",
+      "3*al + 2*n*bl + (p-1)/p*n*g",
+      "one node: every rank copies its vector into a shared window and reduces its share "
+      "of the elements over all of them in rank order; the root copies the result out",
+      NULL },
+      AUTO_NONE },
+    { { "shm", CT_ALLREDUCE, { .allreduce = ct_allreduce_shm }, 0, { { 0 } }, 0,
+      "recursive_doubling", "3*al + 2*n*bl + (p-1)/p*n*g",
+      "one node: as Reduce shm, every rank copying the result out", NULL },
+      AUTO_NONE },
+    { { "shm", CT_BARRIER, { .barrier = ct_barrier_shm }, 0, { { 0 } }, 0, "bruck", "al",
+      "one node: a counter and a generation flag in a shared window", NULL },
+      AUTO_NONE },
 };
 
 int ct_algo_count(void) { return (int)(sizeof table / sizeof table[0]); }

@@ -44,7 +44,18 @@ const char *ct_placement_kind_name(int kind) {
 static int virtual_node(int wr, int W, int *node) {
     const char *spec = getenv("COLLTUNE_NODES");
     *node = -1;
-    if (!spec || !*spec) return MPI_SUCCESS;
+    if (!spec || !*spec) { /* nodes of K consecutive world ranks, or none declared */
+        const char *ppn = getenv("COLLTUNE_VIRTUAL_PPN");
+        if (!ppn || !*ppn) return MPI_SUCCESS;
+        char *end = NULL;
+        errno = 0;
+        long k = strtol(ppn, &end, 10);
+        if (errno || end == ppn || *end || k < 1)
+            return ct_set_error(MPI_ERR_ARG, "COLLTUNE_VIRTUAL_PPN='%s' is not a number of "
+                                "processes per node >= 1", ppn);
+        *node = (int)(wr / k);
+        return MPI_SUCCESS;
+    }
     if (strchr(spec, ',')) {
         const char *s = spec;
         for (int i = 0;; i++) {

@@ -43,8 +43,15 @@ static int comm_ppn(MPI_Comm comm) {
     if (ppn_key != MPI_KEYVAL_INVALID &&
         PMPI_Comm_get_attr(comm, ppn_key, &v, &flag) == MPI_SUCCESS && flag)
         return *v;
+    /* the library's placement (shared memory, or the virtual nodes of COLLTUNE_NODES
+     * and COLLTUNE_VIRTUAL_PPN), as the hierarchical algorithms see the nodes */
+    ct_placement_t pl;
+    int inter = 1;
     MPI_Comm node;
-    if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+    if (PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && !inter &&
+        ct_comm_placement(comm, &pl) == MPI_SUCCESS) {
+        local = pl.max_per_node; /* (the same on every rank) */
+    } else if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
         MPI_SUCCESS) {
         PMPI_Comm_size(node, &local);
         PMPI_Comm_free(&node);

@@ -33,6 +33,8 @@ void ct_print_registry_json(FILE *f, int include_hidden) {
             if (ps->def_algo) {
                 fprintf(f, ", \"kind\": \"algorithm\", \"default\": ");
                 ct_json_str(f, ps->def_algo);
+                fprintf(f, ", \"of\": "); /* the inner algorithm's collective */
+                ct_json_str(f, ct_coll_name(ct_hier_inner_coll(a->coll, ps->id)));
             } else if (ps->id == CT_P_SEGSIZE && ps->def == CT_SEGSIZE_AUTO) {
                 /* segsize=auto: chosen per call by the rule named in auto_rule */
                 fprintf(f, ", \"kind\": \"int\", \"default\": \"auto\", \"auto_rule\": ");

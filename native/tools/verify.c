@@ -48,6 +48,18 @@ static int has_inplace(ct_coll_t c) { return c != CT_BCAST && c != CT_BARRIER; }
  * its interesting values. Segment sizes: none, smaller than one element, not
  * a multiple of the element size, larger than the message. */
 #define MAX_VARIANTS 64
+static int has_param(const ct_algo_t *a, ct_param_id_t id) {
+    for (int j = 0; j < a->nparams; j++)
+        if (a->params[j].id == id) return 1;
+    return 0;
+}
+/* a variant that moves only the virtual node size (of a hierarchical algorithm) */
+static int vppn_only(const ct_choice_t *v, const ct_choice_t *def) {
+    if (v->algo != def->algo || v->params.v[CT_P_VPPN] == def->params.v[CT_P_VPPN]) return 0;
+    for (int i = 0; i < CT_NPARAMS; i++)
+        if (i != CT_P_VPPN && v->params.v[i] != def->params.v[i]) return 0;
+    return 1;
+}
 static int variants(int algo, ct_choice_t *out) {
     const ct_algo_t *a = ct_algo_get(algo);
     int n = 0;
@@ -69,21 +81,31 @@ static int variants(int algo, ct_choice_t *out) {
         case CT_P_MAX_REQUESTS: /* 0 = all at once */
             vals[nv++] = 0; vals[nv++] = 1; vals[nv++] = 2; vals[nv++] = 3;
             break;
-        case CT_P_BCAST: case CT_P_REDUCE: case CT_P_GATHER: {
-            ct_coll_t ic = ps->id == CT_P_BCAST ? CT_BCAST
-                           : ps->id == CT_P_REDUCE ? CT_REDUCE : CT_GATHER;
+        case CT_P_BCAST: case CT_P_REDUCE: case CT_P_GATHER: case CT_P_INTER:
+        case CT_P_INTRA: {
+            ct_coll_t ic = ct_hier_inner_coll(a->coll, ps->id);
             for (int k = 0; k < ct_algo_count() && nv < 32; k++) {
                 const ct_algo_t *x = ct_algo_get(k);
-                if (x->coll == ic && !(x->constraints & CT_HIDDEN)) vals[nv++] = k;
+                if (x->coll == ic && !(x->constraints & CT_HIDDEN) &&
+                    strncmp(x->name, "hier", 4) != 0) /* never inner (choice.c) */
+                    vals[nv++] = k;
             }
             break;
         }
+        case CT_P_VPPN: /* virtual nodes of 1, 2, 3 ranks (uneven last nodes at most
+                         * process counts) and of 4 */
+            vals[nv++] = 1; vals[nv++] = 2; vals[nv++] = 3; vals[nv++] = 4;
+            break;
         default: break;
         }
         for (int k = 0; k < nv && n < MAX_VARIANTS; k++) {
             if (vals[k] == out[0].params.v[ps->id]) continue;
             out[n] = out[0];
             out[n].params.v[ps->id] = vals[k];
+            /* a hierarchical algorithm's inner algorithms on virtual nodes of 2, so that
+             * both phases run at every process count above 2 */
+            if (ps->id != CT_P_VPPN && has_param(a, CT_P_VPPN))
+                out[n].params.v[CT_P_VPPN] = 2;
             n++;
         }
     }
@@ -115,7 +137,7 @@ static int has_inner_param(const ct_algo_t *a) {
 static void run_families(ct_coll_t coll, const ct_choice_t *var, int nvar, const int *roots,
                          int nroots) {
     for (int vi = 0; vi < nvar; vi++) {
-        const int full = vi == 0;
+        const int full = vi == 0 || vppn_only(&var[vi], &var[0]);
         vcase_t c = { coll, var[vi], 0, 0, 0, O_SUM, 0, MPI_COMM_WORLD, 0, NULL, "" };
         if ((families & F_MIXED) && (coll == CT_BCAST || coll == CT_GATHER ||
                                      coll == CT_ALLGATHER || coll == CT_ALLTOALL ||
@@ -355,6 +377,71 @@ static void run_remap_family(ct_coll_t coll, const ct_choice_t *base, const int 
     if (!user) set_layout_env(NULL, NULL);
 }
 
+/* ---- the node groups of a hierarchical algorithm ------------------------------
+ * vppn = K: ceil(p/K) groups of K consecutive ranks, the last one smaller; vppn = 0:
+ * every maximal run of consecutive ranks on one node of ct_comm_placement (shared
+ * memory, SMPI's hosts, or COLLTUNE_NODES / COLLTUNE_VIRTUAL_PPN) is one group. */
+static void check_hier_groups(ct_coll_t coll, const ct_choice_t *var, int nvar) {
+    for (int vi = 0; vi < nvar; vi++) {
+        const int K = (int)var[vi].params.v[CT_P_VPPN];
+        if (vi > 0 && !vppn_only(&var[vi], &var[0])) continue;
+        vcase_t c = { coll, var[vi], 0, 0, T_INT, O_SUM, 0, MPI_COMM_WORLD, 0, NULL, "" };
+        verdict_t v = { 0, "" };
+        int G = 0;
+        const int *st = NULL;
+        int rc = ct_comm_hier_groups(MPI_COMM_WORLD, K, &G, &st);
+        check_rc(&v, rc);
+        if (rc == MPI_SUCCESS) {
+            int want[4096], n = 0;
+            ct_placement_t pl = { 0 };
+            if (K == 0) check_rc(&v, ct_comm_placement(MPI_COMM_WORLD, &pl));
+            for (int r = 0; r < nprocs && n < 4095; r++)
+                if (r == 0 || (K > 0 ? r % K == 0 : pl.node && pl.node[r] != pl.node[r - 1]))
+                    want[n++] = r;
+            want[n] = nprocs;
+            if (G != n) verdict(&v, "vppn=%d: %d node groups, expected %d", K, G, n);
+            for (int g = 0; g <= n && G == n; g++)
+                if (st[g] != want[g]) {
+                    verdict(&v, "vppn=%d: group %d starts at rank %d, expected %d", K, g,
+                            st[g], want[g]);
+                    break;
+                }
+        }
+        snprintf(c.tdesc, sizeof c.tdesc, "node groups");
+        report(&c, &v);
+    }
+}
+
+/* ---- the shared window of `shm`, freed with its communicator -------------------
+ * 20 times: a communicator duplicated, the algorithm run on it (its window made),
+ * the communicator freed; the process must then hold as many windows as before. */
+static void check_shm_windows(ct_coll_t coll, const ct_choice_t *c0) {
+    vcase_t c = { coll, *c0, 0, 1, T_INT, O_SUM, 0, MPI_COMM_WORLD, 0, NULL, "" };
+    verdict_t v = { 0, "" };
+    const int before = ct_shm_windows();
+    int x[2] = { rank, rank }, y[2];
+    for (int i = 0; i < 20 && !v.bad; i++) {
+        MPI_Comm d;
+        MPI_Comm_dup(MPI_COMM_WORLD, &d);
+        int rc = coll == CT_BCAST ? ct_bcast(c0, x, 2, MPI_INT, 0, d)
+                 : coll == CT_REDUCE ? ct_reduce(c0, x, y, 2, MPI_INT, MPI_SUM, 0, d)
+                 : coll == CT_ALLREDUCE ? ct_allreduce(c0, x, y, 2, MPI_INT, MPI_SUM, d)
+                 : ct_barrier(c0, d);
+        check_rc(&v, rc);
+        /* (no window where the declared fallback ran: ranks on several nodes, SMPI) */
+        if (i == 0 && nprocs > 1 && !ct_last_dispatch()->reason[0] &&
+            ct_shm_windows() <= before)
+            verdict(&v, "no shared window made (%d before, %d after)", before,
+                    ct_shm_windows());
+        MPI_Comm_free(&d);
+    }
+    if (ct_shm_windows() != before)
+        verdict(&v, "%d shared windows after 20 communicators freed, %d before",
+                ct_shm_windows(), before);
+    snprintf(c.tdesc, sizeof c.tdesc, "windows freed");
+    report(&c, &v);
+}
+
 /* Run the matrix for one algorithm. */
 static void verify_algo(int algo) {
     const ct_algo_t *a = ct_algo_get(algo);
@@ -378,7 +465,8 @@ static void verify_algo(int algo) {
     for (int vi = 0; vi < nvar && (families & F_MAIN); vi++) {
         vcase_t c = { coll, var[vi], 0, 0, 0, 0, 0, MPI_COMM_WORLD, 0, NULL, "" };
         /* defaults: the full product; other variants: a cross-section */
-        int full = vi == 0;
+        /* (virtual node sizes of a hierarchical algorithm: the full product too) */
+        int full = vi == 0 || vppn_only(&var[vi], &var[0]);
         for (int ri = 0; ri < nroots; ri++) {
             if (!full && ri != nroots - 1) continue;
             c.root = roots[ri];
@@ -434,6 +522,8 @@ static void verify_algo(int algo) {
             }
         }
     }
+    if (has_param(a, CT_P_VPPN) && (families & F_MAIN)) check_hier_groups(coll, var, nvar);
+    if (!strcmp(a->name, "shm") && (families & F_MAIN)) check_shm_windows(coll, &var[0]);
     run_families(coll, var, nvar, roots, nroots);
     if (families & F_REMAP) run_remap_family(coll, &var[0], roots, nroots);
     double secs = MPI_Wtime() - t0;

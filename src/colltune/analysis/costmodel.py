@@ -16,8 +16,8 @@ every algorithm's latency predicted from its registry cost formula: `colltune mo
 
 The formulas are the registry's strings (`colltune algorithms --json`, one source of
 truth, see docs/cost-model.md). `evaluate` interprets them through Python's `ast`
-with only + - * / **, numbers, the variables a b g p n s k and the functions ceil,
-floor, log2, min, max: nothing else is accepted, nothing is `eval`ed.
+with only + - * / **, numbers, the variables a b g p n s k (and q m al bl of the
+hierarchical algorithms' two levels) and the functions ceil, floor, log2, min, max: nothing else is accepted, nothing is `eval`ed.
 
 Nothing here launches a program: measurements made now (ping-pong, the local-reduction
 timer) come in through the callables `resolve_params` is given (drivers/p2p.py,
@@ -48,7 +48,9 @@ from colltune.base.units import fmt_size
 from colltune.base.units import parse_size
 from colltune.analysis.evidence import oversubscribed as over
 
-VARIABLES = frozenset("abgpnsk")
+# a b g p n s k, and for the hierarchical algorithms (two levels): q processes per node,
+# m nodes, al and bl the alpha and beta inside a node (a and b: between nodes)
+VARIABLES = frozenset(["a", "b", "g", "p", "n", "s", "k", "q", "m", "al", "bl"])
 ELEM_SIZE = {"char": 1, "byte": 1, "int": 4, "float": 4, "double": 8}
 # relative tolerance of ceil/floor: ratios such as log2(243)/log2(3) come out a hair
 # above the integer in floating point (docs/cost-model.md, pitfalls)
@@ -210,12 +212,19 @@ def _int_param(text: str | None, default):
 
 
 def formula_variables(algo: dict, p: int, size: int, elem: int = 1,
-                      params: dict[str, str] | None = None) -> dict[str, float]:
-    """p, n, s, k for one point, as docs/cost-model.md defines them."""
+                      params: dict[str, str] | None = None,
+                      ppn: int | None = None) -> dict[str, float]:
+    """p, n, s, k for one point, as docs/cost-model.md defines them; for a hierarchical
+    algorithm (a vppn parameter) q (processes per node: vppn when set, else `ppn`, else
+    p: one node) and m (nodes)."""
     params = params or {}
     defaults = {q["name"]: q.get("default") for q in algo.get("params", [])}
     n = size * p if per_process(algo["collective"]) else size  # size is per process
     env: dict[str, float] = {"p": float(p), "n": float(n)}
+    if "vppn" in defaults:  # hierarchical: the two levels
+        vppn = _int_param(params.get("vppn"), defaults.get("vppn") or 0) or 0
+        env["q"] = float(max(1, min(p, vppn or ppn or p)))
+        env["m"] = float(math.ceil(p / env["q"]))
     if "segsize" in defaults:
         raw = params.get("segsize", defaults["segsize"])
         if segsize_rule.is_auto(raw):  # the dispatcher's rule for this call (analysis/segsize)
@@ -244,17 +253,22 @@ def formula_variables(algo: dict, p: int, size: int, elem: int = 1,
 
 
 def predict_seconds(algo: dict, p: int, size: int, alpha: float, beta: float, gamma: float,
-                    elem: int = 1, params: dict[str, str] | None = None) -> float:
+                    elem: int = 1, params: dict[str, str] | None = None,
+                    ppn: int | None = None, alpha_local: float | None = None,
+                    beta_local: float | None = None) -> float:
     """Seconds predicted by the algorithm's registry cost formula; FormulaError when the
-    algorithm has none or the point is outside the model (p < 2, size 0)."""
+    algorithm has none or the point is outside the model (p < 2, size 0). alpha and beta
+    are between nodes; alpha_local, beta_local inside a node (default: the same)."""
     if not algo.get("cost"):
         raise FormulaError(f"{algo['collective']}/{algo['name']} has no cost formula")
     if p < 2:
         raise FormulaError("the formulas hold for p >= 2")
     if size <= 0:
         raise FormulaError("size 0: nothing is sent")
-    env = formula_variables(algo, p, size, elem, params)
-    return evaluate(algo["cost"], a=alpha, b=beta, g=gamma, **env)
+    env = formula_variables(algo, p, size, elem, params, ppn)
+    return evaluate(algo["cost"], a=alpha, b=beta, g=gamma,
+                    al=alpha if alpha_local is None else alpha_local,
+                    bl=beta if beta_local is None else beta_local, **env)
 
 
 # ---------------------------------------------------------------------------- parameters
@@ -503,8 +517,11 @@ def predict_points(df: pd.DataFrame, algos: dict[tuple[str, str], dict],
             why.append("not in the registry (library algorithm)")
             continue
         try:
+            ppn = getattr(r, "ppn", None)  # processes per node of the point, when known
+            ppn = int(ppn) if isinstance(ppn, (int, float)) and ppn == ppn and ppn > 0 else None
             v = predict_seconds(algo, int(r.np), int(r.size), params.alpha, params.beta,
-                                params.gamma, elem, parse_params(r.params) if not fb else None)
+                                params.gamma, elem, parse_params(r.params) if not fb else None,
+                                ppn=ppn)
             pred.append(v * 1e6)
             used.append(name)
             why.append(f"fallback {fb}" if fb else "")

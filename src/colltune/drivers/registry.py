@@ -28,7 +28,9 @@ class Algorithm:
         out = []
         for p in self.params:
             if p["kind"] == "algorithm":
-                out.append(f"{p['name']}={p['default']} ({self.collective} inner {p['name']})")
+                of = p.get("of", p["name"])  # the inner algorithm's collective
+                out.append(f"{p['name']}={p['default']} ({self.collective} inner {p['name']}"
+                           + (f", a {of} algorithm)" if of != p["name"] else ")"))
             elif p["kind"] == "choice":
                 auto = f"; auto = {p['auto']}" if p.get("auto") else ""
                 out.append(f"{p['name']}={p['default']} ({'|'.join(p['values'])}{auto})")

@@ -82,9 +82,11 @@ def spec_problem(coll: str, spec: str, algorithms, test_only: bool = False) -> s
             return (f"{coll}/{name} has no parameter '{key}'{did_you_mean(key, list(known))}; "
                     f"valid: {', '.join(known) or '(none)'}")
         if p["kind"] == "algorithm":
-            inner = [a.name for a in algorithms if a.collective == key and not a.hidden]
+            of = p.get("of", key)  # the inner algorithm's collective
+            inner = [a.name for a in algorithms if a.collective == of and not a.hidden
+                     and not a.name.startswith("hier")]  # never hierarchical (choice.c)
             if val not in inner:
-                return (f"{coll}/{name}: unknown {key} algorithm '{val}'"
+                return (f"{coll}/{name}: unknown {of} algorithm '{val}'"
                         f"{did_you_mean(val, inner)}; valid: {', '.join(inner)}")
         elif p["kind"] == "choice":
             if val not in p["values"]:

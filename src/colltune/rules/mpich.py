@@ -31,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from colltune.mpi import libalgos
-from colltune.rules.openmpi import comm_blocks, inexact_note
+from colltune.rules.openmpi import NODE_AWARE, comm_blocks, inexact_note
 from colltune.rules.ruleset import RulesError, RuleSet
 
 AVG_OK = ("bcast", "reduce", "allreduce", "alltoall")  # avg_msg_size allowed
@@ -192,6 +192,11 @@ def _swap(tree: dict, old, new) -> None:
 def to_json(rs: RuleSet, installed: Installed) -> Export:
     """The selection file for `rs` (target mpich) and the environment that uses it.
     Raises RulesError (naming the rule) for anything MPICH would reject."""
+    node_aware = next((r for r in rs.rules if r.algorithm in NODE_AWARE), None)
+    if node_aware:
+        raise RulesError(f"{node_aware.collective} rule {node_aware.spec}: colltune's "
+                         f"node-aware {node_aware.algorithm} runs only under `colltune run`; "
+                         f"MPICH cannot run it")
     if rs.target != "mpich":
         raise RulesError(f"this rule set targets {rs.target}; an MPICH selection file needs "
                          f"target mpich (algorithms mpich:NAME or native)")

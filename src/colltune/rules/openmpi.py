@@ -60,6 +60,11 @@ COLL_IDS = {c: v[0] for c, v in COLLS.items()}
 ID_COLLS = {v: k for k, v in COLL_IDS.items()}
 
 
+# colltune's hierarchical and shared-memory algorithms (native/lib/hier.c, shm.c): no
+# MPI library has them, so no library's rules file can name them
+NODE_AWARE = ("hier", "shm")
+
+
 def measure(coll: str) -> str:
     return COLLS[coll][1]
 
@@ -434,6 +439,11 @@ def plan(rs: RuleSet, installed: Installed,
     call, the algorithm number, fan-in/out, segment size, max requests), and the MCA
     parameters and notes. Raises RulesError (naming the rule) for anything Open MPI
     would ignore or abort on."""
+    node_aware = next((r for r in rs.rules if r.algorithm in NODE_AWARE), None)
+    if node_aware:
+        raise RulesError(f"{node_aware.collective} rule {node_aware.spec}: colltune's "
+                         f"node-aware {node_aware.algorithm} runs only under `colltune run`; "
+                         f"Open MPI cannot run it")
     if rs.target not in ("openmpi",):
         raise RulesError(f"this rule set targets {rs.target}; an Open MPI rules file needs "
                          f"target openmpi (algorithms ompi:NAME or native)")
