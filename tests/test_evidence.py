@@ -259,3 +259,53 @@ def test_one_ratio_everywhere_terminal_report_csv_json(tmp_path):
     i = cells.index("linear", 3)
     fastest_us, native_us = float(cells[i + 1]), float(cells[i + 2])
     assert fastest_us < native_us
+
+
+def _null_trials(trials, m, n, correct, paired):
+    """Trials in which one of `m` candidates drawn from native's own distribution
+    (lognormal, 10 % scatter, `n` repetitions) is called significantly faster."""
+    rng = np.random.default_rng(20240601)
+    wins = 0
+    for _ in range(trials):
+        launch = rng.lognormal(0, 0.05, n)  # what slowed each launch (paired design)
+        def draw():
+            x = 10 * rng.lognormal(0, 0.1, n)
+            return dict(enumerate(x * launch)) if paired else list(x)
+        samples = {"native": draw(), **{f"c{i}": draw() for i in range(m)}}
+        if correct:
+            row = ev.best_of_point(samples, min_effect=0, n_boot=500)
+            wins += row["best"] != "native"
+        else:  # what a point concluded before: each candidate at 5 % on its own
+            wins += any(ev._cmp(samples[k], samples["native"], min_effect=0,
+                                n_boot=500).outcome == "faster"
+                        for k in samples if k != "native")
+    return wins
+
+
+@pytest.mark.parametrize("paired,n", [(True, 5), (False, 8)])
+def test_twenty_candidates_from_natives_own_distribution_give_no_winner(paired, n):
+    """The winner among many: 20 candidates no different from native give no
+    "significant" winner in at least 95 % of points with Holm's correction; without
+    it, more than 5 % of points have one (about one in five paired, one in ten
+    unpaired, where the bootstrap interval must agree with the rank test)."""
+    trials = 200
+    corrected = _null_trials(trials, 20, n, True, paired)
+    uncorrected = _null_trials(trials, 20, n, False, paired)
+    assert corrected <= 0.05 * trials, corrected
+    assert uncorrected > 0.08 * trials, uncorrected  # the test fails without Holm
+
+
+def test_holm_adjusts_step_down_and_names_itself():
+    adj = ev.holm({"a": 0.01, "b": 0.04, "c": 0.03, "d": 0.5})
+    assert adj == pytest.approx({"a": 0.04, "c": 0.09, "b": 0.09, "d": 0.5})
+    rng = np.random.default_rng(5)
+    # one real winner (30 % faster) among 19 look-alikes survives the correction
+    samples = {"native": dict(enumerate(10 * rng.lognormal(0, 0.02, 6)))}
+    samples["fast"] = {k: v * 0.7 * rng.lognormal(0, 0.02) for k, v in samples["native"].items()}
+    for i in range(19):
+        samples[f"c{i}"] = {k: v * rng.lognormal(0, 0.02) for k, v in samples["native"].items()}
+    row = ev.best_of_point(samples)
+    assert row["best"] == "fast" and row["level"] == "significant"
+    assert "Holm p=" in row["evidence"] and "over 20 candidates" in row["evidence"]
+    v = ev.judge_point(samples)["fast"]
+    assert v.family == 20 and v.p_holm < 0.05 and v.to_dict()["correction"] == "Holm"

@@ -546,7 +546,8 @@ def fig_best_map(df: pd.DataFrame, palette: Palette, mapping=None,
                 text, colour = "oversub.", "0.3"
             else:
                 if r.best == baseline:
-                    text = {"within noise": "tie", "insufficient": "few reps"}.get(r.level, "")
+                    text = {"within noise": "tie", "insufficient": "few reps",
+                            "unstable: measure again": "unstable"}.get(r.level, "")
                 else:
                     text = fmt_ratio(r.ratio)
                 lum = sum(c * wgt for c, wgt in zip(to_rgb(palette(r.best)),
