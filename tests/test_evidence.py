@@ -309,3 +309,44 @@ def test_holm_adjusts_step_down_and_names_itself():
     assert "Holm p=" in row["evidence"] and "over 20 candidates" in row["evidence"]
     v = ev.judge_point(samples)["fast"]
     assert v.family == 20 and v.p_holm < 0.05 and v.to_dict()["correction"] == "Holm"
+
+
+def test_load_during_natives_launches_only_is_unstable_or_noise_never_significant():
+    """A CPU hog during native's launches only (synthetic repetitions): unpaired sides
+    that scatter, or saw different load averages, are "unstable: measure again";
+    algorithms sharing native's launches (paired) see the same hog: within noise."""
+    rng = np.random.default_rng(4)
+    hog = np.array([2.5, 3.5, 1.2, 4, 3])  # how the hog slowed each of native's launches
+    native = 10 * hog * rng.lognormal(0, 0.02, 5)
+    ours = 10 * hog * rng.lognormal(0, 0.02, 5)  # same launches as native
+    lib = 10 * rng.lognormal(0, 0.02, 5)  # launches of its own, no hog
+    rows = ([dict(label="native", median_us=v, repetition=i, unit_id=1, size=8)
+             for i, v in enumerate(native)]
+            + [dict(label="linear", median_us=v, repetition=i, unit_id=1, size=8)
+               for i, v in enumerate(ours)]
+            + [dict(label="ompi:linear", median_us=v, repetition=i, unit_id=2, size=8)
+               for i, v in enumerate(lib)])
+    df = pd.DataFrame(rows)
+    assert ev.compare(lib, native).outcome == "faster"  # what the U test alone says
+    ver = ev.versus_baseline(df, ["size"]).set_index("label")
+    assert ver.loc["ompi:linear", "outcome"] == "unstable"
+    assert "native's median repetition 2.3× its fastest" in ver.loc["ompi:linear", "text"]
+    assert ver.loc["linear", "outcome"] == "tie"
+    best = ev.best_per_point(df, ["size"]).iloc[0]
+    assert best["best"] == "native" and best["level"] == ev.UNSTABLE
+    assert "unstable: measure again" in best["evidence"]
+    # the hog in every one of native's launches: no scatter, but the load averages
+    # seen during the two sides' launches differ
+    steady = 10 * 3 * rng.lognormal(0, 0.02, 5)
+    rows = ([dict(label="native", median_us=v, repetition=i, unit_id=1, size=8,
+                  load1_before=2.6, load1_after=3.1) for i, v in enumerate(steady)]
+            + [dict(label="ompi:linear", median_us=v, repetition=i, unit_id=2, size=8,
+                    load1_before=1.1, load1_after=1.0) for i, v in enumerate(lib)])
+    ver = ev.versus_baseline(pd.DataFrame(rows), ["size"]).set_index("label")
+    assert ver.loc["ompi:linear", "outcome"] == "unstable"
+    assert "load average 3.1 during native's launches, 1.1 during" in \
+        ver.loc["ompi:linear", "text"]
+    # the same loads on both sides: the difference stands (what pairing is for)
+    same = pd.DataFrame(rows).assign(load1_before=1.0, load1_after=1.2)
+    assert ev.versus_baseline(same, ["size"]).set_index("label").loc[
+        "ompi:linear", "outcome"] == "faster"

@@ -10,6 +10,7 @@ docs/library-algorithms.md.
 from __future__ import annotations
 
 import dataclasses
+import os
 import math
 import statistics
 from dataclasses import dataclass
@@ -158,6 +159,14 @@ def buffer_bytes(collective: str, size: int, np: int, validate: bool = False) ->
     return send + recv + ref
 
 
+def load_average() -> float | None:
+    """The machine's 1-minute load average (None where the OS has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):
+        return None
+
+
 def run(build: Build, spec: BenchSpec, timeout: float = 3600,
         extra_env: dict[str, str] | None = None,
         on_record: Callable[[dict], None] | None = None) -> tuple[list[dict], list[str]]:
@@ -240,8 +249,10 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
         _mark(rec)
         on_record(rec)
 
+    load_before = None if sim is not None else load_average()
     res = runner.run_launch(ln, name="benchmark", error=BenchError, timeout=timeout,
                             on_record=record if on_record is not None else None, check=False)
+    load_after = None if sim is not None else load_average()
     if res.timed_out:
         raise BenchError(f"benchmark timed out after {timeout:.0f} s: {res.command}")
     records = []
@@ -253,6 +264,8 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
             continue
         rec["command"] = res.command
         _mark(rec)
+        if sim is None:  # the load seen during the launch (evidence.py: unstable)
+            rec["load1_before"], rec["load1_after"] = load_before, load_after
         records.append(rec)
     if res.returncode != 0:
         # colltune-bench exits 1 after a complete run in which --validate found
