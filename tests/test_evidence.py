@@ -350,3 +350,45 @@ def test_load_during_natives_launches_only_is_unstable_or_noise_never_significan
     same = pd.DataFrame(rows).assign(load1_before=1.0, load1_after=1.2)
     assert ev.versus_baseline(same, ["size"]).set_index("label").loc[
         "ompi:linear", "outcome"] == "faster"
+
+
+def test_quick_leads_with_the_answer_then_one_compact_table_per_collective():
+    """quick's first screen is what to use where; then one table per collective whose
+    ratio is that of the two medians printed, the paired estimate labelled as such."""
+    import colltune.cli._common as common
+    from colltune.analysis.points import median_repetition
+    from colltune.cli.quick import print_answer, table_records
+
+    rng = np.random.default_rng(9)
+    rows = []
+    for coll in ("bcast", "allreduce"):
+        for size in (8, 65536, 1 << 20):
+            for rep in range(5):
+                launch = rng.lognormal(0, 0.5)
+                for spec, f in (("native", 1.0), ("linear", 0.5), ("binomial", 1.0),
+                                ("chain", 1.2)):
+                    lat = 10 * f * launch * rng.lognormal(0, 0.02)
+                    rows.append(dict(collective=coll, algorithm=spec, spec=spec, params="",
+                                     np=2, size=size, median_us=lat, repetition=rep,
+                                     run_id=1, unit_id=rep, ppn=2, cores=2, nodes=1))
+    df = pd.DataFrame(rows)
+    records = table_records(df, median_repetition(df, ["collective", "np", "spec", "size"]))
+    with common.out.capture() as captured:
+        print_answer(df, records, cores=2, reps=5)
+    lines = captured.get().splitlines()
+    assert lines[0].startswith("what to use")
+    first = [i for i, ln in enumerate(lines) if ln.startswith("bcast: median µs")]
+    assert first and first[0] < 60  # the answer fits a screen, before any table
+    answer = "\n".join(lines[:first[0]])
+    assert answer.count("│ linear ") == 6 and "Holm" in answer  # every point answered
+    assert sum(ln.startswith(("bcast: median", "allreduce: median")) for ln in lines) == 2
+    rec = next(r for r in records if r["spec"] == "linear" and r["collective"] == "bcast"
+               and r["size"] == 8)
+    nat = next(r for r in records if r["spec"] == "native" and r["collective"] == "bcast"
+               and r["size"] == 8)
+    mr = rec["median_us"] / nat["median_us"]
+    row = next(ln for ln in lines[first[0]:] if ln.startswith("│ linear"))
+    assert f"{rec['median_us']:.2f} ×{mr:.2f}" in row
+    if f"{rec['ratio']:.2f}" != f"{mr:.2f}":
+        assert f"(paired ×{rec['ratio']:.2f})" in row
+    assert not any("Avg Latency" in ln for ln in lines)  # OSU tables only when asked

@@ -607,7 +607,8 @@ def versus_baseline(df: pd.DataFrame, keys: list[str], label: str = "label",
     """The verdict of every algorithm against the baseline at every point: keys, label,
     outcome (faster/slower/tie/insufficient/unstable, or 'oversubscribed'; judge_point:
     Holm's correction over the point's candidates), ratio (time / the
-    baseline's time, ratio_to_baseline) and text."""
+    baseline's time, ratio_to_baseline: paired, the geometric mean of the per-launch
+    ratios), paired and text."""
     rows = []
     for key, g, samples, loads in _points(df, keys, label, value):
         over = bool(g["oversubscribed"].any())
@@ -617,8 +618,10 @@ def versus_baseline(df: pd.DataFrame, keys: list[str], label: str = "label",
             outcome = ("oversubscribed" if over and not include_oversubscribed
                        else verdict.outcome)
             rows.append({**dict(zip(keys, key)), label: k, "outcome": outcome,
-                         "ratio": verdict.ratio, "text": verdict.text(baseline)})
-    return pd.DataFrame(rows, columns=list(keys) + [label, "outcome", "ratio", "text"])
+                         "ratio": verdict.ratio, "paired": verdict.paired,
+                         "text": verdict.text(baseline)})
+    return pd.DataFrame(rows, columns=list(keys) + [label, "outcome", "ratio", "paired",
+                                                    "text"])
 
 
 def best_per_point(df: pd.DataFrame, keys: list[str], label: str = "label",
