@@ -612,3 +612,22 @@ def test_report_refuses_to_pool_timing_methods_unless_asked(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     text = out.read_text()
     assert "Pooled timing methods" in text and "window: (bench) (1 measurements)" in text
+
+
+def test_seeds_and_counts_print_as_integers_and_recommended_series_are_drawn():
+    """A seed read as a float beside NULLs prints as the integer it is; the algorithm the
+    report recommends is drawn in every line figure even where it is never fastest."""
+    import pandas as pd
+
+    from colltune.output.report.page import _fmt
+    from colltune.output.series import select_series
+
+    assert _fmt(2143700000.0, "seed") == "2143700000" and _fmt(3.0, "run_id") == "3"
+    assert _fmt(2143700000.0, "bytes") == "2.1437e+09"  # other floats as before
+    labels = ["native"] + [f"a{i}" for i in range(9)] + ["linear_nb"]
+    stats = pd.DataFrame([{"label": lab, "size": s, "center": 10 + i}
+                          for i, lab in enumerate(labels) for s in (8, 1024)])
+    keep, omitted = select_series(stats, "size")
+    assert "linear_nb" in omitted  # never fastest: left out by default
+    keep, omitted = select_series(stats, "size", must={"linear_nb"})
+    assert keep == ["native", "linear_nb", "a0"]  # native, the recommended, the fastest

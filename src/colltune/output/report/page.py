@@ -39,12 +39,20 @@ def esc(v) -> str:
     return html.escape(str(v))
 
 
+# columns of whole numbers that pandas reads as floats where some rows are NULL
+INTEGER_COLUMNS = {"seed", "run_id", "id", "round", "cores", "cpus", "np", "nodes", "ppn",
+                   "iterations", "repetition", "warmup", "align", "valid_reps", "launches"}
+
+
 def _fmt(v, col: str = "") -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return ""
     if col == "size" and isinstance(v, (int, float)):
         return fmt_size(int(v))
     if isinstance(v, float):
+        if v.is_integer() and (col in INTEGER_COLUMNS or col.endswith(("_id", "units_done",
+                                                                        "units_failed"))):
+            return str(int(v))  # a seed, an id, a count: read as float beside NULLs
         if col.endswith("_us") or col in ("µs",):
             return f"{v:.3g}" if abs(v) < 10 else f"{v:,.1f}"
         if abs(v) != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
