@@ -15,8 +15,8 @@ from rich.table import Table
 
 from colltune.drivers import registry
 from colltune.rules import interpose
-from colltune.mpi.launch import run_command
-from ._common import MPI_HELP, build_or_fail, command, fail, out
+from colltune.mpi.launch import run_command, user_command
+from ._common import MPI_HELP, build_or_fail, command, err, fail, out
 
 LAUNCHERS = ("mpirun", "mpiexec", "mpiexec.hydra", "prterun", "orterun")
 
@@ -73,7 +73,9 @@ def run(rules, forces, verbose, profile, load_index, load_probe, mpi_spec, print
     if not cmd:
         fail("nothing to run: give the command after --, e.g. colltune run --rules FILE -- "
              "mpirun -np 4 ./app")
-    argv = list(cmd)
+    argv, notes = user_command(build.mpi, list(cmd))
+    for n in notes:
+        err.print(f"note: {n}" if not n.startswith("hint:") else n, highlight=False)
     if os.path.basename(argv[0]) in LAUNCHERS:
         argv[1:1] = interpose.launcher_options(build.mpi.kind, sorted(env))
     raise SystemExit(run_command(argv, env))
