@@ -631,3 +631,16 @@ def test_seeds_and_counts_print_as_integers_and_recommended_series_are_drawn():
     assert "linear_nb" in omitted  # never fastest: left out by default
     keep, omitted = select_series(stats, "size", must={"linear_nb"})
     assert keep == ["native", "linear_nb", "a0"]  # native, the recommended, the fastest
+
+
+def test_simulated_points_say_their_platform_how_stretched_and_what_native_is():
+    import pandas as pd
+
+    from colltune.output.report.simulated import SIM_NOTE, platform_text
+
+    g = pd.DataFrame({"np": [8, 512, 1024], "nodes": [1, 43, 86]})
+    text = platform_text("tapems-16x12", g)
+    assert text.startswith("platform tapems-16x12: 16 node(s) of 12 cores, flat")
+    assert "stretched to 86 nodes of the same kind for np 512..1024" in text
+    assert "stretched" not in platform_text("tapems-16x12", g.iloc[:1])
+    assert "SimGrid's own implementation" in SIM_NOTE
