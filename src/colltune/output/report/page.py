@@ -112,7 +112,7 @@ figcaption { font-size: 0.88rem; color: var(--muted); }
 .scroll { overflow-x: auto; }
 table.sel td { overflow-wrap: anywhere; }
 table.kv td:first-child { font-weight: 600; background: var(--head); }
-p.verdict { font-size: 1rem; margin: 0.3rem 0 0.4rem; }
+p.verdict, li.verdict { font-size: 1rem; margin: 0.3rem 0 0.4rem; }
 .over { color: #8a4b00; }
 h4 { font-size: 0.95rem; margin: 0.8rem 0 0.2rem; color: var(--muted); }
 figure.wide { grid-column: 1 / -1; }
@@ -130,7 +130,7 @@ pre.cmd { white-space: pre-wrap; background: #f7f7f7; padding: 0.5rem; max-heigh
   .grid { grid-template-columns: 1fr 1fr; }
   .screen-only, pre.cmd, details { display: none; }
   .print-only { display: block; }
-  table, tr, figure { break-inside: avoid; page-break-inside: avoid; }
+  tr, figure { break-inside: avoid; page-break-inside: avoid; }
   .scroll { overflow: visible; }
   pre.cmd { max-height: none; overflow: visible; }
   a { color: inherit; text-decoration: none; }
