@@ -29,9 +29,10 @@ a forced algorithm tuned then takes its fixed decision: native is unchanged) and
 coll/han's priority written to 0 for that communicator instead of excluding han from
 the launch. Its repetitions are then paired in time with native's.
 
-MPICH reads MPIR_CVAR_<COLL>_INTRA_ALGORITHM at every call, but forcing an algorithm
-needs MPIR_CVAR_DEVICE_COLLECTIVES=none for the whole launch (which changes native's
-path too): MPICH's algorithms run in launches of their own (`native` under the forcing
+MPICH keeps MPIR_CVAR_<COLL>_INTRA_ALGORITHM process-wide (scope "all, equal"; no
+communicator keeps its own choice), and forcing an algorithm needs
+MPIR_CVAR_DEVICE_COLLECTIVES=none for the whole launch (which changes native's path
+too): MPICH's algorithms run in launches of their own (`native` under the forcing
 environment), alternated with the launch of ours and native (A B C A B C ...) one
 repetition at a time by drivers.bench.run_bench; a study interleaves them in its
 shuffled order. See docs/library-algorithms.md.

@@ -131,6 +131,10 @@ pre.cmd { white-space: pre-wrap; background: #f7f7f7; padding: 0.5rem; max-heigh
   .screen-only, pre.cmd, details { display: none; }
   .print-only { display: block; }
   tr, figure { break-inside: avoid; page-break-inside: avoid; }
+  /* the summary's tables: smaller, without the fastest-measured columns (on screen) */
+  table.best { font-size: 7.5pt; }
+  table, .note { font-size: 8pt; }
+  table.best td:nth-last-child(-n+3), table.best th:nth-last-child(-n+3) { display: none; }
   .scroll { overflow: visible; }
   pre.cmd { max-height: none; overflow: visible; }
   a { color: inherit; text-decoration: none; }
