@@ -2,7 +2,7 @@
 """The simulated rank-remapping results of a database as Markdown tables
 (docs/remapping.md): per process count, every algorithm's latency per placement (seq,
 rr, seq>rr, rr>seq), the favourable order, the speedup of remapping and its overhead,
-from colltune.remap.remap_effect over the stored points of the `remap` study.
+from colltune.analysis.remap.remap_effect over the stored points of the `remap` study.
 
     colltune sweep --preset remap --mpi smpi --db /tmp/remap-sim/colltune.db
     .venv/bin/python benchmarks/remap_sim_tables.py --db /tmp/remap-sim/colltune.db

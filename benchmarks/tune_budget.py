@@ -7,7 +7,7 @@ Per collective, on one grid (candidates x sizes at one process count):
     exhaustive  every candidate at every size in --reps launches (one per repetition,
                 each covering the whole grid): candidates x sizes x reps cells;
                 rules = tune.select on them (what `colltune tune` makes of a sweep)
-    adaptive    colltune.adaptive.run with --budget (a share of those cells): a small
+    adaptive    colltune.tuning.adaptive.run with --budget (a share of those cells): a small
                 initial design, then cells where the decision is least certain;
                 rules = adaptive.final_rules
 

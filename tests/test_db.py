@@ -379,3 +379,49 @@ def test_version_5_database_gains_the_load_of_each_launch(tmp_path):
     assert pts["load1_before"].isna().sum() == 1
     assert list(pts.dropna(subset=["load1_after"])["load1_after"]) == [2.25]
     conn.close()
+
+
+_OPEN_AT = """
+import sys, time
+from colltune.results import db
+start = float(sys.argv[2])
+while time.time() < start:
+    pass
+conn = db.open_db(sys.argv[1])
+print(db.schema_version(conn))
+conn.close()
+"""
+
+
+@pytest.mark.parametrize("old", [False, True], ids=["new-file", "version-1-file"])
+def test_several_processes_create_or_migrate_the_schema_at_once(tmp_path, old):
+    """Creating or migrating the schema is one transaction per step that a second
+    process waits for: eight processes opening the same new (or version-1) file at the
+    same instant all succeed, and the file has the schema once."""
+    import subprocess
+    import sys
+    import time
+    path = tmp_path / "both.db"
+    if old:
+        conn = sqlite3.connect(path)
+        for stmt in db.MIGRATIONS[0]:
+            conn.execute(stmt)
+        conn.execute("PRAGMA user_version = 1")
+        conn.commit()
+        conn.close()
+    start = time.time() + 2.0
+    procs = [subprocess.Popen([sys.executable, "-c", _OPEN_AT, str(path), str(start)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(8)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
+    assert {out.strip() for out, _ in outs} == {str(db.SCHEMA_VERSION)}
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        names = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'studies'")]
+        assert names == ["studies"]
+    finally:
+        conn.close()

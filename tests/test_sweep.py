@@ -342,6 +342,31 @@ def test_one_sweep_of_a_study_into_a_database_at_a_time(tmp_path):
     assert q(dbp, "SELECT run_id, COUNT(*) FROM units GROUP BY run_id") == [(1, 8)]
 
 
+def test_sweeps_of_different_studies_started_together_on_a_new_database(tmp_path):
+    """Three sweeps of different studies started at once on a file that does not exist
+    yet all store (the schema is created once, the others wait for it)."""
+    dbp = tmp_path / "both.db"
+    env = dict(os.environ, COLUMNS="200")
+    procs = []
+    for name in ("s1", "s2", "s3"):
+        f = tmp_path / f"{name}.toml"
+        f.write_text(f'[study]\nname = "{name}"\ncollectives = ["bcast"]\n'
+                     'algorithms = ["native"]\nsizes = [8]\nprocesses = [1]\n'
+                     'repetitions = 2\niterations = 10\n')
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "colltune", "sweep", str(f), "--db", str(dbp)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+    try:
+        errs = [p.communicate(timeout=300)[1] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert [p.returncode for p in procs] == [0, 0, 0], errs
+    assert q(dbp, "SELECT s.name, COUNT(*) FROM units u JOIN studies s ON s.id = u.study_id "
+                  "GROUP BY s.name ORDER BY s.name") == [("s1", 2), ("s2", 2), ("s3", 2)]
+
+
 def test_launches_another_sweep_stored_meanwhile_count_as_stored(tmp_path, monkeypatch,
                                                                    ompi_build):
     """Where two sweeps of a study still meet (no common lock: another host's cache),

@@ -14,8 +14,9 @@
  * goes to the library's own collective, unchanged: intercommunicators,
  * MPI_COMM_NULL, MPI_DATATYPE_NULL, invalid counts or roots (so the library
  * raises the error exactly as it would), and a datatype whose size does not fit
- * an int. Until MPI_Init or MPI_Init_thread has been seen (a Fortran program's
- * init does not come through here), every call is passed through.
+ * an int. Until MPI_Init or MPI_Init_thread has been seen (C, or the Fortran entry
+ * points of pmpi_fortran.c), every call is passed through; so is every call of a
+ * program whose MPI library is not the one this build is for (pmpi_library.c).
  *
  * Threads: any level MPI_Init_thread gives, MPI_THREAD_MULTIPLE included.
  * Different threads may run collectives on different communicators at the same
@@ -359,22 +360,35 @@ static void configure(void) {
     ct_pmpi_ccache_init();
     if (st.rules.has_ppn) ct_pmpi_ppn_init();
     st.observe = st.verbose || st.profile;
+    st.t_init = PMPI_Wtime();
     st.active = 1;
     free(blob);
 }
 
 /* ---- set-up and tear-down ------------------------------------------------ */
 
+/* Once per process, after the library's MPI_Init: the C entry points below and the
+ * Fortran ones (pmpi_fortran.c, which may nest) call it; nothing when the library is
+ * not the one this build is for (pmpi_library.c). */
+void ct_pmpi_configure(void) {
+    static int done;
+    if (done || st.disabled) return;
+    done = 1;
+    configure();
+}
+
 int MPI_Init(int *argc, char ***argv) {
+    ct_pmpi_library_check();
     int rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS) configure();
+    if (rc == MPI_SUCCESS) ct_pmpi_configure();
     return rc;
 }
 
 /* Any thread level, MPI_THREAD_MULTIPLE included (see the top of this file). */
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+    ct_pmpi_library_check();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS) configure();
+    if (rc == MPI_SUCCESS) ct_pmpi_configure();
     return rc;
 }
 
@@ -387,10 +401,23 @@ int MPI_Pcontrol(const int level, ...) {
     return PMPI_Pcontrol(level);
 }
 
-int MPI_Finalize(void) {
-    if (st.profile) ct_pmpi_profile_write(st.profile_path, st.rank);
+/* What MPI_Finalize does before the library's: once (a Fortran MPI_FINALIZE may call
+ * the C one). */
+void ct_pmpi_finalize_begin(void) {
+    static int done;
+    if (done) return;
+    done = 1;
+    if (st.profile) {
+        ct_pmpi_observe_merge(st.rank);
+        ct_pmpi_profile_write(st.profile_path, st.rank);
+    }
+    st.profile = 0;
     st.active = 0;
     ct_pmpi_rules_free(&st.rules);
+}
+
+int MPI_Finalize(void) {
+    ct_pmpi_finalize_begin();
     return PMPI_Finalize();
 }
 

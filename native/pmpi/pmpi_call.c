@@ -164,7 +164,8 @@ static void say(ct_coll_t c, int np, long long size, const ct_pmpi_decision_t *d
 
 /* ---- the calls ----------------------------------------------------------- */
 
-/* why a call went to the library's own collective (pointers compared in `say`) */
+/* why a call went to the library's own collective (pointers compared in `say`; the
+ * profile's `source` of such calls, which colltune.rules.interpose knows) */
 static const char WHY_INTER[] = "intercommunicator: the library's own";
 static const char WHY_ARGS[] = "argument the algorithms do not take: the library's own";
 
@@ -333,6 +334,17 @@ static long long rooted_size(int r, int root, int np, int in_place, int mcount,
     return mine < 0 ? -1 : bytes_of(acount, adt);
 }
 
+/* The library's own call for one the algorithms do not take; timed into the profile
+ * (source: why) when profiling. */
+#define CT_PASSTHROUGH(C, NP, WHY, LIBRARY_CALL)                                        \
+    do {                                                                                \
+        if (!st.profile) return LIBRARY_CALL;                                           \
+        double t0_ = PMPI_Wtime();                                                      \
+        int rc_ = LIBRARY_CALL;                                                         \
+        ct_pmpi_profile_add_passthrough(C, NP, WHY, PMPI_Wtime() - t0_);                \
+        return rc_;                                                                     \
+    } while (0)
+
 /* ---- the intercepts ---------------------------------------------------------
  * Every one is CT_INTERCEPT(C, SIZE, LIBRARY_CALL, OUR_CALL): inactive, MPI_COMM_NULL
  * or an intercommunicator -> the library (intra_size); SIZE, colltune's size of the
@@ -341,12 +353,13 @@ static long long rooted_size(int r, int root, int np, int in_place, int mcount,
  * the library's own call or ours (`d->choice`); finish(). */
 #define CT_INTERCEPT(C, SIZE, LIBRARY_CALL, OUR_CALL)                                   \
     do {                                                                                \
-        int np, r;                                                                      \
-        if (!st.active || intra_size(C, comm, &np, &r)) return LIBRARY_CALL;            \
+        int np = 0, r;                                                                  \
+        if (!st.active) return LIBRARY_CALL;                                            \
+        if (intra_size(C, comm, &np, &r)) CT_PASSTHROUGH(C, np, WHY_INTER, LIBRARY_CALL); \
         long long size = (SIZE);                                                        \
         if (size < 0) {                                                                 \
             passthrough_note(C, np, size, WHY_ARGS);                                    \
-            return LIBRARY_CALL;                                                        \
+            CT_PASSTHROUGH(C, np, WHY_ARGS, LIBRARY_CALL);                              \
         }                                                                               \
         const ct_pmpi_decision_t *d = decide(C, comm, np, size);                        \
         double t0 = start();                                                            \

@@ -3,7 +3,8 @@
  *
  * The interposition library defines an MPI_<Coll> for each collective of
  * colltune.h (pmpi_call.c), and MPI_Init, MPI_Init_thread, MPI_Pcontrol and
- * MPI_Finalize to set itself up and write the profile (pmpi.c). Every call it does not run with one
+ * MPI_Finalize to set itself up and write the profile (pmpi.c); with an MPI library
+ * that has Fortran bindings, their Fortran names too (pmpi_fortran.c). Every call it does not run with one
  * of colltune's algorithms goes to the library's own PMPI_ entry point; the
  * algorithm library itself only calls point-to-point functions and PMPI_
  * collectives, so nothing recurses into these definitions.
@@ -14,6 +15,7 @@
 #include "colltune.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* From the algorithm library (lib/util.c; inline there as ct_type_size): MPI_Type_size,
  * with the predefined types answered from a small table after their first use. */
@@ -82,10 +84,20 @@ typedef struct {
     int load_forced;       /* COLLTUNE_LOAD_INDEX given */
     int probe_iterations;  /* COLLTUNE_LOAD_PROBE */
     int pcontrol_level;    /* MPI_Pcontrol level that measures again */
+    double t_init;         /* PMPI_Wtime right after MPI_Init: the wall time's start */
+    int disabled; /* the program's MPI library is not this build's: never active */
 } ct_pmpi_state_t;
 extern ct_pmpi_state_t ct_pmpi_st;
 /* "COLLTUNE_BCAST", ...: the variable that forces an algorithm for collective c */
 const char *ct_pmpi_env_force(ct_coll_t c);
+
+/* Set up after the library's MPI_Init (once; pmpi.c), and tear down before its
+ * MPI_Finalize (once): the C and the Fortran entry points (pmpi_fortran.c) call them. */
+void ct_pmpi_configure(void);
+void ct_pmpi_finalize_begin(void);
+/* Before the library's MPI_Init: its version string against the family this build is
+ * for; on a mismatch one line and ct_pmpi_st.disabled (pmpi_library.c). Once. */
+void ct_pmpi_library_check(void);
 
 /* ---- calls (pmpi_call.c) --------------------------------------------------- */
 /* the communicator-facts cache, set up by configure() at MPI_Init */
@@ -112,9 +124,22 @@ void ct_pmpi_rules_free(ct_pmpi_rules_t *r);
 /* ---- profile (pmpi_profile.c) -------------------------------------------- */
 void ct_pmpi_profile_add(ct_coll_t coll, int np, long long size, const ct_pmpi_decision_t *d,
                          int used_algo, double seconds);
+/* A call the library took because the algorithms do not (an intercommunicator, an
+ * argument they do not take): algorithm native, source `why`, size bucket 0. */
+void ct_pmpi_profile_add_passthrough(ct_coll_t coll, int np, const char *why, double seconds);
 /* Collective over MPI_COMM_WORLD (called in MPI_Finalize, before PMPI_Finalize):
  * merge every rank's entries at rank 0, which writes `path`. */
 void ct_pmpi_profile_write(const char *path, int rank);
+/* Every rank's `bytes` bytes at `buf`, concatenated at rank 0 of MPI_COMM_WORLD
+ * (collective): rank 0 gets a malloc'd block of *total bytes (NULL without memory). */
+void *ct_pmpi_gather_at_root(const void *buf, int bytes, int rank, long long *total);
+
+/* ---- the other collectives (pmpi_observe.c) ------------------------------ */
+/* Collective over MPI_COMM_WORLD, before ct_pmpi_profile_write: every rank's entries of
+ * the collectives colltune does not run, and the wall times, merged at rank 0 */
+void ct_pmpi_observe_merge(int rank);
+/* rank 0, inside the profile's object: ', "wall_s": ..., "observed": [...]' */
+void ct_pmpi_observe_json(FILE *f);
 
 /* One warning line on stderr, "colltune-pmpi: warning: ..." (callers print on rank 0
  * only); ct_pmpi_say: one line "colltune-pmpi: ...". Each is formatted whole, control

@@ -96,6 +96,12 @@ void ct_pmpi_profile_add(ct_coll_t coll, int np, long long size, const ct_pmpi_d
     pthread_mutex_unlock(&lock);
 }
 
+void ct_pmpi_profile_add_passthrough(ct_coll_t coll, int np, const char *why, double seconds) {
+    ct_pmpi_decision_t d = ct_pmpi_st.nomatch[coll];
+    snprintf(d.source, sizeof d.source, "%s", why);
+    ct_pmpi_profile_add(coll, np, 0, &d, d.choice.algo, seconds);
+}
+
 /* merged entry at rank 0 */
 typedef struct {
     entry_t e;
@@ -114,40 +120,56 @@ static void json_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-void ct_pmpi_profile_write(const char *path, int rank) {
+/* Every rank's `bytes` bytes at `buf`, concatenated at rank 0 of MPI_COMM_WORLD (collective):
+ * rank 0 gets a malloc'd block of *total bytes (NULL, with a warning, without memory),
+ * the others NULL. */
+void *ct_pmpi_gather_at_root(const void *buf, int bytes, int rank, long long *total) {
     int size;
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
-    int mine = ntab * (int)sizeof(entry_t);
     int *counts = NULL, *displs = NULL;
     char *all = NULL;
-    int tot_dropped = 0;
-    PMPI_Reduce(&dropped, &tot_dropped, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         counts = calloc((size_t)size, sizeof *counts);
         displs = calloc((size_t)size, sizeof *displs);
     }
-    PMPI_Gather(&mine, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    long long total = 0;
+    PMPI_Gather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    *total = 0;
     if (rank == 0 && counts && displs) {
         for (int r = 0; r < size; r++) {
-            displs[r] = (int)total;
-            total += counts[r];
+            displs[r] = (int)*total;
+            *total += counts[r];
         }
-        if (total <= 0x7fffffff) all = malloc(total ? (size_t)total : 1);
+        if (*total <= 0x7fffffff) all = malloc(*total ? (size_t)*total : 1);
     }
     /* the gather goes ahead whatever rank 0 could allocate (every rank must
      * take part); without memory it receives nothing and says so */
     int okroot = rank != 0 || all != NULL;
     PMPI_Bcast(&okroot, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (!okroot) {
-        if (rank == 0) ct_pmpi_warn("%s: out of memory merging the profile; not written", path);
+        if (rank == 0) ct_pmpi_warn("out of memory merging the profile");
         free(counts);
         free(displs);
+        return NULL;
+    }
+    PMPI_Gatherv(buf ? buf : (const void *)&bytes, bytes, MPI_BYTE, all, counts, displs,
+                 MPI_BYTE, 0, MPI_COMM_WORLD);
+    free(counts);
+    free(displs);
+    return all;
+}
+
+void ct_pmpi_profile_write(const char *path, int rank) {
+    int size;
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    int tot_dropped = 0;
+    PMPI_Reduce(&dropped, &tot_dropped, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    long long total = 0;
+    char *all = ct_pmpi_gather_at_root(tab, ntab * (int)sizeof(entry_t), rank, &total);
+    if (rank != 0) return;
+    if (!all) {
+        ct_pmpi_warn("%s: the profile is not written", path);
         return;
     }
-    PMPI_Gatherv(tab ? (void *)tab : (void *)&mine, mine, MPI_BYTE, all, counts, displs, MPI_BYTE,
-                 0, MPI_COMM_WORLD);
-    if (rank != 0) return;
     int n = (int)(total / (long long)sizeof(entry_t));
     merged_t *m = calloc(n ? (size_t)n : 1, sizeof *m);
     int nm = 0;
@@ -193,7 +215,9 @@ void ct_pmpi_profile_write(const char *path, int rank) {
                     e->calls, m[j].ranks, tot, e->calls ? tot / (double)e->calls : 0,
                     m[j].max_total);
         }
-        fprintf(f, "%s]}\n", nm ? "\n" : "");
+        fprintf(f, "%s]", nm ? "\n" : "");
+        ct_pmpi_observe_json(f); /* the other collectives, the wall time */
+        fputs("}\n", f);
         if (fclose(f) != 0 || rename(tmp, path) != 0) {
             ct_pmpi_warn("%s: cannot write the profile", path);
             remove(tmp);
@@ -201,6 +225,4 @@ void ct_pmpi_profile_write(const char *path, int rank) {
     }
     free(m);
     free(all);
-    free(counts);
-    free(displs);
 }

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from colltune.drivers import registry
 from colltune.rules import interpose
+from colltune.mpi import libraries as mpi_libraries
 from colltune.mpi.launch import run_command, user_command
 from ._common import MPI_HELP, build_or_fail, command, err, fail, out
 
@@ -73,10 +74,18 @@ def run(rules, forces, verbose, profile, load_index, load_probe, mpi_spec, print
     if not cmd:
         fail("nothing to run: give the command after --, e.g. colltune run --rules FILE -- "
              "mpirun -np 4 ./app")
+    # a bare mpirun/mpiexec is the --mpi library's; root and slot options (mpi/launch.py)
     argv, notes = user_command(build.mpi, list(cmd))
     for n in notes:
         err.print(f"note: {n}" if not n.startswith("hint:") else n, highlight=False)
-    if os.path.basename(argv[0]) in LAUNCHERS:
+    name = os.path.basename(argv[0])
+    launched = name in LAUNCHERS or name.split(".")[0] in LAUNCHERS  # mpirun.openmpi too
+    # a program of another MPI library than the build's: one line, and it runs untouched
+    other = mpi_libraries.mismatch(build.mpi, argv[1:] if launched else argv)
+    if other:
+        err.print(f"colltune: warning: {escape(other)}", highlight=False)
+        env.pop("LD_PRELOAD")
+    elif launched:
         argv[1:1] = interpose.launcher_options(build.mpi.kind, sorted(env))
     raise SystemExit(run_command(argv, env))
 
@@ -91,18 +100,74 @@ def profile(file, as_json) -> None:
     p = interpose.read_profile(file)
     if as_json:
         click.echo(json.dumps({"np_world": p.np_world, "dropped": p.dropped,
-                               "entries": [asdict(e) for e in p.entries]}, indent=2))
+                               "wall_s": p.wall_s, "wall_max_s": p.wall_max_s,
+                               "entries": [asdict(e) for e in p.entries],
+                               "observed": [asdict(e) for e in p.observed],
+                               "shares": [asdict(r) for r in p.shares()]}, indent=2))
         return
-    t = Table(title=f"{file}: {p.np_world} processes", title_justify="left")
-    for h in ("collective", "np", "size (B)", "algorithm", "asked", "from", "calls",
-              "mean (us)", "total (s)"):
-        t.add_column(h, justify="right" if h in ("np", "calls", "mean (us)", "total (s)")
-                     else "left")
-    for e in p.entries:
-        size = f"{e.size_min}..{e.size_max}" if e.size_max != e.size_min else str(e.size_min)
-        t.add_row(e.collective, str(e.np), size, escape(e.algorithm), escape(e.spec),
-                  escape(e.source), str(e.calls), f"{e.mean_s * 1e6:.2f}", f"{e.total_s:.6f}")
+    if p.entries:
+        t = Table(title=f"{file}: {p.np_world} processes: colltune's collectives",
+                  title_justify="left")
+        for h in ("collective", "np", "size (B)", "algorithm", "asked", "from", "calls",
+                  "mean (us)", "total (s)"):
+            t.add_column(h, justify="right" if h in ("np", "calls", "mean (us)", "total (s)")
+                         else "left")
+        for e in p.entries:
+            size = f"{e.size_min}..{e.size_max}" if e.size_max != e.size_min else str(e.size_min)
+            t.add_row(e.collective, str(e.np), size, escape(e.algorithm), escape(e.spec),
+                      escape(e.source), str(e.calls), f"{e.mean_s * 1e6:.2f}",
+                      f"{e.total_s:.6f}")
+        out.print(t)
+    if p.observed:
+        t = Table(title="the MPI library's own collectives (colltune does not run these)",
+                  title_justify="left")
+        for h in ("call", "np", "calls", "completed", "bytes/call", "total (s)", "waiting (s)",
+                  "start to end (s)"):
+            t.add_column(h, justify="left" if h == "call" else "right")
+        for o in p.observed:
+            blocking = o.kind == "blocking"
+            per = o.bytes / o.starts if o.starts else 0
+            t.add_row(o.call + (f" x{o.starts} started" if o.kind == "persistent" else ""),
+                      str(o.np), str(o.calls), "-" if blocking else str(o.completions),
+                      f"{per:.0f}", f"{o.total_s:.6f}", "-" if blocking else f"{o.wait_s:.6f}",
+                      "-" if blocking else f"{o.span_s:.6f}")
+        out.print(t)
+    _print_shares(p)
+    if p.dropped or p.observed_dropped:
+        out.print(f"note: {p.dropped + p.observed_dropped} calls were not recorded (more "
+                  "distinct keys on a rank than the tables hold)", highlight=False)
+    if p.untracked_requests:
+        out.print(f"note: {p.untracked_requests} nonblocking or persistent requests were "
+                  "not followed to their completion (more than 1024 outstanding on a rank)",
+                  highlight=False)
+
+
+def _print_shares(p) -> None:
+    """Where the collective time went, and what share of it colltune can change."""
+    rows = p.shares()
+    coll = p.collective_s()
+    if not rows:
+        out.print("no collective calls recorded", highlight=False)
+        return
+    t = Table(title="every collective the program called, by time (a rank's, averaged over "
+                    "the ranks)", title_justify="left")
+    for h in ("call", "kind", "calls", "time (s)", "% of collective time", "% of wall time",
+              "algorithm"):
+        t.add_column(h, justify="left" if h in ("call", "kind", "algorithm") else "right")
+    for r in rows:
+        t.add_row(r.call, r.kind, str(r.calls), f"{r.total_s:.6f}",
+                  f"{100 * r.of_collectives:.1f}",
+                  "-" if r.of_wall is None else f"{100 * r.of_wall:.1f}",
+                  "colltune can choose" if r.colltune else "library's own")
     out.print(t)
-    if p.dropped:
-        out.print(f"note: {p.dropped} calls were not recorded (more than 4096 distinct keys "
-                  "on a rank)", highlight=False)
+    can = sum(r.total_s for r in rows if r.colltune)
+    wall = (f"{coll:.6f} s in collectives of {p.wall_s:.6f} s wall time "
+            f"({100 * coll / p.wall_s:.1f} %)" if p.wall_s else
+            f"{coll:.6f} s in collectives (wall time not recorded: a profile from an older "
+            "library)")
+    share = 100 * can / coll if coll > 0 else 0
+    out.print(f"{wall}; colltune can choose the algorithm for {share:.1f} % of the "
+              "collective time", highlight=False)
+    who = {True: "colltune can choose", False: "library's own"}
+    out.print(", ".join(f"{r.call.removeprefix('MPI_')} {100 * r.of_collectives:.0f} % "
+                        f"({who[r.colltune]})" for r in rows), highlight=False, soft_wrap=True)

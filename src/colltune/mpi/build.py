@@ -19,7 +19,7 @@ PROGRAMS = ("colltune-verify", "colltune-bench", "colltune-selftest", "colltune-
             "colltune-probe", "colltune-load", "colltune-heat", "colltune-stream", "colltune-which",
             "libcolltune-pmpi.so", "colltune-plaincolls", "colltune-heat-plain",
             "colltune-callcost", "colltune-osu-latency", "colltune-phases",
-            "colltune-traffic-count", "colltune-gamma")
+            "colltune-traffic-count", "colltune-gamma", "colltune-observecolls")
 # SimGrid's SMPI (--mpi smpi): the programs simulated studies run; the others (preloaded
 # libraries, the applications) are not built for the simulator
 SMPI_PROGRAMS = ("colltune-verify", "colltune-bench", "colltune-pingpong")

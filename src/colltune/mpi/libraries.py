@@ -9,7 +9,8 @@
   smpi     SimGrid 4.1's SMPI (simulation): built from the PyPI source distribution
            on first use into the colltune cache (colltune.simgrid); its programs
            run on a simulated platform (launch.py: smpirun -platform -hostfile)
-  PATH     a prefix, its bin/ directory, or a compiler wrapper
+  PATH     a prefix, its bin/ directory, or a compiler wrapper (also one with a
+           suffix, as Debian's /usr/bin/mpicc.openmpi and mpicc.mpich)
 Default: $COLLTUNE_MPI, else `openmpi`.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -101,6 +103,57 @@ def identify(bindir: Path) -> MPI:
     launcher = bindir / "mpirun" if (bindir / "mpirun").exists() else bindir / "mpiexec"
     text = _run([str(launcher), "--version"], env).strip().splitlines()
     return MPI("unknown", bindir, mpicc, launcher, "unknown", text[0] if text else "unknown MPI")
+
+
+def _header_version(show: str) -> tuple[str, str, Path] | None:
+    """(kind, version, mpi.h) from the mpi.h of a compiler wrapper's -I directories."""
+    for tok in show.split():
+        if not tok.startswith("-I"):
+            continue
+        header = Path(tok[2:]) / "mpi.h"
+        try:
+            text = header.read_text(errors="replace")
+        except OSError:
+            continue
+        m = re.search(r'#define\s+MPICH_VERSION\s+"([^"]+)"', text)
+        if m:
+            return "mpich", m.group(1), header
+        parts = [re.search(rf"#define\s+OMPI_{p}_VERSION\s+(\d+)", text)
+                 for p in ("MAJOR", "MINOR", "RELEASE")]
+        if all(parts):
+            return "openmpi", ".".join(m.group(1) for m in parts if m), header
+    return None
+
+
+def identify_wrapper(mpicc: Path) -> MPI:
+    """An MPI library named by a compiler wrapper that has a suffix, as distributions
+    install several side by side (Debian: /usr/bin/mpicc.openmpi, mpicc.mpich): its kind
+    and version from the mpi.h it compiles with, its launcher the sibling with the same
+    suffix (mpirun.openmpi, mpiexec.mpich). The plain mpicc next to it may be another
+    library (Debian's alternatives), so nothing else in its directory is trusted."""
+    suffix = mpicc.name[len("mpicc"):]
+    bindir = mpicc.parent
+    show = _run([str(mpicc), "-show"])
+    found = _header_version(show)
+    if found is None:
+        raise MPIError(f"--mpi {mpicc}: not an MPI compiler wrapper of Open MPI or MPICH "
+                       f"('{mpicc.name} -show' names no mpi.h of either)")
+    kind, version, header = found
+    prefix = bindir.resolve().parent
+    if not any(header.resolve().is_relative_to(p) for p in (prefix, mpicc.resolve().parent.parent)):
+        # an installation moved elsewhere whose wrapper still names where it was built for
+        hint = (f"; a relocated Open MPI needs OPAL_PREFIX={prefix}" if kind == "openmpi"
+                else "")
+        raise MPIError(f"--mpi {mpicc}: it compiles with {header}, outside its own "
+                       f"installation {prefix}{hint}")
+    order = ("mpirun", "mpiexec") if kind == "openmpi" else ("mpiexec", "mpirun")
+    launcher = next((bindir / f"{n}{suffix}" for n in order if (bindir / f"{n}{suffix}").exists()),
+                    None)
+    if launcher is None:
+        raise MPIError(f"--mpi {mpicc}: no {order[0]}{suffix} or {order[1]}{suffix} next to it "
+                       "(the launcher of the same library)")
+    name = "Open MPI v" if kind == "openmpi" else "MPICH "
+    return MPI(kind, bindir, mpicc, launcher, version, f"{name}{version}")
 
 
 def _venv_bindir() -> Path:
@@ -194,6 +247,8 @@ def find(spec: str | None = None, auto_install: bool = True) -> MPI:
             raise MPIError(f"{spec} is not installed (colltune build --mpi {spec} installs it)")
         return identify(install(spec))
     path = Path(spec).expanduser()
+    if path.is_file() and path.name.startswith("mpicc") and path.name != "mpicc":
+        return identify_wrapper(path)
     for bindir in (path / "bin", path, path.parent):
         if (bindir / "mpicc").exists():
             return identify(bindir.resolve())
@@ -205,3 +260,62 @@ def find(spec: str | None = None, auto_install: bool = True) -> MPI:
         f"--mpi {spec}: not 'openmpi', 'mpich', 'smpi' or a path to an MPI library "
         "(a prefix, its bin/ directory, or its mpicc)"
     )
+
+
+def _mpi_kind_of(soname: str) -> str | None:
+    """The MPI family a shared library belongs to, from its name."""
+    if soname.startswith("libmpi_abi."):
+        return "mpi-abi"  # the MPI standard ABI: handles of neither family
+    if soname.startswith(("libmpich", "libmpi.so.12")):
+        return "mpich"
+    if soname.startswith(("libmpi.so.", "libopen-pal.", "libopen-rte.", "libmpi_mpifh.")):
+        return "openmpi"
+    return None
+
+
+def linked_mpi(argv: list[str]) -> tuple[str, str, str] | None:
+    """(program, kind, library) for the first ELF program of a command line (launcher
+    and its options left out by the caller) that links an MPI library, directly or
+    through another library (a Fortran program's libmpifort links libmpi): what `ldd`
+    resolves. None when no program of the command line links one (a script, a program
+    linked statically) or ldd cannot tell."""
+    ldd = shutil.which("ldd")
+    if ldd is None:
+        return None
+    for tok in argv:
+        exe = tok if os.sep in tok else shutil.which(tok)
+        if not exe or not os.path.isfile(exe):
+            continue
+        try:
+            with open(exe, "rb") as f:
+                if f.read(4) != b"\x7fELF":
+                    continue
+            res = subprocess.run([ldd, exe], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        found: dict[str, str] = {}
+        for line in res.stdout.splitlines():
+            name, _, rest = line.strip().partition(" => ")
+            kind = _mpi_kind_of(name)
+            if kind and kind not in found:
+                found[kind] = rest.split(" (")[0].strip() or name
+        if len(found) == 1:
+            kind, lib = next(iter(found.items()))
+            return exe, kind, lib
+    return None
+
+
+def mismatch(mpi: MPI, argv: list[str]) -> str | None:
+    """One line when the program of a command line links another MPI library than
+    `mpi` (the build colltune would preload), else None."""
+    if mpi.kind not in KINDS:
+        return None
+    linked = linked_mpi(argv)
+    if linked is None or linked[1] == mpi.kind:
+        return None
+    program, kind, lib = linked
+    what = {"openmpi": "Open MPI", "mpich": "MPICH", "mpi-abi": "the MPI standard ABI"}[kind]
+    return (f"{program} links {what} ({lib}), but colltune's build is for {mpi.banner} "
+            f"({mpi.mpicc}): running it without colltune (to put it in: --mpi naming the "
+            "program's MPI library, e.g. its mpicc)")
+

@@ -356,20 +356,32 @@ def schema_version(conn: sqlite3.Connection) -> int:
 
 
 def migrate(conn: sqlite3.Connection) -> int:
-    """Bring the schema to SCHEMA_VERSION; returns the version found."""
-    found = schema_version(conn)
-    if found > SCHEMA_VERSION:
-        raise DBError(f"database schema version {found} is newer than this colltune knows "
-                      f"({SCHEMA_VERSION}): upgrade colltune")
-    if found == 0:
-        names = {r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
-        if names:
-            raise DBError(f"not a colltune database (it has tables {', '.join(sorted(names))} "
-                          "and no colltune schema version)")
-    for version in range(found, SCHEMA_VERSION):
+    """Bring the schema to SCHEMA_VERSION; returns the version found.
+
+    Safe when several processes open a new or old file at once: each step reads the
+    version inside its own BEGIN IMMEDIATE transaction, so a second process waits for
+    the first one's step and then finds it done (never "table ... already exists").
+    """
+    found: int | None = None
+    while True:
         conn.execute("BEGIN IMMEDIATE")
         try:
+            version = schema_version(conn)
+            if found is None:
+                found = version
+            if version > SCHEMA_VERSION:
+                raise DBError(f"database schema version {version} is newer than this colltune "
+                              f"knows ({SCHEMA_VERSION}): upgrade colltune")
+            if version == SCHEMA_VERSION:
+                conn.execute("COMMIT")
+                return found
+            if version == 0:
+                names = {r[0] for r in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' "
+                    "AND name NOT LIKE 'sqlite_%'")}
+                if names:
+                    raise DBError(f"not a colltune database (it has tables "
+                                  f"{', '.join(sorted(names))} and no colltune schema version)")
             for stmt in MIGRATIONS[version]:
                 conn.execute(stmt)
             conn.execute(f"PRAGMA user_version = {version + 1}")
@@ -377,7 +389,6 @@ def migrate(conn: sqlite3.Connection) -> int:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-    return found
 
 
 def open_db(path: str | Path | None = None, create: bool = True) -> sqlite3.Connection:

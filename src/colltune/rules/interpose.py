@@ -20,17 +20,21 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from colltune.rules import ruleset as rules_mod
-from colltune.base.collectives import COLLECTIVES
+from colltune.base.collectives import COLLECTIVES, intercepted, mpi_name
 from colltune.base.files import check_writable, read_text
 from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.base.specs import format_spec, split_spec
 
 LIBRARY = "libcolltune-pmpi.so"
 PROFILE_FORMAT = "colltune-profile 1"
+# the profile's `source` of an intercepted collective's call that went to the library's
+# own because the algorithms do not take it (native/pmpi/pmpi_call.c WHY_INTER, WHY_ARGS)
+PASSTHROUGH = {"intercommunicator: the library's own": "intercommunicator",
+               "argument the algorithms do not take: the library's own": "arguments"}
 
 
 class InterposeError(ColltuneError):
@@ -252,10 +256,79 @@ class ProfileEntry:
 
 
 @dataclass(frozen=True)
+class ObservedEntry:
+    """A collective entry point colltune does not run (pmpi_observe.c), per communicator
+    size: calls, bytes and the time spent in MPI for it."""
+    call: str  # MPI_Iallreduce, MPI_Gatherv_c, MPI_Bcast_init, ...
+    collective: str  # its operation, lower case: allreduce, gatherv, neighbor_alltoall
+    kind: str  # blocking, nonblocking, persistent
+    large_count: bool
+    np: int
+    calls: int  # calls of the entry point (persistent: of MPI_<Coll>_init)
+    starts: int  # operations started (persistent: MPI_Start)
+    completions: int  # nonblocking, persistent: completed in a wait or test
+    ranks: int
+    bytes: float  # over the operations started (the larger of a process's send/receive)
+    total_s: float  # in the entry point, MPI_Start and the waits and tests on it
+    wait_s: float  # of which in MPI_Wait*/MPI_Test*
+    span_s: float  # from each start to its completion, summed (overlaps computation)
+    max_rank_total_s: float
+
+
+@dataclass(frozen=True)
+class Share:
+    """One MPI entry point's part of the program's collective time (Profile.shares)."""
+    call: str
+    kind: str
+    calls: int
+    bytes: float | None  # observed calls; None for colltune's (their sizes: the entries)
+    total_s: float
+    of_collectives: float  # fraction of the time in collectives
+    of_wall: float | None  # fraction of the wall time (None: not recorded)
+    colltune: bool  # colltune can choose its algorithm
+
+
+@dataclass(frozen=True)
 class Profile:
     np_world: int
     entries: list[ProfileEntry]
     dropped: int = 0
+    observed: list[ObservedEntry] = field(default_factory=list)
+    wall_s: float | None = None  # MPI_Init to MPI_Finalize, mean over the ranks
+    wall_max_s: float | None = None
+    observed_dropped: int = 0
+    untracked_requests: int = 0
+
+    def collective_s(self) -> float:
+        """Seconds in collectives (a rank's, averaged over the ranks), every entry point."""
+        return (sum(e.total_s for e in self.entries) + sum(e.total_s for e in self.observed))
+
+    def shares(self) -> list[Share]:
+        """Every collective entry point the program called, largest time first, with its
+        share of the collective time and of the wall time, and whether colltune can
+        choose its algorithm (collectives.intercepted)."""
+        acc: dict[str, list] = {}
+        own = set()  # rows of calls the library took (PASSTHROUGH)
+        for e in self.entries:
+            call = mpi_name(e.collective)
+            if e.source in PASSTHROUGH:
+                call = f"{call} ({PASSTHROUGH[e.source]})"
+                own.add(call)
+            # colltune's size (the entries' buckets), not these bytes: none here
+            a = acc.setdefault(call, ["blocking", 0, None, 0.0])
+            a[1] += e.calls
+            a[3] += e.total_s
+        for o in self.observed:
+            a = acc.setdefault(o.call, [o.kind, 0, 0.0, 0.0])
+            a[1] += o.starts
+            a[2] += o.bytes
+            a[3] += o.total_s
+        coll = self.collective_s()
+        rows = [Share(call, kind, calls, nbytes, t, t / coll if coll > 0 else 0.0,
+                      t / self.wall_s if self.wall_s else None,
+                      call not in own and intercepted(call) is not None)
+                for call, (kind, calls, nbytes, t) in acc.items()]
+        return sorted(rows, key=lambda r: (-r.total_s, r.call))
 
     def sizes(self, collective: str) -> dict[int, int]:
         """Calls per size bucket (bucket start) of one collective, over every
@@ -281,6 +354,23 @@ _FIELDS = {"collective": str, "np": int, "size_min": int, "size_max": int, "algo
            "mean_s": (int, float), "max_rank_total_s": (int, float)}
 
 
+_OBSERVED = {"call": str, "collective": str, "kind": str, "large_count": bool, "np": int,
+             "calls": int, "starts": int, "completions": int, "ranks": int,
+             "bytes": (int, float), "total_s": (int, float), "wait_s": (int, float),
+             "span_s": (int, float), "max_rank_total_s": (int, float)}
+
+
+def _checked(e, i: int, fields: dict, source: str, what: str) -> dict:
+    if not isinstance(e, dict):
+        raise InterposeError(f"{source}: {what} {i} is not an object")
+    for k, t in fields.items():
+        v = e.get(k)
+        if not isinstance(v, t) or (isinstance(v, bool) and t is not bool):
+            kind = {str: "a string", bool: "true or false"}.get(t, "a number")
+            raise InterposeError(f"{source}: {what} {i}: \"{k}\" is missing or not {kind}")
+    return {k: float(e[k]) if fields[k] == (int, float) else e[k] for k in fields}
+
+
 def parse_profile(text: str, source: str = "<profile>") -> Profile:
     try:
         doc = json.loads(text)
@@ -294,18 +384,25 @@ def parse_profile(text: str, source: str = "<profile>") -> Profile:
     if not isinstance(raw, list):
         raise InterposeError(f"{source}: \"entries\" is not a list")
     for i, e in enumerate(raw):
-        if not isinstance(e, dict):
-            raise InterposeError(f"{source}: entry {i} is not an object")
-        for k, t in _FIELDS.items():
-            if not isinstance(e.get(k), t) or isinstance(e.get(k), bool):
-                raise InterposeError(f"{source}: entry {i}: \"{k}\" is missing or not "
-                                     f"{'a number' if t is not str else 'a string'}")
-        if e["collective"] not in COLLECTIVES:
+        entry = _checked(e, i, _FIELDS, source, "entry")
+        if entry["collective"] not in COLLECTIVES:
             raise InterposeError(f"{source}: entry {i}: unknown collective '{e['collective']}'")
-        entries.append(ProfileEntry(**{k: float(e[k]) if k.endswith("_s") else e[k]
-                                       for k in _FIELDS}))
+        entries.append(ProfileEntry(**entry))
     entries.sort(key=lambda e: (COLLECTIVES.index(e.collective), e.np, e.size_min, e.algorithm))
-    return Profile(int(doc.get("np_world", 0)), entries, int(doc.get("dropped", 0)))
+    # written by a library that profiles the other collectives too (absent: an older one)
+    raw = doc.get("observed", [])
+    if not isinstance(raw, list):
+        raise InterposeError(f"{source}: \"observed\" is not a list")
+    observed = [ObservedEntry(**_checked(e, i, _OBSERVED, source, "observed entry"))
+                for i, e in enumerate(raw)]
+    wall = {k: doc.get(k) for k in ("wall_s", "wall_max_s")}
+    for k, v in wall.items():
+        if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool)):
+            raise InterposeError(f"{source}: \"{k}\" is not a number")
+    return Profile(int(doc.get("np_world", 0)), entries, int(doc.get("dropped", 0)), observed,
+                   None if wall["wall_s"] is None else float(wall["wall_s"]),
+                   None if wall["wall_max_s"] is None else float(wall["wall_max_s"]),
+                   int(doc.get("observed_dropped", 0)), int(doc.get("untracked_requests", 0)))
 
 
 def read_profile(path: str | Path) -> Profile:
