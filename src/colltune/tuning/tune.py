@@ -445,7 +445,10 @@ def _np_size_rules(g: pd.DataFrame) -> list[tuple]:
             spans.extend(_np_between(np_, sized, general, nxt[0], nxt[3], nxt[2]))
     merged: list[list] = []  # [np_min, np_max, size rules]
     for lo, hi, srules in spans:
-        if merged and merged[-1][2] == srules:
+        if merged and [r[:4] for r in merged[-1][2]] == [r[:4] for r in srules]:
+            if [r[4:] for r in merged[-1][2]] != [r[4:] for r in srules]:
+                # native measured at a count and beyond it: one rule, resting on that count
+                merged[-1][2] = [r[:4] for r in srules]
             merged[-1][1] = hi
         else:
             merged.append([lo, hi, srules])
