@@ -342,8 +342,10 @@ def _ranks(mark: str) -> set[int]:
     return found
 
 
-def test_ctrl_c_during_alternating_launches_keeps_the_finished_ones(tmp_path, ompi_build):
-    """bench with the library's algorithms (ompi:) runs alternating launches; Ctrl-C
+@pytest.mark.mpich
+def test_ctrl_c_during_alternating_launches_keeps_the_finished_ones(tmp_path, mpich_build):
+    """bench with MPICH's algorithms (mpich:, launches of their own; Open MPI's share
+    native's launch) runs alternating launches; Ctrl-C
     after some of them finished keeps their points: printed, stored in --db (the run
     marked interrupted), exit 130."""
     import os
@@ -357,9 +359,10 @@ def test_ctrl_c_during_alternating_launches_keeps_the_finished_ones(tmp_path, om
 
     mark = uuid.uuid4().hex
     dbp = tmp_path / "r.db"
-    # 2 launches a repetition (ours with native; ompi:linear), 50 repetitions: minutes
-    p = subprocess.Popen([str(Path(sys.executable).parent / "colltune"), "bench", "--coll",
-                          "bcast", "--algo", "native,linear,ompi:linear", "--np", "2",
+    # 2 launches a repetition (ours with native; mpich:binomial), 50 repetitions: minutes
+    p = subprocess.Popen([str(Path(sys.executable).parent / "colltune"), "bench", "--mpi",
+                          "mpich", "--coll", "bcast", "--algo",
+                          "native,linear,mpich:binomial", "--np", "2",
                           "--sizes", "8,64", "--iterations", "20", "--reps", "50",
                           "--format", "csv", "--db", str(dbp)],
                          env=dict(os.environ, COLLTUNE_TEST_MARK=mark),
@@ -383,7 +386,7 @@ def test_ctrl_c_during_alternating_launches_keeps_the_finished_ones(tmp_path, om
     assert "stored as run 1 in" in err
     rows = list(csv.DictReader(out.splitlines()))
     assert {(r["spec"], int(r["size"])) for r in rows} == {
-        (s, n) for s in ("native", "linear", "ompi:linear") for n in (8, 64)}
+        (s, n) for s in ("native", "linear", "mpich:binomial") for n in (8, 64)}
     assert all(float(r["median_us"]) > 0 for r in rows)
     c = sqlite3.connect(dbp)
     try:

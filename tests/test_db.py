@@ -357,6 +357,30 @@ def test_the_health_check_at_opening(tmp_path):
         db.open_reader(path)
 
 
+def test_version_5_database_gains_the_load_of_each_launch(tmp_path):
+    """v6 adds load1_before/load1_after (the 1-minute load average around a launch):
+    an older database keeps its points (load unknown: NULL) and new points carry it."""
+    path = tmp_path / "v5.db"
+    c = sqlite3.connect(path)
+    for stmts in db.MIGRATIONS[:5]:
+        for stmt in stmts:
+            c.execute(stmt)
+    c.execute("PRAGMA user_version = 5")
+    c.execute("INSERT INTO runs (id, kind, status, started_at) VALUES (1, 'bench', 'done', 'x')")
+    c.execute("INSERT INTO measurements (run_id, collective, algorithm, spec, np, size, "
+              "median_us) VALUES (1, 'bcast', 'native', 'native', 2, 8, 2.0)")
+    c.commit()
+    c.close()
+    conn = db.open_db(path)
+    assert db.schema_version(conn) == db.SCHEMA_VERSION >= 6
+    store.store_measurements(conn, 1, [_record("chain", median=7.0, load1_before=1.5,
+                                               load1_after=2.25)])
+    pts = reader.measurements_frame(conn)
+    assert pts["load1_before"].isna().sum() == 1
+    assert list(pts.dropna(subset=["load1_after"])["load1_after"]) == [2.25]
+    conn.close()
+
+
 _OPEN_AT = """
 import sys, time
 from colltune.results import db

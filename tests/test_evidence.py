@@ -259,3 +259,136 @@ def test_one_ratio_everywhere_terminal_report_csv_json(tmp_path):
     i = cells.index("linear", 3)
     fastest_us, native_us = float(cells[i + 1]), float(cells[i + 2])
     assert fastest_us < native_us
+
+
+def _null_trials(trials, m, n, correct, paired):
+    """Trials in which one of `m` candidates drawn from native's own distribution
+    (lognormal, 10 % scatter, `n` repetitions) is called significantly faster."""
+    rng = np.random.default_rng(20240601)
+    wins = 0
+    for _ in range(trials):
+        launch = rng.lognormal(0, 0.05, n)  # what slowed each launch (paired design)
+        def draw():
+            x = 10 * rng.lognormal(0, 0.1, n)
+            return dict(enumerate(x * launch)) if paired else list(x)
+        samples = {"native": draw(), **{f"c{i}": draw() for i in range(m)}}
+        if correct:
+            row = ev.best_of_point(samples, min_effect=0, n_boot=500)
+            wins += row["best"] != "native"
+        else:  # what a point concluded before: each candidate at 5 % on its own
+            wins += any(ev._cmp(samples[k], samples["native"], min_effect=0,
+                                n_boot=500).outcome == "faster"
+                        for k in samples if k != "native")
+    return wins
+
+
+@pytest.mark.parametrize("paired,n", [(True, 5), (False, 8)])
+def test_twenty_candidates_from_natives_own_distribution_give_no_winner(paired, n):
+    """The winner among many: 20 candidates no different from native give no
+    "significant" winner in at least 95 % of points with Holm's correction; without
+    it, more than 5 % of points have one (about one in five paired, one in ten
+    unpaired, where the bootstrap interval must agree with the rank test)."""
+    trials = 200
+    corrected = _null_trials(trials, 20, n, True, paired)
+    uncorrected = _null_trials(trials, 20, n, False, paired)
+    assert corrected <= 0.05 * trials, corrected
+    assert uncorrected > 0.08 * trials, uncorrected  # the test fails without Holm
+
+
+def test_holm_adjusts_step_down_and_names_itself():
+    adj = ev.holm({"a": 0.01, "b": 0.04, "c": 0.03, "d": 0.5})
+    assert adj == pytest.approx({"a": 0.04, "c": 0.09, "b": 0.09, "d": 0.5})
+    rng = np.random.default_rng(5)
+    # one real winner (30 % faster) among 19 look-alikes survives the correction
+    samples = {"native": dict(enumerate(10 * rng.lognormal(0, 0.02, 6)))}
+    samples["fast"] = {k: v * 0.7 * rng.lognormal(0, 0.02) for k, v in samples["native"].items()}
+    for i in range(19):
+        samples[f"c{i}"] = {k: v * rng.lognormal(0, 0.02) for k, v in samples["native"].items()}
+    row = ev.best_of_point(samples)
+    assert row["best"] == "fast" and row["level"] == "significant"
+    assert "Holm p=" in row["evidence"] and "over 20 candidates" in row["evidence"]
+    v = ev.judge_point(samples)["fast"]
+    assert v.family == 20 and v.p_holm < 0.05 and v.to_dict()["correction"] == "Holm"
+
+
+def test_load_during_natives_launches_only_is_unstable_or_noise_never_significant():
+    """A CPU hog during native's launches only (synthetic repetitions): unpaired sides
+    that scatter, or saw different load averages, are "unstable: measure again";
+    algorithms sharing native's launches (paired) see the same hog: within noise."""
+    rng = np.random.default_rng(4)
+    hog = np.array([2.5, 3.5, 1.2, 4, 3])  # how the hog slowed each of native's launches
+    native = 10 * hog * rng.lognormal(0, 0.02, 5)
+    ours = 10 * hog * rng.lognormal(0, 0.02, 5)  # same launches as native
+    lib = 10 * rng.lognormal(0, 0.02, 5)  # launches of its own, no hog
+    rows = ([dict(label="native", median_us=v, repetition=i, unit_id=1, size=8)
+             for i, v in enumerate(native)]
+            + [dict(label="linear", median_us=v, repetition=i, unit_id=1, size=8)
+               for i, v in enumerate(ours)]
+            + [dict(label="ompi:linear", median_us=v, repetition=i, unit_id=2, size=8)
+               for i, v in enumerate(lib)])
+    df = pd.DataFrame(rows)
+    assert ev.compare(lib, native).outcome == "faster"  # what the U test alone says
+    ver = ev.versus_baseline(df, ["size"]).set_index("label")
+    assert ver.loc["ompi:linear", "outcome"] == "unstable"
+    assert "native's median repetition 2.3× its fastest" in ver.loc["ompi:linear", "text"]
+    assert ver.loc["linear", "outcome"] == "tie"
+    best = ev.best_per_point(df, ["size"]).iloc[0]
+    assert best["best"] == "native" and best["level"] == ev.UNSTABLE
+    assert "unstable: measure again" in best["evidence"]
+    # the hog in every one of native's launches: no scatter, but the load averages
+    # seen during the two sides' launches differ
+    steady = 10 * 3 * rng.lognormal(0, 0.02, 5)
+    rows = ([dict(label="native", median_us=v, repetition=i, unit_id=1, size=8,
+                  load1_before=2.6, load1_after=3.1) for i, v in enumerate(steady)]
+            + [dict(label="ompi:linear", median_us=v, repetition=i, unit_id=2, size=8,
+                    load1_before=1.1, load1_after=1.0) for i, v in enumerate(lib)])
+    ver = ev.versus_baseline(pd.DataFrame(rows), ["size"]).set_index("label")
+    assert ver.loc["ompi:linear", "outcome"] == "unstable"
+    assert "load average 3.1 during native's launches, 1.1 during" in \
+        ver.loc["ompi:linear", "text"]
+    # the same loads on both sides: the difference stands (what pairing is for)
+    same = pd.DataFrame(rows).assign(load1_before=1.0, load1_after=1.2)
+    assert ev.versus_baseline(same, ["size"]).set_index("label").loc[
+        "ompi:linear", "outcome"] == "faster"
+
+
+def test_quick_leads_with_the_answer_then_one_compact_table_per_collective():
+    """quick's first screen is what to use where; then one table per collective whose
+    ratio is that of the two medians printed, the paired estimate labelled as such."""
+    import colltune.cli._common as common
+    from colltune.analysis.points import median_repetition
+    from colltune.cli.quick import print_answer, table_records
+
+    rng = np.random.default_rng(9)
+    rows = []
+    for coll in ("bcast", "allreduce"):
+        for size in (8, 65536, 1 << 20):
+            for rep in range(5):
+                launch = rng.lognormal(0, 0.5)
+                for spec, f in (("native", 1.0), ("linear", 0.5), ("binomial", 1.0),
+                                ("chain", 1.2)):
+                    lat = 10 * f * launch * rng.lognormal(0, 0.02)
+                    rows.append(dict(collective=coll, algorithm=spec, spec=spec, params="",
+                                     np=2, size=size, median_us=lat, repetition=rep,
+                                     run_id=1, unit_id=rep, ppn=2, cores=2, nodes=1))
+    df = pd.DataFrame(rows)
+    records = table_records(df, median_repetition(df, ["collective", "np", "spec", "size"]))
+    with common.out.capture() as captured:
+        print_answer(df, records, cores=2, reps=5)
+    lines = captured.get().splitlines()
+    assert lines[0].startswith("what to use")
+    first = [i for i, ln in enumerate(lines) if ln.startswith("bcast: median µs")]
+    assert first and first[0] < 60  # the answer fits a screen, before any table
+    answer = "\n".join(lines[:first[0]])
+    assert answer.count("│ linear ") == 6 and "Holm" in answer  # every point answered
+    assert sum(ln.startswith(("bcast: median", "allreduce: median")) for ln in lines) == 2
+    rec = next(r for r in records if r["spec"] == "linear" and r["collective"] == "bcast"
+               and r["size"] == 8)
+    nat = next(r for r in records if r["spec"] == "native" and r["collective"] == "bcast"
+               and r["size"] == 8)
+    mr = rec["median_us"] / nat["median_us"]
+    row = next(ln for ln in lines[first[0]:] if ln.startswith("│ linear"))
+    assert f"{rec['median_us']:.2f} ×{mr:.2f}" in row
+    if f"{rec['ratio']:.2f}" != f"{mr:.2f}":
+        assert f"(paired ×{rec['ratio']:.2f})" in row
+    assert not any("Avg Latency" in ln for ln in lines)  # OSU tables only when asked

@@ -152,7 +152,10 @@ def _fake_record(spec, size, value, **extra):
     return rec
 
 
-def test_run_bench_alternates_relabels_and_merges():
+def test_run_bench_alternates_relabels_and_merges(monkeypatch):
+    """Where the library's algorithm needs a launch of its own (lib_cvars None: MPICH,
+    here Open MPI pretending), launches alternate one repetition at a time."""
+    monkeypatch.setattr(L, "lib_cvars", lambda *a: None)
     calls = []
 
     def runner(build, spec, timeout=None, extra_env=None):
@@ -186,7 +189,55 @@ def test_run_bench_alternates_relabels_and_merges():
     assert "library_env" not in recs[0]
 
 
-def test_run_bench_uses_raw_samples_and_skips_two_proc():
+def test_ompi_algorithms_share_natives_launch():
+    """Open MPI's algorithms run beside native in one launch (libalgos.lib_cvars): one
+    launch, all repetitions, paired in time."""
+    calls = []
+
+    def runner(build, spec, timeout=None, extra_env=None):
+        calls.append((tuple(spec.algos), spec.reps, extra_env))
+        return [_fake_record(a, 8, 1.0) for a in spec.algos], []
+
+    build = type("B", (), {"mpi": FAKE_OMPI})()
+    spec = bench_mod.BenchSpec("bcast", ["native", "binomial", "ompi:binomial:segsize=4K"], 2,
+                               [8], reps=3)
+    bench_mod.run_bench(build, spec, runner=runner)
+    assert calls == [(("native", "binomial", "ompi:binomial:segsize=4K"), 3, None)]
+    assert L.lib_cvars(FAKE_OMPI, "bcast", "ompi:binomial:segsize=4K") == {
+        "coll_han_priority": "0", "coll_tuned_bcast_algorithm": "6",
+        "coll_tuned_bcast_algorithm_segmentsize": "4096"}
+    assert L.lib_cvars(FAKE_MPICH, "bcast", "mpich:binomial") is None
+
+
+def test_ompi_algorithms_run_on_their_own_communicators(ompi_build, tmp_path):
+    """colltune-bench --lib: each library algorithm's communicator, made under its
+    MPI_T control variables, runs that algorithm (seen by the preloaded observer)
+    while native on MPI_COMM_WORLD keeps the library's own choice; every record
+    carries the load average around its launch."""
+    shim = ompi_build.dir / "libcolltune-ompi-algos.so"
+    env = {"LD_PRELOAD": str(shim), "COLLTUNE_OBSERVE_DIR": str(tmp_path)}
+    spec = bench_mod.BenchSpec("bcast", ["native", "ompi:linear",
+                                         "ompi:chain:segsize=8192,fanout=4", "linear"], 2,
+                               [65536], reps=2, iterations=20)
+    recs, _ = bench_mod.run(ompi_build, spec, extra_env=env)
+    by = {r["algorithm"]: r for r in recs}
+    assert set(by) == {"native", "ompi:linear", "ompi:chain", "linear"}
+    assert by["ompi:chain"]["library_cvars"]["coll_tuned_bcast_algorithm_chain_fanout"] == "4"
+    assert all(r["load1_before"] is not None and r["load1_after"] is not None for r in recs)
+    seen: dict = {}
+    for f in tmp_path.glob("*.txt"):
+        for line in f.read_text().splitlines():
+            label, _, rest = line.partition("\t")
+            kv = dict(p.split("=", 1) for p in rest.split())
+            if kv["depth"] == "0":
+                seen.setdefault(label, set()).add((kv["algo"], kv["faninout"], kv["segsize"]))
+    assert seen["ompi:linear"] == {("basic_linear", "-1", "-1")}
+    assert seen["ompi:chain:segsize=8192,fanout=4"] == {("chain", "4", "8192")}
+    assert {a for a, _, _ in seen["native"]} != {"basic_linear"}  # the library's own choice
+
+
+def test_run_bench_uses_raw_samples_and_skips_two_proc(monkeypatch):
+    monkeypatch.setattr(L, "lib_cvars", lambda *a: None)  # launches of their own
     def runner(build, spec, timeout=None, extra_env=None):
         assert getattr(spec, "raw", True)  # per-repetition samples asked for, where offered
         return [_fake_record(a, 8, 2.0, samples_us=[1.0, 2.0, 3.0]) for a in spec.algos], []
@@ -356,18 +407,20 @@ def test_ompi_two_proc_needs_two_processes(ompi_build):
 
 
 def test_run_bench_with_ompi_algorithms(ompi_build):
+    """Open MPI's algorithms run in native's launch: one launch, both repetitions."""
     spec = bench_mod.BenchSpec("bcast", ["native", "binomial", "ompi:binomial", "ompi:linear"],
                                2, [8, 4096], iterations=10, reps=2)
     recs, notes = bench_mod.run_bench(ompi_build, spec)
     assert [(r["spec"], r["size"]) for r in recs] == [
         (a, s) for s in (8, 4096) for a in ("native", "binomial", "ompi:binomial", "ompi:linear")]
     for r in recs:
-        assert r["valid_reps"] == 2 and r["launches"] == 2 and r["median_us"] > 0
+        assert r["valid_reps"] == 2 and "launches" not in r and r["median_us"] > 0
         assert {"collective", "algorithm", "params", "np", "size", "rep_min_us", "mean_us",
                 "median_us", "p90_us", "p99_us", "rep_max_us", "stddev_us", "valid_reps"} <= set(r)
     lib = [r for r in recs if r["spec"].startswith("ompi:")]
     assert {r["algorithm"] for r in lib} == {"ompi:binomial", "ompi:linear"}
     assert all(r["library_env"]["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "1" for r in lib)
+    assert all(r["library_cvars"]["coll_han_priority"] == "0" for r in lib)
 
 
 @pytest.mark.mpich

@@ -842,3 +842,37 @@ def test_reduce_scatter_every_algorithm_under_colltune_run_openmpi(ompi_build, n
 @pytest.mark.mpich
 def test_reduce_scatter_every_algorithm_under_colltune_run_mpich(mpich_build):
     _reduce_scatter_forced_by_colltune_run(mpich_build, "mpich", 3)
+
+
+def test_colltune_run_works_as_written_from_a_fresh_shell(ompi_build, tmp_path):
+    """`colltune run -- mpirun -np 2 ./app` as docs/interposition.md writes it, as root,
+    from a shell whose PATH lacks the virtual environment: the bare mpirun is the --mpi
+    library's, the root option is added and said; more processes than cores get a
+    one-line hint naming the option."""
+    import os
+    import subprocess
+    import sys as _sys
+    from pathlib import Path as _Path
+
+    exe = _Path(_sys.executable).parent / "colltune"
+    app = str(ompi_build.program("colltune-plaincolls"))
+    env = {"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/bin:/bin",
+           "COLUMNS": "200"}
+    res = subprocess.run([str(exe), "run", "--", "mpirun", "-np", "2", app], env=env,
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "checks passed" in res.stdout
+    assert f"note: mpirun is {ompi_build.mpi.banner}'s: {ompi_build.mpi.bindir}/mpirun" \
+        in res.stderr
+    if os.geteuid() == 0:
+        assert "note: running as root: added --allow-run-as-root" in res.stderr
+    from colltune.mpi import launch as launch_mod
+    from colltune.mpi.placement import cores
+
+    argv, notes = launch_mod.user_command(ompi_build.mpi, ["mpirun", "-np", str(cores() + 1),
+                                                           app])
+    hint = [n for n in notes if n.startswith("hint:")]
+    assert len(hint) == 1 and "add --oversubscribe" in hint[0]
+    assert launch_mod.user_command(ompi_build.mpi, ["mpirun", "--oversubscribe", "-np",
+                                                    str(cores() + 1), app])[1][-1:] != hint
+    assert launch_mod.user_command(ompi_build.mpi, ["./app"]) == (["./app"], [])

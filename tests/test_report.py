@@ -612,3 +612,78 @@ def test_report_refuses_to_pool_timing_methods_unless_asked(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     text = out.read_text()
     assert "Pooled timing methods" in text and "window: (bench) (1 measurements)" in text
+
+
+def test_seeds_and_counts_print_as_integers_and_recommended_series_are_drawn():
+    """A seed read as a float beside NULLs prints as the integer it is; the algorithm the
+    report recommends is drawn in every line figure even where it is never fastest."""
+    import pandas as pd
+
+    from colltune.output.report.page import _fmt
+    from colltune.output.series import select_series
+
+    assert _fmt(2143700000.0, "seed") == "2143700000" and _fmt(3.0, "run_id") == "3"
+    assert _fmt(2143700000.0, "bytes") == "2.1437e+09"  # other floats as before
+    labels = ["native"] + [f"a{i}" for i in range(9)] + ["linear_nb"]
+    stats = pd.DataFrame([{"label": lab, "size": s, "center": 10 + i}
+                          for i, lab in enumerate(labels) for s in (8, 1024)])
+    keep, omitted = select_series(stats, "size")
+    assert "linear_nb" in omitted  # never fastest: left out by default
+    keep, omitted = select_series(stats, "size", must={"linear_nb"})
+    assert keep == ["native", "linear_nb", "a0"]  # native, the recommended, the fastest
+
+
+def test_simulated_points_say_their_platform_how_stretched_and_what_native_is():
+    import pandas as pd
+
+    from colltune.output.report.simulated import SIM_NOTE, platform_text
+
+    g = pd.DataFrame({"np": [8, 512, 1024], "nodes": [1, 43, 86]})
+    text = platform_text("tapems-16x12", g)
+    assert text.startswith("platform tapems-16x12: 16 node(s) of 12 cores, flat")
+    assert "stretched to 86 nodes of the same kind for np 512..1024" in text
+    assert "stretched" not in platform_text("tapems-16x12", g.iloc[:1])
+    assert "SimGrid's own implementation" in SIM_NOTE
+
+
+def test_a_quick_shaped_report_prints_on_fewer_than_ten_a4_pages_answer_first(tmp_path):
+    """The quick study's shape (4 collectives, np 2, 3 sizes, 15 algorithms, 5 paired
+    launches): the summary's answer (one sentence per collective) comes first, before
+    how it was decided and the tables; printed by chromium (A4, the page's @page), it
+    takes fewer than 10 pages."""
+    import shutil
+    import subprocess
+
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for coll in ("bcast", "reduce", "allgather", "allreduce"):
+        for size in (8, 65536, 1 << 20):
+            for rep in range(5):
+                launch = rng.lognormal(0, 0.3)
+                for k in range(15):
+                    spec = "native" if k == 0 else f"algo{k}"
+                    lat = (1 + size / 1e4) * (1 + 0.1 * k) * launch * rng.lognormal(0, 0.05)
+                    rows.append(dict(study="quick", collective=coll, algorithm=spec,
+                                     spec=spec, params="", np=2, size=size, median_us=lat,
+                                     repetition=rep + 1, run_id=1, unit_id=rep, round=1,
+                                     ppn=2, cores=2, nodes=1, mapping="core",
+                                     timing="osu"))
+    df = pd.DataFrame(rows)
+    text, _ = rp.build_report(df, db_path=tmp_path / "x.db", study="quick", model=None,
+                              model_note="none", dpi=60)
+    i = text.index('id="summary"')
+    assert text.index('<ul class="answer">', i) < text.index('class="note">Per point', i)
+    assert text.count('<li class="verdict"><b>') == 4
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed")
+    html_path, pdf = tmp_path / "r.html", tmp_path / "r.pdf"
+    html_path.write_text(text)
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                    "--no-pdf-header-footer", f"--print-to-pdf={pdf}", str(html_path)],
+                   capture_output=True, timeout=300)
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf.read_bytes()))
+    assert 1 <= pages < 10, pages

@@ -55,7 +55,8 @@ def test_a_clear_winner_is_chosen_and_its_regret_is_one():
     f = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 5.0, "linear": 20.0}))
     t = tune.tune(f, "colltune")
     assert [(r.algorithm, r.np_min, r.np_max, r.size_min, r.size_max) for r in t.rules.rules] \
-        == [("binomial", 1, None, 0, None)]  # three sizes merged into one range
+        == [("native", 1, 1, 0, None), ("binomial", 2, 2, 0, None),  # three sizes merged
+            ("native", 3, None, 0, None)]  # not measured: the library's own decision
     ins = t.points["in-sample"]
     assert (ins["chosen"] == "binomial").all()
     assert ins["regret"].tolist() == pytest.approx([1.0, 1.0, 1.0])
@@ -83,7 +84,7 @@ def test_sizes_split_at_geometric_midpoints_and_ends_extend():
                                     ("binomial" if best[s] == "linear" else "linear"): 30.0},
                    sizes=tuple(best)))
     rs = tune.select(f, "colltune")
-    got = [(r.size_min, r.size_max, r.algorithm) for r in rs.rules]
+    got = [(r.size_min, r.size_max, r.algorithm) for r in rs.rules if r.np_min == 2]
     assert got == [(0, 90, "linear"),                   # isqrt(8 * 1024) = 90
                    (91, 4194304, "binomial"),           # 1024 and 1M merged; isqrt(1M * 16M)
                    (4194305, None, "linear")]
@@ -91,6 +92,7 @@ def test_sizes_split_at_geometric_midpoints_and_ends_extend():
     # every size has exactly one rule
     for size in (0, 90, 91, 5000, 4194304, 4194305, 1 << 40):
         assert sum(r.matches("bcast", 2, size) for r in rs.rules) == 1
+        assert rs.lookup("bcast", 3, size).algorithm == "native"  # np 3 not measured
 
 
 def test_process_counts_cover_up_to_the_next_and_equal_neighbours_merge():
@@ -100,9 +102,10 @@ def test_process_counts_cover_up_to_the_next_and_equal_neighbours_merge():
     f = frame(grid(fn, nps=(2, 4, 16, 32)))
     rs = tune.select(f, "colltune")
     got = [(r.np_min, r.np_max, r.algorithm) for r in rs.rules]
-    assert got == [(1, 15, "binomial"), (16, 31, "linear"), (32, None, "binomial")]
-    assert rs.lookup("bcast", 1, 8).algorithm == "binomial"      # below the smallest
-    assert rs.lookup("bcast", 1000, 8).algorithm == "binomial"   # above the largest
+    assert got == [(1, 1, "native"), (2, 15, "binomial"), (16, 31, "linear"),
+                   (32, 32, "binomial"), (33, None, "native")]
+    assert rs.lookup("bcast", 1, 8).algorithm == "native"      # below the smallest: native
+    assert rs.lookup("bcast", 1000, 8).algorithm == "native"   # above the largest
     assert rs.lookup("bcast", 20, 8).algorithm == "linear"
 
 
@@ -113,7 +116,8 @@ def test_between_measured_counts_the_choice_switches_where_the_interpolated_time
         return {"native": 100.0, "linear": 4.0 if n == 16 else 12.0, "binomial": 8.0}
     rs = tune.select(frame(grid(fn, nps=(16, 256)), cores=256), "colltune")
     got = [(r.np_min, r.np_max, r.algorithm) for r in rs.rules]
-    assert got == [(1, 92, "linear"), (93, None, "binomial")]
+    assert got == [(1, 15, "native"), (16, 92, "linear"), (93, 256, "binomial"),
+                   (257, None, "native")]
     assert tune.np_switch(16, 256, (4.0, 12.0), (8.0, 8.0)) == 93
     # symmetric: the geometric midpoint; a time missing (an adaptive study that did not
     # run linear at 256): linear up to the next measured count, as without times
@@ -156,7 +160,7 @@ def test_parameters_are_part_of_the_choice_and_survive_the_rules_file(tmp_path):
     f = frame(grid(lambda c, n, s: {"native": 10.0, "chain:segsize=8192": 3.0,
                                     "chain:segsize=65536": 6.0}))
     t = tune.tune(f, "colltune", meta={"study": "s"})
-    (r,) = t.rules.rules
+    (r,) = [x for x in t.rules.rules if not x.note]  # the measured count's
     assert r.algorithm == "chain" and r.params == (("segsize", 8192),)
     back = rules.from_text(rules.to_text(t.rules))
     assert back.rules == t.rules.rules and back.target == "colltune"
@@ -170,8 +174,8 @@ def test_mapping_is_a_key_only_where_the_study_varied_it():
     g["unit_id"] += 1000
     g.loc[g["algorithm"] == "binomial", "median_us"] *= 4  # slower than native there
     rs = tune.select(pd.concat([f, g]), "colltune")
-    assert {(r.mapping, r.algorithm) for r in rs.rules} == {("core", "binomial"),
-                                                           ("socket", "native")}
+    assert {(r.mapping, r.algorithm) for r in rs.rules if not r.note} == {
+        ("core", "binomial"), ("socket", "native")}
     assert all(r.mapping is None for r in tune.select(f, "colltune").rules)
 
 
@@ -199,9 +203,10 @@ def test_cross_validation_evaluates_rules_built_without_the_point():
     assert (at1m["chosen"] == "B").all()
     assert s["regret_gmean"] == pytest.approx(2.0) and s["points"] == 6
     assert s["vs_native_worst"] == pytest.approx(6 / 10)  # worst = largest ratio
-    # process counts all choose alike: leaving one out loses nothing
+    # leaving one of two counts out: the rules of the other stop at it, native there
     lono = t.summary.set_index("evaluation").loc["leave-one-np-out"]
-    assert lono["regret_gmean"] == pytest.approx(1.0) and lono["points"] == 6
+    assert (t.points["leave-one-np-out"]["chosen"] == "native").all() and lono["points"] == 6
+    assert lono["regret_gmean"] == pytest.approx((5 * 10 / 3 * 5) ** (1 / 3))
 
 
 def test_the_quality_view_merges_coinciding_evaluations_and_says_why():
@@ -290,7 +295,7 @@ def test_no_native_gives_regret_only_with_a_note():
     assert not t.has_native and any("no native" in n for n in t.notes)
     assert t.points["in-sample"]["regret"].tolist() == pytest.approx([1.0] * 3)
     assert t.points["in-sample"]["vs_native"].isna().all()
-    assert {r.algorithm for r in t.rules.rules} == {"binomial"}
+    assert {r.algorithm for r in t.rules.rules if not r.note} == {"binomial"}
 
 
 def test_empty_study_and_missing_candidates_are_errors():
@@ -311,8 +316,9 @@ def test_library_target_picks_among_the_library_only():
     f = frame(grid(lambda c, n, s: {"native": 10.0, "binomial": 2.0, "ompi:chain": 5.0,
                                     "ompi:linear": 12.0}))
     rs = tune.select(f, "openmpi")
-    assert {r.algorithm for r in rs.rules} == {"ompi:chain"} and rs.target == "openmpi"
-    assert {r.algorithm for r in tune.select(f, "colltune").rules} == {"binomial"}
+    assert {r.algorithm for r in rs.rules if not r.note} == {"ompi:chain"}
+    assert rs.target == "openmpi"
+    assert {r.algorithm for r in tune.select(f, "colltune").rules if not r.note} == {"binomial"}
 
 
 def test_an_algorithm_for_one_process_count_is_not_extended_to_others():
@@ -321,7 +327,7 @@ def test_an_algorithm_for_one_process_count_is_not_extended_to_others():
                    colls=("allgather",), nps=(2,)))
     rs = tune.select(f, "openmpi")
     got = [(r.np_min, r.np_max, r.algorithm) for r in rs.rules]
-    assert got == [(1, 1, "ompi:ring"), (2, 2, "ompi:two_proc"), (3, None, "ompi:ring")]
+    assert got == [(1, 1, "native"), (2, 2, "ompi:two_proc"), (3, None, "native")]
     assert tune.np_exact("allgather", "ompi:two_proc") == 2
     assert tune.np_exact("allgather", "two_proc") is None  # colltune's falls back itself
 
@@ -332,11 +338,40 @@ def test_oversubscribed_points_drive_no_choice_unless_asked():
                    .assign(unit_id=lambda d: d["unit_id"] + 100)])
     f["cores"] = 4
     t = tune.tune(f, "colltune")
-    assert {r.algorithm for r in t.rules.rules} == {"binomial"}
+    assert {r.algorithm for r in t.rules.rules} == {"binomial", "native"}
     assert any("oversubscribed" in n and "left out" in n for n in t.notes)
     assert set(t.points["in-sample"]["np"]) == {2}
     t2 = tune.tune(f, "colltune", include_oversubscribed=True)
     assert t2.rules.lookup("bcast", 8, 8).algorithm == "linear"
+
+
+def test_rules_of_an_np2_study_with_np4_left_out_cover_np2_only(tmp_path):
+    """Rules rest on measured cells: a study measured at np 2 and np 4, np 4
+    oversubscribed (2 cores) and left out, gives rules for np 2 alone; every other
+    count is native, with a comment saying why, and the header lists the counts
+    measured and those left out (rules show prints them)."""
+    f = pd.concat([frame(grid(lambda c, n, s: {"native": 10.0, "pairwise": 5.0},
+                              colls=("alltoall",), nps=(2,))),
+                   frame(grid(lambda c, n, s: {"native": 10.0, "linear": 5.0},
+                              colls=("alltoall",), nps=(4,)))
+                   .assign(unit_id=lambda d: d["unit_id"] + 100)])
+    f["cores"] = 2
+    rs = tune.tune(f, "colltune").rules
+    assert [(r.np_min, r.np_max, r.algorithm) for r in rs.rules] == [
+        (1, 1, "native"), (2, 2, "pairwise"), (3, None, "native")]
+    assert rs.meta["measured processes"] == "2"
+    assert rs.meta["left out"] == "np 4 (oversubscribed, more processes than cores)"
+    text = rules.to_text(rs)
+    assert "# np above 2 not measured (measured 2) so native\nalltoall 3 - 0 - native -" in text
+    assert "# measured processes: 2\n" in text and "# left out: np 4 (" in text
+    back = rules.from_text(text)
+    assert back.rules == rs.rules and back.meta["left out"] == rs.meta["left out"]
+    path = tmp_path / "t.rules"
+    path.write_text(text)
+    res = _cli("rules", "show", str(path))
+    assert res.returncode == 0, res.stderr
+    first = res.stdout.splitlines()[:3]
+    assert "measured processes: 2" in first and any(l.startswith("left out: np 4") for l in first)
 
 
 def test_candidates_missing_at_some_points_are_noted():
@@ -620,7 +655,7 @@ def test_layouts_of_one_count_give_node_aware_rules():
     eight = eight.assign(nodes=2, ppn=8, unit_id=eight["unit_id"] + 100)
     t = tune.tune(pd.concat([one, eight], ignore_index=True), "colltune")
     assert "ppn" in t.keys
-    got = [(r.algorithm, r.ppn) for r in t.rules.rules]
+    got = [(r.algorithm, r.ppn) for r in t.rules.rules if not r.note]
     # between the layouts the choice switches where the two candidates' times (5 -> 20
     # and 20 -> 5, a power law in ppn) cross: the geometric midpoint, 2.8 processes a node
     assert got == [("binomial", (1, 2)), ("linear", (3, None))], got

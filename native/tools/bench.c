@@ -30,15 +30,29 @@
  * Output: one JSON object per (size, algorithm) on stdout from rank 0.
  * docs/benchmarking.md describes every field.
  *
+ * --lib LABEL --cvars "NAME=VALUE ..." (repeatable): the MPI library's own algorithm
+ * as a candidate of this launch, beside `native` and colltune's: every process writes
+ * the MPI_T control variables (Open MPI: coll_tuned_bcast_algorithm=1, ...; the
+ * launch needs OMPI_MCA_coll_tuned_use_dynamic_rules=1), duplicates the measured
+ * communicator (Open MPI's coll/tuned reads its forced algorithm when a communicator
+ * is made) and writes the old values back; the candidate then calls the library's
+ * collective on that duplicate, so its repetitions are paired in time with native's
+ * (docs/library-algorithms.md). A value that does not read back as written stops the
+ * run with an error. Each candidate's first warm-up call is marked for a preloaded
+ * observer (colltune_observe_mark(LABEL), observers/ompi_algos.c), so that tests see
+ * which algorithm each communicator ran.
+ *
  * This file: the options, buffers, the loop over sizes, repetitions and
  * algorithms, and the output; bench_timing.c: one call, the timed loops of both
  * methods, the clock synchronisation and --validate.
  */
+#define _GNU_SOURCE
 #include "bench_timing.h"
 #include "bench_stats.h"
 #include "driver_common.h"
 #include "loadtraffic.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -67,6 +81,12 @@ static int prepare;            /* --prepare: ct_comm_prepare before a candidate'
 static long align = -1;        /* --align: buffer alignment in bytes, 1 = plain malloc */
 static int shared_bufs;        /* --shared-buffers (SMPI only): SMPI_SHARED_MALLOC */
 static int no_dup;             /* --no-dup: do not hold the run's duplicate communicator */
+static long rotate;            /* --rotate K: every repetition starts with candidate K (mod n) */
+
+/* --lib LABEL --cvars "NAME=VALUE ...": the library's algorithms on their own communicators */
+#define MAX_LIB 64
+static const char *lib_label[MAX_LIB], *lib_cvars[MAX_LIB];
+static int nlib;
 
 static void usage(void) {
     printf("usage: colltune-bench --coll C --algo LIST [--sizes LIST] [--iterations N]\n"
@@ -74,9 +94,11 @@ static void usage(void) {
            "                      [--root R] [--dtype T] [--op O]\n"
            "                      [--timing osu|window] [--sleep US] [--time-budget S]\n"
            "                      [--align BYTES] [--validate] [--raw] [--trace] [--no-dup]\n"
+           "                      [--rotate K]\n"
            "                      [--shared-buffers] [--load-ranks K [--load-pattern P]\n"
            "                      [--load-size B] [--load-window W] [--load-seed S]]\n"
-           "                      [--probe-iterations N [--probe-size B]]\n\n"
+           "                      [--probe-iterations N [--probe-size B]]\n"
+           "                      [--lib LABEL --cvars \"NAME=VALUE ...\"]...\n\n"
            "  --coll        bcast | reduce | gather | allgather | allreduce | alltoall |\n"
            "                alltoallv | scatter | barrier | allgatherv | gatherv | scatterv\n"
            "  --algo        comma-separated algorithm specs, e.g. native,binomial,chain:fanout=2\n"
@@ -114,6 +136,14 @@ static void usage(void) {
            "                every rank's buffer is the same memory, so thousands of\n"
            "                simulated ranks fit; timing only, the data is not meaningful\n"
            "                (not with --validate); the remapped Allgather's scratch too\n"
+           "  --rotate K    every repetition runs the candidates from the K-th on (mod their\n"
+           "                number), so that launches of one repetition each (a study's)\n"
+           "                do not always run the same candidate first\n"
+           "  --lib LABEL --cvars \"NAME=VALUE ...\"\n"
+           "                the MPI library's own algorithm as a candidate LABEL: its\n"
+           "                collective on a communicator made while the MPI_T control\n"
+           "                variables held these values (Open MPI: coll_tuned_*; the\n"
+           "                launch needs OMPI_MCA_coll_tuned_use_dynamic_rules=1)\n"
            "  --no-dup      do not hold a duplicate of the communicator for the run (every\n"
            "                launch holds one by default, as the dispatcher makes one for\n"
            "                colltune's algorithms, so all launches wait alike)\n"
@@ -226,9 +256,129 @@ static double parse_seconds(const char *opt, const char *v, double scale) {
     return x * scale;
 }
 
+/* a preloaded observer's marker (observers/), NULL without one */
+static void (*observe_mark)(const char *label);
+
+#ifndef SMPI_SHARED_MALLOC
+/* Write one MPI_T control variable (its old value into *old), checked by reading it
+ * back. The value is parsed as the variable's own type. */
+typedef union {
+    int i;
+    unsigned u;
+    long l;
+    unsigned long ul;
+    long long ll;
+    unsigned long long ull;
+    double d;
+} cvar_value_t;
+
+static MPI_T_cvar_handle cvar_open(const char *label, const char *name, MPI_Datatype *dt) {
+    int idx, verb, bind, scope, nl = 0, dl = 0, count;
+    MPI_T_enum en;
+    if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS)
+        ct_die(rank, "--lib %s: the MPI library has no control variable %s", label, name);
+    MPI_T_cvar_get_info(idx, NULL, &nl, &verb, dt, &en, NULL, &dl, &bind, &scope);
+    if (bind != MPI_T_BIND_NO_OBJECT)
+        ct_die(rank, "--lib %s: control variable %s is bound to an MPI object", label, name);
+    if (scope == MPI_T_SCOPE_CONSTANT || scope == MPI_T_SCOPE_READONLY)
+        ct_die(rank, "--lib %s: control variable %s cannot be written", label, name);
+    MPI_T_cvar_handle h;
+    if (MPI_T_cvar_handle_alloc(idx, NULL, &h, &count) != MPI_SUCCESS || count != 1)
+        ct_die(rank, "--lib %s: control variable %s: no handle", label, name);
+    return h;
+}
+
+static cvar_value_t cvar_parse(const char *label, const char *name, const char *text,
+                               MPI_Datatype dt) {
+    cvar_value_t v;
+    char *end;
+    errno = 0;
+    if (dt == MPI_DOUBLE) v.d = strtod(text, &end);
+    else {
+        long long x = strtoll(text, &end, 10);
+        if (dt == MPI_INT) v.i = (int)x;
+        else if (dt == MPI_UNSIGNED) v.u = (unsigned)x;
+        else if (dt == MPI_LONG) v.l = (long)x;
+        else if (dt == MPI_UNSIGNED_LONG) v.ul = (unsigned long)x;
+        else if (dt == MPI_LONG_LONG) v.ll = x;
+        else if (dt == MPI_UNSIGNED_LONG_LONG) v.ull = (unsigned long long)x;
+        else ct_die(rank, "--lib %s: control variable %s has a type --cvars cannot write",
+                    label, name);
+    }
+    if (end == text || *end || errno)
+        ct_die(rank, "--lib %s: %s=%s is not a number", label, name, text);
+    return v;
+}
+
+static int cvar_same(const cvar_value_t *a, const cvar_value_t *b, MPI_Datatype dt) {
+    if (dt == MPI_DOUBLE) return a->d == b->d;
+    if (dt == MPI_INT) return a->i == b->i;
+    if (dt == MPI_UNSIGNED) return a->u == b->u;
+    if (dt == MPI_LONG) return a->l == b->l;
+    if (dt == MPI_UNSIGNED_LONG) return a->ul == b->ul;
+    if (dt == MPI_LONG_LONG) return a->ll == b->ll;
+    return a->ull == b->ull;
+}
+
+/* --lib LABEL --cvars "NAME=VALUE ...": write the control variables, duplicate the
+ * measured communicator, write the old values back; the duplicate keeps the algorithm
+ * the library chose when it was made. */
+static MPI_Comm lib_comm(const char *label, const char *cvars) {
+    static int mpit;
+    if (!mpit) {
+        int provided;
+        if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+            ct_die(rank, "--lib %s: the MPI library's tool interface (MPI_T) failed", label);
+        mpit = 1;
+    }
+    enum { MAXV = 16 };
+    MPI_T_cvar_handle h[MAXV];
+    MPI_Datatype dts[MAXV];
+    cvar_value_t old[MAXV];
+    int n = 0;
+    char *list = strdup(cvars), *save = NULL;
+    if (!list) ct_die(rank, "out of memory");
+    for (char *tok = strtok_r(list, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq || eq == tok) ct_die(rank, "--cvars '%s': NAME=VALUE expected", tok);
+        if (n == MAXV) ct_die(rank, "--cvars: at most %d variables", MAXV);
+        *eq = 0;
+        h[n] = cvar_open(label, tok, &dts[n]);
+        cvar_value_t want = cvar_parse(label, tok, eq + 1, dts[n]), got;
+        MPI_T_cvar_read(h[n], &old[n]);
+        if (MPI_T_cvar_write(h[n], &want) != MPI_SUCCESS)
+            ct_die(rank, "--lib %s: the MPI library refused to write %s=%s", label, tok, eq + 1);
+        MPI_T_cvar_read(h[n], &got);
+        if (!cvar_same(&want, &got, dts[n]))
+            ct_die(rank, "--lib %s: %s=%s did not read back as written", label, tok, eq + 1);
+        n++;
+    }
+    free(list);
+    MPI_Comm comm;
+    if (MPI_Comm_dup(world, &comm) != MPI_SUCCESS)
+        ct_die(rank, "--lib %s: MPI_Comm_dup failed", label);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    for (int i = n - 1; i >= 0; i--) {
+        MPI_T_cvar_write(h[i], &old[i]);
+        MPI_T_cvar_handle_free(&h[i]);
+    }
+    return comm;
+}
+#else
+static MPI_Comm lib_comm(const char *label, const char *cvars) {
+    (void)cvars;
+    ct_die(rank, "--lib %s: the MPI library's own algorithms are not simulated", label);
+    return MPI_COMM_NULL;
+}
+#endif
+
 int main(int argc, char **argv) {
     ct_start(&argc, &argv, usage, &rank, &nprocs);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    {
+        void *sym = dlsym(RTLD_DEFAULT, "colltune_observe_mark");
+        memcpy(&observe_mark, &sym, sizeof observe_mark);
+    }
     world = MPI_COMM_WORLD;
 
     const char *coll_name = NULL, *algo_list = NULL, *size_list = "8,65536,1048576";
@@ -264,10 +414,19 @@ int main(int argc, char **argv) {
         if (!v) ct_die(rank, "%s needs a value (see --help)", a);
         if (!strcmp(a, "--coll")) coll_name = v;
         else if (!strcmp(a, "--algo")) algo_list = v;
+        else if (!strcmp(a, "--lib")) {
+            if (nlib == MAX_LIB) ct_die(rank, "--lib: at most %d", MAX_LIB);
+            lib_label[nlib++] = v;
+        } else if (!strcmp(a, "--cvars")) {
+            if (!nlib || lib_cvars[nlib - 1])
+                ct_die(rank, "--cvars '%s': give it once after each --lib LABEL", v);
+            lib_cvars[nlib - 1] = v;
+        }
         else if (!strcmp(a, "--sizes")) size_list = v;
         else if (!strcmp(a, "--iterations")) iterations = atol(v);
         else if (!strcmp(a, "--warmup")) warmup_opt = atol(v);
         else if (!strcmp(a, "--reps")) reps = atoi(v);
+        else if (!strcmp(a, "--rotate")) rotate = ct_parse_long(rank, a, v, 0, 1000000L);
         else if (!strcmp(a, "--root")) root = atoi(v);
         else if (!strcmp(a, "--dtype")) dtype_name = v;
         else if (!strcmp(a, "--op")) op_name = v;
@@ -390,7 +549,10 @@ int main(int argc, char **argv) {
                                  "alltoall, alltoallv, scatter, barrier, allgatherv, gatherv, "
                                  "scatterv)");
     if (ct_coll_from_name(coll_name, &coll) != MPI_SUCCESS) ct_die(rank, "%s", ct_last_error());
-    if (!algo_list) ct_die(rank, "--algo is required");
+    if (!algo_list && !nlib) ct_die(rank, "--algo is required");
+    for (int l = 0; l < nlib; l++)
+        if (!lib_cvars[l]) ct_die(rank, "--lib %s: --cvars \"NAME=VALUE ...\" must follow it",
+                                  lib_label[l]);
     MPI_Datatype dt;
     MPI_Op op;
     if (ct_dtype_from_name(dtype_name, &dt))
@@ -419,18 +581,23 @@ int main(int argc, char **argv) {
     int tsize;
     MPI_Type_size(dt, &tsize);
 
-    char **specs, **sizes_s;
-    int ncand = ct_split_specs(algo_list, &specs);
+    char **specs = NULL, **sizes_s;
+    int nalgo = algo_list ? ct_split_specs(algo_list, &specs) : 0;
     int nsizes = ct_split(size_list, &sizes_s);
-    if (ncand < 1) ct_die(rank, "--algo names no algorithm");
+    if (algo_list && nalgo < 1) ct_die(rank, "--algo names no algorithm");
     if (nsizes < 1) ct_die(rank, "--sizes names no size");
+    int ncand = nalgo + nlib;
     candidate_t *cand = calloc((size_t)ncand, sizeof *cand);
+    if (!cand) ct_die(rank, "out of memory");
     for (int k = 0; k < ncand; k++) {
-        if (ct_choice_parse(coll, specs[k], &cand[k].choice) != MPI_SUCCESS)
+        cand[k].comm = MPI_COMM_NULL;
+        if (ct_choice_parse(coll, k < nalgo ? specs[k] : "native", &cand[k].choice) !=
+            MPI_SUCCESS)
             ct_die(rank, "%s", ct_last_error());
         ct_choice_format(&cand[k].choice, cand[k].spec, sizeof cand[k].spec);
-        cand[k].given = specs[k];
+        cand[k].given = k < nalgo ? specs[k] : lib_label[k - nalgo];
         cand[k].native = !strcmp(ct_algo_get(cand[k].choice.algo)->name, "native");
+        if (k >= nalgo) cand[k].comm = lib_comm(lib_label[k - nalgo], lib_cvars[k - nalgo]);
     }
     /* all-to-all: the size is per process per destination (osu_alltoall): send and
      * receive processes x size */
@@ -522,8 +689,8 @@ int main(int argc, char **argv) {
             c->fallback = 0;
         }
         for (int r = 0; r < reps; r++) {
-            for (int k = 0; k < ncand; k++) {
-                candidate_t *c = &cand[k];
+            for (int kk = 0; kk < ncand; kk++) {
+                candidate_t *c = &cand[(kk + rotate) % ncand];
                 if (trace && rank == 0) /* the order points run in, for tests and doubts */
                     fprintf(stderr, "trace size=%ld rep=%d algo=%s\n", sizes[s], r, c->spec);
                 if (r == 0) {
@@ -557,6 +724,12 @@ int main(int argc, char **argv) {
                     MPI_Barrier(world);
                 }
                 long warm = warmup_once && (s > 0 || r > 0) ? 0 : c->warm;
+                if (s == 0 && r == 0 && observe_mark) { /* which algorithm: one marked call */
+                    observe_mark(c->given);
+                    rc = bench_call(&p, c);
+                    observe_mark(NULL);
+                    MPI_Barrier(world);
+                }
                 for (long it = 0; it < warm && rc == MPI_SUCCESS; it++) {
                     rc = bench_call(&p, c);
                     if (timing == TIMING_OSU) MPI_Barrier(world);
@@ -597,13 +770,16 @@ int main(int argc, char **argv) {
                         "collective (listed above)\n", nfailed);
         fflush(stderr);
     }
-    for (int k = 0; k < ncand; k++) free(cand[k].samples);
+    for (int k = 0; k < ncand; k++) {
+        free(cand[k].samples);
+        if (cand[k].comm != MPI_COMM_NULL) MPI_Comm_free(&cand[k].comm);
+    }
     free(cand);
     free(sizes);
     free_buf(sbuf);
     free_buf(rbuf);
     free_buf(ref);
-    ct_free_list(specs, ncand);
+    if (specs) ct_free_list(specs, nalgo);
     ct_free_list(sizes_s, nsizes);
     if (run_dup != MPI_COMM_NULL) MPI_Comm_free(&run_dup);
     if (stop_comm != MPI_COMM_NULL) { /* the generator ranks stop after this */

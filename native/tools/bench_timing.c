@@ -74,46 +74,47 @@ static void v_args(int count) {
     vcount = count;
 }
 
-/* The MPI library's own collective, called directly (what `native` times). */
-static int run_mpi(const point_t *p) {
+/* The MPI library's own collective, called directly (what `native` times), on `world`
+ * or on a library algorithm's own communicator (candidate_t.comm, bench.c --lib). */
+static int run_mpi(const point_t *p, MPI_Comm comm) {
     switch (p->coll) {
-    case CT_BCAST: return MPI_Bcast(p->sbuf, p->count, p->dt, p->root, world);
+    case CT_BCAST: return MPI_Bcast(p->sbuf, p->count, p->dt, p->root, comm);
     case CT_REDUCE:
-        return MPI_Reduce(p->sbuf, p->rbuf, p->count, p->dt, p->op, p->root, world);
+        return MPI_Reduce(p->sbuf, p->rbuf, p->count, p->dt, p->op, p->root, comm);
     case CT_GATHER:
         return MPI_Gather(p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt, p->root,
-                          world);
+                          comm);
     case CT_ALLGATHER:
         return MPI_Allgather(p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt,
-                             world);
+                             comm);
     case CT_ALLREDUCE:
-        return MPI_Allreduce(p->sbuf, p->rbuf, p->count, p->dt, p->op, world);
+        return MPI_Allreduce(p->sbuf, p->rbuf, p->count, p->dt, p->op, comm);
     case CT_ALLTOALL:
-        return MPI_Alltoall(p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt, world);
+        return MPI_Alltoall(p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt, comm);
     case CT_ALLTOALLV:
         v_args(p->count);
         return MPI_Alltoallv(p->sbuf, vcounts, vdispls, p->dt, p->rbuf, vcounts, vdispls,
-                             p->dt, world);
+                             p->dt, comm);
     case CT_SCATTER:
-        return MPI_Scatter(p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt, p->root, world);
-    case CT_BARRIER: return MPI_Barrier(world);
+        return MPI_Scatter(p->sbuf, p->count, p->dt, p->rbuf, p->count, p->dt, p->root, comm);
+    case CT_BARRIER: return MPI_Barrier(comm);
     case CT_REDUCE_SCATTER_BLOCK:
-        return MPI_Reduce_scatter_block(p->sbuf, p->rbuf, p->count, p->dt, p->op, world);
+        return MPI_Reduce_scatter_block(p->sbuf, p->rbuf, p->count, p->dt, p->op, comm);
     case CT_REDUCE_SCATTER:
         v_args(p->count);
-        return MPI_Reduce_scatter(p->sbuf, p->rbuf, vcounts, p->dt, p->op, world);
+        return MPI_Reduce_scatter(p->sbuf, p->rbuf, vcounts, p->dt, p->op, comm);
     case CT_ALLGATHERV:
         v_args(p->count);
         return MPI_Allgatherv(p->sbuf, p->count, p->dt, p->rbuf, vcounts, vdispls, p->dt,
-                              world);
+                              comm);
     case CT_GATHERV:
         v_args(p->count);
         return MPI_Gatherv(p->sbuf, p->count, p->dt, p->rbuf, vcounts, vdispls, p->dt, p->root,
-                           world);
+                           comm);
     case CT_SCATTERV:
         v_args(p->count);
         return MPI_Scatterv(p->sbuf, vcounts, vdispls, p->dt, p->rbuf, p->count, p->dt, p->root,
-                            world);
+                            comm);
     default: return MPI_ERR_ARG;
     }
 }
@@ -165,7 +166,8 @@ static int run_choice(const point_t *p, const ct_choice_t *c) {
 /* One call of a candidate: `native` straight to the MPI library, the others
  * through colltune's dispatcher. */
 static inline int run_once(const point_t *p, const candidate_t *c) {
-    return c->native ? run_mpi(p) : run_choice(p, &c->choice);
+    return c->native ? run_mpi(p, c->comm != MPI_COMM_NULL ? c->comm : world)
+                     : run_choice(p, &c->choice);
 }
 
 int bench_call(const point_t *p, const candidate_t *c) { return run_once(p, c); }

@@ -21,6 +21,8 @@ typedef struct {
     double busy;        /* osu, every rank: time in timed calls over all repetitions */
     long nbusy;         /* osu, every rank: timed calls over all repetitions */
     int native;         /* the library's own collective: called directly, no dispatcher */
+    MPI_Comm comm;      /* --lib: the communicator made under its MPI_T control variables
+                         * (runs the library's algorithm they force); else MPI_COMM_NULL */
     double lsum;        /* window, every rank: own call durations over valid samples */
     long ln;
     double w, w_max;    /* window length (s) and its limit, rank 0 */

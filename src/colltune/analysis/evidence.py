@@ -44,13 +44,32 @@ Two questions every table, figure and report asks before it calls something
    Ties go to the default (`native`): `best_per_point` names another algorithm only
    when it is faster than the baseline with evidence.
 
+4. The winner among many (`judge_point`): at one point every candidate is tested
+   against the baseline, and the best of twenty would beat it at 5 % by chance alone
+   about once in three points. The p-values of the candidates tested at a point are
+   corrected together by **Holm's step-down method** (family-wise error at most
+   `ALPHA` over the point's candidates): `faster`/`slower` needs the Holm-adjusted p
+   below `ALPHA` too; a per-candidate win that does not survive it is a tie ("within
+   noise after Holm's correction over m candidates"). Exact (simulated) comparisons
+   have no p and are not corrected.
+
+5. Unstable points (`judge_point`): repetitions in separate launches that scatter
+   beyond `UNSTABLE_SPREAD` (a side's median repetition over its fastest one, native's
+   or the candidate's) are "unstable: measure again", never significant: whatever
+   slowed some launches (another program, a compile) and not others decides an
+   unpaired comparison. Paired comparisons (the same launches) are exempt: a launch's
+   load hits both sides and the paired interval carries what remains. Where the
+   launches' load was recorded (load1_before/after: the 1-minute load average), an
+   unpaired comparison whose two sides saw load averages more than `LOAD_TOL` apart is
+   unstable too.
+
 docs/benchmarking.md ("Conclusions with evidence") describes the method for users.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from colltune.base.lazy import LazyModule
 
@@ -70,7 +89,12 @@ OVER_MARK = "†"
 OVER_LEGEND = (f"{OVER_MARK} oversubscribed: more processes than cores on a node (processes "
                "time-sliced by the OS); shown, never used for a conclusion")
 
-OUTCOMES = ("faster", "slower", "tie", "insufficient")
+UNSTABLE_SPREAD = 2.0  # a side's median repetition / its fastest: above, "unstable"
+LOAD_TOL = 1.0         # load averages of an unpaired comparison's two sides: max apart
+CORRECTION = "Holm"    # the family-wise correction over a point's candidates
+UNSTABLE = "unstable: measure again"
+
+OUTCOMES = ("faster", "slower", "tie", "insufficient", "unstable")
 
 
 # ------------------------------------------------------------------ the one ratio
@@ -163,6 +187,9 @@ class Verdict:
     paired: bool = False    # per-launch ratios (paired t on logs), else unpaired
     seed: int = SEED        # of the bootstrap (unpaired); recorded with the interval
     exact: bool = False     # a deterministic simulation: the ratio alone decides
+    p_holm: float = math.nan  # p adjusted by Holm over the point's candidates (nan: none)
+    family: int = 1         # how many candidates were tested at the point (Holm's m)
+    note: str = ""          # why: unstable (the spread / load seen) or Holm's tie
 
     @property
     def n(self) -> int:
@@ -171,10 +198,10 @@ class Verdict:
     @property
     def level(self) -> str:
         """The evidence level in words: significant, within noise, insufficient."""
-        if self.exact and self.outcome != "insufficient":
+        if self.exact and self.outcome not in ("insufficient", "unstable"):
             return "exact (simulated)"
         return {"faster": "significant", "slower": "significant", "tie": "within noise",
-                "insufficient": "insufficient"}[self.outcome]
+                "insufficient": "insufficient", "unstable": UNSTABLE}[self.outcome]
 
     @property
     def speedup(self) -> float:
@@ -204,7 +231,9 @@ class Verdict:
             return f"{self.n_text()}; {need} repetitions needed"
         if self.exact:
             return f"exact: deterministic simulation, {self.n_text()}"
-        return f"{self.ci_text()}, p={self.p:.2g}, {self.n_text()}"
+        holm = (f", {CORRECTION} p={self.p_holm:.2g} over {self.family} candidates"
+                if self.family > 1 and math.isfinite(self.p_holm) else "")
+        return f"{self.ci_text()}, p={self.p:.2g}{holm}, {self.n_text()}"
 
     def measured_text(self, baseline: str = "native") -> str:
         """'×0.74 of native (26 % faster)' as measured (no claim)."""
@@ -219,12 +248,16 @@ class Verdict:
             return (f"insufficient evidence ({n}; {need} repetitions needed): measured "
                     + ratio_text(self.ratio, baseline))
         stats = self.stats_text()
+        if self.outcome == "unstable":
+            return (f"{UNSTABLE} ({self.note}): measured "
+                    + ratio_text(self.ratio, baseline, stats))
         if self.exact and self.outcome == "tie":
             return "tie: " + ratio_text(self.ratio, baseline,
                                         f"within {100 * EXACT_TOL:g} %; " + stats)
         if self.outcome in ("faster", "slower"):
             return ratio_text(self.ratio, baseline, stats)
-        return "tie: " + ratio_text(self.ratio, baseline, "within noise; " + stats)
+        why = f"{self.note}; " if self.note else "within noise; "
+        return "tie: " + ratio_text(self.ratio, baseline, why + stats)
 
     def to_dict(self) -> dict:
         def clean(v):
@@ -234,7 +267,8 @@ class Verdict:
                 "ci_low": clean(lo), "ci_high": clean(hi),
                 "p": clean(self.p), "n_candidate": self.n_candidate,
                 "n_baseline": self.n_baseline, "paired": self.paired, "seed": self.seed,
-                "text": self.text()}
+                "p_holm": clean(self.p_holm), "family": self.family,
+                "correction": CORRECTION if self.family > 1 else None, "text": self.text()}
 
 
 def _values(x) -> np.ndarray:
@@ -375,15 +409,88 @@ def _cmp(cand, base, **kw) -> Verdict:
     return compare(cand, base, **kw)
 
 
+def holm(pvalues: dict) -> dict:
+    """Holm's step-down adjusted p-values of a family {key: p}: the i-th smallest
+    times (m - i + 1), made monotone, at most 1. Rejecting where the adjusted p is
+    below α keeps the family-wise error at most α."""
+    items = sorted(pvalues.items(), key=lambda kv: kv[1])
+    m, out, running = len(items), {}, 0.0
+    for i, (k, p) in enumerate(items):
+        running = max(running, min(1.0, (m - i) * float(p)))
+        out[k] = running
+    return out
+
+
+def spread(x) -> float:
+    """A side's scatter over its repetitions: the median repetition over the fastest."""
+    v = _values(x.values() if isinstance(x, dict) else x)
+    return float(np.median(v) / v.min()) if len(v) else math.nan
+
+
+def _median_load(x) -> float:
+    v = np.asarray([float(t) for t in (x or []) if t is not None and math.isfinite(float(t))])
+    return float(np.median(v)) if len(v) else math.nan
+
+
+def unstable_reason(cand, base, cand_name: str = "candidate", baseline: str = "native",
+                    cand_load=None, base_load=None) -> str:
+    """Why an unpaired comparison of two sides measured in separate launches cannot
+    conclude ('' when it can): a side scattering beyond UNSTABLE_SPREAD, or the two
+    sides' launches under load averages more than LOAD_TOL apart."""
+    for name, x in ((baseline, base), (cand_name, cand)):
+        s = spread(x)
+        if math.isfinite(s) and s > UNSTABLE_SPREAD:
+            return (f"{name}'s median repetition {s:.1f}× its fastest, bound "
+                    f"{UNSTABLE_SPREAD:g}×")
+    lc, lb = _median_load(cand_load), _median_load(base_load)
+    if math.isfinite(lc) and math.isfinite(lb) and abs(lc - lb) > LOAD_TOL:
+        return (f"load average {lb:.1f} during {baseline}'s launches, {lc:.1f} during "
+                f"{cand_name}'s, tolerance {LOAD_TOL:g}")
+    return ""
+
+
+def judge_point(samples: dict, baseline: str = "native", loads: dict | None = None,
+                **kw) -> dict:
+    """Every candidate at one point against the baseline, as a family: label ->
+    Verdict. Unpaired comparisons whose repetitions scatter (unstable_reason) are
+    `unstable`; the p-values of the candidates tested are corrected by Holm's method
+    (a win that does not survive it is a tie). `loads`: label -> the load averages
+    seen during its repetitions' launches (optional)."""
+    loads = loads or {}
+    verdicts = {k: _cmp(v, samples[baseline], **kw) for k, v in samples.items()
+                if k != baseline}
+    for k, v in verdicts.items():
+        if v.paired or v.exact or v.outcome == "insufficient":
+            continue
+        why = unstable_reason(samples[k], samples[baseline], k, baseline, loads.get(k),
+                              loads.get(baseline))
+        if why:
+            verdicts[k] = replace(v, outcome="unstable", note=why)
+    tested = {k: v.p for k, v in verdicts.items()
+              if not v.exact and v.outcome != "insufficient" and math.isfinite(v.p)}
+    alpha = kw.get("alpha", ALPHA)
+    for k, p_adj in holm(tested).items():
+        v = verdicts[k]
+        outcome, note = v.outcome, v.note
+        if outcome in ("faster", "slower") and p_adj >= alpha:
+            outcome = "tie"
+            note = (f"within noise after {CORRECTION}'s correction over {len(tested)} "
+                    "candidates")
+        verdicts[k] = replace(v, outcome=outcome, note=note, p_holm=p_adj,
+                              family=len(tested))
+    return verdicts
+
+
 def best_of_point(samples: dict, baseline: str = "native",
                   oversubscribed: bool = False, include_oversubscribed: bool = False,
-                  **kw) -> dict:
+                  loads: dict | None = None, **kw) -> dict:
     """The algorithm to use at one point, and why.
 
     `samples`: label -> per-repetition latencies (µs), a list, or a dict launch key ->
     latency (then algorithms measured in the same launches are compared paired).
     The result is the baseline unless an algorithm is faster than it with evidence
-    (`compare`); among those the one with the smallest ratio (ratio_to_baseline).
+    (`judge_point`: `compare`, unstable points, Holm's correction over the point's
+    candidates); among those the one with the smallest ratio (ratio_to_baseline).
     `ratio`, `ci_low`, `ci_high`: the choice's ratio to the baseline and its 95 %
     interval (1.0 when the baseline is kept). `fastest` is the algorithm with the
     lowest median latency (`fastest_us`), with no claim attached. Without the baseline
@@ -407,8 +514,7 @@ def best_of_point(samples: dict, baseline: str = "native",
         row["level"] = "oversubscribed"
         return row
     if baseline in meds:
-        verdicts = {k: _cmp(samples[k], samples[baseline], **kw) for k in order
-                    if k != baseline}
+        verdicts = judge_point({k: samples[k] for k in order}, baseline, loads, **kw)
         by_estimate = sorted(verdicts, key=lambda k: verdicts[k].ratio
                              if math.isfinite(verdicts[k].ratio) else math.inf)
         faster = [k for k in by_estimate if verdicts[k].outcome == "faster"]
@@ -426,8 +532,9 @@ def best_of_point(samples: dict, baseline: str = "native",
                 row.update(evidence=f"only {baseline} measured", level="single")
             else:
                 v = verdicts[top]
-                why = {"tie": "within noise; ", "insufficient": "",
-                       "slower": "significant; ", "faster": ""}[v.outcome]
+                why = {"tie": f"{v.note or 'within noise'}; ", "insufficient": "",
+                       "slower": "significant; ", "faster": "",
+                       "unstable": f"{UNSTABLE} ({v.note}); "}[v.outcome]
                 detail = f"{why}{v.stats_text()}"
                 if v.ratio < 1:
                     row.update(evidence=f"{baseline} kept: {top} measured "
@@ -460,45 +567,61 @@ def best_of_point(samples: dict, baseline: str = "native",
 LAUNCH_KEYS = ("run_id", "unit_id", "round", "repetition")  # what identifies a launch
 
 
+LOAD_COLUMNS = ("load1_before", "load1_after")  # the load average around each launch
+
+
+def launch_load(df: pd.DataFrame):
+    """The load seen during each row's launch: the larger of the 1-minute load
+    averages read before and after it (NaN where not recorded)."""
+    cols = [c for c in LOAD_COLUMNS if c in df.columns]
+    if not cols:
+        return pd.Series(math.nan, index=df.index)
+    return df[cols].apply(pd.to_numeric, errors="coerce").max(axis=1)
+
+
 def _points(df: pd.DataFrame, keys: list[str], label: str, value: str):
-    """(key, rows, samples) per point: samples maps each label to its latencies, keyed
-    by launch (a dict) when the frame says which launch each row came from."""
+    """(key, rows, samples, loads) per point: samples maps each label to its
+    latencies, keyed by launch (a dict) when the frame says which launch each row
+    came from; loads each label to the load seen during its launches (launch_load)."""
     d = with_oversubscribed(df)
+    d = d.assign(_load=launch_load(d).to_numpy())
     launch = [c for c in LAUNCH_KEYS if c in d.columns and c not in keys]
     if launch:
         d = d.assign(_launch=list(zip(*(d[c].astype(object).where(d[c].notna(), "")
                                          for c in launch))))
     for key, g in d.groupby(keys, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
-        samples = {}
+        samples, loads = {}, {}
         for k, h in g.groupby(label, sort=False):
             if launch and not h["_launch"].duplicated().any():
                 samples[str(k)] = dict(zip(h["_launch"], h[value]))
             else:
                 samples[str(k)] = list(h[value])
-        yield key, g, samples
+            loads[str(k)] = list(h["_load"])
+        yield key, g, samples, loads
 
 
 def versus_baseline(df: pd.DataFrame, keys: list[str], label: str = "label",
                     value: str = "median_us", baseline: str = "native",
                     include_oversubscribed: bool = False, **kw) -> pd.DataFrame:
     """The verdict of every algorithm against the baseline at every point: keys, label,
-    outcome (faster/slower/tie/insufficient, or 'oversubscribed'), ratio (time / the
-    baseline's time, ratio_to_baseline) and text."""
+    outcome (faster/slower/tie/insufficient/unstable, or 'oversubscribed'; judge_point:
+    Holm's correction over the point's candidates), ratio (time / the
+    baseline's time, ratio_to_baseline: paired, the geometric mean of the per-launch
+    ratios), paired and text."""
     rows = []
-    for key, g, samples in _points(df, keys, label, value):
+    for key, g, samples, loads in _points(df, keys, label, value):
         over = bool(g["oversubscribed"].any())
         if baseline not in samples:
             continue
-        for k, v in samples.items():
-            if k == baseline:
-                continue
-            verdict = _cmp(v, samples[baseline], **kw)
+        for k, verdict in judge_point(samples, baseline, loads, **kw).items():
             outcome = ("oversubscribed" if over and not include_oversubscribed
                        else verdict.outcome)
             rows.append({**dict(zip(keys, key)), label: k, "outcome": outcome,
-                         "ratio": verdict.ratio, "text": verdict.text(baseline)})
-    return pd.DataFrame(rows, columns=list(keys) + [label, "outcome", "ratio", "text"])
+                         "ratio": verdict.ratio, "paired": verdict.paired,
+                         "text": verdict.text(baseline)})
+    return pd.DataFrame(rows, columns=list(keys) + [label, "outcome", "ratio", "paired",
+                                                    "text"])
 
 
 def best_per_point(df: pd.DataFrame, keys: list[str], label: str = "label",
@@ -509,9 +632,9 @@ def best_per_point(df: pd.DataFrame, keys: list[str], label: str = "label",
     keyed by their launch (LAUNCH_KEYS present in the frame) so that algorithms of the
     same launches are compared paired."""
     rows = []
-    for key, g, samples in _points(df, keys, label, value):
+    for key, g, samples, loads in _points(df, keys, label, value):
         row = dict(zip(keys, key))
         row.update(best_of_point(samples, baseline, bool(g["oversubscribed"].any()),
-                                 include_oversubscribed, **kw))
+                                 include_oversubscribed, loads=loads, **kw))
         rows.append(row)
     return pd.DataFrame(rows, columns=list(keys) + list(BEST_COLUMNS))

@@ -145,9 +145,11 @@ def with_ratios(records: list[dict], baseline: str = "native") -> list[dict]:
 
 OVER_MARK = "†"
 # what a ratio is worth, where the records carry a verdict (evidence.py): quick
-VERDICT_MARKS = {"tie": " ≈", "insufficient": " ?"}
-VERDICT_LEGEND = ("≈ within the noise of the repetitions (a tie); ? too few repetitions to "
-                  "tell; unmarked ratios differ beyond the noise")
+VERDICT_MARKS = {"tie": " ≈", "insufficient": " ?", "unstable": " !"}
+VERDICT_LEGEND = ("≈ within the noise of the repetitions (a tie, after Holm's correction over "
+                  "the point's candidates); ? too few repetitions to tell; ! unstable: the "
+                  "repetitions scatter (or saw different load): measure again; unmarked "
+                  "ratios differ beyond the noise")
 
 
 def emit_records(records: list[dict], fmt: str, output: str | None, title: str,

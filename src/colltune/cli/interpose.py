@@ -16,7 +16,7 @@ from rich.table import Table
 from colltune.drivers import registry
 from colltune.rules import interpose
 from colltune.mpi import libraries as mpi_libraries
-from colltune.mpi.launch import run_command
+from colltune.mpi.launch import run_command, user_command
 from ._common import MPI_HELP, build_or_fail, command, err, fail, out
 from . import app as app_cli
 from .app import compare_options
@@ -83,7 +83,10 @@ def run(rules, forces, verbose, profile, load_index, load_probe, mpi_spec, print
     if not cmd:
         fail("nothing to run: give the command after --, e.g. colltune run --rules FILE -- "
              "mpirun -np 4 ./app")
-    argv = list(cmd)
+    # a bare mpirun/mpiexec is the --mpi library's; root and slot options (mpi/launch.py)
+    argv, notes = user_command(build.mpi, list(cmd))
+    for n in notes:
+        err.print(f"note: {n}" if not n.startswith("hint:") else n, highlight=False)
     name = os.path.basename(argv[0])
     launched = name in LAUNCHERS or name.split(".")[0] in LAUNCHERS  # mpirun.openmpi too
     # a program of another MPI library than the build's: one line, and it runs untouched

@@ -41,11 +41,15 @@ from .sweep import sweep as sweep_cmd
               "and draw no conclusion.")
 @click.option("--include-oversubscribed", is_flag=True,
               help="Draw conclusions from oversubscribed points too (still marked †).")
+@click.option("--osu-tables", is_flag=True,
+              help="Also print the OSU-style tables (Avg/Min/Max latency, iterations) of "
+                   "every point, after the answer.")
 @click.pass_context
-def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubscribed) -> None:
+def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubscribed,
+          osu_tables) -> None:
     """The main job: the `quick` study (sweep --preset quick) into the results database,
-    a table of every algorithm next to native, what to use where with its evidence, and
-    the HTML report.
+    then, first, what to use where with its evidence, one compact table per collective
+    (median µs and the ratio to native's median), and the HTML report.
 
     The preset measures np 2, 4, 8, ... up to the machine's cores, so that every
     process has a core; --np asks for others (counts above the cores run
@@ -93,13 +97,77 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
     banner = (f"{df['mpi_kind'].iloc[0]} {df['mpi_version'].iloc[0]}; {reps} repetitions: "
               "median, OSU columns of the median repetition")
     cores = int(df["cores"].dropna().min()) if df["cores"].notna().any() else None
-    emit_records(records, "table", None, banner, cores=cores)
-    out.print(best_table(df, include_oversubscribed))
-    out.print(f"use: native unless another algorithm is faster beyond the noise of the "
-              f"repetitions (docs/benchmarking.md, 'Conclusions with evidence'; bootstrap "
-              f"seed {SEED}: the report prints the same intervals)", highlight=False)
+    print_answer(df, records, include_oversubscribed, cores, reps)
+    if osu_tables:
+        emit_records(records, "table", None, banner, cores=cores)
     ctx.invoke(report_cmd, db_path=db_path, study="quick", output=report_path,
                include_oversubscribed=include_oversubscribed)
+
+
+USE_NOTE = ("use: native unless another algorithm is faster beyond the noise of the "
+            "repetitions, after Holm's correction over the candidates of each point; "
+            "'unstable: measure again' where repetitions in separate launches scatter or saw "
+            "different load (docs/benchmarking.md, 'Conclusions with evidence'; bootstrap seed "
+            f"{SEED}: the report prints the same intervals)")
+COMPACT_LEGEND = ("×r: the algorithm's median / native's median (the two numbers printed); "
+                  "paired ×r: the comparison's own estimate, the geometric mean of the "
+                  "per-launch ratios (what the verdict tests), where it differs; "
+                  "≈ within noise, ? too few repetitions, ! unstable: measure again, "
+                  "unmarked: beyond the noise")
+
+
+def print_answer(df, records: list[dict], include_oversubscribed: bool = False,
+                 cores: int | None = None, reps: int = 0) -> None:
+    """quick's terminal output: what to use where first, then one compact table per
+    collective (OSU tables only with --osu-tables)."""
+    out.print(best_table(df, include_oversubscribed))
+    out.print(USE_NOTE, highlight=False)
+    for t in compact_tables(records, cores, reps):
+        out.print(t)
+    out.print(COMPACT_LEGEND, highlight=False)
+
+
+def _cell(r: dict, base: float | None) -> str:
+    med = r.get("median_us")
+    if med is None:
+        return "—"
+    text = f"{med:.2f}"
+    if r["spec"] == "native" or not base:
+        return text
+    mr = med / base  # the ratio of the two medians printed
+    text += f" ×{mr:.2f}" + {"tie": " ≈", "insufficient": " ?", "unstable": " !"}.get(
+        r.get("verdict") or "", "")
+    est = r.get("ratio")
+    if r.get("paired") and est is not None and f"{est:.2f}" != f"{mr:.2f}":
+        text += f" (paired ×{est:.2f})"
+    return text
+
+
+def compact_tables(records: list[dict], cores: int | None = None, reps: int = 0) -> list[Table]:
+    """One table per collective: a row per algorithm, a column per (np, size), each
+    cell the median over repetitions (µs) and its ratio to native's median."""
+    tables = []
+    for coll in dict.fromkeys(r["collective"] for r in records):
+        recs = [r for r in records if r["collective"] == coll]
+        points = sorted({(int(r["np"]), int(r["size"])) for r in recs})
+        nps = {n for n, _ in points}
+        base = {(int(r["np"]), int(r["size"])): r.get("median_us") for r in recs
+                if r["spec"] == "native"}
+        t = Table(title=f"{coll}: median µs over {reps} repetitions, ×: / native's median",
+                  title_justify="left")
+        t.add_column("algorithm", overflow="fold")
+        for n, size in points:
+            over = f" {OVER_MARK}" if cores is not None and n > cores else ""
+            head = (f"np {n}{over} " if len(nps) > 1 or over else "") + fmt_size(size)
+            t.add_column(head, justify="right")
+        cells: dict = {}
+        for r in recs:
+            cells.setdefault(r["spec"], {})[(int(r["np"]), int(r["size"]))] = _cell(
+                r, base.get((int(r["np"]), int(r["size"]))))
+        for spec, row in cells.items():
+            t.add_row(spec, *[row.get(pt, "") for pt in points])
+        tables.append(t)
+    return tables
 
 
 def terminal_rows(df, nps: list[int] | None = None):
@@ -118,15 +186,15 @@ def table_records(df, agg, include_oversubscribed: bool = False) -> list[dict]:
     report print), time / native's time."""
     ver = versus_baseline(df, ["collective", "np", "size"], label="spec",
                           include_oversubscribed=include_oversubscribed)
-    verdict = {(r.collective, r.np, r.size, r.spec): (r.outcome, r.ratio)
+    verdict = {(r.collective, r.np, r.size, r.spec): (r.outcome, r.ratio, bool(r.paired))
                for r in ver.itertuples()}
     records = []
     for r in agg.astype(object).where(agg.notna(), None).to_dict("records"):
-        outcome, ratio = verdict.get((r["collective"], r["np"], r["size"], r["spec"]),
-                                     (None, None))
+        outcome, ratio, paired = verdict.get((r["collective"], r["np"], r["size"], r["spec"]),
+                                             (None, None, False))
         fb = r.get("fallback")
         records.append(dict(r, fallback=fb if isinstance(fb, str) and fb else None,
-                            verdict=outcome, ratio=ratio))
+                            verdict=outcome, ratio=ratio, paired=paired))
     return records
 
 

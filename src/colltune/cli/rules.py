@@ -58,6 +58,11 @@ def show(file, mpi_spec, every) -> None:
     kind = rf.detect(text, file)
     mpi = _installed(kind, mpi_spec) if kind != "colltune" else None
     headers, rows, notes = rf.table(text, kind, mpi, every)
+    if kind == "colltune":  # what the rules rest on, from the file's header
+        meta = rules_mod.from_text(text, file).meta
+        for key in ("study", "measured processes", "left out", "policy"):
+            if meta.get(key):
+                out.print(f"{key}: {escape(meta[key])}", highlight=False)
     t = Table(title=f"{file}: {rf.FORMAT_NAMES[kind]}", title_justify="left")
     for h in headers:
         t.add_column(h, justify="right" if h in ("line", "faninout", "segsize", "maxreq") else "left")

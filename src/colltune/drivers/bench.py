@@ -10,6 +10,7 @@ docs/library-algorithms.md.
 from __future__ import annotations
 
 import dataclasses
+import os
 import math
 import statistics
 from dataclasses import dataclass
@@ -84,6 +85,7 @@ class BenchSpec:
     warmup_once: bool | None = None   # warm-up calls before each algorithm's first point
                                       # only; None: under simulation (where only a first
                                       # call differs), not in measurements
+    rotate: int = 0                   # every repetition runs the candidates from this one on
     prepare: bool | None = None       # before each algorithm's first point, what its first
                                       # call makes (ct_comm_prepare) instead of a warm-up
                                       # call; None: under simulation only
@@ -163,6 +165,14 @@ def buffer_bytes(collective: str, size: int, np: int, validate: bool = False) ->
     return send + recv + ref
 
 
+def load_average() -> float | None:
+    """The machine's 1-minute load average (None where the OS has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):
+        return None
+
+
 def run(build: Build, spec: BenchSpec, timeout: float = 3600,
         extra_env: dict[str, str] | None = None,
         on_record: Callable[[dict], None] | None = None) -> tuple[list[dict], list[str]]:
@@ -184,10 +194,24 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
     elif spec.load is not None:
         raise BenchError("load-generator ranks inside the measured launch are for simulation "
                          "(--mpi smpi); locally the generator runs beside it (colltune load)")
-    prog = ["--coll", spec.collective,
-            "--algo", ",".join(spec.algos), "--sizes", ",".join(map(str, spec.sizes)),
+    # the library's algorithms that run beside native on communicators of their own
+    shared = {a: libalgos.lib_cvars(build.mpi, spec.collective, a) for a in spec.algos
+              if is_lib_spec(a)}
+    missing = [a for a, cv in shared.items() if cv is None]
+    if missing:
+        raise BenchError(f"{', '.join(missing)}: {build.mpi.name}'s own algorithms need "
+                         "launches of their own (run_bench plans them)")
+    ours = [a for a in spec.algos if a not in shared]
+    prog = ["--coll", spec.collective] + (["--algo", ",".join(ours)] if ours else [])
+    for a, cv in shared.items():
+        prog += ["--lib", a, "--cvars", " ".join(f"{k}={v}" for k, v in cv.items())]
+    if shared:
+        extra_env = {**(extra_env or {}), **libalgos.SHARED_LAUNCH_ENV}
+    prog += ["--sizes", ",".join(map(str, spec.sizes)),
             "--reps", str(spec.reps), "--root", str(spec.root), "--dtype", spec.dtype,
             "--op", spec.op]
+    if spec.rotate:
+        prog += ["--rotate", str(spec.rotate)]
     if spec.iterations is not None:
         prog += ["--iterations", str(spec.iterations)]
     if spec.warmup is not None:
@@ -240,16 +264,26 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
             rec["probe_median_us"] = probe.get("median_us")
             rec["probe_iterations"] = probe.get("iterations")
 
+    def _shared(rec: dict) -> dict:
+        """A library algorithm run beside native: named as the library's."""
+        if rec.get("spec") not in shared:
+            return rec
+        rec = _relabel(rec, build.mpi, spec.collective, rec["spec"], libalgos.SHARED_LAUNCH_ENV)
+        rec["library_cvars"] = shared[rec["spec"]]
+        return rec
+
     def record(rec: dict) -> None:
         if rec.get("kind") in EXTRA_KINDS:
             extras[rec["kind"]] = rec
             return
         rec["command"] = ln.command_line
         _mark(rec)
-        on_record(rec)
+        on_record(_shared(rec))
 
+    load_before = None if sim is not None else load_average()
     res = runner.run_launch(ln, name="benchmark", error=BenchError, timeout=timeout,
                             on_record=record if on_record is not None else None, check=False)
+    load_after = None if sim is not None else load_average()
     if res.timed_out:
         raise BenchError(f"benchmark timed out after {timeout:.0f} s: {res.command}")
     records = []
@@ -261,7 +295,9 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
             continue
         rec["command"] = res.command
         _mark(rec)
-        records.append(rec)
+        if sim is None:  # the load seen during the launch (evidence.py: unstable)
+            rec["load1_before"], rec["load1_after"] = load_before, load_after
+        records.append(_shared(rec))
     if res.returncode != 0:
         # colltune-bench exits 1 after a complete run in which --validate found
         # differences; every record is there and says which point failed
@@ -339,18 +375,20 @@ class PlannedLaunch:
     rep: int  # repetition this launch belongs to (0-based)
 
 
-def plan_launches(algos: list[str], reps: int) -> list[PlannedLaunch]:
-    """Group ours and `native` into one launch, each library spec into its own, and
-    alternate them A B C A B C ... for `reps` rounds of one repetition each.
+def plan_launches(algos: list[str], reps: int, shared=()) -> list[PlannedLaunch]:
+    """Group ours, `native` and the library specs in `shared` (those that run beside
+    native on communicators of their own: libalgos.lib_cvars) into one launch, each
+    other library spec into its own, and alternate them A B C A B C ... for `reps`
+    rounds of one repetition each.
 
-    Without library specs there is one launch doing all `reps` repetitions itself
-    (rep = -1), as plain `colltune bench` does.
+    Without library specs of their own there is one launch doing all `reps`
+    repetitions itself (rep = -1), as plain `colltune bench` does.
     """
     if reps < 1:
         raise ValueError(f"reps {reps}: must be at least 1")
     algos = list(dict.fromkeys(algos))
-    ours = tuple(a for a in algos if not is_lib_spec(a))
-    lib = [a for a in algos if is_lib_spec(a)]
+    ours = tuple(a for a in algos if not is_lib_spec(a) or a in shared)
+    lib = [a for a in algos if is_lib_spec(a) and a not in shared]
     if not lib:
         return [PlannedLaunch(ours, None, -1)] if ours else []
     round_: list[tuple[tuple[str, ...], str | None]] = []
@@ -537,7 +575,9 @@ def run_bench(build: Build, spec: BenchSpec, algos: list[str] | None = None, *,
             raise BenchError(
                 f"colltune's {mpi.name} algorithm table does not match this {mpi.name} "
                 f"{mpi.version}: " + "; ".join(problems))
-    plan = plan_launches(kept, spec.reps)
+    shared = {a for a in kept if a in envs
+              and libalgos.lib_cvars(mpi, spec.collective, a) is not None}
+    plan = plan_launches(kept, spec.reps, shared)
     if len(plan) == 1 and plan[0].library_spec is None:
         if progress:
             progress(0, 1, plan[0])

@@ -651,6 +651,56 @@ def _run_once(launch: Launch, timeout: float | None,
     return res
 
 
+USER_LAUNCHERS = ("mpirun", "mpiexec")  # a bare name in a user's command: the --mpi one's
+
+
+def _np_of(argv: list[str]) -> int | None:
+    """The process count of a launcher command line (-np N, -n N, --np N, -np=N)."""
+    for i, a in enumerate(argv[1:], start=1):
+        name, eq, val = a.partition("=")
+        if name in ("-np", "-n", "--np", "--n", "-c"):
+            text = val if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            return int(text) if text.isdigit() else None
+    return None
+
+
+def user_command(mpi: MPI, argv: list[str]) -> tuple[list[str], list[str]]:
+    """A user's command line as `colltune run` runs it, and what was done to it (one
+    line each): a bare `mpirun`/`mpiexec` is the --mpi library's own launcher (the one
+    the program was built with, e.g. a virtual environment's, not another on PATH);
+    Open MPI's launcher run as root gets --allow-run-as-root; more processes than this
+    machine's cores, with no oversubscription option, get a one-line hint (the
+    launcher's refusal, "not enough slots", would come without one)."""
+    argv = list(argv)
+    notes: list[str] = []
+    if not argv or os.path.basename(argv[0]) not in USER_LAUNCHERS + ("prterun", "orterun",
+                                                                      "mpiexec.hydra"):
+        return argv, notes
+    if "/" not in argv[0] and argv[0] in USER_LAUNCHERS and not mpi.simulated:
+        own = mpi.bindir / argv[0]
+        if not own.exists():
+            own = mpi.launcher
+        argv[0] = str(own)
+        notes.append(f"{os.path.basename(argv[0])} is {mpi.banner}'s: {argv[0]} (--mpi)")
+    if mpi.kind == "openmpi":
+        if os.geteuid() == 0 and "--allow-run-as-root" not in argv:
+            argv.insert(1, "--allow-run-as-root")
+            notes.append("running as root: added --allow-run-as-root")
+        n = _np_of(argv)
+        if (n is not None and n > cores() and "--oversubscribe" not in argv
+                and not any(a.startswith(("--host", "-H", "--hostfile", "--map-by"))
+                            for a in argv)):
+            notes.append(f"hint: {n} processes on {cores()} cores: Open MPI refuses more "
+                         "processes than slots; add --oversubscribe after the launcher "
+                         "(the processes then share cores)")
+    elif mpi.kind == "mpich":
+        n = _np_of(argv)
+        if n is not None and n > cores():
+            notes.append(f"hint: {n} processes on {cores()} cores: they share cores; "
+                         "MPICH's progress yields with MPIR_CVAR_CH4_PROGRESS_THROTTLE=1")
+    return argv, notes
+
+
 def run_command(argv: list[str], extra_env: dict[str, str]) -> int:
     """Run a user's command line (`mpirun -np 4 ./app`, `srun ./app`) with `extra_env`
     added to the environment, its output straight to the terminal. It runs in a

@@ -17,11 +17,25 @@ variables:
       MPIR_CVAR_<COLL>_INTRA_ALGORITHM=<name>
       MPIR_CVAR_<COLL>_TREE_KVAL / _TREE_TYPE / _TREE_PIPELINE_CHUNK_SIZE, ...
 
-The variables are process-wide, so each library algorithm runs in a launch of its
-own (`native` under the forcing environment); colltune's algorithms and `native`
-share one launch and interleave inside the driver. drivers.bench.run_bench alternates
-these launches (A B C A B C ...) one repetition at a time and merges the records.
-See docs/library-algorithms.md.
+Open MPI's coll/tuned reads its forced algorithm (and the parameters) when a
+communicator is made, and the variables are MPI_T control variables that stay
+writable after MPI_Init (scope "all", no binding; verified with the observer
+observers/ompi_algos.c, tests/test_libalgos.py). So under Open MPI each library
+algorithm runs in the same launch as `native` and colltune's algorithms, on a
+communicator of its own (`lib_cvars`: colltune-bench --lib LABEL --cvars ...: write,
+MPI_Comm_dup, write the old values back), with only
+OMPI_MCA_coll_tuned_use_dynamic_rules=1 in the launch's environment (without rules or
+a forced algorithm tuned then takes its fixed decision: native is unchanged) and
+coll/han's priority written to 0 for that communicator instead of excluding han from
+the launch. Its repetitions are then paired in time with native's.
+
+MPICH keeps MPIR_CVAR_<COLL>_INTRA_ALGORITHM process-wide (scope "all, equal"; no
+communicator keeps its own choice), and forcing an algorithm needs
+MPIR_CVAR_DEVICE_COLLECTIVES=none for the whole launch (which changes native's path
+too): MPICH's algorithms run in launches of their own (`native` under the forcing
+environment), alternated with the launch of ours and native (A B C A B C ...) one
+repetition at a time by drivers.bench.run_bench; a study interleaves them in its
+shuffled order. See docs/library-algorithms.md.
 """
 
 from __future__ import annotations
@@ -226,6 +240,26 @@ OMPI_COMMON_ENV = {
     # on one node han disqualifies itself, but exclude it so the choice always applies.
     "OMPI_MCA_coll": "^han",
 }
+
+# In a launch shared with native (lib_cvars): what the launch's environment needs.
+SHARED_LAUNCH_ENV = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"}
+
+
+def lib_cvars(mpi: MPI | str, collective: str, spec: str) -> dict[str, str] | None:
+    """The MPI_T control variables that make a communicator created after writing
+    them run `spec` (Open MPI: coll_tuned_<coll>_algorithm and its parameters, and
+    coll_han_priority 0 so that han does not take the communicator), for
+    colltune-bench --lib/--cvars; None where the library's algorithm needs a launch of
+    its own (MPICH)."""
+    algo, _ = resolve(mpi, collective, spec)
+    if algo.library != "ompi" or (isinstance(mpi, MPI) and mpi.simulated):
+        return None
+    cvars = {"coll_han_priority": "0"}
+    for k, v in lib_env(mpi, collective, spec).items():
+        if k not in OMPI_COMMON_ENV:
+            cvars[k.removeprefix("OMPI_MCA_")] = v
+    return cvars
+
 
 # MPICH 5.0.x: MPIR_CVAR_<COLL>_INTRA_ALGORITHM values, from the `mpivars` program of
 # MPICH 5.0.2 (verified by tests/test_libalgos.py). `auto` is left out.

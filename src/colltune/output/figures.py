@@ -121,6 +121,7 @@ class Palette:
 
     def __init__(self, order=FALLBACK_ORDER):
         self.order = list(dict.fromkeys(order))
+        self.always: set[str] = set()  # labels every line figure draws (the recommended)
         self._map = {}
         i = 0
         for name in self.order:
@@ -295,7 +296,7 @@ def _chosen(stats: pd.DataFrame, x: str, palette: Palette, max_series: int | Non
             baseline: str = "native") -> tuple[pd.DataFrame, list[str], list[str]]:
     """The rows of the series a figure draws (series.select_series), their labels in
     palette order (the baseline first) and the labels left out."""
-    keep, omitted = select_series(stats, x, baseline, max_series)
+    keep, omitted = select_series(stats, x, baseline, max_series, must=palette.always)
     keep = sorted(keep, key=lambda lab: (lab != baseline, palette.rank(lab), lab))
     return stats[stats["label"].astype(str).isin(keep)], keep, omitted
 
@@ -499,6 +500,19 @@ def fig_speedup(df: pd.DataFrame, palette: Palette, np_: int | None = None, mapp
     return fig
 
 
+def _map_figure(nsizes: int, nnps: int, nlegend: int) -> tuple[Figure, float]:
+    """A map's figure and its height: tall enough for its cells, and for the legend
+    beside it (in columns past 12 in.), so that the legend never reaches the title."""
+    w = max(6.0, min(14.0, 0.45 * nsizes + 3))
+    h = max(3.5, min(12.0, 0.3 * nnps + 2.2), min(12.0, 0.24 * nlegend + 1.4))
+    return _mfigure.Figure(figsize=(w, h), dpi=100, layout="constrained"), h
+
+
+def _legend_cols(h: float, n: int) -> int:
+    """Columns of a legend of n entries that fit a figure h inches tall."""
+    return max(1, -(-n // max(1, int((h - 1.4) / 0.24))))
+
+
 def fig_best_map(df: pd.DataFrame, palette: Palette, mapping=None,
                  baseline: str = "native") -> Figure:
     """The algorithm to use at every (processes, size), by evidence (best_table):
@@ -525,9 +539,7 @@ def fig_best_map(df: pd.DataFrame, palette: Palette, mapping=None,
         img[nps.index(r.np), sizes.index(r.size)] = to_rgb(palette(r.best))
         if r.best not in present:
             present.append(r.best)
-    w = max(6.0, min(14.0, 0.45 * len(sizes) + 3))
-    h = max(3.5, min(12.0, 0.3 * len(nps) + 2.2))
-    fig = _mfigure.Figure(figsize=(w, h), dpi=100, layout="constrained")
+    fig, h = _map_figure(len(sizes), len(nps), len(present) + bool(over_cells))
     ax = fig.add_subplot()
     ax.imshow(img, aspect="auto", origin="lower", interpolation="nearest")
     for x, y in over_cells:
@@ -546,7 +558,8 @@ def fig_best_map(df: pd.DataFrame, palette: Palette, mapping=None,
                 text, colour = "oversub.", "0.3"
             else:
                 if r.best == baseline:
-                    text = {"within noise": "tie", "insufficient": "few reps"}.get(r.level, "")
+                    text = {"within noise": "tie", "insufficient": "few reps",
+                            "unstable: measure again": "unstable"}.get(r.level, "")
                 else:
                     text = fmt_ratio(r.ratio)
                 lum = sum(c * wgt for c, wgt in zip(to_rgb(palette(r.best)),
@@ -560,7 +573,8 @@ def fig_best_map(df: pd.DataFrame, palette: Palette, mapping=None,
     if over_cells:
         handles.append(_mpatches.Patch(facecolor="#dddddd", edgecolor="0.55", hatch="//",
                                        label="oversubscribed"))
-    fig.legend(handles=handles, fontsize="small", loc="outside right upper", title="use")
+    fig.legend(handles=handles, fontsize="small", loc="outside right upper", title="use",
+               ncols=_legend_cols(h, len(handles)))
     ax.set_title(f"{coll}: algorithm to use{_mapping_note(d, mapping)}")
     _caption(fig, f"{baseline} unless another is faster beyond the noise (×: its time / "
                   f"{baseline}'s time, "
@@ -593,9 +607,7 @@ def fig_decision_map(points: pd.DataFrame, palette: Palette, target: str = "coll
         img[nps.index(r.np), sizes.index(r.size)] = to_rgb(palette(r.chosen))
         if r.chosen not in present:
             present.append(r.chosen)
-    w = max(6.0, min(14.0, 0.45 * len(sizes) + 3))
-    h = max(3.5, min(12.0, 0.3 * len(nps) + 2.2))
-    fig = _mfigure.Figure(figsize=(w, h), dpi=100, layout="constrained")
+    fig, h = _map_figure(len(sizes), len(nps), len(present))
     ax = fig.add_subplot()
     ax.imshow(img, aspect="auto", origin="lower", interpolation="nearest")
     ax.set_xticks(range(len(sizes)))
@@ -620,7 +632,8 @@ def fig_decision_map(points: pd.DataFrame, palette: Palette, target: str = "coll
                     fontsize=7, color="white" if lum < 0.5 else "black")
     present.sort(key=lambda x: (palette.rank(x), x))
     fig.legend(handles=[_mpatches.Patch(color=palette(p), label=p) for p in present],
-               fontsize="small", loc="outside right upper", title="rules choose")
+               fontsize="small", loc="outside right upper", title="rules choose",
+               ncols=_legend_cols(h, len(present)))
     ax.set_title(f"{coll}: rules for {target}{_mapping_note(d, mapping)}")
     _caption(fig, "colour: the algorithm the rules choose at each measured point; "
              + ("×: its time / native's (median latency of the choice / of native); "

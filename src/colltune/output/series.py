@@ -35,14 +35,16 @@ def namesake(label: str) -> str:
 
 
 def select_series(stats: pd.DataFrame, x: str, baseline: str = "native",
-                  limit: int | None = MAX_SERIES) -> tuple[list[str], list[str]]:
+                  limit: int | None = MAX_SERIES, must=()) -> tuple[list[str], list[str]]:
     """(labels to draw, labels left out) of `stats` (label, x, center: latency, lower
-    is better): the baseline; at every x the fastest of all and the fastest besides the
-    baseline, most often fastest first; then their namesakes of the other library side;
-    at most `limit` in all (None: every series)."""
+    is better): the baseline; the labels of `must` present (the algorithms the report
+    recommends: always drawn, beyond `limit` if need be); at every x the fastest of all
+    and the fastest besides the baseline, most often fastest first; then their
+    namesakes of the other library side; at most `limit` in all (None: every series)."""
     labels = list(dict.fromkeys(stats["label"].astype(str)))
     if limit is None or len(labels) <= limit:
         return labels, []
+    must = [lab for lab in labels if lab in set(must) and lab != baseline]
     s = stats.assign(label=stats["label"].astype(str)).dropna(subset=["center"])
     wins: dict[str, int] = {}
     for _, g in s.groupby(x):
@@ -50,13 +52,13 @@ def select_series(stats: pd.DataFrame, x: str, baseline: str = "native",
         others = g[g["label"] != baseline]
         for lab in [g["label"].iloc[0]] + ([others["label"].iloc[0]] if len(others) else []):
             wins[lab] = wins.get(lab, 0) + 1
-    keep = [baseline] if baseline in labels else []
+    keep = ([baseline] if baseline in labels else []) + must
     order = sorted(wins, key=lambda lab: (-wins[lab], labels.index(lab)))
     keep += [lab for lab in order if lab not in keep]
     for lab in list(keep):
         keep += [o for o in labels if o not in keep and namesake(o) == namesake(lab)
                  and is_lib_spec(o) != is_lib_spec(lab)]
-    keep = keep[:limit]
+    keep = keep[:max(limit, len(must) + (baseline in labels))]
     return keep, [lab for lab in labels if lab not in keep]
 
 
@@ -86,7 +88,8 @@ def omitted_text(omitted: list[str]) -> str:
     if not omitted:
         return ""
     return (f"{len(omitted)} more not drawn (at no point the fastest, nor the fastest "
-            f"besides native, nor the namesake of one): {', '.join(omitted)}.")
+            f"besides native, nor recommended, nor the namesake of one): "
+            f"{', '.join(omitted)}.")
 
 
 __all__ = ["MAX_SERIES", "OKABE_ITO", "namesake", "omitted_text",

@@ -281,7 +281,16 @@ _V6 = [
     "CREATE INDEX app_runs_run ON app_runs(run_id)",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6]
+# v7: the load seen during each launch: the 1-minute load average of the machine that
+# ran it (os.getloadavg) read right before and right after the launch; NULL for points
+# measured before (and for simulated ones: the host's load changes no simulated time).
+# evidence.py calls an unpaired comparison whose sides saw different load unstable.
+_V7 = [
+    "ALTER TABLE measurements ADD COLUMN load1_before REAL",
+    "ALTER TABLE measurements ADD COLUMN load1_after REAL",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -213,7 +213,8 @@ POINT_COLUMNS = (
     "dtype", "op", "timing", "iterations", "warmup", "rep_min_us", "mean_us", "median_us",
     "p90_us", "p99_us", "rep_max_us", "stddev_us", "valid_reps", "invalid", "rank_min_us",
     "rank_max_us", "window_us", "sleep_us", "time_budget_s", "valid", "fallback", "align",
-    "load_level", "probe_us", "simulated", "started_at", "command")
+    "load_level", "probe_us", "simulated", "load1_before", "load1_after", "started_at",
+    "command")
 
 
 def measurements_frame(conn: sqlite3.Connection, *, study=None, collective=None, algorithm=None,

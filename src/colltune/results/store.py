@@ -134,7 +134,8 @@ MEASUREMENT_COLUMNS = (
     "size", "root", "dtype", "op", "timing", "iterations", "warmup", "rep_min_us", "mean_us",
     "median_us", "p90_us", "p99_us", "rep_max_us", "stddev_us", "valid_reps", "invalid",
     "rank_min_us", "rank_max_us", "window_us", "sleep_us", "time_budget_s", "valid", "fallback",
-    "repetition", "round", "samples", "extra", "align", "load_level", "probe_us", "simulated")
+    "repetition", "round", "samples", "extra", "align", "load_level", "probe_us", "simulated",
+    "load1_before", "load1_after")
 _RECORD_SKIP = {"command", "mpi", "host", "samples_us", "params", "order"}
 # record fields of older colltune versions -> their column now
 _LEGACY_FIELDS = {"min_us": "rep_min_us", "max_us": "rep_max_us"}

@@ -84,6 +84,9 @@ class Rule:
     load: str | None = None  # load class (LoadClass.name); None: under every load
     line: int = field(default=0, compare=False, repr=False)  # of the file it was read from
     ppn: tuple[int, int | None] | None = None  # processes per node, inclusive; None: any
+    # why the rule says what it says where it rests on no measured cell (written as a
+    # comment line above it: '# np above 2 not measured (measured 2) so native')
+    note: str = field(default="", compare=False, repr=False)
 
     def matches(self, collective: str, np: int, size: int, mapping: str | None = None,
                 load: str | None = None, ppn: int | None = None) -> bool:
@@ -180,6 +183,8 @@ def to_text(rs: RuleSet) -> str:
                  + (" [load=CLASS]" if rs.load_classes else "")
                  + (" [ppn=MIN-MAX]" if any(r.ppn for r in rs.rules) else ""))
     for r in rs.rules:
+        if r.note:  # no ':' in it: a '# key: value' line would read as metadata
+            lines.append("# " + " ".join(r.note.replace(":", " ").split()))
         params = ",".join(f"{k}={v}" for k, v in r.params) or "-"
         row = [r.collective, str(r.np_min), _bound(r.np_max), str(r.size_min), _bound(r.size_max),
                r.algorithm, params]

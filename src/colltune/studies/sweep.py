@@ -2,9 +2,10 @@
 
 A study expands into launch units: (collective, processes, mapping, rank order,
 repetition, algorithm group). colltune's algorithms and `native` share one
-launch (the driver interleaves them); each of the MPI library's own algorithms
-(`ompi:NAME`, `mpich:NAME`) has a launch of its own, because it is forced
-through process-wide environment variables. The units run in a shuffled order
+launch (the driver interleaves them); so do Open MPI's own algorithms
+(`ompi:NAME`: each on a communicator made under its MPI_T control variables,
+libalgos.lib_cvars), while each of MPICH's (`mpich:NAME`) has a launch of its own,
+because it is forced through process-wide environment variables. The units run in a shuffled order
 (seeded; the seed is stored with the run) so that drift of the machine is spread
 over all algorithms rather than biasing one.
 
@@ -120,6 +121,8 @@ def bench_spec(study: Study, unit: Unit) -> bench_mod.BenchSpec:
     kw = dict(collective=unit.collective, algos=list(unit.algos), np=unit.np, sizes=study.sizes_of(unit.collective),
               iterations=study.iterations, warmup=study.warmup, reps=study.reps_per_launch,
               root=study.root, dtype=study.dtype, op=study.op)
+    if "rotate" in fields:  # launches of one repetition: each starts with another candidate
+        kw["rotate"] = max(unit.repetition - 1, 0)
     for name, (spec_field, unused) in _OPTIONAL_SPEC.items():
         value = getattr(study, name)
         if spec_field in fields:
@@ -260,17 +263,21 @@ def make_plan(study: Study, build, *, seed: int | None = None,
                 for mapping in study.mapping:
                     for order in study.order:
                         groups: list[tuple[tuple[str, ...], str | None]] = []
-                        if coll == HEAT:  # one launch per configuration of the application
-                            groups += [((h,), None) for h in ours]
-                        elif ours:
-                            groups.append((ours, None))
+                        beside: tuple[str, ...] = ()  # library algorithms in ours' launch
                         for spec in libs:
                             why = lib.skip_reason(build.mpi, coll, spec, np)
                             if why:
                                 skipped.add(why)
                                 continue
+                            if ours and lib.lib_cvars(build.mpi, coll, spec) is not None:
+                                beside += (spec,)
+                                continue
                             lib_envs[(coll, spec)] = lib.lib_env(build.mpi, coll, spec)
                             groups.append((("native",), spec))
+                        if coll == HEAT:  # one launch per configuration of the application
+                            groups[:0] = [((h,), None) for h in ours]
+                        elif ours:
+                            groups.insert(0, (ours + beside, None))
                         for algos, spec, level, nodes in (
                                 (a, sp, lv, nd) for a, sp in groups
                                 for lv in (study.load or [None]) for nd in layouts(study)):

@@ -73,8 +73,8 @@ LIBRARY_LABEL = {"colltune": "colltune's algorithms", "openmpi": "Open MPI's alg
 MPI_KIND = {"openmpi": "openmpi", "mpich": "mpich"}
 POLICY = ("native unless faster beyond the spread of the repetitions (evidence.py); sizes split "
           "at geometric midpoints, ends extend to 0 and no bound; between two measured process "
-          "counts each size switches where the two choices' log-log interpolated times cross, "
-          "the largest count's rules to no bound")
+          "counts each size switches where the two choices' log-log interpolated times cross; "
+          "process counts below the smallest and above the largest measured: native")
 EVALUATIONS = ("in-sample", "leave-one-size-out", "leave-one-np-out", "rules file")
 
 
@@ -156,6 +156,17 @@ class Prepared:
     excluded_oversubscribed: int = 0                # points left out
     load_classes: list = field(default_factory=list)  # rules.LoadClass, quietest first
     exact: bool = False          # every row simulated: deterministic, compared exactly
+    left_out: dict = field(default_factory=dict)  # process count -> why no rule rests on it
+
+
+def measured_meta(p: "Prepared") -> dict[str, str]:
+    """The rules file's header lines on what the rules rest on: the process counts
+    measured (those the choices come from) and those left out, with why."""
+    nps = sorted({int(x) for x in p.frame["np"]}) if len(p.frame) else []
+    meta = {"measured processes": ", ".join(map(str, nps)) or "none"}
+    if p.left_out:
+        meta["left out"] = "; ".join(f"np {n} ({why})" for n, why in sorted(p.left_out.items()))
+    return meta
 
 
 def prepare(frame: pd.DataFrame, target: str, collectives=None,
@@ -229,6 +240,7 @@ def prepare(frame: pd.DataFrame, target: str, collectives=None,
             map(str, sorted({int(x) for x in d["ppn"]}))) + " (rules per ppn range, ppn=)")
     over = d[d["oversubscribed"]]
     n_over = 0
+    left_out: dict = {}
     if len(over):
         pts = over.drop_duplicates(keys)
         n_over = len(pts)
@@ -238,6 +250,8 @@ def prepare(frame: pd.DataFrame, target: str, collectives=None,
                          "kept as asked: their choices rest on time-sliced processes")
         else:
             d = d[~d["oversubscribed"]]
+            left_out = {n: "oversubscribed, more processes than cores"
+                        for n in nps if n not in set(d["np"].astype(int))}
             notes.append(f"{n_over} oversubscribed point(s) (np {', '.join(map(str, nps))}: "
                          "more processes than cores) left out: they drive no choice "
                          "(--include-oversubscribed keeps them)")
@@ -274,7 +288,7 @@ def prepare(frame: pd.DataFrame, target: str, collectives=None,
         notes.append("simulated points (deterministic): a candidate is chosen when it is "
                      f"faster than native by at least {100 * evidence.EXACT_TOL:g} % "
                      "(evidence.py, exact comparisons)")
-    return Prepared(d, keys, target, has_native, notes, n_over, classes, exact)
+    return Prepared(d, keys, target, has_native, notes, n_over, classes, exact, left_out)
 
 
 def np_exact(collective: str, algorithm: str) -> int | None:
@@ -415,22 +429,31 @@ def _np_size_rules(g: pd.DataFrame) -> list[tuple]:
                  for _, r in h.iterrows()]
         per_np.append((int(np_), exact, general, sized))
     spans: list[tuple[int, int | None, list]] = []  # (np_min, np_max, size rules)
+    measured = ", ".join(str(n) for n, *_ in per_np)
     for i, (np_, exact, general, sized) in enumerate(per_np):
-        if i == 0 and np_ > 1:
-            spans.append((1, np_ - 1, general))
+        if i == 0 and np_ > 1:  # not measured: the library's own decision
+            spans.append((1, np_ - 1, [(0, None, BASELINE, (),
+                                        f"np below {np_} not measured (measured {measured}) "
+                                        "so native")]))
         spans.append((np_, np_, exact))
         if i == len(per_np) - 1:
-            spans.append((np_ + 1, None, general))
+            spans.append((np_ + 1, None, [(0, None, BASELINE, (),
+                                           f"np above {np_} not measured (measured "
+                                           f"{measured}) so native")]))
         else:
             nxt = per_np[i + 1]
             spans.extend(_np_between(np_, sized, general, nxt[0], nxt[3], nxt[2]))
     merged: list[list] = []  # [np_min, np_max, size rules]
     for lo, hi, srules in spans:
-        if merged and merged[-1][2] == srules:
+        if merged and [r[:4] for r in merged[-1][2]] == [r[:4] for r in srules]:
+            if [r[4:] for r in merged[-1][2]] != [r[4:] for r in srules]:
+                # native measured at a count and beyond it: one rule, resting on that count
+                merged[-1][2] = [r[:4] for r in srules]
             merged[-1][1] = hi
         else:
             merged.append([lo, hi, srules])
-    return [(lo, hi) + tuple(r) for lo, hi, srules in merged for r in srules]
+    return [(lo, hi) + tuple(r) + (("",) if len(r) == 4 else ())
+            for lo, hi, srules in merged for r in srules]
 
 
 def _ppn_between(q1: int, g1: pd.DataFrame, q2: int, g2: pd.DataFrame) -> list:
@@ -519,10 +542,10 @@ def build_rules(ch: pd.DataFrame, target: str, keys: list[str],
                 + ((int(k[-1]),) if noded else ()))
 
     def emit(nsr: list[tuple], gkey: tuple, ppn) -> None:
-        for lo, hi, smin, smax, a, prm in nsr:
+        for lo, hi, smin, smax, a, prm, note in nsr:
             rules.append(Rule(gkey[0], lo, hi, smin, smax, a, prm,
                               gkey[1] if mapped else None,
-                              str(gkey[li]) if loaded else None, ppn=ppn))
+                              str(gkey[li]) if loaded else None, ppn=ppn, note=note))
 
     groups_sorted = sorted(ch.groupby(groups, sort=True), key=sort_key)
     if not noded:
@@ -556,8 +579,8 @@ def select(frame: pd.DataFrame, target: str, collectives=None,
            include_oversubscribed: bool = False, meta: dict | None = None) -> RuleSet:
     """The rules for `target` from a frame of measurements (module docstring)."""
     p = prepare(frame, target, collectives, include_oversubscribed)
-    return build_rules(choices(p), target, p.keys, {"policy": POLICY, **(meta or {})},
-                       p.load_classes)
+    return build_rules(choices(p), target, p.keys,
+                       {"policy": POLICY, **measured_meta(p), **(meta or {})}, p.load_classes)
 
 
 # ------------------------------------------------------------------ quality
@@ -731,7 +754,8 @@ def tune(frame: pd.DataFrame, target: str, collectives=None,
     ch = choices(p)
     if ch.empty:
         raise TuneError("no point of the study has a valid measurement to choose from")
-    rs = build_rules(ch, target, p.keys, {"policy": POLICY, **(meta or {})}, p.load_classes)
+    rs = build_rules(ch, target, p.keys, {"policy": POLICY, **measured_meta(p), **(meta or {})},
+                     p.load_classes)
     points = {"in-sample": evaluate(ch, rs, p.keys)}
     points.update(cross_validate(ch, target, p.keys))
     summary = pd.concat([summarize(points[e], e, p.keys) for e in EVALUATIONS

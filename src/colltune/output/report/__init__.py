@@ -80,7 +80,8 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
     # point-to-point records (ping-pong) feed the cost model, not a collective section
     colls += sorted(set(df["collective"].dropna()) - set(colls) - {"heat", "pingpong", "p2p"})
     # the answer first: the summary, then figures, then models, provenance last
-    body = [summary_section(df, colls, include_oversubscribed)] if colls else []
+    # the algorithms the summary recommends: every figure draws them (palette.always)
+    body = [summary_section(df, colls, include_oversubscribed, palette.always)] if colls else []
     for c in colls:
         body.append(collective_section(df, c, palette, parts, dpi, surface_algo))
     has_heat = "heat" in set(df["collective"])

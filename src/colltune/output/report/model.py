@@ -193,6 +193,10 @@ def cost_section(model: dict | None, note: str | None) -> str:
     names = {"median_abs_rel_error": "median |error|", "median_rel_error": "median error",
              "within_2x": "share within ×2"}
     out.append(frame_table(_percent(model["by_collective"]), "err", names))
+    # per algorithm and per point: on screen; in print one line (pages of tables)
+    out.append('<p class="print-only note">The errors per algorithm and the model\'s choice '
+               "per point are in the HTML file (left out of print).</p>"
+               '<section class="screen-only">')
     out.append("<h3>Prediction error per algorithm</h3>")
     out.append(frame_table(_percent(model["by_algorithm"]), "err", names))
     sel = model["selection"]
@@ -213,6 +217,7 @@ def cost_section(model: dict | None, note: str | None) -> str:
             "median_slowdown": "median slowdown of the pick",
             "worst_slowdown": "worst slowdown"}))
         out.append(_selection_points(sel))
+    out.append("</section>")
     return "".join(out)
 
 

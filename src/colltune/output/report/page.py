@@ -39,12 +39,20 @@ def esc(v) -> str:
     return html.escape(str(v))
 
 
+# columns of whole numbers that pandas reads as floats where some rows are NULL
+INTEGER_COLUMNS = {"seed", "run_id", "id", "round", "cores", "cpus", "np", "nodes", "ppn",
+                   "iterations", "repetition", "warmup", "align", "valid_reps", "launches"}
+
+
 def _fmt(v, col: str = "") -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return ""
     if col == "size" and isinstance(v, (int, float)):
         return fmt_size(int(v))
     if isinstance(v, float):
+        if v.is_integer() and (col in INTEGER_COLUMNS or col.endswith(("_id", "units_done",
+                                                                        "units_failed"))):
+            return str(int(v))  # a seed, an id, a count: read as float beside NULLs
         if col.endswith("_us") or col in ("µs",):
             return f"{v:.3g}" if abs(v) < 10 else f"{v:,.1f}"
         if abs(v) != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
@@ -104,7 +112,7 @@ figcaption { font-size: 0.88rem; color: var(--muted); }
 .scroll { overflow-x: auto; }
 table.sel td { overflow-wrap: anywhere; }
 table.kv td:first-child { font-weight: 600; background: var(--head); }
-p.verdict { font-size: 1rem; margin: 0.3rem 0 0.4rem; }
+p.verdict, li.verdict { font-size: 1rem; margin: 0.3rem 0 0.4rem; }
 .over { color: #8a4b00; }
 h4 { font-size: 0.95rem; margin: 0.8rem 0 0.2rem; color: var(--muted); }
 figure.wide { grid-column: 1 / -1; }
@@ -122,7 +130,11 @@ pre.cmd { white-space: pre-wrap; background: #f7f7f7; padding: 0.5rem; max-heigh
   .grid { grid-template-columns: 1fr 1fr; }
   .screen-only, pre.cmd, details { display: none; }
   .print-only { display: block; }
-  table, tr, figure { break-inside: avoid; page-break-inside: avoid; }
+  tr, figure { break-inside: avoid; page-break-inside: avoid; }
+  /* the summary's tables: smaller, without the fastest-measured columns (on screen) */
+  table.best { font-size: 7.5pt; }
+  table, .note { font-size: 8pt; }
+  table.best td:nth-last-child(-n+3), table.best th:nth-last-child(-n+3) { display: none; }
   .scroll { overflow: visible; }
   pre.cmd { max-height: none; overflow: visible; }
   a { color: inherit; text-decoration: none; }

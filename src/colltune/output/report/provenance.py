@@ -93,8 +93,10 @@ def provenance_section(prov: Provenance, df: pd.DataFrame, db_path, study) -> st
         if items:
             details.append(f"<li>run {esc(rid)}<ul>{''.join(items)}</ul></li>")
     if details:
-        out.append('<h3>Command lines and environment</h3><ul class="prov">'
-                   + "".join(details) + "</ul>")
+        out.append('<p class="print-only note">The command lines and the environment of '
+                   "each run are in the HTML file (left out of print).</p>"
+                   '<section class="screen-only"><h3>Command lines and environment</h3>'
+                   '<ul class="prov">' + "".join(details) + "</ul></section>")
     for name, definition in prov.definitions.items():
         try:
             text = json.dumps(json.loads(definition), indent=1, sort_keys=True)

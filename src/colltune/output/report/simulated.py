@@ -10,6 +10,7 @@ from colltune.analysis.remap import remap_effect
 from colltune.base.specs import remap_of
 from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size
+from colltune.mpi.platforms import PlatformError, resolve
 from colltune.output import figures as plotmod
 from colltune.output.report.page import ReportParts, _add_figure, esc, html_table
 from colltune.output.report.load import load_section
@@ -23,7 +24,28 @@ if TYPE_CHECKING:  # pragma: no cover
 SIM_NOTE = ("Times simulated by SimGrid's SMPI: colltune's own algorithm code ran on a "
             "simulated platform (computation not charged, no memory-bandwidth contention, "
             "message buffers shared between ranks; docs/simulation.md). They are kept apart "
-            "from measurements: no summary, model or rule above uses them.")
+            "from measurements: no summary, model or rule above uses them. Their `native` is "
+            "SimGrid's own implementation of each collective (SMPI's default selector), not "
+            "an MPI library's.")
+
+
+def platform_text(platform: str, g: pd.DataFrame) -> str:
+    """What a platform was, and how far the simulation stretched it: a flat platform
+    grows by nodes of the same kind when a point asks for more processes than it has
+    cores (mpi.launch); the points' `nodes` say how many they ran on."""
+    try:
+        plat = resolve(str(platform))
+    except (PlatformError, OSError, ValueError):
+        return f"platform {platform} (its description is stored with the run)"
+    text = (f"platform {plat.name}: {plat.nodes} node(s) of {plat.cores_per_node} cores, "
+            f"{plat.topology}")
+    used = pd.to_numeric(g.get("nodes"), errors="coerce").max() if "nodes" in g else None
+    if used is not None and used == used and int(used) > plat.nodes:
+        big = sorted(int(n) for n in g.loc[pd.to_numeric(g["nodes"], errors="coerce")
+                                           > plat.nodes, "np"].unique())
+        text += (f"; stretched to {int(used)} nodes of the same kind for np "
+                 f"{big[0]}..{big[-1]} (more processes than its {plat.cores} cores)")
+    return text
 
 
 def simulated_section(sim: pd.DataFrame, parts: ReportParts, palette: plotmod.Palette,
@@ -45,7 +67,9 @@ def simulated_section(sim: pd.DataFrame, parts: ReportParts, palette: plotmod.Pa
     for (simulator, platform), g in d.groupby(["simulator", "platform"], sort=True):
         sim_name = str(simulator).replace(" (SMPI)", "")
         out.append(f"<h3>Simulated ({esc(sim_name)}, platform {esc(platform)}) "
-                   "&mdash; not measurements</h3>")
+                   "&mdash; not measurements</h3>"
+                   f'<p class="note">{esc(platform_text(platform, g))}; native: SimGrid\'s '
+                   "own collective.</p>")
         for coll in [c for c in COLLECTIVES
                      if c in set(g["collective"])]:
             gc = g[g["collective"] == coll]

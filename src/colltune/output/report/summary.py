@@ -87,9 +87,10 @@ def collective_summary(d: pd.DataFrame, coll: str, baseline: str = "native",
 
 
 def summary_section(df: pd.DataFrame, colls: list[str],
-                    include_oversubscribed: bool = False) -> str:
-    out = ['<h2 id="summary" class="first">Summary: what to use where</h2>',
-           '<p class="note">Per point (processes, size): <code>native</code>, the MPI '
+                    include_oversubscribed: bool = False, chosen: set | None = None) -> str:
+    """The summary's HTML; `chosen` (when given) collects the algorithms it recommends
+    anywhere, so that the figures always draw them."""
+    method = ['<p class="note">Per point (processes, size): <code>native</code>, the MPI '
            "library's own collective, unless another algorithm is faster beyond the noise of "
            "the repetitions (separate launches). Every ratio is "
            f"<i>{esc(evidence.RATIO_NAME)}</i> (below 1: faster; ×0.80 = 20 % faster): "
@@ -103,26 +104,40 @@ def summary_section(df: pd.DataFrame, colls: list[str],
            "<code>colltune quick</code> prints the same intervals), and a two-sided "
            "Mann–Whitney U test below "
            f"{evidence.ALPHA:g} (at least {evidence.MIN_REPS} repetitions a side). "
+           "The p-values of the candidates tested at a point are corrected together by "
+           "Holm's method (the winner among many: without it, one of twenty look-alikes "
+           "would pass at 5 % by chance about once in five points). "
            "Evidence: <i>significant</i> (the tests passed), <i>within noise</i> (a tie: "
-           "native is kept), <i>insufficient</i> (too few repetitions to tell)."
+           "native is kept), <i>insufficient</i> (too few repetitions to tell), "
+           f"<i>{esc(evidence.UNSTABLE)}</i> (repetitions in separate launches scatter "
+           f"beyond {evidence.UNSTABLE_SPREAD:g}× or saw load averages more than "
+           f"{evidence.LOAD_TOL:g} apart)."
 " <i>fastest measured</i> is the lowest median latency (its µs beside it), with no "
            "claim attached.</p>"]
     rounds = rounds_text(df)
     if rounds:
-        out.append(f'<p class="note">Conclusions from the latest round of each study '
-                   f"({esc(rounds)}); the figures show every round.</p>")
+        method.append(f'<p class="note">Conclusions from the latest round of each study '
+                      f"({esc(rounds)}); the figures show every round.</p>")
+    # the answer first (page 1 in print): one sentence per collective, then how it was
+    # decided, then the tables with the evidence per point
+    answers, tables = [], []
     any_over = False
     for c in colls:
         d = df[df["collective"] == c]
         d = d[pd.to_numeric(d["median_us"], errors="coerce").notna()]
         if d.empty:
-            out.append(f"<h3>{esc(c)}</h3><p class=\"note\">no valid measurement</p>")
+            answers.append(f"<li><b>{esc(c)}</b>: no valid measurement</li>")
             continue
         sentence, table, tab = collective_summary(d, c,
                                                   include_oversubscribed=include_oversubscribed)
         any_over |= bool(len(tab)) and bool(tab["oversubscribed"].any())
-        out.append(f'<h3 id="summary-{esc(c)}">{esc(c)}</h3><p class="verdict">{sentence}</p>')
-        out.append(f"<h4>Best algorithm per (processes, size): {esc(c)}</h4>{table}")
+        if chosen is not None and len(tab):
+            chosen.update(str(b) for b in tab["best"].dropna())
+        answers.append(f'<li class="verdict"><b>{esc(c)}</b>: {sentence}</li>')
+        tables.append(f'<h3 id="summary-{esc(c)}">{esc(c)}</h3>'
+                      f"<h4>Best algorithm per (processes, size): {esc(c)}</h4>{table}")
+    out = ['<h2 id="summary" class="first">Summary: what to use where</h2>',
+           f'<ul class="answer">{"".join(answers)}</ul>'] + method + tables
     if any_over:
         out.append(f'<p class="note over">{esc(evidence.OVER_LEGEND)}</p>')
     return "".join(out)
