@@ -55,11 +55,9 @@ def _check(p, np, persistent: bool, large: bool):
             assert o.span_s >= o.wait_s * 0.999, o
         else:
             assert o.kind == "blocking" and o.completions == 0 and o.wait_s == 0
-    # Gatherv/Scatterv: the root (rank r % np in round r) has np blocks of 8 B, the others 8 B
-    roots = [r % np for r in range(ROUNDS)]
-    mean = sum(8 * np * roots.count(k) + 8 * (ROUNDS - roots.count(k)) for k in range(np)) / np
-    assert by["MPI_Gatherv"].bytes == pytest.approx(mean)
-    assert by["MPI_Scatterv"].bytes == pytest.approx(mean)
+    # Gatherv/Scatterv are intercepted (colltune has algorithms for them): profiled as
+    # colltune's entries below, never as observed calls
+    assert "MPI_Gatherv" not in by and "MPI_Scatterv" not in by
     if persistent:
         o = by["MPI_Allreduce_init"]
         assert (o.kind, o.calls, o.starts, o.completions, o.bytes) == (
@@ -71,8 +69,12 @@ def _check(p, np, persistent: bool, large: bool):
         assert (o.large_count, o.calls, o.bytes) == (True, ROUNDS, 12 * ROUNDS), o
     else:
         assert not any(c.endswith("_c") for c in by)
-    # colltune's own entries: the program's one MPI_Allreduce at the end
-    assert [(e.collective, e.calls) for e in p.entries] == [("allreduce", 1)]
+    # colltune's own entries: the Gatherv and Scatterv of every round, and the program's
+    # one MPI_Allreduce at the end
+    calls: dict[str, int] = {}
+    for e in p.entries:
+        calls[e.collective] = calls.get(e.collective, 0) + e.calls
+    assert calls == {"allreduce": 1, "gatherv": ROUNDS, "scatterv": ROUNDS}, calls
     assert p.wall_s >= p.collective_s() > 0 and p.wall_max_s >= p.wall_s
     assert p.untracked_requests == 0 and p.observed_dropped == 0
 
