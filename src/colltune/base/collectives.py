@@ -41,7 +41,7 @@ def mpi_name(collective: str) -> str:
 
 def intercepted(call: str) -> str | None:
     """The collective colltune runs behind the MPI entry point `call` (MPI_Bcast -> bcast),
-    or None when the call stays the MPI library's own (MPI_Iallreduce, MPI_Gatherv,
+    or None when the call stays the MPI library's own (MPI_Iallreduce, MPI_Alltoallw,
     MPI_Bcast_c, ...): the interposition library intercepts the blocking C entry points
     of COLLECTIVES. The one place `colltune profile` asks what colltune can choose."""
     coll = call[len("MPI_"):].lower() if call.startswith("MPI_") else ""
