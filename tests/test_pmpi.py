@@ -876,3 +876,11 @@ def test_colltune_run_works_as_written_from_a_fresh_shell(ompi_build, tmp_path):
     assert launch_mod.user_command(ompi_build.mpi, ["mpirun", "--oversubscribe", "-np",
                                                     str(cores() + 1), app])[1][-1:] != hint
     assert launch_mod.user_command(ompi_build.mpi, ["./app"]) == (["./app"], [])
+    # the distribution's suffixed launcher stays itself (it is the program's library's),
+    # and gets the root option too
+    argv, notes = launch_mod.user_command(ompi_build.mpi, ["mpirun.openmpi", "-np", "2", app])
+    assert argv[0] == "mpirun.openmpi"
+    assert ("--allow-run-as-root" in argv) == (os.geteuid() == 0)
+    assert [launch_mod.is_launcher(a) for a in ("mpirun.openmpi", "/opt/x/bin/mpiexec",
+                                                "mpiexec.hydra", "./app", "srun")] == \
+        [True, True, True, False, False]

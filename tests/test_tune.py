@@ -723,8 +723,9 @@ def test_gatherv_rules_choose_by_process_count_alone():
                    sizes=(8, 64, 1 << 16, 1 << 20)))
     rs = tune.select(f, "colltune")
     by = {}
-    for r in rs.rules:
-        by.setdefault(r.collective, []).append(r)
+    for r in rs.rules:  # the measured process counts (beyond them: native, said so)
+        if r.np_min <= 4 and (r.np_max is None or r.np_max >= 2):
+            by.setdefault(r.collective, []).append(r)
     for coll in ("gatherv", "scatterv", "alltoallv"):
         assert [(r.algorithm, r.size_min, r.size_max) for r in by[coll]] == \
             [("binomial", 0, None)], by[coll]

@@ -14,12 +14,13 @@ from rich.table import Table
 from colltune.base.files import check_writable
 from colltune.base.units import fmt_size
 from colltune.drivers import registry
+from colltune.mpi.launch import user_command
 from colltune.results import db as db_mod
 from colltune.rules import interpose
 from colltune.studies import study as study_mod
 from colltune.tuning import appcompare, from_profile
 from colltune.tuning import autotune as autotune_mod
-from ._common import (MPI_HELP, Command, build_or_fail, command, db_option, fail, out,
+from ._common import (MPI_HELP, Command, build_or_fail, command, db_option, err, fail, out,
                       oversubscribe_options, write_or_keep)
 from .rules import Group
 from . import sweep as sweep_cli
@@ -113,6 +114,15 @@ def compare_options(f):
     return f
 
 
+def _as_written(build, cmd) -> list[str]:
+    """The user's command as `colltune run` runs it: a bare mpirun/mpiexec is the --mpi
+    library's, root and slot options said (mpi/launch.user_command)."""
+    argv, notes = user_command(build.mpi, list(cmd))
+    for n in notes:
+        err.print(f"note: {n}" if not n.startswith("hint:") else n, highlight=False)
+    return argv
+
+
 def run_compare(rules_files: list[str], reps: int, metric: str | None, mpi_spec: str | None,
                 db_path: str | None, cmd: list[str], timeout: float | None = None):
     """`colltune run --compare RULES [--compare RULES2] --reps N -- CMD`: the program's
@@ -127,6 +137,7 @@ def run_compare(rules_files: list[str], reps: int, metric: str | None, mpi_spec:
         interpose.settings(rules=f)
     db_mod.check_writable(db_path or db_mod.default_path())
     build = build_or_fail(mpi_spec)
+    cmd = _as_written(build, cmd)
     algos = registry.algorithms(build, hidden=True)
     sides = [appcompare.side(build, f, algos) for f in rules_files]
     a, b = (appcompare.side(build, None), sides[0]) if len(sides) == 1 else sides
@@ -218,6 +229,7 @@ def autotune(ctx, dir_, share, study_reps, reps, metric, library, new, mpi_spec,
     db_mod.check_writable(dbp)
     wd = autotune_mod.workdir(dir_)
     build = build_or_fail(mpi_spec)
+    argv = _as_written(build, argv)
     step = "[bold]autotune[/]"
     if new or not wd.profile.exists():
         out.print(f"{step} 1/5: a profiled run (the library's defaults) -> {wd.profile}",

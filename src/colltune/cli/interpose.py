@@ -5,7 +5,6 @@ colltune.interpose (and launch.run_command)."""
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from dataclasses import asdict
 
@@ -16,12 +15,11 @@ from rich.table import Table
 from colltune.drivers import registry
 from colltune.rules import interpose
 from colltune.mpi import libraries as mpi_libraries
-from colltune.mpi.launch import run_command, user_command
+from colltune.mpi.launch import is_launcher, run_command, user_command
 from ._common import MPI_HELP, build_or_fail, command, err, fail, out
 from . import app as app_cli
 from .app import compare_options
 
-LAUNCHERS = ("mpirun", "mpiexec", "mpiexec.hydra", "prterun", "orterun")
 
 
 @command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -87,8 +85,7 @@ def run(rules, forces, verbose, profile, load_index, load_probe, mpi_spec, print
     argv, notes = user_command(build.mpi, list(cmd))
     for n in notes:
         err.print(f"note: {n}" if not n.startswith("hint:") else n, highlight=False)
-    name = os.path.basename(argv[0])
-    launched = name in LAUNCHERS or name.split(".")[0] in LAUNCHERS  # mpirun.openmpi too
+    launched = is_launcher(argv[0])  # mpirun, /x/mpiexec, mpirun.openmpi ...
     # a program of another MPI library than the build's: one line, and it runs untouched
     other = mpi_libraries.mismatch(build.mpi, argv[1:] if launched else argv)
     if other:

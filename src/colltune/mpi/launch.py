@@ -652,6 +652,16 @@ def _run_once(launch: Launch, timeout: float | None,
 
 
 USER_LAUNCHERS = ("mpirun", "mpiexec")  # a bare name in a user's command: the --mpi one's
+# the launchers a user's command may start with: these, and the distribution's suffixed
+# names (mpirun.openmpi, mpiexec.mpich, ...)
+LAUNCHER_NAMES = ("mpirun", "mpiexec", "mpiexec.hydra", "prterun", "orterun")
+
+
+def is_launcher(path: str) -> bool:
+    """Whether a user's command starts with an MPI launcher (`mpirun`, `/opt/x/mpiexec`,
+    `mpirun.openmpi`): its options then go to it, the program's after them."""
+    name = os.path.basename(path)
+    return name in LAUNCHER_NAMES or name.split(".")[0] in LAUNCHER_NAMES
 
 
 def _np_of(argv: list[str]) -> int | None:
@@ -673,8 +683,7 @@ def user_command(mpi: MPI, argv: list[str]) -> tuple[list[str], list[str]]:
     launcher's refusal, "not enough slots", would come without one)."""
     argv = list(argv)
     notes: list[str] = []
-    if not argv or os.path.basename(argv[0]) not in USER_LAUNCHERS + ("prterun", "orterun",
-                                                                      "mpiexec.hydra"):
+    if not argv or not is_launcher(argv[0]):
         return argv, notes
     if "/" not in argv[0] and argv[0] in USER_LAUNCHERS and not mpi.simulated:
         own = mpi.bindir / argv[0]

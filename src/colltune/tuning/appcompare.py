@@ -39,7 +39,6 @@ from colltune.results import db as db_mod
 from colltune.results import store
 from colltune.rules import interpose
 
-LAUNCHERS = ("mpirun", "mpiexec", "mpiexec.hydra", "prterun", "orterun")
 DEFAULTS = "library defaults"
 RUN_TIMEOUT_S = 3600.0
 
@@ -138,7 +137,7 @@ def side(build, rules: str | None, algorithms=None) -> Side:
 def argv_for(argv: list[str], s: Side, mpi_kind: str) -> list[str]:
     """The command of one side: the launcher passes the side's variables to every rank."""
     out = list(argv)
-    if s.env and os.path.basename(out[0]) in LAUNCHERS:
+    if s.env and launch.is_launcher(out[0]):
         out[1:1] = interpose.launcher_options(mpi_kind, sorted(s.env))
     return out
 

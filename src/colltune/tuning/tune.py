@@ -57,11 +57,12 @@ from colltune.analysis import evidence
 from colltune.analysis import load as load_analysis
 from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.results import reader
-from colltune.base.collectives import COLLECTIVES, SIZE_BLIND
+from colltune.base.collectives import COLLECTIVES
 from colltune.base.specs import is_lib_spec, parse_params
 from colltune.rules.ruleset import TARGETS, LoadClass, Rule, RuleSet, make_params
 from colltune.base.lazy import LazyModule
 from colltune.base.units import fmt_size
+from colltune.tuning.size_blind import one_choice_per_np
 
 np = LazyModule("numpy")
 pd = LazyModule("pandas")
@@ -482,41 +483,6 @@ def _ppn_between(q1: int, g1: pd.DataFrame, q2: int, g2: pd.DataFrame) -> list:
         hi = edges[j + 1] - 1 if j + 1 < len(edges) else q2 - 1
         out.append((lo, hi, pd.DataFrame([r1 if lo < sw else r2 for r1, r2, sw in pts])))
     return out
-
-
-def one_choice_per_np(ch: pd.DataFrame, groups: list[str]) -> pd.DataFrame:
-    """Alltoallv, Gatherv and Scatterv (SIZE_BLIND) in a colltune rules file: every rank
-    must run the same algorithm and a rank knows only its own counts, so the
-    interposition library chooses for them by the process count alone. At each process count (of each
-    group), of the labels chosen at some size, the one whose times are the least above
-    each size's best (the geometric mean of its regret over the sizes, all of which it
-    must have run) becomes the choice at every size. Other collectives' rows unchanged."""
-    mine = ch["collective"].isin(SIZE_BLIND)
-    if not mine.any():
-        return ch
-    parts = [ch[~mine]]
-    cols = (("best", "algorithm", "params"), ("general", "general_algorithm", "general_params"))
-    for _, h in ch[mine].groupby(groups + ["np"], sort=True):
-        h = h.copy()
-        cands: dict = {}
-        for _, r in h.iterrows():
-            for lab, a, prm in cols:
-                if lab in h.columns:
-                    cands.setdefault(r[lab], (r[a], r[prm]))
-
-        def regret(label) -> float:
-            logs = [math.log(m[label] / min(m.values())) if m.get(label) else math.inf
-                    for m in h["medians"]]
-            return sum(logs) / len(logs)
-
-        label = min(cands, key=lambda lab: (regret(lab), str(lab)))
-        for lab, a, prm in cols:
-            if lab in h.columns:
-                h[lab] = [label] * len(h)
-                h[a] = [cands[label][0]] * len(h)
-                h[prm] = [cands[label][1]] * len(h)
-        parts.append(h)
-    return pd.concat(parts).sort_index()
 
 
 def build_rules(ch: pd.DataFrame, target: str, keys: list[str],
