@@ -192,8 +192,9 @@ def test_bootstrap_interval_depends_on_the_values_not_their_order():
 def test_one_ratio_everywhere_terminal_report_csv_json(tmp_path):
     """Every ratio colltune prints is time / native's time (< 1: faster), computed by
     evidence.ratio_to_baseline: quick's median table and its 'what to use' table, the
-    report's summary and bench's CSV and JSON give the same number with the same words,
-    and 'fastest measured' has fewer µs than native beside it."""
+    report's summary show the same number with the same words (the ratio of the
+    medians, the paired estimate labelled beside it), bench's CSV and JSON carry the
+    comparison's estimate in `ratio`, and 'fastest measured' has fewer µs than native."""
     import html
     import io
     import json as json_
@@ -219,8 +220,11 @@ def test_one_ratio_everywhere_terminal_report_csv_json(tmp_path):
     lin, nat = (list(df.loc[df["spec"] == s, "median_us"]) for s in ("linear", "native"))
     r = ev.ratio_to_baseline(lin, nat, paired=True)  # the paired comparison's estimate
     assert 0.7 < r < 0.9 and ev.compare(lin, nat, pairs=True).ratio == pytest.approx(r)
-    words = ev.ratio_text(r)
-    assert words == f"×{r:.2f} of native ({round((1 - r) * 100)} % faster)"
+    assert ev.ratio_text(r) == f"×{r:.2f} of native ({round((1 - r) * 100)} % faster)"
+    # what is shown: the ratio of the medians, the paired estimate labelled beside it
+    mr = ev.ratio_to_baseline(lin, nat)
+    assert ev.fmt_ratio(mr) != ev.fmt_ratio(r)
+    words = ev.ratio_text(mr, "native", f"paired {ev.fmt_ratio(r)}")
 
     # terminal: quick's median table and its "what to use" table
     records = table_records(df, median_repetition(df, ["collective", "np", "spec", "size"]))
@@ -231,7 +235,7 @@ def test_one_ratio_everywhere_terminal_report_csv_json(tmp_path):
         emit_records(records, "table", None, "t", cores=2)
     table = captured.get()
     line = next(ln for ln in table.splitlines() if "linear" in ln and "×" in ln)
-    assert f"{rec['median_us']:.2f} {ev.fmt_ratio(r)}" in line
+    assert f"{rec['median_us']:.2f} {ev.fmt_ratio(mr)} (paired {ev.fmt_ratio(r)})" in line
     assert "time / native's time" in " ".join(table.split())
     wide = Console(file=io.StringIO(), width=400)
     wide.print(quick_best(df))

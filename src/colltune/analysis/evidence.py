@@ -40,6 +40,10 @@ Two questions every table, figure and report asks before it calls something
    repetitions; paired: the geometric mean of the per-launch ratios: the estimate the
    comparison tests) and written by `fmt_ratio` ('×0.98') and `ratio_text`
    ('×0.98 of native (2 % faster)'), in the terminal, the report, CSV/JSON and docs.
+   The ratio shown for a comparison (quick's tables, the report's summary, the
+   figures) is the ratio of the two medians (`Verdict.shown`, a best table's
+   `median_ratio`); a paired comparison's own estimate, where it prints differently,
+   is labelled beside it ('×0.34 (paired ×0.44)', `ratio_label`, `paired_note`).
 
    Ties go to the default (`native`): `best_per_point` names another algorithm only
    when it is faster than the baseline with evidence.
@@ -101,8 +105,9 @@ OUTCOMES = ("faster", "slower", "tie", "insufficient", "unstable")
 
 RATIO_NAME = "time / native's time"  # the one ratio colltune prints; below 1: faster
 RATIO_LEGEND = ("×r: time / native's time (below 1: faster than native, above 1: slower; "
-                "×0.80 = 20 % faster); over repetitions measured in the same launches the "
-                "geometric mean of the per-launch ratios, else the ratio of the medians")
+                "×0.80 = 20 % faster): the ratio of the medians; over repetitions measured "
+                "in the same launches the comparison's own estimate, the geometric mean of "
+                "the per-launch ratios, is labelled 'paired' beside it where it differs")
 
 
 def ratio_to_baseline(t, base, *, paired: bool = False) -> float:
@@ -135,6 +140,24 @@ def fmt_ratio(r) -> str:
     if r is None or not math.isfinite(float(r)):
         return ""
     return f"×{float(r):.2f}"
+
+
+def paired_note(median_ratio, estimate, paired: bool) -> str:
+    """'paired ×0.44' where a paired comparison's own estimate (the geometric mean of
+    the per-launch ratios) prints differently from the ratio of the medians, else ''."""
+    if not paired or not fmt_ratio(estimate) or fmt_ratio(estimate) == fmt_ratio(median_ratio):
+        return ""
+    return f"paired {fmt_ratio(estimate)}"
+
+
+def ratio_label(median_ratio, estimate=None, paired: bool = False) -> str:
+    """'×0.34' or '×0.34 (paired ×0.44)': the ratio colltune shows for a comparison
+    (terminal, report, figures): the ratio of the two medians, with the paired
+    estimate labelled where it differs (paired_note)."""
+    if not fmt_ratio(median_ratio):  # no medians to divide: the estimate alone
+        return ("paired " if paired and fmt_ratio(estimate) else "") + fmt_ratio(estimate)
+    note = paired_note(median_ratio, estimate, paired)
+    return fmt_ratio(median_ratio) + (f" ({note})" if note else "")
 
 
 def ratio_text(r, baseline: str = "native", detail: str = "") -> str:
@@ -190,6 +213,17 @@ class Verdict:
     p_holm: float = math.nan  # p adjusted by Holm over the point's candidates (nan: none)
     family: int = 1         # how many candidates were tested at the point (Holm's m)
     note: str = ""          # why: unstable (the spread / load seen) or Holm's tie
+    median_ratio: float = math.nan  # paired: the ratio of the two medians (what is shown)
+
+    @property
+    def shown(self) -> float:
+        """The ratio shown for the comparison: the ratio of the medians (paired: with
+        the estimate labelled beside it where it differs, paired_note)."""
+        return self.median_ratio if math.isfinite(self.median_ratio) else self.ratio
+
+    def _detail(self, more: str = "") -> str:
+        note = paired_note(self.shown, self.ratio, self.paired)
+        return "; ".join(x for x in (note, more) if x)
 
     @property
     def n(self) -> int:
@@ -237,7 +271,7 @@ class Verdict:
 
     def measured_text(self, baseline: str = "native") -> str:
         """'×0.74 of native (26 % faster)' as measured (no claim)."""
-        return ratio_text(self.ratio, baseline)
+        return ratio_text(self.shown, baseline, self._detail())
 
     def text(self, baseline: str = "native") -> str:
         """'×0.74 of native (26 % faster; 95% CI 0.70–0.80, p=0.008, n=5)',
@@ -246,18 +280,18 @@ class Verdict:
         if self.outcome == "insufficient":
             need = MIN_PAIRS if self.paired else MIN_REPS
             return (f"insufficient evidence ({n}; {need} repetitions needed): measured "
-                    + ratio_text(self.ratio, baseline))
+                    + ratio_text(self.shown, baseline, self._detail()))
         stats = self.stats_text()
         if self.outcome == "unstable":
             return (f"{UNSTABLE} ({self.note}): measured "
-                    + ratio_text(self.ratio, baseline, stats))
+                    + ratio_text(self.shown, baseline, self._detail(stats)))
         if self.exact and self.outcome == "tie":
-            return "tie: " + ratio_text(self.ratio, baseline,
-                                        f"within {100 * EXACT_TOL:g} %; " + stats)
+            return "tie: " + ratio_text(self.shown, baseline, self._detail(
+                f"within {100 * EXACT_TOL:g} %; " + stats))
         if self.outcome in ("faster", "slower"):
-            return ratio_text(self.ratio, baseline, stats)
+            return ratio_text(self.shown, baseline, self._detail(stats))
         why = f"{self.note}; " if self.note else "within noise; "
-        return "tie: " + ratio_text(self.ratio, baseline, why + stats)
+        return "tie: " + ratio_text(self.shown, baseline, self._detail(why + stats))
 
     def to_dict(self) -> dict:
         def clean(v):
@@ -342,9 +376,11 @@ def _compare_paired(candidate, baseline, alpha: float, min_effect: float,
         return Verdict("insufficient", math.nan, math.nan, math.nan, math.nan, 0, 0, True)
     d = np.log(b / a)  # > 0: the candidate is faster in that launch
     ratio = ratio_to_baseline(a, b, paired=True)
+    mr = ratio_to_baseline(a, b)  # the ratio of the medians, shown beside it
     speedup = 1 / ratio
     if n < min_pairs:
-        return Verdict("insufficient", ratio, math.nan, math.nan, math.nan, n, n, True)
+        return Verdict("insufficient", ratio, math.nan, math.nan, math.nan, n, n, True,
+                       median_ratio=mr)
     sd = float(d.std(ddof=1))
     if sd == 0:
         lo = hi = speedup
@@ -360,7 +396,7 @@ def _compare_paired(candidate, baseline, alpha: float, min_effect: float,
         outcome = "slower"
     else:
         outcome = "tie"
-    return Verdict(outcome, ratio, lo, hi, p, n, n, True)
+    return Verdict(outcome, ratio, lo, hi, p, n, n, True, median_ratio=mr)
 
 
 def is_exact(df: pd.DataFrame) -> bool:
@@ -391,7 +427,7 @@ def _ties(a: np.ndarray, b: np.ndarray) -> bool:
 
 # ------------------------------------------------------------------ best per point
 
-BEST_COLUMNS = ("best", "evidence", "level", "ratio", "ci_low", "ci_high", "p", "n",
+BEST_COLUMNS = ("best", "evidence", "level", "ratio", "median_ratio", "paired", "ci_low", "ci_high", "p", "n",
                 "fastest", "fastest_us", "best_us", "baseline_us", "algorithms",
                 "oversubscribed")
 
@@ -522,9 +558,11 @@ def best_of_point(samples: dict, baseline: str = "native",
             best, v = faster[0], verdicts[faster[0]]
             lo, hi = v.ratio_ci
             row.update(best=best, evidence=v.text(baseline), level=v.level, ratio=v.ratio,
+                       median_ratio=ratio_to_baseline(meds[best], meds[baseline]),
+                       paired=v.paired,
                        ci_low=lo, ci_high=hi, p=v.p, n=v.n)
         else:
-            row.update(best=baseline, ratio=1.0)
+            row.update(best=baseline, ratio=1.0, median_ratio=1.0, paired=False)
             # the closest contender by the comparison's own estimate (paired or not)
             top = min(verdicts, key=lambda k: verdicts[k].ratio
                       if math.isfinite(verdicts[k].ratio) else math.inf, default=None)

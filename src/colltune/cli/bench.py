@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from colltune.analysis.evidence import RATIO_LEGEND, fmt_ratio, ratio_to_baseline
+from colltune.analysis.evidence import RATIO_LEGEND, ratio_label, ratio_to_baseline
 from colltune.drivers import bench as bench_mod
 from colltune.results import db as db_mod
 from colltune.results import store
@@ -38,7 +38,11 @@ def _bench_cell(r: dict | None, base: dict | None, is_base: bool) -> str:
         return "no valid sample"
     cell = f"{r['median_us']:.2f}"
     if not is_base and r.get("ratio") is not None:
-        cell += " " + fmt_ratio(r["ratio"])
+        # the ratio of the medians (the paired estimate labelled where it differs):
+        # quick's and the report's number (evidence.ratio_label)
+        mr = ratio_to_baseline(r["median_us"], base["median_us"]) if (
+            base and base.get("median_us")) else None
+        cell += " " + ratio_label(mr, r["ratio"], bool(r.get("paired")))
         cell += VERDICT_MARKS.get(r.get("verdict"), "")
     if r.get("fallback"):
         cell += " *"

@@ -10,7 +10,8 @@ import click
 
 from rich.table import Table
 
-from colltune.analysis.evidence import OVER_MARK, SEED, versus_baseline
+from colltune.analysis.evidence import (OVER_MARK, SEED, fmt_ratio, paired_note,
+                                        ratio_to_baseline, versus_baseline)
 from colltune.analysis.points import best_table as best_points
 from colltune.analysis.points import latest_round, median_repetition
 from colltune.results import db as db_mod
@@ -134,13 +135,12 @@ def _cell(r: dict, base: float | None) -> str:
     text = f"{med:.2f}"
     if r["spec"] == "native" or not base:
         return text
-    mr = med / base  # the ratio of the two medians printed
-    text += f" ×{mr:.2f}" + {"tie": " ≈", "insufficient": " ?", "unstable": " !"}.get(
-        r.get("verdict") or "", "")
-    est = r.get("ratio")
-    if r.get("paired") and est is not None and f"{est:.2f}" != f"{mr:.2f}":
-        text += f" (paired ×{est:.2f})"
-    return text
+    mark = {"tie": " ≈", "insufficient": " ?", "unstable": " !"}.get(r.get("verdict") or "", "")
+    # the ratio of the two medians printed, the paired estimate labelled where it
+    # differs: the report's and the figures' number (evidence.ratio_label)
+    mr = ratio_to_baseline(med, base)
+    note = paired_note(mr, r.get("ratio"), bool(r.get("paired")))
+    return f"{text} {fmt_ratio(mr)}{mark}" + (f" ({note})" if note else "")
 
 
 def compact_tables(records: list[dict], cores: int | None = None, reps: int = 0) -> list[Table]:

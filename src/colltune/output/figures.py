@@ -561,7 +561,8 @@ def fig_best_map(df: pd.DataFrame, palette: Palette, mapping=None,
                     text = {"within noise": "tie", "insufficient": "few reps",
                             "unstable: measure again": "unstable"}.get(r.level, "")
                 else:
-                    text = fmt_ratio(r.ratio)
+                    # the ratio of the medians: quick's and the summary's number
+                    text = fmt_ratio(r.median_ratio)
                 lum = sum(c * wgt for c, wgt in zip(to_rgb(palette(r.best)),
                                                     (0.299, 0.587, 0.114)))
                 colour = "white" if lum < 0.5 else "black"
@@ -758,7 +759,7 @@ def fig_load_best(best: pd.DataFrame, palette: Palette) -> Figure:
     for r in best.itertuples(index=False):
         if r.best is None or r.load_level not in levels:
             continue
-        sp = getattr(r, "ratio", None)
+        sp = getattr(r, "median_ratio", getattr(r, "ratio", None))
         txt = r.best + (f"\n{fmt_ratio(sp)}" if sp is not None and sp == sp and sp != 1 else "")
         rgb = to_rgb(palette(r.best))
         dark = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] < 0.5

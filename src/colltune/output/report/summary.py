@@ -12,14 +12,24 @@ from colltune.output.report.page import _fmt, esc, html_table
 pd = LazyModule("pandas")
 
 
+def _shown(r: dict, baseline: str = "native", interval: bool = False) -> str:
+    """The choice's ratio to the baseline as quick's terminal and the figures show it:
+    the ratio of the medians, the paired estimate labelled where it differs
+    (evidence.paired_note), [with the comparison's interval]."""
+    mr = r.get("median_ratio")
+    mr = r["ratio"] if mr is None else mr
+    note = evidence.paired_note(mr, r["ratio"], bool(r.get("paired")))
+    ci = evidence.fmt_ci(r.get("ci_low"), r.get("ci_high")) if interval else ""
+    return evidence.ratio_text(mr, baseline, "; ".join(x for x in (note, ci) if x))
+
+
 def _ratio_text(r: dict, baseline: str = "native") -> str:
-    """The choice's ratio to the baseline (evidence.ratio_text) with its interval."""
+    """The choice's ratio to the baseline (_shown) with its interval."""
     if r.get("level") == "oversubscribed":
         return "no conclusion"
     if r.get("best") == baseline or r.get("ratio") is None:
         return "—"
-    return evidence.ratio_text(r["ratio"], baseline, evidence.fmt_ci(r.get("ci_low"),
-                                                                     r.get("ci_high")))
+    return _shown(r, baseline, interval=True)
 
 
 def collective_summary(d: pd.DataFrame, coll: str, baseline: str = "native",
@@ -37,7 +47,7 @@ def collective_summary(d: pd.DataFrame, coll: str, baseline: str = "native",
     for name in dict.fromkeys(r["best"] for r in winners):
         where = [r for r in winners if r["best"] == name]
         pts = "; ".join(f"np {int(r['np'])}, size {fmt_size(int(r['size']))}: "
-                        + evidence.ratio_text(r["ratio"], baseline) for r in where[:6])
+                        + _shown(r, baseline) for r in where[:6])
         if len(where) > 6:
             pts += f"; and {len(where) - 6} more point(s)"
         parts.append(f"<b>{esc(name)}</b> ({esc(pts)})")
@@ -97,9 +107,11 @@ def summary_section(df: pd.DataFrame, colls: list[str],
            "another algorithm is used where the 95% confidence interval of its ratio lies "
            "below 1 and the ratio is at most "
            f"{evidence.fmt_ratio(1 / (1 + evidence.MIN_EFFECT))}. Algorithms measured in "
-           "the same launches (interleaved) are compared paired: the ratio is the geometric "
-           "mean of the per-launch ratios, with the t interval of their logarithms (at least "
-           f"{evidence.MIN_PAIRS} launches). Otherwise unpaired: the ratio of medians with a "
+           "the same launches (interleaved) are compared paired: the test is on the "
+           "geometric mean of the per-launch ratios, with the t interval of their logarithms "
+           f"(at least {evidence.MIN_PAIRS} launches); the ratio shown is the ratio of the "
+           "medians, as in the terminal and the figures, with that paired estimate labelled "
+           "<i>paired</i> beside it where it differs. Otherwise unpaired: the ratio of medians with a "
            f"bootstrap interval ({evidence.N_BOOT} resamples, seed {evidence.SEED}: "
            "<code>colltune quick</code> prints the same intervals), and a two-sided "
            "Mann–Whitney U test below "
