@@ -387,7 +387,9 @@ def test_ctrl_c_during_alternating_launches_keeps_the_finished_ones(tmp_path, mp
     rows = list(csv.DictReader(out.splitlines()))
     assert {(r["spec"], int(r["size"])) for r in rows} == {
         (s, n) for s in ("native", "linear", "mpich:binomial") for n in (8, 64)}
-    assert all(float(r["median_us"]) > 0 for r in rows)
+    # the points of the launches that finished have their figures; a point whose launch
+    # was cut short may be printed without one
+    assert sum(1 for r in rows if r["median_us"] and float(r["median_us"]) > 0) >= kept
     c = sqlite3.connect(dbp)
     try:
         assert c.execute("SELECT status, notes FROM runs").fetchall() == [

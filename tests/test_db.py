@@ -402,8 +402,9 @@ def test_several_processes_create_or_migrate_the_schema_at_once(tmp_path, old):
     import sys
     import time
     path = tmp_path / "both.db"
-    if old:
+    if old:  # a version-1 file as colltune wrote it (WAL from its creation)
         conn = sqlite3.connect(path)
+        conn.execute("PRAGMA journal_mode = WAL")
         for stmt in db.MIGRATIONS[0]:
             conn.execute(stmt)
         conn.execute("PRAGMA user_version = 1")

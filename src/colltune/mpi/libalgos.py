@@ -245,6 +245,12 @@ OMPI_COMMON_ENV = {
 SHARED_LAUNCH_ENV = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"}
 
 
+# Open MPI 5.0.11 registers coll_tuned_allgatherv_algorithm read-only (ompi_info --param
+# coll tuned --level 9 --parsable: "status:read-only"; every other *_algorithm is
+# writeable): its algorithms keep launches of their own.
+OMPI_READ_ONLY = frozenset({"allgatherv"})
+
+
 def lib_cvars(mpi: MPI | str, collective: str, spec: str) -> dict[str, str] | None:
     """The MPI_T control variables that make a communicator created after writing
     them run `spec` (Open MPI: coll_tuned_<coll>_algorithm and its parameters, and
@@ -253,6 +259,8 @@ def lib_cvars(mpi: MPI | str, collective: str, spec: str) -> dict[str, str] | No
     its own (MPICH)."""
     algo, _ = resolve(mpi, collective, spec)
     if algo.library != "ompi" or (isinstance(mpi, MPI) and mpi.simulated):
+        return None
+    if collective in OMPI_READ_ONLY:
         return None
     cvars = {"coll_han_priority": "0"}
     for k, v in lib_env(mpi, collective, spec).items():

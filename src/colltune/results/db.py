@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -418,6 +419,20 @@ def migrate(conn: sqlite3.Connection) -> int:
             raise
 
 
+def _journal_wal(conn: sqlite3.Connection) -> str:
+    """PRAGMA journal_mode = WAL, tried again while another process holds the file (a
+    change of journal mode fails at once, without SQLite's busy wait, when several
+    processes open a new file together)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 def open_db(path: str | Path | None = None, create: bool = True) -> sqlite3.Connection:
     """Open (and create or migrate) a results database.
 
@@ -444,7 +459,7 @@ def open_db(path: str | Path | None = None, create: bool = True) -> sqlite3.Conn
             except DBError:
                 conn.close()
                 raise
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        mode = _journal_wal(conn)
         if mode.lower() != "wal":  # e.g. a file system without shared memory
             conn.execute("PRAGMA journal_mode = DELETE")
         conn.execute("PRAGMA synchronous = FULL")
