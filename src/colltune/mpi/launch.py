@@ -691,7 +691,11 @@ def user_command(mpi: MPI, argv: list[str]) -> tuple[list[str], list[str]]:
             own = mpi.launcher
         argv[0] = str(own)
         notes.append(f"{os.path.basename(argv[0])} is {mpi.banner}'s: {argv[0]} (--mpi)")
-    if mpi.kind == "openmpi":
+    # whose launcher it is: a distribution's suffix says (mpiexec.mpich under a build for
+    # Open MPI is MPICH's, and takes no Open MPI option), else the --mpi library's
+    suffix = os.path.basename(argv[0]).partition(".")[2]
+    kind = {"openmpi": "openmpi", "mpich": "mpich", "hydra": "mpich"}.get(suffix, mpi.kind)
+    if kind == "openmpi":
         if os.geteuid() == 0 and "--allow-run-as-root" not in argv:
             argv.insert(1, "--allow-run-as-root")
             notes.append("running as root: added --allow-run-as-root")
@@ -702,7 +706,7 @@ def user_command(mpi: MPI, argv: list[str]) -> tuple[list[str], list[str]]:
             notes.append(f"hint: {n} processes on {cores()} cores: Open MPI refuses more "
                          "processes than slots; add --oversubscribe after the launcher "
                          "(the processes then share cores)")
-    elif mpi.kind == "mpich":
+    elif kind == "mpich":
         n = _np_of(argv)
         if n is not None and n > cores():
             notes.append(f"hint: {n} processes on {cores()} cores: they share cores; "
