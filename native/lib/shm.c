@@ -139,7 +139,8 @@ static int shm_get(MPI_Comm comm, shm_t **out) {
 /* every rank has arrived; the slots' stores before are visible to the loads after */
 static int shm_sync(shm_t *s, MPI_Comm comm) {
 #ifdef SMPI_SHARED_MALLOC
-    /* SMPI: the ranks are threads of one process (and its MPI_Win_sync is a stub) */
+    /* SMPI: the ranks are threads of one process, and its MPI_Win_sync orders nothing:
+     * a barrier is the synchronisation there */
     (void)s;
     return PMPI_Barrier(comm);
 #else
