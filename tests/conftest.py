@@ -66,3 +66,23 @@ def colltune(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
     exe = Path(sys.executable).parent / "colltune"
     return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=timeout,
                           env=dict(os.environ, COLUMNS="200"))
+
+
+def plaincolls_under_rules(build, rules_path: Path, forced: tuple[str, ...], np: int = 3):
+    """colltune-plaincolls (a program that checks its own results) under the
+    interposition library with the rules file `rules_path`, no algorithm forced for the
+    collectives `forced` (their force variables emptied), verbose choices and a profile:
+    asserts that it passed; returns (stderr, the profile read back)."""
+    import re
+    from colltune.mpi import launch
+    from colltune.rules import interpose
+    prof = rules_path.with_suffix(".profile.json")
+    e = {interpose.force_variable(c): "" for c in forced}
+    e.update(interpose.preload(build, {}))
+    e.update({"COLLTUNE_RULES": str(rules_path), "COLLTUNE_VERBOSE": "1",
+              "COLLTUNE_PROFILE": str(prof)})
+    ln = launch.prepare(build.mpi, np, [str(build.program("colltune-plaincolls"))], e)
+    res = launch.run(ln, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
+    assert re.search(r"plaincolls: \d+ checks passed", res.stdout), res.stdout
+    return res.stderr, interpose.read_profile(prof)

@@ -16,7 +16,7 @@ from colltune.mpi import launch
 from colltune.mpi import libalgos as L
 from colltune.mpi.libraries import MPI
 from colltune.rules import interpose
-from conftest import colltune
+from conftest import colltune, plaincolls_under_rules
 
 FAKE_OMPI = MPI("openmpi", None, None, None, "5.0.11", "Open MPI v5.0.11")  # type: ignore[arg-type]
 FAKE_MPICH = MPI("mpich", None, None, None, "5.0.2", "MPICH 5.0.2")  # type: ignore[arg-type]
@@ -188,23 +188,13 @@ def test_allgatherv_rules_verbose_and_profile(ompi_build, tmp_path):
     path.write_text("# colltune-rules 1\n# target: colltune\n"
                     "allgatherv 2 - 0 100 bruck -\n"
                     "allgatherv 2 - 101 - neighbor_exchange -\n")
-    prof = tmp_path / "agv.profile.json"
-    e = {v: "" for v in (interpose.force_variable("allgatherv"),)}
-    e.update(interpose.preload(ompi_build, {}))
-    e.update({"COLLTUNE_RULES": str(path), "COLLTUNE_VERBOSE": "1",
-              "COLLTUNE_PROFILE": str(prof)})
-    ln = launch.prepare(ompi_build.mpi, 3, [str(ompi_build.program("colltune-plaincolls"))], e)
-    res = launch.run(ln, timeout=120)
-    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
-    assert re.search(r"plaincolls: \d+ checks passed", res.stdout), res.stdout
+    text, p = plaincolls_under_rules(ompi_build, path, ("allgatherv",))
     f = str(path)
-    text = res.stderr
     assert f"allgatherv np=3 size 0..100 B: bruck ({f}:3)" in text, text
     assert f"allgatherv np=2 size 101.. B: neighbor_exchange ({f}:4)" in text, text
     assert (f"allgatherv np=3 size 101.. B: ring ({f}:4; allgatherv/neighbor_exchange -> "
             "ring: the process count is odd)") in text, text
     assert "allgatherv np=2 size -: native (intercommunicator" in text, text
-    p = interpose.read_profile(prof)
     mine = [x for x in p.entries if x.collective == "allgatherv"]
     assert any(x.np == 3 and x.algorithm == "ring" and x.source == f"{f}:4" for x in mine), mine
     assert any(x.np == 2 and x.algorithm == "bruck" for x in mine), mine

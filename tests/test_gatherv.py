@@ -20,7 +20,7 @@ from colltune.mpi.libraries import MPI
 from colltune.rules import files as rules_files
 from colltune.rules import interpose
 from colltune.rules.ruleset import RulesError, from_text
-from conftest import colltune
+from conftest import colltune, plaincolls_under_rules
 
 FAKE_MPICH = MPI("mpich", None, None, None, "5.0.2", "MPICH 5.0.2")  # type: ignore[arg-type]
 ALGOS = {"linear", "linear_nb", "binomial"}
@@ -197,21 +197,11 @@ def test_rules_verbose_and_profile(ompi_build, tmp_path):
                     "gatherv 3 - 0 - binomial -\n"
                     "gatherv 2 2 0 - linear_nb -\n"
                     "scatterv 2 - 0 - binomial -\n")
-    prof = tmp_path / "v.profile.json"
-    e = {v: "" for v in (interpose.force_variable(c) for c in VCOLLS)}
-    e.update(interpose.preload(ompi_build, {}))
-    e.update({"COLLTUNE_RULES": str(path), "COLLTUNE_VERBOSE": "1",
-              "COLLTUNE_PROFILE": str(prof)})
-    ln = launch.prepare(ompi_build.mpi, 3, [str(ompi_build.program("colltune-plaincolls"))], e)
-    res = launch.run(ln, timeout=120)
-    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
-    assert re.search(r"plaincolls: \d+ checks passed", res.stdout), res.stdout
+    text, p = plaincolls_under_rules(ompi_build, path, VCOLLS)
     f = str(path)
-    text = res.stderr
     assert f"gatherv np=3 size 0.. B: binomial ({f}:3)" in text, text
     assert f"gatherv np=2 size 0.. B: linear_nb ({f}:4)" in text, text
     assert f"scatterv np=3 size 0.. B: binomial ({f}:5)" in text, text
-    p = interpose.read_profile(prof)
     mine = [x for x in p.entries if x.collective == "gatherv"]
     assert any(x.np == 3 and x.algorithm == "binomial" and x.source == f"{f}:3" for x in mine)
     assert any(x.np == 1 and x.algorithm == "native" for x in mine), mine
