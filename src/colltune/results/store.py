@@ -18,6 +18,7 @@ from colltune import __version__
 from colltune.results import reader
 from colltune.base.collectives import MEASUREMENT_KINDS, measurement_kind
 from colltune.base.specs import parse_params
+from colltune.mpi.backend import backend_for
 from colltune.results.db import now, open_db, transaction
 from colltune.results.provenance import git_revision, host_info, mpi_info, relevant_env
 
@@ -68,7 +69,7 @@ def store_run(conn: sqlite3.Connection, *, kind: str = "sweep", study_id: int | 
              if definition is not None else None, seed,
              None if shuffled is None else int(shuffled), units_planned, units_skipped,
              os.getpid(), now(), json.dumps(notes or [])))
-        if getattr(mpi, "simulated", False):
+        if backend_for(mpi).simulated:
             conn.execute(
                 "UPDATE runs SET simulated = 1, platform = ?, platform_description = ?, "
                 "simulator = ? WHERE id = ?",
