@@ -77,7 +77,7 @@ pack
 [ "${DIRTY:-0}" -gt 0 ] && step dirty-1 "$DIRTY" $PY lab/scripts/dirty_send.py
 if [ "${SIMACC:-0}" -gt 0 ]; then
   for k in $(seq "${SIMACCRUNS:-1}"); do
-    step "simacc-$k" "$SIMACC" $PY lab/scripts/sim_vs_measured_algos.py --sizes 8,1K,64K,1M \
+    step "simacc-$k" "$SIMACC" $PY lab/scripts/sim_vs_measured_algos.py --size 8,1K,64K,1M \
       --reps 5 ${SIMACCARGS:-} -o "$RES/simacc-$k.json"
   done
 fi
@@ -93,7 +93,7 @@ if [ "${SIMSPEED:-0}" -gt 0 ]; then
   for job in "${jobs[@]}"; do
     set -- $job
     timeout "$SIMSPEED" $PY lab/scripts/sim_speed.py --coll "$1" --algo "$2" \
-      --np "${SPEEDNP:-1024}" --sizes 8,1K,64K,1M -o "$RES/simspeed-$i.json" \
+      --np "${SPEEDNP:-1024}" --size 8,1K,64K,1M -o "$RES/simspeed-$i.json" \
       >"$RES/simspeed-$i.out" 2>"$RES/simspeed-$i.err" &
     i=$((i + 1))
     [ $((i % ${SPEEDJOBS:-4})) -eq 0 ] && wait
@@ -112,7 +112,7 @@ for c in ${COLLS-bcast allreduce reduce allgather alltoall gather scatter barrie
 done
 if [ "${OVL:-150}" -gt 0 ]; then
   step "paired$NP" "${OVL:-150}" $PY benchmarks/ours_vs_library.py --np "$NP" \
-    --sizes 8,1K,64K,1M --colls "${PAIRED:-bcast,allreduce}" --reps 3 --inner-reps 3 \
+    --size 8,1K,64K,1M --colls "${PAIRED:-bcast,allreduce}" --reps 3 --inner-reps 3 \
     --paired -o "$RES/paired$NP.json"
 fi
 cat /proc/loadavg

@@ -42,7 +42,7 @@ from colltune.mpi import placement
 from colltune.mpi import libraries as mpi_mod
 from colltune.mpi.build import build as do_build
 from colltune.base.files import write_atomic
-from colltune.base.units import fmt_size, parse_sizes
+from colltune.base.units import fmt_size, add_size_option, parse_sizes
 
 COLLECTIVES = ("bcast", "reduce", "allgather", "allreduce")
 
@@ -74,7 +74,7 @@ def run_colltune(b, coll: str, np: int, sizes: list[int], reps: int,
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--np", type=int, default=2)
-    ap.add_argument("--sizes", default="8,1K,64K,1M")
+    add_size_option(ap, default="8,1K,64K,1M")
     ap.add_argument("--coll", default=",".join(COLLECTIVES),
                     help="collectives, comma-separated (default: all four)")
     ap.add_argument("--launches", type=int, default=5, help="launches of each program")

@@ -23,7 +23,7 @@ alike, which on a small VM is the only way to resolve 10 % (docs/performance.md)
 
     .venv/bin/python benchmarks/ours_vs_library.py --np 2
     .venv/bin/python benchmarks/ours_vs_library.py --np 2 --reps 5 --inner-reps 3 --paired
-    .venv/bin/python benchmarks/ours_vs_library.py --np 4 --sizes 8,1K,64K,1M --reps 5 -o out.json
+    .venv/bin/python benchmarks/ours_vs_library.py --np 4 --size 8,1K,64K,1M --reps 5 -o out.json
     .venv/bin/python benchmarks/ours_vs_library.py --np 2 --colls bcast --reps 3 --control
 """
 
@@ -45,7 +45,7 @@ from colltune.drivers import registry
 from colltune.analysis import segsize as segsize_rule
 from colltune.mpi.build import build as do_build
 from colltune.base.specs import parse_lib_spec
-from colltune.base.units import fmt_size, parse_sizes
+from colltune.base.units import fmt_size, add_size_option, parse_sizes
 
 # (ours, Open MPI's) per collective; same name unless noted
 PAIRS: dict[str, list[tuple[str, str]]] = {
@@ -458,7 +458,7 @@ def paired_cell(ratios: list[float], us: tuple[list[float], list[float]]) -> str
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--np", type=int, default=2, help="processes (default 2)")
-    ap.add_argument("--sizes", default="8,1K,64K,1M", help="bytes (default 8,1K,64K,1M)")
+    add_size_option(ap, default="8,1K,64K,1M", help="bytes (default 8,1K,64K,1M)")
     ap.add_argument("--colls", default=",".join(PAIRS), help="collectives (default: all)")
     ap.add_argument("--iterations", type=int, help="timed calls per point (driver default)")
     ap.add_argument("--reps", type=int, default=3, help="alternating repetitions; with --paired, launches per pair (default 3)")

@@ -50,7 +50,7 @@ from colltune.mpi import libraries as mpi_mod
 from colltune.mpi.build import build as do_build
 from colltune.base.collectives import COLLECTIVES as ALL_COLLECTIVES
 from colltune.base.files import write_atomic
-from colltune.base.units import fmt_size, parse_sizes
+from colltune.base.units import fmt_size, add_size_option, parse_sizes
 
 COLLECTIVES = ("bcast", "reduce", "allgather", "allreduce")  # what colltune-osu-style runs
 DEFAULT_ALGOS = {"bcast": "binomial", "reduce": "binomial", "allgather": "ring",
@@ -174,7 +174,7 @@ def tight(args, b, colls, algos, sizes, console) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--np", type=int, default=2)
-    ap.add_argument("--sizes", default="8,64K")
+    add_size_option(ap, default="8,64K")
     ap.add_argument("--coll", default=",".join(COLLECTIVES))
     ap.add_argument("--algo", action="append", default=[], metavar="COLL=SPEC",
                     help="our algorithm for (c)/(d) (default: " +

@@ -32,7 +32,7 @@ from rich.table import Table
 from colltune.drivers import bench as bench_mod
 from colltune.mpi import libraries as mpi_mod
 from colltune.mpi.build import build as do_build
-from colltune.base.units import fmt_size, parse_sizes
+from colltune.base.units import fmt_size, add_size_option, parse_sizes
 
 CASES = {  # collective -> algorithms
     "bcast": ["native", "binomial", "scatter_allgather"],
@@ -43,7 +43,7 @@ CASES = {  # collective -> algorithms
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--np", type=int, default=2)
-    ap.add_argument("--sizes", default="8,1K,64K,1M")
+    add_size_option(ap, default="8,1K,64K,1M")
     ap.add_argument("--launches", type=int, default=5, help="launches per method")
     ap.add_argument("--iterations", type=int, default=None)
     ap.add_argument("--mpi", default=None)

@@ -426,3 +426,69 @@ def test_several_processes_create_or_migrate_the_schema_at_once(tmp_path, old):
         assert names == ["studies"]
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("version", range(1, 8))
+def test_every_older_database_gains_the_kind_of_each_point(tmp_path, version):
+    """v8 adds the points' kind (collective, pingpong, p2p, heat, app): a database of
+    every older version reads the same after the migration, each point with the kind its
+    collective name said, and readers select the ping-pong and the collectives by kind."""
+    path = tmp_path / f"v{version}.db"
+    c = sqlite3.connect(path)
+    for stmts in db.MIGRATIONS[:version]:
+        for stmt in stmts:
+            c.execute(stmt)
+    c.execute(f"PRAGMA user_version = {version}")
+    c.execute("INSERT INTO runs (id, kind, status, started_at) VALUES (1, 'bench', 'done', 'x')")
+    names = {"bcast": "collective", "allreduce": "collective", "heat": "heat",
+             "pingpong": "pingpong", "p2p": "p2p", "oldcoll": "collective"}
+    for i, coll in enumerate(names):
+        c.execute("INSERT INTO measurements (run_id, collective, algorithm, spec, np, size, "
+                  "median_us, extra) VALUES (1, ?, 'native', 'native', 2, ?, ?, ?)",
+                  (coll, 8 * (i + 1), 1.5 + i, '{"kind": "pingpong"}' if coll == "pingpong"
+                   else None))
+    c.commit()
+    c.close()
+    before = reader.read_measurements(path)
+    pp_before = reader.pingpong_points(path)
+    assert list(reader.measurement_kinds(before)) == list(names.values())
+    conn = db.open_db(path)
+    assert db.schema_version(conn) == db.SCHEMA_VERSION
+    stored = dict(conn.execute("SELECT collective, kind FROM measurements").fetchall())
+    assert stored == names
+    frame = reader.measurements_frame(conn)
+    assert list(reader.measurements_frame(conn, kind="heat")["collective"]) == ["heat"]
+    conn.close()
+    after = reader.read_measurements(path)
+    before = before.rename(columns={"min_us": "rep_min_us", "max_us": "rep_max_us"})  # v2
+    same = [c for c in before.columns if c != "kind"]
+    assert set(same) <= set(after.columns)
+    assert before[same].equals(after[same])  # the same data as before the migration
+    assert list(after["kind"]) == list(names.values()) == list(frame.sort_values("size")["kind"])
+    assert after["kind_run"].eq("bench").all()  # the run's kind keeps its own name
+    pp_after = reader.pingpong_points(path)
+    pp_before = pp_before.rename(columns={"min_us": "rep_min_us", "max_us": "rep_max_us"})
+    assert pp_before.equals(pp_after[pp_before.columns]) and "kind" not in pp_after.columns
+    assert sorted(pp_after["collective"]) == ["p2p", "pingpong"]
+
+
+def test_new_points_carry_their_kind_and_a_record_keeps_its_own(tmp_path):
+    """store computes the kind from the collective name (or takes it for a whole batch);
+    a driver's own record `kind` ('pingpong', 'exchange', 'heat') stays in `extra`."""
+    path = tmp_path / "r.db"
+    recs = [{"kind": "exchange", "np": 2, "size": 8, "median_us": 1.0, "min_us": 1.0,
+             "max_us": 1.0, "mean_us": 1.0}]
+    store.store_pingpong(recs, mpi=None, path=path, argv=["colltune", "quick"])
+    store.store_bench([_record("binomial"), _record("native", collective="heat")], mpi=None,
+                      path=path, argv=["colltune", "bench"])
+    conn = db.open_db(path)
+    rows = conn.execute("SELECT collective, kind, extra FROM measurements ORDER BY id").fetchall()
+    assert [tuple(r)[:2] for r in rows] == [("pingpong", "pingpong"), ("bcast", "collective"),
+                                            ("heat", "heat")]
+    assert '"kind": "exchange"' in rows[0]["extra"]
+    store.store_measurements(conn, 1, [_record("app1", collective="myapp")], kind="app")
+    assert conn.execute("SELECT kind FROM measurements WHERE collective = 'myapp'"
+                        ).fetchone()[0] == "app"
+    with pytest.raises(ValueError, match="unknown measurement kind 'nope'"):
+        store.store_measurements(conn, 1, [_record()], kind="nope")
+    conn.close()

@@ -165,7 +165,7 @@ def test_tune_quality_sim_benchmark_runs_a_small_grid(tmp_path, smpi_build):
     out = tmp_path / "tq.json"
     cmd = [sys.executable, str(root / "lab" / "scripts" / "tune_quality_sim.py"),
            "--platforms", "tapems-16x12", "--np", "4,8", "--ppn", "1,2", "--coll", "allreduce",
-           "--sizes", "8,1K,64K,1M", "--jobs", "2",
+           "--size", "8,1K,64K,1M", "--jobs", "2",
            "--cache", str(tmp_path / "cells.json"), "--json", str(out)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]

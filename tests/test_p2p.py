@@ -223,7 +223,7 @@ def test_the_dirty_send_benchmark_measures_its_five_cases(ompi_build):
     from pathlib import Path
 
     script = Path(__file__).resolve().parents[1] / "lab" / "scripts" / "dirty_send.py"
-    res = subprocess.run([sys.executable, str(script), "--sizes", "4K,64K", "--iterations",
+    res = subprocess.run([sys.executable, str(script), "--size", "4K,64K", "--iterations",
                           "20"], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
     rows = re.findall(r"│\s+(4K|64K)\s+│\s+([\d.]+)\s+│\s+([\d.]+) x([\d.]+)", res.stdout)

@@ -20,7 +20,7 @@ size 0 -> 1, then the exchange of the halves, with the block just received sent 
 (as the algorithm does) or from other buffers.
 
     .venv/bin/python lab/scripts/dirty_send.py
-    .venv/bin/python lab/scripts/dirty_send.py --sizes 64K,1M --mpi mpich
+    .venv/bin/python lab/scripts/dirty_send.py --size 64K,1M --mpi mpich
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from colltune.base.errors import ColltuneError
-from colltune.base.units import fmt_size, parse_sizes
+from colltune.base.units import fmt_size, add_size_option, parse_sizes
 from colltune.drivers import run as runner
 from colltune.mpi import libraries as mpi_mod
 from colltune.mpi.build import build as do_build
@@ -100,14 +100,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mpi", help="MPI library (default openmpi)")
-    ap.add_argument("--sizes", default="4K,16K,64K,256K,1M")
+    add_size_option(ap, default="4K,16K,64K,256K,1M")
     ap.add_argument("--iterations", type=int, default=1000,
                     help="timed messages per case and size (default %(default)s)")
     args = ap.parse_args()
     try:
         sizes = parse_sizes(args.sizes)
     except ValueError as exc:
-        ap.error(f"--sizes: {exc}")
+        ap.error(f"--size: {exc}")
     if args.iterations < 10:
         ap.error(f"--iterations {args.iterations}: at least 10")
     console = Console()

@@ -27,7 +27,7 @@ interleaved / alone excludes 1 but interleaved / alone-long holds it, the launch
 length, not its company, makes the difference.
 
     .venv/bin/python lab/scripts/interleave_bias.py                 # np 2, 8 B and 64 KiB
-    .venv/bin/python lab/scripts/interleave_bias.py --rounds 15 --sizes 8,1K,64K,1M
+    .venv/bin/python lab/scripts/interleave_bias.py --rounds 15 --size 8,1K,64K,1M
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from colltune.mpi import placement
 from colltune.mpi import libraries as mpi_mod
 from colltune.mpi.build import build as do_build
 from colltune.base.files import write_atomic
-from colltune.base.units import fmt_size, parse_sizes
+from colltune.base.units import fmt_size, add_size_option, parse_sizes
 
 OTHERS = {  # collective -> (algorithms before native, algorithms after it)
     "bcast": (["linear", "binomial"], ["chain"]),
@@ -69,7 +69,7 @@ def bootstrap_ci(values: list[float], n: int = 4000, seed: int = 1) -> tuple[flo
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--np", type=int, default=2)
-    ap.add_argument("--sizes", default="8,64K")
+    add_size_option(ap, default="8,64K")
     ap.add_argument("--coll", default="bcast,allreduce",
                     help=f"collectives, comma-separated ({', '.join(OTHERS)})")
     ap.add_argument("--rounds", type=int, default=9, help="launches of each kind")

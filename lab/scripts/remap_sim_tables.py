@@ -6,7 +6,7 @@ from colltune.analysis.remap.remap_effect over the stored points of the `remap` 
 
     colltune sweep --preset remap --mpi smpi --db /tmp/remap-sim/colltune.db
     .venv/bin/python lab/scripts/remap_sim_tables.py --db /tmp/remap-sim/colltune.db
-    .venv/bin/python lab/scripts/remap_sim_tables.py --db D --sizes 64K,1M   # a summary
+    .venv/bin/python lab/scripts/remap_sim_tables.py --db D --size 64K,1M   # a summary
     .venv/bin/python lab/scripts/remap_sim_tables.py --db D --study remap192 # P = 192
 """
 
@@ -17,7 +17,7 @@ import math
 
 from colltune.analysis.fit import load_measurements
 from colltune.analysis.remap import remap_effect
-from colltune.base.units import fmt_size, parse_sizes
+from colltune.base.units import fmt_size, add_size_option, parse_sizes
 
 
 def _f(v, fmt="{:.1f}") -> str:
@@ -28,7 +28,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", required=True, help="results database")
     ap.add_argument("--study", default="remap", help="study name (default: remap)")
-    ap.add_argument("--sizes", help="only these sizes (e.g. 64K,1M)")
+    add_size_option(ap, help="only these sizes (e.g. 64K,1M)")
     args = ap.parse_args()
     pts = load_measurements(args.db, study=args.study, only_simulated=True)
     eff = remap_effect(pts)

@@ -11,14 +11,14 @@ process count and size (> 1: SEQ preferred).
 
     .venv/bin/python lab/scripts/remap_tree_orientation.py
     .venv/bin/python lab/scripts/remap_tree_orientation.py --platform tapems-16x12 \\
-        --np 128,192 --sizes 64K,1M
+        --np 128,192 --size 64K,1M
 """
 
 from __future__ import annotations
 
 import argparse
 
-from colltune.base.units import fmt_size, parse_sizes
+from colltune.base.units import fmt_size, add_size_option, parse_sizes
 from colltune.drivers import bench as bench_mod
 from colltune.mpi import launch
 from colltune.mpi.build import build_for
@@ -32,7 +32,7 @@ def main() -> None:
     ap.add_argument("--platform", default="tapems-16x12-membus",
                     help="simulated platform (default: tapems-16x12-membus)")
     ap.add_argument("--np", default="128,192", help="process counts (default: 128,192)")
-    ap.add_argument("--sizes", default="64K,1M", help="message sizes (default: 64K,1M)")
+    add_size_option(ap, default="64K,1M", help="message sizes (default: 64K,1M)")
     args = ap.parse_args()
     sizes = parse_sizes(args.sizes)
     nps = [int(x) for x in args.np.split(",") if x.strip()]

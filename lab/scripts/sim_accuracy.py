@@ -18,7 +18,7 @@ the slowest rank's mean time per call (rank_max_us, OSU's "Max Latency": each ca
 followed by a barrier, so this is the call's completion time); `--statistic avg`
 compares OSU's average, as the first version of this script did.
 
-    .venv/bin/python lab/scripts/sim_accuracy.py --np 8,32 --sizes 8,1K,64K,1M
+    .venv/bin/python lab/scripts/sim_accuracy.py --np 8,32 --size 8,1K,64K,1M
 """
 
 from __future__ import annotations
@@ -41,14 +41,14 @@ from colltune.mpi import libraries as mpi_mod
 from colltune.mpi.build import build as do_build
 from colltune.mpi.platforms import resolve
 from colltune.base.specs import parse_params
-from colltune.base.units import fmt_size, parse_ints, parse_sizes
+from colltune.base.units import fmt_size, parse_ints, add_size_option, parse_sizes
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--coll", default="bcast,allreduce")
     ap.add_argument("--np", default="8,32")
-    ap.add_argument("--sizes", default="8,1K,64K,1M")
+    add_size_option(ap, default="8,1K,64K,1M")
     ap.add_argument("--platform", default="flat")
     ap.add_argument("--statistic", choices=["max", "avg"], default="max",
                     help="simulated time compared: the slowest rank's (max, default) or "

@@ -39,7 +39,7 @@ from colltune.drivers import registry
 from colltune.mpi import libraries as mpi_mod
 from colltune.mpi.build import build as do_build
 from colltune.mpi.platforms import resolve
-from colltune.base.units import parse_sizes
+from colltune.base.units import add_size_option, parse_sizes
 
 
 def _run(b, coll, algos, np_, sizes, plat, placement, **kw):
@@ -54,7 +54,7 @@ def main() -> int:
     ap.add_argument("--coll", default="bcast,reduce,gather,allgather,allreduce")
     ap.add_argument("--np", type=int, default=12)
     ap.add_argument("--nodes", type=int, default=3, help="nodes the processes spread over")
-    ap.add_argument("--sizes", default="8,1K,64K")
+    add_size_option(ap, default="8,1K,64K")
     ap.add_argument("--platform", default="tapems-16x12")
     ap.add_argument("--order", default="rr", help="rank order on the nodes (seq or rr)")
     ap.add_argument("--tolerance", type=float, default=1e-3,

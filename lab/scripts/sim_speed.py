@@ -8,7 +8,7 @@ divided by its points, with the simulated latency next to it, so that the cost o
 a 1024-process point can be read per algorithm. Goal (issue 16): one 1024-process
 point in at most 20 s of wall time on a 2-core machine.
 
-    .venv/bin/python lab/scripts/sim_speed.py --np 64,256,1024 --sizes 8,1M
+    .venv/bin/python lab/scripts/sim_speed.py --np 64,256,1024 --size 8,1M
     .venv/bin/python lab/scripts/sim_speed.py --coll bcast --algo pipeline,binomial --np 1024
 """
 
@@ -31,7 +31,7 @@ from colltune.mpi import libraries as mpi_mod
 from colltune.mpi import simgrid
 from colltune.mpi.build import build as do_build
 from colltune.mpi.platforms import resolve
-from colltune.base.units import fmt_size, parse_ints, parse_sizes
+from colltune.base.units import fmt_size, parse_ints, add_size_option, parse_sizes
 
 
 # left out by default, as by the scale preset: all p input vectors on every rank (1 GiB
@@ -53,7 +53,7 @@ def main() -> int:
                     help="algorithms (default: every one and native, as the scale preset: "
                          "without Allreduce allgather_reduce, which holds p x size per rank)")
     ap.add_argument("--np", default="64,128,256,512,1024")
-    ap.add_argument("--sizes", default="8,1K,64K,1M")
+    add_size_option(ap, default="8,1K,64K,1M")
     ap.add_argument("--platform", default="tapems-16x12")
     ap.add_argument("--iterations", type=int, default=bench_mod.SIM_ITERATIONS,
                     help="timed calls per point (default %(default)s)")

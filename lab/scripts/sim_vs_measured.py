@@ -18,7 +18,7 @@
    run-to-run spread, the floor any model can reach.
 
     .venv/bin/python lab/scripts/sim_vs_measured.py
-    .venv/bin/python lab/scripts/sim_vs_measured.py --reps 11 --sizes 8:1M -o sim_vs_measured.json
+    .venv/bin/python lab/scripts/sim_vs_measured.py --reps 11 --size 8:1M -o sim_vs_measured.json
     .venv/bin/python lab/scripts/sim_vs_measured.py --calib-json a.json --eval-json b.json
 """
 
@@ -41,7 +41,7 @@ from colltune.mpi import platforms as plat
 from colltune.mpi.build import build as do_build
 from colltune.drivers.p2p import PingpongSpec, run_pingpong
 from colltune.base.paths import cache_dir, native_dir
-from colltune.base.units import parse_sizes
+from colltune.base.units import add_size_option, parse_sizes
 
 out = Console(width=150)
 
@@ -101,7 +101,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mpi", help="MPI library of the measured runs (default openmpi)")
-    ap.add_argument("--sizes", default="8:1M", help="sizes, as colltune pingpong takes them")
+    add_size_option(ap, default="8:1M", help="sizes, as colltune pingpong takes them")
     ap.add_argument("--reps", type=int, default=11, help="repetitions of each size, each run")
     ap.add_argument("--statistic", default="min", choices=["min", "median"],
                     help="time of a size the calibration uses")

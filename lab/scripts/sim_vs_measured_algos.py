@@ -35,7 +35,7 @@ brought home, can test model changes on any machine.
 
     .venv/bin/python lab/scripts/sim_vs_measured_algos.py
     .venv/bin/python lab/scripts/sim_vs_measured_algos.py --colls bcast,allreduce \\
-        --sizes 8,64,1K,8K,64K,1M --reps 5 -o sim_vs_measured_algos.json
+        --size 8,64,1K,8K,64K,1M --reps 5 -o sim_vs_measured_algos.json
     .venv/bin/python lab/scripts/sim_vs_measured_algos.py --replay \\
         lab/data/device-2026-11-28/c-simacc-1.json --shared 16
     .venv/bin/python lab/scripts/sim_vs_measured_algos.py --replay \\
@@ -67,7 +67,7 @@ from colltune.mpi import platforms as plat
 from colltune.mpi.build import build as do_build
 from colltune.drivers.gamma import COLD_POOL_BYTES, COMPUTE_SIZES, measure_gamma
 from colltune.drivers.p2p import PingpongSpec, measure_eager_limit, measure_exchange, run_pingpong
-from colltune.base.units import fmt_size, parse_size, parse_sizes
+from colltune.base.units import fmt_size, parse_size, add_size_option, parse_sizes
 
 out = Console(width=160)
 OTHER = {"cold": "copies and reductions charged as timed with their data in memory",
@@ -190,7 +190,7 @@ def main() -> None:
     ap.add_argument("--mpi", help="MPI library of the measured runs (default openmpi)")
     ap.add_argument("--colls", default="bcast,allreduce,reduce,allgather",
                     help="collectives, comma-separated")
-    ap.add_argument("--sizes", default="8,1K,64K,1M", help="message sizes")
+    add_size_option(ap, default="8,1K,64K,1M", help="message sizes")
     ap.add_argument("--reps", type=int, default=5, help="measured repetitions per point")
     ap.add_argument("--iterations", type=int, help="measured iterations per repetition "
                     "(default: the driver's, by size)")

@@ -27,7 +27,7 @@ the exhaustive cells. Launches are printed too: the exhaustive design needs only
 
     .venv/bin/python lab/scripts/tune_budget.py                       # bcast, allreduce; np 2
     .venv/bin/python lab/scripts/tune_budget.py --coll bcast,reduce,allreduce \\
-        --sizes 1,2,4,8,16,32,64,128,256,512,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M \\
+        --size 1,2,4,8,16,32,64,128,256,512,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M \\
         --reps 6 --budget 15% --json tune_budget.json
 """
 
@@ -48,7 +48,7 @@ from colltune.tuning import tune  # noqa: E402
 from colltune.mpi.build import build_for  # noqa: E402
 from colltune.base.files import write_atomic  # noqa: E402
 from colltune.base.specs import is_lib_spec, split_specs  # noqa: E402
-from colltune.base.units import fmt_size, parse_sizes  # noqa: E402
+from colltune.base.units import fmt_size, add_size_option, parse_sizes  # noqa: E402
 
 DEFAULT_SIZES = ",".join(str(4 ** i) for i in range(11))  # 1 B .. 1 MiB, x4
 
@@ -118,7 +118,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--coll", default="bcast,allreduce", help="collectives (comma-separated)")
     ap.add_argument("--np", type=int, default=2, help="process count (default 2)")
-    ap.add_argument("--sizes", default=DEFAULT_SIZES, help="sizes (default 1 B..1 MiB, x4)")
+    add_size_option(ap, default=DEFAULT_SIZES, help="sizes (default 1 B..1 MiB, x4)")
     ap.add_argument("--algo", default="ours,native", help="candidates (default ours,native)")
     ap.add_argument("--reps", type=int, default=4, help="exhaustive repetitions (default 4)")
     ap.add_argument("--budget", default="20%", help="adaptive budget, share of the "

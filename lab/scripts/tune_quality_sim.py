@@ -43,7 +43,7 @@ rules where the layouts differ.
 
     .venv/bin/python lab/scripts/tune_quality_sim.py --json tq.json       # the full table
     .venv/bin/python lab/scripts/tune_quality_sim.py --platforms flat --np 8,16 \\
-        --coll bcast --sizes 8,1K,64K --quick                               # a smoke run
+        --coll bcast --size 8,1K,64K --quick                               # a smoke run
 
 Simulated cells are kept in --cache (JSON, written after every launch): a second run
 with the same cache simulates nothing it already has (--fresh ignores it).
@@ -67,7 +67,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from colltune.base.files import write_atomic  # noqa: E402
-from colltune.base.units import fmt_size, parse_sizes  # noqa: E402
+from colltune.base.units import fmt_size, add_size_option, parse_sizes  # noqa: E402
 from colltune.mpi.build import build_for  # noqa: E402
 from colltune.mpi.platforms import resolve  # noqa: E402
 from colltune.tuning import adaptive, exact  # noqa: E402
@@ -315,8 +315,7 @@ def main() -> int:
                          "on 2 cores, more than the benchmark's 45 minutes allow)")
     ap.add_argument("--ppn", default="2,8", help="processes per node: the layouts of each "
                     "process count (np/ppn nodes)")
-    ap.add_argument("--sizes", default="8,128,2K,32K,512K,4M", help="sizes (default 8 B..4 "
-                    "MiB, x16)")
+    add_size_option(ap, default="8,128,2K,32K,512K,4M", help="sizes (default 8 B..4 MiB, x16)")
     ap.add_argument("--budget", default="20%", help="adaptive budget (default 20%%)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                     help="simulations at once (default: the cores)")

@@ -9,6 +9,7 @@ from colltune.analysis.evidence import best_per_point, is_exact, with_oversubscr
 from colltune.base.lazy import LazyModule
 from colltune.base.specs import is_lib_spec, params_text
 from colltune.mpi import libalgos
+from colltune.results.reader import measurement_kinds
 
 np = LazyModule("numpy")
 pd = LazyModule("pandas")
@@ -81,8 +82,7 @@ def timing_groups(df: pd.DataFrame) -> list[tuple[str, str, int]]:
     if "timing" not in df.columns or df.empty:
         return []
     d = df[df["timing"].notna()]
-    if "collective" in d.columns:
-        d = d[~d["collective"].isin(("pingpong", "p2p", "heat"))]
+    d = d[measurement_kinds(d) == "collective"]
     study = (d["study"].astype(object).where(d["study"].notna(), "(bench)")
              if "study" in d.columns else pd.Series("(unknown)", index=d.index))
     counts = d.assign(_s=study.astype(str)).groupby(["timing", "_s"]).size()

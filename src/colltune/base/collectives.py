@@ -24,6 +24,15 @@ PER_PROCESS = ("gather", "allgather", "alltoall", "alltoallv", "scatter",
 # for the same reason
 SIZE_BLIND = ("alltoallv", "gatherv", "scatterv")
 
+# What a stored measurement measures (the measurements table's `kind` column): a
+# collective (one of COLLECTIVES, or a collective some older colltune measured), the
+# cost model's ping-pong, other point-to-point figures, the heat-diffusion application
+# (its STREAM bandwidth included), or an application's own run. Readers select by kind,
+# never by collective name.
+MEASUREMENT_KINDS = ("collective", "pingpong", "p2p", "heat", "app")
+# the `collective` names that are not collectives, with their kind
+NOT_COLLECTIVES = {"pingpong": "pingpong", "p2p": "p2p", "heat": "heat", "app": "app"}
+
 
 def per_process(collective: str) -> bool:
     """True when `collective`'s size counts bytes per process (gather, allgather,
@@ -31,6 +40,13 @@ def per_process(collective: str) -> bool:
     process receives; allgatherv, gatherv, scatterv: on average). Barrier moves no data:
     size 0."""
     return collective in PER_PROCESS
+
+
+def measurement_kind(collective) -> str:
+    """The kind of a measurement stored under this `collective` name (MEASUREMENT_KINDS):
+    'heat' for the heat study's points, 'pingpong' for the cost model's ping-pong, ...,
+    'collective' for every other name."""
+    return NOT_COLLECTIVES.get(str(collective), "collective")
 
 
 def mpi_name(collective: str) -> str:

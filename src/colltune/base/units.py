@@ -41,6 +41,36 @@ def parse_sizes(text: str) -> list[int]:
     return sorted(set(sizes))
 
 
+
+def add_size_option(parser, default: str | None = None, help: str | None = None) -> None:
+    """`--size` of the scripts in benchmarks/ and lab/scripts/ (argparse), as the
+    command line has it (README, Options): repeatable, each a list, a range or a mix
+    (`--size 8,64K --size 1M`, `--size 1:1M`); every value is checked at once (a bad one
+    is one error line) and the values, joined by commas, land in `args.sizes` for
+    parse_sizes (`default` when none is given). `--sizes`, their older spelling, stays
+    (hidden) so that the dated commands of lab/ still run."""
+    import argparse
+
+    class SizeList(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            try:
+                parse_sizes(values)
+            except ValueError as exc:
+                parser.error(f"{option_string} {values}: {exc}")
+            given = getattr(namespace, "_sizes_given", False)
+            old = getattr(namespace, self.dest, None)
+            setattr(namespace, self.dest, f"{old},{values}" if given and old else values)
+            namespace._sizes_given = True
+
+    text = help or ("message sizes in bytes, K/M/G = 2^10/2^20/2^30: 8,64K,1M or 1:1M "
+                    "(powers of two)")
+    text += "; repeatable" + (f" (default {default})" if default and not help else "")
+    parser.add_argument("--size", dest="sizes", action=SizeList, default=default,
+                        metavar="LIST", help=text)
+    parser.add_argument("--sizes", dest="sizes", action=SizeList, default=default,
+                        help=argparse.SUPPRESS)
+
+
 _INT_RANGE = re.compile(r"^(\d+)\s*(?::|\.\.)\s*(\d+)\s*(?:step\s*(\d+)|x\s*(\d+))?$")
 
 

@@ -19,6 +19,7 @@ from typing import Callable
 from colltune.drivers import registry
 from colltune.drivers import run as runner
 from colltune.mpi import launch, libalgos, placement
+from colltune.mpi.backend import SIMULATED_REPS, backend_for
 from colltune.mpi.build import Build
 from colltune.mpi.libraries import MPI
 from colltune.base.collectives import per_process
@@ -104,7 +105,7 @@ class BenchSpec:
 # point (docs/simulation.md, "Speed").
 SIM_ITERATIONS = 1
 SIM_WARMUP = 0
-SIM_REPS = 1
+SIM_REPS = SIMULATED_REPS  # mpi.backend: a simulated backend's default_reps
 
 
 def for_simulation(spec: BenchSpec) -> BenchSpec:
@@ -186,12 +187,13 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
     collective does not raise: its record has "valid": false (see
     `validation_failures`), and the caller decides how to exit.
     """
-    if build.mpi.simulated:
+    backend = backend_for(build)
+    if backend.simulated:
         spec = for_simulation(spec)
-    elif spec.shared_buffers:
+    elif spec.shared_buffers and not backend.shared_buffers:
         raise BenchError("shared buffers (SMPI_SHARED_MALLOC) exist only under simulation "
                          "(--mpi smpi)")
-    elif spec.load is not None:
+    elif spec.load is not None and not backend.load_in_launch:
         raise BenchError("load-generator ranks inside the measured launch are for simulation "
                          "(--mpi smpi); locally the generator runs beside it (colltune load)")
     # the library's algorithms that run beside native on communicators of their own
@@ -242,7 +244,7 @@ def run(build: Build, spec: BenchSpec, timeout: float = 3600,
     ln = runner.prepare(build, "colltune-bench", spec.np + load_np, prog, error=BenchError,
                         extra_env=extra_env,
                         prepare_options={"load_np": load_np} if load_np else None)
-    sim = launch.current_simulation() if build.mpi.simulated else None
+    sim = launch.current_simulation() if backend.simulated else None
     extras: dict[str, dict] = {}  # the probe's, the generator's and the placement lines
 
     def _mark(rec: dict) -> None:

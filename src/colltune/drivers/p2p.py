@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from rich.table import Table
 
 from colltune.drivers import run
+from colltune.mpi.backend import backend_for
 from colltune.mpi.build import Build
 from colltune.base.errors import ColltuneError
 from colltune.base.units import fmt_size, parse_sizes
@@ -109,7 +110,7 @@ def measure_eager_limit(build: Build, max_size: int = 4 << 20, reps: int = 9,
     send us], ...])."""
     if max_size < 1:
         raise P2PError(f"eager limit: max_size {max_size}: must be at least 1 byte")
-    if build.mpi.simulated:
+    if not backend_for(build).eager_limit_measurable:
         raise P2PError("eager limit: a simulator's is a setting (SMPI: "
                        "smpi/send-is-detached-thresh), not something to measure")
     prog = ["--mode", "eager", "--sizes", str(max_size), "--reps", str(reps),

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from colltune.drivers import run
+from colltune.mpi.backend import backend_for
 from colltune.mpi.build import Build
 from colltune.base.errors import ColltuneError, did_you_mean
 from colltune.base.specs import SpecError, param_pairs, split_spec
@@ -56,7 +57,7 @@ def _load(program: str, hidden: bool, prefix: tuple[str, ...] = ()) -> tuple[Alg
 
 def algorithms(build: Build, hidden: bool = False) -> tuple[Algorithm, ...]:
     program = str(build.program("colltune-verify"))
-    if getattr(build.mpi, "simulated", False):
+    if backend_for(build).programs_via_launcher:
         # SMPI's programs are shared objects that only smpirun can start (one simulated
         # process; the default platform)
 

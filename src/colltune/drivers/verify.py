@@ -10,15 +10,14 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from colltune.drivers.run import run_program
+from colltune.mpi.backend import SIMULATED, backend_for
 from colltune.mpi.build import Build
 from colltune.base.errors import ColltuneError
 
 DEFAULT_NPS = (1, 2, 3, 4, 5, 7, 8, 13, 16)
 FAMILIES = ("main", "mixed", "garbage", "self", "inter", "remap", "empty")
-# Under SimGrid's SMPI: no MPI_Intercomm_create (inter); different derived datatypes of
-# one type signature on sender and receiver are not matched by SMPI's datatype engine
-# (mixed: a plain MPI_Send/MPI_Recv, bcast/linear, fails the same way)
-SMPI_UNSUPPORTED_FAMILIES = ("inter", "mixed")
+# Under SimGrid's SMPI: inter and mixed (mpi.backend says why)
+SMPI_UNSUPPORTED_FAMILIES = SIMULATED.unsupported_families
 
 
 @dataclass
@@ -81,13 +80,14 @@ def run(build: Build, nps: list[int], collectives: list[str], algos: list[str] |
     (main, mixed, garbage, self, inter, remap, empty; default all; under SimGrid's SMPI all but
     inter and mixed, see SMPI_UNSUPPORTED_FAMILIES)."""
     report = Report()
-    if getattr(build.mpi, "simulated", False) and families is not None \
+    backend = backend_for(build)
+    if backend.unsupported_families and families is not None \
             and set(families) == set(FAMILIES):  # "all" (the command's default)
         families = None
-    if families is None and getattr(build.mpi, "simulated", False):
-        families = [f for f in FAMILIES if f not in SMPI_UNSUPPORTED_FAMILIES]
-    elif families and getattr(build.mpi, "simulated", False):
-        bad = [f for f in families if f in SMPI_UNSUPPORTED_FAMILIES]
+    if families is None and backend.unsupported_families:
+        families = list(backend.verify_families(FAMILIES))
+    elif families and backend.unsupported_families:
+        bad = [f for f in families if f in backend.unsupported_families]
         if bad:
 
             raise ColltuneError(f"family {', '.join(bad)}: not under SimGrid's SMPI (it has no "

@@ -41,6 +41,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
+from colltune.base.collectives import NOT_COLLECTIVES
 from colltune.base.errors import ColltuneError
 from colltune.base.files import can_create_in
 
@@ -291,7 +292,28 @@ _V7 = [
     "ALTER TABLE measurements ADD COLUMN load1_after REAL",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
+
+
+def kind_sql(column: str = "collective") -> str:
+    """SQL for the kind of a measurement from its collective name (what
+    base.collectives.measurement_kind says): the migration to v8 fills the column with
+    it, and readers of files without the column compute it so."""
+    whens = " ".join(f"WHEN '{name}' THEN '{kind}'" for name, kind in NOT_COLLECTIVES.items())
+    return f"CASE {column} {whens} ELSE 'collective' END"
+
+
+# v8: what a point measures (base.collectives.MEASUREMENT_KINDS: collective, pingpong,
+# p2p, heat, app), so that readers select the collectives' points, the ping-pong or the
+# heat study's by kind instead of by collective name; older points get the kind their
+# collective name says.
+_V8 = [
+    "ALTER TABLE measurements ADD COLUMN kind TEXT NOT NULL DEFAULT 'collective'",
+    f"UPDATE measurements SET kind = {kind_sql()} "
+    f"WHERE collective IN ({', '.join(repr(n) for n in NOT_COLLECTIVES)})",
+    "CREATE INDEX measurements_kind ON measurements(kind)",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

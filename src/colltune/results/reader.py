@@ -22,10 +22,10 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from colltune.base.collectives import COLLECTIVES
+from colltune.base.collectives import COLLECTIVES, measurement_kind
 from colltune.base.errors import did_you_mean
 from colltune.mpi.placement import MAPPINGS
-from colltune.results.db import DamagedError, DBError, open_reader
+from colltune.results.db import DamagedError, DBError, kind_sql, open_reader
 
 # ------------------------------------------------------------------ studies and runs
 
@@ -208,18 +208,18 @@ RUN_KINDS = {"bench": "colltune bench --db",
              "pingpong": "the cost model's ping-pong (colltune quick)"}
 
 POINT_COLUMNS = (
-    "study", "run_id", "round", "host", "mpi_kind", "mpi_version", "collective", "algorithm",
-    "spec", "params", "np", "nodes", "ppn", "mapping", "rank_order", "repetition", "size", "root",
-    "dtype", "op", "timing", "iterations", "warmup", "rep_min_us", "mean_us", "median_us",
-    "p90_us", "p99_us", "rep_max_us", "stddev_us", "valid_reps", "invalid", "rank_min_us",
-    "rank_max_us", "window_us", "sleep_us", "time_budget_s", "valid", "fallback", "align",
-    "load_level", "probe_us", "simulated", "load1_before", "load1_after", "started_at",
+    "study", "run_id", "round", "host", "mpi_kind", "mpi_version", "collective", "kind",
+    "algorithm", "spec", "params", "np", "nodes", "ppn", "mapping", "rank_order", "repetition",
+    "size", "root", "dtype", "op", "timing", "iterations", "warmup", "rep_min_us", "mean_us",
+    "median_us", "p90_us", "p99_us", "rep_max_us", "stddev_us", "valid_reps", "invalid",
+    "rank_min_us", "rank_max_us", "window_us", "sleep_us", "time_budget_s", "valid", "fallback",
+    "align", "load_level", "probe_us", "simulated", "load1_before", "load1_after", "started_at",
     "command")
 
 
 def measurements_frame(conn: sqlite3.Connection, *, study=None, collective=None, algorithm=None,
                        np=None, size=None, mapping=None, rank_order=None, run_id=None,
-                       round=None, host=None, samples: bool = False,
+                       round=None, host=None, kind=None, samples: bool = False,
                        include_simulated: bool = False, only_simulated: bool = False):
     """Points as a pandas DataFrame, one row per stored measurement, with the study
     name, host and MPI of their run and the command of their launch. Every filter
@@ -232,11 +232,13 @@ def measurements_frame(conn: sqlite3.Connection, *, study=None, collective=None,
 
     Simulated points (SimGrid SMPI) are left out unless `include_simulated`;
     `only_simulated` selects them alone. `platform` and `simulator` say where a
-    simulated point was simulated."""
+    simulated point was simulated. `kind` selects points by what they measure
+    (base.collectives.MEASUREMENT_KINDS: 'collective', 'pingpong', 'heat', ...)."""
     import pandas as pd
 
-    filters = {"m.collective": collective, "m.np": np, "m.size": size, "m.mapping": mapping,
-               "m.rank_order": rank_order, "m.run_id": run_id, "m.round": round, "r.host": host}
+    filters = {"m.collective": collective, "m.kind": kind, "m.np": np, "m.size": size,
+               "m.mapping": mapping, "m.rank_order": rank_order, "m.run_id": run_id,
+               "m.round": round, "r.host": host}
     where, args = _where(filters)
     extra = []
     studies = _as_list(study)
@@ -336,6 +338,23 @@ def tunings_frame(conn: sqlite3.Connection, *, study=None, target=None):
         conn, params=args)
 
 
+# ------------------------------------------------------------------ kinds of points
+
+
+def measurement_kinds(df):
+    """What each row of a frame of points measures (base.collectives.MEASUREMENT_KINDS),
+    as a pandas Series: its `kind` column where the frame has one (every colltune
+    database from schema v8 on, and every frame read_measurements makes), else from its
+    collective names. The one test of "this point is a collective's" readers use."""
+    import pandas as pd
+
+    if "kind" in df.columns:
+        return df["kind"].astype(object).where(df["kind"].notna(), "collective")
+    if "collective" not in df.columns:
+        return pd.Series("collective", index=df.index, dtype=object)
+    return df["collective"].map(measurement_kind).astype(object)
+
+
 # ------------------------------------------------------------------ oversubscription
 
 
@@ -432,7 +451,8 @@ def read_measurements(db_path: str | Path, study: str | None = None, *,
     study name in a `study` column. Columns that clash with a measurement column
     keep the measurement's name and get the table's suffix (`host_run`).
     Tolerates any schema that has a `measurements` table: only the columns present
-    are read (the raw `samples` never). `study` selects one study by name (or id).
+    are read (the raw `samples` never); a file without the points' `kind` gets it
+    from the collective names (measurement_kinds). `study` selects one study by name (or id).
     Simulated points (SimGrid SMPI, column `simulated`) are left out unless
     `include_simulated`; `only_simulated` keeps them alone. Raises DBError when the
     file, the table or the study is missing (the message says which)."""
@@ -457,6 +477,9 @@ def read_measurements(db_path: str | Path, study: str | None = None, *,
         mcols = [c for c in _table_columns(con, "measurements") if c not in HEAVY_COLUMNS]
         df = pd.read_sql_query(
             f"SELECT {', '.join(chr(34) + c + chr(34) for c in mcols)} FROM measurements", con)
+        if "kind" not in df.columns and "collective" in df.columns:  # before v8, other files
+            df["kind"] = measurement_kinds(df).to_numpy()
+            mcols.append("kind")
         if "runs" in tables and "run_id" in df.columns:
             rcols = _table_columns(con, "runs")
             rkey = _key(rcols, "run_id", "id")
@@ -532,11 +555,13 @@ def pingpong_points(db_path):
                     return df
         if "measurements" in tables:
             cols = _table_columns(con, "measurements")
-            if "collective" in cols:
+            if "kind" in cols or "collective" in cols:
+                kind = "kind" if "kind" in cols else kind_sql()
                 sim = " AND simulated = 0" if "simulated" in cols else ""  # measured only
-                df = pd.read_sql_query(
-                    "SELECT * FROM measurements WHERE collective IN ('pingpong', 'p2p')" + sim,
-                    con)
+                keep = ", ".join(f'"{c}"' for c in cols if c != "kind")  # the records' own
+                df = pd.read_sql_query(f"SELECT {keep} FROM measurements "
+                                       f"WHERE {kind} IN ('pingpong', 'p2p'){sim} ORDER BY rowid",
+                                       con)
                 if len(df):
                     return df
     except (sqlite3.Error, pd.errors.DatabaseError):

@@ -16,7 +16,9 @@ from typing import Iterable
 
 from colltune import __version__
 from colltune.results import reader
+from colltune.base.collectives import MEASUREMENT_KINDS, measurement_kind
 from colltune.base.specs import parse_params
+from colltune.mpi.backend import backend_for
 from colltune.results.db import now, open_db, transaction
 from colltune.results.provenance import git_revision, host_info, mpi_info, relevant_env
 
@@ -67,7 +69,7 @@ def store_run(conn: sqlite3.Connection, *, kind: str = "sweep", study_id: int | 
              if definition is not None else None, seed,
              None if shuffled is None else int(shuffled), units_planned, units_skipped,
              os.getpid(), now(), json.dumps(notes or [])))
-        if getattr(mpi, "simulated", False):
+        if backend_for(mpi).simulated:
             conn.execute(
                 "UPDATE runs SET simulated = 1, platform = ?, platform_description = ?, "
                 "simulator = ? WHERE id = ?",
@@ -135,7 +137,10 @@ MEASUREMENT_COLUMNS = (
     "median_us", "p90_us", "p99_us", "rep_max_us", "stddev_us", "valid_reps", "invalid",
     "rank_min_us", "rank_max_us", "window_us", "sleep_us", "time_budget_s", "valid", "fallback",
     "repetition", "round", "samples", "extra", "align", "load_level", "probe_us", "simulated",
-    "load1_before", "load1_after")
+    "load1_before", "load1_after", "kind")
+# a record's own `kind` (a driver's record type: 'pingpong', 'exchange', 'heat', ...) is
+# not the point's kind (computed here: MEASUREMENT_KINDS): it stays in `extra`
+_RECORD_OWN = {"kind"}
 _RECORD_SKIP = {"command", "mpi", "host", "samples_us", "params", "order"}
 # record fields of older colltune versions -> their column now
 _LEGACY_FIELDS = {"min_us": "rep_min_us", "max_us": "rep_max_us"}
@@ -154,11 +159,15 @@ def _measurement_row(rec: dict, defaults: dict) -> tuple:
     row["params"] = json.dumps(parse_params(rec.get("params"), numbers=True), sort_keys=True)
     samples = rec.get("samples_us")
     row["samples"] = json.dumps(samples) if samples is not None else None
+    row["kind"] = defaults.get("kind") or measurement_kind(row["collective"])
+    if row["kind"] not in MEASUREMENT_KINDS:
+        raise ValueError(f"unknown measurement kind '{row['kind']}' (valid: "
+                         f"{', '.join(MEASUREMENT_KINDS)})")
     if isinstance(row["valid"], bool):
         row["valid"] = int(row["valid"])
     row["simulated"] = 1 if row["simulated"] else 0
     extra = {k: v for k, v in rec.items()
-             if k not in MEASUREMENT_COLUMNS and k not in _RECORD_SKIP}
+             if (k not in MEASUREMENT_COLUMNS or k in _RECORD_OWN) and k not in _RECORD_SKIP}
     row["extra"] = json.dumps(extra, sort_keys=True, default=str) if extra else None
     for c in ("collective", "algorithm", "np", "size"):
         if row[c] is None:
@@ -171,8 +180,9 @@ def store_measurements(conn: sqlite3.Connection, run_id: int, records: Iterable[
     """Store bench records (bench.run's dicts) of one run in one transaction.
 
     `defaults` fill fields the records lack: nodes, ppn, mapping, rank_order,
-    repetition, round. Unknown record fields go to the `extra` JSON column,
-    `samples_us` to `samples`. Returns the number stored.
+    repetition, round; `kind` (base.collectives.MEASUREMENT_KINDS) sets the points'
+    kind, else each record's collective name says it (measurement_kind). Unknown record
+    fields go to the `extra` JSON column, `samples_us` to `samples`. Returns the number stored.
     """
     rows = [_measurement_row(r, defaults) for r in records]
     cols = ", ".join(("run_id", "unit_id") + MEASUREMENT_COLUMNS)

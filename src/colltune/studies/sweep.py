@@ -42,6 +42,7 @@ from colltune.drivers import bench as bench_mod
 from colltune.results import db as db_mod
 from colltune.results import reader, store
 from colltune.mpi import launch
+from colltune.mpi.backend import backend_for
 from colltune.mpi.placement import LaunchError, Placement, capacity, cores, parse_hostfile
 from colltune.base.specs import format_params, is_lib_spec
 from colltune.studies.study import Study, StudyError, fmt_ints, layouts
@@ -187,10 +188,11 @@ def make_plan(study: Study, build, *, seed: int | None = None,
               shuffle: bool | None = None) -> Plan:
     """Check the study against the build and expand it into launch units."""
     algorithms = resolve_algorithms(study, build)
+    backend = backend_for(build)
     for coll in study.collectives:  # unsupported options fail here, not at the first launch
         if coll != HEAT:
             spec = bench_spec(study, Unit(coll, 1, "core", "seq", 1, ("native",), None, ""))
-            if build.mpi.simulated:
+            if backend.simulated:
                 try:
                     bench_mod.for_simulation(spec)
                 except bench_mod.BenchError as exc:
@@ -198,13 +200,11 @@ def make_plan(study: Study, build, *, seed: int | None = None,
     notes: list[str] = []
     platform = None
     repetitions = study.repetitions
-    if build.mpi.simulated:
-
-        if study.launcher != "local":
+    if backend.simulated:
+        if backend.local_only and study.launcher != "local":
             raise StudyError(f"study.launcher '{study.launcher}': a simulation (--mpi smpi) runs "
                              "here on its simulated platform; use launcher 'local'")
         if study.load:
-
             try:
                 for n in study.load:
                     workload.sim_level(workload.LoadLevel(**study.load_levels[n]))
@@ -217,11 +217,11 @@ def make_plan(study: Study, build, *, seed: int | None = None,
             notes.append(f"simulated (platform '{platform.name}') with load: {repetitions} "
                          "repetitions kept, each launch's generator draws other pairings "
                          "(the times differ by the load, not by noise)")
-        elif repetitions > 1:
+        elif repetitions > 1 and backend.exact:
             notes.append(f"simulated (platform '{platform.name}'): times are deterministic, "
                          f"1 repetition instead of {repetitions}")
             repetitions = 1
-        if HEAT in study.collectives:
+        if HEAT in study.collectives and not backend.applications:
             notes.append("the heat application is not simulated: its launches are left out")
     else:
         slots, note = _capacity(study)
@@ -251,11 +251,11 @@ def make_plan(study: Study, build, *, seed: int | None = None,
     skipped: set[str] = set()
     for rep in range(1, repetitions + 1):
         for coll in study.collectives:
-            if platform is not None and coll == HEAT:
+            if coll == HEAT and not backend.applications:
                 continue
             ours = tuple(a for a in algorithms[coll] if not is_lib_spec(a))
             libs = [a for a in algorithms[coll] if is_lib_spec(a)]
-            if platform is not None and libs:
+            if libs and not backend.library_algorithms:
                 skipped.add("the MPI libraries' own algorithms (ompi:, mpich:) are not "
                             "simulated: left out")
                 libs = []
@@ -444,7 +444,7 @@ def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool 
     """
     if jobs < 1:
         raise ValueError(f"jobs {jobs}: at least 1")
-    if jobs > 1 and plan.platform is None:
+    if jobs > 1 and not backend_for(plan.build).parallel_launches:
         raise ValueError("launches side by side are for simulated studies (--mpi smpi): "
                          "measured ones would disturb each other's timings")
     console = console or err

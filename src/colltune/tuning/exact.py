@@ -70,6 +70,7 @@ from colltune.base.lazy import LazyModule
 from colltune.drivers import bench as bench_mod
 from colltune.drivers import registry
 from colltune.mpi import launch as launch_mod
+from colltune.mpi.backend import backend_for
 from colltune.mpi.placement import Placement
 from colltune.base.specs import parse_params
 from colltune.rules.ruleset import make_params
@@ -473,7 +474,7 @@ def layout_platform(plat, np_: int, ppn: int):
 def sim_measure(build, plat, collective: str, timeout: float = 3600) -> Measure:
     """A `measure` that simulates: one smpirun per launch on its layout; each record
     labelled with its candidate (and the nodes and ppn it ran on)."""
-    if not build.mpi.simulated:
+    if backend_for(build).tuning_engine != "exact":
         raise AdaptiveError("exact (simulated) tuning needs --mpi smpi")
 
     def measure(la: Launch) -> list[dict]:

@@ -50,6 +50,7 @@ from colltune.output.report.provenance import provenance_section
 from colltune.output.report.simulated import remap_section, simulated_section
 from colltune.output.report.summary import summary_section
 from colltune.output.report.tuning import tune_section
+from colltune.results import reader
 
 pd = LazyModule("pandas")
 
@@ -75,18 +76,19 @@ def build_report(df: pd.DataFrame, *, runs: Provenance | pd.DataFrame | None = N
         runs = Provenance(pd.DataFrame())
     elif isinstance(runs, pd.DataFrame):
         runs = Provenance(runs)
-    colls = [c for c in COLLECTIVES
-             if c in set(df["collective"])]
+    kinds = reader.measurement_kinds(df)
+    measured = set(df.loc[kinds == "collective", "collective"].dropna())
+    colls = [c for c in COLLECTIVES if c in measured]
     # point-to-point records (ping-pong) feed the cost model, not a collective section
-    colls += sorted(set(df["collective"].dropna()) - set(colls) - {"heat", "pingpong", "p2p"})
+    colls += sorted(measured - set(colls))
     # the answer first: the summary, then figures, then models, provenance last
     # the algorithms the summary recommends: every figure draws them (palette.always)
     body = [summary_section(df, colls, include_oversubscribed, palette.always)] if colls else []
     for c in colls:
         body.append(collective_section(df, c, palette, parts, dpi, surface_algo))
-    has_heat = "heat" in set(df["collective"])
+    has_heat = bool((kinds == "heat").any())
     if has_heat:
-        body.append(heat_section(df[df["collective"] == "heat"], parts, dpi))
+        body.append(heat_section(df[kinds == "heat"], parts, dpi))
     tuned = tune_section(df[df["collective"].isin(colls)], parts, palette, dpi,
                          include_oversubscribed) if colls else ""
     body.append(tuned)
