@@ -780,6 +780,38 @@ def compute_points(points: list[dict], statistic: str = "min") -> tuple[tuple[in
     return tuple(pts)
 
 
+def _calibrated_nodes(nodes, ncores, host, when, basis, alpha, beta, cal, lat_f, bw_f, charge,
+                      eager, comp_sources, shared) -> Platform:
+    """`this-machine` when its ping-pong crossed nodes (MPI saw its 2 processes on 2
+    nodes: `colltune cluster`, a hostfile): `nodes` nodes of one core's share each,
+    joined by a network with the fitted figures; a process a node, as measured."""
+    per = max(1, ncores // nodes)
+    if shared is not None:  # two messages at once between nodes: not a memory bus
+        comp_sources.pop("intra_shared_bandwidth_GBps", None)
+        cal["exchange_note"] = "measured between nodes: not used as a memory bus"
+    return Platform(
+        name=THIS_MACHINE, nodes=nodes, sockets=1, cores_per_socket=per,
+        about=f"{nodes} nodes as MPI saw them from {host} (one ping-pong process on each), "
+              f"calibrated {when}",
+        intra_latency_us=round(alpha, 6), intra_bandwidth_GBps=round(beta, 6),
+        net_latency_us=round(alpha, 6), net_bandwidth_GBps=round(beta, 6),
+        sources={"nodes": f"the nodes MPI saw the calibration's processes on "
+                          f"(MPI_COMM_TYPE_SHARED): {nodes}",
+                 "sockets": "one socket a node",
+                 "cores_per_socket": f"{ncores} cores usable on {host} / {nodes} nodes",
+                 "net_latency_us": f"Hockney fit (alpha) of {basis}, between two nodes",
+                 "net_bandwidth_GBps": f"Hockney fit (beta) of {basis}, between two nodes",
+                 "intra_latency_us": "not measured (the ping-pong crossed nodes): set to "
+                                     "the network figure",
+                 "intra_bandwidth_GBps": "not measured (the ping-pong crossed nodes): set "
+                                         "to the network figure",
+                 "factors": ("piecewise SimGrid latency/bandwidth factors: simulated one-way "
+                             "time = measured time at each calibrated size" if lat_f
+                             else "none: plain Hockney"), **comp_sources},
+        calibration={**cal, "nodes": nodes}, lat_factors=lat_f, bw_factors=bw_f,
+        compute=charge, eager_limit_bytes=int(eager["eager_limit"]) if eager else None)
+
+
 def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool = True,
                cores: int | None = None, command: str = "", when: str | None = None,
                compute: Mapping[str, dict] | None = None,
@@ -858,6 +890,10 @@ def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool =
             f"{eager.get('reps')} sends a size, receiver {eager.get('delay_us')} us late), "
             f"colltune platform calibrate on {host}, {when}")
         cal["eager_command"] = eager.get("command", "")
+    nodes = max(int(r.get("nodes_seen") or 1) for r in recs)
+    if nodes > 1:
+        return _calibrated_nodes(nodes, ncores, host, when, basis, alpha, beta, cal, lat_f,
+                                 bw_f, charge, eager, comp_sources, shared)
     return Platform(
         name=THIS_MACHINE, nodes=1, sockets=1, cores_per_socket=ncores,
         about=f"this machine ({host}): one node with its {ncores} cores, calibrated {when}",
