@@ -383,3 +383,22 @@ def test_rules_verify_of_a_ppn_file_with_mpich_at_2x2(cluster2, mpich_build, tmp
     coll, size, named, ran, _, agrees = row[:6]
     assert (named, agrees) == ("binomial", "consistent"), row
     assert "binomial" in ran.split(", ") and "scatter_ring_allgather" not in ran, row
+
+
+def test_platform_calibrate_across_nodes_writes_a_cluster(cluster2, ompi_build, tmp_path):
+    """`colltune platform calibrate` under `cluster env`: its ping-pong crosses the
+    switch, and the platform it writes has the 2 nodes MPI saw, a core each, the fitted
+    figures as the network's."""
+    from colltune.mpi import platforms as plat
+
+    out = tmp_path / "cluster.toml"
+    exe = Path(sys.executable).parent / "colltune"
+    res = subprocess.run([str(exe), "platform", "calibrate", "--size", "8,64K", "--reps", "2",
+                          "--no-compute", "--no-eager", "--no-exchange", "-o", str(out)],
+                         capture_output=True, text=True, env=_on_cluster_env(cluster2),
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    p = plat.loads(out.read_text(), str(out))
+    assert (p.nodes, p.cores_per_socket) == (2, 1), p
+    assert p.net_latency_us == pytest.approx(p.calibration["alpha_us"], rel=1e-5)
+    assert "between two nodes" in p.sources["net_latency_us"]

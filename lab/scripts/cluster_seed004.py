@@ -20,7 +20,7 @@ Levels other than `none` run 4 processes on 2 cores (2 measured, 2 generator):
 OVERSUBSCRIBED, marked so in every table.
 
     .venv/bin/python lab/scripts/cluster_seed004.py --db seed004.db --tc tc.log \\
-        [--json out.json]
+        [--json out.json] [--csv points.csv]
 """
 
 from __future__ import annotations
@@ -167,6 +167,9 @@ def main() -> None:
     ap.add_argument("--study", action="append")
     ap.add_argument("--tc", help="the tc sampler's log (queues of the capped links)")
     ap.add_argument("--json", help="write every figure here")
+    ap.add_argument("--csv", help="write every measured point here (one row a point and "
+                                  "launch: study, round, launch, level, probe, algorithm, "
+                                  "size, median)")
     args = ap.parse_args()
     tc = tc_samples(Path(args.tc)) if args.tc else None
     results = [analyse(args.db, s, tc) for s in
@@ -188,6 +191,13 @@ def main() -> None:
             print(f"  {key:28s} " + "  ".join(cells))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+    if args.csv:
+        import pandas as pd
+
+        cols = ["study", "round", "unit_id", "load_level", "probe_us", "algorithm", "size",
+                "median_us", "rep_min_us", "rep_max_us", "nodes", "ppn"]
+        frames = [reader.read_measurements(args.db, r["study"])[cols] for r in results]
+        pd.concat(frames).to_csv(args.csv, index=False, float_format="%.3f")
 
 
 if __name__ == "__main__":
