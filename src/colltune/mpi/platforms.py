@@ -36,7 +36,7 @@ import json
 import math
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -780,36 +780,21 @@ def compute_points(points: list[dict], statistic: str = "min") -> tuple[tuple[in
     return tuple(pts)
 
 
-def _calibrated_nodes(nodes, ncores, host, when, basis, alpha, beta, cal, lat_f, bw_f, charge,
-                      eager, comp_sources, shared) -> Platform:
-    """`this-machine` when its ping-pong crossed nodes (MPI saw its 2 processes on 2
-    nodes: `colltune cluster`, a hostfile): `nodes` nodes of one core's share each,
-    joined by a network with the fitted figures; a process a node, as measured."""
-    per = max(1, ncores // nodes)
-    if shared is not None:  # two messages at once between nodes: not a memory bus
-        comp_sources.pop("intra_shared_bandwidth_GBps", None)
-        cal["exchange_note"] = "measured between nodes: not used as a memory bus"
-    return Platform(
-        name=THIS_MACHINE, nodes=nodes, sockets=1, cores_per_socket=per,
-        about=f"{nodes} nodes as MPI saw them from {host} (one ping-pong process on each), "
-              f"calibrated {when}",
-        intra_latency_us=round(alpha, 6), intra_bandwidth_GBps=round(beta, 6),
-        net_latency_us=round(alpha, 6), net_bandwidth_GBps=round(beta, 6),
-        sources={"nodes": f"the nodes MPI saw the calibration's processes on "
-                          f"(MPI_COMM_TYPE_SHARED): {nodes}",
-                 "sockets": "one socket a node",
-                 "cores_per_socket": f"{ncores} cores usable on {host} / {nodes} nodes",
-                 "net_latency_us": f"Hockney fit (alpha) of {basis}, between two nodes",
-                 "net_bandwidth_GBps": f"Hockney fit (beta) of {basis}, between two nodes",
-                 "intra_latency_us": "not measured (the ping-pong crossed nodes): set to "
-                                     "the network figure",
-                 "intra_bandwidth_GBps": "not measured (the ping-pong crossed nodes): set "
-                                         "to the network figure",
-                 "factors": ("piecewise SimGrid latency/bandwidth factors: simulated one-way "
-                             "time = measured time at each calibrated size" if lat_f
-                             else "none: plain Hockney"), **comp_sources},
-        calibration={**cal, "nodes": nodes}, lat_factors=lat_f, bw_factors=bw_f,
-        compute=charge, eager_limit_bytes=int(eager["eager_limit"]) if eager else None)
+def _across_nodes(p: Platform, nodes: int, host: str, basis: str) -> Platform:
+    """A calibration whose ping-pong crossed `nodes` nodes (MPI saw its processes apart:
+    `colltune cluster`, a hostfile): those nodes, one process's share of the cores each,
+    the fitted figures as the network's; two messages at once are not a memory bus."""
+    per, net, intra = max(1, p.cores_per_socket // nodes), f"of {basis}, between two nodes", \
+        "not measured (the ping-pong crossed nodes): as the network"
+    src = {k: v for k, v in p.sources.items() if k != "intra_shared_bandwidth_GBps"}
+    return replace(
+        p, nodes=nodes, cores_per_socket=per, intra_shared_bandwidth_GBps=None,
+        about=f"{nodes} nodes as MPI saw them from {host} (a ping-pong process on each), "
+              f"calibrated {p.calibration['date']}", calibration={**p.calibration, "nodes": nodes},
+        sources={**src, "nodes": f"the nodes MPI saw the ping-pong's processes on: {nodes}",
+                 "cores_per_socket": f"{p.cores_per_socket} cores usable on {host} / {nodes}",
+                 "net_latency_us": f"Hockney fit (alpha) {net}", "intra_latency_us": intra,
+                 "net_bandwidth_GBps": f"Hockney fit (beta) {net}", "intra_bandwidth_GBps": intra})
 
 
 def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool = True,
@@ -890,11 +875,7 @@ def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool =
             f"{eager.get('reps')} sends a size, receiver {eager.get('delay_us')} us late), "
             f"colltune platform calibrate on {host}, {when}")
         cal["eager_command"] = eager.get("command", "")
-    nodes = max(int(r.get("nodes_seen") or 1) for r in recs)
-    if nodes > 1:
-        return _calibrated_nodes(nodes, ncores, host, when, basis, alpha, beta, cal, lat_f,
-                                 bw_f, charge, eager, comp_sources, shared)
-    return Platform(
+    p = Platform(
         name=THIS_MACHINE, nodes=1, sockets=1, cores_per_socket=ncores,
         about=f"this machine ({host}): one node with its {ncores} cores, calibrated {when}",
         intra_latency_us=round(alpha, 6), intra_bandwidth_GBps=round(beta, 6),
@@ -914,3 +895,5 @@ def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool =
         calibration=cal, lat_factors=lat_f, bw_factors=bw_f, compute=charge,
         eager_limit_bytes=int(eager["eager_limit"]) if eager else None,
         intra_shared_bandwidth_GBps=shared)
+    nodes = max(int(r.get("nodes_seen") or 1) for r in recs)
+    return _across_nodes(p, nodes, host, basis) if nodes > 1 else p
