@@ -5,6 +5,7 @@ are skipped with the reason. Each test leaves no namespace, link or process behi
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -328,3 +329,76 @@ def test_rules_verify_of_a_ppn_file_on_the_cluster(cluster2, mpich_build, tmp_pa
     # are listed; binomial (the ppn=2- rule) is not
     assert (named, agrees) == ("scatter_ring_allgather", "consistent"), row
     assert "scatter_ring_allgather" in ran.split(", ") and "binomial" not in ran, row
+
+
+def test_ad_hoc_records_under_cluster_env_say_the_nodes_they_got(cluster2, ompi_build, tmp_path):
+    """`colltune pingpong` and `colltune bench --db` under `cluster env` (a plain mpirun
+    over the default hostfile): the records carry the nodes and processes per node MPI
+    saw, 2 x 1, and the database stores them, not 1 node x 2."""
+    env = _on_cluster_env(cluster2)
+    exe = Path(sys.executable).parent / "colltune"
+    out = tmp_path / "pp.json"
+    res = subprocess.run([str(exe), "pingpong", "--np", "2", "--size", "8", "--reps", "1",
+                          "--iterations", "20", "--format", "json", "-o", str(out)],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    recs = json.loads(out.read_text())
+    assert [(r["kind"], r["nodes_seen"], r["ppn_seen"]) for r in recs] == [("pingpong", 2, 1)]
+    db = tmp_path / "b.db"
+    for where, e in (("cluster", env), ("local", dict(os.environ))):
+        res = subprocess.run([str(exe), "bench", "--coll", "bcast", "--algo", "binomial",
+                              "--np", "2", "--size", "8", "--reps", "1", "--iterations", "20",
+                              "--db", str(db)], capture_output=True, text=True, env=e,
+                             timeout=300)
+        assert res.returncode == 0, (where, res.stderr)
+    with sqlite3.connect(db) as conn:
+        got = conn.execute("select nodes, ppn from measurements order by id").fetchall()
+    assert got == [(2, 1), (1, 2)], got
+
+
+@pytest.mark.mpich
+def test_rules_verify_of_a_ppn_file_with_mpich_at_2x2(cluster2, mpich_build, tmp_path):
+    """MPICH at 2 nodes x 2 processes (hydra's proxies on both nodes, 4 processes on 2
+    cores: oversubscribed, which a correctness check does not mind): the ppn=2- rule is
+    what ran, MPICH counting 2 processes a node without MPIR_CVAR_NOLOCAL."""
+    from colltune.rules import files as rf
+    from colltune.rules import ruleset as R
+
+    rs = R.from_text("# colltune-rules 1\n# target: mpich\n"
+                     "bcast 1 - 0 - mpich:binomial - ppn=2-\n"
+                     "bcast 1 - 0 - mpich:scatter_ring_allgather - ppn=1-1\n")
+    path = tmp_path / "ppn.json"
+    rf.export(rs, "mpich", path, mpich_build.mpi)
+    hosts = tmp_path / "hosts"  # 2 slots a node: ranks 0,1 on ctn1, 2,3 on ctn2
+    hosts.write_text("".join(f"{a}:2\n" for a in cluster2.addresses))
+    env = dict(_on_cluster_env(cluster2), HYDRA_HOST_FILE=str(hosts))
+    env.pop("MPIR_CVAR_NOLOCAL", None)
+    exe = Path(sys.executable).parent / "colltune"
+    res = subprocess.run([str(exe), "rules", "verify", str(path), "--np", "4", "--size", "64K"],
+                         capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    row = next([c.strip() for c in ln.split("│")[1:-1]] for ln in res.stdout.splitlines()
+               if ln.startswith("│ bcast"))
+    coll, size, named, ran, _, agrees = row[:6]
+    assert (named, agrees) == ("binomial", "consistent"), row
+    assert "binomial" in ran.split(", ") and "scatter_ring_allgather" not in ran, row
+
+
+def test_platform_calibrate_across_nodes_writes_a_cluster(cluster2, ompi_build, tmp_path):
+    """`colltune platform calibrate` under `cluster env`: its ping-pong crosses the
+    switch, and the platform it writes has the 2 nodes MPI saw, a core each, the fitted
+    figures as the network's."""
+    from colltune.mpi import platforms as plat
+
+    out = tmp_path / "cluster.toml"
+    exe = Path(sys.executable).parent / "colltune"
+    res = subprocess.run([str(exe), "platform", "calibrate", "--size", "8,64K", "--reps", "2",
+                          "--no-compute", "--no-eager", "--no-exchange", "-o", str(out)],
+                         capture_output=True, text=True, env=_on_cluster_env(cluster2),
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    p = plat.loads(out.read_text(), str(out))
+    assert (p.nodes, p.cores_per_socket) == (2, 1), p
+    assert p.net_latency_us == pytest.approx(p.calibration["alpha_us"], rel=1e-5)
+    assert "between two nodes" in p.sources["net_latency_us"]

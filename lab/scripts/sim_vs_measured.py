@@ -81,6 +81,7 @@ def simulate(exe: Path, p: plat.Platform, sizes, iterations: int, workdir: Path)
     if res.returncode != 0:
         sys.exit(f"smpirun failed:\n{' '.join(cmd)}\n{res.stdout[-2000:]}\n{res.stderr[-4000:]}")
     recs = [json.loads(l) for l in res.stdout.splitlines() if l.startswith("{")]
+    recs = [r for r in recs if "size" in r]  # not the placement line
     return {int(r["size"]): float(r["median_us"]) for r in recs}, wall
 
 

@@ -517,25 +517,7 @@ int main(int argc, char **argv) {
             fflush(stdout);
         }
     }
-    {   /* where the processes really are, as the MPI library sees it (shared-memory
-         * nodes): the number of nodes and the most processes on one */
-        MPI_Comm node;
-        int on_node = 1, lead = 0, ppn = 1, nodes = 1, nrank = 0;
-        if (MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
-            MPI_SUCCESS) {
-            MPI_Comm_size(node, &on_node);
-            MPI_Comm_rank(node, &nrank);
-            lead = nrank == 0;
-            MPI_Comm_free(&node);
-        }
-        MPI_Allreduce(&on_node, &ppn, 1, MPI_INT, MPI_MAX, world);
-        MPI_Allreduce(&lead, &nodes, 1, MPI_INT, MPI_SUM, world);
-        if (rank == 0) {
-            printf("{\"kind\": \"placement\", \"np\": %d, \"nodes\": %d, \"ppn\": %d}\n",
-                   nprocs, nodes, ppn);
-            fflush(stdout);
-        }
-    }
+    ct_print_placement(world); /* where the processes really are (nodes, ppn) */
     /* Every launch holds one duplicate of the measured communicator for the whole run,
      * as colltune's dispatcher makes one for our algorithms: in Open MPI 5 the first
      * duplicate registers libnbc's progress callback, which every later wait then

@@ -138,3 +138,24 @@ int ct_op_from_name(const char *name, MPI_Op *op) {
     return 0;
 }
 
+
+void ct_print_placement(MPI_Comm comm) {
+    MPI_Comm node;
+    int on_node = 1, lead = 0, ppn = 1, nodes = 1, nrank = 0, rank = 0, np = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &np);
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        MPI_Comm_size(node, &on_node);
+        MPI_Comm_rank(node, &nrank);
+        lead = nrank == 0;
+        MPI_Comm_free(&node);
+    }
+    MPI_Allreduce(&on_node, &ppn, 1, MPI_INT, MPI_MAX, comm);
+    MPI_Allreduce(&lead, &nodes, 1, MPI_INT, MPI_SUM, comm);
+    if (rank == 0) {
+        printf("{\"kind\": \"placement\", \"np\": %d, \"nodes\": %d, \"ppn\": %d}\n", np,
+               nodes, ppn);
+        fflush(stdout);
+    }
+}

@@ -23,4 +23,9 @@ void ct_free_list(char **items, int n);
 int ct_dtype_from_name(const char *name, MPI_Datatype *dt);
 int ct_op_from_name(const char *name, MPI_Op *op);
 
+/* Where the processes of `comm` really are, as the MPI library sees it (shared-memory
+ * nodes, MPI_Comm_split_type): rank 0 prints {"kind": "placement", "np", "nodes",
+ * "ppn"} (ppn: the most processes on one node). Collective over `comm`. */
+void ct_print_placement(MPI_Comm comm);
+
 #endif

@@ -332,6 +332,7 @@ int main(int argc, char **argv) {
     for (long i = 0; i < max_size; i++) sbuf[i] = (char)pattern(rank, i);
     memset(rbuf, 0, (size_t)max_size);
     if (eager) eager_search(sbuf, rbuf, max_size, (double)delay_us * 1e-6, reps);
+    else ct_print_placement(MPI_COMM_WORLD); /* where the processes are (nodes, ppn) */
     double *samples = malloc((size_t)reps * sizeof *samples);
 
     char ver[256];

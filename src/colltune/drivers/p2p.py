@@ -24,7 +24,7 @@ MODES = ("pingpong", "ring", "exchange")
 
 PINGPONG_FIELDS = ["kind", "np", "participants", "size", "min_us", "median_us", "mean_us",
                    "max_us", "stddev_us", "bandwidth_MBps", "iterations", "warmup", "reps",
-                   "persistent", "align", "mpi", "host", "command"]
+                   "persistent", "align", "mpi", "host", "command", "nodes_seen", "ppn_seen"]
 PROBE_FIELDS = ["kind", "np", "size", "iterations", "warmup", "samples", "min_us", "median_us",
                 "mean_us", "p90_us", "max_us", "iter_slowest_median_us", "iter_wall_us", "load_index",
                 "load_basis", "baseline_us", "seed", "mpi", "host", "command"]
@@ -81,8 +81,21 @@ def run_pingpong(build: Build, spec: PingpongSpec, timeout: float = 600) -> tupl
         prog += ["--warmup", str(spec.warmup)]
     if spec.align is not None:
         prog += ["--align", str(spec.align)]
-    return run.run_records(build, "colltune-pingpong", spec.np, prog, error=P2PError,
-                           timeout=timeout)
+    records, notes = run.run_records(build, "colltune-pingpong", spec.np, prog,
+                                     error=P2PError, timeout=timeout)
+    return with_placement(records, build.mpi.simulated), notes
+
+
+def with_placement(records: list[dict], simulated: bool = False) -> list[dict]:
+    """The measurements of a program's records, each with the nodes and processes per
+    node MPI saw (`nodes_seen`, `ppn_seen`) from its placement line (driver_common.c
+    ct_print_placement); a simulation's placement is its platform's, not MPI's."""
+    seen = next((r for r in records if r.get("kind") == "placement"), None)
+    out = [r for r in records if r.get("kind") != "placement"]
+    if seen is not None and not simulated:
+        for r in out:
+            r["nodes_seen"], r["ppn_seen"] = seen.get("nodes"), seen.get("ppn")
+    return out
 
 
 def run_probe(build: Build, spec: ProbeSpec, timeout: float = 600) -> tuple[dict, list[str]]:

@@ -36,7 +36,7 @@ import json
 import math
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -780,6 +780,23 @@ def compute_points(points: list[dict], statistic: str = "min") -> tuple[tuple[in
     return tuple(pts)
 
 
+def _across_nodes(p: Platform, nodes: int, host: str, basis: str) -> Platform:
+    """A calibration whose ping-pong crossed `nodes` nodes (MPI saw its processes apart:
+    `colltune cluster`, a hostfile): those nodes, one process's share of the cores each,
+    the fitted figures as the network's; two messages at once are not a memory bus."""
+    per, net, intra = max(1, p.cores_per_socket // nodes), f"of {basis}, between two nodes", \
+        "not measured (the ping-pong crossed nodes): as the network"
+    src = {k: v for k, v in p.sources.items() if k != "intra_shared_bandwidth_GBps"}
+    return replace(
+        p, nodes=nodes, cores_per_socket=per, intra_shared_bandwidth_GBps=None,
+        about=f"{nodes} nodes as MPI saw them from {host} (a ping-pong process on each), "
+              f"calibrated {p.calibration['date']}", calibration={**p.calibration, "nodes": nodes},
+        sources={**src, "nodes": f"the nodes MPI saw the ping-pong's processes on: {nodes}",
+                 "cores_per_socket": f"{p.cores_per_socket} cores usable on {host} / {nodes}",
+                 "net_latency_us": f"Hockney fit (alpha) {net}", "intra_latency_us": intra,
+                 "net_bandwidth_GBps": f"Hockney fit (beta) {net}", "intra_bandwidth_GBps": intra})
+
+
 def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool = True,
                cores: int | None = None, command: str = "", when: str | None = None,
                compute: Mapping[str, dict] | None = None,
@@ -858,7 +875,7 @@ def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool =
             f"{eager.get('reps')} sends a size, receiver {eager.get('delay_us')} us late), "
             f"colltune platform calibrate on {host}, {when}")
         cal["eager_command"] = eager.get("command", "")
-    return Platform(
+    p = Platform(
         name=THIS_MACHINE, nodes=1, sockets=1, cores_per_socket=ncores,
         about=f"this machine ({host}): one node with its {ncores} cores, calibrated {when}",
         intra_latency_us=round(alpha, 6), intra_bandwidth_GBps=round(beta, 6),
@@ -878,3 +895,5 @@ def calibrated(records: list[dict], *, statistic: str = "min", piecewise: bool =
         calibration=cal, lat_factors=lat_f, bw_factors=bw_f, compute=charge,
         eager_limit_bytes=int(eager["eager_limit"]) if eager else None,
         intra_shared_bandwidth_GBps=shared)
+    nodes = max(int(r.get("nodes_seen") or 1) for r in recs)
+    return _across_nodes(p, nodes, host, basis) if nodes > 1 else p

@@ -251,7 +251,9 @@ def store_bench(records: list[dict], *, mpi, path: str | Path | None = None,
     """What `colltune bench --db PATH` does: one run (kind 'bench') with its records;
     `status` 'interrupted' for what a bench stopped by Ctrl-C had measured.
 
-    Local launches with the library's default placement: nodes 1, ppn = np.
+    Launches with the library's default placement: the nodes and processes per node MPI
+    saw (`nodes_seen`, `ppn_seen`: under `colltune cluster env` or a default hostfile,
+    more than one node), else nodes 1, ppn = np.
     Returns the run id.
     """
     conn = open_db(path)
@@ -262,8 +264,9 @@ def store_bench(records: list[dict], *, mpi, path: str | Path | None = None,
                            notes=notes, platform=platform)
         with transaction(conn):
             for r in records:
-                store_measurements(conn, run_id, [r], nodes=r.get("nodes", 1),
-                                   ppn=r.get("ppn", r.get("np")))
+                store_measurements(conn, run_id, [r],
+                                   nodes=r.get("nodes_seen") or r.get("nodes", 1),
+                                   ppn=r.get("ppn_seen") or r.get("ppn", r.get("np")))
             conn.execute("UPDATE runs SET status = ?, finished_at = ?, units_done = ? "
                          "WHERE id = ?",
                          (status, now(), len({r.get('np') for r in records}), run_id))

@@ -508,14 +508,39 @@ def _mpich_sizes(text: str, coll: str, np: int) -> list[int] | None:
     return sorted(set(out))
 
 
+def _mpich_nodes(build, np: int, timeout: float) -> tuple[int, int]:
+    """(nodes, processes per node) MPICH sees for a launch of np processes here, with
+    its own notion of a node (no MPIR_CVAR_NOLOCAL): colltune-pingpong's placement line."""
+    env = {k: v for k, v in MPICH_OBSERVE_ENV.items() if k != "MPIR_CVAR_NOLOCAL"}
+    res = run_program(build, "colltune-pingpong", np, ["--sizes", "0", "--reps", "1",
+                                                       "--iterations", "1", "--warmup", "0"],
+                      error=RulesError, timeout=timeout, extra_env=env)
+    seen = next((r for r in res.records if r.get("kind") == "placement"), {})
+    return int(seen.get("nodes") or 1), int(seen.get("ppn") or np)
+
+
 def _which_ran_mpich(text, path, build, np, sizes, collectives, iterations, timeout):
     installed = em.Installed.of(build.mpi)
     import json
 
     tree = json.loads(text)
-    notes = ["MPICH does not report which algorithm ran: each size's socket traffic per rank "
-             "under the file (MPIR_CVAR_NOLOCAL=1, TCP) is compared with runs forced to each "
-             "of MPICH's algorithms; 'ran' lists those with identical traffic"]
+    observe_env, ppn = MPICH_OBSERVE_ENV, 1
+    nodes, seen_ppn = _mpich_nodes(build, np, timeout)
+    if nodes > 1:
+        # several nodes (a hostfile, `colltune cluster`): the traffic between nodes goes
+        # through sockets anyway; MPICH keeps its nodes, so that ppn= rules apply as
+        # they would (its comm_avg_ppn: processes / nodes)
+        observe_env = {k: v for k, v in MPICH_OBSERVE_ENV.items() if k != "MPIR_CVAR_NOLOCAL"}
+        ppn = np // nodes
+        notes = [f"MPICH does not report which algorithm ran: each size's socket traffic per "
+                 f"rank between the {nodes} nodes MPICH saw ({seen_ppn} processes on the "
+                 f"fullest; TCP; traffic inside a node is not counted) under the file is "
+                 f"compared with runs forced to each of MPICH's algorithms; 'ran' lists those "
+                 f"with identical traffic; the file is read at {ppn} processes per node"]
+    else:
+        notes = ["MPICH does not report which algorithm ran: each size's socket traffic per "
+                 "rank under the file (MPIR_CVAR_NOLOCAL=1, TCP) is compared with runs forced "
+                 "to each of MPICH's algorithms; 'ran' lists those with identical traffic"]
     rows: list[RanRow] = []
     pending = collectives or [c for c in EXPORTED_TO["mpich"]
                            if tree.get(f"collective={c}") != installed.tree.get(f"collective={c}")]
@@ -527,7 +552,7 @@ def _which_ran_mpich(text, path, build, np, sizes, collectives, iterations, time
         if not want:
             notes.append(f"{coll}: the file's tests are not colltune's layout; give --size")
             continue
-        file_env = dict(MPICH_OBSERVE_ENV, **{em.ENV_FILE: str(path)})
+        file_env = dict(observe_env, **{em.ENV_FILE: str(path)})
         under = _fingerprints(_observe(build, np, coll, want, file_env,
                                        "libcolltune-traffic.so", iterations, timeout))
         forced: dict[str, dict[str, tuple]] = {}
@@ -537,7 +562,7 @@ def _which_ran_mpich(text, path, build, np, sizes, collectives, iterations, time
                 continue
             given = carried.get(em.function_name(coll, algo.lib_name))
             spec = format_lib_spec("mpich", algo.lib_name, given) if given else algo.spec
-            env = dict(MPICH_OBSERVE_ENV, **libalgos.lib_env(build.mpi, coll, spec))
+            env = dict(observe_env, **libalgos.lib_env(build.mpi, coll, spec))
             try:
                 forced[em.function_name(coll, algo.lib_name)] = _fingerprints(
                     _observe(build, np, coll, want, env, "libcolltune-traffic.so", iterations,
@@ -549,7 +574,7 @@ def _which_ran_mpich(text, path, build, np, sizes, collectives, iterations, time
             label = f"{coll} {size}"
             fp = under.get(label)
             match = sorted(fn for fn, fps in forced.items() if fp is not None and fps.get(label) == fp)
-            expected = em.lookup(text, coll, np, size, ppn=1)  # NOLOCAL: a node per rank
+            expected = em.lookup(text, coll, np, size, ppn=ppn)  # 1 under NOLOCAL: a node a rank
             short = lambda fn: fn.split("_intra_")[-1].split("_allcomm_")[-1]  # noqa: E731
             ran = ", ".join(short(m) for m in match) or "no forced algorithm has this traffic"
             if expected is None:
