@@ -15,6 +15,7 @@ from colltune.mpi.placement import MAPPINGS, ORDERS
 from colltune.base.files import check_writable
 from colltune.base.units import fmt_size
 from colltune.workflows import calibrate as wf
+from colltune.workflows import platforms as wf_plat
 from ._common import (MPI_HELP, Command, build_or_fail, check_nps, err, fail, np_option, out,
                       size_option, write_or_keep)
 
@@ -52,8 +53,7 @@ def list_() -> None:
     for col in ("name", "nodes", "sockets x cores", "topology", "intra µs", "intra GB/s",
                 "network µs", "network GB/s"):
         t.add_column(col, justify="left" if col in ("name", "topology") else "right")
-    for name in plat.PRESETS:
-        p = plat.resolve(name)
+    for name, p in zip(plat.PRESETS, wf_plat.presets()):
         t.add_row(name, str(p.nodes), f"{p.sockets} x {p.cores_per_socket}", p.topology,
                   _fmt(p.intra_latency_us), _fmt(p.intra_bandwidth_GBps),
                   _fmt(p.net_latency_us), _fmt(p.net_bandwidth_GBps))
@@ -151,17 +151,16 @@ def write(name, output, hostfile, np, mapping, order, nodes, oversubscribe, desc
                        (desc_out, "--description")):
         if path:
             check_writable(path, what)
-    p = plat.resolve(name)
-    hosts = p.hostfile(np, mapping, order, nodes=nodes, oversubscribe=oversubscribe) \
-        if hostfile else None
-    write_or_keep(Path(output), p.xml(), "platform.xml")
+    f = wf_plat.files(name, np if hostfile else None, mapping, order, nodes, oversubscribe,
+                      description=bool(desc_out))
+    p = f.platform
+    write_or_keep(Path(output), f.xml, "platform.xml")
     msg = f"wrote {output}: {p.nodes} host(s), {p.cores} cores"
     if hostfile:
-        write_or_keep(Path(hostfile), hosts, "hostfile")
-        used = len(set(hosts.split()))
-        msg += f"; {hostfile}: {np} ranks on {used} node(s) ({mapping}, {order})"
+        write_or_keep(Path(hostfile), f.hosts, "hostfile")
+        msg += f"; {hostfile}: {np} ranks on {f.nodes_used} node(s) ({mapping}, {order})"
     if desc_out:
-        write_or_keep(Path(desc_out), p.to_toml(), "platform.toml")
+        write_or_keep(Path(desc_out), f.description, "platform.toml")
         msg += f"; {desc_out}: the description"
     err.print(msg, highlight=False)
     err.print("smpirun options: " + " ".join(plat.simgrid_cfg(p)), highlight=False)
