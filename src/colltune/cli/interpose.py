@@ -1,6 +1,6 @@
 """`colltune run` and `colltune profile`: an unmodified MPI program under the
 interposition library (libcolltune-pmpi.so), and what its profile says. The work is in
-colltune.interpose (and launch.run_command)."""
+workflows/interpose.py (over rules/interpose.py and mpi/launch.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """`colltune platform`: simulated platforms (SimGrid platform files) from descriptions.
-The work is in colltune.platform; see docs/simulation-platforms.md."""
+The work is in workflows/platforms.py and workflows/calibrate.py (over
+mpi/platforms.py); see docs/simulation-platforms.md."""
 
 from __future__ import annotations
 

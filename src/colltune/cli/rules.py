@@ -1,5 +1,6 @@
 """`colltune rules`: show, check, export and verify rules files (colltune's own, Open
-MPI's coll/tuned rules file, MPICH's selection JSON). The work is in colltune.rulesfiles."""
+MPI's coll/tuned rules file, MPICH's selection JSON). The work is in rules/files.py
+(rules verify: workflows/rules.py)."""
 
 from __future__ import annotations
 
