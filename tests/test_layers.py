@@ -19,7 +19,7 @@ ROOT = PKG.parents[1]
 
 # lowest first: a module imports from its own folder or from folders before it
 ORDER = ("base", "mpi", "drivers", "results", "studies", "analysis", "rules", "tuning",
-         "output", "cli")
+         "output", "workflows", "cli")
 HEAVY = ("pandas", "numpy", "matplotlib", "statsmodels", "sklearn", "scipy")
 MAX_LINES = 900
 

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 import click
 from rich.table import Table
 
 from .. import __version__
-from colltune.mpi import placement
-from colltune.drivers import registry
-from colltune.base.collectives import COLLECTIVES
-from colltune.base.errors import did_you_mean
-from ._common import command, MPI_HELP, build_or_fail, fail, out
+from colltune.workflows import basic as wf
+from ._common import command, MPI_HELP, build_or_fail, out
 
 
 @command()
@@ -31,16 +27,9 @@ def build(mpi_spec: str | None, force: bool, verbose: bool) -> None:
 def info(mpi_spec: str | None) -> None:
     """MPI implementation and version, compiler, build location."""
     b = build_or_fail(mpi_spec)
-    cc = subprocess.run([str(b.mpi.mpicc), "--version"], capture_output=True, text=True,
-                        env=b.mpi.env()).stdout.splitlines()
     t = Table(show_header=False, box=None)
-    t.add_row("colltune", __version__)
-    t.add_row("MPI", f"{b.mpi.name} {b.mpi.version}")
-    t.add_row("MPI tools", str(b.mpi.bindir))
-    t.add_row("launcher", str(b.mpi.launcher))
-    t.add_row("compiler", f"{b.mpi.mpicc} ({cc[0] if cc else 'unknown'})")
-    t.add_row("build", str(b.dir))
-    t.add_row("cores", str(placement.cores()))
+    for what, value in wf.info(b, __version__):
+        t.add_row(what, value)
     out.print(t)
 
 
@@ -51,12 +40,7 @@ def info(mpi_spec: str | None) -> None:
 def algorithms(colls: str | None, as_json: bool, mpi_spec: str | None) -> None:
     """The table of algorithms: parameters, constraints, fallbacks, cost formulas."""
     b = build_or_fail(mpi_spec)
-    wanted = colls.split(",") if colls else list(COLLECTIVES)
-    for c in wanted:
-        if c not in COLLECTIVES:
-            fail(f"--coll: unknown collective '{c}'{did_you_mean(c, COLLECTIVES)}; "
-                 f"valid: {', '.join(COLLECTIVES)}")
-    algos = [a for a in registry.algorithms(b) if a.collective in wanted]
+    wanted, algos = wf.algorithms(b, colls.split(",") if colls else None)
     if as_json:
         click.echo(json.dumps([a.__dict__ for a in algos], indent=2))
         return

@@ -6,7 +6,9 @@ import json
 
 import click
 
-from colltune.drivers.heat import DECOMPS, OUTPUT_FORMATS, VARIANTS, HeatError, HeatSpec, StreamSpec, _check_spec, heat_table, reports_table, run_heat, run_stream, stream_table, with_bound
+from colltune.workflows import heat as wf
+from colltune.workflows.heat import (DECOMPS, OUTPUT_FORMATS, VARIANTS, HeatError, HeatSpec,
+                                     heat_table, reports_table, stream_table)
 from colltune.base.units import parse_size
 from colltune.base.files import check_writable
 from ._common import (MPI_HELP, build_or_fail, check_nps, command, err, fail, np_option, out,
@@ -81,7 +83,7 @@ def heat(mpi_spec, np, rows, cols, iterations, threshold, report_interval, decom
                     variant, allreduce, reduce_, seed, init, conductivity, output,
                     output_format)
     try:
-        _check_spec(spec)
+        wf.check_spec(spec)
         n_stream = parse_size(stream_elements)
     except (HeatError, ValueError) as exc:
         fail(str(exc))
@@ -89,18 +91,10 @@ def heat(mpi_spec, np, rows, cols, iterations, threshold, report_interval, decom
         check_writable(output, "-o")
     check_nps([np], oversubscribe=oversubscribe, force=force)
     b = build_or_fail(mpi_spec)
-    stream_rec = None
-    try:
-        if run_stream_first:
-            stream_rec, notes = run_stream(b, StreamSpec(np=np, elements=n_stream),
-                                          timeout=timeout)
-            stream_gbs = stream_rec["triad_GBps"]
-        rec, reports, notes = run_heat(b, spec, timeout=timeout)
-    except HeatError as exc:
-        fail(str(exc))
-    _notes(notes)
-    if stream_gbs:
-        rec = with_bound(rec, stream_gbs)
+    run = wf.heat(b, spec, stream_gbs, n_stream if run_stream_first else None,
+                  timeout=timeout)
+    rec, reports, stream_rec = run.record, run.reports, run.stream
+    _notes(run.notes)
     if fmt == "json":
         doc = {**rec, "report_records": reports}
         if stream_rec is not None:
@@ -136,10 +130,7 @@ def stream(mpi_spec, np, elements, reps, timeout, fmt, oversubscribe, force) -> 
         fail(f"--elements: {exc}")
     check_nps([np], oversubscribe=oversubscribe, force=force)
     b = build_or_fail(mpi_spec)
-    try:
-        rec, notes = run_stream(b, StreamSpec(np, n, reps), timeout=timeout)
-    except HeatError as exc:
-        fail(str(exc))
+    rec, notes = wf.stream(b, np, n, reps, timeout=timeout)
     _notes(notes)
     if fmt == "json":
         click.echo(json.dumps(rec, indent=2))

@@ -1,6 +1,6 @@
 """`colltune run` and `colltune profile`: an unmodified MPI program under the
 interposition library (libcolltune-pmpi.so), and what its profile says. The work is in
-colltune.interpose (and launch.run_command)."""
+workflows/interpose.py (over rules/interpose.py and mpi/launch.py)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from colltune.drivers import registry
-from colltune.rules import interpose
-from colltune.mpi import libraries as mpi_libraries
-from colltune.mpi.launch import is_launcher, run_command, user_command
+from colltune.workflows import interpose as wf
 from ._common import MPI_HELP, build_or_fail, command, err, fail, out
 from . import app as app_cli
 from .app import compare_options
@@ -60,40 +57,19 @@ def run(rules, forces, verbose, profile, load_index, load_probe, mpi_spec, print
                  "--profile or --print-env")
         app_cli.run_compare(list(compare), reps, metric, mpi_spec, db_path, list(cmd))
         return
-    force = {}
-    for f in forces:
-        coll, eq, spec = f.partition("=")
-        if not eq:
-            fail(f"--force {f}: expected COLL=SPEC, e.g. bcast=binomial")
-        force[coll] = spec
-    opts = dict(rules=rules, force=force, verbose=verbose, profile=profile,
-                load_index=load_index, load_probe=load_probe)
-    interpose.settings(**opts)  # what needs no build: the file, the names, the profile
-    build = build_or_fail(mpi_spec)
-    # then every rule and forced spec against the algorithm table, as the library will
-    # check them: a mistake stops here (exit 2) instead of a warning at run time
-    env = interpose.settings(**opts, algorithms=registry.algorithms(build, hidden=True))
-    env.update(interpose.preload(build))
+    build, env = wf.environment(lambda: build_or_fail(mpi_spec), rules=rules,
+                                force=wf.parse_forces(forces), verbose=verbose,
+                                profile=profile, load_index=load_index, load_probe=load_probe)
     if print_env:
         out.print("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()),
                   highlight=False, soft_wrap=True)
         return
-    if not cmd:
-        fail("nothing to run: give the command after --, e.g. colltune run --rules FILE -- "
-             "mpirun -np 4 ./app")
-    # a bare mpirun/mpiexec is the --mpi library's; root and slot options (mpi/launch.py)
-    argv, notes = user_command(build.mpi, list(cmd))
-    for n in notes:
+    prog = wf.program(build, env, list(cmd))
+    for n in prog.notes:
         err.print(f"note: {n}" if not n.startswith("hint:") else n, highlight=False)
-    launched = is_launcher(argv[0])  # mpirun, /x/mpiexec, mpirun.openmpi ...
-    # a program of another MPI library than the build's: one line, and it runs untouched
-    other = mpi_libraries.mismatch(build.mpi, argv[1:] if launched else argv)
-    if other:
-        err.print(f"colltune: warning: {escape(other)}", highlight=False)
-        env.pop("LD_PRELOAD")
-    elif launched:
-        argv[1:1] = interpose.launcher_options(build.mpi.kind, sorted(env))
-    raise SystemExit(run_command(argv, env))
+    if prog.warning:
+        err.print(f"colltune: warning: {escape(prog.warning)}", highlight=False)
+    raise SystemExit(wf.run(prog))
 
 
 @command()
@@ -103,7 +79,7 @@ def profile(file, as_json) -> None:
     """Print the profile the interposition library wrote at MPI_Finalize
     (COLLTUNE_PROFILE): calls and times per collective, communicator size, size
     bucket and algorithm."""
-    p = interpose.read_profile(file)
+    p = wf.read_profile(file)
     if as_json:
         click.echo(json.dumps({"np_world": p.np_world, "dropped": p.dropped,
                                "wall_s": p.wall_s, "wall_max_s": p.wall_max_s,

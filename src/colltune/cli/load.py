@@ -7,12 +7,9 @@ import json
 
 import click
 
-from colltune.analysis import load as load_analysis
-from colltune.drivers import loadgen as workload
-from colltune.results import db as db_mod
-from colltune.tuning import tune as tune_mod
 from colltune.base.units import fmt_size
-from ._common import (MPI_HELP, Command, build_or_fail, check_nps, command, db_option, err, fail,
+from colltune.workflows import load as wf
+from ._common import (MPI_HELP, Command, build_or_fail, check_nps, command, db_option, err,
                       np_option, out, size_option)
 
 
@@ -24,22 +21,6 @@ class Group(Command, click.Group):
 def load() -> None:
     """Background load: the traffic generator, what it does to a measurement, and the
     analysis of studies with load levels (docs/workload.md)."""
-
-
-def _level(name, pattern, np_, size, window, duty, period_ms):
-    if name is not None:
-        if name not in workload.LEVELS:
-            fail(f"--level '{name}': unknown; built in: {', '.join(workload.LEVELS)}")
-        lv = workload.LEVELS[name]
-        if lv.quiet:
-            fail(f"--level {name}: no generator to run")
-        return lv
-    try:
-        table = {"pattern": pattern, "np": np_, "window": window, "duty": duty,
-                 "period_ms": period_ms, "size": size}
-        return workload.parse_level("options", "custom", table)
-    except (ValueError, workload.LoadError) as exc:
-        fail(str(exc))
 
 
 @command(name="run")
@@ -65,14 +46,12 @@ def _level(name, pattern, np_, size, window, duty, period_ms):
 def run_cmd(level, pattern, np_, size, window, duty, period_ms, duration, mpi_spec) -> None:
     """Run the load generator in the foreground (it is what a study's load levels start
     in the background); prints what it sent."""
-    lv = _level(level, pattern, np_, size, window, duty, period_ms)
+    lv = wf.level(level, pattern=pattern, np=np_, window=window, duty=duty,
+                  period_ms=period_ms, size=size)
     check_nps([lv.np], oversubscribe=True, timing=False)
     b = build_or_fail(mpi_spec)
-    ln = workload.generator_launch(b, lv, duration)
-    err.print(f"load: {lv.describe()} for "
-              + (f"{duration:g} s" if duration else "until Ctrl-C") + f": {ln.command_line}",
-              highlight=False, markup=False)
-    stats = workload.run_generator(ln, timeout=None if not duration else duration + 120)
+    stats = wf.run(b, lv, duration,
+                   progress=lambda m: err.print(m, highlight=False, markup=False))
     out.print(f"sent {stats['bytes'] / 1e6:.1f} MB in {stats['messages']} messages over "
               f"{stats['elapsed_s']:.2f} s ({stats['rate_MBps']:.1f} MB/s), busy "
               f"{stats['busy_fraction']:.0%} of the time", highlight=False)
@@ -93,15 +72,11 @@ def effect(levels, np_, sizes, algo, fmt, mpi_spec) -> None:
     """What the generator does to a measurement on this machine: the probe, a ping-pong
     and a Bcast under each level, with the generator's own send rate."""
     names = [x.strip() for x in levels.split(",") if x.strip()]
-    if len(set(names)) != len(names):
-        fail("--levels: a level is named twice")
-    for n in names:
-        if n not in workload.LEVELS:
-            fail(f"--levels: unknown level '{n}'; built in: {', '.join(workload.LEVELS)}")
+    wf.check_levels(names)
     size_list = sizes  # parsed by --size
     check_nps([np_])
     b = build_or_fail(mpi_spec)
-    df = workload.effect(b, [workload.LEVELS[n] for n in names], np_, size_list, algo)
+    df = wf.effect(b, names, np_, size_list, algo)
     if fmt == "json":
         click.echo(df.to_json(orient="records", indent=2))
         return
@@ -117,7 +92,7 @@ def effect(levels, np_, sizes, algo, fmt, mpi_spec) -> None:
 @command()
 def levels() -> None:
     """The built-in load levels."""
-    for lv in workload.LEVELS.values():
+    for lv in wf.LEVELS.values():
         out.print(f"{lv.name:<8} {lv.describe()}", highlight=False)
 
 
@@ -134,25 +109,12 @@ def analyse(study, round_, fmt, include_simulated, db_path) -> None:
     """The seed's analysis of a study with load levels: correlation of the probe with
     every algorithm's latency (Pearson, Spearman), the best algorithm per load level
     with evidence, and how often it changes with the load."""
-    conn = db_mod.open_reader(db_path)
-    try:
-        frame, rnd = tune_mod.read_frame(conn, study, round_,
-                                         include_simulated=include_simulated)
-    finally:
-        conn.close()
-    frame = frame.assign(label=frame["algorithm"])
+    frame, rnd = wf.analyse(db_path, study, round_, include_simulated)
     if fmt == "json":
-        best = load_analysis.best_per_level(frame)
-        corr = load_analysis.correlations(frame)
-        click.echo(json.dumps({
-            "study": study, "round": rnd,
-            "correlations": json.loads(corr.to_json(orient="records")),
-            "best_per_level": json.loads(best.to_json(orient="records")),
-            "changes": json.loads(load_analysis.changes(best).to_json(orient="records"))},
-            indent=2))
+        click.echo(json.dumps(wf.analysis_json(frame, study, rnd), indent=2))
         return
     out.print(f"study '{study}' round {rnd}", highlight=False)
-    out.print(load_analysis.summary_text(frame), highlight=False, markup=False)
+    out.print(wf.summary_text(frame), highlight=False, markup=False)
 
 
 for _c in (run_cmd, effect, levels, analyse):

@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from colltune.base.files import check_writable
-from colltune.drivers.p2p import MODES, PINGPONG_FIELDS, PROBE_FIELDS, P2PError, PingpongSpec, ProbeSpec, _check_np, _render, pingpong_table, probe_table, run_pingpong, run_probe
+from colltune.workflows import p2p as wf
+from colltune.workflows.p2p import MODES, PINGPONG_FIELDS, PROBE_FIELDS, pingpong_table, probe_table
 from ._common import (MPI_HELP, build_or_fail, check_nps, command, err, fail, np_option, out,
                       oversubscribe_options, size_option, write_or_keep)
 
@@ -62,38 +63,26 @@ def pingpong(mpi_spec, nps, sizes, mode, iterations, warmup, reps, persistent, t
     if fmt == "table" and output:
         fail("-o writes csv or json: add --format csv or --format json")
     size_list = sizes  # parsed by --size
-    try:
-        for np in nps:
-            _check_np(mode, np)
-    except P2PError as exc:
-        fail(str(exc))
+    for np in nps:
+        wf.check_np(mode, np)
     if output:
         check_writable(output, "-o")
     check_nps(nps, oversubscribe=oversubscribe, force=force)
     b = build_or_fail(mpi_spec)
-    records = []
-    for np in nps:  # one launch per process count
-        spec = PingpongSpec(np, tuple(size_list), mode, iterations, warmup, reps, persistent)
-        try:
-            recs, notes = run_pingpong(b, spec, timeout=timeout)
-        except P2PError as exc:
-            fail(str(exc))
+
+    def launched(np, recs, notes):
         _notes(notes)
-        records += recs
         if fmt == "table":
-            how = ("persistent requests (MPI_Start/MPI_Wait)" if persistent
-                   else "MPI_Sendrecv" if mode == "exchange"
-                   else "MPI_Send/MPI_Recv, as osu_latency")
-            what = {"pingpong": "one-way latency = RTT/2",
-                    "exchange": "ranks 0 and 1 send to each other at once, time of one "
-                                "exchange"}.get(mode, f"per-hop latency = round time/{np}")
-            out.print(pingpong_table(recs, f"{mode}, {np} processes, {what}, {how}"))
+            out.print(pingpong_table(recs, wf.describe_pingpong(mode, np, persistent)))
+
+    records = wf.pingpong(b, nps, size_list, mode, iterations, warmup, reps, persistent,
+                          timeout=timeout, on_launch=launched)
     if fmt == "table":
         per = "exchange" if mode == "exchange" else "one-way"
         out.print(f"{b.mpi.banner}; MB/s = size / median {per} time, 1 MB = 10^6 bytes",
                   highlight=False)
         return
-    _emit_text(_render(records, fmt, PINGPONG_FIELDS), output)
+    _emit_text(wf.render(records, fmt, PINGPONG_FIELDS), output)
 
 
 @command()
@@ -122,19 +111,12 @@ def probe(mpi_spec, np, size, iterations, warmup, seed, baseline_us, timeout, fm
     if fmt == "table" and output:
         fail("-o writes csv or json: add --format csv or --format json")
     nbytes = size  # parsed by --size
-    try:
-        _check_np("probe", np)
-    except P2PError as exc:
-        fail(str(exc))
+    wf.check_np("probe", np)
     if output:
         check_writable(output, "-o")
     check_nps([np], oversubscribe=oversubscribe, force=force)
     b = build_or_fail(mpi_spec)
-    spec = ProbeSpec(np, nbytes, iterations, warmup, seed, baseline_us)
-    try:
-        rec, notes = run_probe(b, spec, timeout=timeout)
-    except P2PError as exc:
-        fail(str(exc))
+    rec, notes = wf.probe(b, np, nbytes, iterations, warmup, seed, baseline_us, timeout=timeout)
     _notes(notes)
     if fmt == "table":
         out.print(probe_table(rec, f"probe, {np} processes, exchange time per rank and "
@@ -145,4 +127,4 @@ def probe(mpi_spec, np, size, iterations, warmup, seed, baseline_us, timeout, fm
             expl = "load index = median / min of this run (pass --baseline-us for a fixed reference)"
         out.print(expl, highlight=False)
         return
-    _emit_text(_render([rec], fmt, PROBE_FIELDS), output)
+    _emit_text(wf.render([rec], fmt, PROBE_FIELDS), output)

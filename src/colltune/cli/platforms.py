@@ -1,5 +1,6 @@
 """`colltune platform`: simulated platforms (SimGrid platform files) from descriptions.
-The work is in colltune.platform; see docs/simulation-platforms.md."""
+The work is in workflows/platforms.py and workflows/calibrate.py (over
+mpi/platforms.py); see docs/simulation-platforms.md."""
 
 from __future__ import annotations
 
@@ -14,9 +15,8 @@ from colltune.mpi import platforms as plat
 from colltune.mpi.placement import MAPPINGS, ORDERS
 from colltune.base.files import check_writable
 from colltune.base.units import fmt_size
-from colltune.drivers.gamma import COLD_POOL_BYTES, COMPUTE_SIZES, GammaError, measure_gamma
-from colltune.drivers.p2p import (EXCHANGE_SIZES, P2PError, PingpongSpec, measure_eager_limit,
-                                  measure_exchange, run_pingpong)
+from colltune.workflows import calibrate as wf
+from colltune.workflows import platforms as wf_plat
 from ._common import (MPI_HELP, Command, build_or_fail, check_nps, err, fail, np_option, out,
                       size_option, write_or_keep)
 
@@ -54,8 +54,7 @@ def list_() -> None:
     for col in ("name", "nodes", "sockets x cores", "topology", "intra µs", "intra GB/s",
                 "network µs", "network GB/s"):
         t.add_column(col, justify="left" if col in ("name", "topology") else "right")
-    for name in plat.PRESETS:
-        p = plat.resolve(name)
+    for name, p in zip(plat.PRESETS, wf_plat.presets()):
         t.add_row(name, str(p.nodes), f"{p.sockets} x {p.cores_per_socket}", p.topology,
                   _fmt(p.intra_latency_us), _fmt(p.intra_bandwidth_GBps),
                   _fmt(p.net_latency_us), _fmt(p.net_bandwidth_GBps))
@@ -153,17 +152,16 @@ def write(name, output, hostfile, np, mapping, order, nodes, oversubscribe, desc
                        (desc_out, "--description")):
         if path:
             check_writable(path, what)
-    p = plat.resolve(name)
-    hosts = p.hostfile(np, mapping, order, nodes=nodes, oversubscribe=oversubscribe) \
-        if hostfile else None
-    write_or_keep(Path(output), p.xml(), "platform.xml")
+    f = wf_plat.files(name, np if hostfile else None, mapping, order, nodes, oversubscribe,
+                      description=bool(desc_out))
+    p = f.platform
+    write_or_keep(Path(output), f.xml, "platform.xml")
     msg = f"wrote {output}: {p.nodes} host(s), {p.cores} cores"
     if hostfile:
-        write_or_keep(Path(hostfile), hosts, "hostfile")
-        used = len(set(hosts.split()))
-        msg += f"; {hostfile}: {np} ranks on {used} node(s) ({mapping}, {order})"
+        write_or_keep(Path(hostfile), f.hosts, "hostfile")
+        msg += f"; {hostfile}: {np} ranks on {f.nodes_used} node(s) ({mapping}, {order})"
     if desc_out:
-        write_or_keep(Path(desc_out), p.to_toml(), "platform.toml")
+        write_or_keep(Path(desc_out), f.description, "platform.toml")
         msg += f"; {desc_out}: the description"
     err.print(msg, highlight=False)
     err.print("smpirun options: " + " ".join(plat.simgrid_cfg(p)), highlight=False)
@@ -219,74 +217,16 @@ def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, compute, d
         eager = not from_json
     if exchange is None:
         exchange = not from_json
-    b = None
+    records = None
     if from_json:
-        try:
-            records = json.loads(Path(from_json).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            fail(f"--from-json {from_json}: {exc}")
-        if not isinstance(records, list):
-            fail(f"--from-json {from_json}: expected a list of ping-pong records")
-        command_line = f"records of {from_json}"
+        records = wf.records_from_json(from_json)
     else:
-        size_list = sizes  # parsed by --size
-        if len(size_list) < 2:  # before the ping-pong runs, not after
-            fail(f"--size: {len(size_list)} size; fitting latency and bandwidth needs at "
-                 "least two (e.g. --size 8:1M)")
+        wf.check_sizes(sizes)  # parsed by --size; before the ping-pong runs, not after
         check_nps([2])
-        b = build_or_fail(mpi_spec)
-        err.print(f"ping-pong, 2 processes, {len(size_list)} sizes x {reps} repetitions "
-                  f"({b.mpi.banner}) ...", highlight=False)
-        try:
-            records, notes = run_pingpong(b, PingpongSpec(2, tuple(size_list), reps=reps),
-                                          timeout=timeout)
-        except P2PError as exc:
-            fail(str(exc))
-        command_line = records[0].get("command", "")
-    charged = {}
-    if compute:
-        b = b or build_or_fail(mpi_spec)
-        for kind, op in (("copy", "copy"), ("reduce", "sum")):
-            err.print(f"local {kind} ({'memcpy' if op == 'copy' else 'MPI_Reduce_local, char sum'}"
-                      f"), one process, {len(COMPUTE_SIZES)} sizes, data from {data_from} ...",
-                      highlight=False)
-            pool = COLD_POOL_BYTES if data_from == "memory" else None
-            try:
-                g = measure_gamma(b, "char", op, sizes=COMPUTE_SIZES, timeout=timeout,
-                                  pool_bytes=pool)
-            except GammaError as exc:
-                fail(str(exc))
-            charged[kind] = {"points": g.points, "command": g.command, "pool_bytes": pool}
-    eager_rec = None
-    if eager:
-        b = b or build_or_fail(mpi_spec)
-        err.print("eager limit: MPI_Send with the receiver 1 ms late, 2 processes ...",
-                  highlight=False)
-        try:
-            eager_rec = measure_eager_limit(b, timeout=timeout)
-        except P2PError as exc:
-            fail(str(exc))
-    pair = None
-    measured = {int(r["size"]) for r in records if r.get("kind", "pingpong") == "pingpong"}
-    pair_sizes = [m for m in EXCHANGE_SIZES if m in measured]
-    if exchange and not pair_sizes:
-        err.print("no exchange (two messages at once): it is compared with the ping-pong at "
-                  + ", ".join(map(fmt_size, EXCHANGE_SIZES)) + ", none of which was measured",
-                  highlight=False)
-    elif exchange:
-        b = b or build_or_fail(mpi_spec)
-        err.print(f"two messages at once: 2 processes sending to each other, "
-                  f"{len(pair_sizes)} sizes x {reps} repetitions ...", highlight=False)
-        try:
-            pair = measure_exchange(b, pair_sizes, reps=reps, timeout=timeout)
-        except P2PError as exc:
-            fail(str(exc))
-    try:
-        p = plat.calibrated(records, statistic=statistic, piecewise=piecewise,
-                            command=command_line, compute=charged, eager=eager_rec,
-                            exchange=pair)
-    except plat.PlatformError as exc:
-        fail(str(exc))
+    p = wf.calibrate(lambda: build_or_fail(mpi_spec), sizes, reps, statistic, piecewise,
+                     records=records, records_from=from_json, compute=compute,
+                     data_from=data_from, eager=eager, exchange=exchange, timeout=timeout,
+                     progress=lambda m: err.print(m, highlight=False))
     write_or_keep(target, p.to_toml(), "this-machine.toml")
     c = p.calibration
     out.print(f"wrote {target}: alpha {c['alpha_us']:.4g} µs, beta {c['beta_GBps']:.4g} GB/s "
@@ -306,8 +246,7 @@ def calibrate(mpi_spec, sizes, reps, statistic, piecewise, from_json, compute, d
     if p.eager_limit_bytes is not None:
         out.print(f"eager limit: {p.eager_limit_bytes} B (larger simulated sends wait for the "
                   "receiver)", highlight=False)
-    far = [m for m, t in zip(c["sizes"], c["times_us"])
-           if not 0.5 <= t / (c["alpha_us"] + m / (c["beta_GBps"] * 1e3)) <= 2]
+    far = wf.far_from_fit(p)
     if far:
         err.print(f"warning: at {', '.join(map(str, far))} B the measured time is more than 2x "
                   "off the fit: if the machine was busy, calibrate again when it is quiet "

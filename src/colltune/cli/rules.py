@@ -1,9 +1,8 @@
 """`colltune rules`: show, check, export and verify rules files (colltune's own, Open
-MPI's coll/tuned rules file, MPICH's selection JSON). The work is in colltune.rulesfiles."""
+MPI's coll/tuned rules file, MPICH's selection JSON). The work is in rules/files.py
+(rules verify: workflows/rules.py)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import click
 from rich.markup import escape
@@ -15,6 +14,7 @@ from colltune.rules import ruleset as rules_mod
 from colltune.rules import files as rf
 from colltune.base.errors import ColltuneError
 from colltune.base.files import check_writable
+from colltune.workflows import rules as wf
 from ._common import (MPI_HELP, Command, build_or_fail, check_nps, command, err, fail, np_option,
                       out, size_option)
 
@@ -183,24 +183,13 @@ def verify(file, nps, sizes, coll, iterations, mpi_spec) -> None:
     calls. MPICH: the socket traffic of each call is compared with runs forced to each
     of MPICH's algorithms. Exit status 1 when an algorithm differs from the file's.
     """
-    text = rf.read_text(file)
-    kind = rf.detect(text, file)
-    if kind == "colltune":
-        fail(f"{file} is colltune's own rules file, which the MPI libraries do not read; "
-             f"{rf.colltune_file_hint(file, text)}")
+    kind = wf.library_of(file, mpi_spec, iterations)
     size_list = sizes  # parsed by --size (None: the file's sizes)
     colls = [c.strip() for c in coll.split(",") if c.strip()] if coll else None
-    if iterations < 1:
-        fail("--iterations must be at least 1")
-    if mpi_spec in mpi_mod.KINDS and mpi_spec != kind:
-        fail(f"{file} is an {rf.FORMAT_NAMES[kind]}; --mpi {mpi_spec} cannot run it "
-             f"(--mpi {kind})")
     check_nps(nps, timing=False)
     b = build_or_fail(mpi_spec or kind)
-    bad = 0
-    for np in nps:  # one run (and table) per process count
-        kind, rows, notes = rf.which_ran(Path(file), b, np=np, sizes=size_list,
-                                      collectives=colls, iterations=iterations)
+
+    def ran(np, rows, notes):  # one table per process count
         t = Table(title=f"{file} under {b.mpi.name} {b.mpi.version}, {np} processes",
                   title_justify="left")
         for h in ("collective", "size", "file names", "ran", "ran inside", "agrees", "note"):
@@ -209,12 +198,14 @@ def verify(file, nps, sizes, coll, iterations, mpi_spec) -> None:
             verdict = {True: "[green]yes[/]", False: "[bold red]NO[/]", None: "-"}[r.ok]
             if r.ok and not r.unique:
                 verdict = "[green]consistent[/]"  # among the algorithms with this traffic
-            bad += r.ok is False
             t.add_row(r.collective, str(r.size), escape(r.named), escape(r.ran),
                       escape(r.inside), verdict, escape(r.note))
         out.print(t)
         for n in notes:
             err.print(f"note: {escape(n)}", highlight=False)
+
+    runs = wf.verify(file, b, nps, size_list, colls, iterations, on_run=ran)
+    bad = sum(r.ok is False for _, rows, _ in runs for r in rows)
     if bad:
         err.print(f"[bold red]{bad} size(s) ran another algorithm than the file names[/]",
                   highlight=False)

@@ -7,12 +7,10 @@ import json
 import click
 from rich.table import Table
 
-from colltune.drivers import registry
-from colltune.drivers import traffic as traffic_mod
 from colltune.base.collectives import COLLECTIVES
-from colltune.base.errors import ColltuneError
 from colltune.base.files import check_writable
-from colltune.base.specs import REMAPS, split_specs, with_remap
+from colltune.base.specs import REMAPS, split_specs
+from colltune.workflows import traffic as wf
 from ._common import (MPI_HELP, SIZE_HELP, build_or_fail, command, fail, np_option, out,
                       size_option, write_or_keep)
 
@@ -73,23 +71,12 @@ def traffic(mpi_spec, coll, spec, nps, nodes, order, node_list, sizes, remap, ro
     if node_list:
         if nodes is not None:
             fail("--nodes and --node-list exclude each other: give one")
-        try:
-            nl = [int(x) for x in node_list.split(",") if x.strip()]
-        except ValueError:
-            fail(f"--node-list '{node_list}': give integers, e.g. 0,0,1,1,2")
+        nl = wf.parse_node_list(node_list)
     if root >= min(nps):
         fail(f"--root {root}: valid 0..{min(nps) - 1}")
     b = build_or_fail(mpi_spec)
-    groups = []  # the records of each process count
-    try:
-        full = with_remap(spec, remap)
-        registry.check_specs(b, coll, [full])
-        for np_ in nps:
-            groups.append(traffic_mod.count(b, coll, full, np_, size_list, nodes=nodes,
-                                            order=order, node_list=nl, root=root,
-                                            timeout=timeout))
-    except ColltuneError as exc:
-        fail(str(exc))
+    groups = wf.count(b, coll, spec, nps, size_list, remap=remap, nodes=nodes, order=order,
+                      node_list=nl, root=root, timeout=timeout)  # the records of each count
     if fmt == "json":
         text = json.dumps([r.as_dict() for recs in groups for r in recs], indent=1) + "\n"
         if output:

@@ -8,23 +8,21 @@ import sys
 import click
 from rich.table import Table
 
-from colltune.drivers import registry
-from colltune.drivers import verify as verify_mod
 from colltune.base.collectives import COLLECTIVES
-from colltune.base.errors import did_you_mean
 from colltune.mpi.placement import MAX_PER_CORE, check_process_counts
-from ._common import MPI_HELP, build_or_fail, command, err, fail, np_option, out
+from colltune.workflows import verify as wf
+from ._common import MPI_HELP, build_or_fail, command, err, np_option, out
 
 
 @command()
 @click.option("--mpi", "mpi_spec", help=MPI_HELP)
-@np_option("nps", default=",".join(map(str, verify_mod.DEFAULT_NPS)),
+@np_option("nps", default=",".join(map(str, wf.DEFAULT_NPS)),
               show_default=True, help="Process counts, one launch each.")
 @click.option("--coll", "colls", default=",".join(COLLECTIVES), show_default=True,
               help="Collectives to verify.")
 @click.option("--algo", "algos", help="Only these algorithm names (default: all).")
 @click.option("--quick", is_flag=True, help="Skip the large count (2^17+3 elements).")
-@click.option("--family", "families", default=",".join(verify_mod.FAMILIES), show_default=True,
+@click.option("--family", "families", default=",".join(wf.FAMILIES), show_default=True,
               help="Case families: main (roots, counts, datatypes, ops, in-place, parameters), "
                    "mixed (different datatypes of equal type signature on different ranks; "
                    "for reduce_scatter, shapes of recvcounts), "
@@ -49,28 +47,13 @@ def verify(mpi_spec, nps, colls, algos, quick, families, timeout, as_json, force
     """
     np_list = nps  # parsed by --np
     fam_list = [f.strip() for f in families.split(",") if f.strip()]
-    for f in fam_list:
-        if f not in verify_mod.FAMILIES:
-            fail(f"--family: unknown family '{f}'{did_you_mean(f, verify_mod.FAMILIES)}; "
-                 f"valid: {', '.join(verify_mod.FAMILIES)}")
+    wf.check_families(fam_list)
     check_process_counts(np_list, force=force, timing=False)  # correctness: may share cores
     b = build_or_fail(mpi_spec)
     coll_list = [c.strip() for c in colls.split(",") if c.strip()]
-    for c in coll_list:
-        if c not in COLLECTIVES:
-            fail(f"--coll: unknown collective '{c}'{did_you_mean(c, COLLECTIVES)}; "
-                 f"valid: {', '.join(COLLECTIVES)}")
     algo_list = [a.strip() for a in algos.split(",")] if algos else None
-    if algo_list:
-        known = {a.name for a in registry.algorithms(b, hidden=True) if a.collective in coll_list}
-        for a in algo_list:
-            if a not in known:
-                valid = sorted(known - {"_broken"})
-                fail(f"--algo: unknown algorithm '{a}' for {', '.join(coll_list)}"
-                     f"{did_you_mean(a, valid)}; valid: {', '.join(valid)}")
-    err.print(f"verifying on {b.mpi.banner}: np {', '.join(map(str, np_list))}", highlight=False)
 
-    def progress(r: verify_mod.RunOutcome) -> None:
+    def launched(r: wf.RunOutcome) -> None:
         for note in r.notes:
             err.print(f"  note: {note}", highlight=False)
         status = "ok" if r.ok else "FAILED"
@@ -78,8 +61,9 @@ def verify(mpi_spec, nps, colls, algos, quick, families, timeout, as_json, force
         secs = f"{r.summary['seconds']:.1f} s" if r.summary else ""
         err.print(f"  np={r.np:<3} {status:6} {cases} cases {secs}", highlight=False)
 
-    report = verify_mod.run(b, np_list, coll_list, algo_list, quick=quick, timeout=timeout,
-                            progress=progress, families=fam_list)
+    report = wf.verify(b, np_list, coll_list, algo_list, quick=quick, families=fam_list,
+                       timeout=timeout, progress=lambda m: err.print(m, highlight=False),
+                       on_run=launched)
     if as_json:
         click.echo(json.dumps({"mpi": b.mpi.banner, "ok": report.ok, "runs": [
             r.__dict__ for r in report.runs]}, indent=2))
