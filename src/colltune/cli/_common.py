@@ -6,12 +6,10 @@ from __future__ import annotations
 import sys
 
 import click
-from rich.console import Console
 from rich.markup import escape
 
 from colltune.results import db as db_mod
 from colltune.mpi.build import Build, build_for
-from colltune.base.console import stdout_console
 from colltune.base.errors import ColltuneError
 from colltune.base.files import save_fallback, write_atomic
 from colltune.analysis.fit import default_db
@@ -21,8 +19,7 @@ from colltune.mpi.placement import MAX_PER_CORE, check_process_counts
 from colltune.mpi.platforms import resolve
 from colltune.base.units import parse_ints, parse_selection, parse_sizes
 
-out = stdout_console()
-err = Console(stderr=True, soft_wrap=True)  # messages stay one line each (grep, logs)
+from colltune.output.terminal import err, out  # noqa: F401 - the consoles every command prints on
 
 MPI_HELP = ("MPI library: openmpi (default), mpich, smpi (SimGrid 4.1 simulation, installed on "
             "first use; see --platform), or a path to a prefix/bin dir/mpicc")

@@ -8,11 +8,7 @@ from pathlib import Path
 
 import click
 
-from rich.table import Table
-
-from colltune.analysis.evidence import (OVER_MARK, SEED, fmt_ratio, paired_note,
-                                        ratio_to_baseline, versus_baseline)
-from colltune.analysis.points import best_table as best_points
+from colltune.analysis.evidence import versus_baseline
 from colltune.analysis.points import latest_round, median_repetition
 from colltune.results import db as db_mod
 from colltune.results import reader, store
@@ -22,10 +18,10 @@ from colltune.drivers import registry
 from colltune.base.files import check_writable
 from colltune.studies.study import read_preset
 from colltune.studies.sweep import definition_changes
-from colltune.base.units import fmt_size
 from ._common import (MPI_HELP, build_or_fail, command, db_option, db_path_or_default, err, fail,
-                      np_option, out)
-from .bench import emit_records
+                      np_option)
+from colltune.output.terminal import (best_table, compact_tables, emit_records,  # noqa: F401
+                                      print_answer)
 from .report import report as report_cmd
 from .sweep import sweep as sweep_cmd
 
@@ -105,71 +101,6 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
                include_oversubscribed=include_oversubscribed)
 
 
-USE_NOTE = ("use: native unless another algorithm is faster beyond the noise of the "
-            "repetitions, after Holm's correction over the candidates of each point; "
-            "'unstable: measure again' where repetitions in separate launches scatter or saw "
-            "different load (docs/benchmarking.md, 'Conclusions with evidence'; bootstrap seed "
-            f"{SEED}: the report prints the same intervals)")
-COMPACT_LEGEND = ("×r: the algorithm's median / native's median (the two numbers printed); "
-                  "paired ×r: the comparison's own estimate, the geometric mean of the "
-                  "per-launch ratios (what the verdict tests), where it differs; "
-                  "≈ within noise, ? too few repetitions, ! unstable: measure again, "
-                  "unmarked: beyond the noise")
-
-
-def print_answer(df, records: list[dict], include_oversubscribed: bool = False,
-                 cores: int | None = None, reps: int = 0) -> None:
-    """quick's terminal output: what to use where first, then one compact table per
-    collective (OSU tables only with --osu-tables)."""
-    out.print(best_table(df, include_oversubscribed))
-    out.print(USE_NOTE, highlight=False)
-    for t in compact_tables(records, cores, reps):
-        out.print(t)
-    out.print(COMPACT_LEGEND, highlight=False)
-
-
-def _cell(r: dict, base: float | None) -> str:
-    med = r.get("median_us")
-    if med is None:
-        return "—"
-    text = f"{med:.2f}"
-    if r["spec"] == "native" or not base:
-        return text
-    mark = {"tie": " ≈", "insufficient": " ?", "unstable": " !"}.get(r.get("verdict") or "", "")
-    # the ratio of the two medians printed, the paired estimate labelled where it
-    # differs: the report's and the figures' number (evidence.ratio_label)
-    mr = ratio_to_baseline(med, base)
-    note = paired_note(mr, r.get("ratio"), bool(r.get("paired")))
-    return f"{text} {fmt_ratio(mr)}{mark}" + (f" ({note})" if note else "")
-
-
-def compact_tables(records: list[dict], cores: int | None = None, reps: int = 0) -> list[Table]:
-    """One table per collective: a row per algorithm, a column per (np, size), each
-    cell the median over repetitions (µs) and its ratio to native's median."""
-    tables = []
-    for coll in dict.fromkeys(r["collective"] for r in records):
-        recs = [r for r in records if r["collective"] == coll]
-        points = sorted({(int(r["np"]), int(r["size"])) for r in recs})
-        nps = {n for n, _ in points}
-        base = {(int(r["np"]), int(r["size"])): r.get("median_us") for r in recs
-                if r["spec"] == "native"}
-        t = Table(title=f"{coll}: median µs over {reps} repetitions, ×: / native's median",
-                  title_justify="left")
-        t.add_column("algorithm", overflow="fold")
-        for n, size in points:
-            over = f" {OVER_MARK}" if cores is not None and n > cores else ""
-            head = (f"np {n}{over} " if len(nps) > 1 or over else "") + fmt_size(size)
-            t.add_column(head, justify="right")
-        cells: dict = {}
-        for r in recs:
-            cells.setdefault(r["spec"], {})[(int(r["np"]), int(r["size"]))] = _cell(
-                r, base.get((int(r["np"]), int(r["size"]))))
-        for spec, row in cells.items():
-            t.add_row(spec, *[row.get(pt, "") for pt in points])
-        tables.append(t)
-    return tables
-
-
 def terminal_rows(df, nps: list[int] | None = None):
     """The rows quick's tables are made of: the latest round (points.latest_round, as
     the report's summary selects them), at the process counts of --np."""
@@ -215,16 +146,3 @@ def pingpong_once(b, db_path) -> None:
                   highlight=False)
 
 
-def best_table(df, include_oversubscribed: bool = False) -> Table:
-    """What to use per (collective, processes, size), by how much, and the evidence."""
-    tab = best_points(df, include_oversubscribed=include_oversubscribed)
-    t = Table(title="what to use (native unless another is faster beyond the noise)",
-              title_justify="left")
-    for c in ("collective", "np", "size", "use", "evidence", "detail"):
-        t.add_column(c, justify="right" if c in ("np", "size") else "left",
-                     overflow="fold")
-    for r in tab.astype(object).where(tab.notna(), None).to_dict("records"):
-        np_text = f"{int(r['np'])}" + (f" {OVER_MARK}" if r["oversubscribed"] else "")
-        t.add_row(r["collective"], np_text, fmt_size(int(r["size"])), r["best"] or "—",
-                  r["level"] or "", r["evidence"] or "")
-    return t

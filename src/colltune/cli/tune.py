@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 
 import click
-from rich.table import Table
 
 from .. import __version__
 from colltune.mpi import libraries as mpi_mod
@@ -21,7 +19,6 @@ from colltune.base.files import check_writable
 from colltune.base.collectives import COLLECTIVES
 from colltune.base.lazy import LazyModule
 from colltune.base.specs import is_lib_spec, split_specs
-from colltune.base.units import fmt_size
 from colltune.drivers import bench as bench_mod
 from colltune.drivers import registry
 from colltune.rules.ruleset import TARGETS
@@ -30,80 +27,9 @@ from colltune.tuning import adaptive, exact
 from colltune.tuning import tune as tune_mod
 from ._common import (MPI_HELP, PLATFORM_HELP, build_or_fail, check_nps, command, db_option,
                       err, fail, np_option, out, resolve_platform, size_option, write_or_keep)
-from .bench import BenchProgress
+from colltune.output.terminal import BenchProgress, quality_table, rules_table
 
 pd = LazyModule("pandas")
-
-EVAL_SHORT = {"profile-weighted": "by app calls"}
-QUALITY_HEADS = {"points": "cells", "regret_gmean": "regret gmean",
-                 "regret_worst": "regret worst", "regret_worst_at": "worst regret at",
-                 "vs_native_gmean": "×native gmean", "vs_native_worst": "×native worst",
-                 "vs_native_worst_at": "worst ×native at"}
-
-
-def _x(v) -> str:
-    if isinstance(v, str):
-        return v
-    return "—" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.3f}"
-
-
-def rules_table(rs) -> Table:
-    t = Table(title=f"rules ({rs.target}): first match wins", title_justify="left")
-    mapped = any(r.mapping is not None for r in rs.rules)
-    loaded = any(r.load is not None for r in rs.rules)
-    noded = any(r.ppn is not None for r in rs.rules)
-    cols = (["collective", "processes", "sizes", "algorithm", "params"]
-            + (["mapping"] if mapped else []) + (["load"] if loaded else [])
-            + (["per node"] if noded else []))
-    if loaded:
-        t.caption = "load classes (probe µs): " + "; ".join(
-            f"{c.name} {c.lo:g}–{'' if c.hi is None else f'{c.hi:g}'}" for c in rs.load_classes)
-    for c in cols:
-        t.add_column(c, overflow="fold")
-    for r in rs.rules:
-        nps = f"{r.np_min}–" + ("" if r.np_max is None else str(r.np_max))
-        sizes = (f"{fmt_size(r.size_min)}–"
-                 + ("" if r.size_max is None else fmt_size(r.size_max)))
-        row = [r.collective, nps, sizes, r.algorithm,
-               ",".join(f"{k}={v}" for k, v in r.params) or "-"]
-        if mapped:
-            row.append(r.mapping or "")
-        if loaded:
-            row.append(r.load or "any")
-        if noded:
-            row.append("any" if r.ppn is None else
-                       f"{r.ppn[0]}–{'' if r.ppn[1] is None else r.ppn[1]}")
-        t.add_row(*row)
-    return t
-
-
-def quality_table(summary, has_native: bool, points=None, keys=None) -> Table:
-    """The quality per collective and evaluation (tune.quality_view: coinciding
-    evaluations one row, no placeholder gains), its notes as the caption."""
-    view, notes = tune_mod.quality_view(summary, points, has_native, keys)
-    t = Table(title="quality: regret = chosen / fastest measured median (1 is best); ×native "
-                    "= chosen / native (the one ratio: <1 beats the default)",
-              title_justify="left")
-    cols = ["collective", "evaluation", "points"] + [c for c in QUALITY_HEADS if c != "points"
-                                                     and c in view.columns]
-    for c in cols:
-        t.add_column(QUALITY_HEADS.get(c, c), justify="right" if c == "points" or c in (
-            "regret_gmean", "regret_worst", "vs_native_gmean", "vs_native_worst") else "left")
-    for r in view.to_dict("records"):
-        pts = str(r["points"]) + (f" ({r['unmeasured']} unmeasured)"
-                                  if r.get("unmeasured") else "")
-        if isinstance(r.get("calls"), (int, float)) and r["calls"] == r["calls"]:
-            pts += f" ({int(r['calls'])} calls)"
-        row = [r["collective"], EVAL_SHORT.get(r["evaluation"], r["evaluation"]), pts]
-        for c in cols[3:]:
-            v = r[c]
-            row.append("" if v is None or (isinstance(v, float) and not math.isfinite(v))
-                       else v if isinstance(v, str) else _x(v))
-        t.add_row(*row)
-    if notes:
-        t.caption = "\n".join(notes)
-        t.caption_justify = "left"
-    return t
 
 
 @command()
