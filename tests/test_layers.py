@@ -19,7 +19,7 @@ ROOT = PKG.parents[1]
 
 # lowest first: a module imports from its own folder or from folders before it
 ORDER = ("base", "mpi", "drivers", "results", "studies", "analysis", "rules", "tuning",
-         "output", "cli")
+         "output", "workflows", "cli")
 HEAVY = ("pandas", "numpy", "matplotlib", "statsmodels", "sklearn", "scipy")
 MAX_LINES = 900
 
@@ -119,6 +119,39 @@ def _graph() -> dict[str, set[str]]:
                       and not (MODULES[d].name == "__init__.py"
                                and not MODULES[d].read_text().strip())}
     return graph
+
+
+# what the command line leaves to the workflows: it neither launches nor writes results
+CLI_FORBIDDEN = ("colltune.mpi.launch", "colltune.mpi.simgrid", "colltune.results.store",
+                 "colltune.studies.sweep")
+# the commands of the other half of the move to workflows/ (until it lands)
+PENDING = {"platforms", "p2p", "heat", "traffic", "load", "verify", "model", "interpose",
+           "rules", "cluster", "basic", "results"}
+
+
+def _cli_forbidden(dep: str) -> bool:
+    if dep.startswith("colltune.drivers.") and dep != "colltune.drivers.registry":
+        return True
+    return dep == "colltune.drivers" or dep in CLI_FORBIDDEN
+
+
+def test_the_command_line_neither_launches_nor_writes_results():
+    """cli/ parses, calls a workflow and renders: it imports no driver (but the
+    algorithm table, drivers/registry), no launcher, no simulator, no writer of
+    results and no sweep (workflows/ does that)."""
+    bad = []
+    for mod, path in MODULES.items():
+        if _layer(mod) != "cli" or mod.rsplit(".", 1)[-1] in PENDING:
+            continue
+        bad += [f"{path.relative_to(PKG)}:{line} imports {dep}"
+                for dep, line in _imports(path) if _cli_forbidden(dep)]
+    assert bad == [], "the command line launches or writes:\n" + "\n".join(bad)
+
+
+def test_the_command_line_rule_finds_a_driver_import():
+    assert _cli_forbidden("colltune.drivers.bench") and _cli_forbidden("colltune.mpi.launch")
+    assert not _cli_forbidden("colltune.drivers.registry")
+    assert not _cli_forbidden("colltune.workflows.sweep")
 
 
 def test_no_import_cycle():

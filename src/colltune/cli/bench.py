@@ -3,97 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import click
 
-from colltune.drivers import bench as bench_mod
-from colltune.results import db as db_mod
-from colltune.results import store
-from colltune.mpi import launch
-from colltune.mpi import placement
-from colltune.mpi import libalgos
-from colltune.drivers import registry
 from colltune.base.collectives import COLLECTIVES
 from colltune.base.files import check_writable, save_fallback
-from colltune.base.specs import is_lib_spec, split_specs
-from colltune.base.units import fmt_size
+from colltune.mpi import libraries as mpi_mod
 from colltune.output.terminal import (VERDICT_LEGEND, BenchProgress, emit_records,  # noqa: F401
                                       osu_table)
-from ._common import (MPI_HELP, PLATFORM_HELP, build_or_fail, check_nps, command,
-                      db_path_or_default, err, fail, np_option, oversubscribe_options,
-                      resolve_platform, size_option)
-from colltune.mpi import libraries as mpi_mod
-
-
-def _run_bench(b, specs: list[bench_mod.BenchSpec], kept: list[dict]) -> None:
-    """Run every process count; finished points go into `kept` as they come, so that
-    an interruption keeps them."""
-    host = os.uname().nodename
-    seen_np: set[int] = set()
-    per_np = [len(s.sizes) * len(s.algos) for s in specs]
-    with BenchProgress(sum(per_np)) as prog:
-        base = 0
-        for spec, n in zip(specs, per_np, strict=True):
-            label = f"{spec.collective} np={spec.np}"
-            prog.set(base, label, force=True)
-            live: list[dict] = []
-
-            def on_record(rec, live=live, base=base, label=label):
-                rec["host"] = host
-                live.append(rec)
-                kept.append(rec)
-                prog.set(base + len(live), label)
-
-            def on_launch(i, count, _launch, base=base, n=n, label=label):
-                prog.set(base + n * i / count, label)
-
-            def on_merged(recs, live=live):  # alternating launches: the points so far
-                for r in recs:
-                    r["host"] = host
-                del kept[len(kept) - len(live):]
-                live[:] = recs
-                kept.extend(recs)
-
-            try:
-                recs, notes = bench_mod.run_bench(b, spec, on_record=on_record,
-                                                  progress=on_launch, on_merged=on_merged)
-            except ValueError as exc:
-                fail(str(exc))
-            for r in recs:
-                r["host"] = host
-            if notes and spec.np not in seen_np:
-                seen_np.add(spec.np)
-                prog.note("note: " + "; ".join(notes))
-            del kept[len(kept) - len(live):]  # streamed copies, replaced by the final ones
-            kept.extend(recs)
-            base += n
-            prog.set(base, label, force=True)
-
-
-def _warn_large(coll: str, sizes: list[int], nps: list[int], validate: bool,
-                algos: int, reps: int, iterations: int | None) -> None:
-    """Say before launching when a size needs much memory (or more than there is)."""
-    big = max(sizes)
-    if big < LARGE_SIZE:
-        return
-    np_max = max(nps)
-    per = bench_mod.buffer_bytes(coll, big, np_max, validate)
-    try:
-        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        phys = 0
-    calls = algos * reps * (iterations if iterations is not None else 100)
-    text = (f"size {fmt_size(big)}: {fmt_size(per)} of buffers per process, "
-            f"{fmt_size(per * np_max)} for {np_max} processes; about {calls} calls of it "
-            "per process count (--time-budget bounds the time)")
-    if phys and per * np_max > phys:
-        text += f"; this machine has {fmt_size(phys)} of memory in all"
-    err.print(f"[yellow]warning:[/] {text}", highlight=False)
-
-
-LARGE_SIZE = 256 << 20  # buffers from this size on get a warning before the launch
+from colltune.results import db as db_mod
+from colltune.workflows import bench as bench_flow
+from ._common import (MPI_HELP, PLATFORM_HELP, check_nps, command, db_path_or_default, err,
+                      fail, np_option, oversubscribe_options, progress, size_option)
 
 
 def _save_elsewhere(records: list[dict], why: str) -> None:
@@ -106,16 +28,6 @@ def _save_elsewhere(records: list[dict], why: str) -> None:
         return
     err.print(f"[bold red]error:[/] {why}; the {len(records)} records are saved in {where}",
               highlight=False)
-
-
-def _note_defaults(timing: str, np_list: list[int]) -> None:
-    """One line: bench and sweep measure differently by default (docs/benchmarking.md,
-    'bench and sweep measure differently')."""
-    used = "/".join(dict.fromkeys(bench_mod.resolve_timing(timing, n) for n in np_list))
-    err.print(f"note: bench times with {used} (--timing {timing}) under the MPI library's "
-              "default placement; sweep studies time with osu and bind each process to a "
-              "core (study keys timing, bind): their points are not comparable",
-              highlight=False, soft_wrap=True)
 
 
 @command()
@@ -191,69 +103,29 @@ def bench(mpi_spec, platform_spec, coll, algos, nps, sizes, iterations, warmup, 
 
     check_nps(np_list, oversubscribe=oversubscribe, force=force,
               simulated=mpi_mod.names_simulator(mpi_spec))  # before anything is built
-    b = build_or_fail(mpi_spec)
-    plat = resolve_platform(platform_spec, b.mpi)
-    if reps is None:
-        reps = bench_mod.SIM_REPS if b.mpi.simulated else 3
-    specs_list = split_specs(algos)
-    try:
-        specs_list = bench_mod.expand_algos(b, coll, specs_list)  # all / ours / ompi:all ...
-        for s in specs_list:
-            if is_lib_spec(s):
-                libalgos.lib_env(b.mpi, coll, s)  # validates: library, name, parameters
-    except ValueError as exc:
-        fail(str(exc))
-    registry.check_specs(b, coll, [s for s in specs_list if not is_lib_spec(s)])
-    specs = [bench_mod.BenchSpec(coll, specs_list, np, size_list, iterations, warmup, reps,
-                                 root, dtype, op, timing=timing, sleep_us=sleep_us,
-                                 time_budget=time_budget, validate=validate, raw=raw,
-                                 align=align)
-             for np in np_list]
-    if plat is not None:
-        try:
-            specs = [bench_mod.for_simulation(s) for s in specs]
-        except bench_mod.BenchError as exc:
-            fail(str(exc))
-        err.print(f"simulating on platform '{plat.name}' with {b.mpi.banner}: simulated "
-                  "times, not measurements", highlight=False)
-    if plat is None and not b.mpi.simulated:
-        _note_defaults(timing, np_list)
-    _warn_large(coll, size_list, np_list, validate, len(specs_list), reps, iterations)
-    records: list[dict] = []
-    interrupted = None
-    try:
-        if plat is not None:
-            with launch.simulate(plat):
-                _run_bench(b, specs, records)
-        else:
-            _run_bench(b, specs, records)
-    except KeyboardInterrupt as exc:
-        interrupted = exc
-        err.print(f"[yellow]interrupted[/]: keeping the {len(records)} points measured so far",
-                  highlight=False)
+    p = bench_flow.plan(coll, algos, np_list, size_list, mpi_spec=mpi_spec,
+                        platform_spec=platform_spec, iterations=iterations, warmup=warmup,
+                        reps=reps, root=root, dtype=dtype, op=op, timing=timing,
+                        sleep_us=sleep_us, time_budget=time_budget, validate=validate,
+                        raw=raw, align=align, progress=progress())
+    run = bench_flow.measure(p, progress())
+    records = run.records
     if records:
         try:
-            if plat is None:
-                emit_records(records, fmt, output, b.mpi.banner, cores=placement.cores())
-            else:  # no cores to share in a simulation
-                emit_records(records, fmt, output, f"SIMULATED with {b.mpi.banner} on platform "
-                             f"'{plat.name}', not measurements")
+            emit_records(records, fmt, output, p.title, cores=p.cores)
         except OSError as exc:
             _save_elsewhere(records, f"cannot write {output}: {exc}")
             sys.exit(2)
         if db_path is not None:
             try:
-                run_id = store.store_bench(records, mpi=b.mpi, path=db_path, argv=sys.argv,
-                                           notes=["interrupted"] if interrupted else None,
-                                           platform=plat,
-                                           status="interrupted" if interrupted else "done")
+                run_id = bench_flow.store_records(p, run, db_path, sys.argv)
             except (db_mod.DBError, db_mod.SQLError, OSError) as exc:
                 _save_elsewhere(records, f"cannot store in {db_path}: {exc}")
                 sys.exit(2)
             err.print(f"stored as run {run_id} in {db_path}", highlight=False)
-    if interrupted is not None:
+    if run.interrupted:
         sys.exit(130)
-    failures = bench_mod.validation_failures(records)
+    failures = bench_flow.validation_failures(records)
     if failures:
         for r in failures:
             err.print(f"[bold red]validation failed:[/] {r['collective']}/{r['spec']} "
