@@ -154,6 +154,31 @@ def test_the_command_line_rule_finds_a_driver_import():
     assert not _cli_forbidden("colltune.workflows.sweep")
 
 
+RECORDING = ("upsert_study", "store_unit", "store_failure", "mark_stale_runs",
+             "set_launcher_command")
+
+
+def test_studies_are_recorded_by_the_one_recorder():
+    """A study's row, its launches and their failures are written by
+    studies/recorder.py alone (sweeps and tune --measure alike), through results/."""
+    writers = []
+    for mod, path in MODULES.items():
+        if _layer(mod) == "results" or mod == "colltune.studies.recorder":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Attribute) and node.attr in RECORDING:
+                writers.append(f"{path.relative_to(PKG)}:{node.lineno} {node.attr}")
+            elif isinstance(node, ast.ImportFrom) and any(a.name in RECORDING
+                                                          for a in node.names):
+                writers.append(f"{path.relative_to(PKG)}:{node.lineno} imports a writer")
+    assert writers == [], "studies written beside studies/recorder.py:\n" + "\n".join(writers)
+    from colltune.studies import recorder, sweep
+    from colltune.workflows import tune
+
+    assert recorder.Recorder in (vars(sweep).values()) and recorder.Recorder in (
+        vars(tune).values())
+
+
 def test_no_import_cycle():
     assert _cycles(_graph()) == []
 

@@ -1,7 +1,7 @@
 """Tuning for one application: `colltune study from-profile` (a study from the profile
 of `colltune run --profile`) and the rendering of the comparisons of `colltune run
---compare` and `colltune autotune`. The work is in colltune.tuning.from_profile,
-colltune.tuning.appcompare and colltune.tuning.autotune."""
+--compare` and `colltune autotune`. The work is in colltune.workflows.app (over
+colltune.tuning.from_profile, appcompare and autotune)."""
 
 from __future__ import annotations
 

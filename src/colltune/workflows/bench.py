@@ -110,6 +110,20 @@ def store_records(p: BenchPlan, run: BenchRun, db_path, argv: list[str]) -> int:
                              status="interrupted" if run.interrupted else "done")
 
 
+def bench(coll: str, algos: str, nps: list[int], sizes: list[int], *, db_path=None,
+          argv: list[str] | None = None, progress: Progress | None = None,
+          **options) -> tuple[BenchPlan, BenchRun, int | None]:
+    """plan -> measure -> store_records (when `db_path`): the plan, what was measured and
+    the run's id in the database. `options`: those of `plan` (mpi_spec, iterations,
+    reps, timing, validate, ...)."""
+    p = plan(coll, algos, nps, sizes, progress=progress, **options)
+    run = measure(p, progress)
+    run_id = None
+    if db_path is not None and run.records:
+        run_id = store_records(p, run, db_path, argv or ["colltune", "bench"])
+    return p, run, run_id
+
+
 def validation_failures(records: list[dict]) -> list[dict]:
     """The records whose result differed from the MPI library's."""
     return bench_mod.validation_failures(records)
