@@ -121,6 +121,61 @@ def _graph() -> dict[str, set[str]]:
     return graph
 
 
+# what the command line leaves to the workflows: it neither launches nor writes results
+CLI_FORBIDDEN = ("colltune.mpi.launch", "colltune.mpi.simgrid", "colltune.results.store",
+                 "colltune.studies.sweep")
+
+
+def _cli_forbidden(dep: str) -> bool:
+    if dep.startswith("colltune.drivers.") and dep != "colltune.drivers.registry":
+        return True
+    return dep == "colltune.drivers" or dep in CLI_FORBIDDEN
+
+
+def test_the_command_line_neither_launches_nor_writes_results():
+    """cli/ parses, calls a workflow and renders: it imports no driver (but the
+    algorithm table, drivers/registry), no launcher, no simulator, no writer of
+    results and no sweep (workflows/ does that)."""
+    bad = []
+    for mod, path in MODULES.items():
+        if _layer(mod) != "cli":
+            continue
+        bad += [f"{path.relative_to(PKG)}:{line} imports {dep}"
+                for dep, line in _imports(path) if _cli_forbidden(dep)]
+    assert bad == [], "the command line launches or writes:\n" + "\n".join(bad)
+
+
+def test_the_command_line_rule_finds_a_driver_import():
+    assert _cli_forbidden("colltune.drivers.bench") and _cli_forbidden("colltune.mpi.launch")
+    assert not _cli_forbidden("colltune.drivers.registry")
+    assert not _cli_forbidden("colltune.workflows.sweep")
+
+
+RECORDING = ("upsert_study", "store_unit", "store_failure", "mark_stale_runs",
+             "set_launcher_command")
+
+
+def test_studies_are_recorded_by_the_one_recorder():
+    """A study's row, its launches and their failures are written by
+    studies/recorder.py alone (sweeps and tune --measure alike), through results/."""
+    writers = []
+    for mod, path in MODULES.items():
+        if _layer(mod) == "results" or mod == "colltune.studies.recorder":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Attribute) and node.attr in RECORDING:
+                writers.append(f"{path.relative_to(PKG)}:{node.lineno} {node.attr}")
+            elif isinstance(node, ast.ImportFrom) and any(a.name in RECORDING
+                                                          for a in node.names):
+                writers.append(f"{path.relative_to(PKG)}:{node.lineno} imports a writer")
+    assert writers == [], "studies written beside studies/recorder.py:\n" + "\n".join(writers)
+    from colltune.studies import recorder, sweep
+    from colltune.workflows import tune
+
+    assert recorder.Recorder in (vars(sweep).values()) and recorder.Recorder in (
+        vars(tune).values())
+
+
 def test_no_import_cycle():
     assert _cycles(_graph()) == []
 

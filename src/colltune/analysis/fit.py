@@ -35,11 +35,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from colltune.results.db import DBError, default_path
-from colltune.results.reader import check_names_at, read_measurements
+from colltune.results import reader
+from colltune.results.reader import read_measurements
 from colltune.base.errors import ColltuneError
 from colltune.base.specs import params_text
 from colltune.base.lazy import LazyModule
-from colltune.base.units import parse_selection, parse_size
+from colltune.base.units import parse_size
 
 numpy = LazyModule("numpy")
 pd = LazyModule("pandas")
@@ -616,29 +617,13 @@ def default_db() -> Path:
 def read_selection(db_path, study, coll, algo, mapping, nps, sizes,
                    include_simulated: bool = False, only_simulated: bool = False,
                    allow_empty: bool = False) -> pd.DataFrame:
-    """Measurements of a database selection, as the commands' options give it: `nps`
-    and `sizes` as --np and --size take them (units.parse_selection: '2,4', '2:8',
-    '8,64K:1M', open ends)."""
+    """Measurements of a database selection, as the commands' options give it
+    (results.reader.read_selection, the one reader), ready for the models."""
     try:
-        np_sel = parse_selection(nps, "--np")
-        size_sel = parse_selection(sizes, "--size", sizes=True)
-    except ValueError as exc:
-        raise FitError(str(exc)) from None
-    try:  # a misspelt name is refused, not taken for an empty selection
-        check_names_at(db_path, collective=coll, algorithm=algo, mapping=mapping)
+        df = reader.read_selection(db_path, study, collective=coll, algorithm=algo,
+                                   mapping=mapping, nps=nps, sizes=sizes,
+                                   include_simulated=include_simulated,
+                                   only_simulated=only_simulated, allow_empty=allow_empty)
     except DBError as exc:
         raise FitError(str(exc)) from None
-    df = load_measurements(db_path, study=study, include_simulated=include_simulated,
-                           only_simulated=only_simulated)
-    df = select(df, collective=coll, algorithm=algo, mapping=mapping, nps=np_sel,
-                sizes=size_sel)
-    if df.empty and not allow_empty and not include_simulated and not only_simulated:
-        sim = select(load_measurements(db_path, study=study, only_simulated=True),
-                     collective=coll, algorithm=algo, mapping=mapping, nps=np_sel,
-                     sizes=size_sel)
-        if not sim.empty:
-            raise FitError(f"the selection holds no measurements, only {len(sim)} simulated "
-                           "points (--include-simulated uses them)")
-    if df.empty and not allow_empty:
-        raise FitError("the selection holds no measurements")
-    return df
+    return normalise(df)

@@ -1,9 +1,11 @@
 """The `colltune` command: the only layer that knows click.
 
-Each family of subcommands lives in its own module here and calls the domain
-modules below it (bench, sweep, fit, report, ...), which work without click.
-Shared pieces (consoles, the one error path, building on demand, the selection
-options) are in `_common`.
+Each family of subcommands lives in its own module here: it parses the options,
+calls a workflow (colltune.workflows: quick, sweep, tune, bench, report, app) or a
+domain module below it, and renders what comes back (output.terminal); none of it
+launches MPI or writes results itself (tests/test_layers.py). Shared pieces (the
+one error path, building on demand, the selection options, the Progress the
+workflows report through) are in `_common`.
 """
 
 from __future__ import annotations

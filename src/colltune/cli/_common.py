@@ -6,23 +6,19 @@ from __future__ import annotations
 import sys
 
 import click
-from rich.console import Console
 from rich.markup import escape
 
 from colltune.results import db as db_mod
 from colltune.mpi.build import Build, build_for
-from colltune.base.console import stdout_console
 from colltune.base.errors import ColltuneError
-from colltune.base.files import save_fallback, write_atomic
 from colltune.analysis.fit import default_db
-from colltune.mpi import launch
-from colltune.mpi.launch import Terminated, interrupt_on_term
 from colltune.mpi.placement import MAX_PER_CORE, check_process_counts
 from colltune.mpi.platforms import resolve
 from colltune.base.units import parse_ints, parse_selection, parse_sizes
 
-out = stdout_console()
-err = Console(stderr=True, soft_wrap=True)  # messages stay one line each (grep, logs)
+from colltune.output.terminal import BenchProgress, err, out  # noqa: F401 - the consoles
+from colltune import workflows
+from colltune.workflows import DEFAULT_PLATFORM, Progress, Terminated, interrupt_on_term
 
 MPI_HELP = ("MPI library: openmpi (default), mpich, smpi (SimGrid 4.1 simulation, installed on "
             "first use; see --platform), or a path to a prefix/bin dir/mpicc")
@@ -34,14 +30,24 @@ INCLUDE_SIMULATED_HELP = ("Also use simulated points (SimGrid, --mpi smpi); by d
 
 
 def resolve_platform(spec: str | None, mpi) -> object | None:
-    """The Platform of --platform for a simulated MPI (default: launch.DEFAULT_PLATFORM);
+    """The Platform of --platform for a simulated MPI (default: DEFAULT_PLATFORM);
     an `error:` line when --platform is given for a real MPI."""
 
     if not getattr(mpi, "simulated", False):
         if spec:
             fail("--platform is for simulation: add --mpi smpi")
         return None
-    return resolve(spec or launch.DEFAULT_PLATFORM)
+    return resolve(spec or DEFAULT_PLATFORM)
+
+
+def _say(text: str, markup: bool = True) -> None:
+    err.print(text, highlight=False, markup=markup)
+
+
+def progress() -> Progress:
+    """How the workflows report to a command: lines on stderr, the progress bar of
+    output/terminal (a sweep draws its own, studies.sweep)."""
+    return Progress(say=_say, bar=BenchProgress)
 
 
 def fail(msg: str | list[str], code: int = 2) -> None:
@@ -93,15 +99,12 @@ def build_or_fail(mpi_spec: str | None, force: bool = False, verbose: bool = Fal
 
 def write_or_keep(path, data: str | bytes, name: str) -> None:
     """Write an output atomically; if that fails (the disk filled up, the folder went
-    away), keep it in the colltune cache and stop with an `error:` line saying where."""
+    away), keep it in the colltune cache and stop with an `error:` line saying where
+    (workflows.write_or_keep)."""
     try:
-        write_atomic(path, data)
-    except OSError as exc:
-        try:
-            where = save_fallback(name, data)
-        except OSError:
-            fail(f"cannot write {path}: {exc.strerror or exc}; nothing could be saved")
-        fail(f"cannot write {path}: {exc.strerror or exc}; saved in {where} instead")
+        workflows.write_or_keep(path, data, name)
+    except workflows.WorkflowError as exc:
+        fail(str(exc))
 
 
 class QuietAliases(click.Option):

@@ -1,11 +1,12 @@
 """Tuning for one application: `colltune study from-profile` (a study from the profile
 of `colltune run --profile`) and the rendering of the comparisons of `colltune run
---compare` and `colltune autotune`. The work is in colltune.tuning.from_profile,
-colltune.tuning.appcompare and colltune.tuning.autotune."""
+--compare` and `colltune autotune`. The work is in colltune.workflows.app (over
+colltune.tuning.from_profile, appcompare and autotune)."""
 
 from __future__ import annotations
 
 import statistics
+import sys
 
 import click
 from rich.markup import escape
@@ -13,18 +14,11 @@ from rich.table import Table
 
 from colltune.base.files import check_writable
 from colltune.base.units import fmt_size
-from colltune.drivers import registry
-from colltune.mpi.launch import user_command
-from colltune.results import db as db_mod
-from colltune.rules import interpose
-from colltune.studies import study as study_mod
-from colltune.tuning import appcompare, from_profile
-from colltune.tuning import autotune as autotune_mod
-from ._common import (MPI_HELP, Command, build_or_fail, command, db_option, err, fail, out,
-                      oversubscribe_options, write_or_keep)
+from colltune.workflows import app as app_flow
+from ._common import (MPI_HELP, Command, command, db_option, fail, out,
+                      oversubscribe_options, progress, write_or_keep)
 from .rules import Group
-from . import sweep as sweep_cli
-from . import tune as tune_cli
+from .tune import render as render_tuned
 
 
 def parse_share(text: str) -> float:
@@ -86,9 +80,8 @@ def from_profile_cmd(profile, output, share, reps, library, name, mpi_spec) -> N
     own as candidates. Collectives colltune cannot change are listed, not measured."""
     check_writable(output, "-o")
     frac = parse_share(share)
-    build = build_or_fail(mpi_spec)
-    pl, text = from_profile.make_study(profile, frac, build, reps=reps, library=library, name=name,
-                          mpi=mpi_spec)
+    pl, text = app_flow.study_from_profile(profile, frac, reps=reps, library=library, name=name,
+                                           mpi_spec=mpi_spec)
     print_plan(pl)
     write_or_keep(output, text, "study.toml")
     out.print(f"wrote {output}: colltune sweep {output} measures it", highlight=False)
@@ -114,15 +107,6 @@ def compare_options(f):
     return f
 
 
-def _as_written(build, cmd) -> list[str]:
-    """The user's command as `colltune run` runs it: a bare mpirun/mpiexec is the --mpi
-    library's, root and slot options said (mpi/launch.user_command)."""
-    argv, notes = user_command(build.mpi, list(cmd))
-    for n in notes:
-        err.print(f"note: {n}" if not n.startswith("hint:") else n, highlight=False)
-    return argv
-
-
 def run_compare(rules_files: list[str], reps: int, metric: str | None, mpi_spec: str | None,
                 db_path: str | None, cmd: list[str], timeout: float | None = None):
     """`colltune run --compare RULES [--compare RULES2] --reps N -- CMD`: the program's
@@ -132,38 +116,33 @@ def run_compare(rules_files: list[str], reps: int, metric: str | None, mpi_spec:
     if not cmd:
         fail("nothing to run: give the command after --, e.g. colltune run --compare FILE "
              "--reps 5 -- mpirun -np 4 ./app")
-    appcompare.compile_metric(metric)
-    for f in rules_files:  # the files' form first, before any build
-        interpose.settings(rules=f)
-    db_mod.check_writable(db_path or db_mod.default_path())
-    build = build_or_fail(mpi_spec)
-    cmd = _as_written(build, cmd)
-    algos = registry.algorithms(build, hidden=True)
-    sides = [appcompare.side(build, f, algos) for f in rules_files]
-    a, b = (appcompare.side(build, None), sides[0]) if len(sides) == 1 else sides
-    if a.label == b.label:  # two files of the same name in different folders
-        a = appcompare.Side(a.rules or a.label, a.rules, a.sha256, a.env)
-        b = appcompare.Side(b.rules or b.label, b.rules, b.sha256, b.env)
-    return show_compare(cmd, a, b, reps, metric, build, db_path, timeout)
+    build, argv, a, b = app_flow.prepare_compare(rules_files, metric, mpi_spec, db_path, cmd,
+                                                 progress())
+    return show_compare(argv, a, b, reps, metric, build, db_path, timeout)
 
 
-def show_compare(cmd, a, b, reps, metric, build, db_path, timeout=None):
-    """Run a comparison, a line per run as it ends, then the table and the answer."""
+def show_sides(a, b) -> None:
     out.print(f"A: {escape(a.label)}" + (f" ({a.rules}, sha256 {a.sha256[:12]})" if a.rules
                                          else " (the program as it is, nothing preloaded)"),
               highlight=False)
     out.print(f"B: {escape(b.label)}" + (f" ({b.rules}, sha256 {b.sha256[:12]})" if b.rules
                                          else ""), highlight=False)
-    total = 2 * reps
 
+
+def show_run(total: int):
+    """A line per run of a comparison as it ends."""
     def on_run(r, s, res):
         fig = f", figure {r.metric:g}" if r.metric is not None else ""
         out.print(f"run {r.position + 1}/{total} {r.side} ({escape(s.label)}): "
                   f"{r.wall_s:.3f} s{fig}", highlight=False)
+    return on_run
 
-    cmp = appcompare.run_compare(list(cmd), a, b, reps, build=build, metric=metric,
-                                 db_path=db_path,
-                                 timeout=timeout or appcompare.RUN_TIMEOUT_S, on_run=on_run)
+
+def show_compare(cmd, a, b, reps, metric, build, db_path, timeout=None):
+    """Run a comparison, a line per run as it ends, then the table and the answer."""
+    show_sides(a, b)
+    cmp = app_flow.compare(cmd, a, b, reps, metric, build, db_path, timeout,
+                           on_run=show_run(2 * reps))
     render_comparison(cmp)
     return cmp
 
@@ -211,8 +190,7 @@ def render_comparison(cmp) -> None:
 @db_option()
 @oversubscribe_options
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED)
-@click.pass_context
-def autotune(ctx, dir_, share, study_reps, reps, metric, library, new, mpi_spec, db_path,
+def autotune(dir_, share, study_reps, reps, metric, library, new, mpi_spec, db_path,
              oversubscribe, force, cmd) -> None:
     """The whole loop for one application: a profiled run, the study of what carries its
     collective time, that study measured, the rules from it (their quality weighted by
@@ -224,51 +202,41 @@ def autotune(ctx, dir_, share, study_reps, reps, metric, library, new, mpi_spec,
         fail("nothing to run: give the command after --, e.g. colltune autotune -- mpirun "
              "-np 4 ./app")
     frac = parse_share(share)
-    appcompare.compile_metric(metric)
-    dbp = db_path or str(db_mod.default_path())
-    db_mod.check_writable(dbp)
-    wd = autotune_mod.workdir(dir_)
-    build = build_or_fail(mpi_spec)
-    argv = _as_written(build, argv)
-    step = "[bold]autotune[/]"
-    if new or not wd.profile.exists():
-        out.print(f"{step} 1/5: a profiled run (the library's defaults) -> {wd.profile}",
-                  highlight=False)
-        autotune_mod.profile_run(argv, build, wd.profile)
-    else:
-        out.print(f"{step} 1/5: the profile in {wd.profile} (--new profiles again)",
-                  highlight=False)
-    out.print(f"{step} 2/5: the study of what carries its collective time -> {wd.study}",
-              highlight=False)
-    if new or not wd.study.exists():
-        pl, text = autotune_mod.make_study(argv, wd, frac, build, reps=study_reps,
-                                           library=library, mpi=mpi_spec)
-        print_plan(pl)
-        write_or_keep(wd.study, text, "study.toml")
-    s = study_mod.load(wd.study)
-    out.print(f"{step} 3/5: measuring it (resumable: a rerun skips what is stored)",
-              highlight=False)
-    try:  # Ctrl-C: the sweep keeps what it measured and stops here (exit 130)
-        ctx.invoke(sweep_cli.sweep, study_file=str(wd.study), db_path=dbp, mpi_spec=mpi_spec,
-                   oversubscribe=oversubscribe, force=force)
-    except SystemExit as exc:
-        if exc.code != 1:
-            raise
-        out.print("note: some launches failed or differed from the library's result (stored "
-                  "as such): the rules come from what was measured", highlight=False)
-    out.print(f"{step} 4/5: the rules, weighted by the profile -> {wd.rules}", highlight=False)
-    ctx.invoke(tune_cli.tune, db_path=dbp, study=s.name, target="colltune",
-               output=str(wd.rules), profile_path=str(wd.profile))
-    out.print(f"{step} 5/5: the program with the library's defaults and with the rules, "
-              f"{reps} runs each, alternating", highlight=False)
-    a = appcompare.side(build, None)
-    b = appcompare.side(build, str(wd.rules), registry.algorithms(build, hidden=True))
-    cmp = show_compare(argv, a, b, reps, metric, build, dbp)
-    ans = autotune_mod.answer(cmp, wd.rules, argv)
-    native = " (every rule says native: the library's own)" \
-        if autotune_mod.all_native(wd.rules) else ""
+    res = app_flow.autotune(argv, dir_=dir_, share=frac, study_reps=study_reps, reps=reps,
+                            metric=metric, library=library, new=new, mpi_spec=mpi_spec,
+                            db_path=db_path, oversubscribe=oversubscribe, force=force,
+                            progress=progress(), view=AutotuneView())
+    if res.interrupted:  # the sweep kept what it measured
+        sys.exit(130)
+    ans, wd = res.answer, res.wd
+    native = " (every rule says native: the library's own)" if res.all_native else ""
     out.print("")
     out.print(f"[bold]answer:[/] {escape(ans.line)}", highlight=False)
     out.print(f"  the program with the rules{native}: {escape(ans.evidence)}", highlight=False)
-    out.print(f"  kept: {wd.profile}, {wd.study}, {wd.rules}; stored in {dbp} (study "
-              f"{s.name}, comparison run {cmp.run_id})", highlight=False)
+    out.print(f"  kept: {wd.profile}, {wd.study}, {wd.rules}; stored in "
+              f"{res.db_path} (study {res.study.name}, comparison run "
+              f"{res.comparison.run_id})", highlight=False)
+
+
+class AutotuneView(app_flow.AutotuneView):
+    """autotune's steps on stdout, as they come."""
+
+    def step(self, text: str) -> None:
+        out.print(f"[bold]autotune[/] {text}", highlight=False)
+
+    def plan(self, pl) -> None:
+        print_plan(pl)
+
+    def sweep_failed(self) -> None:
+        out.print("note: some launches failed or differed from the library's result (stored "
+                  "as such): the rules come from what was measured", highlight=False)
+
+    def tuned(self, res) -> None:
+        render_tuned(res)
+
+    def compare(self, a, b, reps: int) -> None:
+        show_sides(a, b)
+        self._on_run = show_run(2 * reps)
+
+    def run(self, r, side, res) -> None:
+        self._on_run(r, side, res)

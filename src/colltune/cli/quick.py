@@ -1,33 +1,17 @@
-"""`colltune quick`: the main job."""
+"""`colltune quick`: the main job (workflows.quick: sweep, ping-pong, answer, report)."""
 
 from __future__ import annotations
 
-
 import sys
-from pathlib import Path
 
 import click
 
-from rich.table import Table
-
-from colltune.analysis.evidence import (OVER_MARK, SEED, fmt_ratio, paired_note,
-                                        ratio_to_baseline, versus_baseline)
-from colltune.analysis.points import best_table as best_points
-from colltune.analysis.points import latest_round, median_repetition
-from colltune.results import db as db_mod
-from colltune.results import reader, store
-from colltune.base.errors import ColltuneError
-from colltune.drivers import p2p
-from colltune.drivers import registry
-from colltune.base.files import check_writable
-from colltune.studies.study import read_preset
-from colltune.studies.sweep import definition_changes
-from colltune.base.units import fmt_size
-from ._common import (MPI_HELP, build_or_fail, command, db_option, db_path_or_default, err, fail,
-                      np_option, out)
-from .bench import emit_records
-from .report import report as report_cmd
-from .sweep import sweep as sweep_cmd
+from colltune.output.terminal import (best_table, compact_tables, emit_records,  # noqa: F401
+                                      print_answer)
+from colltune.workflows import quick as quick_flow
+from colltune.workflows.quick import table_records, terminal_rows  # noqa: F401
+from ._common import MPI_HELP, command, db_option, db_path_or_default, np_option, progress
+from .report import render_report
 
 
 @command()
@@ -45,8 +29,7 @@ from .sweep import sweep as sweep_cmd
 @click.option("--osu-tables", is_flag=True,
               help="Also print the OSU-style tables (Avg/Min/Max latency, iterations) of "
                    "every point, after the answer.")
-@click.pass_context
-def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubscribed,
+def quick(mpi_spec, db_path, report_path, new_round, nps, include_oversubscribed,
           osu_tables) -> None:
     """The main job: the `quick` study (sweep --preset quick) into the results database,
     then, first, what to use where with its evidence, one compact table per collective
@@ -55,176 +38,16 @@ def quick(ctx, mpi_spec, db_path, report_path, new_round, nps, include_oversubsc
     The preset measures np 2, 4, 8, ... up to the machine's cores, so that every
     process has a core; --np asks for others (counts above the cores run
     oversubscribed, are marked so and draw no conclusion)."""
-    db_path = db_path_or_default(db_path)
-    db_mod.check_writable(db_path)
-    check_writable(report_path, "-o")
-    if not new_round and Path(db_path).is_file():  # the preset changed with colltune
-        conn = db_mod.open_db(db_path)
-        try:
-            changes, rnd = definition_changes(conn, read_preset("quick"))
-        finally:
-            conn.close()
-        if changes:
-            err.print(f"note: the quick study changed since round {rnd} in {db_path} ("
-                      + "; ".join(changes) + f"): measuring round {rnd + 1}", highlight=False)
-            new_round = True
-    try:
-        ctx.invoke(sweep_cmd, preset="quick", db_path=db_path, mpi_spec=mpi_spec,
-                   new_round=new_round, nps=nps, oversubscribe=bool(nps))
-    except SystemExit as exc:  # failed launches are in the database and the report
-        if exc.code != 1:
-            raise
-        err.print("[yellow]some launches failed; they are listed in the report[/]")
-    b = build_or_fail(mpi_spec)
-    pingpong_once(b, db_path)
-    conn = db_mod.open_reader(db_path, schema=True)
-    try:
-        df = reader.measurements_frame(conn, study="quick")
-    finally:
-        conn.close()
-    if df.empty:
-        fail(f"the quick study stored no measurements in {db_path}")
-    df = terminal_rows(df, nps)
-    # per point the median repetition's own OSU columns, and the spread over repetitions
-    agg = median_repetition(df, ["collective", "np", "spec", "size"])
-    for c in ("align", "iterations", "valid_reps"):
-        if c in agg.columns:
-            agg[c] = agg[c].astype("Int64")
-    order = {c: {n: i for i, n in enumerate(["native"] + registry.names(b, c))}
-             for c in set(agg["collective"])}
-    records = table_records(df, agg, include_oversubscribed)
-    records.sort(key=lambda r: order[r["collective"]].get(r["spec"], 999))
-    reps = int(agg["repetitions"].max()) if len(agg) else 0
-    banner = (f"{df['mpi_kind'].iloc[0]} {df['mpi_version'].iloc[0]}; {reps} repetitions: "
-              "median, OSU columns of the median repetition")
-    cores = int(df["cores"].dropna().min()) if df["cores"].notna().any() else None
-    print_answer(df, records, include_oversubscribed, cores, reps)
-    if osu_tables:
-        emit_records(records, "table", None, banner, cores=cores)
-    ctx.invoke(report_cmd, db_path=db_path, study="quick", output=report_path,
-               include_oversubscribed=include_oversubscribed)
 
+    def show(ans: quick_flow.Answer) -> None:
+        print_answer(ans.df, ans.records, ans.include_oversubscribed, ans.cores, ans.reps)
+        if osu_tables:
+            emit_records(ans.records, "table", None, ans.banner, cores=ans.cores)
 
-USE_NOTE = ("use: native unless another algorithm is faster beyond the noise of the "
-            "repetitions, after Holm's correction over the candidates of each point; "
-            "'unstable: measure again' where repetitions in separate launches scatter or saw "
-            "different load (docs/benchmarking.md, 'Conclusions with evidence'; bootstrap seed "
-            f"{SEED}: the report prints the same intervals)")
-COMPACT_LEGEND = ("×r: the algorithm's median / native's median (the two numbers printed); "
-                  "paired ×r: the comparison's own estimate, the geometric mean of the "
-                  "per-launch ratios (what the verdict tests), where it differs; "
-                  "≈ within noise, ? too few repetitions, ! unstable: measure again, "
-                  "unmarked: beyond the noise")
-
-
-def print_answer(df, records: list[dict], include_oversubscribed: bool = False,
-                 cores: int | None = None, reps: int = 0) -> None:
-    """quick's terminal output: what to use where first, then one compact table per
-    collective (OSU tables only with --osu-tables)."""
-    out.print(best_table(df, include_oversubscribed))
-    out.print(USE_NOTE, highlight=False)
-    for t in compact_tables(records, cores, reps):
-        out.print(t)
-    out.print(COMPACT_LEGEND, highlight=False)
-
-
-def _cell(r: dict, base: float | None) -> str:
-    med = r.get("median_us")
-    if med is None:
-        return "—"
-    text = f"{med:.2f}"
-    if r["spec"] == "native" or not base:
-        return text
-    mark = {"tie": " ≈", "insufficient": " ?", "unstable": " !"}.get(r.get("verdict") or "", "")
-    # the ratio of the two medians printed, the paired estimate labelled where it
-    # differs: the report's and the figures' number (evidence.ratio_label)
-    mr = ratio_to_baseline(med, base)
-    note = paired_note(mr, r.get("ratio"), bool(r.get("paired")))
-    return f"{text} {fmt_ratio(mr)}{mark}" + (f" ({note})" if note else "")
-
-
-def compact_tables(records: list[dict], cores: int | None = None, reps: int = 0) -> list[Table]:
-    """One table per collective: a row per algorithm, a column per (np, size), each
-    cell the median over repetitions (µs) and its ratio to native's median."""
-    tables = []
-    for coll in dict.fromkeys(r["collective"] for r in records):
-        recs = [r for r in records if r["collective"] == coll]
-        points = sorted({(int(r["np"]), int(r["size"])) for r in recs})
-        nps = {n for n, _ in points}
-        base = {(int(r["np"]), int(r["size"])): r.get("median_us") for r in recs
-                if r["spec"] == "native"}
-        t = Table(title=f"{coll}: median µs over {reps} repetitions, ×: / native's median",
-                  title_justify="left")
-        t.add_column("algorithm", overflow="fold")
-        for n, size in points:
-            over = f" {OVER_MARK}" if cores is not None and n > cores else ""
-            head = (f"np {n}{over} " if len(nps) > 1 or over else "") + fmt_size(size)
-            t.add_column(head, justify="right")
-        cells: dict = {}
-        for r in recs:
-            cells.setdefault(r["spec"], {})[(int(r["np"]), int(r["size"]))] = _cell(
-                r, base.get((int(r["np"]), int(r["size"]))))
-        for spec, row in cells.items():
-            t.add_row(spec, *[row.get(pt, "") for pt in points])
-        tables.append(t)
-    return tables
-
-
-def terminal_rows(df, nps: list[int] | None = None):
-    """The rows quick's tables are made of: the latest round (points.latest_round, as
-    the report's summary selects them), at the process counts of --np."""
-    df = latest_round(df)
-    if nps:
-        df = df[df["np"].isin(list(nps))]
-    return df
-
-
-def table_records(df, agg, include_oversubscribed: bool = False) -> list[dict]:
-    """The records of quick's median table: one per point (`agg`, median_repetition of
-    `df`) with its verdict against native and its `ratio`, the comparison's own estimate
-    over the repetitions (evidence.ratio_to_baseline: the one the summary and the
-    report print), time / native's time."""
-    ver = versus_baseline(df, ["collective", "np", "size"], label="spec",
-                          include_oversubscribed=include_oversubscribed)
-    verdict = {(r.collective, r.np, r.size, r.spec): (r.outcome, r.ratio, bool(r.paired))
-               for r in ver.itertuples()}
-    records = []
-    for r in agg.astype(object).where(agg.notna(), None).to_dict("records"):
-        outcome, ratio, paired = verdict.get((r["collective"], r["np"], r["size"], r["spec"]),
-                                             (None, None, False))
-        fb = r.get("fallback")
-        records.append(dict(r, fallback=fb if isinstance(fb, str) and fb else None,
-                            verdict=outcome, ratio=ratio, paired=paired))
-    return records
-
-
-def pingpong_once(b, db_path) -> None:
-    """The cost model's α and β come from a ping-pong stored in the database with its
-    provenance: measured here once (the first quick on a database), so that every
-    report built from it later launches nothing and gives the same figures."""
-    if b.mpi.simulated or reader.pingpong_points(db_path) is not None:
-        return
-    err.print("measuring a ping-pong once for the cost model's α and β (stored in "
-              f"{db_path}; reports read it from there)", highlight=False)
-    try:
-        recs = p2p.measure_pingpong(b)
-        store.store_pingpong(recs, mpi=b.mpi, path=db_path, argv=sys.argv,
-                             notes=["colltune quick: the ping-pong of the cost model's α, β"])
-    except ColltuneError as exc:
-        err.print(f"note: no ping-pong for the cost model ({exc}); the report says so",
-                  highlight=False)
-
-
-def best_table(df, include_oversubscribed: bool = False) -> Table:
-    """What to use per (collective, processes, size), by how much, and the evidence."""
-    tab = best_points(df, include_oversubscribed=include_oversubscribed)
-    t = Table(title="what to use (native unless another is faster beyond the noise)",
-              title_justify="left")
-    for c in ("collective", "np", "size", "use", "evidence", "detail"):
-        t.add_column(c, justify="right" if c in ("np", "size") else "left",
-                     overflow="fold")
-    for r in tab.astype(object).where(tab.notna(), None).to_dict("records"):
-        np_text = f"{int(r['np'])}" + (f" {OVER_MARK}" if r["oversubscribed"] else "")
-        t.add_row(r["collective"], np_text, fmt_size(int(r["size"])), r["best"] or "—",
-                  r["level"] or "", r["evidence"] or "")
-    return t
+    res = quick_flow.quick(db_path_or_default(db_path), mpi_spec=mpi_spec,
+                           report_path=report_path, new_round=new_round, nps=nps,
+                           include_oversubscribed=include_oversubscribed, progress=progress(),
+                           on_answer=show)
+    if res.answer is None:  # interrupted: what was measured is stored
+        sys.exit(130)
+    render_report(res.report)

@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
-from colltune.output import figures as plotmod
-from colltune.drivers import registry
-from colltune.mpi.build import build_for
-from colltune.analysis.costmodel import algorithm_dicts
-from colltune.base.files import check_writable
-from colltune.analysis.fit import FitError, load_measurements, read_selection
-from colltune.analysis.points import timing_groups, timings_text
-from colltune.output.report import build_report, compute_model, read_applications, read_runs
-from ._common import command, cost_options, err, fail, gamma_value, select_options, write_or_keep
+from colltune.workflows import report as report_flow
+from ._common import command, cost_options, err, gamma_value, progress, select_options
 
 
 @command()
@@ -48,65 +39,19 @@ def report(db_path, study, coll, algo, mapping, np_range, size_range, include_si
     """One self-contained HTML report of a study: provenance, figures, models, best
     algorithms, cost model. Prints the path of the file. --coll, --algo, --mapping,
     --np and --size narrow what it covers."""
-    check_writable(output, "-o")
-    # simulated points (SimGrid) always get a section of their own, never mixed in
-    # (--include-simulated changes nothing here)
-    try:
-        if any(x is not None for x in (coll, algo, mapping, np_range, size_range)):
-            df = read_selection(db_path, study, coll, algo, mapping, np_range, size_range,
-                                allow_empty=True)
-            sim = read_selection(db_path, study, coll, algo, mapping, np_range, size_range,
-                                 only_simulated=True, allow_empty=True)
-        else:
-            df = load_measurements(db_path, study=study)
-            sim = load_measurements(db_path, study=study, only_simulated=True)
-    except FitError as exc:
-        fail(str(exc))
-    if df.empty and sim.empty:
-        fail("no measurements to report")
-    timings = timing_groups(df)
-    if len({t for t, _, _ in timings}) > 1 and not pool_timings:
-        studies = sorted({s for _, s, _ in timings})
-        fail("the selection pools points measured with different timing methods ("
-             f"{timings_text(timings)}): their latencies are different quantities. Choose "
-             "one with --study " + " or --study ".join(f"'{s}'" for s in studies)
-             + ", or pass --pool-timings to report them together (the report says so)")
-    gamma = gamma_value(gamma_opt)
-    runs = read_runs(db_path, study, df if not df.empty else sim)
-    build = algos = None
-    if algorithms_json is not None:
-        try:
-            algos = algorithm_dicts(algorithms_json)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            fail(f"--algorithms-json {algorithms_json}: {exc}")
-    if algos is None or measure:
-        try:
-            build = build_for(mpi_spec, auto_install=False)
-            if algos is None:
-                algos = algorithm_dicts(registry.algorithms(build))
-        except Exception as exc:  # noqa: BLE001 - a report without MPI is still a report
-            err.print(f"note: no MPI build ({exc}); the cost model "
-                      + ("cannot measure" if algos else "is left out"), highlight=False)
-    if df.empty or (df["collective"] == "heat").all():
-        measure = False  # no collective to model
-    err.print("building the report" + (" (measuring α, β, γ first)" if measure else ""),
-              highlight=False)
-    coll_df = df[df["collective"] != "heat"]
-    if df.empty:
-        model, note = None, "only simulated points"
-    elif coll_df.empty:  # a study of the heat application only: no collective cost model
-        model, note = None, "no collective measurements in this study"
-    else:
-        model, note = compute_model(coll_df, db_path=db_path, algos=algos, build=build,
-                                    pingpong=pingpong_json, alpha=alpha, beta=beta,
-                                    gamma=gamma, gamma_mode=gamma_opt if gamma is None else "auto",
-                                    measure=measure)
-    palette = plotmod.Palette(plotmod.algorithm_order(mpi_spec))
-    text, parts = build_report(df, runs=runs, db_path=db_path, study=study, palette=palette,
-                               include_oversubscribed=include_oversubscribed,
-                               model=model, model_note=note, dpi=dpi, surface_algo=surface_algo,
-                               simulated=sim, applications=read_applications(db_path, study))
-    path = Path(output)
-    write_or_keep(path, text, "report.html")
-    err.print(f"{len(parts.figures)} figures, {len(text) / 1e6:.1f} MB", highlight=False)
-    click.echo(str(path.resolve()))
+    res = report_flow.report(db_path, output, study=study, coll=coll, algo=algo,
+                             mapping=mapping, np_range=np_range, size_range=size_range,
+                             pingpong_json=pingpong_json, measure=measure, alpha=alpha,
+                             beta=beta, gamma=gamma_value(gamma_opt),
+                             gamma_mode=gamma_opt if gamma_value(gamma_opt) is None else "auto",
+                             surface_algo=surface_algo, dpi=dpi, mpi_spec=mpi_spec,
+                             algorithms_json=algorithms_json,
+                             include_oversubscribed=include_oversubscribed,
+                             pool_timings=pool_timings, progress=progress())
+    render_report(res)
+
+
+def render_report(res: "report_flow.ReportResult") -> None:
+    """The end of `colltune report` (and of quick): its size on stderr, its path on stdout."""
+    err.print(f"{res.figures} figures, {res.size / 1e6:.1f} MB", highlight=False)
+    click.echo(str(res.path.resolve()))

@@ -24,6 +24,7 @@ from typing import Any
 
 from colltune.base.collectives import COLLECTIVES, measurement_kind
 from colltune.base.errors import did_you_mean
+from colltune.base.units import parse_selection
 from colltune.mpi.placement import MAPPINGS
 from colltune.results.db import DamagedError, DBError, kind_sql, open_reader
 
@@ -528,6 +529,57 @@ def read_measurements(db_path: str | Path, study: str | None = None, *,
             df = df[~sim]
     elif only_simulated:
         df = df.iloc[0:0]
+    return df
+
+
+def read_selection(db_path: str | Path, study: str | None = None, *, collective=None,
+                   algorithm=None, mapping=None, nps: str | None = None,
+                   sizes: str | None = None, include_simulated: bool = False,
+                   only_simulated: bool = False, allow_empty: bool = False):
+    """The measurements of a selection as the commands' options give it (fit, model,
+    plot, report): names (a name, a comma-separated text or a list; a misspelt one is
+    refused, not taken for an empty selection), `nps` and `sizes` as --np and --size
+    take them (units.parse_selection: '2,4', '2:8', '8,64K:1M', open ends). Rows keep
+    their index in read_measurements' frame. DBError when the selection is empty
+    (unless `allow_empty`), saying so when it holds only simulated points."""
+    import pandas as pd
+
+    try:
+        np_sel = parse_selection(nps, "--np")
+        size_sel = parse_selection(sizes, "--size", sizes=True)
+    except ValueError as exc:
+        raise DBError(str(exc)) from None
+    check_names_at(db_path, collective=collective, algorithm=algorithm, mapping=mapping)
+
+    def chosen(simulated: bool, alone: bool):
+        df = read_measurements(db_path, study, include_simulated=simulated,
+                               only_simulated=alone).reset_index(drop=True)
+        for col, given in (("collective", collective), ("algorithm", algorithm),
+                           ("mapping", mapping)):
+            names = [x.strip() for v in (_as_list(given) or []) for x in str(v).split(",")
+                     if x.strip()]
+            if given is None:
+                continue
+            if col not in df.columns:
+                raise DBError(f"the measurements have no column '{col}' to filter on")
+            df = df[df[col].astype(str).isin(names)]
+        for col, sel in (("np", np_sel), ("size", size_sel)):
+            if sel:
+                values = pd.to_numeric(df[col], errors="coerce")
+                keep = pd.Series(False, index=df.index)
+                for lo, hi in sel:
+                    keep |= (values >= lo) & (values <= hi)
+                df = df[keep]
+        return df
+
+    df = chosen(include_simulated, only_simulated)
+    if df.empty and not allow_empty and not include_simulated and not only_simulated:
+        sim = chosen(False, True)
+        if not sim.empty:
+            raise DBError(f"the selection holds no measurements, only {len(sim)} simulated "
+                          "points (--include-simulated uses them)")
+    if df.empty and not allow_empty:
+        raise DBError("the selection holds no measurements")
     return df
 
 

@@ -40,11 +40,12 @@ from rich.markup import escape
 from colltune.base import paths
 from colltune.drivers import bench as bench_mod
 from colltune.results import db as db_mod
-from colltune.results import reader, store
+from colltune.results import reader
 from colltune.mpi import launch
 from colltune.mpi.backend import backend_for
 from colltune.mpi.placement import LaunchError, Placement, capacity, cores, parse_hostfile
 from colltune.base.specs import format_params, is_lib_spec
+from colltune.studies.recorder import Recorder
 from colltune.studies.study import Study, StudyError, fmt_ints, layouts
 from colltune.studies.study import HEAT, STREAM, parse_heat_spec, resolve_algorithms
 from colltune.drivers.loadgen import PROBE_SIZE
@@ -449,20 +450,18 @@ def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool 
                          "measured ones would disturb each other's timings")
     console = console or err
     study, build = plan.study, plan.build
-    study_id = store.upsert_study(conn, study.name, study.definition(), study.description,
-                                  study.source)
-    stale = store.mark_stale_runs(conn, study_id)
+    rec = Recorder(conn, study.name, study.definition(), study.description, study.source)
+    stale = rec.mark_stale()
     if stale:
         console.print(f"earlier run(s) {', '.join(map(str, stale))} of '{study.name}' ended "
                       "without finishing: marked 'aborted'", highlight=False)
-    rnd = reader.latest_round(conn, study_id) + (1 if new_round else 0)
-    stored = reader.stored_unit_keys(conn, study_id, rnd)
-    skip = set(stored)
+    rnd = rec.latest_round() + (1 if new_round else 0)
+    skip = rec.stored_keys(rnd)
     if not retry_failed:
-        skip |= reader.failed_unit_keys(conn, study_id, rnd)
+        skip |= rec.stored_keys(rnd, failed=True)
     pending = [u for u in plan.units if u.key not in skip]
-    run_id = store.store_run(
-        conn, kind="sweep", study_id=study_id, mpi=build.mpi, launcher=study.launcher,
+    run_id = rec.start(
+        kind="sweep", mpi=build.mpi, launcher=study.launcher,
         command_line=argv or sys.argv, definition=study.definition(), seed=plan.seed,
         shuffled=plan.shuffled, round=rnd, units_planned=len(plan.units),
         units_skipped=len(plan.units) - len(pending), env={**os.environ, **study.env},
@@ -501,10 +500,10 @@ def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool 
         # closed on the way out: launches still running side by side are stopped
         with contextlib.closing(_run_units(plan, pending, rnd, jobs)) as finished:
             for i, (unit, got) in enumerate(finished):
-                _store_unit(plan, conn, unit, got, run_id, study_id, rnd, oc, log)
+                _store_unit(plan, rec, unit, got, oc, log)
                 if first_command is None and got.command:
                     first_command = got.command
-                    store.set_launcher_command(conn, run_id, first_command)
+                    rec.command(first_command)
                 if i + 1 < len(pending):
                     describe(pending[i + 1] if jobs <= 1 else None)
                 if bar:
@@ -523,9 +522,9 @@ def execute(plan: Plan, conn, *, argv: list[str] | None = None, new_round: bool 
             bar.stop()
         oc.seconds = time.monotonic() - t_start
         try:
-            store.finish_run(conn, run_id, oc.status if oc.status != "running" else "failed")
+            rec.finish(oc.status if oc.status != "running" else "failed")
         except KeyboardInterrupt:  # a second Ctrl-C while closing: try once more
-            store.finish_run(conn, run_id, "interrupted")
+            rec.finish("interrupted")
     return oc
 
 
@@ -599,8 +598,8 @@ def _launch_unit(plan: Plan, unit: Unit, rnd: int) -> Launched:
                     sess.results[-1] if sess.results else None)
 
 
-def _store_unit(plan: Plan, conn, unit: Unit, got: Launched, run_id: int, study_id: int,
-                rnd: int, oc: Outcome, log) -> None:
+def _store_unit(plan: Plan, rec: Recorder, unit: Unit, got: Launched, oc: Outcome,
+                log) -> None:
     """Store one launch's records, or its failure, and count it in `oc`."""
     study = plan.study
     env = plan.env(unit)
@@ -611,10 +610,9 @@ def _store_unit(plan: Plan, conn, unit: Unit, got: Launched, run_id: int, study_
     if got.error is None:
         records = got.records
         try:
-            store.store_unit(conn, study_id=study_id, run_id=run_id, round=rnd, key=unit.key,
-                             algorithms=list(unit.algos), command=got.command, env=env,
-                             notes=got.notes, started_at=got.started, seconds=seconds,
-                             records=records, **common)
+            rec.unit(key=unit.key, algorithms=list(unit.algos), command=got.command, env=env,
+                     notes=got.notes, started_at=got.started, seconds=seconds,
+                     records=records, **common)
         except db_mod.IntegrityError:  # a sweep that held no lock of this one (sweep_lock)
             oc.skipped += 1
             oc.others += 1
@@ -628,12 +626,11 @@ def _store_unit(plan: Plan, conn, unit: Unit, got: Launched, run_id: int, study_
         oc.last_s = seconds
     else:
         err_text = got.error
-        store.store_failure(conn, run_id=run_id, study_id=study_id, round=rnd, key=unit.key,
-                            algorithms=list(unit.algos), command=got.command,
-                            returncode=res.returncode if res else None,
-                            timed_out=bool(res and res.timed_out), error=err_text,
-                            stderr=res.stderr if res else "", stdout=res.stdout if res else "",
-                            started_at=got.started, seconds=seconds, **common)
+        rec.failure(key=unit.key, algorithms=list(unit.algos), command=got.command,
+                    returncode=res.returncode if res else None,
+                    timed_out=bool(res and res.timed_out), error=err_text,
+                    stderr=res.stderr if res else "", stdout=res.stdout if res else "",
+                    started_at=got.started, seconds=seconds, **common)
         oc.failed += 1
         first = err_text.strip().splitlines()[0] if err_text.strip() else "failed"
         oc.last, oc.last_s = f"FAILED: {first[:200]}", seconds
