@@ -9,6 +9,7 @@ import click
 from rich.markup import escape
 
 from colltune.results import db as db_mod
+from colltune.mpi.backend import backend_for
 from colltune.mpi.build import Build, build_for
 from colltune.base.errors import ColltuneError
 from colltune.analysis.fit import default_db
@@ -33,7 +34,7 @@ def resolve_platform(spec: str | None, mpi) -> object | None:
     """The Platform of --platform for a simulated MPI (default: DEFAULT_PLATFORM);
     an `error:` line when --platform is given for a real MPI."""
 
-    if not getattr(mpi, "simulated", False):
+    if not backend_for(mpi).simulated:
         if spec:
             fail("--platform is for simulation: add --mpi smpi")
         return None

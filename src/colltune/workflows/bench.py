@@ -13,6 +13,7 @@ from colltune.base.units import fmt_size
 from colltune.drivers import bench as bench_mod
 from colltune.drivers import registry
 from colltune.mpi import launch, libalgos, placement
+from colltune.mpi.backend import backend_for
 from colltune.mpi.build import build_for
 from colltune.mpi.platforms import resolve
 from colltune.results import store
@@ -52,12 +53,13 @@ def plan(coll: str, algos: str, nps: list[int], sizes: list[int], *,
     progress = progress_or_quiet(progress)
     b = build_for(mpi_spec)
     plat = None
-    if b.mpi.simulated:
+    backend = backend_for(b)
+    if backend.simulated:
         plat = resolve(platform_spec or launch.DEFAULT_PLATFORM)
     elif platform_spec:
         raise WorkflowError("--platform is for simulation: add --mpi smpi")
     if reps is None:
-        reps = bench_mod.SIM_REPS if b.mpi.simulated else 3
+        reps = backend.default_reps
     try:
         cands = bench_mod.expand_algos(b, coll, split_specs(algos))  # all / ours / ompi:all
         for s in cands:
@@ -75,7 +77,7 @@ def plan(coll: str, algos: str, nps: list[int], sizes: list[int], *,
         specs = [bench_mod.for_simulation(s) for s in specs]
         progress.say(f"simulating on platform '{plat.name}' with {b.mpi.banner}: simulated "
                      "times, not measurements")
-    if plat is None and not b.mpi.simulated:
+    if plat is None and not backend.simulated:
         _note_defaults(progress, timing, nps)
     _warn_large(progress, coll, sizes, nps, validate, len(cands), reps, iterations)
     return BenchPlan(b, plat, specs, cands)

@@ -21,6 +21,7 @@ from colltune.analysis.points import latest_round, median_repetition
 from colltune.base.errors import ColltuneError
 from colltune.base.files import check_writable
 from colltune.drivers import p2p, registry
+from colltune.mpi.backend import backend_for
 from colltune.mpi.build import build_for
 from colltune.results import db as db_mod
 from colltune.results import reader, store
@@ -159,7 +160,7 @@ def pingpong_once(b, db_path, progress: Progress | None = None) -> None:
     provenance: measured here once (the first quick on a database), so that every
     report built from it later launches nothing and gives the same figures."""
     progress = progress_or_quiet(progress)
-    if b.mpi.simulated or reader.pingpong_points(db_path) is not None:
+    if backend_for(b).simulated or reader.pingpong_points(db_path) is not None:
         return
     progress.say("measuring a ping-pong once for the cost model's α and β (stored in "
                  f"{db_path}; reports read it from there)")

@@ -11,6 +11,7 @@ from colltune.analysis.points import timing_groups, timings_text
 from colltune.base.files import check_writable
 from colltune.drivers import registry
 from colltune.mpi.build import build_for
+from colltune.results import reader
 from colltune.output import figures as plotmod
 from colltune.output.report import build_report, compute_model, read_applications, read_runs
 from . import Progress, WorkflowError, progress_or_quiet, write_or_keep
@@ -69,10 +70,11 @@ def report(db_path, output, *, study: str | None = None, coll: str | None = None
         except Exception as exc:  # noqa: BLE001 - a report without MPI is still a report
             progress.say(f"note: no MPI build ({exc}); the cost model "
                          + ("cannot measure" if algos else "is left out"))
-    if df.empty or (df["collective"] == "heat").all():
+    heat = reader.measurement_kinds(df) == "heat"
+    if df.empty or heat.all():
         measure = False  # no collective to model
     progress.say("building the report" + (" (measuring α, β, γ first)" if measure else ""))
-    coll_df = df[df["collective"] != "heat"]
+    coll_df = df[~heat]
     if df.empty:
         model, note = None, "only simulated points"
     elif coll_df.empty:  # a study of the heat application only: no collective cost model

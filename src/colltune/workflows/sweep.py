@@ -16,6 +16,7 @@ from colltune.base.errors import ColltuneError
 from colltune.base.files import write_atomic
 from colltune.mpi import cluster as cluster_mod
 from colltune.mpi import launch
+from colltune.mpi.backend import backend_for
 from colltune.mpi.build import build_for
 from colltune.mpi.placement import LaunchError, check_process_counts, slurm_allocation
 from colltune.results import db as db_mod
@@ -103,10 +104,10 @@ def plan(study: Study, *, mpi_spec: str | None = None, platform_spec: str | None
     if mpi_spec:
         study = dataclasses.replace(study, mpi=mpi_spec)
     if platform_spec:
-        if not b.mpi.simulated:
+        if not backend_for(b).simulated:
             raise WorkflowError("--platform is for simulation: add --mpi smpi")
         study = dataclasses.replace(study, platform=platform_spec)
-    if jobs > 1 and not b.mpi.simulated:
+    if jobs > 1 and not backend_for(b).parallel_launches:
         raise WorkflowError(f"--jobs {jobs}: launches side by side are for simulated studies "
                             "(--mpi smpi); measured ones would disturb each other's timings")
     try:
@@ -140,7 +141,7 @@ def dry_run(p: Plan, db_path: str | Path, *, oversubscribe: bool = False,
         try:
             p.notes += check_process_counts([np_], oversubscribe=oversubscribe, force=force,
                                             placement=placement,
-                                            simulated=p.build.mpi.simulated)
+                                            simulated=backend_for(p.build).simulated)
         except LaunchError as exc:
             p.notes.append(f"a run refuses this: {exc}")
     stored: set[str] = set()
@@ -188,7 +189,7 @@ def sweep(study: Study, db_path: str | Path, *, mpi_spec: str | None = None,
     for np_, placement in sorted({(u.np, p.placement(u)) for u in p.units},
                                  key=lambda x: x[0]):
         check_process_counts([np_], oversubscribe=oversubscribe, force=force,
-                             placement=placement, simulated=p.build.mpi.simulated)
+                             placement=placement, simulated=backend_for(p.build).simulated)
     with sweep_lock(dbp, study.name, wait=wait, console=progress.console):
         return _into_db(study, p, dbp, new_round=new_round, merge_changed=merge_changed,
                         retry_failed=retry_failed, jobs=jobs, argv=argv, progress=progress)

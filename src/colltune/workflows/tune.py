@@ -28,7 +28,8 @@ from colltune.rules import files as rules_files
 from colltune.rules import ruleset as rules_mod
 from colltune.studies.recorder import Recorder
 from colltune.studies.sweep import sweep_lock
-from colltune.tuning import adaptive, exact
+from colltune.mpi.backend import backend_for
+from colltune.tuning import adaptive, measured
 from colltune.tuning import tune as tune_mod
 from . import Progress, WorkflowError, progress_or_quiet, write_or_keep
 
@@ -269,8 +270,9 @@ def tune_measured(db_path, *, coll: str, nps: list[int], sizes: list[int], budge
     db_mod.check_writable(db_path)
     nps = sorted(set(nps))
     b = build_for(mpi_spec)
-    plat = None
-    if b.mpi.simulated:
+    engine = measured.engine_for(b)
+    plat = layouts = None
+    if engine == "exact":
         plat = resolve(platform_spec or launch.DEFAULT_PLATFORM)
         layouts = ppns(ppn_text, plat, nps)
     else:
@@ -294,20 +296,11 @@ def tune_measured(db_path, *, coll: str, nps: list[int], sizes: list[int], budge
     definition = {"adaptive": True, "collective": coll, "np": nps, "sizes": size_list,
                   "candidates": list(cands), "budget": fraction, "repetitions": reps,
                   "iterations": iterations}
-    if b.mpi.simulated:
-        grid = exact.Grid(coll, tuple(cands), tuple(
-            exact.Point(n, q, s) for n in nps for q in layouts[n] for s in size_list))
-        for n in nps:
-            for q in layouts[n]:
-                exact.layout_platform(plat, n, q)
-        exact.initial_launches(grid, exact.budget_cells(grid, fraction))
+    d = measured.design(b, coll, cands, nps, size_list, fraction=fraction, reps=reps,
+                        iterations=iterations, platform=plat, ppns=layouts)
+    if d.engine == "exact":
         definition.update(repetitions=1, platform=plat.name,
                           ppn={str(n): layouts[n] for n in nps})
-    else:
-        grids = [adaptive.Grid(coll, tuple(cands), tuple(size_list), n, n) for n in nps]
-        measures = [adaptive.bench_measure(b, g, iterations=iterations) for g in grids]
-        for g in grids:
-            adaptive.check_budget(g, reps, fraction)
     # one measurement of a study into a database at a time, as sweeps
     with sweep_lock(db_path, name):
         conn = db_mod.open_db(db_path)
@@ -336,12 +329,13 @@ def tune_measured(db_path, *, coll: str, nps: list[int], sizes: list[int], budge
             status = "failed"
             mpi = f"{b.mpi.kind} {b.mpi.version}"
             try:
-                if b.mpi.simulated:
-                    rs, ch, cells, launches, rounds, exhaustive, total, notes = _run_exact(
-                        b, plat, grid, fraction, on_launch, name, rnd, mpi, progress)
-                else:
-                    rs, ch, cells, launches, rounds, exhaustive, total, notes = _run_measured(
-                        grids, measures, reps, fraction, on_launch, name, rnd, mpi, progress)
+                with progress.bar(d.total) as prog:
+                    out = measured.run(d, on_launch=on_launch, study=name, round=rnd,
+                                       mpi=mpi, progress=lambda done, text: prog.set(
+                                           done, text, force=True))
+                rs, ch, cells, launches, rounds, exhaustive, total, notes = (
+                    out.rules, out.choices, out.cells, out.launches, out.rounds,
+                    out.exhaustive, out.total, out.notes)
                 status = "done"
             except adaptive.AdaptiveError:
                 raise
@@ -350,7 +344,8 @@ def tune_measured(db_path, *, coll: str, nps: list[int], sizes: list[int], budge
                                     f"stored in study '{name}' round {rnd})") from None
             finally:
                 rec.finish(status)
-            stored, _ = tune_mod.read_frame(conn, name, rnd, include_simulated=b.mpi.simulated)
+            simulated = backend_for(b).simulated
+            stored, _ = tune_mod.read_frame(conn, name, rnd, include_simulated=simulated)
             pts, summary = tune_mod.quality(stored, rs)
             text = rules_mod.to_text(rs)
             store.store_tuning(conn, study=name, round=rnd, target="colltune",
@@ -362,84 +357,5 @@ def tune_measured(db_path, *, coll: str, nps: list[int], sizes: list[int], budge
             conn.close()
         write_or_keep(output, text, "tune.rules")
     return Measured(name, rnd, output, rs, ch, cells, launches, rounds, exhaustive, total,
-                    notes, pts, summary, b.mpi.simulated)
+                    notes, pts, summary, simulated)
 
-
-def _run_measured(grids, measures, reps, fraction, on_launch, name, rnd, mpi, progress):
-    """The measured loops (colltune.adaptive), one per process count."""
-    budgets = [adaptive.budget_cells(g, reps, fraction) for g in grids]
-    total = sum(budgets)
-    exhaustive = sum(g.exhaustive_cells(reps) for g in grids)
-    coll = grids[0].collective
-    results = []
-    with progress.bar(total) as prog:
-        for g, measure_fn in zip(grids, measures):
-            done = sum(r.cells for r in results)
-
-            def step(used, allowed, launch, rnd_no, g=g, done=done):
-                prog.set(done + used, f"{coll} np={g.np} adaptive: round "
-                                      f"{rnd_no + 1}, {launch.cells} cells next", force=True)
-
-            results.append(adaptive.run(
-                g, measure_fn, reps=reps, budget=fraction, progress=step,
-                on_launch=lambda number, la, recs, g=g: on_launch(
-                    g.np, g.np, f"adaptive-np{g.np}-{number}", number, la, recs)))
-            prog.set(sum(r.cells for r in results), force=True)
-    cells = sum(r.cells for r in results)
-    launches = sum(len(r.launches) for r in results)
-    meta = {"study": name, "round": str(rnd), "mpi": mpi, "created": db_mod.now(),
-            "colltune": __version__,
-            "adaptive": f"{cells} of {exhaustive} cells "
-                        f"({100 * fraction:g}% budget), {launches} launches"}
-    rs = adaptive.final_rules_of(results, "colltune", meta)
-    ch = adaptive.final_choices_of(results)
-    notes = []
-    for r in results:
-        how = ch[ch["np"] == r.grid.np]["how"].value_counts()
-        notes.append(
-            f"adaptive np={r.grid.np}: {r.cells} of "
-            f"{adaptive.budget_cells(r.grid, reps, fraction)} budget cells "
-            f"({r.grid.exhaustive_cells(reps)} exhaustive), "
-            f"{len(r.launches)} launches, {r.rounds} rounds ({r.stopped}); of "
-            f"{len(r.grid.sizes)} sizes {how.get('tested', 0)} settled by the evidence "
-            f"test, {how.get('between', 0)} between settled sizes of one choice, "
-            f"{how.get('untested', 0)} not settled: native")
-    return rs, ch, cells, launches, sum(r.rounds for r in results), exhaustive, total, notes
-
-
-def _run_exact(b, plat, grid, fraction, on_launch, name, rnd, mpi, progress):
-    """The exact loop (colltune.tuning.exact): every process count and layout, one
-    model, one repetition a cell (simulated)."""
-    total = exact.budget_cells(grid, fraction)
-    sim = exact.sim_measure(b, plat, grid.collective)
-    count = [0]
-
-    def measure(la):
-        recs = sim(la)
-        on_launch(la.np, la.ppn, f"exact-np{la.np}-ppn{la.ppn}-{count[0]}", count[0], la, recs)
-        count[0] += 1
-        return recs
-
-    with progress.bar(total) as prog:
-        def step(used, allowed, la, rnd_no):
-            prog.set(used, f"{grid.collective} np={la.np} ppn={la.ppn} exact adaptive: round "
-                           f"{rnd_no + 1}, {la.cells} cells next", force=True)
-
-        res = exact.run(grid, measure, budget=fraction,
-                        prior=exact.platform_prior(grid, b, plat), progress=step)
-        prog.set(res.cells, force=True)
-    meta = {"study": name, "round": str(rnd), "mpi": mpi, "created": db_mod.now(),
-            "colltune": __version__, "platform": plat.name,
-            "adaptive": f"{res.cells} of {grid.exhaustive_cells()} cells "
-                        f"({100 * fraction:g}% budget), {len(res.launches)} launches, "
-                        "simulated (exact)"}
-    ch = exact.choices(grid, res.values)
-    rs = exact.rules(ch, meta)
-    settled = len(ch)
-    notes = [f"exact adaptive (simulated on {plat.name}): {res.cells} of {total} budget cells "
-             f"({grid.exhaustive_cells()} exhaustive), {len(res.launches)} launches, "
-             f"{res.rounds} rounds ({res.stopped}); {settled} of {len(grid.points)} points "
-             "settled (native and another candidate simulated), the rules' interpolation "
-             "elsewhere"]
-    return rs, ch, res.cells, len(res.launches), res.rounds, grid.exhaustive_cells(), total, \
-        notes
