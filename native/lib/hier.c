@@ -56,12 +56,32 @@ typedef struct hier {
     int local, lsize;  /* this rank in its group, the group's size             */
     MPI_Comm node;     /* this rank's group                                    */
     MPI_Comm leaders;  /* the leaders in group order; MPI_COMM_NULL elsewhere  */
+    struct slices *sl; /* the multi-leader slicings built on it (hier_ml)       */
     struct hier *next;
 } hier_t;
+
+/* A multi-leader slicing (hier_ml): the vector cut into K slices, slice j owned in
+ * group g by its local rank j % lsize(g) (every group owns every slice; a group
+ * smaller than K gives some of its ranks several); comm[j]: the owners of slice j,
+ * one per group in group order (rank g), MPI_COMM_NULL where this rank does not
+ * own j. */
+typedef struct slices {
+    int leaders; /* the key: the parameter (0 = the largest group's size) */
+    int K;
+    MPI_Comm *comm;
+    struct slices *next;
+} slices_t;
 
 static _Atomic int hier_key = MPI_KEYVAL_INVALID;
 
 static void hier_free_one(hier_t *h, int finalized) {
+    for (slices_t *sl = h->sl, *n; sl; sl = n) {
+        n = sl->next;
+        for (int j = 0; j < sl->K && sl->comm; j++)
+            if (!finalized && sl->comm[j] != MPI_COMM_NULL) MPI_Comm_free(&sl->comm[j]);
+        free(sl->comm);
+        free(sl);
+    }
     if (!finalized) {
         if (h->node != MPI_COMM_NULL) MPI_Comm_free(&h->node);
         if (h->leaders != MPI_COMM_NULL) MPI_Comm_free(&h->leaders);
@@ -588,6 +608,219 @@ out:
     free(sendv);
     free(recvv);
     free(cnt);
+    free(req);
+    return rc;
+}
+
+/* ---- multi-leader: slices of the vector, every owner an inter-node leader ----------
+ * hier_ml (Bcast, Allreduce): the message is cut into K slices (`leaders`; 0: as many
+ * as the largest group has ranks); in every group slice j belongs to local rank
+ * j % lsize, and the owners of slice j, one per group, run the inter-node phase of
+ * that slice among themselves (K concurrent inter-node collectives of n/K bytes
+ * instead of one of n). A rank owning several slices runs their inter phases in
+ * increasing j, the same order on every rank: no cycle of waits. */
+static int owner_of(int j, int lsize) { return j % lsize; }
+
+static int slices_get(MPI_Comm comm, hier_t *h, int leaders, slices_t **out) {
+    for (slices_t *sl = h->sl; sl; sl = sl->next)
+        if (sl->leaders == leaders) {
+            *out = sl;
+            return MPI_SUCCESS;
+        }
+    int qmax = 1;
+    for (int g = 0; g < h->G; g++)
+        if (h->start[g + 1] - h->start[g] > qmax) qmax = h->start[g + 1] - h->start[g];
+    slices_t *sl = calloc(1, sizeof *sl);
+    const int K = leaders > 0 && leaders < qmax ? leaders : qmax;
+    if (sl) sl->comm = malloc((size_t)K * sizeof *sl->comm);
+    if (!sl || !sl->comm) {
+        free(sl);
+        return ct_set_error(MPI_ERR_NO_MEM, "hier_ml: out of memory (%d slices)", K);
+    }
+    sl->leaders = leaders;
+    sl->K = K;
+    for (int j = 0; j < K; j++) sl->comm[j] = MPI_COMM_NULL;
+    int rc = MPI_SUCCESS;
+    for (int j = 0; j < K && rc == MPI_SUCCESS; j++) /* (one split per slice, collective) */
+        rc = MPI_Comm_split(comm, owner_of(j, h->lsize) == h->local ? 0 : MPI_UNDEFINED, h->g,
+                            &sl->comm[j]);
+    sl->next = h->sl; /* (freed with the groups, also after a failed split) */
+    h->sl = sl;
+    if (rc != MPI_SUCCESS) return rc;
+    *out = sl;
+    return MPI_SUCCESS;
+}
+
+/* first element (or byte) of slice j of n cut into K */
+static long long slice_lo(long long n, int j, int K) { return n * j / K; }
+
+/* Allreduce hier_ml: reduce-scatter inside each group (every rank sends slice j to its
+ * owner; the owner reduces the group's inputs in rank order), an Allreduce of each
+ * slice among its owners (inter, in group order), an allgather inside each group
+ * (each owner sends its slices to the group's other ranks). */
+int ct_allreduce_hier_ml(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+                         MPI_Comm comm, const ct_params_t *prm) {
+    hier_t *h = NULL;
+    slices_t *sl = NULL;
+    CT_CHECK(groups_of(comm, prm, &h));
+    CT_CHECK(slices_get(comm, h, (int)prm->v[CT_P_LEADERS], &sl));
+    if (count == 0) return MPI_SUCCESS;
+    ct_type_t t;
+    CT_CHECK(ct_type(dt, &t));
+    const int K = sl->K, L = h->lsize, me = h->local;
+    const int nown = K / L + (me < K % L); /* slices me, me + L, ... below K */
+    const long long mx = (count + K - 1) / K;
+    const void *in = ct_input_of(sbuf, rbuf);
+    void *raw = NULL;
+    char *tb = nown ? ct_tmp_alloc((MPI_Aint)nown * L * mx, &t, &raw) : NULL;
+    MPI_Request *req = malloc((size_t)(nown * (L - 1) + (K - nown) + 1) * sizeof *req);
+    int rc = MPI_SUCCESS, nr = 0;
+    if ((nown && !tb) || !req) {
+        rc = ct_set_error(MPI_ERR_NO_MEM, "allreduce/hier_ml: out of memory (%lld elements)",
+                          (long long)nown * L * mx);
+        goto out;
+    }
+#define SLOT(jj, i) ct_elem(tb, ((MPI_Aint)(jj) * L + (i)) * mx, &t)
+    /* reduce-scatter: my slices from every rank of the group, the others to their owners */
+    for (int j = 0, jj = 0; j < K; j++) {
+        const long long lo = slice_lo(count, j, K), n = slice_lo(count, j + 1, K) - lo;
+        const int o = owner_of(j, L);
+        if (o == me) {
+            for (int i = 0; i < L && n > 0; i++)
+                if (i != me)
+                    CT_TRY(MPI_Irecv(SLOT(jj, i), (int)n, dt, i, TAG_HIER + 2, h->node,
+                                     &req[nr++]));
+            jj++;
+        } else if (n > 0) {
+            CT_TRY(ct_isend(ct_elem(in, lo, &t), (int)n, dt, o, TAG_HIER + 2, h->node,
+                            &req[nr++]));
+        }
+    }
+    CT_TRY(MPI_Waitall(nr, req, MPI_STATUSES_IGNORE));
+    nr = 0;
+    /* each of my slices: x_0 op x_1 op ... op x_{L-1} (from the right, rank order),
+     * then among the owners of the slice, in group order */
+    for (int j = me, jj = 0; j < K; j += L, jj++) {
+        const long long lo = slice_lo(count, j, K), n = slice_lo(count, j + 1, K) - lo;
+        if (n == 0) continue;
+        char *acc = SLOT(jj, L - 1);
+        CT_TRY(ct_copy_t(ct_elem(in, lo, &t), me == L - 1 ? acc : SLOT(jj, me), (int)n, dt, &t));
+        for (int i = L - 2; i >= 0; i--)
+            CT_TRY(MPI_Reduce_local(SLOT(jj, i), acc, (int)n, dt, op));
+        CT_TRY(ct_copy_t(acc, ct_elem(rbuf, lo, &t), (int)n, dt, &t));
+        if (h->G > 1)
+            CT_TRY(ct_run_allreduce((int)prm->v[CT_P_INTER], MPI_IN_PLACE, ct_elem(rbuf, lo, &t),
+                                    (int)n, dt, op, sl->comm[j]));
+    }
+#undef SLOT
+    /* allgather: my slices to the group's other ranks, the others from their owners */
+    for (int j = 0; j < K && L > 1; j++) {
+        const long long lo = slice_lo(count, j, K), n = slice_lo(count, j + 1, K) - lo;
+        const int o = owner_of(j, L);
+        if (n == 0) continue;
+        if (o != me) {
+            CT_TRY(MPI_Irecv(ct_elem(rbuf, lo, &t), (int)n, dt, o, TAG_HIER + 3, h->node,
+                             &req[nr++]));
+        }
+    }
+    {
+        MPI_Request *sreq = NULL;
+        int ns = 0;
+        if (nown * (L - 1) > 0 &&
+            !(sreq = malloc((size_t)(nown * (L - 1)) * sizeof *sreq))) {
+            rc = ct_set_error(MPI_ERR_NO_MEM, "allreduce/hier_ml: out of memory");
+            MPI_Waitall(nr, req, MPI_STATUSES_IGNORE); /* (the receives still match) */
+            goto out;
+        }
+        for (int j = me; j < K; j += L) {
+            const long long lo = slice_lo(count, j, K), n = slice_lo(count, j + 1, K) - lo;
+            for (int i = 0; i < L && n > 0; i++)
+                if (i != me && rc == MPI_SUCCESS)
+                    rc = ct_isend(ct_elem(rbuf, lo, &t), (int)n, dt, i, TAG_HIER + 3, h->node,
+                                  &sreq[ns++]);
+        }
+        int rc2 = MPI_Waitall(ns, sreq, MPI_STATUSES_IGNORE);
+        int rc3 = MPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
+        free(sreq);
+        if (rc == MPI_SUCCESS) rc = rc2 != MPI_SUCCESS ? rc2 : rc3;
+    }
+out:
+    free(req);
+    free(raw);
+    return rc;
+}
+
+/* Bcast hier_ml, on the byte stream of the message (packed where a rank's datatype has
+ * holes): the root sends slice j to its owner in the root's group (scatter), the owners
+ * of slice j broadcast it among the groups (inter, from the root's group), each owner
+ * sends its slices to its group's other ranks (allgather; the root receives nothing). */
+int ct_bcast_hier_ml(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
+                     const ct_params_t *prm) {
+    hier_t *h = NULL;
+    slices_t *sl = NULL;
+    CT_CHECK(groups_of(comm, prm, &h));
+    CT_CHECK(slices_get(comm, h, (int)prm->v[CT_P_LEADERS], &sl));
+    ct_type_t t;
+    CT_CHECK(ct_type(dt, &t));
+    const long long bytes = (long long)count * t.size;
+    if (bytes == 0) return MPI_SUCCESS;
+    const int K = sl->K, L = h->lsize, me = h->local, is_root = h->rank == root;
+    int gr = 0;
+    while (h->start[gr + 1] <= root) gr++;
+    const int lroot = root - h->start[gr], mygroup = h->g == gr;
+    const int dense = ct_type_dense(dt, &t);
+    char *stream = dense ? (char *)buf + t.true_lb : malloc((size_t)bytes);
+    MPI_Request *req = malloc((size_t)(K * L + 1) * sizeof *req);
+    int rc = MPI_SUCCESS, nr = 0;
+    if (!stream || !req) {
+        rc = ct_set_error(MPI_ERR_NO_MEM, "bcast/hier_ml: out of memory (%lld bytes)", bytes);
+        goto out;
+    }
+    if (!dense && is_root) CT_TRY(ct_pack_stream(buf, count, dt, &t, stream, comm));
+    /* scatter in the root's group */
+    if (mygroup) {
+        for (int j = 0; j < K; j++) {
+            const long long lo = slice_lo(bytes, j, K), n = slice_lo(bytes, j + 1, K) - lo;
+            const int o = owner_of(j, L);
+            if (n == 0 || o == lroot) continue;
+            if (is_root)
+                CT_TRY(ct_isend(stream + lo, (int)n, MPI_BYTE, o, TAG_HIER + 4, h->node,
+                                &req[nr++]));
+            else if (o == me)
+                CT_TRY(MPI_Irecv(stream + lo, (int)n, MPI_BYTE, lroot, TAG_HIER + 4, h->node,
+                                 &req[nr++]));
+        }
+        CT_TRY(MPI_Waitall(nr, req, MPI_STATUSES_IGNORE));
+        nr = 0;
+    }
+    /* inter: each of my slices among its owners, from the root's group */
+    for (int j = me; j < K && h->G > 1; j += L) {
+        const long long lo = slice_lo(bytes, j, K), n = slice_lo(bytes, j + 1, K) - lo;
+        if (n > 0)
+            CT_TRY(ct_run_bcast((int)prm->v[CT_P_INTER], stream + lo, (int)n, MPI_BYTE, gr,
+                                sl->comm[j]));
+    }
+    /* allgather in the group (not to the root) */
+    for (int j = 0; j < K && L > 1; j++) {
+        const long long lo = slice_lo(bytes, j, K), n = slice_lo(bytes, j + 1, K) - lo;
+        const int o = owner_of(j, L);
+        if (n == 0) continue;
+        if (o == me) {
+            for (int i = 0; i < L; i++)
+                if (i != me && !(mygroup && i == lroot))
+                    CT_TRY(ct_isend(stream + lo, (int)n, MPI_BYTE, i, TAG_HIER + 5, h->node,
+                                    &req[nr++]));
+        } else if (!is_root) {
+            CT_TRY(MPI_Irecv(stream + lo, (int)n, MPI_BYTE, o, TAG_HIER + 5, h->node,
+                             &req[nr++]));
+        }
+    }
+    CT_TRY(MPI_Waitall(nr, req, MPI_STATUSES_IGNORE));
+    nr = 0;
+    if (!dense && !is_root) CT_TRY(ct_unpack_stream(stream, buf, count, dt, &t, comm));
+out:
+    if (nr) MPI_Waitall(nr, req, MPI_STATUSES_IGNORE); /* (after an error: no request left) */
+    if (!dense) free(stream);
     free(req);
     return rc;
 }
