@@ -9,7 +9,7 @@ platform presets): label them so wherever they are quoted.
 
     .venv/bin/python benchmarks/hier_sim.py                       # tapems-16x12, P = 192
     .venv/bin/python benchmarks/hier_sim.py --platform orfeo-thin --np 64 \\
-        --sizes 8,1K,64K,1M,4M --colls bcast,allreduce
+        --size 8,1K,64K --size 1M,4M --colls bcast,allreduce
 """
 
 from __future__ import annotations
@@ -36,8 +36,10 @@ FLAT = {
 }
 HIER = {
     "bcast": ["hier", "hier:inter=scatter_allgather,intra=binomial",
-              "hier:inter=pipeline,intra=pipeline", "hier:segsize=32768"],
-    "allreduce": ["hier", "hier:inter=ring", "hier:inter=recursive_doubling"],
+              "hier:inter=pipeline,intra=pipeline", "hier:segsize=32768",
+              "hier_ml", "hier_ml:inter=pipeline", "hier_ml:leaders=4"],
+    "allreduce": ["hier", "hier:inter=ring", "hier:inter=recursive_doubling",
+                  "hier_ml", "hier_ml:inter=ring", "hier_ml:leaders=4"],
     "reduce": ["hier", "hier:inter=rabenseifner"],
     "allgather": ["hier", "hier:inter=ring"],
     "barrier": ["hier"],
@@ -65,6 +67,7 @@ def table(recs: list[dict]) -> list[str]:
     for r in recs:
         by_size.setdefault(r["size"], {})[r["spec"]] = r["median_us"]
     hier = [s for s in dict.fromkeys(r["spec"] for r in recs) if s.startswith("hier")]
+    # (every hierarchical spec starts with "hier": hier, hier_ml)
     out = ["| size | best flat (µs) | native (µs) | " + " | ".join(f"{h} (µs, ×)" for h in hier)
            + " |", "|---" * (3 + len(hier)) + "|"]
     ratios: dict[str, list[float]] = {h: [] for h in hier}
@@ -89,19 +92,22 @@ def table(recs: list[dict]) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--platform", default="tapems-16x12")
-    ap.add_argument("--np", type=int, default=192)
+    ap.add_argument("--np", default="192", help="process counts, comma list: one table each")
     ap.add_argument("--colls", default="bcast,allreduce")
-    ap.add_argument("--sizes", default="8,1K,64K,1M,4M")
+    ap.add_argument("--size", action="append",
+                    help="bytes, comma list, repeatable (default 8,1K,64K,1M,4M)")
     ap.add_argument("--iterations", type=int, default=5)
     ap.add_argument("--mpi", default="smpi",
                     help="smpi (the figures); another library only checks the script")
     args = ap.parse_args()
-    for coll in args.colls.split(","):
-        recs = bench(args.platform, coll, args.np, args.sizes, args.iterations, args.mpi)
-        what = (f"{args.platform}, P = {args.np} (SIMULATED, SimGrid SMPI)" if args.mpi == "smpi"
-                else f"P = {args.np} on {args.mpi} here (oversubscribed: no conclusion)")
-        print(f"\n{coll}, {what}\n")
-        print("\n".join(table(recs)))
+    sizes = ",".join(args.size or ["8,1K,64K,1M,4M"])
+    for np in [int(x) for x in args.np.split(",")]:
+        for coll in args.colls.split(","):
+            recs = bench(args.platform, coll, np, sizes, args.iterations, args.mpi)
+            what = (f"{args.platform}, P = {np} (SIMULATED, SimGrid SMPI)" if args.mpi == "smpi"
+                    else f"P = {np} on {args.mpi} here (oversubscribed: no conclusion)")
+            print(f"\n{coll}, {what}\n", flush=True)
+            print("\n".join(table(recs)), flush=True)
 
 
 if __name__ == "__main__":

@@ -144,6 +144,56 @@ def test_verify_hier_under_smpi_with_hosts_as_nodes(smpi_build):
     assert "not under SimGrid's SMPI" in (by["shm"]["fallback"] or ""), by["shm"]
 
 
+# ------------------------------------------------------- hier_ml: multi-leader, slices
+
+
+@pytest.mark.parametrize("np", [2, 7])
+def test_verify_hier_ml_openmpi(ompi_build, np):
+    """hier_ml (Bcast, Allreduce): every case at the default (one slice per rank of the
+    largest node) and on virtual nodes of 1..4 in full (7 ranks: nodes of 3, 3, 1, whose
+    last rank owns every slice, and of 4, 3), fewer slices than ranks (leaders=1, 2 on
+    nodes of 3), every inner algorithm; non-commutative ops keep rank order."""
+    report = verify.run(ompi_build, [np], ["bcast", "allreduce"], ["hier_ml"], quick=True,
+                        timeout=600, families=["main", "mixed", "garbage", "self"])
+    assert report.ok, "\n".join(report.failure_lines())
+    by = {a["collective"]: a for a in report.runs[0].algos}
+    assert set(by) == {"bcast", "allreduce"}
+    assert all(a["variants"] >= 7 and a["cases"] > 300 for a in by.values()), by
+
+
+@pytest.mark.mpich
+def test_verify_hier_ml_mpich(mpich_build):
+    report = verify.run(mpich_build, [7], ["bcast", "allreduce"], ["hier_ml"], quick=True,
+                        timeout=600, families=["main", "mixed"])
+    assert report.ok, "\n".join(report.failure_lines())
+
+
+def test_hier_ml_registry_rows_and_costs():
+    res = colltune("algorithms", "--json")
+    assert res.returncode == 0, res.stderr
+    rows = {a["collective"]: a for a in json.loads(res.stdout) if a["name"] == "hier_ml"}
+    assert set(rows) == {"bcast", "allreduce"}
+    for c, a in rows.items():
+        params = {p["name"]: p for p in a["params"]}
+        assert {"inter", "leaders", "vppn"} <= set(params), c
+        assert params["leaders"]["default"] == 0 and a["fallback"] is None, c
+    # Allreduce on 16 nodes of 12 at 4 MiB: k = q = 12 slices by default, leaders=4: 4
+    a, b, al, bl, g, n = 1.5e-6, 1 / 3.2e9, 0.4e-6, 1 / 5e9, 1e-10, 4 << 20
+
+    def expect(k, q=12, m=16):
+        return (2 * (q - 1) * (al + n / k * bl) + (q - 1) * n / k * g
+                + 2 * math.ceil(math.log2(m)) * a + 2 * (m - 1) / m * n * b
+                + (m - 1) / m * n / k * g)
+
+    for params, k in (({}, 12), ({"leaders": "4"}, 4), ({"leaders": "64"}, 12)):
+        got = costmodel.predict_seconds(rows["allreduce"], 192, n, a, b, g, ppn=12,
+                                        alpha_local=al, beta_local=bl, params=params)
+        assert got == pytest.approx(expect(k)), params
+    # one node of 8: no inter-node term
+    one = costmodel.predict_seconds(rows["bcast"], 8, n, a, b, 0.0)
+    assert one == pytest.approx(2 * 7 * (a + n / 8 * b))
+
+
 # ---------------------------------------------------------------------------- intra=shm
 
 
