@@ -168,6 +168,21 @@ def test_verify_hier_ml_mpich(mpich_build):
     assert report.ok, "\n".join(report.failure_lines())
 
 
+def test_verify_hier_ml_under_smpi(smpi_build):
+    """Under SimGrid's SMPI: Bcast on two hosts of 12 (the hosts are the nodes: 12
+    slices, 12 concurrent inter phases), Allreduce on the default platform (one core a
+    host) at 7 processes, virtual nodes of 1..4 included (see the hier test above for
+    why not at 16 and more ranks)."""
+    with launch.simulate("tapems-16x12"):
+        report = verify.run(smpi_build, [24], ["bcast"], ["hier_ml"], quick=True,
+                            timeout=900, families=["main"])
+    assert report.ok, "\n".join(report.failure_lines())
+    report = verify.run(smpi_build, [7], ["allreduce"], ["hier_ml"], quick=True,
+                        timeout=600, families=["main"])
+    assert report.ok, "\n".join(report.failure_lines())
+    assert report.cases > 500
+
+
 def test_hier_ml_registry_rows_and_costs():
     res = colltune("algorithms", "--json")
     assert res.returncode == 0, res.stderr
