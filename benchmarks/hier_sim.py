@@ -34,12 +34,12 @@ FLAT = {
     "barrier": ["native", "bruck", "recursive_doubling", "tree"],
     "alltoall": ["native", "pairwise", "linear", "bruck"],
 }
-HIER = {
-    "bcast": ["hier", "hier:inter=pipeline,intra=pipeline", "hier_ml",
-              "hier_ml:inter=pipeline", "hier_ml:inter=pipeline,segsize=262144",
-              "hier_ml:leaders=4"],
-    "allreduce": ["hier", "hier:inter=recursive_doubling", "hier_ml", "hier_ml:inter=ring",
-                  "hier_ml:segsize=262144", "hier_ml:inter=ring,segsize=262144"],
+HIER = {  # (the best variants on tapems-16x12 at 192 of a wider exploration)
+    "bcast": ["hier", "hier:inter=knomial,intra=linear_nb", "hier:inter=pipeline,intra=pipeline",
+              "hier_ml", "hier_ml:leaders=4", "hier_ml:inter=pipeline,segsize=131072"],
+    "allreduce": ["hier", "hier:inter=recursive_doubling", "hier_ml",
+                  "hier_ml:inter=recursive_doubling,leaders=4", "hier_ml:inter=ring",
+                  "hier_ml:segsize=262144"],
     "reduce": ["hier", "hier:inter=rabenseifner"],
     "allgather": ["hier", "hier:inter=ring"],
     "barrier": ["hier"],
