@@ -147,8 +147,7 @@ def test_verify_hier_under_smpi_with_hosts_as_nodes(smpi_build):
 # ------------------------------------------------------- hier_ml: multi-leader, slices
 
 
-@pytest.mark.parametrize("np", [2, 7])
-def test_verify_hier_ml_openmpi(ompi_build, np):
+def test_verify_hier_ml_openmpi(ompi_build, np=7):
     """hier_ml (Bcast, Allreduce): every case at the default (one slice per rank of the
     largest node) and on virtual nodes of 1..4 in full (7 ranks: nodes of 3, 3, 1, whose
     last rank owns every slice, and of 4, 3), fewer slices than ranks (leaders=1, 2 on
