@@ -64,6 +64,8 @@ typedef enum {
     CT_P_INTRA,       /* hierarchical: the algorithm inside each node (registry index) */
     CT_P_VPPN,        /* hierarchical: virtual nodes of this many consecutive ranks,
                        * 0 = the communicator's nodes (ct_comm_placement)            */
+    CT_P_LEADERS,     /* multi-leader hierarchical: slices of the vector per node, each
+                       * owned by one rank of the node, 0 = as many as the largest node */
     CT_NPARAMS
 } ct_param_id_t;
 

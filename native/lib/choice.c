@@ -46,6 +46,7 @@ static const struct {
     { "inter", "hierarchical: the algorithm among the node leaders" },
     { "intra", "hierarchical: the algorithm inside each node" },
     { "vppn", "hierarchical: virtual nodes of this many consecutive ranks (the last one may be smaller); 0 = the real nodes (shared memory, or COLLTUNE_NODES / COLLTUNE_VIRTUAL_PPN)" },
+    { "leaders", "multi-leader hierarchical: the vector cut into this many slices per node, each owned by one rank of the node (its leader), every owner in the inter-node phase of its slice; 0 = one per rank of the largest node" },
 };
 
 static const char *remap_names[] = { "none", "seq", "rr", "auto" };

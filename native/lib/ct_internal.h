@@ -504,6 +504,8 @@ CT_DECL_BARRIER(ct_barrier_hier);
 CT_DECL_ALLGATHER(ct_allgather_hier);
 CT_DECL_ALLGATHERV(ct_allgatherv_hier);
 CT_DECL_ALLTOALL(ct_alltoall_hier);
+CT_DECL_BCAST(ct_bcast_hier_ml);
+CT_DECL_ALLREDUCE(ct_allreduce_hier_ml);
 /* shm.c: a shared-memory window per communicator of one node */
 CT_DECL_BCAST(ct_bcast_shm);
 CT_DECL_REDUCE(ct_reduce_shm);

@@ -56,12 +56,32 @@ typedef struct hier {
     int local, lsize;  /* this rank in its group, the group's size             */
     MPI_Comm node;     /* this rank's group                                    */
     MPI_Comm leaders;  /* the leaders in group order; MPI_COMM_NULL elsewhere  */
+    struct slices *sl; /* the multi-leader slicings built on it (hier_ml)       */
     struct hier *next;
 } hier_t;
+
+/* A multi-leader slicing (hier_ml): the vector cut into K slices, slice j owned in
+ * group g by its local rank j % lsize(g) (every group owns every slice; a group
+ * smaller than K gives some of its ranks several); comm[j]: the owners of slice j,
+ * one per group in group order (rank g), MPI_COMM_NULL where this rank does not
+ * own j. */
+typedef struct slices {
+    int leaders; /* the key: the parameter (0 = the largest group's size) */
+    int K;
+    MPI_Comm *comm;
+    struct slices *next;
+} slices_t;
 
 static _Atomic int hier_key = MPI_KEYVAL_INVALID;
 
 static void hier_free_one(hier_t *h, int finalized) {
+    for (slices_t *sl = h->sl, *n; sl; sl = n) {
+        n = sl->next;
+        for (int j = 0; j < sl->K && sl->comm; j++)
+            if (!finalized && sl->comm[j] != MPI_COMM_NULL) MPI_Comm_free(&sl->comm[j]);
+        free(sl->comm);
+        free(sl);
+    }
     if (!finalized) {
         if (h->node != MPI_COMM_NULL) MPI_Comm_free(&h->node);
         if (h->leaders != MPI_COMM_NULL) MPI_Comm_free(&h->leaders);
@@ -588,6 +608,269 @@ out:
     free(sendv);
     free(recvv);
     free(cnt);
+    free(req);
+    return rc;
+}
+
+/* ---- multi-leader: slices of the vector, every owner an inter-node leader ----------
+ * hier_ml (Bcast, Allreduce): the message is cut into K slices (`leaders`; 0: as many
+ * as the largest group has ranks); in every group slice j belongs to local rank
+ * j % lsize, and the owners of slice j, one per group, run the inter-node phase of
+ * that slice among themselves (K concurrent inter-node collectives of n/K bytes
+ * instead of one of n). A rank owning several slices runs their inter phases in
+ * increasing j, the same order on every rank: no cycle of waits. */
+static int owner_of(int j, int lsize) { return j % lsize; }
+
+static int slices_get(MPI_Comm comm, hier_t *h, int leaders, slices_t **out) {
+    for (slices_t *sl = h->sl; sl; sl = sl->next)
+        if (sl->leaders == leaders) {
+            *out = sl;
+            return MPI_SUCCESS;
+        }
+    int qmax = 1;
+    for (int g = 0; g < h->G; g++)
+        if (h->start[g + 1] - h->start[g] > qmax) qmax = h->start[g + 1] - h->start[g];
+    slices_t *sl = calloc(1, sizeof *sl);
+    const int K = leaders > 0 && leaders < qmax ? leaders : qmax;
+    if (sl) sl->comm = malloc((size_t)K * sizeof *sl->comm);
+    if (!sl || !sl->comm) {
+        free(sl);
+        return ct_set_error(MPI_ERR_NO_MEM, "hier_ml: out of memory (%d slices)", K);
+    }
+    sl->leaders = leaders;
+    sl->K = K;
+    for (int j = 0; j < K; j++) sl->comm[j] = MPI_COMM_NULL;
+    int rc = MPI_SUCCESS;
+    for (int j = 0; j < K && rc == MPI_SUCCESS; j++) /* (one split per slice, collective) */
+        rc = MPI_Comm_split(comm, owner_of(j, h->lsize) == h->local ? 0 : MPI_UNDEFINED, h->g,
+                            &sl->comm[j]);
+    sl->next = h->sl; /* (freed with the groups, also after a failed split) */
+    h->sl = sl;
+    if (rc != MPI_SUCCESS) return rc;
+    *out = sl;
+    return MPI_SUCCESS;
+}
+
+/* Chunks and slices: the message (count elements or bytes) goes in chunks of `seg`
+ * (0: one chunk), each cut into K slices; slice j of chunk c spans [lo, lo + n). */
+typedef struct {
+    long long total, seg; /* elements (Allreduce) or bytes (Bcast); seg > 0 */
+    int K, chunks;
+} cut_t;
+static cut_t cut_of(long long total, long long seg, int K) {
+    cut_t c = { total, seg > 0 && seg < total ? seg : total, K, 1 };
+    c.chunks = (int)((total + c.seg - 1) / c.seg);
+    return c;
+}
+static long long cut_slice(const cut_t *c, int chunk, int j, long long *n) {
+    const long long base = c->seg * chunk;
+    const long long len = c->total - base < c->seg ? c->total - base : c->seg;
+    const long long lo = len * j / c->K;
+    *n = len * (j + 1) / c->K - lo;
+    return base + lo;
+}
+
+/* Allreduce hier_ml: per chunk, a reduce-scatter inside each group (every rank sends
+ * slice j to its owner; the owner reduces the group's inputs in rank order), an
+ * Allreduce of each slice among its owners (inter, in group order), an allgather
+ * inside each group (each owner sends its slices to the group's other ranks). With
+ * chunks (segsize) the phases overlap: chunk c+1's reduce-scatter and chunk c-1's
+ * allgather are in flight while the owners run chunk c's inter phase. */
+typedef struct {
+    const hier_t *h;
+    const slices_t *sl;
+    cut_t cut;
+    MPI_Datatype dt;
+    const ct_type_t *t;
+    int nown, L, me;
+    long long mx; /* elements of the largest slice */
+} ml_t;
+
+/* the receives of my slices of chunk c (into tb) and the sends of the others */
+static int ml_rs_post(const ml_t *m, const void *in, char *tb, int c, MPI_Request *req,
+                      int *nr) {
+    for (int j = 0, jj = 0; j < m->cut.K; j++) {
+        long long n;
+        const long long lo = cut_slice(&m->cut, c, j, &n);
+        const int o = owner_of(j, m->L);
+        if (o == m->me) {
+            for (int i = 0; i < m->L && n > 0; i++)
+                if (i != m->me)
+                    CT_CHECK(MPI_Irecv(ct_elem(tb, ((MPI_Aint)jj * m->L + i) * m->mx, m->t),
+                                       (int)n, m->dt, i, TAG_HIER + 2, m->h->node,
+                                       &req[(*nr)++]));
+            jj++;
+        } else if (n > 0) {
+            CT_CHECK(ct_isend(ct_elem(in, lo, m->t), (int)n, m->dt, o, TAG_HIER + 2, m->h->node,
+                              &req[(*nr)++]));
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+/* my slices of chunk c to the group's other ranks, the others from their owners;
+ * `skip`: a local rank that neither sends nor receives (the Bcast root), or -1 */
+static int ml_ag_post(const ml_t *m, char *buf, MPI_Datatype dt, const ct_type_t *t, int c,
+                      int skip, int tag, MPI_Request *req, int *nr) {
+    for (int j = 0; j < m->cut.K && m->L > 1; j++) {
+        long long n;
+        const long long lo = cut_slice(&m->cut, c, j, &n);
+        const int o = owner_of(j, m->L);
+        if (n == 0) continue;
+        if (o == m->me) {
+            for (int i = 0; i < m->L; i++)
+                if (i != m->me && i != skip)
+                    CT_CHECK(ct_isend(ct_elem(buf, lo, t), (int)n, dt, i, tag, m->h->node,
+                                      &req[(*nr)++]));
+        } else if (m->me != skip) {
+            CT_CHECK(MPI_Irecv(ct_elem(buf, lo, t), (int)n, dt, o, tag, m->h->node,
+                               &req[(*nr)++]));
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+static int ml_wait(MPI_Request *req, int *nr) {
+    const int n = *nr;
+    *nr = 0;
+    return MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+}
+
+int ct_allreduce_hier_ml(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+                         MPI_Comm comm, const ct_params_t *prm) {
+    hier_t *h = NULL;
+    slices_t *sl = NULL;
+    CT_CHECK(groups_of(comm, prm, &h));
+    CT_CHECK(slices_get(comm, h, (int)prm->v[CT_P_LEADERS], &sl));
+    if (count == 0) return MPI_SUCCESS;
+    ct_type_t t;
+    CT_CHECK(ct_type(dt, &t));
+    const long seg = CT_SEGSIZE(prm);
+    ml_t m = { h, sl, cut_of(count, seg > 0 ? (seg / t.size > 0 ? seg / t.size : 1) : 0, sl->K),
+               dt, &t, 0, h->lsize, h->local, 0 };
+    m.nown = m.cut.K / m.L + (m.me < m.cut.K % m.L); /* slices me, me + L, ... below K */
+    m.mx = (m.cut.seg + m.cut.K - 1) / m.cut.K;
+    const int nreq = m.nown * (m.L - 1) + m.cut.K; /* one phase of one chunk, at most */
+    const void *in = ct_input_of(sbuf, rbuf);
+    const MPI_Aint slot = (MPI_Aint)m.nown * m.L * m.mx; /* elements, one chunk's */
+    void *raw = NULL;
+    const int bufs = m.cut.chunks > 1 ? 2 : 1; /* (the next chunk's in flight) */
+    char *tb = m.nown ? ct_tmp_alloc(bufs * slot, &t, &raw) : NULL;
+    MPI_Request *req = malloc((size_t)(4 * nreq + 1) * sizeof *req);
+    MPI_Request *rs[2] = { req, req + nreq }, *ag[2] = { req + 2 * nreq, req + 3 * nreq };
+    int nrs[2] = { 0, 0 }, nag[2] = { 0, 0 }, rc = MPI_SUCCESS;
+    if ((m.nown && !tb) || !req) {
+        rc = ct_set_error(MPI_ERR_NO_MEM, "allreduce/hier_ml: out of memory (%lld elements)",
+                          bufs * (long long)slot);
+        goto out;
+    }
+    CT_TRY(ml_rs_post(&m, in, tb, 0, rs[0], &nrs[0]));
+    for (int c = 0; c < m.cut.chunks; c++) {
+        char *tc = tb ? ct_elem(tb, (c & 1) * slot, &t) : NULL;
+        CT_TRY(ml_wait(rs[c & 1], &nrs[c & 1]));
+        if (c + 1 < m.cut.chunks) /* the next chunk's reduce-scatter, in flight */
+            CT_TRY(ml_rs_post(&m, in, tb ? ct_elem(tb, ((c + 1) & 1) * slot, &t) : NULL, c + 1,
+                              rs[(c + 1) & 1], &nrs[(c + 1) & 1]));
+        /* each of my slices: x_0 op x_1 op ... op x_{L-1} (from the right, rank order),
+         * then among the owners of the slice, in group order */
+        for (int j = m.me, jj = 0; j < m.cut.K; j += m.L, jj++) {
+            long long n;
+            const long long lo = cut_slice(&m.cut, c, j, &n);
+            if (n == 0) continue;
+#define SLOT(i) ct_elem(tc, ((MPI_Aint)jj * m.L + (i)) * m.mx, &t)
+            char *acc = SLOT(m.L - 1);
+            CT_TRY(ct_copy_t(ct_elem(in, lo, &t), m.me == m.L - 1 ? acc : SLOT(m.me), (int)n,
+                             dt, &t));
+            for (int i = m.L - 2; i >= 0; i--)
+                CT_TRY(MPI_Reduce_local(SLOT(i), acc, (int)n, dt, op));
+#undef SLOT
+            CT_TRY(ct_copy_t(acc, ct_elem(rbuf, lo, &t), (int)n, dt, &t));
+            if (h->G > 1)
+                CT_TRY(ct_run_allreduce((int)prm->v[CT_P_INTER], MPI_IN_PLACE,
+                                        ct_elem(rbuf, lo, &t), (int)n, dt, op, sl->comm[j]));
+        }
+        CT_TRY(ml_ag_post(&m, rbuf, dt, &t, c, -1, TAG_HIER + 3, ag[c & 1], &nag[c & 1]));
+        if (c > 0) CT_TRY(ml_wait(ag[(c - 1) & 1], &nag[(c - 1) & 1]));
+    }
+out:
+    for (int i = 0; i < 2 && req; i++) { /* (after an error: no request left behind) */
+        int r1 = ml_wait(rs[i], &nrs[i]), r2 = ml_wait(ag[i], &nag[i]);
+        if (rc == MPI_SUCCESS) rc = r1 != MPI_SUCCESS ? r1 : r2;
+    }
+    free(req);
+    free(raw);
+    return rc;
+}
+
+/* Bcast hier_ml, on the byte stream of the message (packed where a rank's datatype has
+ * holes), per chunk: the root sends slice j to its owner in the root's group
+ * (scatter), the owners of slice j broadcast it among the groups (inter, from the
+ * root's group), each owner sends its slices to its group's other ranks (allgather;
+ * the root receives nothing). With chunks (segsize) the scatter of chunk c+1 and the
+ * allgather of chunk c-1 are in flight during chunk c's inter phase. */
+int ct_bcast_hier_ml(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
+                     const ct_params_t *prm) {
+    hier_t *h = NULL;
+    slices_t *sl = NULL;
+    CT_CHECK(groups_of(comm, prm, &h));
+    CT_CHECK(slices_get(comm, h, (int)prm->v[CT_P_LEADERS], &sl));
+    ct_type_t t, bt;
+    CT_CHECK(ct_type(dt, &t));
+    CT_CHECK(ct_type(MPI_BYTE, &bt));
+    const long long bytes = (long long)count * t.size;
+    if (bytes == 0) return MPI_SUCCESS;
+    ml_t m = { h, sl, cut_of(bytes, CT_SEGSIZE(prm), sl->K), MPI_BYTE, &bt, 0, h->lsize,
+               h->local, 0 };
+    const int K = sl->K, L = m.L, me = m.me, is_root = h->rank == root;
+    int gr = 0;
+    while (h->start[gr + 1] <= root) gr++;
+    const int lroot = root - h->start[gr], mygroup = h->g == gr;
+    const int dense = ct_type_dense(dt, &t), nreq = K * L + 1;
+    char *stream = dense ? (char *)buf + t.true_lb : malloc((size_t)bytes);
+    MPI_Request *req = malloc((size_t)(4 * nreq) * sizeof *req);
+    MPI_Request *sc[2] = { req, req + nreq }, *ag[2] = { req + 2 * nreq, req + 3 * nreq };
+    int nsc[2] = { 0, 0 }, nag[2] = { 0, 0 }, rc = MPI_SUCCESS;
+    if (!stream || !req) {
+        rc = ct_set_error(MPI_ERR_NO_MEM, "bcast/hier_ml: out of memory (%lld bytes)", bytes);
+        goto out;
+    }
+    if (!dense && is_root) CT_TRY(ct_pack_stream(buf, count, dt, &t, stream, comm));
+    for (int c = 0; c <= m.cut.chunks; c++) {
+        /* the scatter of chunk c in the root's group (one chunk ahead of the rest) */
+        for (int j = 0; j < K && mygroup && c < m.cut.chunks; j++) {
+            long long n;
+            const long long lo = cut_slice(&m.cut, c, j, &n);
+            const int o = owner_of(j, L);
+            if (n == 0 || o == lroot) continue;
+            if (is_root)
+                CT_TRY(ct_isend(stream + lo, (int)n, MPI_BYTE, o, TAG_HIER + 4, h->node,
+                                &sc[c & 1][nsc[c & 1]++]));
+            else if (o == me)
+                CT_TRY(MPI_Irecv(stream + lo, (int)n, MPI_BYTE, lroot, TAG_HIER + 4, h->node,
+                                 &sc[c & 1][nsc[c & 1]++]));
+        }
+        if (c == 0) continue;
+        const int d = c - 1; /* chunk d: inter, then its allgather in flight */
+        CT_TRY(ml_wait(sc[d & 1], &nsc[d & 1]));
+        for (int j = me; j < K && h->G > 1; j += L) {
+            long long n;
+            const long long lo = cut_slice(&m.cut, d, j, &n);
+            if (n > 0)
+                CT_TRY(ct_run_bcast((int)prm->v[CT_P_INTER], stream + lo, (int)n, MPI_BYTE, gr,
+                                    sl->comm[j]));
+        }
+        CT_TRY(ml_ag_post(&m, stream, MPI_BYTE, &bt, d, mygroup ? lroot : -1, TAG_HIER + 5,
+                          ag[d & 1], &nag[d & 1]));
+        if (d > 0) CT_TRY(ml_wait(ag[(d - 1) & 1], &nag[(d - 1) & 1]));
+    }
+    CT_TRY(ml_wait(ag[(m.cut.chunks - 1) & 1], &nag[(m.cut.chunks - 1) & 1]));
+    if (!dense && !is_root) CT_TRY(ct_unpack_stream(stream, buf, count, dt, &t, comm));
+out:
+    for (int i = 0; i < 2 && req; i++) { /* (after an error: no request left behind) */
+        ml_wait(sc[i], &nsc[i]);
+        ml_wait(ag[i], &nag[i]);
+    }
+    if (!dense) free(stream);
     free(req);
     return rc;
 }

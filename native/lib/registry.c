@@ -600,6 +600,29 @@ static const entry_t table[] = {
       "pair of nodes among the leaders (inter, an Alltoallv), each rank's blocks scattered "
       "back", NULL },
       HIER_AUTO },
+    /* multi-leader (hier_ml): k = the slices per node (leaders; 0: q), every owner of a
+     * slice in the inter phase of its slice; the k inter phases share the node's link
+     * (n bytes in all through it). Non-commutative ops: each slice reduced in rank
+     * order inside the node, in node order among its owners. */
+#define LEADERS { CT_P_LEADERS, 0, 0, 1L << 20, NULL }
+    { { "hier_ml", CT_BCAST, { .bcast = ct_bcast_hier_ml }, 4,
+      { INNER(CT_P_INTER, "scatter_allgather"), LEADERS, VPPN, SEG(0) }, 0, NULL,
+      "(k-1)*(al + n/k*bl) + 2*ceil(log2(m))*a + 2*(m-1)/m*n*b + (q-1)*(al + n/k*bl)",
+      "node-aware, multi-leader: the root scatters k slices to k ranks of its node, each "
+      "slice broadcast among its owners on every node (inter, k at once), then an allgather "
+      "inside each node; segsize > 0: in chunks, the phases of consecutive chunks "
+      "overlapping", NULL },
+      HIER_AUTO },
+    { { "hier_ml", CT_ALLREDUCE, { .allreduce = ct_allreduce_hier_ml }, 4,
+      { INNER(CT_P_INTER, "rabenseifner"), LEADERS, VPPN, SEG(0) }, 0, NULL,
+      "2*(q-1)*(al + n/k*bl) + (q-1)*n/k*g + 2*ceil(log2(m))*a + 2*(m-1)/m*n*b + "
+      "(m-1)/m*n/k*g",
+      "node-aware, multi-leader: a reduce-scatter inside each node (k slices, each reduced "
+      "by its owner in rank order), an Allreduce of each slice among its owners on every "
+      "node (inter, k at once), then an allgather inside each node; segsize > 0: in chunks, "
+      "the phases of consecutive chunks overlapping", NULL },
+      HIER_AUTO },
+#undef LEADERS
     /* ------------------------------------------------ shared memory (shm.c)
      * One node: a shared window of the communicator; the fallback runs (reported)
      * when the ranks do not all share memory. al, bl: inside a node. */

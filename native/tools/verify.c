@@ -96,6 +96,9 @@ static int variants(int algo, ct_choice_t *out) {
                          * process counts) and of 4 */
             vals[nv++] = 1; vals[nv++] = 2; vals[nv++] = 3; vals[nv++] = 4;
             break;
+        case CT_P_LEADERS: /* (on virtual nodes of 3: below) */
+            vals[nv++] = 1; vals[nv++] = 2;
+            break;
         default: break;
         }
         for (int k = 0; k < nv && n < MAX_VARIANTS; k++) {
@@ -106,6 +109,9 @@ static int variants(int algo, ct_choice_t *out) {
              * both phases run at every process count above 2 */
             if (ps->id != CT_P_VPPN && has_param(a, CT_P_VPPN))
                 out[n].params.v[CT_P_VPPN] = 2;
+            /* the slices of a multi-leader one on nodes of 3 (uneven last nodes), so
+             * that fewer slices than ranks run (1, 2; a last node of 1 owns them all) */
+            if (ps->id == CT_P_LEADERS) out[n].params.v[CT_P_VPPN] = 3;
             n++;
         }
     }

@@ -243,7 +243,10 @@ def formula_variables(algo: dict, p: int, size: int, elem: int = 1,
             env["s"] = float(n if seg == 0 else min(n, max(1, seg // elem) * elem))
     else:
         env["s"] = float(n)
-    if "radix" in defaults:
+    if "leaders" in defaults:  # multi-leader hierarchical: slices per node, at most q
+        lead = _int_param(params.get("leaders"), defaults["leaders"] or 0) or 0
+        env["k"] = float(min(lead, env["q"]) if lead > 0 else env["q"])
+    elif "radix" in defaults:
         env["k"] = float(_int_param(params.get("radix"), defaults["radix"]))
     elif "fanout" in defaults:
         env["k"] = float(min(_int_param(params.get("fanout"), defaults["fanout"]), max(1, p - 1)))

@@ -62,7 +62,7 @@ ID_COLLS = {v: k for k, v in COLL_IDS.items()}
 
 # colltune's hierarchical and shared-memory algorithms (native/lib/hier.c, shm.c): no
 # MPI library has them, so no library's rules file can name them
-NODE_AWARE = ("hier", "shm")
+NODE_AWARE = ("hier", "hier_ml", "shm")
 
 
 def measure(coll: str) -> str:
