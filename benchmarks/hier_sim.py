@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from colltune.base.units import fmt_size
+from colltune.base.units import add_size_option, fmt_size
 
 FLAT = {
     "bcast": ["native", "binomial", "knomial", "binary", "pipeline", "chain",
@@ -105,13 +105,12 @@ def main() -> None:
     ap.add_argument("--platform", default="tapems-16x12")
     ap.add_argument("--np", default="192", help="process counts, comma list: one table each")
     ap.add_argument("--colls", default="bcast,allreduce")
-    ap.add_argument("--size", action="append",
-                    help="bytes, comma list, repeatable (default 8,1K,64K,1M,4M)")
+    add_size_option(ap, default="8,1K,64K,1M,4M")
     ap.add_argument("--iterations", type=int, default=5)
     ap.add_argument("--mpi", default="smpi",
                     help="smpi (the figures); another library only checks the script")
     args = ap.parse_args()
-    sizes = ",".join(args.size or ["8,1K,64K,1M,4M"])
+    sizes = args.sizes
     for np in [int(x) for x in args.np.split(",")]:
         for coll in args.colls.split(","):
             recs = bench(args.platform, coll, np, sizes, args.iterations, args.mpi)
