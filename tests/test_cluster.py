@@ -306,9 +306,9 @@ def test_a_sweep_with_two_layouts_records_what_it_got(cluster2, ompi_build, tmp_
 
 
 @pytest.mark.mpich
-def test_rules_verify_of_a_ppn_file_on_the_cluster(cluster2, mpich_build, tmp_path):
-    """MPICH under a ppn-keyed selection file, 2 nodes x 1 process: the ppn=1-1 rule
-    (after a ppn=2- one) is what ran."""
+def _verify_ppn_file(mpich_build, tmp_path, np: int, env: dict) -> list[str]:
+    """`colltune rules verify` of an MPICH file with a ppn=2- and a ppn=1-1 Bcast rule
+    at np processes in `env`: the table's Bcast row (collective, size, named, ran, ...)."""
     from colltune.rules import files as rf
     from colltune.rules import ruleset as R
 
@@ -318,12 +318,18 @@ def test_rules_verify_of_a_ppn_file_on_the_cluster(cluster2, mpich_build, tmp_pa
     path = tmp_path / "ppn.json"
     rf.export(rs, "mpich", path, mpich_build.mpi)
     exe = Path(sys.executable).parent / "colltune"
-    res = subprocess.run([str(exe), "rules", "verify", str(path), "--np", "2", "--size", "64K"],
-                         capture_output=True, text=True, env=_on_cluster_env(cluster2),
+    res = subprocess.run([str(exe), "rules", "verify", str(path), "--np", str(np),
+                          "--size", "64K"], capture_output=True, text=True, env=env,
                          timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
-    row = next([c.strip() for c in ln.split("│")[1:-1]] for ln in res.stdout.splitlines()
-               if ln.startswith("│ bcast"))
+    return next([c.strip() for c in ln.split("│")[1:-1]] for ln in res.stdout.splitlines()
+                if ln.startswith("│ bcast"))
+
+
+def test_rules_verify_of_a_ppn_file_on_the_cluster(cluster2, mpich_build, tmp_path):
+    """MPICH under a ppn-keyed selection file, 2 nodes x 1 process: the ppn=1-1 rule
+    (after a ppn=2- one) is what ran."""
+    row = _verify_ppn_file(mpich_build, tmp_path, 2, _on_cluster_env(cluster2))
     coll, size, named, ran, _, agrees = row[:6]
     # at 2 processes MPICH's two scatter-allgather Bcasts send the same traffic: both
     # are listed; binomial (the ppn=2- rule) is not
@@ -361,25 +367,11 @@ def test_rules_verify_of_a_ppn_file_with_mpich_at_2x2(cluster2, mpich_build, tmp
     """MPICH at 2 nodes x 2 processes (hydra's proxies on both nodes, 4 processes on 2
     cores: oversubscribed, which a correctness check does not mind): the ppn=2- rule is
     what ran, MPICH counting 2 processes a node without MPIR_CVAR_NOLOCAL."""
-    from colltune.rules import files as rf
-    from colltune.rules import ruleset as R
-
-    rs = R.from_text("# colltune-rules 1\n# target: mpich\n"
-                     "bcast 1 - 0 - mpich:binomial - ppn=2-\n"
-                     "bcast 1 - 0 - mpich:scatter_ring_allgather - ppn=1-1\n")
-    path = tmp_path / "ppn.json"
-    rf.export(rs, "mpich", path, mpich_build.mpi)
     hosts = tmp_path / "hosts"  # 2 slots a node: ranks 0,1 on ctn1, 2,3 on ctn2
     hosts.write_text("".join(f"{a}:2\n" for a in cluster2.addresses))
     env = dict(_on_cluster_env(cluster2), HYDRA_HOST_FILE=str(hosts))
     env.pop("MPIR_CVAR_NOLOCAL", None)
-    exe = Path(sys.executable).parent / "colltune"
-    res = subprocess.run([str(exe), "rules", "verify", str(path), "--np", "4", "--size", "64K"],
-                         capture_output=True, text=True, env=env,
-                         timeout=600)
-    assert res.returncode == 0, res.stdout + res.stderr
-    row = next([c.strip() for c in ln.split("│")[1:-1]] for ln in res.stdout.splitlines()
-               if ln.startswith("│ bcast"))
+    row = _verify_ppn_file(mpich_build, tmp_path, 4, env)
     coll, size, named, ran, _, agrees = row[:6]
     assert (named, agrees) == ("binomial", "consistent"), row
     assert "binomial" in ran.split(", ") and "scatter_ring_allgather" not in ran, row

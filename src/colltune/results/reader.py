@@ -452,8 +452,9 @@ def read_measurements(db_path: str | Path, study: str | None = None, *,
     study name in a `study` column. Columns that clash with a measurement column
     keep the measurement's name and get the table's suffix (`host_run`).
     Tolerates any schema that has a `measurements` table: only the columns present
-    are read (the raw `samples` never); a file without the points' `kind` gets it
-    from the collective names (measurement_kinds). `study` selects one study by name (or id).
+    are read (the raw `samples` never); a colltune file without the points' `kind`
+    (before schema v8) gets it from the collective names (measurement_kinds), a bare
+    table keeps its own columns. `study` selects one study by name (or id).
     Simulated points (SimGrid SMPI, column `simulated`) are left out unless
     `include_simulated`; `only_simulated` keeps them alone. Raises DBError when the
     file, the table or the study is missing (the message says which)."""
@@ -478,8 +479,9 @@ def read_measurements(db_path: str | Path, study: str | None = None, *,
         mcols = [c for c in _table_columns(con, "measurements") if c not in HEAVY_COLUMNS]
         df = pd.read_sql_query(
             f"SELECT {', '.join(chr(34) + c + chr(34) for c in mcols)} FROM measurements", con)
-        if "kind" not in df.columns and "collective" in df.columns:  # before v8, other files
-            df["kind"] = measurement_kinds(df).to_numpy()
+        if "kind" not in df.columns and "collective" in df.columns and "runs" in tables \
+                and "run_id" in df.columns:  # colltune before v8: the points' kind, not
+            df["kind"] = measurement_kinds(df).to_numpy()  # the run's (kind_run below)
             mcols.append("kind")
         if "runs" in tables and "run_id" in df.columns:
             rcols = _table_columns(con, "runs")
