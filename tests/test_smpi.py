@@ -363,6 +363,23 @@ def test_the_patched_cpu_timer_changes_no_simulated_time(smpi_build):
     assert runs[0] == runs[1]
 
 
+def test_the_solver_precision_changes_no_simulated_time(smpi_build):
+    """Simulated launches pass precision/work-amount:1e-3 (marconi100's 512 ranks abort
+    in SimGrid's solver at its default 1e-5; docs/simulation.md): where the default
+    runs, the same simulated times (the later --cfg, SimGrid's default, wins)."""
+    spec = bench_mod.BenchSpec("allreduce", ["ring", "hier_ml"], 64, [8, 65536], reps=1)
+    runs = []
+    for cfg in ((), ("precision/work-amount:1e-5",)):
+        with launch.simulate("marconi100", cfg), launch.session() as s:
+            recs, _ = bench_mod.run(smpi_build, spec, timeout=300)
+        argv = s.launches[0].argv
+        assert "--cfg=precision/work-amount:1e-3" in argv
+        assert ("--cfg=precision/work-amount:1e-5" in argv) == bool(cfg)
+        runs.append([(r["spec"], r["size"], r["median_us"], r["rank_max_us"]) for r in recs])
+    assert len(runs[0]) == 4 and all(t[2] > 0 for t in runs[0])
+    assert runs[0] == runs[1]
+
+
 def test_the_preloaded_allocator_changes_no_simulated_time(smpi_build, monkeypatch):
     """smpirun runs with mimalloc (or tcmalloc) preloaded where one is installed, and
     without it under COLLTUNE_SIM_MALLOC=off: the same simulated times either way."""

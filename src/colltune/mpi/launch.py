@@ -147,6 +147,12 @@ SMPI_CFG = (
     # 2 x 128 x 2 MiB of Allgather buffers pass Linux's 65 530 mappings per process
     # (vm.max_map_count); 16 MiB blocks take 16 times fewer (the file: 16 MiB)
     "smpi/shared-malloc-blocksize:16777216",
+    # the LMM solver's precision (SimGrid's default 1e-5): at 1e-5 and 1e-4, marconi100's
+    # 16 nodes (512 ranks on its dragonfly) abort at the first Bcast ("maxmin.cpp:219:
+    # Cannot saturate more a constraint that has no active element", a rounding residue
+    # of 7.3e-5, 2.8e-4); 1e-3 runs them, and gives the same simulated times to the
+    # nanosecond where 1e-5 ran (marconi100 at 256, tapems-16x12 at 192)
+    "precision/work-amount:1e-3",
 )
 SMPI_LOG = ("root.thres:warning",)  # SimGrid's informational lines off (stderr)
 DEFAULT_PLATFORM = "flat"
