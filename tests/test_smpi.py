@@ -434,7 +434,7 @@ def test_the_scale_presets_cover_64_to_4096_processes(ompi_build):
     assert set(scale.algorithms["bcast"]) == {"ours", "native"}
     # the node-aware algorithms have their own preset (hier); shm runs its declared
     # fallback under SMPI
-    node_aware = {"hier", "shm"}
+    node_aware = {"hier", "hier_ml", "shm"}
     assert every["allreduce"] - set(scale.algorithms["allreduce"]) == {"allgather_reduce",
                                                                       *node_aware}
     # at 4096 the algorithms whose messages grow as p^2 are left out, and only they
