@@ -53,15 +53,16 @@ typedef enum {
     CT_P_SEGSIZE = 0, /* segment size in bytes, 0 = no segmentation          */
     CT_P_FANOUT,      /* tree/chain fan-out                                   */
     CT_P_RADIX,       /* k-nomial radix                                       */
-    CT_P_BCAST,       /* inner Bcast algorithm (registry index) of composites */
-    CT_P_REDUCE,      /* inner Reduce algorithm (registry index)              */
-    CT_P_GATHER,      /* inner Gather algorithm (registry index)              */
+    CT_P_BCAST,       /* inner Bcast algorithm of composites (registry index, or
+                       * ct_inner_value for one with parameters of its own)    */
+    CT_P_REDUCE,      /* inner Reduce algorithm (the same)                    */
+    CT_P_GATHER,      /* inner Gather algorithm (the same)                    */
     CT_P_REMAP,       /* rank remapping (CT_REMAP_*): accepted by every Bcast, Reduce,
                        * Allgather and Allreduce algorithm, applied by the dispatcher */
     CT_P_MAX_REQUESTS,/* outstanding sends (and as many receives) per rank, 0 = all */
     CT_P_INTER,       /* hierarchical: the algorithm among the node leaders (registry
-                       * index; its collective: ct_hier_inner_coll)                  */
-    CT_P_INTRA,       /* hierarchical: the algorithm inside each node (registry index) */
+                       * index or ct_inner_value; its collective: ct_hier_inner_coll) */
+    CT_P_INTRA,       /* hierarchical: the algorithm inside each node (the same)      */
     CT_P_VPPN,        /* hierarchical: virtual nodes of this many consecutive ranks,
                        * 0 = the communicator's nodes (ct_comm_placement)            */
     CT_P_LEADERS,     /* multi-leader hierarchical: slices of the vector per node, each
@@ -214,7 +215,8 @@ typedef struct {
     ct_params_t params;
 } ct_choice_t;
 
-/* Parse "name" or "name:key=value,key=value" for one collective. Unknown
+/* Parse "name" or "name:key=value,key=value" for one collective; an inner
+ * algorithm's value is "ALG" or "ALG:key=value+key=value" (ct_inner_value). Unknown
  * names list the valid ones; bad values say the valid range. */
 int ct_choice_parse(ct_coll_t coll, const char *spec, ct_choice_t *out);
 /* Fill a choice with the algorithm's defaults. */
@@ -223,6 +225,27 @@ int ct_choice_default(int algo, ct_choice_t *out);
 int ct_choice_check(const ct_choice_t *c);
 /* "chain:segsize=8192,fanout=4" (writes at most len bytes, always terminated) */
 void ct_choice_format(const ct_choice_t *c, char *buf, size_t len);
+
+/* Inner algorithms with parameters of their own. An algorithm-valued parameter
+ * (CT_P_INTER, CT_P_INTRA, CT_P_BCAST, CT_P_REDUCE, CT_P_GATHER) holds a registry
+ * index (the inner algorithm with its default parameters) or a handle,
+ * CT_INNER_BASE + a slot of a process-wide table of inner choices with their own
+ * parameters: interned once (the same choice always gets the same value), never
+ * freed, at most CT_INNER_MAX of them. A spec writes such a value ALG:key=value,
+ * several parameters joined by '+' (',' separates the outer parameters):
+ * "hier_ml:inter=pipeline:segsize=8192,leaders=4",
+ * "hier:inter=knomial:radix=8+segsize=4096,intra=shm". */
+#define CT_INNER_BASE (1L << 20)
+#define CT_INNER_MAX 256
+/* The value that stands for choice `inner` as an inner algorithm: its registry index
+ * when every parameter is the algorithm's default, else its handle. MPI_ERR_ARG for
+ * an invalid choice, a hierarchical or test-only algorithm, a remap (the dispatcher
+ * remaps the outer call only), inner algorithms of its own with parameters (one level
+ * of nesting), or a full table. Thread-safe. */
+int ct_inner_value(const ct_choice_t *inner, long *value);
+/* The choice a value of an algorithm-valued parameter stands for (an index: the
+ * algorithm's default choice). MPI_ERR_ARG for a value that is neither. */
+int ct_inner_choice(long value, ct_choice_t *out);
 
 /* ---- dispatch ------------------------------------------------------------ */
 int ct_bcast(const ct_choice_t *c, void *buf, int count, MPI_Datatype dt, int root,

@@ -6,6 +6,9 @@
 #include "ct_internal.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 static const char *coll_names[CT_NCOLL] = { "bcast",     "reduce",   "gather",    "allgather",
@@ -38,13 +41,13 @@ static const struct {
     { "segsize", "segment size in bytes (0 = no segmentation; auto = chosen per call from the message size and the process count; Bcast cuts bytes of the type signature, Reduce/Allreduce whole elements)" },
     { "fanout", "number of children per tree node / number of chains" },
     { "radix", "k-nomial tree radix" },
-    { "bcast", "inner Bcast algorithm" },
-    { "reduce", "inner Reduce algorithm" },
-    { "gather", "inner Gather algorithm" },
+    { "bcast", "inner Bcast algorithm (ALG, or ALG:key=value+key=value with its own parameters)" },
+    { "reduce", "inner Reduce algorithm (ALG, or ALG:key=value+key=value)" },
+    { "gather", "inner Gather algorithm (ALG, or ALG:key=value+key=value)" },
     { "remap", "rank remapping: none, seq (run as if ranks were placed sequentially over the nodes), rr (as if round-robin), auto (the order that suits the algorithm)" },
     { "max_requests", "outstanding sends (and as many receives) per process, 0 = one to every other process at once" },
-    { "inter", "hierarchical: the algorithm among the node leaders" },
-    { "intra", "hierarchical: the algorithm inside each node" },
+    { "inter", "hierarchical: the algorithm among the node leaders (ALG, or ALG:key=value+key=value with its own parameters)" },
+    { "intra", "hierarchical: the algorithm inside each node (ALG, or ALG:key=value+key=value)" },
     { "vppn", "hierarchical: virtual nodes of this many consecutive ranks (the last one may be smaller); 0 = the real nodes (shared memory, or COLLTUNE_NODES / COLLTUNE_VIRTUAL_PPN)" },
     { "leaders", "multi-leader hierarchical: the vector cut into this many slices per node, each owned by one rank of the node (its leader), every owner in the inter-node phase of its slice; 0 = one per rank of the largest node" },
 };
@@ -73,6 +76,89 @@ const char *ct_param_help(ct_param_id_t id) {
 static int is_inner(ct_param_id_t id) {
     return id == CT_P_BCAST || id == CT_P_REDUCE || id == CT_P_GATHER || id == CT_P_INTER ||
            id == CT_P_INTRA;
+}
+
+/* ---- inner choices with parameters of their own (ct_inner_value) --------------
+ * A process-wide table of interned choices: entries only ever added, under the lock,
+ * each written before the count that publishes it, read without a lock (as util.c's
+ * datatype table); one table for every thread and communicator. */
+static ct_choice_t inner_tab[CT_INNER_MAX];
+static _Atomic int inner_n;
+static pthread_mutex_t inner_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* the interned choice a value stands for; NULL for a registry index or garbage */
+static const ct_choice_t *inner_entry(long v) {
+    if (v < CT_INNER_BASE) return NULL;
+    long slot = v - CT_INNER_BASE;
+    return slot < atomic_load_explicit(&inner_n, memory_order_acquire) ? &inner_tab[slot]
+                                                                        : NULL;
+}
+/* the registry index of the inner algorithm a value names; -1 for garbage */
+static int inner_algo(long v) {
+    const ct_choice_t *e = inner_entry(v);
+    if (e) return e->algo;
+    return v >= 0 && v < CT_INNER_BASE ? (int)v : -1;
+}
+
+int ct_inner_choice(long value, ct_choice_t *out) {
+    const ct_choice_t *e = inner_entry(value);
+    if (e) {
+        *out = *e;
+        return MPI_SUCCESS;
+    }
+    if (inner_algo(value) < 0 || !ct_algo_get(inner_algo(value)))
+        return ct_set_error(MPI_ERR_ARG, "inner algorithm value %ld is neither a registry "
+                            "index nor a ct_inner_value handle", value);
+    return ct_choice_default((int)value, out);
+}
+
+int ct_inner_value(const ct_choice_t *inner, long *value) {
+    CT_CHECK(ct_choice_check(inner));
+    const ct_algo_t *ia = ct_algo_get(inner->algo);
+    if (ia->constraints & CT_HIDDEN)
+        return ct_set_error(MPI_ERR_ARG, "%s/%s is a test-only algorithm: never inner",
+                            ct_coll_name(ia->coll), ia->name);
+    if (strncmp(ia->name, "hier", 4) == 0)
+        return ct_set_error(MPI_ERR_ARG, "%s/%s: an inner algorithm cannot itself be "
+                            "hierarchical", ct_coll_name(ia->coll), ia->name);
+    if (inner->params.v[CT_P_REMAP] != CT_REMAP_NONE)
+        return ct_set_error(MPI_ERR_ARG, "%s/%s: remap does not apply to an inner algorithm "
+                            "(the dispatcher remaps the outer call only)",
+                            ct_coll_name(ia->coll), ia->name);
+    /* the algorithm's own parameters over its defaults: entries it does not read
+     * never make two equal choices differ */
+    ct_choice_t def, c;
+    CT_CHECK(ct_choice_default(inner->algo, &def));
+    c = def;
+    for (int j = 0; j < ia->nparams; j++) {
+        ct_param_id_t id = ia->params[j].id;
+        if (is_inner(id) && inner->params.v[id] >= CT_INNER_BASE)
+            return ct_set_error(MPI_ERR_ARG, "%s/%s: %s: an inner algorithm's own inner "
+                                "algorithms take no parameters (one level of nesting)",
+                                ct_coll_name(ia->coll), ia->name, ct_param_name(id));
+        c.params.v[id] = inner->params.v[id];
+    }
+    if (memcmp(&c, &def, sizeof c) == 0) {
+        *value = inner->algo;
+        return MPI_SUCCESS;
+    }
+    int rc = MPI_SUCCESS;
+    pthread_mutex_lock(&inner_lock);
+    int n = atomic_load_explicit(&inner_n, memory_order_relaxed), slot = 0;
+    while (slot < n && memcmp(&inner_tab[slot], &c, sizeof c) != 0) slot++;
+    if (slot == n) {
+        if (n == CT_INNER_MAX) {
+            rc = ct_set_error(MPI_ERR_ARG, "%s/%s: more than %d different inner algorithms "
+                              "with parameters in one process", ct_coll_name(ia->coll),
+                              ia->name, CT_INNER_MAX);
+        } else {
+            inner_tab[n] = c;
+            atomic_store_explicit(&inner_n, n + 1, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&inner_lock);
+    if (rc == MPI_SUCCESS) *value = CT_INNER_BASE + slot;
+    return rc;
 }
 
 /* "linear, chain, ..." of one collective (visible entries only) */
@@ -174,7 +260,7 @@ static int range_error(const ct_algo_t *a, const ct_param_spec_t *ps, long v) {
 
 static int check_value(const ct_algo_t *a, const ct_param_spec_t *ps, long v) {
     if (is_inner(ps->id)) {
-        const ct_algo_t *in = ct_algo_get((int)v);
+        const ct_algo_t *in = ct_algo_get(inner_algo(v));
         if (in && in->coll == inner_coll(ps->id) && strncmp(in->name, "hier", 4) == 0)
             return ct_set_error(MPI_ERR_ARG, "%s/%s: %s=%s: an inner algorithm cannot itself "
                                 "be hierarchical", ct_coll_name(a->coll), a->name,
@@ -212,7 +298,53 @@ int ct_choice_check(const ct_choice_t *c) {
     return MPI_SUCCESS;
 }
 
+static int parse_choice(ct_coll_t coll, const char *spec, ct_choice_t *out, int nested);
+
+/* The value of inner-algorithm parameter ps of algorithm a: "ALG" (its registry index)
+ * or "ALG:key=value+key=value" (ct_inner_value); nested: a's own value is one. */
+static int parse_inner(const ct_algo_t *a, const ct_param_spec_t *ps, const char *val,
+                       int nested, long *out) {
+    char spec[512], names[512], hint[96];
+    snprintf(spec, sizeof spec, "%s", val);
+    char *colon = strchr(spec, ':');
+    if (colon) *colon = '\0';
+    long v = ct_algo_find(inner_coll(ps->id), spec);
+    if (v < 0 || (ct_algo_get((int)v)->constraints & CT_HIDDEN)) {
+        list_names(inner_coll(ps->id), 0, names, sizeof names);
+        suggest_algo(inner_coll(ps->id), spec, hint, sizeof hint);
+        return ct_set_error(MPI_ERR_ARG, "%s/%s: unknown %s algorithm '%s'%s; valid: %s",
+                            ct_coll_name(a->coll), a->name, ct_coll_name(inner_coll(ps->id)),
+                            spec, hint, names);
+    }
+    CT_CHECK(check_value(a, ps, v)); /* never hierarchical */
+    *out = v;
+    if (!colon) return MPI_SUCCESS;
+    if (nested)
+        return ct_set_error(MPI_ERR_ARG, "%s/%s: %s=%s: an inner algorithm's own inner "
+                            "algorithms take no parameters (name it alone: %s=%s)",
+                            ct_coll_name(a->coll), a->name, ct_param_name(ps->id), val,
+                            ct_param_name(ps->id), spec);
+    /* ALG:key=value+key=value -> the spec ALG:key=value,key=value */
+    *colon = ':';
+    for (char *q = colon + 1; *q; q++)
+        if (*q == '+') *q = ',';
+    ct_choice_t c;
+    int rc = parse_choice(inner_coll(ps->id), spec, &c, 1);
+    if (rc == MPI_SUCCESS) rc = ct_inner_value(&c, out);
+    if (rc != MPI_SUCCESS) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", ct_last_error());
+        return ct_set_error(rc, "%s/%s: %s=%s: %s", ct_coll_name(a->coll), a->name,
+                            ct_param_name(ps->id), val, why);
+    }
+    return MPI_SUCCESS;
+}
+
 int ct_choice_parse(ct_coll_t coll, const char *spec, ct_choice_t *out) {
+    return parse_choice(coll, spec, out, 0);
+}
+
+static int parse_choice(ct_coll_t coll, const char *spec, ct_choice_t *out, int nested) {
     char buf[512], names[512];
     if (coll < 0 || coll >= CT_NCOLL)
         return ct_set_error(MPI_ERR_ARG, "invalid collective %d", (int)coll);
@@ -246,6 +378,10 @@ int ct_choice_parse(ct_coll_t coll, const char *spec, ct_choice_t *out) {
                                 ct_coll_name(coll), a->name, kv);
         *eq = '\0';
         const char *key = kv, *val = eq + 1;
+        if (nested && strcmp(key, "remap") == 0)
+            return ct_set_error(MPI_ERR_ARG, "%s/%s: remap does not apply to an inner "
+                                "algorithm (the dispatcher remaps the outer call only)",
+                                ct_coll_name(coll), a->name);
         if (strcmp(key, "remap") == 0 && remap_allowed(coll)) {
             long rm = -1;
             for (int k = 0; k <= CT_REMAP_AUTO; k++)
@@ -282,14 +418,7 @@ int ct_choice_parse(ct_coll_t coll, const char *spec, ct_choice_t *out) {
         }
         long v;
         if (is_inner(ps->id)) {
-            v = ct_algo_find(inner_coll(ps->id), val);
-            if (v < 0 || (ct_algo_get((int)v)->constraints & CT_HIDDEN)) {
-                list_names(inner_coll(ps->id), 0, names, sizeof names);
-                suggest_algo(inner_coll(ps->id), val, hint, sizeof hint);
-                return ct_set_error(MPI_ERR_ARG, "%s/%s: unknown %s algorithm '%s'%s; valid: %s",
-                                    ct_coll_name(coll), a->name,
-                                    ct_coll_name(inner_coll(ps->id)), val, hint, names);
-            }
+            CT_CHECK(parse_inner(a, ps, val, nested, &v));
         } else if (ps->id == CT_P_SEGSIZE && strcmp(val, "auto") == 0) {
             if (ps->def != CT_SEGSIZE_AUTO)
                 return ct_set_error(MPI_ERR_ARG, "%s/%s: segsize=auto: this algorithm has no "
@@ -329,9 +458,18 @@ void ct_choice_format(const ct_choice_t *c, char *buf, size_t len) {
     for (int j = 0; j < a->nparams; j++) {
         ct_param_id_t id = a->params[j].id;
         if (is_inner(id)) {
-            const ct_algo_t *in = ct_algo_get((int)c->params.v[id]);
+            const ct_choice_t *e = inner_entry(c->params.v[id]);
+            const ct_algo_t *in = ct_algo_get(inner_algo(c->params.v[id]));
+            char sub[256] = "?";
+            if (e) { /* ALG:key=value+key=value (one level: its own inner ones are names) */
+                ct_choice_format(e, sub, sizeof sub);
+                for (char *q = strchr(sub, ':'); q && *q; q++)
+                    if (*q == ',') *q = '+';
+            } else if (in) {
+                snprintf(sub, sizeof sub, "%s", in->name);
+            }
             w = snprintf(buf + used, len - used, "%s%s=%s", j ? "," : ":", ct_param_name(id),
-                         in ? in->name : "?");
+                         sub);
         } else if (id == CT_P_SEGSIZE && c->params.v[id] == CT_SEGSIZE_AUTO) {
             w = snprintf(buf + used, len - used, "%s%s=auto", j ? "," : ":", ct_param_name(id));
         } else {

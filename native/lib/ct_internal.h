@@ -303,16 +303,17 @@ int ct_remap_allgather(ct_allgather_fn fn, const ct_params_t *prm, const void *s
                        MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt,
                        ct_place_t *pl, int rank, int p, MPI_Comm pcomm, const int *perm);
 
-/* Inner algorithms of composite algorithms (e.g. Allreduce reduce_bcast):
- * run registry entry `algo` with its default parameters on an already private
- * communicator, applying its declared fallback if needed. */
+/* Inner algorithms of composite algorithms (e.g. Allreduce reduce_bcast): run
+ * `algo`, the value of an inner-algorithm parameter (a registry index: the entry
+ * with its default parameters; a ct_inner_value handle: the choice with its own), on
+ * an already private communicator, applying its declared fallback if needed. */
 int ct_run_bcast(int algo, void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm);
 int ct_run_reduce(int algo, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
                   MPI_Op op, int root, MPI_Comm comm);
 int ct_run_gather(int algo, const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                   int rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
 /* the same for the phases of the hierarchical algorithms (hier.c), on
- * ct_inner_resolve (dispatch.c): the inner algorithm's default choice, or its
+ * ct_inner_resolve (dispatch.c): the inner choice `algo` stands for, or its
  * declared fallback (reported in the outer call's record) */
 int ct_inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI_Op op,
                      ct_choice_t *run);

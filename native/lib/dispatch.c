@@ -806,8 +806,10 @@ int ct_call_comm(const ct_call_t *k, ct_coll_t coll, MPI_Comm comm, MPI_Comm *pc
 }
 
 /* ---- inner algorithms of composites (already on a private communicator) --- */
-/* The default choice of the last inner algorithm per collective and thread (the
- * registry's defaults never change): no ct_choice_default per call. */
+/* The choice of the last inner algorithm per collective and thread, by the value of
+ * its parameter (a registry index: the default choice; a ct_inner_value handle: the
+ * interned choice with its own parameters; neither ever changes): no
+ * ct_choice_default or table lookup per call. */
 static CT_THREAD_LOCAL struct { int ok, algo; ct_choice_t c; const ct_algo_t *a; }
     inner_def[CT_NCOLL];
 
@@ -816,8 +818,8 @@ int ct_inner_resolve(int algo, ct_coll_t coll, MPI_Comm comm, int count, MPI_Op 
     int p, rank;
     if (!inner_def[coll].ok || inner_def[coll].algo != algo) {
         inner_def[coll].ok = 0;
-        CT_CHECK(ct_choice_default(algo, &inner_def[coll].c));
-        inner_def[coll].a = ct_algo_get(algo);
+        CT_CHECK(ct_inner_choice(algo, &inner_def[coll].c));
+        inner_def[coll].a = ct_algo_get(inner_def[coll].c.algo);
         inner_def[coll].algo = algo;
         inner_def[coll].ok = 1;
     }

@@ -23,8 +23,9 @@
  * leaders on the leaders' communicator (`inter`). One group (one node) runs only
  * the intra phase, groups of one rank (one process per node) only the inter phase:
  * the degenerate cases need no fallback. The inner algorithms run with their
- * default parameters and their own declared fallbacks (dispatch.c, ct_run_*); an
- * inner algorithm cannot itself be hierarchical (choice.c refuses it).
+ * default parameters or their own (`inter=ALG:key=value+...`, ct_inner_value) and
+ * their declared fallbacks (dispatch.c, ct_run_*); an inner algorithm cannot itself
+ * be hierarchical (choice.c refuses it).
  */
 #include "ct_internal.h"
 

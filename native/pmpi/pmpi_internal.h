@@ -36,7 +36,7 @@ void ct_did_you_mean(const char *word, const char *const *cands, int n, char *bu
 typedef struct {
     int native;          /* nonzero: the MPI library's own collective        */
     ct_choice_t choice;  /* registry index and parameters (native included)  */
-    char spec[128];      /* canonical spec, as ct_choice_format writes it    */
+    char spec[256];      /* canonical spec, as ct_choice_format writes it    */
     char source[160];    /* why: "COLLTUNE_BCAST", "tuned.rules:7", ...      */
     /* the rule's ranges (size class for the verbose output); -1: unbounded */
     int np_min, np_max;

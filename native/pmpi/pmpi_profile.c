@@ -42,7 +42,7 @@ typedef struct {
     double total;
     long long seen[CT_PROFILE_SIZES]; /* distinct sizes, ascending */
     int nseen, capped;
-    char spec[128];
+    char spec[256];
     char source[160];
 } entry_t;
 

@@ -295,6 +295,76 @@ int main(int argc, char **argv) {
     rc = ct_choice_parse(CT_GATHER, "linear:remap=seq", &c);
     EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "no parameter 'remap'"),
            "gather remap message: %s", ct_last_error());
+
+    /* inner algorithms with parameters of their own (ALG:key=value+key=value): one
+     * interned handle per distinct choice, formatted back the same way; an inner choice
+     * equal to the algorithm's defaults is its registry index */
+    {
+        char again[256], big[256];
+        ct_choice_t d, in;
+        rc = ct_choice_parse(CT_BCAST, "hier_ml:inter=pipeline:segsize=8192,leaders=4", &c);
+        EXPECT(rc == MPI_SUCCESS && c.params.v[CT_P_INTER] >= CT_INNER_BASE &&
+                   c.params.v[CT_P_LEADERS] == 4,
+               "inner params: %s", ct_last_error());
+        EXPECT(ct_inner_choice(c.params.v[CT_P_INTER], &in) == MPI_SUCCESS &&
+                   in.algo == ct_algo_find(CT_BCAST, "pipeline") &&
+                   in.params.v[CT_P_SEGSIZE] == 8192,
+               "inner choice: %s", ct_last_error());
+        ct_choice_format(&c, big, sizeof big);
+        EXPECT(!strcmp(big, "hier_ml:inter=pipeline:segsize=8192,leaders=4,vppn=0,segsize=0"),
+               "inner format gave %s", big);
+        rc = ct_choice_parse(CT_BCAST, big, &d);
+        ct_choice_format(&d, again, sizeof again);
+        EXPECT(rc == MPI_SUCCESS && d.params.v[CT_P_INTER] == c.params.v[CT_P_INTER] &&
+                   !strcmp(again, big),
+               "inner round trip: %s -> %s (%s)", big, again, ct_last_error());
+        rc = ct_choice_parse(CT_BCAST, "hier:inter=knomial:radix=8+segsize=4k,intra=shm", &c);
+        ct_choice_format(&c, big, sizeof big);
+        EXPECT(rc == MPI_SUCCESS &&
+                   !strcmp(big, "hier:inter=knomial:radix=8+segsize=4096,intra=shm,vppn=0,"
+                                "segsize=0"),
+               "two inner params gave %s (%s)", big, ct_last_error());
+        rc = ct_choice_parse(CT_BCAST, "hier:inter=pipeline:segsize=auto", &c);
+        EXPECT(rc == MPI_SUCCESS &&
+                   c.params.v[CT_P_INTER] == ct_algo_find(CT_BCAST, "pipeline"),
+               "default inner params not an index: %ld", c.params.v[CT_P_INTER]);
+        rc = ct_choice_parse(CT_ALLREDUCE, "reduce_bcast:reduce=chain:segsize=1k+fanout=3,"
+                             "bcast=knomial:radix=3", &c);
+        ct_choice_format(&c, big, sizeof big);
+        EXPECT(rc == MPI_SUCCESS && !strcmp(big, "reduce_bcast:reduce=chain:segsize=1024+"
+                                                 "fanout=3,bcast=knomial:radix=3+segsize=0"),
+               "reduce_bcast inner params gave %s (%s)", big, ct_last_error());
+        rc = ct_choice_parse(CT_ALLREDUCE, "hier:inter=reduce_bcast:reduce=chain+bcast=binary",
+                             &c);
+        ct_choice_format(&c, big, sizeof big);
+        EXPECT(rc == MPI_SUCCESS && contains(big, "inter=reduce_bcast:reduce=chain+"
+                                                  "bcast=binary,intra=binomial"),
+               "an inner composite's inner names gave %s (%s)", big, ct_last_error());
+        /* errors name the outer parameter and what is valid */
+        rc = ct_choice_parse(CT_BCAST, "hier:inter=knomial:fanout=2", &c);
+        EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "inter=knomial:fanout=2") &&
+                   contains(ct_last_error(), "no parameter 'fanout'") &&
+                   contains(ct_last_error(), "radix"),
+               "inner wrong parameter: %s", ct_last_error());
+        rc = ct_choice_parse(CT_BCAST, "hier:inter=knomial:radix=1", &c);
+        EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "2..64"), "inner range: %s",
+               ct_last_error());
+        rc = ct_choice_parse(CT_BCAST, "hier:inter=hier_ml:leaders=2", &c);
+        EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "cannot itself be hierarchical"),
+               "hierarchical inner: %s", ct_last_error());
+        rc = ct_choice_parse(CT_BCAST, "hier:intra=binomial:remap=rr", &c);
+        EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "remap does not apply"),
+               "inner remap: %s", ct_last_error());
+        rc = ct_choice_parse(CT_ALLREDUCE, "hier:inter=reduce_bcast:reduce=chain:segsize=8", &c);
+        EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "take no parameters"),
+               "two levels of inner params: %s", ct_last_error());
+        rc = ct_choice_parse(CT_BCAST, "hier:inter=knomal:radix=3", &c);
+        EXPECT(rc == MPI_ERR_ARG && contains(ct_last_error(), "unknown bcast algorithm 'knomal'")
+                   && contains(ct_last_error(), "did you mean 'knomial'"),
+               "inner unknown name: %s", ct_last_error());
+        c.params.v[CT_P_INTER] = CT_INNER_BASE + CT_INNER_MAX; /* no such handle */
+        EXPECT(ct_choice_check(&c) == MPI_ERR_ARG, "a garbage handle passed the check");
+    }
     EXPECT(ct_remap_auto(ct_algo_find(CT_ALLGATHER, "recursive_doubling")) == CT_REMAP_RR &&
                ct_remap_auto(ct_algo_find(CT_ALLGATHER, "ring")) == CT_REMAP_SEQ &&
                ct_remap_auto(ct_algo_find(CT_BCAST, "linear")) == CT_REMAP_NONE,
