@@ -60,6 +60,39 @@ static int vppn_only(const ct_choice_t *v, const ct_choice_t *def) {
         if (i != CT_P_VPPN && v->params.v[i] != def->params.v[i]) return 0;
     return 1;
 }
+/* The inner algorithms of collective ic with parameters of their own that the variants
+ * add (ct_inner_value handles into vals): the first with a radix (radix 3, and segments
+ * of 1 KiB where it cuts them: two parameters joined), and the first single pipeline
+ * (segsize=auto, no fan-out or radix; else the first with a segsize) in segments of
+ * 1 KiB, so that the inner parameters reach the phases. */
+static int inner_param_variants(ct_coll_t ic, long *vals, int nv, int max) {
+    int with_radix = -1, with_seg = -1, any_seg = -1;
+    for (int k = 0; k < ct_algo_count(); k++) {
+        const ct_algo_t *x = ct_algo_get(k);
+        if (x->coll != ic || (x->constraints & CT_HIDDEN) || strncmp(x->name, "hier", 4) == 0)
+            continue;
+        const ct_param_spec_t *seg = NULL;
+        for (int j = 0; j < x->nparams; j++)
+            if (x->params[j].id == CT_P_SEGSIZE) seg = &x->params[j];
+        if (with_radix < 0 && has_param(x, CT_P_RADIX)) with_radix = k;
+        if (seg && any_seg < 0) any_seg = k;
+        if (seg && with_seg < 0 && seg->def == CT_SEGSIZE_AUTO && !has_param(x, CT_P_RADIX) &&
+            !has_param(x, CT_P_FANOUT))
+            with_seg = k;
+    }
+    if (with_seg < 0) with_seg = any_seg;
+    const int pick[2] = { with_radix, with_seg };
+    for (int i = 0; i < 2 && nv < max; i++) {
+        ct_choice_t c;
+        long v;
+        if (pick[i] < 0 || ct_choice_default(pick[i], &c) != MPI_SUCCESS) continue;
+        if (i == 0) c.params.v[CT_P_RADIX] = 3;
+        if (has_param(ct_algo_get(pick[i]), CT_P_SEGSIZE)) c.params.v[CT_P_SEGSIZE] = 1024;
+        if (ct_inner_value(&c, &v) == MPI_SUCCESS) vals[nv++] = v;
+    }
+    return nv;
+}
+
 static int variants(int algo, ct_choice_t *out) {
     const ct_algo_t *a = ct_algo_get(algo);
     int n = 0;
@@ -90,6 +123,7 @@ static int variants(int algo, ct_choice_t *out) {
                     strncmp(x->name, "hier", 4) != 0) /* never inner (choice.c) */
                     vals[nv++] = k;
             }
+            nv = inner_param_variants(ic, vals, nv, 32);
             break;
         }
         case CT_P_VPPN: /* virtual nodes of 1, 2, 3 ranks (uneven last nodes at most

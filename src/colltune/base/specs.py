@@ -6,6 +6,13 @@ parameters alone (`segsize=8192,fanout=4`) are what the benchmark records; the d
 stores them as a JSON object. `remap=none|seq|rr|auto` is the parameter that runs an
 algorithm as if the ranks were placed in another order (docs/remapping.md).
 
+The value of an inner-algorithm parameter (`inter`, `intra`, `bcast`, `reduce`, `gather`
+of the composite and hierarchical algorithms) is `ALG` or `ALG:key=value`, several of its
+own parameters joined by `+` (`hier_ml:inter=pipeline:segsize=8192+fanout=2,leaders=4`):
+`,` already separates the outer parameters and the specs of a list, `|` a grid's
+alternatives, `..` a range; `+` means nothing else in a spec, a study, a rules file's
+PARAMS or the shell.
+
 Checking names and parameter names against an algorithm table is the caller's business
 (drivers.registry, studies.study, mpi.libalgos); this module only splits and joins.
 """
@@ -76,14 +83,38 @@ def format_spec(name: str, params: dict | Iterable[tuple[str, Any]] | None = Non
     return f"{name}:{text}" if text else name
 
 
+INNER_JOIN = "+"  # joins an inner algorithm's own parameters (module doc)
+
+
+def split_inner(value: Any) -> tuple[str, str]:
+    """An inner algorithm's value -> its name and its parameters as a spec writes them:
+    'pipeline:segsize=8192+fanout=2' -> ('pipeline', 'segsize=8192,fanout=2');
+    'binomial' -> ('binomial', '')."""
+    name, _, params = str(value).partition(":")
+    return name.strip(), params.replace(INNER_JOIN, ",")
+
+
+def inner_spec(value: Any) -> str:
+    """An inner algorithm's value as a spec of its own: 'knomial:radix=3+segsize=0' ->
+    'knomial:radix=3,segsize=0'."""
+    name, params = split_inner(value)
+    return f"{name}:{params}" if params else name
+
+
+def format_inner(name: str, params: dict | Iterable[tuple[str, Any]] | None = None) -> str:
+    """('knomial', {'radix': 3, 'segsize': 0}) -> 'knomial:radix=3+segsize=0'."""
+    return format_spec(name, params).replace(",", INNER_JOIN)
+
+
 def split_specs(text: str) -> list[str]:
     """'chain:segsize=8192,fanout=4,binomial' -> ['chain:segsize=8192,fanout=4', 'binomial']:
-    a token with '=' but no ':' continues the previous spec."""
+    a token whose part before any ':' has a '=' (`fanout=4`, `inter=knomial:radix=3`)
+    continues the previous spec."""
     specs: list[str] = []
     for tok in (t.strip() for t in text.split(",")):
         if not tok:
             continue
-        if "=" in tok and ":" not in tok and specs:
+        if "=" in tok.partition(":")[0] and specs:
             specs[-1] += "," + tok
         else:
             specs.append(tok)
@@ -98,8 +129,11 @@ def expand_grid(spec: str) -> list[str]:
     slowest: 'chain:segsize=4K..16K,fanout=2|4' -> 'chain:segsize=4096,fanout=2',
     'chain:segsize=4096,fanout=4', 'chain:segsize=8192,fanout=2', ... A value 'A..B' is
     the powers of two from A to B (sizes as --size takes them: 1K..64K); 'a|b|c' those
-    values. Library specs too ('ompi:chain:segsize=1K..8K'). A spec without a grid is
-    returned alone, unchanged."""
+    values. Library specs too ('ompi:chain:segsize=1K..8K'). An inner algorithm's value
+    with parameters is one alternative as a whole ('inter=pipeline:segsize=8K|binomial'),
+    and its own parameters' grids expand within it ('inter=pipeline:segsize=8K..64K',
+    'inter=knomial:radix=2|4' -> 'knomial:radix=2', 'knomial:radix=4'). A spec without a
+    grid is returned alone, unchanged."""
     text = str(spec).strip()
     if "|" not in text and ".." not in text:
         return [text]
@@ -110,6 +144,9 @@ def expand_grid(spec: str) -> list[str]:
         head, params = parse_spec(text)
     axes = []
     for key, value in params.items():
+        if ":" in value:  # inner algorithms with parameters of their own
+            axes.append([(key, v) for v in _inner_grid(text, key, value)])
+            continue
         if "|" in value:
             vals = [v.strip() for v in value.split("|")]
             if not all(vals):
@@ -127,6 +164,29 @@ def expand_grid(spec: str) -> list[str]:
         raise SpecError(f"{text}: a grid of {count} specs, more than {GRID_MAX}: "
                         "narrow its ranges")
     return [format_spec(head, list(combo)) for combo in itertools.product(*axes)]
+
+
+def _inner_grid(text: str, key: str, value: str) -> list[str]:
+    """The inner algorithm values one grid value stands for: alternatives at '|' (a piece
+    that starts with a digit, after one with parameters, is another value of its last
+    parameter: 'knomial:radix=2|4'; algorithm names never do), each expanded over its
+    own grid ('+' joins its parameters)."""
+    alts: list[str] = []
+    for piece in (v.strip() for v in value.split("|")):
+        if not piece:
+            raise SpecError(f"{text}: parameter '{key}': an empty value in '{value}'")
+        if alts and ":" in alts[-1] and piece[:1].isdigit():
+            alts[-1] += "|" + piece  # another value of the last inner parameter
+        else:
+            alts.append(piece)
+    out: list[str] = []
+    for alt in alts:
+        try:
+            grid = expand_grid(inner_spec(alt)) if ":" in alt else [alt]
+        except SpecError as exc:
+            raise SpecError(f"{text}: parameter '{key}': {exc}") from None
+        out += [format_inner(*parse_spec(g)) for g in grid]
+    return out
 
 
 def _unique(pairs: Iterable[tuple[str, str]], where: str) -> dict[str, str]:

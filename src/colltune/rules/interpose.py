@@ -27,7 +27,8 @@ from colltune.rules import ruleset as rules_mod
 from colltune.base.collectives import COLLECTIVES, SIZE_BLIND, intercepted, mpi_name
 from colltune.base.files import check_writable, read_text
 from colltune.base.errors import ColltuneError, did_you_mean
-from colltune.base.specs import format_spec, split_spec
+from colltune.base.specs import format_spec, inner_spec, split_inner, split_spec
+from colltune.drivers.registry import inner_names
 
 LIBRARY = "libcolltune-pmpi.so"
 PROFILE_FORMAT = "colltune-profile 1"
@@ -58,10 +59,13 @@ def force_variable(coll: str) -> str:
 _INT = re.compile(r"\s*([+-]?\d+)([kKmM]?)")
 
 
-def spec_problem(coll: str, spec: str, algorithms, test_only: bool = False) -> str | None:
+def spec_problem(coll: str, spec: str, algorithms, test_only: bool = False,
+                 nested: bool = False) -> str | None:
     """Why the interposition library would refuse `spec` for `coll` (one line naming the
     closest valid name), or None. `algorithms`: registry entries, hidden ones included;
-    test-only algorithms (a leading '_', hidden) are refused unless `test_only`."""
+    test-only algorithms (a leading '_', hidden) are refused unless `test_only`. An inner
+    algorithm's value `ALG:key=value+key=value` is checked as its own spec (`nested`: one
+    level, no remap)."""
     mine = [a for a in algorithms if a.collective == coll]
     visible = [a.name for a in mine if not a.hidden]
     name, text = split_spec(spec)
@@ -78,16 +82,25 @@ def spec_problem(coll: str, spec: str, algorithms, test_only: bool = False) -> s
         if not eq:
             return f"{coll}/{name}: parameter '{item}' has no value (use key=value)"
         p = known.get(key)
+        if nested and key == "remap":
+            return (f"{coll}/{name}: remap does not apply to an inner algorithm (the "
+                    "dispatcher remaps the outer call only)")
         if p is None:
             return (f"{coll}/{name} has no parameter '{key}'{did_you_mean(key, list(known))}; "
                     f"valid: {', '.join(known) or '(none)'}")
         if p["kind"] == "algorithm":
             of = p.get("of", key)  # the inner algorithm's collective
-            inner = [a.name for a in algorithms if a.collective == of and not a.hidden
-                     and not a.name.startswith("hier")]  # never hierarchical (choice.c)
-            if val not in inner:
-                return (f"{coll}/{name}: unknown {of} algorithm '{val}'"
-                        f"{did_you_mean(val, inner)}; valid: {', '.join(inner)}")
+            inner = inner_names(algorithms, of)
+            iname, iparams = split_inner(val)
+            if iname not in inner:
+                return (f"{coll}/{name}: unknown {of} algorithm '{iname}'"
+                        f"{did_you_mean(iname, inner)}; valid: {', '.join(inner)}")
+            if iparams and nested:
+                return (f"{coll}/{name}: {key}={val}: an inner algorithm's own inner "
+                        f"algorithms take no parameters (name it alone: {key}={iname})")
+            why = spec_problem(of, inner_spec(val), algorithms, nested=True)
+            if why:
+                return f"{coll}/{name}: {key}={val}: {why}"
         elif p["kind"] == "choice":
             if val not in p["values"]:
                 return (f"{coll}/{name}: {key}='{val}' is invalid"

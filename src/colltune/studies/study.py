@@ -895,5 +895,5 @@ def _expand(build, coll: str, key: str, spec: str, reg: dict, ours: list[str],
             raise StudyError(f"{key}: {exc}") from None
         return [spec]
     registry.check_spec(key, spec, coll, reg, also=", or ours, all, ompi:NAME, mpich:NAME",
-                        error=StudyError)
+                        error=StudyError, algorithms=registry.algorithms(build))
     return [spec]
