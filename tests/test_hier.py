@@ -124,6 +124,78 @@ def test_interpose_checks_inner_algorithms_of_their_own_collective(ompi_build):
         "bcast", "hier:intra=hier", algos)
 
 
+# ------------------------------------- inner algorithms with parameters of their own
+
+
+def test_inner_parameters_are_checked_and_reach_the_phase(ompi_build):
+    """`inter=ALG:key=value+key=value`: checked as the native parser checks it (names,
+    ranges, one level, no remap, never hierarchical), and run: 64 KiB through 3 leaders
+    (nodes of 2) by a pipeline in segments of 4 KiB is 16 messages per chain link."""
+    from colltune.drivers import registry
+
+    algos = registry.algorithms(ompi_build, hidden=True)
+    ok = ["hier:inter=knomial:radix=3+segsize=4k,intra=shm,vppn=2",
+          "hier:inter=reduce_bcast:reduce=chain+bcast=binary,bcast=knomial:radix=8"]
+    assert interpose.spec_problem("bcast", ok[0], algos) is None
+    assert interpose.spec_problem("allreduce", ok[1], algos) is None
+    for coll, spec, why in [
+            ("bcast", "hier:inter=knomial:fanout=2", "bcast/knomial has no parameter 'fanout'"),
+            ("bcast", "hier:inter=knomial:radix=1", "radix=1 is out of range: valid 2..64"),
+            ("bcast", "hier_ml:inter=hier:vppn=2", "unknown bcast algorithm 'hier'"),
+            ("bcast", "hier:intra=binomial:remap=rr", "remap does not apply"),
+            ("allreduce", "hier:inter=reduce_bcast:reduce=chain:segsize=8",
+             "inner algorithms take no parameters")]:
+        assert why in interpose.spec_problem(coll, spec, algos), spec
+    res = colltune("traffic", "--coll", "bcast", "--algo", "hier:inter=pipeline:segsize=4096,"
+                   "vppn=2", "--np", "6", "--nodes", "3", "--size", "64K", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    (row,) = json.loads(res.stdout)
+    assert row["spec"] == "hier:inter=pipeline:segsize=4096,intra=binomial,vppn=2,segsize=0"
+    assert row["total"]["inter_msgs"] == 2 * 16, row["total"]
+
+
+def test_verify_inner_parameter_variants(ompi_build):
+    """The verifier's variants of a composite include inner algorithms with parameters of
+    their own (a radix and segments, on virtual nodes of 2) at 3 and 5 processes."""
+    report = verify.run(ompi_build, [3, 5], ["bcast", "allreduce"], ["hier_ml", "hier"],
+                        quick=True, timeout=600, families=["main"])
+    assert report.ok, "\n".join(report.failure_lines())
+    for r in report.runs:
+        by = {(a["collective"], a["algorithm"]): a["inner_param_variants"] for a in r.algos}
+        # Bcast: knomial:radix=3+segsize=1024, pipeline:segsize=1024 (inter; hier's intra
+        # too); Allreduce: segmented_ring (inter), pipeline (intra), both Bcasts (bcast)
+        assert by == {("bcast", "hier_ml"): 2, ("allreduce", "hier_ml"): 1,
+                      ("bcast", "hier"): 4, ("allreduce", "hier"): 4}, by
+
+
+def test_inner_parameters_through_the_interposition_library(ompi_build, tmp_path):
+    """`colltune run --force` and a rules file's PARAMS carry inner parameters to the
+    library, whose profile names the choice back with them; the program's results check
+    out."""
+    rules = tmp_path / "inner.rules"
+    rules.write_text("# colltune-rules 1\n# target: colltune\nallreduce 1 - 0 - hier "
+                     "inter=recursive_doubling,intra=pipeline:segsize=512,"
+                     "bcast=knomial:radix=3+segsize=256,vppn=2\n")
+    prof = tmp_path / "prof.json"
+    ln = launch.prepare(ompi_build.mpi, 5, [str(ompi_build.program("colltune-plaincolls")),
+                                            "--loop", "5"])
+    res = colltune("run", "--mpi", "openmpi", "--rules", str(rules), "--force",
+                   "bcast=hier_ml:inter=pipeline:segsize=8192,vppn=2", "--profile", str(prof),
+                   "--verbose", "--", *ln.argv)
+    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
+    assert "checks passed" in res.stdout
+    assert "allreduce np=5 size 0.. B: hier (" in res.stderr, res.stderr
+    specs = {e["collective"]: e["spec"] for e in json.loads(prof.read_text())["entries"]
+             if e["algorithm"] != "native"}
+    assert specs == {
+        "bcast": "hier_ml:inter=pipeline:segsize=8192,leaders=0,vppn=2,segsize=0",
+        "allreduce": "hier:inter=recursive_doubling,intra=pipeline:segsize=512,"
+                     "bcast=knomial:radix=3+segsize=256,vppn=2"}, specs
+    bad = colltune("run", "--mpi", "openmpi", "--force", "bcast=hier:inter=knomial:radix=99",
+                   "--print-env")
+    assert bad.returncode == 2 and "radix=99 is out of range" in bad.stderr, bad.stderr
+
+
 def test_verify_hier_under_smpi_with_hosts_as_nodes(smpi_build):
     """On the seed's cluster (hosts of 12 cores), 24 ranks are two hosts: vppn=0 finds
     them (the verifier checks the groups against the placement), and every case

@@ -184,3 +184,30 @@ def test_expand_grid():
         expand_grid("chain:fanout=2||4")
     with pytest.raises(SpecError, match="more than 256"):
         expand_grid("chain:segsize=1..1G,fanout=1|2|3|4|5|6|7|8|9")
+
+
+def test_inner_algorithms_with_parameters_of_their_own():
+    """`inter=ALG:key=value+key=value`: '+' joins the inner parameters, so that ',' still
+    splits the outer ones, the lists of specs and the recorded parameters."""
+    spec = "hier_ml:inter=pipeline:segsize=8192+fanout=2,leaders=4"
+    assert specs.parse_spec(spec) == ("hier_ml", {"inter": "pipeline:segsize=8192+fanout=2",
+                                                  "leaders": "4"})
+    assert specs.split_inner("pipeline:segsize=8192+fanout=2") == \
+        ("pipeline", "segsize=8192,fanout=2")
+    assert specs.split_inner("binomial") == ("binomial", "")
+    assert specs.inner_spec("knomial:radix=3+segsize=0") == "knomial:radix=3,segsize=0"
+    assert specs.format_inner("knomial", {"radix": 3, "segsize": 0}) == \
+        "knomial:radix=3+segsize=0"
+    assert specs.parse_params("inter=knomial:radix=3+segsize=0,vppn=2", numbers=True) == \
+        {"inter": "knomial:radix=3+segsize=0", "vppn": 2}
+    # in a list, 'inter=ALG:...' continues the spec before it
+    assert specs.split_specs(f"native,hier:intra=shm,inter=knomial:radix=4,{spec},ring") == \
+        ["native", "hier:intra=shm,inter=knomial:radix=4", spec, "ring"]
+    # grids: an inner value with parameters is one alternative; its own grids expand in it
+    assert specs.expand_grid("hier:inter=pipeline:segsize=8192|pipeline:segsize=65536") == \
+        ["hier:inter=pipeline:segsize=8192", "hier:inter=pipeline:segsize=65536"]
+    assert specs.expand_grid("hier:inter=knomial:radix=2|4+segsize=1K..2K|binomial,vppn=2") == \
+        [f"hier:inter=knomial:radix={r}+segsize={s},vppn=2" for r in (2, 4)
+         for s in (1024, 2048)] + ["hier:inter=binomial,vppn=2"]
+    with pytest.raises(SpecError, match="parameter 'inter': .*'x' is not a size"):
+        specs.expand_grid("hier:inter=pipeline:segsize=1K..x")

@@ -570,9 +570,18 @@ static void verify_algo(int algo) {
     if (rank == 0) {
         printf("{\"event\": \"algo\", \"collective\": \"%s\", \"algorithm\": ", ct_coll_name(coll));
         ct_json_str(stdout, a->name);
-        printf(", \"np\": %d, \"variants\": %d, \"cases\": %ld, \"failed\": %ld, "
-               "\"seconds\": %.3f, \"fallback\": ",
-               nprocs, nvar, vc_cases_run - before, vc_cases_failed - failed_before, secs);
+        int inner_own = 0; /* variants whose inner algorithm has parameters of its own */
+        for (int vi = 0; vi < nvar; vi++)
+            for (int j = 0; j < a->nparams; j++)
+                if (ct_hier_inner_coll(coll, a->params[j].id) != CT_NCOLL &&
+                    var[vi].params.v[a->params[j].id] >= CT_INNER_BASE) {
+                    inner_own++;
+                    break;
+                }
+        printf(", \"np\": %d, \"variants\": %d, \"inner_param_variants\": %d, "
+               "\"cases\": %ld, \"failed\": %ld, \"seconds\": %.3f, \"fallback\": ",
+               nprocs, nvar, inner_own, vc_cases_run - before, vc_cases_failed - failed_before,
+               secs);
         if (fallback[0]) ct_json_str(stdout, fallback);
         else fputs("null", stdout);
         printf("}\n");
