@@ -198,6 +198,9 @@ PARITY_BAD = {
     "test-only": (H + GOOD + "bcast 2 - 100 - _broken -\n", 3),
     "inner algorithm": (H + GOOD + "allgather 2 - 0 - gather_bcast gather=nosuch\n", 3),
     "hidden inner": (H + GOOD + "allreduce 2 - 0 - reduce_bcast bcast=_broken\n", 3),
+    "inner parameter": (H + GOOD + "allgather 2 - 0 - gather_bcast bcast=knomial:radix=99\n",
+                        3),
+    "inner remap": (H + GOOD + "allreduce 2 - 0 - reduce_bcast bcast=chain:remap=rr\n", 3),
     "remap": (H + GOOD + "bcast 2 - 100 - binomial remap=sideways\n", 3),
     "segsize auto without a rule": (H + GOOD + "bcast 2 - 100 - binomial segsize=auto\n", 3),
     "negative segsize": (H + GOOD + "reduce 2 - 100 - pipeline segsize=-1\n", 3),
@@ -229,7 +232,7 @@ PARITY_GOOD = {
         "bcast 2 - 100 - pipeline segsize=auto\n"
         "reduce 2 - 0 - in_order_binary segsize=auto\n"
         "allgather 2 - 0 - gather_bcast gather=linear,bcast=knomial socket\n"
-        "allreduce 2 8 0 - reduce_bcast reduce=binomial\n"
+        "allreduce 2 8 0 - reduce_bcast reduce=binomial,bcast=chain:segsize=8K+fanout=2\n"
         "gatherv 2 - 0 - binomial -\n"
         "scatterv 2 8 0 - linear_nb -\n"
         "gather 1 - 0 - native -\n"),
