@@ -290,3 +290,16 @@ def test_parameter_grids_expand_into_every_combination(ompi_build):
     s = st.loads(SMALLEST.replace('"linear"', '"chain:segsize=4K|8K,fanot=1|2"'))
     with pytest.raises(StudyError, match=r"has no parameter 'fanot'"):
         st.resolve_algorithms(s, ompi_build)
+
+
+def test_grids_over_inner_algorithms_with_parameters(ompi_build):
+    """`hier:inter=ALG:key=value+...`: a grid's alternatives are whole inner values, their
+    own parameters' grids expand in them, and every inner name and parameter is checked."""
+    s = st.loads(SMALLEST.replace('"linear"', '"hier:inter=pipeline:segsize=8K|64K|binomial"'))
+    assert st.resolve_algorithms(s, ompi_build)["bcast"][1:4] == [
+        "hier:inter=pipeline:segsize=8K", "hier:inter=pipeline:segsize=64K",
+        "hier:inter=binomial"]
+    s = st.loads(SMALLEST.replace('"linear"', '"hier:inter=knomial:radix=2|4+fanout=2"'))
+    with pytest.raises(StudyError, match=r"inter=knomial:radix=2\+fanout=2: .*bcast/knomial "
+                                         r"has no parameter 'fanout'"):
+        st.resolve_algorithms(s, ompi_build)

@@ -98,7 +98,10 @@ int ct_split_specs(const char *list, char ***out) {
     int nt = ct_split(list, &tok), n = 0;
     char **items = malloc((size_t)(nt ? nt : 1) * sizeof *items);
     for (int i = 0; i < nt; i++) {
-        int is_param = strchr(tok[i], '=') && !strchr(tok[i], ':');
+        /* key=value continues the spec before it, also when its value is an inner
+         * algorithm with parameters (inter=knomial:radix=3): a '=' before any ':' */
+        const char *eq = strchr(tok[i], '='), *colon = strchr(tok[i], ':');
+        int is_param = eq && (!colon || eq < colon);
         if (is_param && n > 0) {
             size_t len = strlen(items[n - 1]) + strlen(tok[i]) + 2;
             char *joined = malloc(len);

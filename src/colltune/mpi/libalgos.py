@@ -581,7 +581,8 @@ def param_label(collective: str, spec: str, params: Any = None) -> str:
     `chain (segsize 8 KiB, fanout 4)` next to `ompi:chain (unsegmented, fanout 4)`.
     `params`: the record's parameters (any form base.specs.parse_params reads)."""
     values = effective_params(collective, spec, params)
-    parts = []
+    # an inner algorithm with parameters of its own (`inter=knomial:radix=3+segsize=0`)
+    parts = [f"{k} {v}" for k, v in values.items() if ":" in str(v)]
     for key in LABEL_KEYS:
         v = values.get(key)
         if v is None or v == "" or (key in ("max_requests",) and v == "0") or \
