@@ -9,6 +9,7 @@
 #include "../lib/ct_internal.h" /* ct_type_dense, ct_pack_stream */
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -185,6 +186,42 @@ static void test_bench_stats(void) {
            ct_budget_iterations(1.0, 1e-3, 2, 50, 1000000));
     EXPECT(ct_budget_iterations(10, 1e-9, 1, -1, 1000) == 1000, "cap not applied");
     EXPECT(ct_budget_iterations(1e-6, 1.0, 3, -1, 1000) == 1, "at least one iteration");
+}
+
+/* ct_inner_value from several threads at once: every thread gets the same handle for
+ * the same inner choice (one process-wide table, interned under its lock) */
+enum { INNER_THREADS = 8, INNER_SPECS = 6 };
+static const char *inner_specs[INNER_SPECS] = {
+    "hier:inter=chain:segsize=777", "hier:inter=chain:segsize=778+fanout=3",
+    "hier:inter=knomial:radix=5", "hier:inter=knomial:radix=6+segsize=99",
+    "hier_ml:inter=pipeline:segsize=779", "hier:intra=binary:segsize=780" };
+static long inner_got[INNER_THREADS][INNER_SPECS];
+static void *inner_thread(void *arg) {
+    long t = (long)(size_t)arg;
+    for (int k = 0; k < INNER_SPECS; k++) {
+        int i = (int)((k + t) % INNER_SPECS); /* different orders in different threads */
+        ct_choice_t c;
+        inner_got[t][i] = ct_choice_parse(CT_BCAST, inner_specs[i], &c) == MPI_SUCCESS
+                              ? c.params.v[strstr(inner_specs[i], "intra") ? CT_P_INTRA
+                                                                           : CT_P_INTER]
+                              : -1;
+    }
+    return NULL;
+}
+static void test_inner_threads(void) {
+    pthread_t tid[INNER_THREADS];
+    for (long t = 0; t < INNER_THREADS; t++)
+        pthread_create(&tid[t], NULL, inner_thread, (void *)(size_t)t);
+    for (int t = 0; t < INNER_THREADS; t++) pthread_join(tid[t], NULL);
+    for (int i = 0; i < INNER_SPECS; i++) {
+        int same = 1;
+        for (int t = 1; t < INNER_THREADS; t++) same &= inner_got[t][i] == inner_got[0][i];
+        EXPECT(inner_got[0][i] >= CT_INNER_BASE && same, "%s: handles differ over threads",
+               inner_specs[i]);
+        for (int j = 0; j < i; j++)
+            EXPECT(inner_got[0][i] != inner_got[0][j], "%s and %s share a handle",
+                   inner_specs[i], inner_specs[j]);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -446,6 +483,7 @@ int main(int argc, char **argv) {
     test_dense();
     test_ignored_arguments();
     test_bench_stats();
+    test_inner_threads();
 
     printf("%d passed, %d failed\n", passed, failed);
     MPI_Finalize();

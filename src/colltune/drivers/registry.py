@@ -31,7 +31,8 @@ class Algorithm:
             if p["kind"] == "algorithm":
                 of = p.get("of", p["name"])  # the inner algorithm's collective
                 out.append(f"{p['name']}={p['default']} ({self.collective} inner {p['name']}"
-                           + (f", a {of} algorithm)" if of != p["name"] else ")"))
+                           + (f", a {of} algorithm" if of != p["name"] else "")
+                           + f"; ALG or ALG:k=v+k=v)")
             elif p["kind"] == "choice":
                 auto = f"; auto = {p['auto']}" if p.get("auto") else ""
                 out.append(f"{p['name']}={p['default']} ({'|'.join(p['values'])}{auto})")
