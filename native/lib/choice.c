@@ -6,7 +6,6 @@
 #include "ct_internal.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -86,6 +85,11 @@ static ct_choice_t inner_tab[CT_INNER_MAX];
 static _Atomic int inner_n;
 static pthread_mutex_t inner_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* two choices alike, field by field (a struct's padding is not compared) */
+static int same_inner(const ct_choice_t *x, const ct_choice_t *y) {
+    return x->algo == y->algo && memcmp(x->params.v, y->params.v, sizeof x->params.v) == 0;
+}
+
 /* the interned choice a value stands for; NULL for a registry index or garbage */
 static const ct_choice_t *inner_entry(long v) {
     if (v < CT_INNER_BASE) return NULL;
@@ -138,14 +142,14 @@ int ct_inner_value(const ct_choice_t *inner, long *value) {
                                 ct_coll_name(ia->coll), ia->name, ct_param_name(id));
         c.params.v[id] = inner->params.v[id];
     }
-    if (memcmp(&c, &def, sizeof c) == 0) {
+    if (same_inner(&c, &def)) {
         *value = inner->algo;
         return MPI_SUCCESS;
     }
     int rc = MPI_SUCCESS;
     pthread_mutex_lock(&inner_lock);
     int n = atomic_load_explicit(&inner_n, memory_order_relaxed), slot = 0;
-    while (slot < n && memcmp(&inner_tab[slot], &c, sizeof c) != 0) slot++;
+    while (slot < n && !same_inner(&inner_tab[slot], &c)) slot++;
     if (slot == n) {
         if (n == CT_INNER_MAX) {
             rc = ct_set_error(MPI_ERR_ARG, "%s/%s: more than %d different inner algorithms "
