@@ -30,6 +30,20 @@ def test_bench_json_records(tmp_path):
     assert {r["spec"] for r in recs} == {"native", "binomial", "chain:fanout=2"}
 
 
+def test_bench_list_with_inner_parameters():
+    """`inter=ALG:key=value` continues the spec before it in a list (here and in the C
+    driver), and its parameters reach the records."""
+    res = colltune("bench", "--coll", "allreduce", "--algo",
+                   "reduce_bcast:reduce=linear,bcast=knomial:radix=3+segsize=1K,ring",
+                   "--np", "2", "--sizes", "8", "--iterations", "5", "--reps", "1",
+                   "--format", "json")
+    assert res.returncode == 0, res.stderr
+    recs = {r["algorithm"]: r for r in json.loads(res.stdout)}
+    assert set(recs) == {"reduce_bcast", "ring"}
+    assert "bcast=knomial:radix=3+segsize=1024" in recs["reduce_bcast"]["params"]
+    assert "reduce=linear" in recs["reduce_bcast"]["params"]
+
+
 def test_bench_csv_written_atomically(tmp_path):
     out = tmp_path / "sub" / "r.csv"
     out.parent.mkdir()  # an output's folder must exist
