@@ -25,7 +25,7 @@ from colltune.base.units import add_size_option, fmt_size
 
 FLAT = {
     "bcast": ["native", "binomial", "knomial", "binary", "pipeline", "chain",
-              "split_binary", "scatter_allgather", "scatter_ring_allgather"],
+              "split_binary", "scatter_allgather", "scatter_ring_allgather", "scatter_direct_allgather"],
     "allreduce": ["native", "recursive_doubling", "ring", "segmented_ring", "rabenseifner",
                   "reduce_bcast"],
     "reduce": ["native", "binomial", "binary", "pipeline", "chain", "rabenseifner"],
@@ -35,8 +35,10 @@ FLAT = {
     "alltoall": ["native", "pairwise", "linear", "bruck"],
 }
 HIER = {  # (the best variants on tapems-16x12 at 192 of a wider exploration)
-    "bcast": ["hier", "hier:inter=knomial,intra=linear_nb", "hier:inter=pipeline,intra=pipeline",
-              "hier_ml", "hier_ml:leaders=4", "hier_ml:inter=pipeline,segsize=131072"],
+    "bcast": ["hier", "hier:inter=knomial,intra=linear_nb",
+              "hier:inter=scatter_direct_allgather,intra=linear_nb", "hier_ml",
+              "hier_ml:inter=scatter_direct_allgather,leaders=4",
+              "hier_ml:inter=pipeline,segsize=131072"],
     "allreduce": ["hier", "hier:inter=recursive_doubling", "hier_ml",
                   "hier_ml:inter=recursive_doubling,leaders=4", "hier_ml:inter=ring",
                   "hier_ml:segsize=262144"],

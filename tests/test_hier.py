@@ -370,3 +370,27 @@ def test_library_exports_say_they_cannot_run_the_hierarchy():
                            r"node-aware hier runs only under `colltune run`; (Open MPI|MPICH) "
                            r"cannot run it"):
             fn()
+
+
+# ------------------------------------------- Bcast among the nodes: two steps, direct
+
+
+def test_scatter_direct_allgather_cost_and_the_hier_preset_candidates():
+    """The flat Bcast made for hier_ml's inter phase (the root sends each rank its block
+    of p-1, each sends its block to the others): its one-port cost;
+    the hier study measures it, flat and among the nodes, at sizes dense enough between
+    8 KiB and 1 MiB for the rules (its Bcast's best variant changes there)."""
+    from colltune.studies.study import read_preset
+
+    res = colltune("algorithms", "--json")
+    assert res.returncode == 0, res.stderr
+    row = next(a for a in json.loads(res.stdout)
+               if a["name"] == "scatter_direct_allgather" and a["collective"] == "bcast")
+    a, b, n = 1.5e-6, 1 / 3.2e9, 65536
+    for p, want in ((16, 29 * a + 29 / 15 * n * b), (2, a + n * b), (3, 3 * a + 1.5 * n * b)):
+        assert costmodel.predict_seconds(row, p, n, a, b, 0.0) == pytest.approx(want), p
+    hier = read_preset("hier")
+    assert len([s for s in hier.sizes if 8192 <= s <= 1 << 20]) >= 6, hier.sizes
+    assert {"scatter_direct_allgather", "hier_ml:inter=scatter_direct_allgather,leaders=4",
+            "hier:inter=scatter_direct_allgather,intra=linear_nb"} <= set(
+                hier.algorithms["bcast"])

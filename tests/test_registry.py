@@ -6,7 +6,8 @@ from colltune.mpi import launch
 from conftest import colltune
 
 BCAST = {"native", "linear", "linear_nb", "chain", "pipeline", "binary", "split_binary",
-         "binomial", "knomial", "scatter_allgather", "scatter_ring_allgather"}
+         "binomial", "knomial", "scatter_allgather", "scatter_ring_allgather",
+         "scatter_direct_allgather"}
 REDUCE = {"native", "linear", "chain", "pipeline", "binary", "binomial", "in_order_binary",
           "rabenseifner"}
 

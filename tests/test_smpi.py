@@ -439,6 +439,7 @@ def test_the_scale_presets_cover_64_to_4096_processes(ompi_build):
                                                                       *node_aware}
     # at 4096 the algorithms whose messages grow as p^2 are left out, and only they
     assert every["bcast"] - set(big.algorithms["bcast"]) == {"scatter_ring_allgather",
+                                                              "scatter_direct_allgather",
                                                               *node_aware}
     assert every["allreduce"] - set(big.algorithms["allreduce"]) == {
         "allgather_reduce", "ring", "segmented_ring", *node_aware}

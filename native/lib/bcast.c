@@ -714,6 +714,76 @@ int ct_bcast_scatter_ring_allgather(void *buf, int count, MPI_Datatype dt, int r
     return split_bcast(buf, count, dt, root, comm, scatter_ring);
 }
 
+/* ---- scatter + direct allgather (two steps) ------------------------------------------
+ * The root cuts the stream into p-1 blocks (whole units, as even as possible, some
+ * maybe empty) and sends block v-1 to relative rank v, all at once; every other rank
+ * receives its block from the root and sends it on to the p-2 ranks other than the
+ * root, receiving theirs at the same time. Two steps deep whatever p: the root sends
+ * n bytes, every other rank receives n and sends (p-2)/(p-1)*n, in p-1 messages at
+ * once. For few ranks with much bandwidth each, such as one rank a node among the
+ * nodes (hier_ml's inter phase): its messages grow as p^2. */
+/* a block (b, its bytes) to or from peer, as its pieces; an empty block not at all */
+static int post_block(int send, char *at, MPI_Aint n, int peer, int tag, MPI_Comm comm,
+                      MPI_Request *req, int *nr) {
+    if (n == 0) return MPI_SUCCESS;
+    CT_CHECK(post_bytes(send, at, n, peer, tag, comm, req + *nr));
+    *nr += (int)npieces(n);
+    return MPI_SUCCESS;
+}
+
+static int scatter_direct(const msg_t *ms, int v, int root, int np, MPI_Comm comm) {
+    split_t sp; /* block b: relative rank b + 1's */
+    split_init(&sp, ms, np - 1);
+    const MPI_Aint most = bstart(&sp, 1) - bstart(&sp, 0); /* block 0 is a largest one */
+    const long long per = npieces(most);                  /* requests a block, at most */
+    MPI_Request *req = malloc((size_t)(2 * (long long)np * per) * sizeof *req);
+    if (!req)
+        return ct_set_error(MPI_ERR_NO_MEM, "bcast scatter_direct_allgather: out of memory "
+                            "for %d requests", 2 * np);
+    const int cap = (int)(2 * (long long)np * per);
+    for (int i = 0; i < cap; i++) req[i] = MPI_REQUEST_NULL;
+    int nr = 0, rc = MPI_SUCCESS;
+#define BLK(b) ms->base + bstart(&sp, (b)), bstart(&sp, (b) + 1) - bstart(&sp, (b))
+    if (v == 0) {
+        for (int w = 1; w < np && rc == MPI_SUCCESS; w++)
+            rc = post_block(1, BLK(w - 1), real_rank(w, root, np), CT_TAG_BCAST, comm, req, &nr);
+    } else {
+        rc = post_block(0, BLK(v - 1), root, CT_TAG_BCAST, comm, req, &nr);
+        const int mine = nr;
+        for (int i = 1; i < np - 1 && rc == MPI_SUCCESS; i++) { /* theirs, v+1, v+2, ... */
+            const int w = 1 + (v - 1 + i) % (np - 1);
+            rc = post_block(0, BLK(w - 1), real_rank(w, root, np), CT_TAG_BCAST + 1, comm, req,
+                            &nr);
+        }
+        if (rc == MPI_SUCCESS) rc = MPI_Waitall(mine, req, MPI_STATUSES_IGNORE);
+        for (int i = 1; i < np - 1 && rc == MPI_SUCCESS; i++) { /* mine to them */
+            const int w = 1 + (v - 1 + i) % (np - 1);
+            rc = post_block(1, BLK(v - 1), real_rank(w, root, np), CT_TAG_BCAST + 1, comm, req,
+                            &nr);
+        }
+    }
+#undef BLK
+    /* after an error, every request a partial post left too */
+    const int rc2 = MPI_Waitall(rc == MPI_SUCCESS ? nr : cap, req, MPI_STATUSES_IGNORE);
+    free(req);
+    return rc != MPI_SUCCESS ? rc : rc2;
+}
+
+int ct_bcast_scatter_direct_allgather(void *buf, int count, MPI_Datatype dt, int root,
+                                      MPI_Comm comm, const ct_params_t *p) {
+    (void)p;
+    int np, rank;
+    ct_type_t t;
+    CT_CHECK(ct_comm_geom(comm, &np, &rank));
+    if (np == 1) return MPI_SUCCESS;
+    CT_CHECK(ct_type(dt, &t));
+    const int v = rel_rank(rank, root, np);
+    msg_t m;
+    int rc = stream_open(&m, buf, count, dt, &t, v == 0, 0, comm);
+    if (rc == MPI_SUCCESS) rc = scatter_direct(&m, v, root, np, comm);
+    return stream_close(&m, rc, buf, count, dt, &t, v == 0, comm);
+}
+
 /* ---- test-only ------------------------------------------------------------------- */
 
 /* DELIBERATELY WRONG, for testing the verifier: a correct binomial broadcast,

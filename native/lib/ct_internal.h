@@ -378,6 +378,7 @@ CT_DECL_BCAST(ct_bcast_binomial);
 CT_DECL_BCAST(ct_bcast_knomial);
 CT_DECL_BCAST(ct_bcast_scatter_allgather);
 CT_DECL_BCAST(ct_bcast_scatter_ring_allgather);
+CT_DECL_BCAST(ct_bcast_scatter_direct_allgather);
 CT_DECL_BCAST(ct_bcast_broken); /* test-only: corrupts data on purpose */
 
 /* reduce.c */

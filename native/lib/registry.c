@@ -121,6 +121,13 @@ static const entry_t table[] = {
       "binomial scatter of p blocks, then ring allgather (van de Geijn)",
       "scatter_allgather_ring" },
       AUTO_SEQ },
+    { { "scatter_direct_allgather", CT_BCAST, { .bcast = ct_bcast_scatter_direct_allgather },
+      0, { { 0 } }, 0, NULL,
+      "max(0, 2*p - 3)*a + max(0, 2*p - 3)/max(1, p - 1)*n*b",
+      "the root sends each rank its block of p-1 directly, each sends its block directly to "
+      "the others (two steps, p^2 messages: for few ranks, e.g. among nodes)",
+      NULL },
+      AUTO_NONE },
     { { "_broken", CT_BCAST, { .bcast = ct_bcast_broken }, 0, { { 0 } }, CT_HIDDEN, NULL,
       "ceil(log2(p))*(a + n*b)",
       "test-only: a binomial broadcast that corrupts one element on the last rank", NULL },
