@@ -394,3 +394,29 @@ def test_platform_calibrate_across_nodes_writes_a_cluster(cluster2, ompi_build, 
     assert (p.nodes, p.cores_per_socket) == (2, 1), p
     assert p.net_latency_us == pytest.approx(p.calibration["alpha_us"], rel=1e-5)
     assert "between two nodes" in p.sources["net_latency_us"]
+
+
+def test_node_aware_algorithms_verify_across_nodes(cluster2, ompi_build, tmp_path):
+    """`colltune verify` of hier, hier_ml and shm under `cluster env`, 3 processes on 2
+    nodes of 2 slots (ranks 0, 1 on ctn1, 2 on ctn2: uneven nodes): MPI sees 2 nodes
+    (a plain mpirun over the default hostfile fills it in order, not oversubscribed),
+    every case passes, the node groups of vppn=0 are the namespace nodes (the verifier
+    checks them against MPI_Comm_split_type), and shm on the world, which spans both
+    nodes, takes its declared fallback and reports it."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("".join(f"{a} slots=2\n" for a in cluster2.addresses))
+    env = dict(_on_cluster_env(cluster2), PRTE_MCA_prte_default_hostfile=str(hosts))
+    exe = Path(sys.executable).parent / "colltune"
+    # Bcast: the one collective of all three (about a minute here, 900 cases)
+    res = subprocess.run([str(exe), "verify", "--algo", "hier,hier_ml,shm", "--coll", "bcast",
+                          "--np", "3", "--quick", "--family", "main", "--json"],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (run,) = json.loads(res.stdout)["runs"]
+    assert run["placement"] == {"nodes": 2, "ppn": 2}, run
+    assert "--oversubscribe" not in run["command"]
+    assert "on 2 nodes (up to 2 processes a node)" in res.stderr
+    got = {(a["collective"], a["algorithm"]): a for a in run["algos"]}
+    assert set(got) == {("bcast", a) for a in ("hier", "hier_ml", "shm")}, got
+    assert all(a["cases"] > 0 and a["failed"] == 0 for a in got.values()), got
+    assert "do not all share memory" in (got[("bcast", "shm")]["fallback"] or ""), got

@@ -455,6 +455,20 @@ def test_open_mpi_options(hostfile, mapping, order, want):
     assert ln.nodes == 2 and ln.ppn == (3 if mapping == "node" else 4)
 
 
+def test_a_plain_launch_oversubscribes_past_a_default_hostfiles_slots(hostfile, monkeypatch):
+    """Under `cluster env` a plain mpirun fills Open MPI's default hostfile in order;
+    --oversubscribe (added past this machine's cores) would put every process on its
+    first host: it is added past the hostfile's slots instead."""
+    monkeypatch.setattr(launch, "cores", lambda: 2)
+    monkeypatch.setenv("PRTE_MCA_prte_default_hostfile", hostfile)  # 8 slots
+    for np, over in ((3, False), (8, False), (9, True)):
+        ln = launch.prepare(_mpi("openmpi"), np, ["prog"])
+        assert ("--oversubscribe" in ln.argv) == over, (np, ln.argv)
+    assert any("9 processes on 8 slots of" in n for n in ln.notes), ln.notes
+    monkeypatch.delenv("PRTE_MCA_prte_default_hostfile")
+    assert "--oversubscribe" in launch.prepare(_mpi("openmpi"), 3, ["prog"]).argv
+
+
 @pytest.mark.parametrize("mapping, order, want", [
     ("core", "seq", ["-hosts", "nodeA0:4,nodeA1:2", "-bind-to", "core", "-map-by", "core"]),
     ("socket", "rr", ["-hosts", "nodeA0:4,nodeA1:2", "-rankmap", "0,1,0,1,0,0", "-bind-to",

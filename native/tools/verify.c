@@ -681,6 +681,7 @@ int main(int argc, char **argv) {
     }
 
     vc_setup(max_fail_print, families & F_INTER);
+    ct_print_placement(MPI_COMM_WORLD); /* the nodes MPI sees (on a cluster: more than one) */
 
     /* which collectives and algorithms */
     char **colls, **algos = NULL;

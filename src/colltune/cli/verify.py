@@ -59,7 +59,10 @@ def verify(mpi_spec, nps, colls, algos, quick, families, timeout, as_json, force
         status = "ok" if r.ok else "FAILED"
         cases = r.summary["cases"] if r.summary else "?"
         secs = f"{r.summary['seconds']:.1f} s" if r.summary else ""
-        err.print(f"  np={r.np:<3} {status:6} {cases} cases {secs}", highlight=False)
+        pl = r.placement
+        where = f", on {pl['nodes']} nodes (up to {pl['ppn']} processes a node)" \
+            if pl and pl["nodes"] > 1 else ""
+        err.print(f"  np={r.np:<3} {status:6} {cases} cases {secs}{where}", highlight=False)
 
     report = wf.verify(b, np_list, coll_list, algo_list, quick=quick, families=fam_list,
                        timeout=timeout, progress=lambda m: err.print(m, highlight=False),

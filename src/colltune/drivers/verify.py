@@ -29,6 +29,8 @@ class RunOutcome:
     summary: dict | None = None
     error: str | None = None  # crash or timeout, with the case running at the time
     notes: list[str] = field(default_factory=list)
+    # the nodes and processes per node MPI saw (MPI_Comm_split_type shared): {"nodes", "ppn"}
+    placement: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -112,6 +114,8 @@ def run(build: Build, nps: list[int], collectives: list[str], algos: list[str] |
                 out.failures.append(rec)
             elif ev == "summary":
                 out.summary = rec
+            elif rec.get("kind") == "placement":
+                out.placement = {"nodes": rec["nodes"], "ppn": rec["ppn"]}
         if res.timed_out:
             out.error = (f"timed out after {timeout:.0f} s (hang?) while running "
                          f"{_last_started(res.stderr)}")

@@ -65,7 +65,7 @@ from colltune.base.paths import cache_dir
 from colltune.mpi import simgrid
 from colltune.mpi.libraries import MPI
 from colltune.mpi.placement import (LaunchError, Placement, allocation, cores, layout,
-                                    rank_nodes)
+                                    parse_hostfile, rank_nodes)
 from colltune.mpi.platforms import resolve, sim_env, simgrid_cfg
 
 
@@ -288,11 +288,31 @@ def prepare(mpi: MPI, np: int, program: list[str], extra_env: dict[str, str] | N
     return ln
 
 
+# Open MPI 5's default hostfile (PRRTE): `colltune cluster env` sets it
+OMPI_DEFAULT_HOSTFILE = "PRTE_MCA_prte_default_hostfile"
+
+
+def _default_capacity(mpi: MPI, env: dict[str, str]) -> tuple[int, str]:
+    """(processes a plain launch holds before it oversubscribes, what they are): the
+    slots of Open MPI's default hostfile where the environment names one (a plain
+    `mpirun` fills its hosts in order; with --oversubscribe PRRTE would put every
+    process on the first host), else this machine's cores."""
+    path = env.get(OMPI_DEFAULT_HOSTFILE)
+    if mpi.kind == "openmpi" and path:
+        try:
+            return parse_hostfile(path).slots, f"slots of {path}"
+        except LaunchError:
+            pass  # the launcher says what is wrong with it
+    return cores(), "cores"
+
+
 def _prepare_default(mpi: MPI, np: int, program: list[str],
                      extra_env: dict[str, str] | None) -> Launch:
     env = mpi.env()
     notes: list[str] = []
     over = np > cores()
+    if extra_env:
+        env.update(extra_env)
     if mpi.kind == "mpich":
         argv = [str(mpi.launcher), "-n", str(np)]
         if over:
@@ -305,11 +325,10 @@ def _prepare_default(mpi: MPI, np: int, program: list[str],
             if os.geteuid() == 0:
                 argv.append("--allow-run-as-root")
                 notes.append("running as root: added --allow-run-as-root")
-            if over:
+            have, unit = _default_capacity(mpi, env)
+            if np > have:
                 argv.append("--oversubscribe")
-                notes.append(f"{np} processes on {cores()} cores: added --oversubscribe")
-    if extra_env:
-        env.update(extra_env)
+                notes.append(f"{np} processes on {have} {unit}: added --oversubscribe")
     return Launch(argv + program, env, notes, nodes=1, ppn=np, extra_env=dict(extra_env or {}))
 
 
