@@ -165,6 +165,29 @@ char *alloc_region(size_t bytes) {
     return b;
 }
 
+vbufs_t vbufs_new(size_t sbytes, size_t rbytes) {
+    vbufs_t b = { alloc_region(sbytes), alloc_region(sbytes), alloc_region(rbytes),
+                  alloc_region(rbytes), sbytes, rbytes };
+    return b;
+}
+
+void vbufs_free(vbufs_t *b) {
+    free(b->in);
+    free(b->in_ref);
+    free(b->rn);
+    free(b->ro);
+}
+
+vblocks_t vblocks_new(int cn, int n, int (*count)(int n, int j),
+                      long (*layout)(int cn, const int *cnt, int *dsp)) {
+    vblocks_t k;
+    k.cnt = malloc((size_t)(2 * cn) * sizeof *k.cnt);
+    k.dsp = k.cnt + cn;
+    for (int j = 0; j < cn; j++) k.cnt[j] = count(n, j);
+    k.span = layout(cn, k.cnt, k.dsp);
+    return k;
+}
+
 /* ---- case description and reporting -------------------------------------- */
 int rank, nprocs; /* of MPI_COMM_WORLD (vc_setup) */
 long vc_cases_run, vc_cases_failed;
@@ -434,6 +457,13 @@ void compare_bytes(verdict_t *v, const char *what, const char *got, const char *
     if (d >= 0)
         verdict(v, "%s: byte %ld of %zu differs (got 0x%02x, expected 0x%02x)", what, d, bytes,
                 (unsigned char)got[d], (unsigned char)want[d]);
+}
+
+void vbufs_report_bytes(const vcase_t *c, verdict_t *v, vbufs_t *b) {
+    compare_bytes(v, "result", b->ro, b->rn, b->rbytes);
+    compare_bytes(v, "send buffer was modified", b->in, b->in_ref, b->sbytes);
+    report(c, v);
+    vbufs_free(b);
 }
 
 void mixed_desc(vcase_t *c, int a, int pairs) {

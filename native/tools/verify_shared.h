@@ -22,6 +22,29 @@ void compare(verdict_t *v, const char *what, const char *got, const char *want, 
 void compare_bytes(verdict_t *v, const char *what, const char *got, const char *want,
                    size_t bytes);
 
+/* the four buffers of most cases, sentinel-filled by vbufs_new: the send buffer in
+ * and its copy in_ref (sbytes each), the receive buffers rn (of the MPI library's
+ * own collective) and ro (of colltune's) (rbytes each) */
+typedef struct {
+    char *in, *in_ref, *rn, *ro;
+    size_t sbytes, rbytes;
+} vbufs_t;
+vbufs_t vbufs_new(size_t sbytes, size_t rbytes);
+void vbufs_free(vbufs_t *b);
+/* the end of a case of the mixed family: the result (ro against rn) and the send
+ * buffer (in against in_ref) compared byte-exact, the verdict reported (collective
+ * over MPI_COMM_WORLD), the buffers freed */
+void vbufs_report_bytes(const vcase_t *c, verdict_t *v, vbufs_t *b);
+
+/* the counts and displacements of cn uneven blocks: cnt[j] = count(n, j), dsp set
+ * by layout (which returns the elements spanned); one allocation (free(cnt)) */
+typedef struct {
+    int *cnt, *dsp;
+    long span;
+} vblocks_t;
+vblocks_t vblocks_new(int cn, int n, int (*count)(int n, int j),
+                      long (*layout)(int cn, const int *cnt, int *dsp));
+
 /* the mixed family: one message of 2n ints in several layouts (verify_cases.c) */
 enum { L_INT, L_VEC, L_SWAP, L_PAIR, L_EMPTY, NLAYOUTS };
 extern MPI_Datatype lay_dt[NLAYOUTS];
