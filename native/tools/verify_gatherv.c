@@ -30,23 +30,41 @@ static long v_layout(int cn, const int *cnt, int *dsp) {
     return at;
 }
 
+/* what Gatherv and Scatterv set up alike: this rank's place in c->comm, the
+ * blocks, the case's salt */
+typedef struct {
+    int cr, is_root, inplace;
+    vblocks_t k;
+    size_t ext;
+    uint32_t salt;
+} vsetup_t;
+
+static vsetup_t v_setup(const vcase_t *c) {
+    vsetup_t s;
+    int cn;
+    MPI_Comm_rank(c->comm, &s.cr);
+    MPI_Comm_size(c->comm, &cn);
+    s.is_root = s.cr == c->root;
+    s.inplace = c->inplace && s.is_root;
+    s.k = vblocks_new(cn, c->count, v_count, v_layout);
+    s.ext = type_extent(c->t);
+    s.salt = ++salt_counter;
+    return s;
+}
+
 /* Gatherv: block j (v_count elements) from rank j to dsp[j] of the root's buffer.
  * Garbage in what MPI ignores: the receive arguments at the other ranks (NULL
  * buffer and arrays, MPI_DATATYPE_NULL), the send count and type at a
  * root in place. */
 static void run_gatherv(const vcase_t *c) {
     verdict_t v = { 0, "" };
-    int cr, cn;
-    MPI_Comm_rank(c->comm, &cr);
-    MPI_Comm_size(c->comm, &cn);
-    const int is_root = cr == c->root, inplace = c->inplace && is_root;
-    vblocks_t k = vblocks_new(cn, c->count, v_count, v_layout);
-    const int *cnt = k.cnt, *dsp = k.dsp;
-    size_t ext = type_extent(c->t);
-    uint32_t salt = ++salt_counter;
+    const vsetup_t s = v_setup(c);
+    const vblocks_t k = s.k;
+    const int cr = s.cr, is_root = s.is_root, inplace = s.inplace, *cnt = k.cnt, *dsp = k.dsp;
+    const size_t ext = s.ext;
     vbufs_t b = vbufs_new((size_t)cnt[cr] * ext, (size_t)k.span * ext);
     char *sentinel = alloc_region(b.rbytes);
-    fill(b.in, c->t, cnt[cr], O_SUM, rank, salt);
+    fill(b.in, c->t, cnt[cr], O_SUM, rank, s.salt);
     memcpy(b.in_ref, b.in, b.sbytes);
     if (inplace) {
         memcpy(b.rn + (size_t)dsp[cr] * ext, b.in, b.sbytes);
@@ -83,16 +101,11 @@ static void run_gatherv(const vcase_t *c) {
  * root in place (its block stays where it is). */
 static void run_scatterv(const vcase_t *c) {
     verdict_t v = { 0, "" };
-    int cr, cn;
-    MPI_Comm_rank(c->comm, &cr);
-    MPI_Comm_size(c->comm, &cn);
-    const int is_root = cr == c->root, inplace = c->inplace && is_root;
-    vblocks_t k = vblocks_new(cn, c->count, v_count, v_layout);
-    const int *cnt = k.cnt, *dsp = k.dsp;
-    size_t ext = type_extent(c->t);
-    uint32_t salt = ++salt_counter;
-    vbufs_t b = vbufs_new((size_t)k.span * ext, (size_t)cnt[cr] * ext);
-    if (is_root) fill(b.in, c->t, k.span, O_SUM, rank, salt);
+    const vsetup_t s = v_setup(c);
+    const vblocks_t k = s.k;
+    const int cr = s.cr, is_root = s.is_root, inplace = s.inplace, *cnt = k.cnt, *dsp = k.dsp;
+    vbufs_t b = vbufs_new((size_t)k.span * s.ext, (size_t)cnt[cr] * s.ext);
+    if (is_root) fill(b.in, c->t, k.span, O_SUM, rank, s.salt);
     memcpy(b.in_ref, b.in, b.sbytes);
     MPI_Datatype dt = types[c->t], sd = dt, rd = dt;
     const void *sb = b.in;
