@@ -12,17 +12,6 @@
 /* Allgatherv's count of block j for base count n: uneven, some zero (n > 0). */
 static int agv_count(int n, int j) { return n == 0 ? 0 : (n + 3 * j) % (n + 2); }
 
-/* blocks laid out last rank first, one element apart (holes and reversed order);
- * cnt[j] = elements of block j; returns the elements spanned */
-static long agv_layout(int cn, const int *cnt, int *dsp) {
-    long at = 1;
-    for (int j = cn - 1; j >= 0; j--) {
-        dsp[j] = (int)at;
-        at += cnt[j] + 1;
-    }
-    return at;
-}
-
 /* Allgatherv: block j (agv_count elements) from rank j, at displs[j]. With
  * MPI_IN_PLACE this rank's block is already in place and the send count and type
  * are ignored (garbage: -1 and MPI_DATATYPE_NULL). */
@@ -31,7 +20,7 @@ void run_allgatherv(const vcase_t *c) {
     int cr, cn;
     MPI_Comm_rank(c->comm, &cr);
     MPI_Comm_size(c->comm, &cn);
-    vblocks_t k = vblocks_new(cn, c->count, agv_count, agv_layout);
+    vblocks_t k = vblocks_new(cn, c->count, agv_count, rev_layout);
     const int *cnt = k.cnt, *dsp = k.dsp;
     size_t ext = type_extent(c->t);
     uint32_t salt = ++salt_counter;
@@ -72,7 +61,7 @@ void run_mixed_allgatherv(vcase_t *c, int a) {
     int *ar = malloc((size_t)(2 * nprocs) * sizeof *ar);
     int *rc = ar, *rd = ar + nprocs;
     for (int j = 0; j < nprocs; j++) rc[j] = lay_count(Lr, agv_count(pairs, j));
-    long rspan = agv_layout(nprocs, rc, rd);
+    long rspan = rev_layout(nprocs, rc, rd);
     const int mine = agv_count(pairs, rank), sc = lay_count(Ls, mine);
     uint32_t salt = ++salt_counter;
     mixed_desc(c, a, pairs);

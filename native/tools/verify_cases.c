@@ -178,6 +178,15 @@ void vbufs_free(vbufs_t *b) {
     free(b->ro);
 }
 
+long rev_layout(int cn, const int *cnt, int *dsp) {
+    long at = 1;
+    for (int j = cn - 1; j >= 0; j--) {
+        dsp[j] = (int)at;
+        at += cnt[j] + 1;
+    }
+    return at;
+}
+
 vblocks_t vblocks_new(int cn, int n, int (*count)(int n, int j),
                       long (*layout)(int cn, const int *cnt, int *dsp)) {
     vblocks_t k;

@@ -49,15 +49,11 @@ static int a2av_count(int n, int src, int dst, int sym) {
     return sym ? (n + src + dst) % (n + 2) : (n + src + 2 * dst) % (n + 2);
 }
 /* counts and displacements of one side: blocks laid out last peer first, one
- * element apart (holes and reversed order); returns the elements spanned */
+ * element apart (rev_layout); returns the elements spanned */
 static long a2av_layout(int n, int me, int cn, int send, int sym, int *cnt, int *dsp) {
-    long at = 1;
-    for (int j = cn - 1; j >= 0; j--) {
+    for (int j = 0; j < cn; j++)
         cnt[j] = send ? a2av_count(n, me, j, sym) : a2av_count(n, j, me, sym);
-        dsp[j] = (int)at;
-        at += cnt[j] + 1;
-    }
-    return at;
+    return rev_layout(cn, cnt, dsp);
 }
 
 void run_alltoallv(const vcase_t *c) {
@@ -210,14 +206,9 @@ void run_mixed_alltoall(vcase_t *c, int a) {
 /* Alltoallv: uneven pair counts per block (a2av_count, some zero), each rank's own
  * send and receive layouts, blocks in reverse order one element apart. */
 static long mixed_a2av_layout(int pairs, int L, int me, int send, int *cnt, int *dsp) {
-    long at = 1;
-    for (int j = nprocs - 1; j >= 0; j--) {
-        int np_ = send ? a2av_count(pairs, me, j, 0) : a2av_count(pairs, j, me, 0);
-        cnt[j] = lay_count(L, np_);
-        dsp[j] = (int)at;
-        at += cnt[j] + 1;
-    }
-    return at;
+    for (int j = 0; j < nprocs; j++)
+        cnt[j] = lay_count(L, send ? a2av_count(pairs, me, j, 0) : a2av_count(pairs, j, me, 0));
+    return rev_layout(nprocs, cnt, dsp);
 }
 
 void run_mixed_alltoallv(vcase_t *c, int a) {

@@ -42,6 +42,9 @@ typedef struct {
     int *cnt, *dsp;
     long span;
 } vblocks_t;
+/* blocks laid out last first, one element apart (holes and reversed order): sets
+ * dsp[j] for cnt[j] elements of block j (j < cn); returns the elements spanned */
+long rev_layout(int cn, const int *cnt, int *dsp);
 vblocks_t vblocks_new(int cn, int n, int (*count)(int n, int j),
                       long (*layout)(int cn, const int *cnt, int *dsp));
 
