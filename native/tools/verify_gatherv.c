@@ -63,7 +63,7 @@ static void run_gatherv(const vcase_t *c) {
     const int cr = s.cr, is_root = s.is_root, inplace = s.inplace, *cnt = k.cnt, *dsp = k.dsp;
     const size_t ext = s.ext;
     vbufs_t b = vbufs_new((size_t)cnt[cr] * ext, (size_t)k.span * ext);
-    char *sentinel = alloc_region(b.rbytes);
+    b.sentinel = alloc_region(b.rbytes);
     fill(b.in, c->t, cnt[cr], O_SUM, rank, s.salt);
     memcpy(b.in_ref, b.in, b.sbytes);
     if (inplace) {
@@ -86,14 +86,8 @@ static void run_gatherv(const vcase_t *c) {
     }
     MPI_Gatherv(sn, cnt[cr], dt, b.rn, cnt, dsp, dt, c->root, c->comm);
     check_rc(&v, ct_gatherv(&c->choice, sn, sc, sd, rb, gc, gd, rd, c->root, c->comm));
-    if (is_root) compare(&v, "result", b.ro, b.rn, c->t, k.span);
-    else compare(&v, "receive buffer of a non-root process was written", b.ro, sentinel, c->t,
-                 k.span);
-    if (!inplace) compare(&v, "send buffer was modified", b.in, b.in_ref, c->t, cnt[cr]);
-    report(c, &v);
+    vbufs_report_rooted(c, &v, &b, is_root, inplace, k.span, cnt[cr]);
     free(k.cnt);
-    vbufs_free(&b);
-    free(sentinel);
 }
 
 /* Scatterv: block j (v_count elements at dsp[j] of the root's buffer) to rank j.

@@ -24,13 +24,19 @@ void compare_bytes(verdict_t *v, const char *what, const char *got, const char *
 
 /* the four buffers of most cases, sentinel-filled by vbufs_new: the send buffer in
  * and its copy in_ref (sbytes each), the receive buffers rn (of the MPI library's
- * own collective) and ro (of colltune's) (rbytes each) */
+ * own collective) and ro (of colltune's) (rbytes each); with a root, sentinel
+ * (rbytes, set by the case; else NULL): what ro must stay at the other ranks */
 typedef struct {
-    char *in, *in_ref, *rn, *ro;
+    char *in, *in_ref, *rn, *ro, *sentinel;
     size_t sbytes, rbytes;
 } vbufs_t;
 vbufs_t vbufs_new(size_t sbytes, size_t rbytes);
 void vbufs_free(vbufs_t *b);
+/* the end of a rooted case: at the root the result (ro against rn, rcount
+ * elements), at the others ro untouched (against sentinel); the send buffer
+ * (scount elements) unless in place; the verdict reported, the buffers freed */
+void vbufs_report_rooted(const vcase_t *c, verdict_t *v, vbufs_t *b, int is_root, int inplace,
+                         long rcount, long scount);
 /* the end of a case of the mixed family: the result (ro against rn) and the send
  * buffer (in against in_ref) compared byte-exact, the verdict reported (collective
  * over MPI_COMM_WORLD), the buffers freed */
