@@ -384,17 +384,14 @@ def test_candidates_missing_at_some_points_are_noted():
 
 # ------------------------------------------------------------------ end to end
 
-TINY = """
-[study]
-name = "tinytune"
-collectives = ["bcast"]
-algorithms = ["binomial", "linear", "native"]
-sizes = [8, 65536]
-processes = [2]
-repetitions = 4
-iterations = 30
-warmup = 3
-"""
+def _tiny_study(name, collectives, algorithms, repetitions=4, iterations=30, warmup=3):
+    """A study of two sizes (8 B, 64 KiB) at 2 processes."""
+    return (f'\n[study]\nname = "{name}"\ncollectives = {json.dumps(collectives)}\n'
+            f"algorithms = {json.dumps(algorithms)}\nsizes = [8, 65536]\nprocesses = [2]\n"
+            f"repetitions = {repetitions}\niterations = {iterations}\nwarmup = {warmup}\n")
+
+
+TINY = _tiny_study("tinytune", ["bcast"], ["binomial", "linear", "native"])
 
 
 def _cli(*args, timeout=300):
@@ -403,12 +400,36 @@ def _cli(*args, timeout=300):
                           env=dict(os.environ, COLUMNS="200"))
 
 
-def test_sweep_then_tune_on_the_command_line(tmp_path, ompi_build):
-    study = tmp_path / "tiny.toml"
-    study.write_text(TINY)
-    dbp, out = tmp_path / "r.db", tmp_path / "bcast.rules"
+def _sweep(tmp_path, study_text):
+    """`sweep` of the study into tmp_path/r.db (which it returns), asserted to succeed;
+    and sweep's result."""
+    study, dbp = tmp_path / "study.toml", tmp_path / "r.db"
+    study.write_text(study_text)
     res = _cli("sweep", study, "--db", dbp)
     assert res.returncode == 0, res.stderr
+    return dbp, res
+
+
+def _tune_openmpi_and_verify(dbp, study_name, conf, coll):
+    """`tune --target openmpi -o conf`, then `rules verify conf` at np 2 and 3 and sizes 8
+    and 64K: every row of coll agrees (verify exits 1 on a disagreement). Returns
+    tune's result and verify's rows."""
+    tuned = _cli("tune", "--db", dbp, "--study", study_name, "--target", "openmpi", "-o", conf)
+    assert tuned.returncode == 0, tuned.stderr
+    assert "Open MPI coll/tuned rules file" in tuned.stdout
+    res = _cli("rules", "verify", conf, "--np", "2,3", "--size", "8,64K")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    # one table per process count, one row per size, each agreeing
+    assert "2 processes" in res.stdout and "3 processes" in res.stdout
+    rows = [ln for ln in res.stdout.splitlines() if f" {coll} " in ln]
+    assert len(rows) == 4 and not any(" NO " in ln for ln in rows), res.stdout
+    return tuned, rows
+
+
+def test_sweep_then_tune_on_the_command_line(tmp_path, ompi_build):
+    dbp, res = _sweep(tmp_path, TINY)
+    out = tmp_path / "bcast.rules"
     res = _cli("tune", "--db", dbp, "--study", "tinytune", "--target", "colltune", "-o", out)
     assert res.returncode == 0, res.stderr
     assert "regret gmean" in res.stdout and "in-sample" in res.stdout
@@ -494,17 +515,8 @@ def test_tune_writes_the_rules_file_from_a_read_only_database(tmp_path, ompi_bui
     con.close()
 
 
-TINY_OMPI = """
-[study]
-name = "tinyompi"
-collectives = ["bcast"]
-algorithms = ["native", "ompi:binomial", "ompi:linear", "ompi:scatter_allgather"]
-sizes = [8, 65536]
-processes = [2]
-repetitions = 4
-iterations = 30
-warmup = 3
-"""
+TINY_OMPI = _tiny_study("tinyompi", ["bcast"], ["native", "ompi:binomial", "ompi:linear",
+                                                "ompi:scatter_allgather"])
 
 
 def test_measure_tune_export_verify_with_open_mpi(tmp_path, ompi_build):
@@ -515,26 +527,13 @@ def test_measure_tune_export_verify_with_open_mpi(tmp_path, ompi_build):
     which works as suggested (issue 29)."""
     import shlex
 
-    study = tmp_path / "tiny.toml"
-    study.write_text(TINY_OMPI)
-    dbp, ours, conf = tmp_path / "r.db", tmp_path / "ompi.rules", tmp_path / "tuned.conf"
-    res = _cli("sweep", study, "--db", dbp)
-    assert res.returncode == 0, res.stderr
-    res = _cli("tune", "--db", dbp, "--study", "tinyompi", "--target", "openmpi", "-o", conf)
-    assert res.returncode == 0, res.stderr
-    assert "Open MPI coll/tuned rules file" in res.stdout
-    assert f"coll_tuned_dynamic_rules_filename {conf}" in res.stdout
+    dbp, _ = _sweep(tmp_path, TINY_OMPI)
+    ours, conf = tmp_path / "ompi.rules", tmp_path / "tuned.conf"
+    tuned, _ = _tune_openmpi_and_verify(dbp, "tinyompi", conf, "bcast")
+    assert f"coll_tuned_dynamic_rules_filename {conf}" in tuned.stdout
     assert not conf.read_text().startswith("# colltune-rules")
     res = _cli("rules", "check", conf)
     assert res.returncode == 0 and "Open MPI coll/tuned rules file" in res.stdout, res.stderr
-    res = _cli("rules", "verify", conf, "--np", "2,3", "--size", "8,64K")
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "Traceback" not in res.stderr
-    # one table per process count, one row per size, each agreeing (exit 0 above:
-    # verify exits 1 on a disagreement)
-    assert "2 processes" in res.stdout and "3 processes" in res.stdout
-    rows = [ln for ln in res.stdout.splitlines() if " bcast " in ln]
-    assert len(rows) == 4 and not any(" NO " in ln for ln in rows)
     # colltune's own file for the same target: the rule set that was exported
     res = _cli("tune", "--db", dbp, "--study", "tinyompi", "--target", "openmpi", "-o", ours,
                "--colltune-format")
@@ -562,39 +561,21 @@ def test_measure_tune_export_verify_with_open_mpi(tmp_path, ompi_build):
     assert "interposition library reads it" in res.stderr
 
 
-TINY_OMPI_A2A = """
-[study]
-name = "tinya2a"
-collectives = ["alltoall"]
-algorithms = ["native", "ompi:pairwise", "ompi:modified_bruck", "ompi:linear_sync:max_requests=2"]
-sizes = [8, 65536]
-processes = [2]
-repetitions = 3
-iterations = 20
-warmup = 2
-"""
+TINY_OMPI_A2A = _tiny_study("tinya2a", ["alltoall"],
+                            ["native", "ompi:pairwise", "ompi:modified_bruck",
+                             "ompi:linear_sync:max_requests=2"],
+                            repetitions=3, iterations=20, warmup=2)
 
 
 def test_tune_export_verify_alltoall_with_open_mpi(tmp_path, ompi_build):
     """Alltoall through the same loop (issue 30): a sweep of Open MPI's alltoall
     algorithms, `tune --target openmpi -o FILE`, and `rules verify` at np 2 and 3 and two
     sizes: the algorithm each range names is the one Open MPI ran."""
-    study = tmp_path / "a2a.toml"
-    study.write_text(TINY_OMPI_A2A)
-    dbp, conf = tmp_path / "r.db", tmp_path / "a2a.conf"
-    res = _cli("sweep", study, "--db", dbp)
-    assert res.returncode == 0, res.stderr
-    res = _cli("tune", "--db", dbp, "--study", "tinya2a", "--target", "openmpi", "-o", conf)
-    assert res.returncode == 0, res.stderr
-    assert "Open MPI coll/tuned rules file" in res.stdout
-    res = _cli("rules", "verify", conf, "--np", "2,3", "--size", "8,64K")
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "2 processes" in res.stdout and "3 processes" in res.stdout
-    rows = [ln for ln in res.stdout.splitlines() if " alltoall " in ln]
-    assert len(rows) == 4 and not any(" NO " in ln for ln in rows), res.stdout
+    dbp, _ = _sweep(tmp_path, TINY_OMPI_A2A)
+    _, rows = _tune_openmpi_and_verify(dbp, "tinya2a", tmp_path / "a2a.conf", "alltoall")
     # every row names an algorithm or Open MPI's fixed rules, and shows what ran
     assert all(any(a in ln for a in ("pairwise", "modified_bruck", "linear_sync", "fixed rules"))
-               for ln in rows), res.stdout
+               for ln in rows), rows
 
 
 def test_quality_weighted_by_the_calls_an_application_makes():
@@ -617,10 +598,8 @@ def test_quality_weighted_by_the_calls_an_application_makes():
 
 
 def test_a_profile_weighs_the_quality_on_the_command_line(tmp_path, ompi_build):
-    study = tmp_path / "tiny.toml"
-    study.write_text(TINY)
-    dbp, out = tmp_path / "r.db", tmp_path / "bcast.rules"
-    assert _cli("sweep", study, "--db", dbp).returncode == 0
+    dbp, _ = _sweep(tmp_path, TINY)
+    out = tmp_path / "bcast.rules"
     prof = tmp_path / "app.profile.json"
     prof.write_text(json.dumps({"format": "colltune-profile 1", "np_world": 2, "dropped": 0,
                                 "entries": [dict(collective="bcast", np=2, size_min=8,
@@ -678,28 +657,17 @@ def test_layouts_of_one_count_give_node_aware_rules():
                 assert sum(r.matches("bcast", n, size, ppn=q) for r in rs.rules) == 1, (q, n, size)
     assert rs.lookup("bcast", 16, 1024, ppn=7).algorithm == "binomial"  # ppn 1's, until 8
     assert rs.lookup("bcast", 16, 8, ppn=3).algorithm == "linear"
-TINY_RS = """
-[study]
-name = "tinyrs"
-collectives = ["reduce_scatter_block", "reduce_scatter"]
-algorithms = ["native", "butterfly", "ring", "recursive_halving"]
-sizes = [8, 65536]
-processes = [2]
-repetitions = 2
-iterations = 20
-warmup = 2
-"""
+TINY_RS = _tiny_study("tinyrs", ["reduce_scatter_block", "reduce_scatter"],
+                      ["native", "butterfly", "ring", "recursive_halving"],
+                      repetitions=2, iterations=20, warmup=2)
 
 
 def test_sweep_and_tune_reduce_scatter(tmp_path, ompi_build):
     """Reduce_scatter(_block) through sweep, the results database and tune (issue 30):
     sizes per process, every algorithm measured, a colltune rules file the
     interposition library's checker accepts."""
-    study = tmp_path / "rs.toml"
-    study.write_text(TINY_RS)
-    dbp, out = tmp_path / "r.db", tmp_path / "rs.rules"
-    res = _cli("sweep", study, "--db", dbp)
-    assert res.returncode == 0, res.stderr
+    dbp, res = _sweep(tmp_path, TINY_RS)
+    out = tmp_path / "rs.rules"
     assert "32 points" in res.stdout + res.stderr
     res = _cli("tune", "--db", dbp, "--study", "tinyrs", "--target", "colltune", "-o", out)
     assert res.returncode == 0, res.stderr

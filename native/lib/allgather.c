@@ -421,13 +421,8 @@ out:
     return ag_end(&g, rc);
 }
 
-/*
- * Neighbor exchange (Chen et al.), even p: in step 0 ranks 2i and 2i+1 swap
- * their blocks, so each holds the pair starting at block 2i. Then for p/2-1
- * steps a rank alternates between its two neighbours (even ranks: left first,
- * odd ranks: right first), each time passing on the pair of blocks it
- * received in the previous step and receiving the next pair from that side.
- */
+/* Neighbor exchange (Chen et al.), even p: the schedule of ct_nbx_t, one pair of
+ * blocks (contiguous in the receive buffer) per message. */
 int ct_allgather_neighbor_exchange(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                                    int rcount, MPI_Datatype rdt, MPI_Comm comm,
                                    const ct_params_t *prm) {
@@ -439,20 +434,13 @@ int ct_allgather_neighbor_exchange(const void *sbuf, int scount, MPI_Datatype sd
     if (np % 2)
         return ag_end(&g, ct_set_error(MPI_ERR_ARG, "allgather/neighbor_exchange needs an "
                                        "even process count (got %d)", np));
-    const int even = r % 2 == 0;
-    /* nb[0]: the pair partner (step 0 and even steps), nb[1]: the other side */
-    const int nb[2] = { even ? (r + 1) % np : (r - 1 + np) % np,
-                        even ? (r - 1 + np) % np : (r + 1) % np };
-    /* pairs arrive from the partner's side moving away by 2 blocks per step */
-    const int step[2] = { even ? 2 : -2, even ? -2 : 2 };
-    int last[2] = { r - r % 2, r - r % 2 }; /* last pair received from each side */
-    CT_TRY(xchg(&g, r, 1, nb[0], nb[0], 1, nb[0]));
-    int send_from = r - r % 2;
+    ct_nbx_t x;
+    ct_nbx_init(&x, np, r);
+    CT_TRY(xchg(&g, r, 1, x.nb[0], x.nb[0], 1, x.nb[0]));
     for (int i = 1; i < np / 2; i++) {
-        const int s = i % 2;
-        last[s] = (last[s] + step[s] + np) % np;
-        CT_TRY(xchg(&g, send_from, 2, nb[s], last[s], 2, nb[s]));
-        send_from = last[s];
+        int send, recv;
+        const int peer = ct_nbx_step(&x, i, &send, &recv);
+        CT_TRY(xchg(&g, send, 2, peer, recv, 2, peer));
     }
 out:
     return ag_end(&g, rc);

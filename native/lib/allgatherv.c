@@ -403,12 +403,8 @@ out:
     return agv_end(&g, rc);
 }
 
-/*
- * Neighbor exchange (Chen et al.), even p: in step 0 ranks 2i and 2i+1 swap
- * their blocks; then for p/2-1 steps a rank alternates between its two
- * neighbours, passing on the pair of blocks it received in the previous step
- * and receiving the next pair from that side (one indexed-type message).
- */
+/* Neighbor exchange (Chen et al.), even p: the schedule of ct_nbx_t, one pair of
+ * blocks (one indexed-type message) per step. */
 int ct_allgatherv_neighbor_exchange(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
                                     const int *rcounts, const int *displs, MPI_Datatype rdt,
                                     MPI_Comm comm, const ct_params_t *prm) {
@@ -420,22 +416,17 @@ int ct_allgatherv_neighbor_exchange(const void *sbuf, int scount, MPI_Datatype s
     if (np % 2)
         return agv_end(&g, ct_set_error(MPI_ERR_ARG, "allgatherv/neighbor_exchange needs an "
                                         "even process count (got %d)", np));
-    const int even = r % 2 == 0;
-    const int nb[2] = { even ? (r + 1) % np : (r - 1 + np) % np,
-                        even ? (r - 1 + np) % np : (r + 1) % np };
-    const int step[2] = { even ? 2 : -2, even ? -2 : 2 };
-    int last[2] = { r - r % 2, r - r % 2 };
-    CT_TRY(xchg1(&g, r, nb[0], nb[0], nb[0]));
-    int send_from = r - r % 2;
+    ct_nbx_t x;
+    ct_nbx_init(&x, np, r);
+    CT_TRY(xchg1(&g, r, x.nb[0], x.nb[0], x.nb[0]));
     for (int i = 1; i < np / 2; i++) {
-        const int s = i % 2;
-        last[s] = (last[s] + step[s] + np) % np;
-        g.sidx[0] = send_from;
-        g.sidx[1] = send_from + 1;
-        g.ridx[0] = last[s];
-        g.ridx[1] = last[s] + 1;
-        CT_TRY(xchg_set(&g, 2, g.sidx, nb[s], 2, g.ridx, nb[s]));
-        send_from = last[s];
+        int send, recv;
+        const int peer = ct_nbx_step(&x, i, &send, &recv);
+        g.sidx[0] = send;
+        g.sidx[1] = send + 1;
+        g.ridx[0] = recv;
+        g.ridx[1] = recv + 1;
+        CT_TRY(xchg_set(&g, 2, g.sidx, peer, 2, g.ridx, peer));
     }
 out:
     return agv_end(&g, rc);

@@ -223,6 +223,38 @@ static inline int ct_pow2_floor(int n) {
     return r;
 }
 
+/* The schedule of Allgather(v)'s neighbor exchange (Chen et al.), even np: in step
+ * 0 rank r swaps its block with nb[0] (ranks 2i and 2i+1 pair up), so each holds
+ * the pair starting at block r - r%2; then for np/2-1 steps it alternates between
+ * its two neighbours (even ranks: left first, odd ranks: right first), passing on
+ * the pair it received in the previous step and receiving the next pair from that
+ * side. */
+typedef struct {
+    int np;
+    int nb[2];   /* nb[0]: the pair partner (step 0 and even steps), nb[1]: the other side */
+    int step[2]; /* pairs arrive from each side moving away by 2 blocks per step */
+    int last[2]; /* the first block of the last pair received from each side */
+    int from;    /* the first block of the pair to send next */
+} ct_nbx_t;
+static inline void ct_nbx_init(ct_nbx_t *x, int np, int r) {
+    const int even = r % 2 == 0;
+    x->np = np;
+    x->nb[0] = even ? (r + 1) % np : (r - 1 + np) % np;
+    x->nb[1] = even ? (r - 1 + np) % np : (r + 1) % np;
+    x->step[0] = even ? 2 : -2;
+    x->step[1] = even ? -2 : 2;
+    x->last[0] = x->last[1] = x->from = r - r % 2;
+}
+/* Step i (1 .. np/2-1): returns the peer; the pair sent starts at block *send, the
+ * pair received at block *recv. */
+static inline int ct_nbx_step(ct_nbx_t *x, int i, int *send, int *recv) {
+    const int s = i % 2;
+    x->last[s] = (x->last[s] + x->step[s] + x->np) % x->np;
+    *send = x->from;
+    *recv = x->from = x->last[s];
+    return x->nb[s];
+}
+
 /* MPI_Comm_size and MPI_Comm_rank of comm in one call, answered without a call
  * into the MPI library for the private communicator the dispatcher just handed
  * to the algorithm (dispatch.c sets ct_geom_ for the call) -- the two calls cost

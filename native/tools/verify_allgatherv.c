@@ -12,17 +12,6 @@
 /* Allgatherv's count of block j for base count n: uneven, some zero (n > 0). */
 static int agv_count(int n, int j) { return n == 0 ? 0 : (n + 3 * j) % (n + 2); }
 
-/* blocks laid out last rank first, one element apart (holes and reversed order);
- * cnt[j] = elements of block j; returns the elements spanned */
-static long agv_layout(int cn, const int *cnt, int *dsp) {
-    long at = 1;
-    for (int j = cn - 1; j >= 0; j--) {
-        dsp[j] = (int)at;
-        at += cnt[j] + 1;
-    }
-    return at;
-}
-
 /* Allgatherv: block j (agv_count elements) from rank j, at displs[j]. With
  * MPI_IN_PLACE this rank's block is already in place and the send count and type
  * are ignored (garbage: -1 and MPI_DATATYPE_NULL). */
@@ -31,37 +20,31 @@ void run_allgatherv(const vcase_t *c) {
     int cr, cn;
     MPI_Comm_rank(c->comm, &cr);
     MPI_Comm_size(c->comm, &cn);
-    int *ar = malloc((size_t)(2 * cn) * sizeof *ar);
-    int *cnt = ar, *dsp = ar + cn;
-    for (int j = 0; j < cn; j++) cnt[j] = agv_count(c->count, j);
-    long span = agv_layout(cn, cnt, dsp);
-    size_t ext = type_extent(c->t), sbytes = (size_t)cnt[cr] * ext, rbytes = (size_t)span * ext;
+    vblocks_t k = vblocks_new(cn, c->count, agv_count, rev_layout);
+    const int *cnt = k.cnt, *dsp = k.dsp;
+    size_t ext = type_extent(c->t);
     uint32_t salt = ++salt_counter;
-    char *in = alloc_region(sbytes), *in_ref = alloc_region(sbytes);
-    char *rn = alloc_region(rbytes), *ro = alloc_region(rbytes);
-    fill(in, c->t, cnt[cr], O_SUM, rank, salt);
-    memcpy(in_ref, in, sbytes);
+    vbufs_t b = vbufs_new((size_t)cnt[cr] * ext, (size_t)k.span * ext);
+    fill(b.in, c->t, cnt[cr], O_SUM, rank, salt);
+    memcpy(b.in_ref, b.in, b.sbytes);
     if (c->inplace) {
-        memcpy(rn + (size_t)dsp[cr] * ext, in, sbytes);
-        memcpy(ro + (size_t)dsp[cr] * ext, in, sbytes);
+        memcpy(b.rn + (size_t)dsp[cr] * ext, b.in, b.sbytes);
+        memcpy(b.ro + (size_t)dsp[cr] * ext, b.in, b.sbytes);
     }
-    const void *sn = c->inplace ? MPI_IN_PLACE : in;
+    const void *sn = c->inplace ? MPI_IN_PLACE : b.in;
     MPI_Datatype dt = types[c->t], sd = dt;
     int sc = cnt[cr];
     if (c->garbage && c->inplace) {
         sc = -1;
         sd = MPI_DATATYPE_NULL;
     }
-    MPI_Allgatherv(sn, cnt[cr], dt, rn, cnt, dsp, dt, c->comm);
-    check_rc(&v, ct_allgatherv(&c->choice, sn, sc, sd, ro, cnt, dsp, dt, c->comm));
-    compare(&v, "result", ro, rn, c->t, span);
-    if (!c->inplace) compare(&v, "send buffer was modified", in, in_ref, c->t, cnt[cr]);
+    MPI_Allgatherv(sn, cnt[cr], dt, b.rn, cnt, dsp, dt, c->comm);
+    check_rc(&v, ct_allgatherv(&c->choice, sn, sc, sd, b.ro, cnt, dsp, dt, c->comm));
+    compare(&v, "result", b.ro, b.rn, c->t, k.span);
+    if (!c->inplace) compare(&v, "send buffer was modified", b.in, b.in_ref, c->t, cnt[cr]);
     report(c, &v);
-    free(ar);
-    free(in);
-    free(in_ref);
-    free(rn);
-    free(ro);
+    free(k.cnt);
+    vbufs_free(&b);
 }
 
 /* Allgatherv: rank j sends agv_count(pairs, j) pairs of ints in its layout; each
@@ -78,25 +61,17 @@ void run_mixed_allgatherv(vcase_t *c, int a) {
     int *ar = malloc((size_t)(2 * nprocs) * sizeof *ar);
     int *rc = ar, *rd = ar + nprocs;
     for (int j = 0; j < nprocs; j++) rc[j] = lay_count(Lr, agv_count(pairs, j));
-    long rspan = agv_layout(nprocs, rc, rd);
+    long rspan = rev_layout(nprocs, rc, rd);
     const int mine = agv_count(pairs, rank), sc = lay_count(Ls, mine);
-    size_t sbytes = lay_bytes(Ls, mine) + 1, rbytes = (size_t)rspan * lay_extent(Lr);
     uint32_t salt = ++salt_counter;
     mixed_desc(c, a, pairs);
-    char *in = alloc_region(sbytes), *in_ref = alloc_region(sbytes);
-    char *rn = alloc_region(rbytes), *ro = alloc_region(rbytes);
-    lay_fill(in, Ls, mine, rank, salt);
-    memcpy(in_ref, in, sbytes);
+    vbufs_t b = vbufs_new(lay_bytes(Ls, mine) + 1, (size_t)rspan * lay_extent(Lr));
+    lay_fill(b.in, Ls, mine, rank, salt);
+    memcpy(b.in_ref, b.in, b.sbytes);
     for (int j = 0; j < nprocs; j++)
-        lay_fill(rn + (size_t)rd[j] * lay_extent(Lr), Lr, agv_count(pairs, j), j, salt);
-    check_rc(&v, ct_allgatherv(&c->choice, in, sc, lay_dt[Ls], ro, rc, rd, lay_dt[Lr],
+        lay_fill(b.rn + (size_t)rd[j] * lay_extent(Lr), Lr, agv_count(pairs, j), j, salt);
+    check_rc(&v, ct_allgatherv(&c->choice, b.in, sc, lay_dt[Ls], b.ro, rc, rd, lay_dt[Lr],
                                MPI_COMM_WORLD));
-    compare_bytes(&v, "result", ro, rn, rbytes);
-    compare_bytes(&v, "send buffer was modified", in, in_ref, sbytes);
-    report(c, &v);
     free(ar);
-    free(in);
-    free(in_ref);
-    free(rn);
-    free(ro);
+    vbufs_report_bytes(c, &v, &b);
 }

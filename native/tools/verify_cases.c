@@ -165,6 +165,49 @@ char *alloc_region(size_t bytes) {
     return b;
 }
 
+vbufs_t vbufs_new(size_t sbytes, size_t rbytes) {
+    vbufs_t b = { alloc_region(sbytes), alloc_region(sbytes), alloc_region(rbytes),
+                  alloc_region(rbytes), NULL, sbytes, rbytes };
+    return b;
+}
+
+void vbufs_free(vbufs_t *b) {
+    free(b->in);
+    free(b->in_ref);
+    free(b->rn);
+    free(b->ro);
+    free(b->sentinel);
+}
+
+void vbufs_report_rooted(const vcase_t *c, verdict_t *v, vbufs_t *b, int is_root, int inplace,
+                         long rcount, long scount) {
+    if (is_root) compare(v, "result", b->ro, b->rn, c->t, rcount);
+    else compare(v, "receive buffer of a non-root process was written", b->ro, b->sentinel, c->t,
+                 rcount);
+    if (!inplace) compare(v, "send buffer was modified", b->in, b->in_ref, c->t, scount);
+    report(c, v);
+    vbufs_free(b);
+}
+
+long rev_layout(int cn, const int *cnt, int *dsp) {
+    long at = 1;
+    for (int j = cn - 1; j >= 0; j--) {
+        dsp[j] = (int)at;
+        at += cnt[j] + 1;
+    }
+    return at;
+}
+
+vblocks_t vblocks_new(int cn, int n, int (*count)(int n, int j),
+                      long (*layout)(int cn, const int *cnt, int *dsp)) {
+    vblocks_t k;
+    k.cnt = malloc((size_t)(2 * cn) * sizeof *k.cnt);
+    k.dsp = k.cnt + cn;
+    for (int j = 0; j < cn; j++) k.cnt[j] = count(n, j);
+    k.span = layout(cn, k.cnt, k.dsp);
+    return k;
+}
+
 /* ---- case description and reporting -------------------------------------- */
 int rank, nprocs; /* of MPI_COMM_WORLD (vc_setup) */
 long vc_cases_run, vc_cases_failed;
@@ -298,36 +341,27 @@ static void run_reduce(const vcase_t *c, int all) {
     uint32_t salt = ++salt_counter;
     int is_root = all || cr == c->root;
     int inplace = c->inplace && is_root;
-    char *in = alloc_region(bytes), *in_ref = alloc_region(bytes);
-    char *rn = alloc_region(bytes), *ro = alloc_region(bytes), *sentinel = alloc_region(bytes);
-    fill(in, c->t, c->count, c->o, rank, salt);
-    memcpy(in_ref, in, bytes);
+    vbufs_t b = vbufs_new(bytes, bytes);
+    b.sentinel = alloc_region(bytes);
+    fill(b.in, c->t, c->count, c->o, rank, salt);
+    memcpy(b.in_ref, b.in, bytes);
     if (inplace) {
-        memcpy(rn, in, bytes);
-        memcpy(ro, in, bytes);
+        memcpy(b.rn, b.in, bytes);
+        memcpy(b.ro, b.in, bytes);
     }
-    const void *sn = inplace ? MPI_IN_PLACE : in;
+    const void *sn = inplace ? MPI_IN_PLACE : b.in;
     /* garbage: the receive buffer is not significant at a Reduce's non-roots */
-    void *rb = c->garbage && !is_root ? NULL : ro;
+    void *rb = c->garbage && !is_root ? NULL : b.ro;
     if (all) {
-        MPI_Allreduce(sn, rn, c->count, types[c->t], case_op(c->t, c->o), c->comm);
+        MPI_Allreduce(sn, b.rn, c->count, types[c->t], case_op(c->t, c->o), c->comm);
         check_rc(&v, ct_allreduce(&c->choice, sn, rb, c->count, types[c->t], case_op(c->t, c->o),
                                   c->comm));
     } else {
-        MPI_Reduce(sn, rn, c->count, types[c->t], case_op(c->t, c->o), c->root, c->comm);
+        MPI_Reduce(sn, b.rn, c->count, types[c->t], case_op(c->t, c->o), c->root, c->comm);
         check_rc(&v, ct_reduce(&c->choice, sn, rb, c->count, types[c->t], case_op(c->t, c->o),
                                c->root, c->comm));
     }
-    if (is_root) compare(&v, "result", ro, rn, c->t, c->count);
-    else compare(&v, "receive buffer of a non-root process was written", ro, sentinel, c->t,
-                 c->count);
-    if (!inplace) compare(&v, "send buffer was modified", in, in_ref, c->t, c->count);
-    report(c, &v);
-    free(in);
-    free(in_ref);
-    free(rn);
-    free(ro);
-    free(sentinel);
+    vbufs_report_rooted(c, &v, &b, is_root, inplace, c->count, c->count);
 }
 
 static void run_gather(const vcase_t *c, int all) {
@@ -340,21 +374,21 @@ static void run_gather(const vcase_t *c, int all) {
     uint32_t salt = ++salt_counter;
     int is_root = all || cr == c->root;
     int inplace = c->inplace && is_root;
-    char *in = alloc_region(bytes), *in_ref = alloc_region(bytes);
-    char *rn = alloc_region(total), *ro = alloc_region(total), *sentinel = alloc_region(total);
-    fill(in, c->t, c->count, O_SUM, rank, salt);
-    memcpy(in_ref, in, bytes);
+    vbufs_t b = vbufs_new(bytes, total);
+    b.sentinel = alloc_region(total);
+    fill(b.in, c->t, c->count, O_SUM, rank, salt);
+    memcpy(b.in_ref, b.in, bytes);
     if (inplace) {
-        memcpy(rn + (size_t)cr * bytes, in, bytes);
-        memcpy(ro + (size_t)cr * bytes, in, bytes);
+        memcpy(b.rn + (size_t)cr * bytes, b.in, bytes);
+        memcpy(b.ro + (size_t)cr * bytes, b.in, bytes);
     }
-    const void *sn = inplace ? MPI_IN_PLACE : in;
+    const void *sn = inplace ? MPI_IN_PLACE : b.in;
     MPI_Datatype dt = types[c->t];
     /* garbage in the arguments MPI ignores: the send count and type with
      * MPI_IN_PLACE, the receive buffer, count and type at a Gather's non-roots */
     int sc = c->count, rc = c->count;
     MPI_Datatype sd = dt, rd = dt;
-    void *rb = ro;
+    void *rb = b.ro;
     if (c->garbage && inplace) {
         sc = -1;
         sd = MPI_DATATYPE_NULL;
@@ -365,22 +399,13 @@ static void run_gather(const vcase_t *c, int all) {
         rd = MPI_DATATYPE_NULL;
     }
     if (all) {
-        MPI_Allgather(sn, c->count, dt, rn, c->count, dt, c->comm);
+        MPI_Allgather(sn, c->count, dt, b.rn, c->count, dt, c->comm);
         check_rc(&v, ct_allgather(&c->choice, sn, sc, sd, rb, rc, rd, c->comm));
     } else {
-        MPI_Gather(sn, c->count, dt, rn, c->count, dt, c->root, c->comm);
+        MPI_Gather(sn, c->count, dt, b.rn, c->count, dt, c->root, c->comm);
         check_rc(&v, ct_gather(&c->choice, sn, sc, sd, rb, rc, rd, c->root, c->comm));
     }
-    if (is_root) compare(&v, "result", ro, rn, c->t, (long)c->count * cn);
-    else compare(&v, "receive buffer of a non-root process was written", ro, sentinel, c->t,
-                 (long)c->count * cn);
-    if (!inplace) compare(&v, "send buffer was modified", in, in_ref, c->t, c->count);
-    report(c, &v);
-    free(in);
-    free(in_ref);
-    free(rn);
-    free(ro);
-    free(sentinel);
+    vbufs_report_rooted(c, &v, &b, is_root, inplace, (long)c->count * cn, c->count);
 }
 
 /* ---- family "mixed": different datatypes of one type signature ------------
@@ -434,6 +459,13 @@ void compare_bytes(verdict_t *v, const char *what, const char *got, const char *
     if (d >= 0)
         verdict(v, "%s: byte %ld of %zu differs (got 0x%02x, expected 0x%02x)", what, d, bytes,
                 (unsigned char)got[d], (unsigned char)want[d]);
+}
+
+void vbufs_report_bytes(const vcase_t *c, verdict_t *v, vbufs_t *b) {
+    compare_bytes(v, "result", b->ro, b->rn, b->rbytes);
+    compare_bytes(v, "send buffer was modified", b->in, b->in_ref, b->sbytes);
+    report(c, v);
+    vbufs_free(b);
 }
 
 void mixed_desc(vcase_t *c, int a, int pairs) {

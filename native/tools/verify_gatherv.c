@@ -30,35 +30,51 @@ static long v_layout(int cn, const int *cnt, int *dsp) {
     return at;
 }
 
+/* what Gatherv and Scatterv set up alike: this rank's place in c->comm, the
+ * blocks, the case's salt */
+typedef struct {
+    int cr, is_root, inplace;
+    vblocks_t k;
+    size_t ext;
+    uint32_t salt;
+} vsetup_t;
+
+static vsetup_t v_setup(const vcase_t *c) {
+    vsetup_t s;
+    int cn;
+    MPI_Comm_rank(c->comm, &s.cr);
+    MPI_Comm_size(c->comm, &cn);
+    s.is_root = s.cr == c->root;
+    s.inplace = c->inplace && s.is_root;
+    s.k = vblocks_new(cn, c->count, v_count, v_layout);
+    s.ext = type_extent(c->t);
+    s.salt = ++salt_counter;
+    return s;
+}
+
 /* Gatherv: block j (v_count elements) from rank j to dsp[j] of the root's buffer.
  * Garbage in what MPI ignores: the receive arguments at the other ranks (NULL
  * buffer and arrays, MPI_DATATYPE_NULL), the send count and type at a
  * root in place. */
 static void run_gatherv(const vcase_t *c) {
     verdict_t v = { 0, "" };
-    int cr, cn;
-    MPI_Comm_rank(c->comm, &cr);
-    MPI_Comm_size(c->comm, &cn);
-    const int is_root = cr == c->root, inplace = c->inplace && is_root;
-    int *ar = malloc((size_t)(2 * cn) * sizeof *ar);
-    int *cnt = ar, *dsp = ar + cn;
-    for (int j = 0; j < cn; j++) cnt[j] = v_count(c->count, j);
-    long span = v_layout(cn, cnt, dsp);
-    size_t ext = type_extent(c->t), sbytes = (size_t)cnt[cr] * ext, rbytes = (size_t)span * ext;
-    uint32_t salt = ++salt_counter;
-    char *in = alloc_region(sbytes), *in_ref = alloc_region(sbytes);
-    char *rn = alloc_region(rbytes), *ro = alloc_region(rbytes), *sentinel = alloc_region(rbytes);
-    fill(in, c->t, cnt[cr], O_SUM, rank, salt);
-    memcpy(in_ref, in, sbytes);
+    const vsetup_t s = v_setup(c);
+    const vblocks_t k = s.k;
+    const int cr = s.cr, is_root = s.is_root, inplace = s.inplace, *cnt = k.cnt, *dsp = k.dsp;
+    const size_t ext = s.ext;
+    vbufs_t b = vbufs_new((size_t)cnt[cr] * ext, (size_t)k.span * ext);
+    b.sentinel = alloc_region(b.rbytes);
+    fill(b.in, c->t, cnt[cr], O_SUM, rank, s.salt);
+    memcpy(b.in_ref, b.in, b.sbytes);
     if (inplace) {
-        memcpy(rn + (size_t)dsp[cr] * ext, in, sbytes);
-        memcpy(ro + (size_t)dsp[cr] * ext, in, sbytes);
+        memcpy(b.rn + (size_t)dsp[cr] * ext, b.in, b.sbytes);
+        memcpy(b.ro + (size_t)dsp[cr] * ext, b.in, b.sbytes);
     }
-    const void *sn = inplace ? MPI_IN_PLACE : in;
+    const void *sn = inplace ? MPI_IN_PLACE : b.in;
     MPI_Datatype dt = types[c->t], sd = dt, rd = dt;
     int sc = cnt[cr];
     const int *gc = cnt, *gd = dsp;
-    void *rb = ro;
+    void *rb = b.ro;
     if (c->garbage && inplace) {
         sc = -1;
         sd = MPI_DATATYPE_NULL;
@@ -68,19 +84,10 @@ static void run_gatherv(const vcase_t *c) {
         gc = gd = NULL;
         rd = MPI_DATATYPE_NULL;
     }
-    MPI_Gatherv(sn, cnt[cr], dt, rn, cnt, dsp, dt, c->root, c->comm);
+    MPI_Gatherv(sn, cnt[cr], dt, b.rn, cnt, dsp, dt, c->root, c->comm);
     check_rc(&v, ct_gatherv(&c->choice, sn, sc, sd, rb, gc, gd, rd, c->root, c->comm));
-    if (is_root) compare(&v, "result", ro, rn, c->t, span);
-    else compare(&v, "receive buffer of a non-root process was written", ro, sentinel, c->t,
-                 span);
-    if (!inplace) compare(&v, "send buffer was modified", in, in_ref, c->t, cnt[cr]);
-    report(c, &v);
-    free(ar);
-    free(in);
-    free(in_ref);
-    free(rn);
-    free(ro);
-    free(sentinel);
+    vbufs_report_rooted(c, &v, &b, is_root, inplace, k.span, cnt[cr]);
+    free(k.cnt);
 }
 
 /* Scatterv: block j (v_count elements at dsp[j] of the root's buffer) to rank j.
@@ -88,25 +95,17 @@ static void run_gatherv(const vcase_t *c) {
  * root in place (its block stays where it is). */
 static void run_scatterv(const vcase_t *c) {
     verdict_t v = { 0, "" };
-    int cr, cn;
-    MPI_Comm_rank(c->comm, &cr);
-    MPI_Comm_size(c->comm, &cn);
-    const int is_root = cr == c->root, inplace = c->inplace && is_root;
-    int *ar = malloc((size_t)(2 * cn) * sizeof *ar);
-    int *cnt = ar, *dsp = ar + cn;
-    for (int j = 0; j < cn; j++) cnt[j] = v_count(c->count, j);
-    long span = v_layout(cn, cnt, dsp);
-    size_t ext = type_extent(c->t), sbytes = (size_t)span * ext, rbytes = (size_t)cnt[cr] * ext;
-    uint32_t salt = ++salt_counter;
-    char *in = alloc_region(sbytes), *in_ref = alloc_region(sbytes);
-    char *rn = alloc_region(rbytes), *ro = alloc_region(rbytes);
-    if (is_root) fill(in, c->t, span, O_SUM, rank, salt);
-    memcpy(in_ref, in, sbytes);
+    const vsetup_t s = v_setup(c);
+    const vblocks_t k = s.k;
+    const int cr = s.cr, is_root = s.is_root, inplace = s.inplace, *cnt = k.cnt, *dsp = k.dsp;
+    vbufs_t b = vbufs_new((size_t)k.span * s.ext, (size_t)cnt[cr] * s.ext);
+    if (is_root) fill(b.in, c->t, k.span, O_SUM, rank, s.salt);
+    memcpy(b.in_ref, b.in, b.sbytes);
     MPI_Datatype dt = types[c->t], sd = dt, rd = dt;
-    const void *sb = in;
+    const void *sb = b.in;
     const int *gc = cnt, *gd = dsp;
     int rc = cnt[cr];
-    void *rb = inplace ? MPI_IN_PLACE : (void *)ro;
+    void *rb = inplace ? MPI_IN_PLACE : (void *)b.ro;
     if (c->garbage && !is_root) {
         sb = NULL;
         gc = gd = NULL;
@@ -116,17 +115,14 @@ static void run_scatterv(const vcase_t *c) {
         rc = -1;
         rd = MPI_DATATYPE_NULL;
     }
-    MPI_Scatterv(in, cnt, dsp, dt, inplace ? MPI_IN_PLACE : (void *)rn, cnt[cr], dt, c->root,
+    MPI_Scatterv(b.in, cnt, dsp, dt, inplace ? MPI_IN_PLACE : (void *)b.rn, cnt[cr], dt, c->root,
                  c->comm);
     check_rc(&v, ct_scatterv(&c->choice, sb, gc, gd, sd, rb, rc, rd, c->root, c->comm));
-    if (!inplace) compare(&v, "result", ro, rn, c->t, cnt[cr]);
-    if (is_root) compare(&v, "send buffer was modified", in, in_ref, c->t, span);
+    if (!inplace) compare(&v, "result", b.ro, b.rn, c->t, cnt[cr]);
+    if (is_root) compare(&v, "send buffer was modified", b.in, b.in_ref, c->t, k.span);
     report(c, &v);
-    free(ar);
-    free(in);
-    free(in_ref);
-    free(rn);
-    free(ro);
+    free(k.cnt);
+    vbufs_free(&b);
 }
 
 void run_gatherv_case(const vcase_t *c) {

@@ -19,30 +19,27 @@ void run_alltoall(const vcase_t *c) {
     MPI_Comm_size(c->comm, &cn);
     size_t total = (size_t)c->count * type_extent(c->t) * (size_t)cn;
     uint32_t salt = ++salt_counter;
-    char *in = alloc_region(total), *in_ref = alloc_region(total);
-    char *rn = alloc_region(total), *ro = alloc_region(total);
-    fill(in, c->t, (long)c->count * cn, O_SUM, rank, salt);
-    memcpy(in_ref, in, total);
+    vbufs_t b = vbufs_new(total, total);
+    fill(b.in, c->t, (long)c->count * cn, O_SUM, rank, salt);
+    memcpy(b.in_ref, b.in, total);
     if (c->inplace) {
-        memcpy(rn, in, total);
-        memcpy(ro, in, total);
+        memcpy(b.rn, b.in, total);
+        memcpy(b.ro, b.in, total);
     }
-    const void *sn = c->inplace ? MPI_IN_PLACE : in;
+    const void *sn = c->inplace ? MPI_IN_PLACE : b.in;
     MPI_Datatype dt = types[c->t], sd = dt;
     int sc = c->count;
     if (c->garbage && c->inplace) {
         sc = -1;
         sd = MPI_DATATYPE_NULL;
     }
-    MPI_Alltoall(sn, c->count, dt, rn, c->count, dt, c->comm);
-    check_rc(&v, ct_alltoall(&c->choice, sn, sc, sd, ro, c->count, dt, c->comm));
-    compare(&v, "result", ro, rn, c->t, (long)c->count * cn);
-    if (!c->inplace) compare(&v, "send buffer was modified", in, in_ref, c->t, (long)c->count * cn);
+    MPI_Alltoall(sn, c->count, dt, b.rn, c->count, dt, c->comm);
+    check_rc(&v, ct_alltoall(&c->choice, sn, sc, sd, b.ro, c->count, dt, c->comm));
+    compare(&v, "result", b.ro, b.rn, c->t, (long)c->count * cn);
+    if (!c->inplace)
+        compare(&v, "send buffer was modified", b.in, b.in_ref, c->t, (long)c->count * cn);
     report(c, &v);
-    free(in);
-    free(in_ref);
-    free(rn);
-    free(ro);
+    vbufs_free(&b);
 }
 
 /* Alltoallv's counts for base count n: uneven, some zero; symmetric (what i sends
@@ -52,15 +49,11 @@ static int a2av_count(int n, int src, int dst, int sym) {
     return sym ? (n + src + dst) % (n + 2) : (n + src + 2 * dst) % (n + 2);
 }
 /* counts and displacements of one side: blocks laid out last peer first, one
- * element apart (holes and reversed order); returns the elements spanned */
+ * element apart (rev_layout); returns the elements spanned */
 static long a2av_layout(int n, int me, int cn, int send, int sym, int *cnt, int *dsp) {
-    long at = 1;
-    for (int j = cn - 1; j >= 0; j--) {
+    for (int j = 0; j < cn; j++)
         cnt[j] = send ? a2av_count(n, me, j, sym) : a2av_count(n, j, me, sym);
-        dsp[j] = (int)at;
-        at += cnt[j] + 1;
-    }
-    return at;
+    return rev_layout(cn, cnt, dsp);
 }
 
 void run_alltoallv(const vcase_t *c) {
@@ -73,17 +66,17 @@ void run_alltoallv(const vcase_t *c) {
     const int sym = c->inplace;
     long sspan = a2av_layout(c->count, cr, cn, 1, sym, scnt, sdsp);
     long rspan = a2av_layout(c->count, cr, cn, 0, sym, rcnt, rdsp);
-    size_t ext = type_extent(c->t), sbytes = (size_t)sspan * ext, rbytes = (size_t)rspan * ext;
+    size_t ext = type_extent(c->t), rbytes = (size_t)rspan * ext;
     uint32_t salt = ++salt_counter;
-    char *in = alloc_region(sbytes), *in_ref = alloc_region(sbytes);
-    char *rn = alloc_region(rbytes), *ro = alloc_region(rbytes);
-    fill(in, c->t, sspan, O_SUM, rank, salt);
-    memcpy(in_ref, in, sbytes);
+    vbufs_t b = vbufs_new((size_t)sspan * ext, rbytes);
+    char *rn = b.rn;
+    fill(b.in, c->t, sspan, O_SUM, rank, salt);
+    memcpy(b.in_ref, b.in, b.sbytes);
     if (c->inplace) { /* the data to send sits in the receive buffer (same layout) */
         fill(rn, c->t, rspan, O_SUM, rank, salt);
-        memcpy(ro, rn, rbytes);
+        memcpy(b.ro, rn, rbytes);
     }
-    const void *sn = c->inplace ? MPI_IN_PLACE : in;
+    const void *sn = c->inplace ? MPI_IN_PLACE : b.in;
     MPI_Datatype dt = types[c->t], sd = dt;
     const int *gc = scnt, *gd = sdsp;
     if (c->garbage && c->inplace) {
@@ -108,15 +101,12 @@ void run_alltoallv(const vcase_t *c) {
     else
         MPI_Alltoallv(sn, scnt, sdsp, dt, rn, rcnt, rdsp, dt, c->comm);
     free(ref_src);
-    check_rc(&v, ct_alltoallv(&c->choice, sn, gc, gd, sd, ro, rcnt, rdsp, dt, c->comm));
-    compare(&v, "result", ro, rn, c->t, rspan);
-    if (!c->inplace) compare(&v, "send buffer was modified", in, in_ref, c->t, sspan);
+    check_rc(&v, ct_alltoallv(&c->choice, sn, gc, gd, sd, b.ro, rcnt, rdsp, dt, c->comm));
+    compare(&v, "result", b.ro, rn, c->t, rspan);
+    if (!c->inplace) compare(&v, "send buffer was modified", b.in, b.in_ref, c->t, sspan);
     report(c, &v);
     free(ar);
-    free(in);
-    free(in_ref);
-    free(rn);
-    free(ro);
+    vbufs_free(&b);
 }
 
 /* Scatter: the root's block i goes to rank i. Garbage in what MPI ignores: the
@@ -129,14 +119,13 @@ void run_scatter(const vcase_t *c) {
     const int is_root = cr == c->root, inplace = c->inplace && is_root;
     size_t bytes = (size_t)c->count * type_extent(c->t), total = bytes * (size_t)cn;
     uint32_t salt = ++salt_counter;
-    char *in = alloc_region(total), *in_ref = alloc_region(total);
-    char *rn = alloc_region(bytes), *ro = alloc_region(bytes);
-    if (is_root) fill(in, c->t, (long)c->count * cn, O_SUM, rank, salt);
-    memcpy(in_ref, in, total);
+    vbufs_t b = vbufs_new(total, bytes);
+    if (is_root) fill(b.in, c->t, (long)c->count * cn, O_SUM, rank, salt);
+    memcpy(b.in_ref, b.in, total);
     MPI_Datatype dt = types[c->t], sd = dt, rd = dt;
-    const void *sb = in;
+    const void *sb = b.in;
     int sc = c->count, rc = c->count;
-    void *rb = inplace ? MPI_IN_PLACE : (void *)ro;
+    void *rb = inplace ? MPI_IN_PLACE : (void *)b.ro;
     if (c->garbage && !is_root) {
         sb = NULL;
         sc = -1;
@@ -146,16 +135,14 @@ void run_scatter(const vcase_t *c) {
         rc = -1;
         rd = MPI_DATATYPE_NULL;
     }
-    MPI_Scatter(in, c->count, dt, inplace ? MPI_IN_PLACE : (void *)rn, c->count, dt, c->root,
-                c->comm);
+    MPI_Scatter(b.in, c->count, dt, inplace ? MPI_IN_PLACE : (void *)b.rn, c->count, dt,
+                c->root, c->comm);
     check_rc(&v, ct_scatter(&c->choice, sb, sc, sd, rb, rc, rd, c->root, c->comm));
-    if (!inplace) compare(&v, "result", ro, rn, c->t, c->count);
-    if (is_root) compare(&v, "send buffer was modified", in, in_ref, c->t, (long)c->count * cn);
+    if (!inplace) compare(&v, "result", b.ro, b.rn, c->t, c->count);
+    if (is_root)
+        compare(&v, "send buffer was modified", b.in, b.in_ref, c->t, (long)c->count * cn);
     report(c, &v);
-    free(in);
-    free(in_ref);
-    free(rn);
-    free(ro);
+    vbufs_free(&b);
 }
 
 /* One clock for every process of the node: CLOCK_MONOTONIC (Open MPI 5's MPI_Wtime
@@ -202,37 +189,26 @@ void run_mixed_alltoall(vcase_t *c, int a) {
     const int pairs = c->count;
     const int Ls = lay_of(a, rank, pairs), Lr = lay_of(a, rank + 1, pairs);
     size_t sb = lay_bytes(Ls, pairs), rb = lay_bytes(Lr, pairs);
-    size_t sbytes = sb * (size_t)nprocs, rbytes = rb * (size_t)nprocs;
     uint32_t salt = ++salt_counter;
     mixed_desc(c, a, pairs);
-    char *in = alloc_region(sbytes), *in_ref = alloc_region(sbytes);
-    char *rn = alloc_region(rbytes), *ro = alloc_region(rbytes);
-    for (int j = 0; j < nprocs; j++) lay_fill(in + (size_t)j * sb, Ls, pairs, rank, salt + (uint32_t)j);
-    memcpy(in_ref, in, sbytes);
+    vbufs_t b = vbufs_new(sb * (size_t)nprocs, rb * (size_t)nprocs);
+    for (int j = 0; j < nprocs; j++)
+        lay_fill(b.in + (size_t)j * sb, Ls, pairs, rank, salt + (uint32_t)j);
+    memcpy(b.in_ref, b.in, b.sbytes);
     int sc = lay_count(Ls, pairs), rc = lay_count(Lr, pairs);
-    if (pairs > 0) MPI_Alltoall(in, sc, lay_dt[Ls], rn, rc, lay_dt[Lr], MPI_COMM_WORLD);
-    else memcpy(rn, ro, rbytes); /* zero bytes: nothing may change */
-    check_rc(&v, ct_alltoall(&c->choice, in, sc, lay_dt[Ls], ro, rc, lay_dt[Lr], MPI_COMM_WORLD));
-    compare_bytes(&v, "result", ro, rn, rbytes);
-    compare_bytes(&v, "send buffer was modified", in, in_ref, sbytes);
-    report(c, &v);
-    free(in);
-    free(in_ref);
-    free(rn);
-    free(ro);
+    if (pairs > 0) MPI_Alltoall(b.in, sc, lay_dt[Ls], b.rn, rc, lay_dt[Lr], MPI_COMM_WORLD);
+    else memcpy(b.rn, b.ro, b.rbytes); /* zero bytes: nothing may change */
+    check_rc(&v, ct_alltoall(&c->choice, b.in, sc, lay_dt[Ls], b.ro, rc, lay_dt[Lr],
+                             MPI_COMM_WORLD));
+    vbufs_report_bytes(c, &v, &b);
 }
 
 /* Alltoallv: uneven pair counts per block (a2av_count, some zero), each rank's own
  * send and receive layouts, blocks in reverse order one element apart. */
 static long mixed_a2av_layout(int pairs, int L, int me, int send, int *cnt, int *dsp) {
-    long at = 1;
-    for (int j = nprocs - 1; j >= 0; j--) {
-        int np_ = send ? a2av_count(pairs, me, j, 0) : a2av_count(pairs, j, me, 0);
-        cnt[j] = lay_count(L, np_);
-        dsp[j] = (int)at;
-        at += cnt[j] + 1;
-    }
-    return at;
+    for (int j = 0; j < nprocs; j++)
+        cnt[j] = lay_count(L, send ? a2av_count(pairs, me, j, 0) : a2av_count(pairs, j, me, 0));
+    return rev_layout(nprocs, cnt, dsp);
 }
 
 void run_mixed_alltoallv(vcase_t *c, int a) {
@@ -244,26 +220,18 @@ void run_mixed_alltoallv(vcase_t *c, int a) {
     int *sc = ar, *sd = ar + nprocs, *rc = ar + 2 * nprocs, *rd = ar + 3 * nprocs;
     long sspan = mixed_a2av_layout(pairs, Ls, rank, 1, sc, sd);
     long rspan = mixed_a2av_layout(pairs, Lr, rank, 0, rc, rd);
-    size_t sbytes = (size_t)sspan * lay_extent(Ls), rbytes = (size_t)rspan * lay_extent(Lr);
     uint32_t salt = ++salt_counter;
     mixed_desc(c, a, pairs);
-    char *in = alloc_region(sbytes), *in_ref = alloc_region(sbytes);
-    char *rn = alloc_region(rbytes), *ro = alloc_region(rbytes);
+    vbufs_t b = vbufs_new((size_t)sspan * lay_extent(Ls), (size_t)rspan * lay_extent(Lr));
     for (int j = 0; j < nprocs; j++)
-        lay_fill(in + (size_t)sd[j] * lay_extent(Ls), Ls, a2av_count(pairs, rank, j, 0), rank,
+        lay_fill(b.in + (size_t)sd[j] * lay_extent(Ls), Ls, a2av_count(pairs, rank, j, 0), rank,
                  salt + (uint32_t)j);
-    memcpy(in_ref, in, sbytes);
-    MPI_Alltoallv(in, sc, sd, lay_dt[Ls], rn, rc, rd, lay_dt[Lr], MPI_COMM_WORLD);
-    check_rc(&v, ct_alltoallv(&c->choice, in, sc, sd, lay_dt[Ls], ro, rc, rd, lay_dt[Lr],
+    memcpy(b.in_ref, b.in, b.sbytes);
+    MPI_Alltoallv(b.in, sc, sd, lay_dt[Ls], b.rn, rc, rd, lay_dt[Lr], MPI_COMM_WORLD);
+    check_rc(&v, ct_alltoallv(&c->choice, b.in, sc, sd, lay_dt[Ls], b.ro, rc, rd, lay_dt[Lr],
                               MPI_COMM_WORLD));
-    compare_bytes(&v, "result", ro, rn, rbytes);
-    compare_bytes(&v, "send buffer was modified", in, in_ref, sbytes);
-    report(c, &v);
     free(ar);
-    free(in);
-    free(in_ref);
-    free(rn);
-    free(ro);
+    vbufs_report_bytes(c, &v, &b);
 }
 
 /* Scatter: the root sends in its layout, each rank receives in its own. */
@@ -271,25 +239,18 @@ void run_mixed_scatter(vcase_t *c, int a) {
     verdict_t v = { 0, "" };
     const int pairs = c->count, rel = (rank - c->root + nprocs) % nprocs;
     const int Ls = lay_of(a, 0, pairs), Lr = lay_of(a, rel + 1, pairs);
-    size_t sb = lay_bytes(Ls, pairs), sbytes = sb * (size_t)nprocs, rbytes = lay_bytes(Lr, pairs);
+    size_t sb = lay_bytes(Ls, pairs);
     uint32_t salt = ++salt_counter;
     mixed_desc(c, a, pairs);
-    char *in = alloc_region(sbytes), *in_ref = alloc_region(sbytes);
-    char *rn = alloc_region(rbytes), *ro = alloc_region(rbytes);
+    vbufs_t b = vbufs_new(sb * (size_t)nprocs, lay_bytes(Lr, pairs));
     if (rel == 0)
         for (int j = 0; j < nprocs; j++)
-            lay_fill(in + (size_t)j * sb, Ls, pairs, rank, salt + (uint32_t)j);
-    memcpy(in_ref, in, sbytes);
+            lay_fill(b.in + (size_t)j * sb, Ls, pairs, rank, salt + (uint32_t)j);
+    memcpy(b.in_ref, b.in, b.sbytes);
     int sc = lay_count(Ls, pairs), rc = lay_count(Lr, pairs);
     if (pairs > 0)
-        MPI_Scatter(in, sc, lay_dt[Ls], rn, rc, lay_dt[Lr], c->root, MPI_COMM_WORLD);
-    check_rc(&v, ct_scatter(&c->choice, in, sc, lay_dt[Ls], ro, rc, lay_dt[Lr], c->root,
+        MPI_Scatter(b.in, sc, lay_dt[Ls], b.rn, rc, lay_dt[Lr], c->root, MPI_COMM_WORLD);
+    check_rc(&v, ct_scatter(&c->choice, b.in, sc, lay_dt[Ls], b.ro, rc, lay_dt[Lr], c->root,
                             MPI_COMM_WORLD));
-    compare_bytes(&v, "result", ro, rn, rbytes);
-    compare_bytes(&v, "send buffer was modified", in, in_ref, sbytes);
-    report(c, &v);
-    free(in);
-    free(in_ref);
-    free(rn);
-    free(ro);
+    vbufs_report_bytes(c, &v, &b);
 }

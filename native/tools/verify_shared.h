@@ -22,6 +22,38 @@ void compare(verdict_t *v, const char *what, const char *got, const char *want, 
 void compare_bytes(verdict_t *v, const char *what, const char *got, const char *want,
                    size_t bytes);
 
+/* the four buffers of most cases, sentinel-filled by vbufs_new: the send buffer in
+ * and its copy in_ref (sbytes each), the receive buffers rn (of the MPI library's
+ * own collective) and ro (of colltune's) (rbytes each); with a root, sentinel
+ * (rbytes, set by the case; else NULL): what ro must stay at the other ranks */
+typedef struct {
+    char *in, *in_ref, *rn, *ro, *sentinel;
+    size_t sbytes, rbytes;
+} vbufs_t;
+vbufs_t vbufs_new(size_t sbytes, size_t rbytes);
+void vbufs_free(vbufs_t *b);
+/* the end of a rooted case: at the root the result (ro against rn, rcount
+ * elements), at the others ro untouched (against sentinel); the send buffer
+ * (scount elements) unless in place; the verdict reported, the buffers freed */
+void vbufs_report_rooted(const vcase_t *c, verdict_t *v, vbufs_t *b, int is_root, int inplace,
+                         long rcount, long scount);
+/* the end of a case of the mixed family: the result (ro against rn) and the send
+ * buffer (in against in_ref) compared byte-exact, the verdict reported (collective
+ * over MPI_COMM_WORLD), the buffers freed */
+void vbufs_report_bytes(const vcase_t *c, verdict_t *v, vbufs_t *b);
+
+/* the counts and displacements of cn uneven blocks: cnt[j] = count(n, j), dsp set
+ * by layout (which returns the elements spanned); one allocation (free(cnt)) */
+typedef struct {
+    int *cnt, *dsp;
+    long span;
+} vblocks_t;
+/* blocks laid out last first, one element apart (holes and reversed order): sets
+ * dsp[j] for cnt[j] elements of block j (j < cn); returns the elements spanned */
+long rev_layout(int cn, const int *cnt, int *dsp);
+vblocks_t vblocks_new(int cn, int n, int (*count)(int n, int j),
+                      long (*layout)(int cn, const int *cnt, int *dsp));
+
 /* the mixed family: one message of 2n ints in several layouts (verify_cases.c) */
 enum { L_INT, L_VEC, L_SWAP, L_PAIR, L_EMPTY, NLAYOUTS };
 extern MPI_Datatype lay_dt[NLAYOUTS];
