@@ -731,7 +731,10 @@ static int post_block(int send, char *at, MPI_Aint n, int peer, int tag, MPI_Com
     return MPI_SUCCESS;
 }
 
-static int scatter_direct(const msg_t *ms, int v, int root, int np, MPI_Comm comm) {
+/* a split_fn: its blocks are p-1 (split_bcast's p are not used) */
+static int scatter_direct(const msg_t *ms, const split_t *p_blocks, int v, int root, int np,
+                          MPI_Comm comm) {
+    (void)p_blocks;
     split_t sp; /* block b: relative rank b + 1's */
     split_init(&sp, ms, np - 1);
     const MPI_Aint most = bstart(&sp, 1) - bstart(&sp, 0); /* block 0 is a largest one */
@@ -772,16 +775,7 @@ static int scatter_direct(const msg_t *ms, int v, int root, int np, MPI_Comm com
 int ct_bcast_scatter_direct_allgather(void *buf, int count, MPI_Datatype dt, int root,
                                       MPI_Comm comm, const ct_params_t *p) {
     (void)p;
-    int np, rank;
-    ct_type_t t;
-    CT_CHECK(ct_comm_geom(comm, &np, &rank));
-    if (np == 1) return MPI_SUCCESS;
-    CT_CHECK(ct_type(dt, &t));
-    const int v = rel_rank(rank, root, np);
-    msg_t m;
-    int rc = stream_open(&m, buf, count, dt, &t, v == 0, 0, comm);
-    if (rc == MPI_SUCCESS) rc = scatter_direct(&m, v, root, np, comm);
-    return stream_close(&m, rc, buf, count, dt, &t, v == 0, comm);
+    return split_bcast(buf, count, dt, root, comm, scatter_direct);
 }
 
 /* ---- test-only ------------------------------------------------------------------- */
