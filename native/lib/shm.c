@@ -14,7 +14,9 @@
  * rank would never give back the processor to: there the flags are PMPI_Barrier.
  *
  *  - Bcast: the root copies the message in (packed bytes of its datatype), each
- *    other rank copies it out (unpacked into its own): one copy in, one copy out.
+ *    other rank copies it out (unpacked into its own): one copy in, one copy out;
+ *    segsize > 0: in chunks through a ring of buffers, copy-in and copy-out
+ *    overlapping (bcast_ring).
  *  - Reduce/Allreduce: every rank copies its input into its slot (the datatype's
  *    own layout), then reduces its share of the elements over all slots in rank
  *    order (any associative op), into the last slot; the root (every rank) copies
