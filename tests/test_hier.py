@@ -296,6 +296,18 @@ def test_verify_shm_openmpi(ompi_build, np):
                                                                "barrier"}
 
 
+def test_shm_bcast_ring_in_an_unmodified_program(ompi_build):
+    """shm:segsize=4096 (the ring of 4 buffers): plaincolls' Bcasts of up to 70,000 ints
+    (68 chunks, the ring refilled 17 times) from roots 0 and p-1 among its other
+    collectives, every result checked by the program; the root returns before the
+    readers have released the last chunks, so the next Bcast's root waits on them."""
+    ln = launch.prepare(ompi_build.mpi, 3, [str(ompi_build.program("colltune-plaincolls"))])
+    res = colltune("run", "--mpi", "openmpi", "--force", "bcast=shm:segsize=4096", "--",
+                   *ln.argv)
+    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
+    assert "checks passed" in res.stdout
+
+
 def _shm_loop(build, loops: int):
     ln = launch.prepare(build.mpi, 2, [str(build.program("colltune-plaincolls")),
                                        "--loop", str(loops)])

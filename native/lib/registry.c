@@ -633,10 +633,11 @@ static const entry_t table[] = {
     /* ------------------------------------------------ shared memory (shm.c)
      * One node: a shared window of the communicator; the fallback runs (reported)
      * when the ranks do not all share memory. al, bl: inside a node. */
-    { { "shm", CT_BCAST, { .bcast = ct_bcast_shm }, 0, { { 0 } }, 0, "binomial",
-      "2*al + 2*n*bl",
+    { { "shm", CT_BCAST, { .bcast = ct_bcast_shm }, 1, { SEG(0) }, 0, "binomial",
+      "(" NSEG " + 1)*(al + s*bl)",
       "one node: the root copies the message into a shared window, every other rank "
-      "copies it out (flags for synchronisation)", NULL },
+      "copies it out (flags for synchronisation); segsize > 0: in chunks through a ring "
+      "of 4 buffers, the root copying the next chunk in while the others copy one out", NULL },
       AUTO_NONE },
     { { "shm", CT_REDUCE, { .reduce = ct_reduce_shm }, 0, { { 0 } }, 0, "in_order_binary",
       "3*al + 2*n*bl + (p-1)/p*n*g",

@@ -14,7 +14,9 @@
  * rank would never give back the processor to: there the flags are PMPI_Barrier.
  *
  *  - Bcast: the root copies the message in (packed bytes of its datatype), each
- *    other rank copies it out (unpacked into its own): one copy in, one copy out.
+ *    other rank copies it out (unpacked into its own): one copy in, one copy out;
+ *    segsize > 0: in chunks through a ring of buffers, copy-in and copy-out
+ *    overlapping (bcast_ring).
  *  - Reduce/Allreduce: every rank copies its input into its slot (the datatype's
  *    own layout), then reduces its share of the elements over all slots in rank
  *    order (any associative op), into the last slot; the root (every rank) copies
@@ -31,14 +33,24 @@
 #include <stdio.h>
 
 #define SHM_SLOT_MAX (4L << 20) /* bytes per rank at most: larger messages in pieces */
-#define SHM_CTRL 128            /* the control block's bytes                        */
+#define SHM_RING_N 4            /* buffers in Bcast's ring (segsize > 0)            */
+#define SHM_CTRL 1024           /* the control block's bytes                        */
+
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "shm: flags shared between processes");
 
 typedef struct {
     int L, rank, shared; /* shared: every rank of the communicator on one node */
     MPI_Win win;         /* MPI_WIN_NULL until the first call that needs one   */
     MPI_Aint slot;       /* bytes of each rank's slot                          */
+    MPI_Aint chunk;      /* bytes of each buffer of Bcast's ring (0: none yet)   */
     char **slots;        /* L pointers                                         */
     _Atomic int *count, *gen;
+    /* Bcast's ring (rank 0's segment, after its slot): buffer b holds chunk g when
+     * g % SHM_RING_N == b; ready[b] = g + 1 once it is in, freed[b] counts the
+     * readers' releases (L - 1 a chunk); chunks: the chunks so far (every rank) */
+    char *ring;
+    _Atomic long long *ready[SHM_RING_N], *freed[SHM_RING_N];
+    long long chunks;
 } shm_t;
 
 static _Atomic int shm_key = MPI_KEYVAL_INVALID;
@@ -66,14 +78,18 @@ static int shm_delete(MPI_Comm comm, int key, void *val, void *extra) {
     return MPI_SUCCESS;
 }
 
-/* a window whose slots hold at least `bytes` (collective: every rank asks the same) */
-static int shm_window(shm_t *s, MPI_Aint bytes, MPI_Comm comm) {
-    if (s->win != MPI_WIN_NULL && s->slot >= bytes) return MPI_SUCCESS;
-    win_free(s, 0);
+/* a window whose slots hold at least `bytes` and whose ring's buffers `chunk`
+ * (collective: every rank asks the same); it only grows */
+static int shm_window(shm_t *s, MPI_Aint bytes, MPI_Aint chunk, MPI_Comm comm) {
+    if (s->win != MPI_WIN_NULL && s->slot >= bytes && s->chunk >= chunk) return MPI_SUCCESS;
     MPI_Aint slot = 4096;
-    while (slot < bytes) slot *= 2;
+    while (slot < bytes || (s->win != MPI_WIN_NULL && slot < s->slot)) slot *= 2;
+    if (s->win != MPI_WIN_NULL && chunk < s->chunk) chunk = s->chunk;
+    win_free(s, 0);
     char *base;
-    CT_CHECK(MPI_Win_allocate_shared(SHM_CTRL + slot, 1, MPI_INFO_NULL, comm, &base, &s->win));
+    const MPI_Aint ring = s->rank == 0 ? SHM_RING_N * chunk : 0;
+    CT_CHECK(MPI_Win_allocate_shared(SHM_CTRL + slot + ring, 1, MPI_INFO_NULL, comm, &base,
+                                     &s->win));
     atomic_fetch_add(&live, 1);
     s->slots = malloc((size_t)s->L * sizeof *s->slots);
     if (!s->slots) return ct_set_error(MPI_ERR_NO_MEM, "shm: out of memory");
@@ -83,16 +99,27 @@ static int shm_window(shm_t *s, MPI_Aint bytes, MPI_Comm comm) {
         char *p;
         CT_CHECK(MPI_Win_shared_query(s->win, j, &size, &unit, &p));
         s->slots[j] = p + SHM_CTRL;
-        if (j == 0) {
+        if (j == 0) { /* a cache line each */
             s->count = (_Atomic int *)p;
             s->gen = (_Atomic int *)(p + 64);
+            for (int b = 0; b < SHM_RING_N; b++) {
+                s->ready[b] = (_Atomic long long *)(p + 128 + 128 * b);
+                s->freed[b] = (_Atomic long long *)(p + 192 + 128 * b);
+            }
+            s->ring = p + SHM_CTRL + slot;
         }
     }
     if (s->rank == 0) {
         atomic_store(s->count, 0);
         atomic_store(s->gen, 0);
+        for (int b = 0; b < SHM_RING_N; b++) {
+            atomic_store(s->ready[b], 0);
+            atomic_store(s->freed[b], 0);
+        }
     }
     s->slot = slot;
+    s->chunk = chunk;
+    s->chunks = 0;
     CT_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, s->win));
     return PMPI_Barrier(comm); /* the control block is set before anyone uses it */
 }
@@ -184,39 +211,81 @@ int ct_barrier_shm(MPI_Comm comm, const ct_params_t *prm) {
     shm_t *s;
     CT_CHECK(shm_or_fallback(comm, "barrier", "bruck", &s));
     if (!s) return ct_run_barrier(ct_algo_find(CT_BARRIER, "bruck"), comm);
-    CT_CHECK(shm_window(s, 0, comm));
+    CT_CHECK(shm_window(s, 0, 0, comm));
     return shm_sync(s, comm);
+}
+
+/* wait until *x >= v, yielding the processor (ranks may share cores) */
+static void shm_wait(_Atomic long long *x, long long v) {
+    for (long spin = 0; atomic_load(x) < v; spin++)
+        if (spin > 64) sched_yield();
+}
+
+/* segsize 0: through slot 0, slot-sized pieces, both copies of a piece between
+ * two barriers of the flags */
+static int bcast_serial(shm_t *s, char *data, long long bytes, int root, MPI_Comm comm) {
+    CT_CHECK(shm_window(s, bytes < SHM_SLOT_MAX ? bytes : SHM_SLOT_MAX, 0, comm));
+    for (long long off = 0; off < bytes; off += s->slot) {
+        const size_t n = (size_t)(bytes - off < s->slot ? bytes - off : s->slot);
+        if (s->rank == root) memcpy(s->slots[0], data + off, n);
+        CT_CHECK(shm_sync(s, comm));
+        if (s->rank != root) memcpy(data + off, s->slots[0], n);
+        CT_CHECK(shm_sync(s, comm)); /* the slot is free again */
+    }
+    return MPI_SUCCESS;
+}
+
+/* segsize > 0: a pipeline through the ring, chunks of seg bytes: the root copies
+ * chunk g + 1 in while the others copy chunk g out; a buffer is refilled once its
+ * L - 1 readers released it. The root returns without waiting for the last chunks'
+ * readers (the next Bcast's root waits for them; MPI_Win_free is collective). */
+static int bcast_ring(shm_t *s, char *data, long long bytes, long long seg, int root,
+                      MPI_Comm comm) {
+    const long long ch = seg < bytes ? seg : bytes;
+    CT_CHECK(shm_window(s, 0, (MPI_Aint)ch, comm));
+    for (long long off = 0; off < bytes; off += ch) {
+        const size_t n = (size_t)(bytes - off < ch ? bytes - off : ch);
+        const long long g = s->chunks++;
+        const int b = (int)(g % SHM_RING_N);
+        char *in = s->ring + b * s->chunk;
+        if (s->rank == root) {
+            shm_wait(s->freed[b], g / SHM_RING_N * (s->L - 1));
+            CT_CHECK(MPI_Win_sync(s->win));
+            memcpy(in, data + off, n);
+            CT_CHECK(MPI_Win_sync(s->win));
+            atomic_store(s->ready[b], g + 1);
+        } else {
+            shm_wait(s->ready[b], g + 1);
+            CT_CHECK(MPI_Win_sync(s->win));
+            memcpy(data + off, in, n);
+            CT_CHECK(MPI_Win_sync(s->win));
+            atomic_fetch_add(s->freed[b], 1);
+        }
+    }
+    return MPI_SUCCESS;
 }
 
 int ct_bcast_shm(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm,
                  const ct_params_t *prm) {
-    (void)prm;
     shm_t *s;
     CT_CHECK(shm_or_fallback(comm, "bcast", "binomial", &s));
     if (!s) return ct_run_bcast(ct_algo_find(CT_BCAST, "binomial"), buf, count, dt, root, comm);
     ct_type_t t;
     CT_CHECK(ct_type(dt, &t));
     const long long bytes = (long long)count * t.size;
-    CT_CHECK(shm_window(s, bytes < SHM_SLOT_MAX ? bytes : SHM_SLOT_MAX, comm));
-    /* pieces of whole elements of every rank's type: cut the stream at multiples of
-     * the slot (the same on every rank), each rank's elements taken whole by
-     * MPI_Pack/Unpack's positions -- or, simpler and as general, packed in full */
+    if (s->L == 1 || bytes == 0) return MPI_SUCCESS;
+    long long seg = CT_SEGSIZE(prm);
+    if (seg > SHM_SLOT_MAX) seg = SHM_SLOT_MAX;
+    /* a non-dense datatype goes as its packed stream */
     const int dense = ct_type_dense(dt, &t);
     char *stream = NULL;
-    if (!dense && bytes > 0) {
-        if (!(stream = malloc((size_t)bytes)))
-            return ct_set_error(MPI_ERR_NO_MEM, "bcast/shm: out of memory (%lld bytes)", bytes);
-    }
+    if (!dense && !(stream = malloc((size_t)bytes)))
+        return ct_set_error(MPI_ERR_NO_MEM, "bcast/shm: out of memory (%lld bytes)", bytes);
     char *data = dense ? (char *)buf + t.true_lb : stream;
     int rc = MPI_SUCCESS;
     if (!dense && s->rank == root) CT_TRY(ct_pack_stream(buf, count, dt, &t, stream, comm));
-    for (long long off = 0; off < bytes; off += s->slot) {
-        const size_t n = (size_t)(bytes - off < s->slot ? bytes - off : s->slot);
-        if (s->rank == root) memcpy(s->slots[0], data + off, n);
-        CT_TRY(shm_sync(s, comm));
-        if (s->rank != root) memcpy(data + off, s->slots[0], n);
-        CT_TRY(shm_sync(s, comm)); /* the slot is free again */
-    }
+    CT_TRY(seg > 0 ? bcast_ring(s, data, bytes, seg, root, comm)
+                   : bcast_serial(s, data, bytes, root, comm));
     if (!dense && s->rank != root) CT_TRY(ct_unpack_stream(stream, buf, count, dt, &t, comm));
 out:
     free(stream);
@@ -232,7 +301,7 @@ static int shm_reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, 
     long long per = t.extent > 0 ? (SHM_SLOT_MAX - t.true_extent) / t.extent + 1 : count;
     if (per < 1) per = 1;
     if (per > count) per = count;
-    CT_CHECK(shm_window(s, (MPI_Aint)((per - 1) * t.extent + t.true_extent), comm));
+    CT_CHECK(shm_window(s, (MPI_Aint)((per - 1) * t.extent + t.true_extent), 0, comm));
     const void *in = ct_input_of(sbuf, rbuf);
     const int last = s->L - 1;
     for (long long e0 = 0; e0 < count; e0 += per) {
